@@ -1,0 +1,245 @@
+#include "kube/client.h"
+
+#include <thread>
+
+namespace hb::kube {
+namespace {
+
+constexpr const char* kJson = "application/json";
+constexpr const char* kMergePatch = "application/merge-patch+json";
+
+std::string query_of(const ListOptions& o) {
+  std::string q;
+  auto add = [&](const std::string& key, const std::string& value) {
+    if (value.empty()) return;
+    q += (q.empty() ? "?" : "&") + key + "=" + url_encode(value);
+  };
+  add("labelSelector", o.label_selector);
+  add("fieldSelector", o.field_selector);
+  if (o.limit > 0) add("limit", std::to_string(o.limit));
+  add("continue", o.continue_token);
+  add("resourceVersion", o.resource_version);
+  return q;
+}
+
+std::string describe(const std::string& verb, const Resource& r, const std::string& ns,
+                     const std::string& name) {
+  std::string out = verb + " " + r.describe();
+  if (!ns.empty() || !name.empty()) out += " " + (ns.empty() ? name : ns + "/" + name);
+  return out;
+}
+
+}  // namespace
+
+Client::Client(ClusterConfig config, ClientOptions options, std::shared_ptr<http::Client> transport)
+    : config_(std::move(config)),
+      options_(options),
+      transport_(std::move(transport)),
+      tokens_(config_),
+      tokens_available_(options.burst),
+      tokens_at_(std::chrono::steady_clock::now()) {
+  if (!transport_) {
+    http::ClientOptions http_options;
+    http_options.tls = config_.tls;
+    http_options.ca_description = config_.ca_description;
+    transport_ = std::shared_ptr<http::Client>(http::make_client(http_options));
+  }
+}
+
+// Token bucket: qps tokens a second, at most `burst` saved up.
+void Client::wait_for_token() {
+  if (options_.qps <= 0) return;
+  std::unique_lock lock(limiter_mutex_);
+  while (true) {
+    auto now = std::chrono::steady_clock::now();
+    double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
+    tokens_available_ = std::min<double>(options_.burst, tokens_available_ + elapsed * options_.qps);
+    tokens_at_ = now;
+    if (tokens_available_ >= 1.0) {
+      tokens_available_ -= 1.0;
+      return;
+    }
+    auto wait = std::chrono::duration<double>((1.0 - tokens_available_) / options_.qps);
+    lock.unlock();
+    std::this_thread::sleep_for(wait);
+    lock.lock();
+  }
+}
+
+http::Request Client::make_request(const std::string& method, const std::string& path) {
+  http::Request req;
+  req.method = method;
+  req.url = config_.server + path;
+  req.timeout = options_.timeout;
+  req.headers.emplace_back("Accept", kJson);
+  req.headers.emplace_back("User-Agent", options_.user_agent);
+  std::string token = tokens_.token();
+  if (!token.empty()) {
+    req.headers.emplace_back("Authorization", "Bearer " + token);
+  } else if (!config_.username.empty()) {
+    req.headers.emplace_back("Authorization",
+                             "Basic " + base64_encode(config_.username + ":" + config_.password));
+  }
+  return req;
+}
+
+void Client::throw_api_error(const http::Response& response, const std::string& context) {
+  throw error_from_response(response.status, response.header("retry-after"), response.body, context);
+}
+
+http::Response Client::call(const std::string& verb, const std::string& method,
+                            const std::string& path, const std::string& body,
+                            const std::string& content_type, const std::string& context) {
+  std::atomic<uint64_t>* counter = verb == "get"      ? &counts_.get
+                                   : verb == "list"   ? &counts_.list
+                                   : verb == "create" ? &counts_.create
+                                   : verb == "update" ? &counts_.update
+                                   : verb == "patch"  ? &counts_.patch
+                                                      : &counts_.remove;
+  // One retry after a 401: a rotated service-account token is re-read.
+  for (int attempt = 0;; ++attempt) {
+    wait_for_token();
+    http::Request req = make_request(method, path);
+    if (!content_type.empty()) req.headers.emplace_back("Content-Type", content_type);
+    req.body = body;
+    ++*counter;
+    http::Response resp = transport_->send(req);
+    if (resp.status == 401 && attempt == 0 && !config_.token_file.empty()) {
+      tokens_.invalidate();
+      continue;
+    }
+    if (resp.status < 200 || resp.status > 299) throw_api_error(resp, context);
+    return resp;
+  }
+}
+
+namespace {
+Json parse_body(const http::Response& resp, const std::string& context) {
+  try {
+    return Json::parse(resp.body);
+  } catch (const Json::parse_error& e) {
+    throw ApiError(ErrorKind::kOther, resp.status, "", std::string("answer is not JSON: ") + e.what(),
+                   {}, std::nullopt, context);
+  }
+}
+}  // namespace
+
+Json Client::get(const Resource& r, const std::string& ns, const std::string& name) {
+  std::string ctx = describe("get", r, ns, name);
+  return parse_body(call("get", "GET", r.path(ns, name), "", "", ctx), ctx);
+}
+
+Json Client::list(const Resource& r, const std::string& ns, const ListOptions& options) {
+  std::string ctx = describe("list", r, ns, "");
+  return parse_body(call("list", "GET", r.path(ns) + query_of(options), "", "", ctx), ctx);
+}
+
+Json Client::list_all(const Resource& r, const std::string& ns, ListOptions options) {
+  bool restarted = false;
+  Json items = Json::array();
+  Json first_metadata;
+  while (true) {
+    Json page;
+    try {
+      page = list(r, ns, options);
+    } catch (const ApiError& e) {
+      // The continue token expired; start once more from the beginning.
+      if (e.kind() != ErrorKind::kGone || options.continue_token.empty() || restarted) throw;
+      restarted = true;
+      options.continue_token.clear();
+      items = Json::array();
+      first_metadata = Json();
+      continue;
+    }
+    if (first_metadata.is_null()) first_metadata = page.value("metadata", Json::object());
+    if (auto it = page.find("items"); it != page.end() && it->is_array()) {
+      for (auto& item : *it) items.push_back(std::move(item));
+    }
+    std::string next = page.value("/metadata/continue"_json_pointer, "");
+    if (next.empty()) break;
+    options.continue_token = next;
+  }
+  // The first page's resourceVersion is the snapshot every page belongs to.
+  Json out = Json::object();
+  out["items"] = std::move(items);
+  out["metadata"]["resourceVersion"] = first_metadata.value("resourceVersion", "");
+  return out;
+}
+
+Json Client::create(const Resource& r, const std::string& ns, const Json& object) {
+  std::string ctx = describe("create", r, ns, object.value("/metadata/name"_json_pointer, ""));
+  return parse_body(call("create", "POST", r.path(ns), object.dump(), kJson, ctx), ctx);
+}
+
+Json Client::replace(const Resource& r, const std::string& ns, const std::string& name,
+                     const Json& object) {
+  std::string ctx = describe("update", r, ns, name);
+  return parse_body(call("update", "PUT", r.path(ns, name), object.dump(), kJson, ctx), ctx);
+}
+
+Json Client::merge_patch(const Resource& r, const std::string& ns, const std::string& name,
+                         const Json& patch) {
+  std::string ctx = describe("patch", r, ns, name);
+  return parse_body(call("patch", "PATCH", r.path(ns, name), patch.dump(), kMergePatch, ctx), ctx);
+}
+
+Json Client::replace_status(const Resource& r, const std::string& ns, const std::string& name,
+                            const Json& object) {
+  std::string ctx = describe("update status of", r, ns, name);
+  return parse_body(call("update", "PUT", r.path(ns, name) + "/status", object.dump(), kJson, ctx), ctx);
+}
+
+Json Client::merge_patch_status(const Resource& r, const std::string& ns, const std::string& name,
+                                const Json& patch) {
+  std::string ctx = describe("patch status of", r, ns, name);
+  return parse_body(
+      call("patch", "PATCH", r.path(ns, name) + "/status", patch.dump(), kMergePatch, ctx), ctx);
+}
+
+Json Client::remove(const Resource& r, const std::string& ns, const std::string& name,
+                    const DeleteOptions& options) {
+  Json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+  if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
+  if (!options.precondition_uid.empty()) body["preconditions"]["uid"] = options.precondition_uid;
+  if (!options.precondition_resource_version.empty()) {
+    body["preconditions"]["resourceVersion"] = options.precondition_resource_version;
+  }
+  if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
+  std::string ctx = describe("delete", r, ns, name);
+  return parse_body(call("remove", "DELETE", r.path(ns, name), body.dump(), kJson, ctx), ctx);
+}
+
+void Client::watch(const Resource& r, const std::string& ns, const WatchOptions& options,
+                   const http::ChunkHandler& on_chunk, std::shared_ptr<http::CancelSource> cancel) {
+  std::string path = r.path(ns) + "?watch=1";
+  if (!options.label_selector.empty()) path += "&labelSelector=" + url_encode(options.label_selector);
+  if (!options.field_selector.empty()) path += "&fieldSelector=" + url_encode(options.field_selector);
+  if (!options.resource_version.empty()) {
+    path += "&resourceVersion=" + url_encode(options.resource_version);
+  }
+  if (options.allow_bookmarks) path += "&allowWatchBookmarks=true";
+  path += "&timeoutSeconds=" + std::to_string(options.timeout_seconds);
+  std::string ctx = describe("watch", r, ns, "");
+
+  for (int attempt = 0;; ++attempt) {
+    wait_for_token();
+    http::Request req = make_request("GET", path);
+    // Quiet streams are normal; allow silence up to the server's own timeout.
+    req.timeout = std::chrono::seconds(options.timeout_seconds) + kWatchClientSlack;
+    req.cancel = cancel;
+    ++counts_.watch;
+    http::Response resp = transport_->stream(req, on_chunk);
+    if (resp.status == 401 && attempt == 0 && !config_.token_file.empty()) {
+      tokens_.invalidate();
+      continue;
+    }
+    if (resp.status < 200 || resp.status > 299) throw_api_error(resp, ctx);
+    return;
+  }
+}
+
+std::string Client::get_raw(const std::string& path) {
+  return call("get", "GET", path, "", "", "get " + path).body;
+}
+
+}  // namespace hb::kube

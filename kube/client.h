@@ -1,0 +1,120 @@
+// A generic Kubernetes REST client: any group/version/resource as JSON.
+// Every failure is an ApiError (the server answered) or an
+// http::TransportError (it did not), each naming the request.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "kube/errors.h"
+#include "kube/http.h"
+#include "kube/kubeconfig.h"
+#include "kube/resource.h"
+
+namespace hb::kube {
+
+using Json = nlohmann::json;
+
+// client-go's defaults; configurable because the API server is the bottleneck.
+inline constexpr double kClientQpsDefault = 20.0;
+inline constexpr int kClientBurstDefault = 30;
+// The server ends a watch after timeoutSeconds; the client waits a bit longer.
+inline constexpr int kWatchTimeoutSecondsDefault = 290;
+inline constexpr std::chrono::seconds kWatchClientSlack{30};
+
+struct ClientOptions {
+  double qps = kClientQpsDefault;  // <= 0 disables rate limiting
+  int burst = kClientBurstDefault;
+  std::chrono::milliseconds timeout = http::kRequestTimeoutDefault;
+  std::string user_agent = "heartbeat-operator";
+};
+
+struct ListOptions {
+  std::string label_selector;
+  std::string field_selector;
+  int64_t limit = 0;  // page size; 0 = server default (all)
+  std::string continue_token;
+  std::string resource_version;
+};
+
+struct WatchOptions {
+  std::string label_selector;
+  std::string field_selector;
+  std::string resource_version;
+  int timeout_seconds = kWatchTimeoutSecondsDefault;
+  bool allow_bookmarks = true;
+};
+
+struct DeleteOptions {
+  std::string propagation_policy;  // "Background", "Foreground", "Orphan" or ""
+  std::string precondition_uid;
+  std::string precondition_resource_version;
+  std::optional<int64_t> grace_period_seconds;
+};
+
+// Counts of requests sent, by verb, for benchmarks and /metrics.
+struct RequestCounts {
+  std::atomic<uint64_t> get{0}, list{0}, watch{0}, create{0}, update{0}, patch{0}, remove{0};
+  uint64_t writes() const { return create + update + patch + remove; }
+  uint64_t total() const { return get + list + watch + writes(); }
+};
+
+class Client {
+ public:
+  Client(ClusterConfig config, ClientOptions options = {},
+         std::shared_ptr<http::Client> transport = nullptr);
+
+  Json get(const Resource& r, const std::string& ns, const std::string& name);
+  // One page; `metadata.continue` in the answer names the next.
+  Json list(const Resource& r, const std::string& ns, const ListOptions& options = {});
+  // Every page, merged: {"items": [...], "metadata": {"resourceVersion": ...}}.
+  // A continue token that expires mid-way (410) restarts the list once from scratch.
+  Json list_all(const Resource& r, const std::string& ns, ListOptions options = {});
+  Json create(const Resource& r, const std::string& ns, const Json& object);
+  // PUT; metadata.resourceVersion in the object makes it conditional (409 if stale).
+  Json replace(const Resource& r, const std::string& ns, const std::string& name, const Json& object);
+  Json merge_patch(const Resource& r, const std::string& ns, const std::string& name, const Json& patch);
+  Json replace_status(const Resource& r, const std::string& ns, const std::string& name,
+                      const Json& object);
+  Json merge_patch_status(const Resource& r, const std::string& ns, const std::string& name,
+                          const Json& patch);
+  Json remove(const Resource& r, const std::string& ns, const std::string& name,
+              const DeleteOptions& options = {});
+
+  // Opens a watch and hands raw body chunks to on_chunk (see WatchDecoder).
+  // Returns when the server ends the stream, on_chunk returns false or
+  // `cancel` fires. A non-2xx answer throws ApiError (410 -> kGone).
+  void watch(const Resource& r, const std::string& ns, const WatchOptions& options,
+             const http::ChunkHandler& on_chunk, std::shared_ptr<http::CancelSource> cancel = nullptr);
+
+  // GET of an arbitrary path (e.g. "/readyz"), body returned as text.
+  std::string get_raw(const std::string& path);
+
+  const ClusterConfig& config() const { return config_; }
+  const RequestCounts& counts() const { return counts_; }
+
+ private:
+  http::Response call(const std::string& verb, const std::string& method, const std::string& path,
+                      const std::string& body, const std::string& content_type,
+                      const std::string& context);
+  http::Request make_request(const std::string& method, const std::string& path);
+  void wait_for_token();
+  [[noreturn]] void throw_api_error(const http::Response& response, const std::string& context);
+
+  ClusterConfig config_;
+  ClientOptions options_;
+  std::shared_ptr<http::Client> transport_;
+  TokenSource tokens_;
+  RequestCounts counts_;
+
+  std::mutex limiter_mutex_;
+  double tokens_available_;
+  std::chrono::steady_clock::time_point tokens_at_;
+};
+
+}  // namespace hb::kube

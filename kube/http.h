@@ -1,0 +1,132 @@
+// The project's one HTTP interface. cpprestsdk (in maintenance mode upstream)
+// sits behind it, so a different transport could replace it without touching
+// the Kubernetes client, the controllers or the runner.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace hb::http {
+
+// Default limit on one request, connect to last byte.
+inline constexpr std::chrono::seconds kRequestTimeoutDefault{30};
+
+struct TlsOptions {
+  std::string ca_file;            // PEM bundle; empty = system CAs
+  std::string ca_pem;             // inline PEM, used when ca_file is empty
+  std::string client_cert_pem;    // client certificate (mutual TLS)
+  std::string client_key_pem;     // its private key; never logged
+  bool insecure_skip_verify = false;
+};
+
+// Lets another thread abort requests in flight (a watch blocked on a quiet
+// stream, say). Thread-safe; once cancelled it stays cancelled.
+class CancelSource {
+ public:
+  void cancel();
+  bool cancelled() const;
+  // Runs fn on cancel (at once if already cancelled). Returns an id for remove().
+  uint64_t add(std::function<void()> fn);
+  void remove(uint64_t id);
+
+ private:
+  mutable std::mutex mutex_;
+  bool cancelled_ = false;
+  uint64_t next_id_ = 1;
+  std::map<uint64_t, std::function<void()>> callbacks_;
+};
+
+struct Request {
+  std::string method = "GET";
+  std::string url;  // absolute: scheme://host[:port]/path?query
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  // For send(): the whole exchange. For stream(): connect and headers, and
+  // then the longest silence allowed between two chunks of the body.
+  std::chrono::milliseconds timeout = kRequestTimeoutDefault;
+  std::shared_ptr<CancelSource> cancel;  // optional
+};
+
+struct Response {
+  int status = 0;
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;                            // empty for streamed bodies
+
+  std::string header(const std::string& lower_name) const {
+    auto it = headers.find(lower_name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+// The request never produced an HTTP response: refused connection, DNS, TLS
+// handshake, timeout. The message names the URL (and the CA on TLS errors).
+class TransportError : public std::runtime_error {
+ public:
+  enum class Kind { kConnect, kTls, kTimeout, kCancelled, kOther };
+  TransportError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  Kind kind() const { return kind_; }
+
+ private:
+  Kind kind_;
+};
+
+// Called with each piece of a streamed body as it arrives; return false to stop.
+using ChunkHandler = std::function<bool(std::string_view chunk)>;
+
+class Client {
+ public:
+  virtual ~Client() = default;
+  // Sends the request and reads the whole body.
+  virtual Response send(const Request& request) = 0;
+  // Sends the request; for a 2xx answer, hands the body to on_chunk piece by
+  // piece until the body ends, on_chunk returns false, or the timeout passes.
+  // Non-2xx answers are read whole into Response::body instead.
+  virtual Response stream(const Request& request, const ChunkHandler& on_chunk) = 0;
+};
+
+struct ClientOptions {
+  TlsOptions tls;
+  // Describes where the CA came from for error messages ("system CAs", a path).
+  std::string ca_description;
+};
+
+std::unique_ptr<Client> make_client(const ClientOptions& options);
+
+// --- server side: the operator's /metrics, /healthz, /readyz and wakeup ---
+
+struct ServerRequest {
+  std::string method;
+  std::string path;   // decoded path, no query
+  std::string query;  // raw query string
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+};
+
+struct ServerResponse {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+using Handler = std::function<ServerResponse(const ServerRequest&)>;
+
+class Server {
+ public:
+  virtual ~Server() = default;
+  virtual void stop() = 0;
+};
+
+// Listens on address "host:port" (port 0 is not supported by the transport;
+// pick a port). Throws TransportError when the port cannot be bound.
+std::unique_ptr<Server> make_server(const std::string& address, Handler handler);
+
+}  // namespace hb::http

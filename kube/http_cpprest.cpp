@@ -1,0 +1,259 @@
+// cpprestsdk + OpenSSL implementation of hb::http. The only file that knows
+// about cpprestsdk; everything else talks to hb::http::Client and Server.
+#include <boost/asio/ssl.hpp>
+#include <cpprest/http_client.h>
+#include <cpprest/http_listener.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "kube/http.h"
+
+namespace hb::http {
+namespace {
+
+namespace chttp = web::http;
+namespace cclient = web::http::client;
+
+constexpr size_t kStreamReadBytes = 64 * 1024;
+
+std::string origin_of(const std::string& url) {
+  auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return url;
+  auto path_start = url.find('/', scheme_end + 3);
+  return path_start == std::string::npos ? url : url.substr(0, path_start);
+}
+
+std::string path_of(const std::string& url) {
+  auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return "/";
+  auto path_start = url.find('/', scheme_end + 3);
+  return path_start == std::string::npos ? "/" : url.substr(path_start);
+}
+
+bool looks_like_tls_failure(const std::string& what) {
+  for (const char* needle : {"handshake", "certificate", "SSL", "ssl", "verify"}) {
+    if (what.find(needle) != std::string::npos) return true;
+  }
+  return false;
+}
+
+std::map<std::string, std::string> lower_headers(const chttp::http_headers& headers) {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, value] : headers) {
+    std::string lower = name;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out[lower] = value;
+  }
+  return out;
+}
+
+class CpprestClient final : public Client {
+ public:
+  explicit CpprestClient(ClientOptions options) : options_(std::move(options)) {
+    if (options_.ca_description.empty()) {
+      options_.ca_description = !options_.tls.ca_file.empty() ? options_.tls.ca_file
+                                : !options_.tls.ca_pem.empty() ? "inline certificate-authority-data"
+                                                                : "system CAs";
+    }
+  }
+
+  Response send(const Request& request) override {
+    return exchange(request, nullptr);
+  }
+
+  Response stream(const Request& request, const ChunkHandler& on_chunk) override {
+    return exchange(request, &on_chunk);
+  }
+
+ private:
+  std::shared_ptr<cclient::http_client> client_for(const std::string& origin,
+                                                   std::chrono::milliseconds timeout) {
+    std::string key = origin + "|" + std::to_string(timeout.count());
+    std::lock_guard lock(mutex_);
+    auto it = clients_.find(key);
+    if (it != clients_.end()) return it->second;
+
+    cclient::http_client_config config;
+    config.set_timeout(std::chrono::duration_cast<std::chrono::microseconds>(timeout));
+    config.set_validate_certificates(!options_.tls.insecure_skip_verify);
+    TlsOptions tls = options_.tls;
+    config.set_ssl_context_callback([tls](boost::asio::ssl::context& ctx) {
+      // Errors here surface as handshake failures, named with the CA below.
+      if (!tls.ca_file.empty()) {
+        ctx.load_verify_file(tls.ca_file);
+      } else if (!tls.ca_pem.empty()) {
+        ctx.add_certificate_authority(boost::asio::buffer(tls.ca_pem.data(), tls.ca_pem.size()));
+      }
+      if (!tls.client_cert_pem.empty()) {
+        ctx.use_certificate_chain(
+            boost::asio::buffer(tls.client_cert_pem.data(), tls.client_cert_pem.size()));
+      }
+      if (!tls.client_key_pem.empty()) {
+        ctx.use_private_key(
+            boost::asio::buffer(tls.client_key_pem.data(), tls.client_key_pem.size()),
+            boost::asio::ssl::context::pem);
+      }
+    });
+    auto client = std::make_shared<cclient::http_client>(origin, config);
+    clients_.emplace(key, client);
+    return client;
+  }
+
+  [[noreturn]] void rethrow_transport(const Request& request, const std::exception& e,
+                                      bool cancelled) {
+    std::string what = e.what();
+    if (cancelled) {
+      throw TransportError(TransportError::Kind::kCancelled,
+                           request.method + " " + request.url + ": cancelled");
+    }
+    if (auto* he = dynamic_cast<const chttp::http_exception*>(&e)) {
+      if (he->error_code() == std::errc::timed_out) {
+        throw TransportError(TransportError::Kind::kTimeout,
+                             request.method + " " + request.url + ": no answer within " +
+                                 std::to_string(request.timeout.count()) + " ms");
+      }
+    }
+    if (looks_like_tls_failure(what)) {
+      throw TransportError(TransportError::Kind::kTls,
+                           "TLS with " + origin_of(request.url) + " failed (trusted CA: " +
+                               options_.ca_description + "): " + what);
+    }
+    throw TransportError(TransportError::Kind::kConnect,
+                         request.method + " " + request.url + ": " + what);
+  }
+
+  Response exchange(const Request& request, const ChunkHandler* on_chunk) {
+    auto client = client_for(origin_of(request.url), request.timeout);
+    chttp::http_request req(request.method);
+    req.set_request_uri(path_of(request.url));
+    for (const auto& [name, value] : request.headers) req.headers().add(name, value);
+    if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+        request.method == "PATCH") {
+      std::string content_type = "application/json";
+      for (const auto& [name, value] : request.headers) {
+        if (name == "Content-Type" || name == "content-type") content_type = value;
+      }
+      req.set_body(request.body, content_type);
+    }
+
+    pplx::cancellation_token_source cts;
+    uint64_t cancel_id = 0;
+    if (request.cancel) cancel_id = request.cancel->add([cts]() mutable { cts.cancel(); });
+    struct Unregister {
+      std::shared_ptr<CancelSource> source;
+      uint64_t id;
+      ~Unregister() {
+        if (source && id) source->remove(id);
+      }
+    } unregister{request.cancel, cancel_id};
+    auto is_cancelled = [&] { return request.cancel && request.cancel->cancelled(); };
+
+    Response out;
+    try {
+      chttp::http_response resp = client->request(req, cts.get_token()).get();
+      out.status = resp.status_code();
+      out.headers = lower_headers(resp.headers());
+      bool streaming = on_chunk != nullptr && out.status >= 200 && out.status < 300;
+      if (!streaming) {
+        auto bytes = resp.extract_vector().get();
+        out.body.assign(bytes.begin(), bytes.end());
+        return out;
+      }
+      auto body = resp.body();
+      std::vector<uint8_t> buffer(kStreamReadBytes);
+      while (true) {
+        size_t n = body.streambuf().getn(buffer.data(), buffer.size()).get();
+        if (n == 0) break;  // end of body
+        std::string_view chunk(reinterpret_cast<const char*>(buffer.data()), n);
+        if (!(*on_chunk)(chunk)) {
+          cts.cancel();  // stop the transfer; the connection is not reused
+          break;
+        }
+      }
+      return out;
+    } catch (const TransportError&) {
+      throw;
+    } catch (const pplx::task_canceled& e) {
+      rethrow_transport(request, e, true);
+    } catch (const std::exception& e) {
+      rethrow_transport(request, e, is_cancelled());
+    }
+  }
+
+  ClientOptions options_;
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<cclient::http_client>> clients_;
+};
+
+class CpprestServer final : public Server {
+ public:
+  CpprestServer(const std::string& address, Handler handler)
+      : listener_("http://" + address), handler_(std::move(handler)) {
+    listener_.support([this](chttp::http_request req) { handle(std::move(req)); });
+    try {
+      listener_.open().wait();
+    } catch (const std::exception& e) {
+      throw TransportError(TransportError::Kind::kConnect,
+                           "cannot listen on " + address + ": " + e.what());
+    }
+  }
+
+  ~CpprestServer() override { stop(); }
+
+  void stop() override {
+    std::lock_guard lock(mutex_);
+    if (stopped_) return;
+    stopped_ = true;
+    try {
+      listener_.close().wait();
+    } catch (const std::exception&) {
+      // Closing a listener that failed half-way has nothing left to release.
+    }
+  }
+
+ private:
+  void handle(chttp::http_request req) {
+    ServerRequest in;
+    in.method = req.method();
+    in.path = web::uri::decode(req.relative_uri().path());
+    in.query = req.relative_uri().query();
+    in.headers = lower_headers(req.headers());
+    ServerResponse out;
+    try {
+      auto bytes = req.extract_vector().get();
+      in.body.assign(bytes.begin(), bytes.end());
+      out = handler_(in);
+    } catch (const std::exception& e) {
+      out.status = 500;
+      out.content_type = "application/json";
+      out.body = R"({"error":"internal error"})";
+    }
+    chttp::http_response resp(static_cast<chttp::status_code>(out.status));
+    resp.set_body(out.body, out.content_type);
+    req.reply(resp).then([](pplx::task<void> t) {
+      try {
+        t.get();
+      } catch (const std::exception&) {
+        // The peer went away before the reply; nothing to do.
+      }
+    });
+  }
+
+  web::http::experimental::listener::http_listener listener_;
+  Handler handler_;
+  std::mutex mutex_;
+  bool stopped_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Client> make_client(const ClientOptions& options) {
+  return std::make_unique<CpprestClient>(options);
+}
+
+std::unique_ptr<Server> make_server(const std::string& address, Handler handler) {
+  return std::make_unique<CpprestServer>(address, std::move(handler));
+}
+
+}  // namespace hb::http

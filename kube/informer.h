@@ -1,0 +1,80 @@
+// Reflector + cache: lists a resource, then watches it from the list's
+// resourceVersion, keeping a Store current. Relists on 410 (Gone/Expired,
+// whether as an HTTP status or an ERROR event); reconnects with jittered
+// backoff (0.8 s .. 30 s) on any other failure.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "kube/backoff.h"
+#include "kube/client.h"
+#include "kube/store.h"
+
+namespace hb::kube {
+
+// Page size of the initial and re-lists: bounded memory per request.
+inline constexpr int64_t kListPageItemsMax = 500;
+
+struct InformerOptions {
+  std::string namespace_;  // "" = all namespaces
+  std::string label_selector;
+  int watch_timeout_seconds = kWatchTimeoutSecondsDefault;
+};
+
+struct InformerStats {
+  std::atomic<uint64_t> lists{0};
+  std::atomic<uint64_t> watches{0};
+  std::atomic<uint64_t> events{0};
+  std::atomic<uint64_t> relists_after_gone{0};
+  std::atomic<uint64_t> errors{0};
+};
+
+class Informer {
+ public:
+  Informer(std::shared_ptr<Client> client, Resource resource, InformerOptions options = {});
+  ~Informer();
+  Informer(const Informer&) = delete;
+  Informer& operator=(const Informer&) = delete;
+
+  // Set before start().
+  void set_handlers(StoreHandlers handlers) { store_.set_handlers(std::move(handlers)); }
+  void start();
+  void stop();
+
+  // True once the first complete list is in the cache.
+  bool has_synced() const { return synced_; }
+  bool wait_for_sync(std::chrono::milliseconds timeout) const;
+
+  const Store& store() const { return store_; }
+  const Resource& resource() const { return resource_; }
+  const InformerStats& stats() const { return stats_; }
+  std::string last_resource_version() const;
+
+ private:
+  void run();
+  void list_and_replace();
+  void watch_once();
+  bool sleep_unless_stopped(std::chrono::milliseconds delay);
+
+  std::shared_ptr<Client> client_;
+  Resource resource_;
+  InformerOptions options_;
+  Store store_;
+  InformerStats stats_;
+  Backoff backoff_;
+
+  std::atomic<bool> synced_{false};
+  std::atomic<bool> stopping_{false};
+  std::shared_ptr<http::CancelSource> cancel_ = std::make_shared<http::CancelSource>();
+  mutable std::mutex mutex_;
+  mutable std::condition_variable cv_;
+  std::string resource_version_;
+  std::thread thread_;
+};
+
+}  // namespace hb::kube

@@ -1,0 +1,40 @@
+// Names a Kubernetes resource type and builds its REST paths.
+#pragma once
+
+#include <string>
+
+namespace hb::kube {
+
+struct Resource {
+  std::string group;     // "" for the core group
+  std::string version;   // "v1", "v1alpha1"
+  std::string resource;  // plural: "pods", "agents"
+  bool namespaced = true;
+
+  std::string api_version() const { return group.empty() ? version : group + "/" + version; }
+  std::string describe() const { return group.empty() ? resource : resource + "." + group; }
+  // "/api/v1/namespaces/ns/pods[/name]" or "/apis/g/v/..."; ns "" = all namespaces.
+  std::string path(const std::string& ns, const std::string& name = "") const;
+};
+
+namespace resources {
+inline const Resource kAgents{"heartbeat.dev", "v1alpha1", "agents"};
+inline const Resource kHeartbeatRuns{"heartbeat.dev", "v1alpha1", "heartbeatruns"};
+inline const Resource kJobs{"batch", "v1", "jobs"};
+inline const Resource kPods{"", "v1", "pods"};
+inline const Resource kConfigMaps{"", "v1", "configmaps"};
+inline const Resource kSecrets{"", "v1", "secrets"};
+inline const Resource kServiceAccounts{"", "v1", "serviceaccounts"};
+inline const Resource kEvents{"", "v1", "events"};
+inline const Resource kNamespaces{"", "v1", "namespaces", false};
+inline const Resource kLeases{"coordination.k8s.io", "v1", "leases"};
+inline const Resource kRoles{"rbac.authorization.k8s.io", "v1", "roles"};
+inline const Resource kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings"};
+inline const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
+                                                 "customresourcedefinitions", false};
+}  // namespace resources
+
+// Percent-encodes a query value (label selectors carry '=', ',', '!').
+std::string url_encode(const std::string& value);
+
+}  // namespace hb::kube

@@ -1,0 +1,47 @@
+// Pure decoding of a watch stream: newline-delimited JSON events whose lines
+// may be cut anywhere by the transport's chunk boundaries.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace hb::kube {
+
+// A single event larger than this is a broken stream, not an object.
+inline constexpr size_t kWatchLineBytesMax = 16 * 1024 * 1024;
+
+enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
+
+struct WatchEvent {
+  WatchEventType type;
+  nlohmann::json object;  // the object, or the Status for kError
+};
+
+class WatchDecodeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Reassembles lines across chunks. Bounded: a partial line over
+// kWatchLineBytesMax throws WatchDecodeError.
+class LineSplitter {
+ public:
+  // Calls on_line for each complete line (without '\n'; blank lines skipped).
+  void feed(std::string_view chunk, const std::function<void(std::string_view)>& on_line);
+  size_t pending_bytes() const { return partial_.size(); }
+
+ private:
+  std::string partial_;
+};
+
+// Parses one line. Throws WatchDecodeError naming what is wrong.
+WatchEvent decode_watch_event(std::string_view line);
+
+// The resourceVersion an event moves the watch to ("" when it has none).
+std::string event_resource_version(const WatchEvent& event);
+
+}  // namespace hb::kube
