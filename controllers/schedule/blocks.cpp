@@ -1,0 +1,44 @@
+#include "controllers/schedule/blocks.h"
+
+#include "controllers/schedule/spend.h"
+
+namespace hb::schedule {
+
+bool BlockResult::has(std::string_view reason) const {
+  for (const Block& b : blocks) {
+    if (b.reason == reason) return true;
+  }
+  return false;
+}
+
+BlockResult evaluate_blocks(const BlockInput& input, TimePoint now) {
+  BlockResult result;
+  if (input.paused) {
+    result.blocks.push_back(
+        {std::string(kReasonPaused),
+         "spec.paused is true; no scheduled heartbeats until it is set to false"});
+  }
+  if (input.paused_until && *input.paused_until > now) {
+    result.blocks.push_back({std::string(kReasonPausedByAgent),
+                             "the agent paused its heartbeats (pause_heartbeats) until " +
+                                 format_rfc3339(*input.paused_until)});
+    result.paused_until_lifts_at = *input.paused_until;
+  }
+  if (input.monthly_budget_cents > 0) {
+    const int64_t spent =
+        spend_in_current_period(input.spend_period, input.spent_cents_this_period, now);
+    if (spent >= input.monthly_budget_cents) {
+      const TimePoint resets = start_of_next_period(now);
+      result.blocks.push_back({std::string(kReasonBudgetExceeded),
+                               "spent " + std::to_string(spent) + " of the " +
+                                   std::to_string(input.monthly_budget_cents) +
+                                   " cents budgeted for " + spend_period(now) +
+                                   "; heartbeats resume at " + format_rfc3339(resets) +
+                                   " or when spec.budget.monthlyCents is raised"});
+      result.budget_resets_at = resets;
+    }
+  }
+  return result;
+}
+
+}  // namespace hb::schedule

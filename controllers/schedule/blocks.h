@@ -1,0 +1,49 @@
+// What stops a new scheduled heartbeat: the board's pause, the agent's own
+// pause_heartbeats, or this month's budget.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "controllers/schedule/utc_time.h"
+
+namespace hb::schedule {
+
+// Condition and Event reasons (CamelCase, as Kubernetes expects).
+inline constexpr std::string_view kReasonPaused = "Paused";
+inline constexpr std::string_view kReasonPausedByAgent = "PausedByAgent";
+inline constexpr std::string_view kReasonBudgetExceeded = "BudgetExceeded";
+
+struct BlockInput {
+  bool paused = false;                    // spec.paused
+  std::optional<TimePoint> paused_until;  // status.pausedUntil
+  int64_t monthly_budget_cents = 0;       // spec.budget.monthlyCents; <= 0 = unlimited
+  int64_t spent_cents_this_period = 0;    // status.spend.cents
+  std::string spend_period;               // status.spend.period ("YYYY-MM")
+};
+
+struct Block {
+  std::string reason;   // one of the kReason* values
+  std::string message;  // for a person: why, and what lifts it
+};
+
+struct BlockResult {
+  std::vector<Block> blocks;  // in the order Paused, PausedByAgent, BudgetExceeded
+  // When the PausedByAgent block lifts; set only while it applies. Requeue then.
+  std::optional<TimePoint> paused_until_lifts_at;
+  // When the BudgetExceeded block lifts by itself (the next UTC month).
+  std::optional<TimePoint> budget_resets_at;
+
+  bool blocked() const { return !blocks.empty(); }
+  bool has(std::string_view reason) const;
+};
+
+// A pausedUntil at or before now no longer blocks, so a clock that jumps past
+// it lifts the pause and one that jumps back reinstates it: only now counts.
+// Spend recorded for an earlier month counts as 0.
+BlockResult evaluate_blocks(const BlockInput& input, TimePoint now);
+
+}  // namespace hb::schedule

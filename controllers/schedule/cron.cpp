@@ -1,0 +1,337 @@
+#include "controllers/schedule/cron.h"
+
+#include <array>
+#include <cctype>
+#include <vector>
+
+namespace hb::schedule {
+namespace {
+
+using std::chrono::days;
+using std::chrono::minutes;
+using std::chrono::sys_days;
+
+constexpr int kMinutesPerDay = 24 * 60;
+// Numbers longer than this are out of range in every field; the cap keeps
+// parsing free of integer overflow.
+constexpr std::size_t kCronNumberDigitsMax = 3;
+constexpr int kCronSearchDaysMax = kCronSearchYearsMax * 366;
+
+constexpr std::array<std::string_view, 12> kMonthNames = {"JAN", "FEB", "MAR", "APR", "MAY", "JUN",
+                                                          "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"};
+constexpr std::array<std::string_view, 7> kDayNames = {"SUN", "MON", "TUE", "WED",
+                                                       "THU", "FRI", "SAT"};
+
+struct FieldSpec {
+  std::string_view name;
+  int min;
+  int max;
+  const std::string_view* names = nullptr;  // names[i] has value names_base + i
+  int name_count = 0;
+  int names_base = 0;
+  std::string_view names_hint = {};
+};
+
+const FieldSpec kFields[5] = {
+    {"minute", 0, 59},
+    {"hour", 0, 23},
+    {"day-of-month", 1, 31},
+    {"month", 1, 12, kMonthNames.data(), 12, 1, "month name (JAN-DEC)"},
+    // 7 is accepted as a second Sunday, as in Vixie cron.
+    {"day-of-week", 0, 7, kDayNames.data(), 7, 0, "day name (SUN-SAT)"},
+};
+
+struct Macro {
+  std::string_view name;
+  std::string_view fields;
+};
+
+constexpr Macro kMacros[] = {
+    {"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
+    {"@weekly", "0 0 * * 0"}, {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
+    {"@hourly", "0 * * * *"},
+};
+
+bool is_space(char c) {
+  return c == ' ' || c == '\t';
+}
+bool is_digits(std::string_view s) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::toupper(static_cast<unsigned char>(a[i])) !=
+        std::toupper(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t at = s.find(sep, start);
+    parts.push_back(
+        s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return parts;
+    start = at + 1;
+  }
+}
+std::vector<std::string_view> split_whitespace(std::string_view s) {
+  std::vector<std::string_view> parts;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && is_space(s[i])) ++i;
+    const std::size_t start = i;
+    while (i < s.size() && !is_space(s[i])) ++i;
+    if (i > start) parts.push_back(s.substr(start, i - start));
+  }
+  return parts;
+}
+
+// A number or a name of `spec`, checked against its range. Sets `error`
+// (without the schedule prefix) on failure.
+std::optional<int> parse_value(std::string_view token, const FieldSpec& spec, std::string& error) {
+  int value = 0;
+  if (is_digits(token)) {
+    if (token.size() > kCronNumberDigitsMax) {
+      value = spec.max + 1;  // certainly out of range; reported below
+    } else {
+      for (char c : token) value = value * 10 + (c - '0');
+    }
+  } else {
+    bool found = false;
+    for (int i = 0; i < spec.name_count; ++i) {
+      if (iequals(token, spec.names[i])) {
+        value = spec.names_base + i;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      error = std::string(spec.name) + " \"" + std::string(token) + "\" is not a number";
+      if (spec.name_count > 0) error += " or " + std::string(spec.names_hint);
+      return std::nullopt;
+    }
+  }
+  if (value < spec.min || value > spec.max) {
+    error = std::string(spec.name) + " " + std::string(token) + " out of range " +
+            std::to_string(spec.min) + "-" + std::to_string(spec.max);
+    return std::nullopt;
+  }
+  return value;
+}
+
+// Parses one comma-separated element into `bits` (indexed by value).
+bool parse_element(std::string_view element, const FieldSpec& spec, std::vector<bool>& bits,
+                   std::string& error) {
+  const std::string field(spec.name);
+  if (element.empty()) {
+    error = field + " has an empty list element";
+    return false;
+  }
+  const std::size_t slash = element.find('/');
+  const std::string_view range = element.substr(0, slash);
+  int step = 1;
+  if (slash != std::string_view::npos) {
+    const std::string_view step_text = element.substr(slash + 1);
+    const int span = spec.max - spec.min + 1;
+    if (!is_digits(step_text)) {
+      error = field + " step \"" + std::string(step_text) + "\" is not a number";
+      return false;
+    }
+    step = step_text.size() > kCronNumberDigitsMax ? span + 1 : std::stoi(std::string(step_text));
+    if (step < 1 || step > span) {
+      error = field + " step " + std::string(step_text) + " out of range 1-" + std::to_string(span);
+      return false;
+    }
+  }
+  int low = spec.min;
+  int high = spec.max;
+  if (range != "*") {
+    const std::size_t dash = range.find('-');
+    const auto lo = parse_value(range.substr(0, dash), spec, error);
+    if (!lo) return false;
+    low = *lo;
+    if (dash != std::string_view::npos) {
+      const auto hi = parse_value(range.substr(dash + 1), spec, error);
+      if (!hi) return false;
+      high = *hi;
+      if (low > high) {
+        error =
+            field + " range " + std::string(range) + " is backwards; write the smaller value first";
+        return false;
+      }
+    } else if (slash == std::string_view::npos) {
+      high = low;  // a single value; "a/n" keeps high = max
+    }
+  }
+  for (int v = low; v <= high; v += step) bits[static_cast<std::size_t>(v)] = true;
+  return true;
+}
+
+template <std::size_t N>
+bool parse_field(std::string_view text, const FieldSpec& spec, std::bitset<N>& out,
+                 std::string& error) {
+  std::vector<bool> bits(static_cast<std::size_t>(spec.max) + 1, false);
+  for (std::string_view element : split(text, ',')) {
+    if (!parse_element(element, spec, bits, error)) return false;
+  }
+  for (std::size_t v = 0; v < bits.size(); ++v) {
+    // Day-of-week 7 is Sunday, bit 0; other fields fit their bitset exactly.
+    if (bits[v]) out.set(v % N);
+  }
+  return true;
+}
+
+bool day_matches(const CronSchedule& cron, sys_days day) {
+  const std::chrono::year_month_day ymd{day};
+  if (!cron.months.test(static_cast<unsigned>(ymd.month()))) return false;
+  const bool dom = cron.days_of_month.test(static_cast<unsigned>(ymd.day()));
+  const bool dow = cron.days_of_week.test(std::chrono::weekday{day}.c_encoding());
+  if (cron.dom_star || cron.dow_star) return dom && dow;
+  return dom || dow;
+}
+
+// First matching minute of the day at or after `from` (minutes since midnight).
+std::optional<int> first_time_from(const CronSchedule& cron, int from) {
+  for (int h = from / 60; h < 24; ++h) {
+    if (!cron.hours.test(static_cast<std::size_t>(h))) continue;
+    for (int m = (h == from / 60 ? from % 60 : 0); m < 60; ++m) {
+      if (cron.minutes.test(static_cast<std::size_t>(m))) return h * 60 + m;
+    }
+  }
+  return std::nullopt;
+}
+
+// Last matching minute of the day at or before `until` (minutes since midnight).
+std::optional<int> last_time_until(const CronSchedule& cron, int until) {
+  for (int h = until / 60; h >= 0; --h) {
+    if (!cron.hours.test(static_cast<std::size_t>(h))) continue;
+    for (int m = (h == until / 60 ? until % 60 : 59); m >= 0; --m) {
+      if (cron.minutes.test(static_cast<std::size_t>(m))) return h * 60 + m;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+ParseResult<CronSchedule> parse_cron(std::string_view text, std::string_view field) {
+  const std::string_view trimmed = trim(text);
+  const auto fail = [&](const std::string& problem) {
+    std::string message;
+    message.append(field).append(" \"").append(trimmed).append("\": ").append(problem);
+    return ParseResult<CronSchedule>::failure(std::move(message));
+  };
+  if (trimmed.empty()) {
+    return fail(
+        "is empty; use 5 fields (minute hour day-of-month month day-of-week) or a macro such as "
+        "@daily");
+  }
+  if (trimmed.starts_with("TZ=") || trimmed.starts_with("CRON_TZ=")) {
+    return fail("time zones are not supported; schedules are evaluated in UTC");
+  }
+
+  std::string_view fields_text = trimmed;
+  if (trimmed.front() == '@') {
+    const std::string_view name = split_whitespace(trimmed).front();
+    if (iequals(name, "@every")) {
+      return fail("@every is not supported; use spec.heartbeat.interval for a fixed interval");
+    }
+    const Macro* macro = nullptr;
+    for (const Macro& m : kMacros) {
+      if (iequals(name, m.name)) macro = &m;
+    }
+    if (macro == nullptr || name.size() != trimmed.size()) {
+      return fail("unknown macro \"" + std::string(trimmed) +
+                  "\"; use @hourly, @daily, @midnight, @weekly, @monthly, @yearly or @annually");
+    }
+    fields_text = macro->fields;
+  }
+
+  const std::vector<std::string_view> parts = split_whitespace(fields_text);
+  if (parts.size() != 5) {
+    std::string problem = "expected 5 fields (minute hour day-of-month month day-of-week), got " +
+                          std::to_string(parts.size());
+    if (parts.size() == 6) problem += "; a seconds field is not supported";
+    return fail(problem);
+  }
+
+  CronSchedule cron;
+  cron.text = std::string(trimmed);
+  std::string error;
+  if (!parse_field(parts[0], kFields[0], cron.minutes, error) ||
+      !parse_field(parts[1], kFields[1], cron.hours, error) ||
+      !parse_field(parts[2], kFields[2], cron.days_of_month, error) ||
+      !parse_field(parts[3], kFields[3], cron.months, error) ||
+      !parse_field(parts[4], kFields[4], cron.days_of_week, error)) {
+    return fail(error);
+  }
+  cron.dom_star = parts[2].front() == '*';
+  cron.dow_star = parts[4].front() == '*';
+  return ParseResult<CronSchedule>::success(std::move(cron));
+}
+
+bool cron_matches(const CronSchedule& cron, TimePoint t) {
+  const auto minute = std::chrono::floor<minutes>(t);
+  const auto day = std::chrono::floor<days>(minute);
+  const auto of_day = static_cast<std::size_t>((minute - day).count());
+  return day_matches(cron, day) && cron.hours.test(of_day / 60) && cron.minutes.test(of_day % 60);
+}
+
+// Walks day by day: at most kCronSearchDaysMax cheap day checks, and the
+// minute scan runs only on matching days. Simple, and fast enough for the
+// handful of calls a reconcile makes.
+std::optional<TimePoint> next_after(const CronSchedule& cron, TimePoint t) {
+  const auto start = std::chrono::floor<minutes>(t) + minutes{1};
+  const sys_days first_day = std::chrono::floor<days>(start);
+  int from = static_cast<int>((start - first_day).count());
+  for (int i = 0; i <= kCronSearchDaysMax; ++i, from = 0) {
+    const sys_days day = first_day + days{i};
+    if (!day_matches(cron, day)) continue;
+    if (const auto m = first_time_from(cron, from)) return day + minutes{*m};
+  }
+  return std::nullopt;
+}
+
+std::optional<TimePoint> latest_at_or_before(const CronSchedule& cron, TimePoint t) {
+  const auto start = std::chrono::floor<minutes>(t);
+  const sys_days first_day = std::chrono::floor<days>(start);
+  int until = static_cast<int>((start - first_day).count());
+  for (int i = 0; i <= kCronSearchDaysMax; ++i, until = kMinutesPerDay - 1) {
+    const sys_days day = first_day - days{i};
+    if (!day_matches(cron, day)) continue;
+    if (const auto m = last_time_until(cron, until)) return day + minutes{*m};
+  }
+  return std::nullopt;
+}
+
+bool can_ever_match(const CronSchedule& cron) {
+  if (cron.minutes.none() || cron.hours.none() || cron.months.none()) return false;
+  // With day-of-week free, only the day of month restricts days: some chosen
+  // month must have some chosen day. Every month has every weekday, so any
+  // other combination fires eventually.
+  if (!(cron.dow_star && !cron.dom_star)) return true;
+  constexpr unsigned kDaysInMonthMax[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  for (unsigned month = 1; month <= 12; ++month) {
+    if (!cron.months.test(month)) continue;
+    for (unsigned day = 1; day <= kDaysInMonthMax[month]; ++day) {
+      if (cron.days_of_month.test(day)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace hb::schedule

@@ -1,0 +1,58 @@
+#include "controllers/schedule/run_name.h"
+
+#include <cstdint>
+#include <cstdio>
+
+namespace hb::schedule {
+namespace {
+
+bool is_label_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+}
+bool is_alnum(char c) {
+  return is_label_char(c) && c != '-';
+}
+
+// 32-bit FNV-1a: tiny, and stable across platforms and releases, which a
+// name that must never change needs (std::hash promises neither).
+uint32_t fnv1a32(std::string_view s) {
+  uint32_t h = 2166136261u;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 16777619u;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string scheduled_run_name(std::string_view agent_name, TimePoint slot) {
+  const std::string suffix = "-" + std::to_string(unix_seconds(slot));
+  bool clean = !agent_name.empty() && agent_name.size() + suffix.size() <= kRunNameCharsMax;
+  for (char c : agent_name) clean = clean && is_label_char(c);
+  if (clean) return std::string(agent_name) + suffix;
+
+  char hash[kRunNameHashChars + 1];
+  std::snprintf(hash, sizeof hash, "%08x", static_cast<unsigned>(fnv1a32(agent_name)));
+  const std::size_t prefix_max = kRunNameCharsMax - suffix.size() - kRunNameHashChars - 1;
+  std::string prefix;
+  for (char c : agent_name) {
+    if (prefix.size() == prefix_max) break;
+    prefix += is_label_char(c) ? c : '-';
+  }
+  // A label must start and end alphanumeric; the hash follows the prefix.
+  while (!prefix.empty() && !is_alnum(prefix.front())) prefix.erase(prefix.begin());
+  while (!prefix.empty() && !is_alnum(prefix.back())) prefix.pop_back();
+  if (prefix.empty()) return hash + suffix;
+  return prefix + "-" + hash + suffix;
+}
+
+bool is_dns1123_label(std::string_view name) {
+  if (name.empty() || name.size() > kRunNameCharsMax) return false;
+  for (char c : name) {
+    if (!is_label_char(c)) return false;
+  }
+  return is_alnum(name.front()) && is_alnum(name.back());
+}
+
+}  // namespace hb::schedule

@@ -1,0 +1,64 @@
+// When does an agent's next scheduled heartbeat run? The decision the Agent
+// reconciler makes on every reconcile, modelled on the Kubernetes CronJob
+// controller v2 (getNextScheduleTime / mostRecentScheduleTime).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <variant>
+
+#include "controllers/schedule/cron.h"
+#include "controllers/schedule/parse_result.h"
+#include "controllers/schedule/utc_time.h"
+
+namespace hb::schedule {
+
+inline constexpr std::string_view kIntervalField = "spec.heartbeat.interval";
+inline constexpr std::string_view kScheduleField = "spec.heartbeat.schedule";
+
+// How many missed cron slots decide_slot counts one by one. Only the count
+// stops there (it then reads "at least this many"); the slot to run is found
+// directly with latest_at_or_before, however long the downtime.
+inline constexpr int64_t kCronMissedSlotsScanMax = 1000;
+
+struct IntervalSchedule {
+  int64_t seconds = 0;
+};
+
+// Either a fixed interval anchored to the agent's creation, or a cron rule.
+using Schedule = std::variant<IntervalSchedule, CronSchedule>;
+
+// Exactly one of interval and cron must be non-empty. Checks the interval
+// minimum (kIntervalSecondsMin) and rejects cron rules that can never fire.
+// Errors name spec.heartbeat.interval or spec.heartbeat.schedule.
+ParseResult<Schedule> parse_schedule(std::string_view interval, std::string_view cron);
+
+// The first slot strictly after t. Interval slot k is created + k*interval,
+// k >= 1, so the first heartbeat comes one interval after creation, never at
+// creation. Cron slots are the matching minutes after creation. nullopt only
+// for a cron rule with no match within kCronSearchYearsMax years.
+std::optional<TimePoint> first_slot_after(const Schedule& schedule, TimePoint created, TimePoint t);
+
+struct SlotDecision {
+  // The slot to run now, if any: the most recent due slot, never a burst.
+  // The caller records it as status.lastScheduleTime.
+  std::optional<TimePoint> run_slot;
+  // The first slot after now (and after lastScheduleTime): requeue for it.
+  std::optional<TimePoint> next_slot;
+  // The most recent due slot was older than startingDeadlineSeconds and is skipped.
+  bool missed_too_late = false;
+  // Due slots that will never run: all but run_slot, or all of them when
+  // missed_too_late. For cron it saturates at kCronMissedSlotsScanMax.
+  int64_t missed_count = 0;
+};
+
+// Candidates are the slots strictly after max(created, last_schedule_time)
+// and at or before now. If a clock steps back behind last_schedule_time,
+// nothing is due and next_slot still lies after last_schedule_time. O(1) for
+// intervals; bounded for cron.
+SlotDecision decide_slot(const Schedule& schedule, TimePoint created,
+                         std::optional<TimePoint> last_schedule_time,
+                         std::optional<int64_t> starting_deadline_seconds, TimePoint now);
+
+}  // namespace hb::schedule

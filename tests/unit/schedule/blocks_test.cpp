@@ -1,0 +1,118 @@
+#include "controllers/schedule/blocks.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/schedule/test_time.h"
+
+namespace hb::schedule {
+namespace {
+
+using testing::utc;
+
+TEST(Blocks, NothingBlocksByDefault) {
+  const BlockResult r = evaluate_blocks(BlockInput{}, utc("2024-03-01T10:00:00Z"));
+  EXPECT_FALSE(r.blocked());
+  EXPECT_FALSE(r.paused_until_lifts_at);
+  EXPECT_FALSE(r.budget_resets_at);
+}
+
+TEST(Blocks, BoardPause) {
+  BlockInput in;
+  in.paused = true;
+  const BlockResult r = evaluate_blocks(in, utc("2024-03-01T10:00:00Z"));
+  ASSERT_EQ(r.blocks.size(), 1u);
+  EXPECT_EQ(r.blocks[0].reason, "Paused");
+  EXPECT_NE(r.blocks[0].message.find("spec.paused"), std::string::npos);
+  EXPECT_FALSE(r.paused_until_lifts_at);
+}
+
+TEST(Blocks, PausedUntilInTheFutureBlocksAndSaysWhenItLifts) {
+  BlockInput in;
+  in.paused_until = utc("2024-03-01T10:30:00Z");
+  const BlockResult r = evaluate_blocks(in, utc("2024-03-01T10:00:00Z"));
+  ASSERT_TRUE(r.has(kReasonPausedByAgent));
+  EXPECT_EQ(r.paused_until_lifts_at, in.paused_until);
+  EXPECT_NE(r.blocks[0].message.find("2024-03-01T10:30:00Z"), std::string::npos);
+}
+
+TEST(Blocks, PausedUntilInThePastOrNowDoesNotBlock) {
+  BlockInput in;
+  in.paused_until = utc("2024-03-01T10:30:00Z");
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-03-01T10:30:00Z")).blocked());
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-03-01T11:00:00Z")).blocked());
+}
+
+TEST(Blocks, PausedUntilFollowsClockJumpsBothWays) {
+  BlockInput in;
+  in.paused_until = utc("2024-03-01T10:30:00Z");
+  EXPECT_TRUE(evaluate_blocks(in, utc("2024-03-01T10:29:59Z")).blocked());
+  // Clock jumps forward past pausedUntil: lifted.
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-03-02T09:00:00Z")).blocked());
+  // And back behind it again: blocked again, with the same lift time.
+  const BlockResult back = evaluate_blocks(in, utc("2024-03-01T09:00:00Z"));
+  EXPECT_TRUE(back.has(kReasonPausedByAgent));
+  EXPECT_EQ(back.paused_until_lifts_at, in.paused_until);
+}
+
+TEST(Blocks, BudgetReached) {
+  BlockInput in;
+  in.monthly_budget_cents = 1000;
+  in.spend_period = "2024-03";
+  in.spent_cents_this_period = 999;
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-03-15T00:00:00Z")).blocked());
+  in.spent_cents_this_period = 1000;
+  const BlockResult r = evaluate_blocks(in, utc("2024-03-15T00:00:00Z"));
+  ASSERT_TRUE(r.has(kReasonBudgetExceeded));
+  EXPECT_EQ(format_rfc3339(*r.budget_resets_at), "2024-04-01T00:00:00Z");
+  EXPECT_NE(r.blocks[0].message.find("1000 of the 1000 cents"), std::string::npos);
+  EXPECT_NE(r.blocks[0].message.find("2024-03"), std::string::npos);
+}
+
+TEST(Blocks, ZeroOrNegativeBudgetIsUnlimited) {
+  BlockInput in;
+  in.spend_period = "2024-03";
+  in.spent_cents_this_period = 1'000'000;
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-03-15T00:00:00Z")).blocked());
+  in.monthly_budget_cents = -5;
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-03-15T00:00:00Z")).blocked());
+}
+
+TEST(Blocks, MonthRolloverResetsSpend) {
+  BlockInput in;
+  in.monthly_budget_cents = 500;
+  in.spent_cents_this_period = 800;
+  in.spend_period = "2024-01";
+  EXPECT_TRUE(evaluate_blocks(in, utc("2024-01-31T23:59:00Z")).has(kReasonBudgetExceeded));
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-02-01T00:00:00Z")).blocked());
+}
+
+TEST(Blocks, YearRolloverResetsSpend) {
+  BlockInput in;
+  in.monthly_budget_cents = 500;
+  in.spent_cents_this_period = 800;
+  in.spend_period = "2024-12";
+  const BlockResult dec = evaluate_blocks(in, utc("2024-12-31T23:59:59Z"));
+  ASSERT_TRUE(dec.has(kReasonBudgetExceeded));
+  EXPECT_EQ(format_rfc3339(*dec.budget_resets_at), "2025-01-01T00:00:00Z");
+  EXPECT_FALSE(evaluate_blocks(in, utc("2025-01-01T00:00:00Z")).blocked());
+  // Spend from December 2023 is not December 2024's.
+  in.spend_period = "2023-12";
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-12-15T00:00:00Z")).blocked());
+}
+
+TEST(Blocks, AllBlocksReportedInOrder) {
+  BlockInput in;
+  in.paused = true;
+  in.paused_until = utc("2024-03-01T11:00:00Z");
+  in.monthly_budget_cents = 1;
+  in.spent_cents_this_period = 1;
+  in.spend_period = "2024-03";
+  const BlockResult r = evaluate_blocks(in, utc("2024-03-01T10:00:00Z"));
+  ASSERT_EQ(r.blocks.size(), 3u);
+  EXPECT_EQ(r.blocks[0].reason, kReasonPaused);
+  EXPECT_EQ(r.blocks[1].reason, kReasonPausedByAgent);
+  EXPECT_EQ(r.blocks[2].reason, kReasonBudgetExceeded);
+}
+
+}  // namespace
+}  // namespace hb::schedule

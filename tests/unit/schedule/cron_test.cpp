@@ -1,0 +1,259 @@
+#include "controllers/schedule/cron.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/schedule/test_time.h"
+
+namespace hb::schedule {
+namespace {
+
+using testing::utc;
+
+CronSchedule cron(std::string_view text) {
+  auto r = parse_cron(text);
+  EXPECT_TRUE(r.ok()) << r.error;
+  return r.value.value_or(CronSchedule{});
+}
+
+std::string error_of(std::string_view text) {
+  const auto r = parse_cron(text);
+  EXPECT_FALSE(r.ok()) << text;
+  return r.error;
+}
+
+// The next `n` firings after `from`, as RFC 3339 strings.
+std::vector<std::string> firings(std::string_view text, const std::string& from, int n) {
+  const CronSchedule c = cron(text);
+  std::vector<std::string> out;
+  TimePoint t = utc(from);
+  for (int i = 0; i < n; ++i) {
+    const auto next = next_after(c, t);
+    if (!next) break;
+    out.push_back(format_rfc3339(*next));
+    t = *next;
+  }
+  return out;
+}
+
+std::string next(std::string_view text, const std::string& from) {
+  const auto n = next_after(cron(text), utc(from));
+  return n ? format_rfc3339(*n) : "none";
+}
+
+using Strings = std::vector<std::string>;
+
+TEST(CronParse, StarsNumbersRangesListsSteps) {
+  const CronSchedule c = cron("*/15 9-17 1,15 * 1-5");
+  EXPECT_EQ(c.minutes.count(), 4u);
+  EXPECT_TRUE(c.minutes.test(0) && c.minutes.test(15) && c.minutes.test(30) && c.minutes.test(45));
+  EXPECT_EQ(c.hours.count(), 9u);
+  EXPECT_TRUE(c.hours.test(9) && c.hours.test(17) && !c.hours.test(18));
+  EXPECT_EQ(c.days_of_month.count(), 2u);
+  EXPECT_EQ(c.months.count(), 12u);
+  EXPECT_EQ(c.days_of_week.count(), 5u);
+  EXPECT_FALSE(c.days_of_week.test(0));
+  EXPECT_TRUE(c.dow_star == false && c.dom_star == false);
+}
+
+TEST(CronParse, StepRanges) {
+  const CronSchedule c = cron("10-30/10 0-23/6 */10 1-12/3 *");
+  EXPECT_EQ(c.minutes.count(), 3u);  // 10, 20, 30
+  EXPECT_TRUE(c.minutes.test(10) && c.minutes.test(20) && c.minutes.test(30));
+  EXPECT_EQ(c.hours.count(), 4u);  // 0, 6, 12, 18
+  EXPECT_TRUE(c.hours.test(18));
+  EXPECT_EQ(c.days_of_month.count(), 4u);  // 1, 11, 21, 31
+  EXPECT_TRUE(c.days_of_month.test(31));
+  EXPECT_EQ(c.months.count(), 4u);  // 1, 4, 7, 10
+  EXPECT_TRUE(c.months.test(10));
+  EXPECT_TRUE(c.dom_star);
+}
+
+TEST(CronParse, SingleValueWithStepRunsToTheFieldMaximum) {
+  const CronSchedule c = cron("50/5 * * * *");
+  EXPECT_EQ(c.minutes.count(), 2u);  // 50, 55
+  EXPECT_TRUE(c.minutes.test(55));
+}
+
+TEST(CronParse, NamesAnyCase) {
+  const CronSchedule c = cron("0 0 * jan,Mar-MAY mon-FRI");
+  EXPECT_EQ(c.months.count(), 4u);
+  EXPECT_TRUE(c.months.test(1) && c.months.test(3) && c.months.test(5));
+  EXPECT_EQ(c.days_of_week.count(), 5u);
+  EXPECT_TRUE(c.days_of_week.test(1) && c.days_of_week.test(5));
+}
+
+TEST(CronParse, SundayIsZeroOrSeven) {
+  EXPECT_EQ(cron("0 0 * * 0").days_of_week, cron("0 0 * * 7").days_of_week);
+  EXPECT_EQ(cron("0 0 * * SUN").days_of_week, cron("0 0 * * 7").days_of_week);
+  const CronSchedule weekend = cron("0 0 * * 6-7");
+  EXPECT_EQ(weekend.days_of_week.count(), 2u);
+  EXPECT_TRUE(weekend.days_of_week.test(0) && weekend.days_of_week.test(6));
+  EXPECT_EQ(cron("0 0 * * 0-7").days_of_week.count(), 7u);
+}
+
+TEST(CronParse, MacrosEqualTheirExpansion) {
+  const auto same = [](std::string_view macro, std::string_view fields) {
+    const CronSchedule a = cron(macro);
+    const CronSchedule b = cron(fields);
+    EXPECT_EQ(a.minutes, b.minutes) << macro;
+    EXPECT_EQ(a.hours, b.hours) << macro;
+    EXPECT_EQ(a.days_of_month, b.days_of_month) << macro;
+    EXPECT_EQ(a.months, b.months) << macro;
+    EXPECT_EQ(a.days_of_week, b.days_of_week) << macro;
+    EXPECT_EQ(a.dom_star, b.dom_star) << macro;
+    EXPECT_EQ(a.dow_star, b.dow_star) << macro;
+    EXPECT_EQ(a.text, macro);
+  };
+  same("@yearly", "0 0 1 1 *");
+  same("@annually", "0 0 1 1 *");
+  same("@monthly", "0 0 1 * *");
+  same("@weekly", "0 0 * * 0");
+  same("@daily", "0 0 * * *");
+  same("@midnight", "0 0 * * *");
+  same("@hourly", "0 * * * *");
+  same("@DAILY", "0 0 * * *");
+}
+
+TEST(CronParse, ToleratesSurroundingAndRepeatedWhitespace) {
+  EXPECT_EQ(cron("  0\t12  *  * *  ").hours, cron("0 12 * * *").hours);
+}
+
+TEST(CronParse, OutOfRangeErrorNamesFieldAndValue) {
+  EXPECT_EQ(error_of("61 * * * *"), "schedule \"61 * * * *\": minute 61 out of range 0-59");
+  EXPECT_EQ(parse_cron("0 24 * * *", "spec.heartbeat.schedule").error,
+            "spec.heartbeat.schedule \"0 24 * * *\": hour 24 out of range 0-23");
+  EXPECT_NE(error_of("0 0 0 * *").find("day-of-month 0 out of range 1-31"), std::string::npos);
+  EXPECT_NE(error_of("0 0 32 * *").find("day-of-month 32 out of range 1-31"), std::string::npos);
+  EXPECT_NE(error_of("0 0 * 13 *").find("month 13 out of range 1-12"), std::string::npos);
+  EXPECT_NE(error_of("0 0 * * 8").find("day-of-week 8 out of range 0-7"), std::string::npos);
+  EXPECT_NE(error_of("1-99999 * * * *").find("minute 99999 out of range"), std::string::npos);
+}
+
+TEST(CronParse, RejectsMalformedFields) {
+  EXPECT_NE(error_of("30-10 * * * *").find("minute range 30-10 is backwards"), std::string::npos);
+  EXPECT_NE(error_of("*/0 * * * *").find("minute step 0 out of range 1-60"), std::string::npos);
+  EXPECT_NE(error_of("*/61 * * * *").find("minute step 61 out of range"), std::string::npos);
+  EXPECT_NE(error_of("*/x * * * *").find("minute step \"x\" is not a number"), std::string::npos);
+  EXPECT_NE(error_of("1,,2 * * * *").find("minute has an empty list element"), std::string::npos);
+  EXPECT_NE(
+      error_of("0 0 * * FUN").find("day-of-week \"FUN\" is not a number or day name (SUN-SAT)"),
+      std::string::npos);
+  EXPECT_NE(error_of("0 0 * JANUARY *").find("month \"JANUARY\" is not a number or month name"),
+            std::string::npos);
+  EXPECT_NE(error_of("MON 0 * * *").find("minute \"MON\" is not a number"), std::string::npos);
+  EXPECT_NE(error_of("-5 * * * *").find("minute \"\" is not a number"), std::string::npos);
+}
+
+TEST(CronParse, RejectsWrongShapes) {
+  EXPECT_NE(error_of("").find("is empty"), std::string::npos);
+  EXPECT_NE(error_of("* * * *").find("expected 5 fields"), std::string::npos);
+  EXPECT_NE(error_of("0 * * * * *").find("a seconds field is not supported"), std::string::npos);
+  EXPECT_NE(error_of("@every 5m").find("use spec.heartbeat.interval"), std::string::npos);
+  EXPECT_NE(error_of("@reboot").find("unknown macro \"@reboot\""), std::string::npos);
+  EXPECT_NE(error_of("@daily 1").find("unknown macro"), std::string::npos);
+  EXPECT_NE(error_of("TZ=Europe/Berlin 0 9 * * *").find("evaluated in UTC"), std::string::npos);
+  EXPECT_NE(error_of("CRON_TZ=UTC 0 9 * * *").find("evaluated in UTC"), std::string::npos);
+}
+
+TEST(CronNext, IsStrictlyAfterEvenOnAMatchingMinute) {
+  EXPECT_EQ(next("* * * * *", "2024-05-01T10:00:00Z"), "2024-05-01T10:01:00Z");
+  EXPECT_EQ(next("* * * * *", "2024-05-01T10:00:59.999Z"), "2024-05-01T10:01:00Z");
+  EXPECT_EQ(next("0 * * * *", "2024-05-01T10:00:00Z"), "2024-05-01T11:00:00Z");
+  EXPECT_EQ(next("0 * * * *", "2024-05-01T09:59:59Z"), "2024-05-01T10:00:00Z");
+}
+
+TEST(CronNext, StepsAndRanges) {
+  EXPECT_EQ(firings("*/20 9-10 * * *", "2024-05-01T08:00:00Z", 7),
+            (Strings{"2024-05-01T09:00:00Z", "2024-05-01T09:20:00Z", "2024-05-01T09:40:00Z",
+                     "2024-05-01T10:00:00Z", "2024-05-01T10:20:00Z", "2024-05-01T10:40:00Z",
+                     "2024-05-02T09:00:00Z"}));
+}
+
+TEST(CronNext, RollsOverDayMonthAndYear) {
+  EXPECT_EQ(next("30 0 * * *", "2024-01-31T23:59:00Z"), "2024-02-01T00:30:00Z");
+  EXPECT_EQ(next("* * * * *", "2024-12-31T23:59:00Z"), "2025-01-01T00:00:00Z");
+  EXPECT_EQ(next("0 0 31 * *", "2024-04-01T00:00:00Z"), "2024-05-31T00:00:00Z");
+}
+
+TEST(CronNext, Yearly) {
+  EXPECT_EQ(firings("@yearly", "2024-01-01T00:00:00Z", 2),
+            (Strings{"2025-01-01T00:00:00Z", "2026-01-01T00:00:00Z"}));
+  EXPECT_EQ(next("@yearly", "2023-12-31T23:59:59Z"), "2024-01-01T00:00:00Z");
+}
+
+TEST(CronNext, Feb29OnlyInLeapYears) {
+  EXPECT_EQ(firings("0 12 29 2 *", "2023-01-01T00:00:00Z", 3),
+            (Strings{"2024-02-29T12:00:00Z", "2028-02-29T12:00:00Z", "2032-02-29T12:00:00Z"}));
+  // 2100 is not a leap year: eight years between leap days, still found.
+  EXPECT_EQ(next("0 12 29 2 *", "2096-03-01T00:00:00Z"), "2104-02-29T12:00:00Z");
+  EXPECT_EQ(next("0 0 * 2 *", "2024-02-28T23:59:00Z"), "2024-02-29T00:00:00Z");
+  EXPECT_EQ(next("0 0 * 2 *", "2023-02-28T23:59:00Z"), "2024-02-01T00:00:00Z");
+}
+
+TEST(CronNext, DayOfMonthOrDayOfWeekWhenBothRestricted) {
+  // Vixie rule: the 13th of every month OR every Friday. 2024-09-13 is a Friday.
+  EXPECT_EQ(firings("0 0 13 * FRI", "2024-09-01T00:00:00Z", 5),
+            (Strings{"2024-09-06T00:00:00Z", "2024-09-13T00:00:00Z", "2024-09-20T00:00:00Z",
+                     "2024-09-27T00:00:00Z", "2024-10-04T00:00:00Z"}));
+  EXPECT_EQ(firings("0 0 1 * MON", "2024-06-30T00:00:00Z", 3),
+            (Strings{"2024-07-01T00:00:00Z", "2024-07-08T00:00:00Z", "2024-07-15T00:00:00Z"}));
+}
+
+TEST(CronNext, DayOfMonthAndDayOfWeekWhenEitherStartsWithStar) {
+  EXPECT_EQ(firings("0 0 * * FRI", "2024-09-01T00:00:00Z", 2),
+            (Strings{"2024-09-06T00:00:00Z", "2024-09-13T00:00:00Z"}));
+  // "*/2" starts with '*', so both must match: odd days that are Mondays.
+  EXPECT_EQ(firings("0 0 */2 * MON", "2024-07-01T00:00:00Z", 3),
+            (Strings{"2024-07-15T00:00:00Z", "2024-07-29T00:00:00Z", "2024-08-05T00:00:00Z"}));
+  // A restricted day of month with '*' day of week: only that day.
+  EXPECT_EQ(firings("0 0 13 * *", "2024-09-01T00:00:00Z", 2),
+            (Strings{"2024-09-13T00:00:00Z", "2024-10-13T00:00:00Z"}));
+}
+
+TEST(CronNext, SundayAsZeroAndSevenFireTheSameDays) {
+  // 2024-06-02 is a Sunday.
+  EXPECT_EQ(next("0 9 * * 0", "2024-06-01T00:00:00Z"), "2024-06-02T09:00:00Z");
+  EXPECT_EQ(next("0 9 * * 7", "2024-06-01T00:00:00Z"), "2024-06-02T09:00:00Z");
+  EXPECT_EQ(next("0 9 * * SUN", "2024-06-01T00:00:00Z"), "2024-06-02T09:00:00Z");
+  EXPECT_EQ(next("0 9 * * 5-7", "2024-06-01T10:00:00Z"), "2024-06-02T09:00:00Z");
+}
+
+TEST(CronNext, ImpossibleDatesGiveNoneWithoutSpinning) {
+  EXPECT_EQ(next("0 0 30 2 *", "2024-01-01T00:00:00Z"), "none");
+  EXPECT_EQ(next("0 0 31 4,6,9,11 *", "2024-01-01T00:00:00Z"), "none");
+  EXPECT_FALSE(can_ever_match(cron("0 0 30 2 *")));
+  EXPECT_FALSE(can_ever_match(cron("0 0 31 4,6,9,11 *")));
+  EXPECT_FALSE(latest_at_or_before(cron("0 0 30 2 *"), utc("2024-06-01T00:00:00Z")));
+}
+
+TEST(CronNext, PossibleRulesCanMatch) {
+  EXPECT_TRUE(can_ever_match(cron("0 0 29 2 *")));
+  EXPECT_TRUE(can_ever_match(cron("0 0 31 * *")));
+  EXPECT_TRUE(can_ever_match(cron("0 0 30 2 MON")));  // OR rule: every Monday in February
+  EXPECT_TRUE(can_ever_match(cron("* * * * *")));
+  EXPECT_EQ(next("0 0 30 2 MON", "2024-01-01T00:00:00Z"), "2024-02-05T00:00:00Z");
+}
+
+TEST(CronLatest, IsAtOrBefore) {
+  const CronSchedule hourly = cron("0 * * * *");
+  EXPECT_EQ(format_rfc3339(*latest_at_or_before(hourly, utc("2024-05-01T10:00:00Z"))),
+            "2024-05-01T10:00:00Z");
+  EXPECT_EQ(format_rfc3339(*latest_at_or_before(hourly, utc("2024-05-01T10:59:59Z"))),
+            "2024-05-01T10:00:00Z");
+  EXPECT_EQ(format_rfc3339(*latest_at_or_before(cron("@yearly"), utc("2024-12-31T23:59:00Z"))),
+            "2024-01-01T00:00:00Z");
+  EXPECT_EQ(format_rfc3339(*latest_at_or_before(cron("30 23 * * *"), utc("2025-01-01T00:10:00Z"))),
+            "2024-12-31T23:30:00Z");
+  EXPECT_EQ(format_rfc3339(*latest_at_or_before(cron("0 12 29 2 *"), utc("2104-01-01T00:00:00Z"))),
+            "2096-02-29T12:00:00Z");
+}
+
+TEST(CronMatches, ChecksTheWholeMinute) {
+  const CronSchedule c = cron("15 10 * * *");
+  EXPECT_TRUE(cron_matches(c, utc("2024-05-01T10:15:00Z")));
+  EXPECT_TRUE(cron_matches(c, utc("2024-05-01T10:15:59Z")));
+  EXPECT_FALSE(cron_matches(c, utc("2024-05-01T10:16:00Z")));
+}
+
+}  // namespace
+}  // namespace hb::schedule
