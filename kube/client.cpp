@@ -53,7 +53,8 @@ void Client::wait_for_token() {
   while (true) {
     auto now = std::chrono::steady_clock::now();
     double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
-    tokens_available_ = std::min<double>(options_.burst, tokens_available_ + elapsed * options_.qps);
+    tokens_available_ =
+        std::min<double>(options_.burst, tokens_available_ + elapsed * options_.qps);
     tokens_at_ = now;
     if (tokens_available_ >= 1.0) {
       tokens_available_ -= 1.0;
@@ -84,7 +85,8 @@ http::Request Client::make_request(const std::string& method, const std::string&
 }
 
 void Client::throw_api_error(const http::Response& response, const std::string& context) {
-  throw error_from_response(response.status, response.header("retry-after"), response.body, context);
+  throw error_from_response(response.status, response.header("retry-after"), response.body,
+                            context);
 }
 
 http::Response Client::call(const std::string& verb, const std::string& method,
@@ -118,8 +120,8 @@ Json parse_body(const http::Response& resp, const std::string& context) {
   try {
     return Json::parse(resp.body);
   } catch (const Json::parse_error& e) {
-    throw ApiError(ErrorKind::kOther, resp.status, "", std::string("answer is not JSON: ") + e.what(),
-                   {}, std::nullopt, context);
+    throw ApiError(ErrorKind::kOther, resp.status, "",
+                   std::string("answer is not JSON: ") + e.what(), {}, std::nullopt, context);
   }
 }
 }  // namespace
@@ -186,7 +188,8 @@ Json Client::merge_patch(const Resource& r, const std::string& ns, const std::st
 Json Client::replace_status(const Resource& r, const std::string& ns, const std::string& name,
                             const Json& object) {
   std::string ctx = describe("update status of", r, ns, name);
-  return parse_body(call("update", "PUT", r.path(ns, name) + "/status", object.dump(), kJson, ctx), ctx);
+  return parse_body(call("update", "PUT", r.path(ns, name) + "/status", object.dump(), kJson, ctx),
+                    ctx);
 }
 
 Json Client::merge_patch_status(const Resource& r, const std::string& ns, const std::string& name,
@@ -212,8 +215,10 @@ Json Client::remove(const Resource& r, const std::string& ns, const std::string&
 void Client::watch(const Resource& r, const std::string& ns, const WatchOptions& options,
                    const http::ChunkHandler& on_chunk, std::shared_ptr<http::CancelSource> cancel) {
   std::string path = r.path(ns) + "?watch=1";
-  if (!options.label_selector.empty()) path += "&labelSelector=" + url_encode(options.label_selector);
-  if (!options.field_selector.empty()) path += "&fieldSelector=" + url_encode(options.field_selector);
+  if (!options.label_selector.empty())
+    path += "&labelSelector=" + url_encode(options.label_selector);
+  if (!options.field_selector.empty())
+    path += "&fieldSelector=" + url_encode(options.field_selector);
   if (!options.resource_version.empty()) {
     path += "&resourceVersion=" + url_encode(options.resource_version);
   }

@@ -77,8 +77,10 @@ class Client {
   Json list_all(const Resource& r, const std::string& ns, ListOptions options = {});
   Json create(const Resource& r, const std::string& ns, const Json& object);
   // PUT; metadata.resourceVersion in the object makes it conditional (409 if stale).
-  Json replace(const Resource& r, const std::string& ns, const std::string& name, const Json& object);
-  Json merge_patch(const Resource& r, const std::string& ns, const std::string& name, const Json& patch);
+  Json replace(const Resource& r, const std::string& ns, const std::string& name,
+               const Json& object);
+  Json merge_patch(const Resource& r, const std::string& ns, const std::string& name,
+                   const Json& patch);
   Json replace_status(const Resource& r, const std::string& ns, const std::string& name,
                       const Json& object);
   Json merge_patch_status(const Resource& r, const std::string& ns, const std::string& name,
@@ -90,7 +92,8 @@ class Client {
   // Returns when the server ends the stream, on_chunk returns false or
   // `cancel` fires. A non-2xx answer throws ApiError (410 -> kGone).
   void watch(const Resource& r, const std::string& ns, const WatchOptions& options,
-             const http::ChunkHandler& on_chunk, std::shared_ptr<http::CancelSource> cancel = nullptr);
+             const http::ChunkHandler& on_chunk,
+             std::shared_ptr<http::CancelSource> cancel = nullptr);
 
   // GET of an arbitrary path (e.g. "/readyz"), body returned as text.
   std::string get_raw(const std::string& path);

@@ -9,15 +9,24 @@ ErrorKind classify(int code, const std::string& reason) {
   if (reason == "AlreadyExists") return ErrorKind::kAlreadyExists;
   if (reason == "Expired" || reason == "Gone") return ErrorKind::kGone;
   switch (code) {
-    case 400: return ErrorKind::kBadRequest;
-    case 401: return ErrorKind::kUnauthorized;
-    case 403: return ErrorKind::kForbidden;
-    case 404: return ErrorKind::kNotFound;
-    case 409: return ErrorKind::kConflict;
-    case 410: return ErrorKind::kGone;
-    case 422: return ErrorKind::kInvalid;
-    case 429: return ErrorKind::kTooManyRequests;
-    default: break;
+    case 400:
+      return ErrorKind::kBadRequest;
+    case 401:
+      return ErrorKind::kUnauthorized;
+    case 403:
+      return ErrorKind::kForbidden;
+    case 404:
+      return ErrorKind::kNotFound;
+    case 409:
+      return ErrorKind::kConflict;
+    case 410:
+      return ErrorKind::kGone;
+    case 422:
+      return ErrorKind::kInvalid;
+    case 429:
+      return ErrorKind::kTooManyRequests;
+    default:
+      break;
   }
   if (code >= 500 && code <= 599) return ErrorKind::kServerError;
   return ErrorKind::kOther;
@@ -50,17 +59,28 @@ std::optional<int> parse_retry_after(const std::string& header) {
 
 const char* to_string(ErrorKind kind) {
   switch (kind) {
-    case ErrorKind::kBadRequest: return "BadRequest";
-    case ErrorKind::kUnauthorized: return "Unauthorized";
-    case ErrorKind::kForbidden: return "Forbidden";
-    case ErrorKind::kNotFound: return "NotFound";
-    case ErrorKind::kConflict: return "Conflict";
-    case ErrorKind::kAlreadyExists: return "AlreadyExists";
-    case ErrorKind::kGone: return "Gone";
-    case ErrorKind::kInvalid: return "Invalid";
-    case ErrorKind::kTooManyRequests: return "TooManyRequests";
-    case ErrorKind::kServerError: return "ServerError";
-    case ErrorKind::kOther: return "Other";
+    case ErrorKind::kBadRequest:
+      return "BadRequest";
+    case ErrorKind::kUnauthorized:
+      return "Unauthorized";
+    case ErrorKind::kForbidden:
+      return "Forbidden";
+    case ErrorKind::kNotFound:
+      return "NotFound";
+    case ErrorKind::kConflict:
+      return "Conflict";
+    case ErrorKind::kAlreadyExists:
+      return "AlreadyExists";
+    case ErrorKind::kGone:
+      return "Gone";
+    case ErrorKind::kInvalid:
+      return "Invalid";
+    case ErrorKind::kTooManyRequests:
+      return "TooManyRequests";
+    case ErrorKind::kServerError:
+      return "ServerError";
+    case ErrorKind::kOther:
+      return "Other";
   }
   return "Other";
 }
@@ -89,7 +109,8 @@ ApiError error_from_status(const nlohmann::json& status, const std::string& cont
         causes.push_back({c.value("field", ""), c.value("reason", ""), c.value("message", "")});
       }
     }
-    if (auto ras = details->find("retryAfterSeconds"); ras != details->end() && ras->is_number_integer()) {
+    if (auto ras = details->find("retryAfterSeconds");
+        ras != details->end() && ras->is_number_integer()) {
       retry_after = ras->get<int>();
     }
   }
@@ -114,8 +135,8 @@ ApiError error_from_response(int status, const std::string& retry_after_header,
   // Not a Status (a proxy, a load balancer): keep an excerpt of what came back.
   std::string excerpt = body.substr(0, kBodyExcerptBytesMax);
   if (excerpt.empty()) excerpt = "(empty body)";
-  return ApiError(classify(status, ""), status, "", excerpt, {}, parse_retry_after(retry_after_header),
-                  context);
+  return ApiError(classify(status, ""), status, "", excerpt, {},
+                  parse_retry_after(retry_after_header), context);
 }
 
 }  // namespace hb::kube

@@ -40,12 +40,14 @@ class ApiError : public std::runtime_error {
 
   ErrorKind kind() const { return kind_; }
   int code() const { return code_; }
-  const std::string& reason() const { return reason_; }          // Status.reason
+  const std::string& reason() const { return reason_; }           // Status.reason
   const std::string& server_message() const { return message_; }  // Status.message
   const std::vector<FieldCause>& causes() const { return causes_; }
   std::optional<int> retry_after_seconds() const { return retry_after_seconds_; }
   // Worth retrying the same request later (429, 5xx).
-  bool retryable() const { return kind_ == ErrorKind::kTooManyRequests || kind_ == ErrorKind::kServerError; }
+  bool retryable() const {
+    return kind_ == ErrorKind::kTooManyRequests || kind_ == ErrorKind::kServerError;
+  }
 
  private:
   ErrorKind kind_;

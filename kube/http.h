@@ -4,9 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
-#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -21,10 +21,10 @@ namespace hb::http {
 inline constexpr std::chrono::seconds kRequestTimeoutDefault{30};
 
 struct TlsOptions {
-  std::string ca_file;            // PEM bundle; empty = system CAs
-  std::string ca_pem;             // inline PEM, used when ca_file is empty
-  std::string client_cert_pem;    // client certificate (mutual TLS)
-  std::string client_key_pem;     // its private key; never logged
+  std::string ca_file;          // PEM bundle; empty = system CAs
+  std::string ca_pem;           // inline PEM, used when ca_file is empty
+  std::string client_cert_pem;  // client certificate (mutual TLS)
+  std::string client_key_pem;   // its private key; never logged
   bool insecure_skip_verify = false;
 };
 
@@ -72,7 +72,8 @@ struct Response {
 class TransportError : public std::runtime_error {
  public:
   enum class Kind { kConnect, kTls, kTimeout, kCancelled, kOther };
-  TransportError(Kind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  TransportError(Kind kind, const std::string& message)
+      : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }
 
  private:
@@ -105,8 +106,8 @@ std::unique_ptr<Client> make_client(const ClientOptions& options);
 
 struct ServerRequest {
   std::string method;
-  std::string path;   // decoded path, no query
-  std::string query;  // raw query string
+  std::string path;                            // decoded path, no query
+  std::string query;                           // raw query string
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
 };

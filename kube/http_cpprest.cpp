@@ -1,9 +1,9 @@
 // cpprestsdk + OpenSSL implementation of hb::http. The only file that knows
 // about cpprestsdk; everything else talks to hb::http::Client and Server.
-#include <boost/asio/ssl.hpp>
 #include <cpprest/http_client.h>
 #include <cpprest/http_listener.h>
 
+#include <boost/asio/ssl.hpp>
 #include <fstream>
 #include <sstream>
 
@@ -52,15 +52,13 @@ class CpprestClient final : public Client {
  public:
   explicit CpprestClient(ClientOptions options) : options_(std::move(options)) {
     if (options_.ca_description.empty()) {
-      options_.ca_description = !options_.tls.ca_file.empty() ? options_.tls.ca_file
+      options_.ca_description = !options_.tls.ca_file.empty()  ? options_.tls.ca_file
                                 : !options_.tls.ca_pem.empty() ? "inline certificate-authority-data"
-                                                                : "system CAs";
+                                                               : "system CAs";
     }
   }
 
-  Response send(const Request& request) override {
-    return exchange(request, nullptr);
-  }
+  Response send(const Request& request) override { return exchange(request, nullptr); }
 
   Response stream(const Request& request, const ChunkHandler& on_chunk) override {
     return exchange(request, &on_chunk);
@@ -116,8 +114,8 @@ class CpprestClient final : public Client {
     }
     if (looks_like_tls_failure(what)) {
       throw TransportError(TransportError::Kind::kTls,
-                           "TLS with " + origin_of(request.url) + " failed (trusted CA: " +
-                               options_.ca_description + "): " + what);
+                           "TLS with " + origin_of(request.url) +
+                               " failed (trusted CA: " + options_.ca_description + "): " + what);
     }
     throw TransportError(TransportError::Kind::kConnect,
                          request.method + " " + request.url + ": " + what);

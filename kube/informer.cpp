@@ -15,7 +15,9 @@ struct NeedRelist {
 Informer::Informer(std::shared_ptr<Client> client, Resource resource, InformerOptions options)
     : client_(std::move(client)), resource_(std::move(resource)), options_(std::move(options)) {}
 
-Informer::~Informer() { stop(); }
+Informer::~Informer() {
+  stop();
+}
 
 void Informer::start() {
   if (thread_.joinable()) return;

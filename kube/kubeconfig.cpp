@@ -36,7 +36,8 @@ class Reader {
     throw ConfigError("kubeconfig " + path_ + ": " + key + ": " + problem);
   }
 
-  std::string scalar(const YAML::Node& node, const std::string& key, const std::string& where) const {
+  std::string scalar(const YAML::Node& node, const std::string& key,
+                     const std::string& where) const {
     YAML::Node value = node[key];
     if (!value) return "";
     if (!value.IsScalar()) fail(where + "." + key, "must be a string");
@@ -52,12 +53,14 @@ class Reader {
       for (const auto& entry : entries) {
         if (entry["name"] && entry["name"].IsScalar() && entry["name"].as<std::string>() == name) {
           YAML::Node body = entry[inner];
-          if (!body || !body.IsMap()) fail(list + "[name=" + name + "]." + inner, "is missing or not a map");
+          if (!body || !body.IsMap())
+            fail(list + "[name=" + name + "]." + inner, "is missing or not a map");
           return body;
         }
       }
     }
-    fail(referenced_by, "names " + list.substr(0, list.size() - 1) + " \"" + name + "\", which is not in " + list);
+    fail(referenced_by,
+         "names " + list.substr(0, list.size() - 1) + " \"" + name + "\", which is not in " + list);
   }
 
   std::string resolve(const std::string& file) const {
@@ -107,10 +110,11 @@ ClusterConfig parse_kubeconfig(const std::string& text, const std::string& path,
     root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
     throw ConfigError("kubeconfig " + path + ": not valid YAML at line " +
-                      std::to_string(e.mark.line + 1) + ", column " + std::to_string(e.mark.column + 1) +
-                      ": " + e.msg);
+                      std::to_string(e.mark.line + 1) + ", column " +
+                      std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
-  if (!root || !root.IsMap()) r.fail("(top level)", "must be a map with clusters, users and contexts");
+  if (!root || !root.IsMap())
+    r.fail("(top level)", "must be a map with clusters, users and contexts");
 
   std::string context_name = context_override;
   if (context_name.empty()) context_name = r.scalar(root, "current-context", "");
@@ -157,13 +161,16 @@ ClusterConfig parse_kubeconfig(const std::string& text, const std::string& path,
     std::string token_file = r.scalar(user, "tokenFile", where_u);
     if (!token_file.empty()) {
       out.token_file = r.resolve(token_file);
-      if (!read_file(out.token_file)) r.fail(where_u + ".tokenFile", "cannot read file " + out.token_file);
+      if (!read_file(out.token_file))
+        r.fail(where_u + ".tokenFile", "cannot read file " + out.token_file);
     }
     out.username = r.scalar(user, "username", where_u);
     out.password = r.scalar(user, "password", where_u);
     if (user["exec"] || user["auth-provider"]) {
       if (out.token.empty() && out.token_file.empty() && out.tls.client_cert_pem.empty()) {
-        r.fail(where_u, "exec and auth-provider plugins are not supported; use a token or client certificate");
+        r.fail(
+            where_u,
+            "exec and auth-provider plugins are not supported; use a token or client certificate");
       }
     }
   }
@@ -180,7 +187,8 @@ ClusterConfig load_in_cluster(const EnvLookup& env, const std::string& sa_dir) {
   auto host = env("KUBERNETES_SERVICE_HOST");
   auto port = env("KUBERNETES_SERVICE_PORT");
   if (!host || host->empty() || !port || port->empty()) {
-    throw ConfigError("in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
+    throw ConfigError(
+        "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set");
   }
   ClusterConfig out;
   bool ipv6 = host->find(':') != std::string::npos;
@@ -217,7 +225,8 @@ ClusterConfig load_default(const std::string& explicit_path, const std::string& 
     return load_in_cluster(env);
   } catch (const ConfigError& e) {
     throw ConfigError(std::string("no Kubernetes configuration: no --kubeconfig, $KUBECONFIG or "
-                                  "~/.kube/config, and ") + e.what());
+                                  "~/.kube/config, and ") +
+                      e.what());
   }
 }
 

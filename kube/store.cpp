@@ -3,7 +3,9 @@
 namespace hb::kube {
 
 namespace {
-nlohmann::json parse(const std::string& text) { return nlohmann::json::parse(text); }
+nlohmann::json parse(const std::string& text) {
+  return nlohmann::json::parse(text);
+}
 }  // namespace
 
 std::string Store::key_of(const nlohmann::json& object) {

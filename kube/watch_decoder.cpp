@@ -31,8 +31,7 @@ void LineSplitter::feed(std::string_view chunk,
 WatchEvent decode_watch_event(std::string_view line) {
   nlohmann::json parsed = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded() || !parsed.is_object()) {
-    throw WatchDecodeError("watch event is not a JSON object: " +
-                           std::string(line.substr(0, 120)));
+    throw WatchDecodeError("watch event is not a JSON object: " + std::string(line.substr(0, 120)));
   }
   auto type_it = parsed.find("type");
   auto object_it = parsed.find("object");

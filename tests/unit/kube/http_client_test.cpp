@@ -1,0 +1,151 @@
+// The cpprestsdk transport against a server of our own on loopback.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "kube/http.h"
+
+namespace hb::http {
+namespace {
+
+struct LocalServer {
+  std::unique_ptr<Server> server;
+  int port = 0;
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(port); }
+};
+
+LocalServer start(Handler handler) {
+  std::mt19937 rng(std::random_device{}());
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    int port = 20000 + static_cast<int>(rng() % 40000);
+    try {
+      return {make_server("127.0.0.1:" + std::to_string(port), handler), port};
+    } catch (const TransportError&) {
+    }
+  }
+  throw std::runtime_error("no free port");
+}
+
+TEST(HttpClient, RoundTripWithHeadersAndBody) {
+  auto srv = start([](const ServerRequest& r) {
+    ServerResponse out;
+    out.content_type = "application/json";
+    out.body = R"({"method":")" + r.method + R"(","path":")" + r.path + R"(","query":")" + r.query +
+               R"(","auth":")" +
+               (r.headers.count("authorization") ? r.headers.at("authorization") : "") +
+               R"(","body":)" + (r.body.empty() ? "null" : r.body) + "}";
+    return out;
+  });
+  auto client = make_client({});
+  Request req;
+  req.method = "POST";
+  req.url = srv.base() + "/apis/x?watch=1";
+  req.headers = {{"Authorization", "Bearer t"}};
+  req.body = R"({"a":1})";
+  Response resp = client->send(req);
+  EXPECT_EQ(resp.status, 200);
+  EXPECT_EQ(resp.header("content-type"), "application/json");
+  auto j = nlohmann::json::parse(resp.body);
+  EXPECT_EQ(j["method"], "POST");
+  EXPECT_EQ(j["path"], "/apis/x");
+  EXPECT_EQ(j["query"], "watch=1");
+  EXPECT_EQ(j["auth"], "Bearer t");
+  EXPECT_EQ(j["body"]["a"], 1);
+}
+
+TEST(HttpClient, StreamHandsOverTheWholeBodyAndErrorsComeWhole) {
+  std::string big(300 * 1024, 'z');
+  auto srv = start([&](const ServerRequest& r) {
+    ServerResponse out;
+    if (r.path == "/missing") {
+      out.status = 404;
+      out.body = "nope";
+    } else {
+      out.body = big;
+    }
+    return out;
+  });
+  auto client = make_client({});
+  std::string got;
+  int chunks = 0;
+  Response ok =
+      client->stream({"GET", srv.base() + "/big", {}, "", std::chrono::seconds(5), nullptr},
+                     [&](std::string_view chunk) {
+                       got.append(chunk);
+                       ++chunks;
+                       return true;
+                     });
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(got, big);
+  EXPECT_GE(chunks, 1);
+  Response missing =
+      client->stream({"GET", srv.base() + "/missing", {}, "", std::chrono::seconds(5), nullptr},
+                     [&](std::string_view) { return true; });
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body, "nope");
+}
+
+TEST(HttpClient, RefusedConnectionNamesTheUrl) {
+  auto srv = start([](const ServerRequest&) { return ServerResponse{}; });
+  std::string url = srv.base() + "/x";
+  srv.server->stop();
+  srv.server.reset();
+  auto client = make_client({});
+  try {
+    client->send({"GET", url, {}, "", std::chrono::seconds(5), nullptr});
+    FAIL() << "expected a TransportError";
+  } catch (const TransportError& e) {
+    EXPECT_NE(std::string(e.what()).find(url), std::string::npos) << e.what();
+  }
+}
+
+TEST(HttpClient, SilentServerTimesOut) {
+  auto srv = start([](const ServerRequest&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    return ServerResponse{};
+  });
+  auto client = make_client({});
+  auto started = std::chrono::steady_clock::now();
+  try {
+    client->send({"GET", srv.base() + "/slow", {}, "", std::chrono::milliseconds(300), nullptr});
+    FAIL() << "expected a timeout";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.kind(), TransportError::Kind::kTimeout) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(1400));
+}
+
+TEST(HttpClient, CancelAbortsAWaitingRequest) {
+  auto srv = start([](const ServerRequest&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    return ServerResponse{};
+  });
+  auto client = make_client({});
+  auto cancel = std::make_shared<CancelSource>();
+  std::thread canceller([cancel] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    cancel->cancel();
+  });
+  try {
+    client->stream({"GET", srv.base() + "/slow", {}, "", std::chrono::seconds(10), cancel},
+                   [](std::string_view) { return true; });
+    ADD_FAILURE() << "expected cancellation";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.kind(), TransportError::Kind::kCancelled) << e.what();
+  }
+  canceller.join();
+}
+
+TEST(HttpServer, HandlerExceptionBecomes500WithoutDetails) {
+  auto srv = start(
+      [](const ServerRequest&) -> ServerResponse { throw std::runtime_error("secret detail"); });
+  auto client = make_client({});
+  Response resp = client->send({"GET", srv.base() + "/", {}, "", std::chrono::seconds(5), nullptr});
+  EXPECT_EQ(resp.status, 500);
+  EXPECT_EQ(resp.body.find("secret"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hb::http

@@ -1,0 +1,86 @@
+#include "kube/store.h"
+
+#include <gtest/gtest.h>
+
+namespace hb::kube {
+namespace {
+
+nlohmann::json obj(const std::string& name, const std::string& rv, int value = 0) {
+  return {{"metadata",
+           {{"name", name},
+            {"namespace", "ns"},
+            {"resourceVersion", rv},
+            {"managedFields", nlohmann::json::array({{{"manager", "kubectl"}}})}}},
+          {"spec", {{"value", value}}}};
+}
+
+struct Recorder {
+  std::vector<std::string> log;
+  StoreHandlers handlers() {
+    return {[this](const nlohmann::json& o) { log.push_back("add " + Store::key_of(o)); },
+            [this](const nlohmann::json& old_o, const nlohmann::json& o) {
+              log.push_back("update " + Store::key_of(o) + " " +
+                            old_o["metadata"]["resourceVersion"].get<std::string>() + "->" +
+                            o["metadata"]["resourceVersion"].get<std::string>());
+            },
+            [this](const nlohmann::json& o) { log.push_back("delete " + Store::key_of(o)); }};
+  }
+};
+
+TEST(Store, EventsAddUpdateDelete) {
+  Store store;
+  Recorder rec;
+  store.set_handlers(rec.handlers());
+  store.apply({WatchEventType::kAdded, obj("a", "1")});
+  store.apply({WatchEventType::kModified, obj("a", "2", 7)});
+  EXPECT_EQ(store.get("ns/a")->at("spec").at("value"), 7);
+  store.apply({WatchEventType::kDeleted, obj("a", "3")});
+  EXPECT_FALSE(store.get("ns/a"));
+  EXPECT_EQ(rec.log, (std::vector<std::string>{"add ns/a", "update ns/a 1->2", "delete ns/a"}));
+}
+
+TEST(Store, StripsManagedFields) {
+  Store store;
+  store.apply({WatchEventType::kAdded, obj("a", "1")});
+  EXPECT_FALSE(store.get("ns/a")->at("metadata").contains("managedFields"));
+}
+
+TEST(Store, RelistSwapReportsMissedDeletesAddsAndUpdates) {
+  Store store;
+  store.replace({obj("keep", "1"), obj("change", "1"), obj("gone", "1")});
+  Recorder rec;
+  store.set_handlers(rec.handlers());
+  // While disconnected: "gone" was deleted, "change" modified, "new" created.
+  store.replace({obj("keep", "1"), obj("change", "5"), obj("new", "6")});
+  std::sort(rec.log.begin(), rec.log.end());
+  EXPECT_EQ(rec.log,
+            (std::vector<std::string>{"add ns/new", "delete ns/gone", "update ns/change 1->5"}));
+  EXPECT_EQ(store.keys(), (std::vector<std::string>{"ns/change", "ns/keep", "ns/new"}));
+}
+
+TEST(Store, ReadersNeverSeeHalfBuiltCache) {
+  Store store;
+  std::vector<nlohmann::json> first, second;
+  for (int i = 0; i < 200; ++i) first.push_back(obj("o" + std::to_string(i), "1"));
+  for (int i = 0; i < 200; ++i) second.push_back(obj("o" + std::to_string(i), "2"));
+  store.replace(first);
+  bool seen_partial = false;
+  // A handler runs after the swap; at that moment every object is the new one.
+  store.set_handlers({nullptr,
+                      [&](const nlohmann::json&, const nlohmann::json&) {
+                        for (const auto& o : store.list()) {
+                          if (o["metadata"]["resourceVersion"] != "2") seen_partial = true;
+                        }
+                      },
+                      nullptr});
+  store.replace(second);
+  EXPECT_FALSE(seen_partial);
+  EXPECT_EQ(store.size(), 200u);
+}
+
+TEST(Store, ClusterScopedKeyHasNoNamespace) {
+  EXPECT_EQ(Store::key_of({{"metadata", {{"name", "n"}}}}), "n");
+}
+
+}  // namespace
+}  // namespace hb::kube
