@@ -32,7 +32,9 @@ if [ -z "$version" ]; then
 fi
 [ -n "$version" ] || { echo "build-kube: no 'kubernetes' source package found; is deb-src enabled?" >&2; exit 1; }
 
-out="$cache_root/kube-$version/bin"
+# Bump when the build recipe changes, so stale cached binaries are rebuilt.
+recipe=3
+out="$cache_root/kube-$version-r$recipe/bin"
 if [ -x "$out/kube-apiserver" ] && [ -x "$out/kube-controller-manager" ] && [ -x "$out/kubectl" ]; then
   echo "$out"
   exit 0
@@ -50,6 +52,22 @@ work="$cache_root/kube-$version/src"
 rm -rf "$work" && mkdir -p "$work"
 echo "build-kube: fetching kubernetes $version source" >&2
 (cd "$work" && apt-get source -qq --download-only kubernetes >&2 && dpkg-source -x --no-check ./*.dsc tree >&2)
+
+# Kubernetes 1.20 vendors modern-go/reflect2 1.0.1, which breaks under Go
+# 1.18+ (kube-apiserver panics decoding maps). Debian's golang-go is 1.19, so
+# swap in Debian's reflect2 1.0.2, the upstream fix.
+reflect2_src=/usr/share/gocode/src/github.com/modern-go/reflect2
+[ -f "$reflect2_src/go_above_118.go" ] || { echo "build-kube: $reflect2_src missing; install golang-github-modern-go-reflect2-dev" >&2; exit 1; }
+rm -rf "$work/tree/vendor/github.com/modern-go/reflect2"
+mkdir -p "$work/tree/vendor/github.com/modern-go/reflect2"
+cp "$reflect2_src"/*.go "$reflect2_src"/*.s "$work/tree/vendor/github.com/modern-go/reflect2/"
+
+# Kubernetes 1.20.2's kube-openapi treats every zero value ("" in a custom
+# resource) as null and rejects it (kubernetes#99804); apply the upstream fix
+# (kube-openapi#230) to the one line it changed.
+typego="$work/tree/vendor/k8s.io/kube-openapi/pkg/validation/validate/type.go"
+sed -i 's/^\tif data == nil || reflect.DeepEqual(reflect.Zero(reflect.TypeOf(data)), reflect.ValueOf(data)) {$/\tif data == nil { \/\/ kube-openapi#230: zero values are not null/' "$typego"
+grep -q 'kube-openapi#230' "$typego" || { echo "build-kube: could not patch $typego" >&2; exit 1; }
 
 gopath="$cache_root/kube-$version/go"
 mkdir -p "$gopath/src/k8s.io"

@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config clang-format git rsync
   libcpprest-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
-  golang-go etcd-server etcd-client dpkg-dev curl openssl procps unzip
+  golang-go golang-github-modern-go-reflect2-dev etcd-server etcd-client dpkg-dev curl openssl procps unzip
 )
 
 missing=()

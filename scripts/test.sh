@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The project's one test command (README and .ci/run call exactly this):
+# installs what is missing, builds with -Werror, runs every test (unit,
+# integration and e2e on a real local control plane), then builds again with
+# ASan+UBSan and runs the tests there too.
+#
+#   scripts/test.sh            everything
+#   scripts/test.sh -L unit    only tests with that ctest label (no control plane)
+#
+# Env: HB_TEST_SANITIZE=0 skips the sanitizer pass; HB_JOBS sets build jobs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root="$PWD"
+jobs="${HB_JOBS:-$(nproc)}"
+
+bash scripts/install-deps.sh
+# Build the control-plane binaries up front (cached after the first time), so
+# the time goes to the build log rather than a test's timeout.
+bash scripts/build-kube.sh >/dev/null
+
+run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS... -- CTEST_ARGS...
+  local dir=$1; shift
+  local cmake_args=() ctest_args=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do cmake_args+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  ctest_args=("$@")
+  cmake -S "$root" -B "$dir" -G Ninja -DHB_WERROR=ON "${cmake_args[@]}" >/dev/null
+  cmake --build "$dir" -j "$jobs"
+  # The control plane fixture is per build dir; a stale one from a killed run is replaced.
+  bash tests/e2e/control-plane.sh down "$dir/control-plane" >/dev/null 2>&1 || true
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" "${ctest_args[@]}"
+}
+
+run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -- "$@"
+if [ "${HB_TEST_SANITIZE:-1}" = "1" ]; then
+  echo "== the same tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
+  export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+  run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DHB_SANITIZE=ON -DHB_BUILD_BENCHMARKS=OFF -- "$@"
+fi

@@ -1,0 +1,255 @@
+// The Kubernetes client against a real kube-apiserver: CRUD of both CRDs,
+// status subresource, conflicts, validation, paging, watch and informer.
+#include "tests/integration/kube/cluster.h"
+
+#include "kube/informer.h"
+
+namespace hb::kube {
+namespace {
+
+using namespace hb::kube::testing;
+
+class ApiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    client_ = make_test_client();
+    apply_crds(*client_);
+    ns_ = unique_namespace("hb-it-api");
+    create_namespace(*client_, ns_);
+  }
+  static void TearDownTestSuite() {
+    delete_namespace(*client_, ns_);
+    client_.reset();
+  }
+  static inline std::shared_ptr<Client> client_;
+  static inline std::string ns_;
+};
+
+TEST_F(ApiTest, AgentCrudAndStatusSubresource) {
+  auto& c = *client_;
+  Json created = c.create(resources::kAgents, ns_, agent_manifest("crud"));
+  EXPECT_EQ(created["spec"]["type"], "memgpt_agent");
+  EXPECT_FALSE(created["metadata"]["uid"].get<std::string>().empty());
+
+  Json got = c.get(resources::kAgents, ns_, "crud");
+  EXPECT_EQ(got["spec"]["heartbeat"]["interval"], "5m");
+
+  // A spec change through the main resource bumps the generation.
+  got["spec"]["heartbeat"]["interval"] = "10m";
+  Json replaced = c.replace(resources::kAgents, ns_, "crud", got);
+  EXPECT_EQ(replaced["spec"]["heartbeat"]["interval"], "10m");
+  EXPECT_EQ(replaced["metadata"]["generation"], 2);
+
+  // Status only changes through the status subresource.
+  Json patched = c.merge_patch(resources::kAgents, ns_, "crud", {{"status", {{"phase", "Sneaky"}}}});
+  EXPECT_FALSE(patched.contains("status") && patched["status"].contains("phase"));
+  Json with_status =
+      c.merge_patch_status(resources::kAgents, ns_, "crud", {{"status", {{"phase", "Idle"}}}});
+  EXPECT_EQ(with_status["status"]["phase"], "Idle");
+  EXPECT_EQ(with_status["metadata"]["generation"], 2);  // status writes leave generation alone
+
+  with_status["status"]["phase"] = "Running";
+  Json status_replaced = c.replace_status(resources::kAgents, ns_, "crud", with_status);
+  EXPECT_EQ(status_replaced["status"]["phase"], "Running");
+
+  c.remove(resources::kAgents, ns_, "crud");
+  EXPECT_TRUE(eventually([&] {
+    try {
+      c.get(resources::kAgents, ns_, "crud");
+      return false;
+    } catch (const ApiError& e) {
+      return e.kind() == ErrorKind::kNotFound;
+    }
+  }));
+}
+
+TEST_F(ApiTest, HeartbeatRunCrudWithLabels) {
+  auto& c = *client_;
+  Json run = {{"apiVersion", "heartbeat.dev/v1alpha1"},
+              {"kind", "HeartbeatRun"},
+              {"metadata", {{"name", "run-1"}, {"labels", {{"heartbeat.dev/agent", "a1"}}}}},
+              {"spec", {{"agentRef", {{"name", "a1"}}}, {"invocationSource", "manual"}}}};
+  c.create(resources::kHeartbeatRuns, ns_, run);
+  run["metadata"]["name"] = "run-2";
+  run["metadata"]["labels"]["heartbeat.dev/agent"] = "a2";
+  c.create(resources::kHeartbeatRuns, ns_, run);
+  c.merge_patch_status(resources::kHeartbeatRuns, ns_, "run-1",
+                       {{"status", {{"phase", "Succeeded"}, {"exitCode", 0}}}});
+
+  ListOptions by_agent;
+  by_agent.label_selector = "heartbeat.dev/agent=a1";
+  Json list = c.list(resources::kHeartbeatRuns, ns_, by_agent);
+  ASSERT_EQ(list["items"].size(), 1u);
+  EXPECT_EQ(list["items"][0]["status"]["phase"], "Succeeded");
+  EXPECT_EQ(list["items"][0]["spec"]["cancel"], false);  // defaulted by the schema
+
+  c.remove(resources::kHeartbeatRuns, ns_, "run-1");
+  c.remove(resources::kHeartbeatRuns, ns_, "run-2");
+}
+
+TEST_F(ApiTest, StaleResourceVersionIsConflict) {
+  auto& c = *client_;
+  Json a = c.create(resources::kAgents, ns_, agent_manifest("stale"));
+  Json fresh = a;
+  fresh["spec"]["paused"] = true;
+  c.replace(resources::kAgents, ns_, "stale", fresh);
+  a["spec"]["paused"] = false;  // still carries the old resourceVersion
+  try {
+    c.replace(resources::kAgents, ns_, "stale", a);
+    FAIL() << "expected 409";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConflict);
+    EXPECT_EQ(e.code(), 409);
+    EXPECT_NE(std::string(e.what()).find("the object has been modified"), std::string::npos) << e.what();
+  }
+  // A precondition on delete is checked too.
+  DeleteOptions wrong_uid;
+  wrong_uid.precondition_uid = "00000000-0000-0000-0000-000000000000";
+  try {
+    c.remove(resources::kAgents, ns_, "stale", wrong_uid);
+    FAIL() << "expected 409";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kConflict);
+  }
+  c.remove(resources::kAgents, ns_, "stale");
+}
+
+TEST_F(ApiTest, AlreadyExistsAndNotFound) {
+  auto& c = *client_;
+  c.create(resources::kAgents, ns_, agent_manifest("twice"));
+  try {
+    c.create(resources::kAgents, ns_, agent_manifest("twice"));
+    FAIL();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kAlreadyExists);
+  }
+  try {
+    c.get(resources::kAgents, ns_, "never-was");
+    FAIL();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
+    EXPECT_NE(std::string(e.what()).find("never-was"), std::string::npos);
+  }
+  c.remove(resources::kAgents, ns_, "twice");
+}
+
+TEST_F(ApiTest, InvalidManifestsNameTheField) {
+  auto& c = *client_;
+  struct Case {
+    std::string field;
+    std::function<void(Json&)> mutate;
+  };
+  std::vector<Case> cases = {
+      {"spec.heartbeat.interval", [](Json& a) { a["spec"]["heartbeat"]["interval"] = "5x"; }},
+      {"spec.type", [](Json& a) { a["spec"]["type"] = "chatbot"; }},
+      {"spec.model.provider", [](Json& a) { a["spec"]["model"]["provider"] = "cohere"; }},
+      {"spec.budget.monthlyCents", [](Json& a) { a["spec"]["budget"]["monthlyCents"] = -5; }},
+      {"spec.model", [](Json& a) { a["spec"].erase("model"); }},
+  };
+  for (auto& tc : cases) {
+    Json agent = agent_manifest("invalid");
+    tc.mutate(agent);
+    try {
+      c.create(resources::kAgents, ns_, agent);
+      ADD_FAILURE() << "accepted a manifest with a bad " << tc.field;
+      c.remove(resources::kAgents, ns_, "invalid");
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::kInvalid) << e.what();
+      bool named = false;
+      for (const auto& cause : e.causes()) named = named || cause.field.find(tc.field) != std::string::npos;
+      EXPECT_TRUE(named) << tc.field << " not among the causes of: " << e.what();
+      EXPECT_NE(std::string(e.what()).find(tc.field), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST_F(ApiTest, ListPagesWithContinue) {
+  auto& c = *client_;
+  for (int i = 0; i < 7; ++i) {
+    Json a = agent_manifest("page-" + std::to_string(i));
+    a["metadata"]["labels"]["set"] = "paging";
+    c.create(resources::kAgents, ns_, a);
+  }
+  ListOptions page;
+  page.limit = 3;
+  page.label_selector = "set=paging";
+  Json first = c.list(resources::kAgents, ns_, page);
+  EXPECT_EQ(first["items"].size(), 3u);
+  EXPECT_FALSE(first["metadata"]["continue"].get<std::string>().empty());
+  Json all = c.list_all(resources::kAgents, ns_, page);
+  EXPECT_EQ(all["items"].size(), 7u);
+  EXPECT_FALSE(all["metadata"]["resourceVersion"].get<std::string>().empty());
+  for (int i = 0; i < 7; ++i) c.remove(resources::kAgents, ns_, "page-" + std::to_string(i));
+}
+
+TEST_F(ApiTest, InformerSeesAddModifyDelete) {
+  auto& c = *client_;
+  std::mutex mu;
+  std::vector<std::string> seen;
+  InformerOptions options;
+  options.namespace_ = ns_;
+  options.label_selector = "team=watch";
+  Informer informer(client_, resources::kAgents, options);
+  informer.set_handlers(
+      {[&](const Json& o) {
+         std::lock_guard l(mu);
+         seen.push_back("add " + o["metadata"]["name"].get<std::string>());
+       },
+       [&](const Json&, const Json& o) {
+         std::lock_guard l(mu);
+         seen.push_back("update " + o["metadata"]["name"].get<std::string>() + " paused=" +
+                        (o["spec"].value("paused", false) ? "true" : "false"));
+       },
+       [&](const Json& o) {
+         std::lock_guard l(mu);
+         seen.push_back("delete " + o["metadata"]["name"].get<std::string>());
+       }});
+  informer.start();
+  ASSERT_TRUE(informer.wait_for_sync(std::chrono::seconds(20)));
+
+  Json a = agent_manifest("watched");
+  a["metadata"]["labels"]["team"] = "watch";
+  c.create(resources::kAgents, ns_, a);
+  c.merge_patch(resources::kAgents, ns_, "watched", {{"spec", {{"paused", true}}}});
+  c.remove(resources::kAgents, ns_, "watched");
+  auto expected = std::vector<std::string>{"add watched", "update watched paused=true", "delete watched"};
+  EXPECT_TRUE(eventually([&] {
+    std::lock_guard l(mu);
+    return seen == expected;
+  })) << ::testing::PrintToString(seen);
+  EXPECT_EQ(informer.store().size(), 0u);
+  informer.stop();
+}
+
+TEST_F(ApiTest, WrongCertificateAuthorityIsNamed) {
+  ClusterConfig config = client_->config();
+  config.tls.ca_pem.clear();
+  config.tls.ca_file = "/etc/ssl/certs/ca-certificates.crt";  // public CAs: not the local one
+  config.ca_description = config.tls.ca_file;
+  Client wrong(config);
+  try {
+    wrong.get(resources::kNamespaces, "", "default");
+    FAIL() << "expected a TLS failure";
+  } catch (const http::TransportError& e) {
+    EXPECT_EQ(e.kind(), http::TransportError::Kind::kTls) << e.what();
+    EXPECT_NE(std::string(e.what()).find("/etc/ssl/certs/ca-certificates.crt"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(ApiTest, UnknownTokenIsUnauthorized) {
+  ClusterConfig config = client_->config();
+  config.tls.client_cert_pem.clear();
+  config.tls.client_key_pem.clear();
+  config.token = "not-a-real-token";
+  Client anonymous(config);
+  try {
+    anonymous.get(resources::kNamespaces, "", "default");
+    FAIL();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kUnauthorized);
+  }
+}
+
+}  // namespace
+}  // namespace hb::kube

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# kubectl on this machine against the local control plane: the CRDs and the
+# examples apply, bad examples are refused naming the field, and
+# `kubectl get hba,hbr` shows the printer columns.
+set -euo pipefail
+src="${HB_SOURCE_DIR:?run under ctest}"
+kubectl_bin="$(command -v kubectl || true)"
+if [ -z "$kubectl_bin" ]; then
+  kubectl_bin="$("$src/scripts/build-kube.sh" | tail -n 1)/kubectl"
+fi
+k() { "$kubectl_bin" "$@"; }
+ns="hb-it-kubectl-$RANDOM"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+cleanup() { k delete namespace "$ns" --wait=false >/dev/null 2>&1 || true; }
+trap cleanup EXIT
+
+k apply -f "$src/crds/"
+k wait --for condition=established --timeout=60s crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev
+k create namespace "$ns"
+k apply -n "$ns" -f "$src/crds/" -f "$src/examples/"
+k create -n "$ns" -f "$src/examples/manual-run.yaml"
+
+agents=$(k get hba -n "$ns")
+echo "$agents"
+header=$(echo "$agents" | head -1)
+for col in NAME TYPE PHASE "NEXT HEARTBEAT" SPEND AGE; do
+  echo "$header" | grep -q "$col" || fail "kubectl get hba lacks column $col"
+done
+echo "$agents" | grep -q memgpt_agent || fail "the example memgpt_agent is not listed"
+
+runs=$(k get hbr -n "$ns")
+echo "$runs"
+header=$(echo "$runs" | head -1)
+for col in NAME AGENT SOURCE PHASE EXIT COST DURATION AGE; do
+  echo "$header" | grep -q "$col" || fail "kubectl get hbr lacks column $col"
+done
+echo "$runs" | grep -q manual || fail "the manual run is not listed"
+
+k get heartbeat -n "$ns" >/dev/null || fail "category 'heartbeat' does not resolve"
+
+# Each invalid example is refused, and the message names the field.
+for f in "$src"/examples/invalid/*.yaml; do
+  field=$(grep -m1 -o 'spec\.[a-zA-Z.]*' "$f" | head -1 || true)
+  if out=$(k apply -n "$ns" -f "$f" 2>&1); then fail "$f was accepted"; fi
+  if [ -n "$field" ]; then
+    echo "$out" | grep -q -- "$field" || fail "$f: the error does not name $field: $out"
+  fi
+  echo "refused as expected: $(basename "$f"): $(echo "$out" | head -c 300)"
+done
+echo "kubectl test: 1 passed, 0 failed"
