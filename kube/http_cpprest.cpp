@@ -160,9 +160,15 @@ class CpprestClient final : public Client {
       }
       auto body = resp.body();
       std::vector<uint8_t> buffer(kStreamReadBytes);
+      auto source = body.streambuf();
       while (true) {
-        size_t n = body.streambuf().getn(buffer.data(), buffer.size()).get();
+        // getn(n) waits for all n bytes, so wait for one, then take whatever
+        // else has arrived: events reach the caller as soon as they land.
+        size_t n = source.getn(buffer.data(), 1).get();
         if (n == 0) break;  // end of body
+        size_t ready = static_cast<size_t>(std::max<std::streamsize>(0, source.in_avail()));
+        if (ready > 0)
+          n += source.getn(buffer.data() + 1, std::min(ready, buffer.size() - 1)).get();
         std::string_view chunk(reinterpret_cast<const char*>(buffer.data()), n);
         if (!(*on_chunk)(chunk)) {
           cts.cancel();  // stop the transfer; the connection is not reused

@@ -89,7 +89,7 @@ void Informer::watch_once() {
             std::string rv = event_resource_version(event);
             if (event.type != WatchEventType::kBookmark) {
               ++stats_.events;
-              store_.apply(event);
+              store_.apply(std::move(event));
             }
             if (!rv.empty()) {
               std::lock_guard lock(mutex_);

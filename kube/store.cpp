@@ -32,8 +32,8 @@ void Store::set_handlers(StoreHandlers handlers) {
   handlers_ = std::move(handlers);
 }
 
-void Store::apply(const WatchEvent& event) {
-  nlohmann::json object = event.object;
+void Store::apply(WatchEvent event) {
+  nlohmann::json& object = event.object;
   std::string key = key_of(object);
   std::optional<std::string> old_text;
   StoreHandlers handlers;

@@ -29,7 +29,7 @@ class Store {
   void set_handlers(StoreHandlers handlers);
 
   // Applies one ADDED, MODIFIED or DELETED event and runs the handler.
-  void apply(const WatchEvent& event);
+  void apply(WatchEvent event);
 
   // Buffer and swap: builds the new contents from a complete list off to the
   // side, swaps them in at once, then reports what changed against the old

@@ -17,7 +17,8 @@ nlohmann::json scalar_to_json(const YAML::Node& node) {
   static const std::regex kFloat(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
   if (text == "true" || text == "True" || text == "TRUE") return true;
   if (text == "false" || text == "False" || text == "FALSE") return false;
-  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL")
+    return nullptr;
   if (std::regex_match(text, kInt)) {
     try {
       return std::stoll(text);
@@ -50,7 +51,8 @@ nlohmann::json to_json(const YAML::Node& node) {
 
 }  // namespace
 
-std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text, const std::string& source) {
+std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text,
+                                                   const std::string& source) {
   std::vector<nlohmann::json> out;
   try {
     for (const auto& doc : YAML::LoadAll(text)) {
@@ -58,8 +60,8 @@ std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text, cons
       out.push_back(to_json(doc));
     }
   } catch (const YAML::ParserException& e) {
-    throw std::runtime_error(source + ": not valid YAML at line " + std::to_string(e.mark.line + 1) +
-                             ": " + e.msg);
+    throw std::runtime_error(source + ": not valid YAML at line " +
+                             std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   return out;
 }

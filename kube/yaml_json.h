@@ -11,7 +11,8 @@ namespace hb::kube {
 
 // Every non-empty document of a (multi-document) YAML text. Throws
 // std::runtime_error naming `source` and the line on a syntax error.
-std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text, const std::string& source);
+std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text,
+                                                   const std::string& source);
 std::vector<nlohmann::json> yaml_file_to_json(const std::string& path);
 
 }  // namespace hb::kube

@@ -43,8 +43,10 @@ json make_agent(int i) {
   })");
   a["metadata"]["name"] = "agent-" + std::to_string(i);
   a["metadata"]["resourceVersion"] = std::to_string(1000 + i);
-  std::string pad(kAgentJsonBytesTarget > a.dump().size() ? kAgentJsonBytesTarget - a.dump().size() : 0, 'x');
-  a["metadata"]["annotations"]["heartbeat.dev/notes"] = pad.substr(0, pad.size() > 40 ? pad.size() - 40 : 0);
+  std::string pad(
+      kAgentJsonBytesTarget > a.dump().size() ? kAgentJsonBytesTarget - a.dump().size() : 0, 'x');
+  a["metadata"]["annotations"]["heartbeat.dev/notes"] =
+      pad.substr(0, pad.size() > 40 ? pad.size() - 40 : 0);
   return a;
 }
 
@@ -71,7 +73,8 @@ void BM_WatchEventDecodeAndApply(benchmark::State& state) {
       });
     }
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
   state.counters["event_bytes"] = static_cast<double>(lines[0].size());
   state.SetBytesProcessed(static_cast<int64_t>(stream.size()) * state.iterations());
 }
@@ -86,7 +89,8 @@ void BM_WatchEventDecodeOnly(benchmark::State& state) {
     benchmark::DoNotOptimize(e);
     ++events;
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_WatchEventDecodeOnly);
 

@@ -1,8 +1,7 @@
 // The Kubernetes client against a real kube-apiserver: CRUD of both CRDs,
 // status subresource, conflicts, validation, paging, watch and informer.
-#include "tests/integration/kube/cluster.h"
-
 #include "kube/informer.h"
+#include "tests/integration/kube/cluster.h"
 
 namespace hb::kube {
 namespace {
@@ -41,7 +40,8 @@ TEST_F(ApiTest, AgentCrudAndStatusSubresource) {
   EXPECT_EQ(replaced["metadata"]["generation"], 2);
 
   // Status only changes through the status subresource.
-  Json patched = c.merge_patch(resources::kAgents, ns_, "crud", {{"status", {{"phase", "Sneaky"}}}});
+  Json patched =
+      c.merge_patch(resources::kAgents, ns_, "crud", {{"status", {{"phase", "Sneaky"}}}});
   EXPECT_FALSE(patched.contains("status") && patched["status"].contains("phase"));
   Json with_status =
       c.merge_patch_status(resources::kAgents, ns_, "crud", {{"status", {{"phase", "Idle"}}}});
@@ -100,7 +100,8 @@ TEST_F(ApiTest, StaleResourceVersionIsConflict) {
   } catch (const ApiError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kConflict);
     EXPECT_EQ(e.code(), 409);
-    EXPECT_NE(std::string(e.what()).find("the object has been modified"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the object has been modified"), std::string::npos)
+        << e.what();
   }
   // A precondition on delete is checked too.
   DeleteOptions wrong_uid;
@@ -156,7 +157,8 @@ TEST_F(ApiTest, InvalidManifestsNameTheField) {
     } catch (const ApiError& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalid) << e.what();
       bool named = false;
-      for (const auto& cause : e.causes()) named = named || cause.field.find(tc.field) != std::string::npos;
+      for (const auto& cause : e.causes())
+        named = named || cause.field.find(tc.field) != std::string::npos;
       EXPECT_TRUE(named) << tc.field << " not among the causes of: " << e.what();
       EXPECT_NE(std::string(e.what()).find(tc.field), std::string::npos) << e.what();
     }
@@ -190,20 +192,20 @@ TEST_F(ApiTest, InformerSeesAddModifyDelete) {
   options.namespace_ = ns_;
   options.label_selector = "team=watch";
   Informer informer(client_, resources::kAgents, options);
-  informer.set_handlers(
-      {[&](const Json& o) {
-         std::lock_guard l(mu);
-         seen.push_back("add " + o["metadata"]["name"].get<std::string>());
-       },
-       [&](const Json&, const Json& o) {
-         std::lock_guard l(mu);
-         seen.push_back("update " + o["metadata"]["name"].get<std::string>() + " paused=" +
-                        (o["spec"].value("paused", false) ? "true" : "false"));
-       },
-       [&](const Json& o) {
-         std::lock_guard l(mu);
-         seen.push_back("delete " + o["metadata"]["name"].get<std::string>());
-       }});
+  informer.set_handlers({[&](const Json& o) {
+                           std::lock_guard l(mu);
+                           seen.push_back("add " + o["metadata"]["name"].get<std::string>());
+                         },
+                         [&](const Json&, const Json& o) {
+                           std::lock_guard l(mu);
+                           seen.push_back(
+                               "update " + o["metadata"]["name"].get<std::string>() +
+                               " paused=" + (o["spec"].value("paused", false) ? "true" : "false"));
+                         },
+                         [&](const Json& o) {
+                           std::lock_guard l(mu);
+                           seen.push_back("delete " + o["metadata"]["name"].get<std::string>());
+                         }});
   informer.start();
   ASSERT_TRUE(informer.wait_for_sync(std::chrono::seconds(20)));
 
@@ -212,7 +214,8 @@ TEST_F(ApiTest, InformerSeesAddModifyDelete) {
   c.create(resources::kAgents, ns_, a);
   c.merge_patch(resources::kAgents, ns_, "watched", {{"spec", {{"paused", true}}}});
   c.remove(resources::kAgents, ns_, "watched");
-  auto expected = std::vector<std::string>{"add watched", "update watched paused=true", "delete watched"};
+  auto expected =
+      std::vector<std::string>{"add watched", "update watched paused=true", "delete watched"};
   EXPECT_TRUE(eventually([&] {
     std::lock_guard l(mu);
     return seen == expected;

@@ -19,7 +19,8 @@ namespace hb::kube::testing {
 inline std::string env_or_die(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr || *value == '\0') {
-    throw std::runtime_error(std::string(name) + " is not set: run under ctest (fixture control_plane)");
+    throw std::runtime_error(std::string(name) +
+                             " is not set: run under ctest (fixture control_plane)");
   }
   return value;
 }
@@ -45,7 +46,8 @@ inline Json apply(Client& client, const Resource& r, const std::string& ns, Json
 
 inline void apply_crds(Client& client) {
   std::string src = env_or_die("HB_SOURCE_DIR");
-  for (const char* file : {"/crds/heartbeat.dev_agents.yaml", "/crds/heartbeat.dev_heartbeatruns.yaml"}) {
+  for (const char* file :
+       {"/crds/heartbeat.dev_agents.yaml", "/crds/heartbeat.dev_heartbeatruns.yaml"}) {
     for (auto& doc : yaml_file_to_json(src + file)) {
       std::string name = doc["metadata"]["name"];
       apply(client, resources::kCustomResourceDefinitions, "", doc);
@@ -54,10 +56,12 @@ inline void apply_crds(Client& client) {
         Json crd = client.get(resources::kCustomResourceDefinitions, "", name);
         bool established = false;
         for (const auto& c : crd.value("/status/conditions"_json_pointer, Json::array())) {
-          if (c.value("type", "") == "Established" && c.value("status", "") == "True") established = true;
+          if (c.value("type", "") == "Established" && c.value("status", "") == "True")
+            established = true;
         }
         if (established) break;
-        if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error(name + " not Established");
+        if (std::chrono::steady_clock::now() > deadline)
+          throw std::runtime_error(name + " not Established");
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     }
@@ -70,7 +74,8 @@ inline std::string unique_namespace(const std::string& prefix) {
 }
 
 inline void create_namespace(Client& client, const std::string& ns) {
-  client.create(resources::kNamespaces, "", {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  client.create(resources::kNamespaces, "",
+                {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
 }
 
 inline void delete_namespace(Client& client, const std::string& ns) {
@@ -94,12 +99,14 @@ bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seco
 inline Json agent_manifest(const std::string& name, const std::string& interval = "5m") {
   return Json::parse(R"({
     "apiVersion": "heartbeat.dev/v1alpha1", "kind": "Agent",
-    "metadata": {"name": ")" + name + R"(", "labels": {"team": "it"}},
+    "metadata": {"name": ")" +
+                     name + R"(", "labels": {"team": "it"}},
     "spec": {
       "type": "memgpt_agent",
       "model": {"provider": "openai", "model": "gpt-4o-mini",
                 "apiKeySecretRef": {"name": "llm", "key": "apiKey"}},
-      "heartbeat": {"prompt": "Check the queue.", "interval": ")" + interval + R"("}
+      "heartbeat": {"prompt": "Check the queue.", "interval": ")" +
+                     interval + R"("}
     }
   })");
 }

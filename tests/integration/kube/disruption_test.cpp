@@ -36,12 +36,14 @@ class PartitionableTransport : public http::Client {
   }
   http::Response stream(const http::Request& r, const http::ChunkHandler& on_chunk) override {
     check(r);
-    return inner_->stream(r, [&](std::string_view chunk) { return !partitioned_ && on_chunk(chunk); });
+    return inner_->stream(r,
+                          [&](std::string_view chunk) { return !partitioned_ && on_chunk(chunk); });
   }
 
  private:
   void check(const http::Request& r) {
-    if (partitioned_) throw http::TransportError(http::TransportError::Kind::kConnect, r.url + ": partitioned");
+    if (partitioned_)
+      throw http::TransportError(http::TransportError::Kind::kConnect, r.url + ": partitioned");
   }
   std::shared_ptr<http::Client> inner_;
   std::atomic<bool> partitioned_{false};
@@ -105,8 +107,8 @@ TEST_F(DisruptionTest, WatchSurvivesApiServerRestart) {
 }
 
 TEST_F(DisruptionTest, RelistAfterCompactionSeesMissedDeletes) {
-  auto transport = std::make_shared<PartitionableTransport>(
-      std::shared_ptr<http::Client>(http::make_client({client_->config().tls, client_->config().ca_description})));
+  auto transport = std::make_shared<PartitionableTransport>(std::shared_ptr<http::Client>(
+      http::make_client({client_->config().tls, client_->config().ca_description})));
   ClientOptions client_options;
   client_options.qps = 0;
   auto informer_client = std::make_shared<Client>(client_->config(), client_options, transport);
@@ -139,7 +141,8 @@ TEST_F(DisruptionTest, RelistAfterCompactionSeesMissedDeletes) {
   EXPECT_TRUE(eventually([&] { return rec.has("delete doomed") && rec.has("add born-while-away"); },
                          std::chrono::seconds(90)))
       << ::testing::PrintToString(rec.log);
-  EXPECT_GE(informer.stats().relists_after_gone, 1u) << "the informer should have met a 410 and relisted";
+  EXPECT_GE(informer.stats().relists_after_gone, 1u)
+      << "the informer should have met a 410 and relisted";
   EXPECT_EQ(informer.store().size(), 1u);
   informer.stop();
 }
@@ -148,7 +151,8 @@ TEST_F(DisruptionTest, WatchFromCompactedVersionIsGone) {
   Json a = client_->create(resources::kAgents, ns_, agent_manifest("old"));
   std::string old_rv = a["metadata"]["resourceVersion"];
   for (int i = 0; i < 3; ++i) {
-    client_->merge_patch(resources::kAgents, ns_, "old", {{"metadata", {{"annotations", {{"n", std::to_string(i)}}}}}});
+    client_->merge_patch(resources::kAgents, ns_, "old",
+                         {{"metadata", {{"annotations", {{"n", std::to_string(i)}}}}}});
   }
   control_plane("compact");
   control_plane("restart-apiserver");

@@ -1,0 +1,193 @@
+// Integration harness: the real control plane (KUBECONFIG from the ctest
+// fixture), the CRDs, a namespace per test, the heartbeat-operator binary as
+// a child process that tests can SIGKILL and restart, and the fake kubelet.
+#pragma once
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/errors.h"
+#include "kube/http.h"
+#include "kube/kubeconfig.h"
+#include "tests/support/fake_kubelet.h"
+
+namespace hb::testing {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+inline std::string env(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v ? std::string(v) : fallback;
+}
+
+inline bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout,
+                       std::chrono::milliseconds every = 200ms) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    try {
+      if (done()) return true;
+    } catch (const std::exception&) {
+    }
+    std::this_thread::sleep_for(every);
+  }
+  return done();
+}
+
+inline int free_port() {
+  static std::mt19937 rng{std::random_device{}()};
+  return 30000 + static_cast<int>(rng() % 30000);
+}
+
+class OperatorProcess {
+ public:
+  explicit OperatorProcess(std::vector<std::string> args) : args_(std::move(args)) {
+    metrics_port_ = free_port();
+    health_port_ = free_port();
+    wakeup_port_ = free_port();
+  }
+  ~OperatorProcess() { kill(SIGKILL); }
+
+  void start() {
+    const std::string binary = env("HB_BUILD_DIR", ".") + "/operator/heartbeat-operator";
+    std::vector<std::string> argv = {binary,
+                                     "--metrics-address=127.0.0.1:" + std::to_string(metrics_port_),
+                                     "--health-address=127.0.0.1:" + std::to_string(health_port_),
+                                     "--wakeup-address=127.0.0.1:" + std::to_string(wakeup_port_),
+                                     "--log-format=text"};
+    argv.insert(argv.end(), args_.begin(), args_.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      std::vector<char*> c;
+      for (auto& a : argv) c.push_back(a.data());
+      c.push_back(nullptr);
+      const std::string log = env("HB_OPERATOR_LOG", "/dev/null");
+      FILE* f = std::fopen(log.c_str(), "a");
+      if (f != nullptr) {
+        dup2(fileno(f), 2);
+      }
+      execv(binary.c_str(), c.data());
+      _exit(127);
+    }
+  }
+
+  void kill(int signal) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    pid_ = -1;
+  }
+  int exit_status() const { return exit_status_; }
+
+  std::string get(int port, const std::string& path) {
+    auto client = http::make_client({});
+    http::Request r;
+    r.url = "http://127.0.0.1:" + std::to_string(port) + path;
+    r.timeout = 5s;
+    http::Response resp = client->send(r);
+    last_status_ = resp.status;
+    return resp.body;
+  }
+  http::Response post(const std::string& path, const std::string& body, const std::string& token) {
+    auto client = http::make_client({});
+    http::Request r;
+    r.method = "POST";
+    r.url = "http://127.0.0.1:" + std::to_string(wakeup_port_) + path;
+    r.body = body;
+    r.headers.push_back({"Content-Type", "application/json"});
+    if (!token.empty()) r.headers.push_back({"Authorization", "Bearer " + token});
+    r.timeout = 5s;
+    return client->send(r);
+  }
+  bool ready() { return get(health_port_, "/readyz") == "ok"; }
+  double metric(const std::string& line_prefix) {
+    const std::string text = get(metrics_port_, "/metrics");
+    size_t pos = 0;
+    double total = 0;
+    while ((pos = text.find(line_prefix, pos)) != std::string::npos) {
+      if (pos == 0 || text[pos - 1] == '\n') {
+        const size_t space = text.find(' ', pos + line_prefix.size());
+        const size_t end = text.find('\n', space);
+        total += std::stod(text.substr(space + 1, end - space - 1));
+      }
+      pos += line_prefix.size();
+    }
+    return total;
+  }
+
+ private:
+  std::vector<std::string> args_;
+  pid_t pid_ = -1;
+  int exit_status_ = -1;
+  int metrics_port_, health_port_, wakeup_port_;
+  int last_status_ = 0;
+};
+
+class ClusterFixture {
+ public:
+  static std::shared_ptr<kube::Client> client() {
+    static std::shared_ptr<kube::Client> c = [] {
+      kube::ClientOptions o;
+      o.qps = 0;
+      return std::make_shared<kube::Client>(kube::load_default(), o);
+    }();
+    return c;
+  }
+  static void install_crds() {
+    const std::string crds = env("HB_SOURCE_DIR", ".") + "/crds";
+    const std::string cmd = "kubectl apply -f " + crds + " >/dev/null && kubectl wait --for condition=established --timeout=60s crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev >/dev/null";
+    if (std::system(cmd.c_str()) != 0) throw std::runtime_error("could not install the CRDs");
+  }
+  static std::string make_namespace(const std::string& prefix) {
+    static std::mt19937 rng{std::random_device{}()};
+    const std::string name = prefix + "-" + std::to_string(rng() % 1000000);
+    client()->create(kube::resources::kNamespaces, "",
+                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
+    client()->create(kube::resources::kSecrets, name,
+                     {{"apiVersion", "v1"},
+                      {"kind", "Secret"},
+                      {"metadata", {{"name", "llm"}}},
+                      {"stringData", {{"api-key", "sk-test-not-a-real-key"}, {"token", "s3cret-token"}}}});
+    return name;
+  }
+};
+
+inline json agent_manifest(const std::string& name, const json& heartbeat, const json& extra = json::object()) {
+  json a = {{"apiVersion", "heartbeat.dev/v1alpha1"},
+            {"kind", "Agent"},
+            {"metadata", {{"name", name}}},
+            {"spec",
+             {{"type", "react_agent"},
+              {"model",
+               {{"provider", "openai"},
+                {"model", "stand-in"},
+                {"apiKeySecretRef", {{"name", "llm"}, {"key", "api-key"}}}}},
+              {"heartbeat", heartbeat},
+              {"runtime", {{"timeoutSeconds", 120}, {"graceSeconds", 1}}}}}};
+  a["spec"].merge_patch(extra);
+  return a;
+}
+
+inline json manual_run(const std::string& agent, const std::string& name) {
+  return {{"apiVersion", "heartbeat.dev/v1alpha1"},
+          {"kind", "HeartbeatRun"},
+          {"metadata", {{"name", name}}},
+          {"spec", {{"agentRef", {{"name", agent}}}, {"invocationSource", "manual"}}}};
+}
+
+}  // namespace hb::testing

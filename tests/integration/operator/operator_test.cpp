@@ -1,0 +1,348 @@
+// The operator against a real API server, kube-controller-manager (Job and
+// garbage-collector controllers) and a fake kubelet.
+#include <gtest/gtest.h>
+
+#include "controllers/json_util.h"
+#include "controllers/schedule/run_name.h"
+#include "controllers/schedule/utc_time.h"
+#include "tests/integration/operator/harness.h"
+
+namespace hb::testing {
+namespace {
+
+namespace res = kube::resources;
+using controllers::string_at;
+
+class OperatorTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ClusterFixture::install_crds(); }
+
+  void SetUp() override {
+    client_ = ClusterFixture::client();
+    const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string prefix;
+    for (char c : test) {
+      if (prefix.size() < 20) prefix += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    ns_ = ClusterFixture::make_namespace("it-" + prefix);
+  }
+  void TearDown() override {
+    if (kubelet_) kubelet_->stop();
+    if (operator_) operator_->kill(SIGKILL);
+    try {
+      client_->remove(res::kNamespaces, "", ns_);
+    } catch (const std::exception&) {
+    }
+  }
+
+  void start_operator(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--namespace=" + ns_, "--leader-election-namespace=" + ns_,
+                                     "--leader-election-id=op", "--wakeup-token-secret=llm",
+                                     "--stall-timeout=10", "--runner-image=runner:test",
+                                     "--log-level=debug"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    operator_ = std::make_unique<OperatorProcess>(args);
+    operator_->start();
+    ASSERT_TRUE(wait_until([&] { return operator_->ready(); }, 30s)) << "operator not ready";
+  }
+  void start_kubelet(FakeKubelet::Script script) {
+    kubelet_ = std::make_unique<FakeKubelet>(client_, ns_, std::move(script));
+    kubelet_->start();
+  }
+  json create_agent(const json& manifest) { return client_->create(res::kAgents, ns_, manifest); }
+  json agent(const std::string& name) { return client_->get(res::kAgents, ns_, name); }
+  json run(const std::string& name) { return client_->get(res::kHeartbeatRuns, ns_, name); }
+  std::vector<json> runs_of(const std::string& agent_name) {
+    std::vector<json> out;
+    for (const json& r : client_->list_all(res::kHeartbeatRuns, ns_)["items"]) {
+      if (string_at(r, "spec/agentRef/name") == agent_name) out.push_back(r);
+    }
+    return out;
+  }
+  size_t jobs() { return client_->list_all(res::kJobs, ns_)["items"].size(); }
+  bool run_phase(const std::string& name, const std::string& phase) {
+    return string_at(run(name), "status/phase") == phase;
+  }
+  bool condition(const json& object, const std::string& type, const std::string& status) {
+    const json* conditions = controllers::find_path(object, "status/conditions");
+    if (conditions == nullptr) return false;
+    for (const json& c : *conditions) {
+      if (c["type"] == type) return c["status"] == status;
+    }
+    return false;
+  }
+  size_t events_with_reason(const std::string& reason) {
+    size_t n = 0;
+    for (const json& e : client_->list_all(res::kEvents, ns_)["items"]) n += e["reason"] == reason;
+    return n;
+  }
+
+  std::shared_ptr<kube::Client> client_;
+  std::string ns_;
+  std::unique_ptr<OperatorProcess> operator_;
+  std::unique_ptr<FakeKubelet> kubelet_;
+};
+
+PodScript finishes_with(double cost, std::optional<int> pause = std::nullopt, int exit_code = 0) {
+  PodScript s;
+  s.run_for = 500ms;
+  s.exit_code = exit_code;
+  s.termination_message = FakeKubelet::result(cost, pause);
+  return s;
+}
+
+TEST_F(OperatorTest, FirstRunAfterOneIntervalAndNoDuplicateForAnExistingSlotRun) {
+  start_kubelet([](const json&) { return finishes_with(0.5); });
+  json a = create_agent(agent_manifest("alpha", {{"prompt", "Heartbeat."}, {"interval", "30s"}}));
+  json b = create_agent(agent_manifest("beta", {{"prompt", "Heartbeat."}, {"interval", "30s"}}));
+  const auto created_a = *controllers::time_at(a, "metadata/creationTimestamp");
+  const auto created_b = *controllers::time_at(b, "metadata/creationTimestamp");
+  // Beta's first slot run already exists, as if an operator had created it
+  // and been killed before creating its Job.
+  const auto slot_b = created_b + 30s;
+  json pre = manual_run("beta", schedule::scheduled_run_name("beta", slot_b));
+  pre["spec"]["invocationSource"] = "scheduler";
+  pre["spec"]["scheduledTime"] = schedule::format_rfc3339(slot_b);
+  pre["metadata"]["ownerReferences"] = json::array({{{"apiVersion", "heartbeat.dev/v1alpha1"},
+                                                     {"kind", "Agent"},
+                                                     {"name", "beta"},
+                                                     {"uid", string_at(b, "metadata/uid")},
+                                                     {"controller", true}}});
+  client_->create(res::kHeartbeatRuns, ns_, pre);
+  start_operator();
+  // Nothing at once: the first heartbeat is one interval after creation.
+  std::this_thread::sleep_for(5s);
+  EXPECT_TRUE(runs_of("alpha").empty());
+  EXPECT_EQ(string_at(agent("alpha"), "status/nextHeartbeatTime"),
+            schedule::format_rfc3339(created_a + 30s));
+  ASSERT_TRUE(wait_until([&] { return runs_of("alpha").size() == 1; }, 40s));
+  const json first = runs_of("alpha")[0];
+  EXPECT_EQ(string_at(first, "spec/scheduledTime"), schedule::format_rfc3339(created_a + 30s));
+  EXPECT_GE(*controllers::time_at(first, "metadata/creationTimestamp"), created_a + 29s);
+  const std::string name = string_at(first, "metadata/name");
+  ASSERT_TRUE(wait_until([&] { return run_phase(name, "Succeeded"); }, 20s));
+  ASSERT_TRUE(wait_until([&] { return run_phase(string_at(pre, "metadata/name"), "Succeeded"); }, 20s));
+  EXPECT_EQ(runs_of("beta").size(), 1u);  // adopted, not duplicated
+  json done = run(name);
+  EXPECT_EQ(done["status"]["costRecorded"], true);
+  EXPECT_EQ(done["metadata"]["labels"]["heartbeat.dev/phase"], "Succeeded");
+  EXPECT_EQ(done["status"]["exitCode"], 0);
+  ASSERT_TRUE(wait_until([&] { return agent("alpha")["status"]["spend"]["cents"] == 0.5; }, 10s));
+  json ag = agent("alpha");
+  EXPECT_EQ(ag["status"]["recentRuns"][0]["name"], name);
+  EXPECT_TRUE(ag["status"].contains("lastHeartbeatTime"));
+  EXPECT_EQ(ag["status"]["nextHeartbeatTime"], schedule::format_rfc3339(created_a + 60s));
+  EXPECT_TRUE(condition(ag, "Ready", "True"));
+  EXPECT_EQ(jobs(), 2u);
+}
+
+TEST_F(OperatorTest, CostCountedOnceAcrossKillDashNineAndRestart) {
+  std::atomic<bool> release{false};
+  start_kubelet([&](const json&) {
+    PodScript s = finishes_with(3.0);
+    s.run_for = 4s;
+    return s;
+  });
+  create_agent(agent_manifest("gamma", {{"prompt", "Heartbeat."}}));
+  start_operator();
+  const double writes_before = operator_->metric("heartbeat_api_writes_total");
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("gamma", "gamma-1"));
+  ASSERT_TRUE(wait_until([&] { return run_phase("gamma-1", "Running"); }, 20s));
+  const double writes_started = operator_->metric("heartbeat_api_writes_total");
+  // Kill -9 while the run is running; it finishes while the operator is down.
+  operator_->kill(SIGKILL);
+  std::this_thread::sleep_for(5s);
+  // Restart and kill again quickly a few times around the accounting.
+  for (int i = 0; i < 3; ++i) {
+    start_operator();
+    std::this_thread::sleep_for(std::chrono::milliseconds(150 * i));
+    operator_->kill(SIGKILL);
+  }
+  start_operator();
+  ASSERT_TRUE(wait_until([&] { return run("gamma-1")["status"]["costRecorded"] == true; }, 30s));
+  EXPECT_EQ(agent("gamma")["status"]["spend"]["cents"], 3.0);
+  operator_->kill(SIGKILL);
+  start_operator();
+  std::this_thread::sleep_for(3s);
+  json g = agent("gamma");
+  EXPECT_EQ(g["status"]["spend"]["cents"], 3.0);
+  EXPECT_EQ(g["status"]["spend"]["inputTokens"], 1200);
+  EXPECT_EQ(g["status"]["recentRuns"].size(), 1u);
+  std::cout << "[ writes ] manual run until Running: " << writes_started - writes_before
+            << " (first run of the agent includes 5 per-agent objects)" << std::endl;
+}
+
+TEST_F(OperatorTest, WritesPerHeartbeatSteadyState) {
+  start_kubelet([](const json&) { return finishes_with(0.1); });
+  create_agent(agent_manifest("delta", {{"prompt", "Heartbeat."}}));
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("delta", "delta-0"));
+  ASSERT_TRUE(wait_until([&] { return run("delta-0")["status"]["costRecorded"] == true; }, 30s));
+  std::this_thread::sleep_for(1s);
+  const double before = operator_->metric("heartbeat_api_writes_total");
+  const double requests_before = operator_->metric("rest_client_requests_total");
+  constexpr int kRuns = 3;
+  for (int i = 1; i <= kRuns; ++i) {
+    const std::string name = "delta-" + std::to_string(i);
+    client_->create(res::kHeartbeatRuns, ns_, manual_run("delta", name));
+    ASSERT_TRUE(wait_until([&] { return run(name)["status"]["costRecorded"] == true; }, 30s));
+  }
+  std::this_thread::sleep_for(1s);
+  const double writes = (operator_->metric("heartbeat_api_writes_total") - before) / kRuns;
+  const double requests = (operator_->metric("rest_client_requests_total") - requests_before) / kRuns;
+  std::cout << "[ writes ] per manual heartbeat: " << writes << " writes, " << requests
+            << " requests (incl. watches)" << std::endl;
+  EXPECT_LE(writes, 9);
+}
+
+TEST_F(OperatorTest, CancelKillsTheJob) {
+  start_kubelet([](const json&) {
+    PodScript s;
+    s.hang = true;
+    return s;
+  });
+  create_agent(agent_manifest("eps", {{"prompt", "Heartbeat."}}));
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("eps", "eps-1"));
+  ASSERT_TRUE(wait_until([&] { return run_phase("eps-1", "Running") && jobs() == 1; }, 20s));
+  client_->merge_patch(res::kHeartbeatRuns, ns_, "eps-1", {{"spec", {{"cancel", true}}}});
+  ASSERT_TRUE(wait_until([&] { return run_phase("eps-1", "Cancelled"); }, 30s));
+  EXPECT_EQ(jobs(), 0u);
+  EXPECT_EQ(run("eps-1")["status"]["reason"], "Cancelled");
+}
+
+TEST_F(OperatorTest, TimeoutGivesTimedOut) {
+  start_kubelet([](const json&) {
+    PodScript s;
+    s.hang = true;
+    return s;
+  });
+  create_agent(agent_manifest("zeta", {{"prompt", "Heartbeat."}},
+                              {{"runtime", {{"timeoutSeconds", 3}, {"graceSeconds", 1}}}}));
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("zeta", "zeta-1"));
+  ASSERT_TRUE(wait_until([&] { return run_phase("zeta-1", "TimedOut"); }, 60s));
+  EXPECT_EQ(run("zeta-1")["status"]["reason"], "DeadlineExceeded");
+}
+
+TEST_F(OperatorTest, StalledRunIsFailed) {
+  start_kubelet([](const json&) {
+    PodScript s;
+    s.hang = true;
+    s.beat = false;
+    return s;
+  });
+  create_agent(agent_manifest("eta", {{"prompt", "Heartbeat."}}));
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("eta", "eta-1"));
+  ASSERT_TRUE(wait_until([&] { return run_phase("eta-1", "Failed"); }, 40s));
+  EXPECT_EQ(run("eta-1")["status"]["reason"], "Stalled");
+  EXPECT_EQ(jobs(), 0u);
+  EXPECT_GE(events_with_reason("Stalled"), 1u);
+}
+
+TEST_F(OperatorTest, BeatingRunIsNotStalled) {
+  start_kubelet([](const json&) {
+    PodScript s = finishes_with(0);
+    s.run_for = 14s;  // longer than --stall-timeout=10, but it beats
+    return s;
+  });
+  create_agent(agent_manifest("theta", {{"prompt", "Heartbeat."}}));
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("theta", "theta-1"));
+  ASSERT_TRUE(wait_until([&] { return run_phase("theta-1", "Succeeded"); }, 40s));
+}
+
+TEST_F(OperatorTest, BudgetBlocksAndQueuesManualRuns) {
+  start_kubelet([](const json&) { return finishes_with(2.0); });
+  create_agent(agent_manifest("iota", {{"prompt", "Heartbeat."}, {"interval", "30s"}},
+                              {{"budget", {{"monthlyCents", 1}}}}));
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("iota", "iota-1"));
+  ASSERT_TRUE(wait_until([&] { return condition(agent("iota"), "BudgetExceeded", "True"); }, 30s));
+  json a = agent("iota");
+  EXPECT_EQ(a["status"]["phase"], "BudgetExceeded");
+  EXPECT_TRUE(condition(a, "Ready", "False"));
+  EXPECT_GE(events_with_reason("BudgetExceeded"), 1u);
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("iota", "iota-2"));
+  ASSERT_TRUE(wait_until([&] { return string_at(run("iota-2"), "status/message").find("waiting") == 0; }, 20s));
+  // The first slot passes without a run.
+  std::this_thread::sleep_for(35s);
+  EXPECT_EQ(runs_of("iota").size(), 2u);
+  EXPECT_EQ(string_at(run("iota-2"), "status/phase"), "Queued");
+}
+
+TEST_F(OperatorTest, PauseHeartbeatsMovesTheNextSlot) {
+  start_kubelet([](const json&) { return finishes_with(0.2, 2); });
+  create_agent(agent_manifest("kappa", {{"prompt", "Heartbeat."}, {"interval", "30s"}}));
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("kappa", "kappa-1"));
+  ASSERT_TRUE(wait_until([&] { return agent("kappa")["status"].contains("pausedUntil"); }, 30s));
+  json a = agent("kappa");
+  const auto paused_until = *controllers::time_at(a, "status/pausedUntil");
+  EXPECT_GT(paused_until, std::chrono::system_clock::now() + 100s);
+  EXPECT_GE(*controllers::time_at(a, "status/nextHeartbeatTime"), paused_until);
+  EXPECT_TRUE(condition(a, "Paused", "True"));
+  // Slots pass while paused: no scheduled runs.
+  std::this_thread::sleep_for(35s);
+  EXPECT_EQ(runs_of("kappa").size(), 1u);
+}
+
+TEST_F(OperatorTest, InvalidSpecNamesTheFieldAndRunsNothing) {
+  start_operator();
+  create_agent(agent_manifest("lambda", {{"prompt", "Heartbeat."}, {"interval", "30s"}, {"schedule", "* * * * *"}}));
+  json missing = agent_manifest("mu", {{"prompt", "Heartbeat."}, {"interval", "30s"}});
+  missing["spec"]["model"]["apiKeySecretRef"]["name"] = "nope";
+  create_agent(missing);
+  ASSERT_TRUE(wait_until([&] { return condition(agent("lambda"), "SpecValid", "False"); }, 20s));
+  ASSERT_TRUE(wait_until([&] { return condition(agent("mu"), "SpecValid", "False"); }, 20s));
+  for (const json& c : agent("mu")["status"]["conditions"]) {
+    if (c["type"] == "SpecValid") {
+      EXPECT_NE(c["message"].get<std::string>().find("spec.model.apiKeySecretRef"), std::string::npos);
+    }
+  }
+  EXPECT_EQ(agent("lambda")["status"]["phase"], "Invalid");
+}
+
+TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
+  start_kubelet([](const json&) {
+    PodScript s = finishes_with(0.1);
+    s.run_for = 3s;
+    return s;
+  });
+  create_agent(agent_manifest("nu", {{"prompt", "Heartbeat."}}));
+  start_operator();
+  client_->merge_patch(res::kAgents, ns_, "nu",
+                       {{"metadata", {{"annotations", {{"heartbeat.dev/invoke", "look now"}}}}}});
+  ASSERT_TRUE(wait_until([&] { return runs_of("nu").size() == 1; }, 20s));
+  EXPECT_EQ(string_at(runs_of("nu")[0], "spec/triggerDetail"), "look now");
+  ASSERT_TRUE(wait_until([&] {
+    const json* ann = controllers::find_path(agent("nu"), "metadata/annotations");
+    return ann == nullptr || !ann->contains("heartbeat.dev/invoke");
+  }, 10s));
+  const std::string path = "/api/v1/namespaces/" + ns_ + "/agents/nu/wakeup";
+  EXPECT_EQ(operator_->post(path, "{}", "").status, 401);
+  EXPECT_EQ(operator_->post(path, "{}", "wrong").status, 401);
+  EXPECT_EQ(operator_->post(path, "{not json", "s3cret-token").status, 400);
+  EXPECT_EQ(operator_->post("/api/v1/namespaces/" + ns_ + "/agents/ghost/wakeup", "{}", "s3cret-token").status, 404);
+  EXPECT_EQ(runs_of("nu").size(), 1u);  // nothing created by the bad calls
+  http::Response first = operator_->post(path, R"({"reason":"webhook fired"})", "s3cret-token");
+  EXPECT_EQ(first.status, 201) << first.body;
+  http::Response second = operator_->post(path, R"({"reason":"again"})", "s3cret-token");
+  EXPECT_EQ(second.status, 200) << second.body;
+  EXPECT_EQ(json::parse(second.body)["coalesced"], true);
+  EXPECT_EQ(json::parse(second.body)["run"], json::parse(first.body)["run"]);
+  const std::string cb = json::parse(first.body)["run"];
+  ASSERT_TRUE(wait_until([&] { return run_phase(cb, "Succeeded"); }, 30s));
+  EXPECT_EQ(run(cb)["spec"]["invocationSource"], "callback");
+  EXPECT_EQ(runs_of("nu").size(), 2u);
+}
+
+TEST_F(OperatorTest, SigtermShutsDownCleanly) {
+  start_operator({"--leader-elect=true"});
+  operator_->kill(SIGTERM);
+  EXPECT_EQ(operator_->exit_status(), 0);
+}
+
+}  // namespace
+}  // namespace hb::testing
