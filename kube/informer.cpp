@@ -80,6 +80,17 @@ void Informer::watch_once() {
         // Exceptions may not cross the transport; carry them out by hand.
         try {
           splitter.feed(chunk, [&](std::string_view line) {
+            if (auto scanned = scan_watch_event(line)) {  // the fast path
+              if (scanned->type != WatchEventType::kBookmark) {
+                ++stats_.events;
+                store_.apply(*scanned);
+              }
+              if (!scanned->resource_version.empty()) {
+                std::lock_guard lock(mutex_);
+                resource_version_ = std::string(scanned->resource_version);
+              }
+              return;
+            }
             WatchEvent event = decode_watch_event(line);
             if (event.type == WatchEventType::kError) {
               ApiError error = error_from_status(event.object, "watch " + resource_.describe());

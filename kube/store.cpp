@@ -1,5 +1,7 @@
 #include "kube/store.h"
 
+#include <utility>
+
 namespace hb::kube {
 
 namespace {
@@ -29,34 +31,57 @@ Store::Entry Store::encode(nlohmann::json& object) {
 
 void Store::set_handlers(StoreHandlers handlers) {
   std::lock_guard lock(mutex_);
-  handlers_ = std::move(handlers);
+  handlers_ = std::make_shared<const StoreHandlers>(std::move(handlers));
+}
+
+void Store::commit(const std::string& key, bool deleted, Entry entry,
+                   const nlohmann::json* parsed) {
+  std::optional<Entry> old;
+  std::shared_ptr<const StoreHandlers> handlers;
+  std::string text_for_handlers;
+  {
+    std::lock_guard lock(mutex_);
+    handlers = handlers_;
+    auto it = items_.find(key);
+    if (it != items_.end()) {
+      if (deleted) {
+        old = std::move(it->second);
+        items_.erase(it);
+      } else {
+        old = std::exchange(it->second, std::move(entry));
+        if (handlers->on_add || handlers->on_update) text_for_handlers = it->second.text;
+      }
+    } else if (!deleted) {
+      if (handlers->on_add || handlers->on_update) text_for_handlers = entry.text;
+      items_.emplace(key, std::move(entry));
+    }
+  }
+  // Handlers run outside the lock so they may read the store.
+  if (handlers->on_change && (old || !deleted)) handlers->on_change(key);
+  if (deleted) {
+    if (old && handlers->on_delete) handlers->on_delete(parsed ? *parsed : parse(old->text));
+    return;
+  }
+  if (old && handlers->on_update) {
+    handlers->on_update(parse(old->text), parsed ? *parsed : parse(text_for_handlers));
+  } else if (!old && handlers->on_add) {
+    handlers->on_add(parsed ? *parsed : parse(text_for_handlers));
+  }
 }
 
 void Store::apply(WatchEvent event) {
   nlohmann::json& object = event.object;
   std::string key = key_of(object);
-  std::optional<std::string> old_text;
-  StoreHandlers handlers;
-  {
-    std::lock_guard lock(mutex_);
-    handlers = handlers_;
-    auto it = items_.find(key);
-    if (it != items_.end()) old_text = it->second.text;
-    if (event.type == WatchEventType::kDeleted) {
-      if (it != items_.end()) items_.erase(it);
-    } else {
-      Entry entry = encode(object);
-      items_.insert_or_assign(key, std::move(entry));
-    }
-  }
-  // Handlers run outside the lock so they may read the store.
-  if (event.type == WatchEventType::kDeleted) {
-    if (handlers.on_delete) handlers.on_delete(object);
-  } else if (old_text) {
-    if (handlers.on_update) handlers.on_update(parse(*old_text), object);
-  } else if (handlers.on_add) {
-    handlers.on_add(object);
-  }
+  bool deleted = event.type == WatchEventType::kDeleted;
+  Entry entry = encode(object);
+  commit(key, deleted, std::move(entry), &object);
+}
+
+void Store::apply(const ScannedWatchEvent& event) {
+  std::string key(event.name);
+  if (!event.namespace_.empty()) key = std::string(event.namespace_) + "/" + key;
+  Entry entry{std::string(event.resource_version), event.compact_object_text()};
+  commit(key, event.type == WatchEventType::kDeleted, std::move(entry), nullptr);
 }
 
 void Store::replace(std::vector<nlohmann::json> items) {
@@ -64,7 +89,7 @@ void Store::replace(std::vector<nlohmann::json> items) {
   for (auto& object : items) fresh.insert_or_assign(key_of(object), encode(object));
 
   std::map<std::string, Entry> old;
-  StoreHandlers handlers;
+  std::shared_ptr<const StoreHandlers> handlers;
   {
     std::lock_guard lock(mutex_);
     handlers = handlers_;
@@ -72,15 +97,18 @@ void Store::replace(std::vector<nlohmann::json> items) {
     items_ = fresh;  // the swap: readers never see a half-built cache
   }
   for (const auto& [key, entry] : old) {
-    if (!fresh.count(key) && handlers.on_delete) handlers.on_delete(parse(entry.text));
+    if (fresh.count(key)) continue;
+    if (handlers->on_change) handlers->on_change(key);
+    if (handlers->on_delete) handlers->on_delete(parse(entry.text));
   }
   for (const auto& [key, entry] : fresh) {
     auto it = old.find(key);
-    if (it == old.end()) {
-      if (handlers.on_add) handlers.on_add(parse(entry.text));
-    } else if (it->second.resource_version != entry.resource_version && handlers.on_update) {
-      handlers.on_update(parse(it->second.text), parse(entry.text));
-    }
+    bool added = it == old.end();
+    bool changed = !added && it->second.resource_version != entry.resource_version;
+    if ((added || changed) && handlers->on_change) handlers->on_change(key);
+    if (added && handlers->on_add) handlers->on_add(parse(entry.text));
+    if (changed && handlers->on_update)
+      handlers->on_update(parse(it->second.text), parse(entry.text));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -12,13 +13,18 @@
 #include <vector>
 
 #include "kube/watch_decoder.h"
+#include "kube/watch_scan.h"
 
 namespace hb::kube {
 
 struct StoreHandlers {
+  // Called with parsed objects; each set handler costs a JSON parse per event.
   std::function<void(const nlohmann::json& object)> on_add;
   std::function<void(const nlohmann::json& old_object, const nlohmann::json& object)> on_update;
   std::function<void(const nlohmann::json& object)> on_delete;
+  // Called for every add, update and delete with the object's key; cheap (no
+  // parse). Controllers that only enqueue keys should use this alone.
+  std::function<void(const std::string& key)> on_change = nullptr;
 };
 
 class Store {
@@ -30,6 +36,9 @@ class Store {
 
   // Applies one ADDED, MODIFIED or DELETED event and runs the handler.
   void apply(WatchEvent event);
+  // The same for an event from the fast scanner (no JSON tree unless a
+  // parsed-object handler is set).
+  void apply(const ScannedWatchEvent& event);
 
   // Buffer and swap: builds the new contents from a complete list off to the
   // side, swaps them in at once, then reports what changed against the old
@@ -50,10 +59,13 @@ class Store {
     std::string text;
   };
   static Entry encode(nlohmann::json& object);
+  // Stores (or erases) one entry, then runs the handlers outside the lock.
+  // `parsed` is the new object when the caller already has it as a tree.
+  void commit(const std::string& key, bool deleted, Entry entry, const nlohmann::json* parsed);
 
   mutable std::mutex mutex_;
   std::map<std::string, Entry> items_;
-  StoreHandlers handlers_;
+  std::shared_ptr<const StoreHandlers> handlers_ = std::make_shared<StoreHandlers>();
 };
 
 }  // namespace hb::kube
