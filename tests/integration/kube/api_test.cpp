@@ -17,7 +17,7 @@ class ApiTest : public ::testing::Test {
     create_namespace(*client_, ns_);
   }
   static void TearDownTestSuite() {
-    delete_namespace(*client_, ns_);
+    if (client_ && !ns_.empty()) delete_namespace(*client_, ns_);
     client_.reset();
   }
   static inline std::shared_ptr<Client> client_;
