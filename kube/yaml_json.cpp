@@ -3,30 +3,53 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <stdexcept>
 
 namespace hb::kube {
 namespace {
 
+// [-+]?[0-9]+
+bool is_int(std::string_view t) {
+  if (!t.empty() && (t[0] == '-' || t[0] == '+')) t.remove_prefix(1);
+  return !t.empty() && t.find_first_not_of("0123456789") == std::string_view::npos;
+}
+
+// [-+]? (digits [. digits?] | . digits) ([eE] [-+]? digits)?
+bool is_float(std::string_view t) {
+  if (!t.empty() && (t[0] == '-' || t[0] == '+')) t.remove_prefix(1);
+  size_t i = 0, int_digits = 0, frac_digits = 0;
+  while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i, ++int_digits;
+  if (i < t.size() && t[i] == '.') {
+    ++i;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i, ++frac_digits;
+  }
+  if (int_digits + frac_digits == 0) return false;
+  if (i < t.size() && (t[i] == 'e' || t[i] == 'E')) {
+    ++i;
+    if (i < t.size() && (t[i] == '-' || t[i] == '+')) ++i;
+    size_t exp_digits = 0;
+    while (i < t.size() && std::isdigit(static_cast<unsigned char>(t[i]))) ++i, ++exp_digits;
+    if (exp_digits == 0) return false;
+  }
+  return i == t.size();
+}
+
 nlohmann::json scalar_to_json(const YAML::Node& node) {
   const std::string& text = node.Scalar();
   if (node.Tag() == "!" || node.Tag() == "tag:yaml.org,2002:str") return text;  // quoted
-  static const std::regex kInt(R"(^[-+]?[0-9]+$)");
-  static const std::regex kFloat(R"(^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$)");
   if (text == "true" || text == "True" || text == "TRUE") return true;
   if (text == "false" || text == "False" || text == "FALSE") return false;
   if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL")
     return nullptr;
-  if (std::regex_match(text, kInt)) {
+  if (is_int(text)) {
     try {
       return std::stoll(text);
     } catch (const std::out_of_range&) {
       return text;
     }
   }
-  if (std::regex_match(text, kFloat)) return std::stod(text);
+  if (is_float(text)) return std::stod(text);
   return text;
 }
 

@@ -3,6 +3,7 @@
 // a child process that tests can SIGKILL and restart, and the fake kubelet.
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,25 +64,25 @@ class OperatorProcess {
 
   void start() {
     const std::string binary = env("HB_BUILD_DIR", ".") + "/operator/heartbeat-operator";
-    std::vector<std::string> argv = {binary,
-                                     "--metrics-address=127.0.0.1:" + std::to_string(metrics_port_),
-                                     "--health-address=127.0.0.1:" + std::to_string(health_port_),
-                                     "--wakeup-address=127.0.0.1:" + std::to_string(wakeup_port_),
-                                     "--log-format=text"};
+    std::vector<std::string> argv = {
+        binary, "--metrics-address=127.0.0.1:" + std::to_string(metrics_port_),
+        "--health-address=127.0.0.1:" + std::to_string(health_port_),
+        "--wakeup-address=127.0.0.1:" + std::to_string(wakeup_port_), "--log-format=text"};
     argv.insert(argv.end(), args_.begin(), args_.end());
+    // Everything is prepared before fork: the child only calls
+    // async-signal-safe functions (the parent has threads).
+    std::vector<char*> c;
+    for (auto& a : argv) c.push_back(a.data());
+    c.push_back(nullptr);
+    const std::string log = env("HB_OPERATOR_LOG", "/dev/null");
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     pid_ = fork();
     if (pid_ == 0) {
-      std::vector<char*> c;
-      for (auto& a : argv) c.push_back(a.data());
-      c.push_back(nullptr);
-      const std::string log = env("HB_OPERATOR_LOG", "/dev/null");
-      FILE* f = std::fopen(log.c_str(), "a");
-      if (f != nullptr) {
-        dup2(fileno(f), 2);
-      }
+      if (fd >= 0) dup2(fd, 2);
       execv(binary.c_str(), c.data());
       _exit(127);
     }
+    if (fd >= 0) ::close(fd);
   }
 
   void kill(int signal) {
@@ -150,7 +151,9 @@ class ClusterFixture {
   }
   static void install_crds() {
     const std::string crds = env("HB_SOURCE_DIR", ".") + "/crds";
-    const std::string cmd = "kubectl apply -f " + crds + " >/dev/null && kubectl wait --for condition=established --timeout=60s crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev >/dev/null";
+    const std::string cmd = "kubectl apply -f " + crds +
+                            " >/dev/null && kubectl wait --for condition=established --timeout=60s "
+                            "crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev >/dev/null";
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("could not install the CRDs");
   }
   static std::string make_namespace(const std::string& prefix) {
@@ -158,16 +161,18 @@ class ClusterFixture {
     const std::string name = prefix + "-" + std::to_string(rng() % 1000000);
     client()->create(kube::resources::kNamespaces, "",
                      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
-    client()->create(kube::resources::kSecrets, name,
-                     {{"apiVersion", "v1"},
-                      {"kind", "Secret"},
-                      {"metadata", {{"name", "llm"}}},
-                      {"stringData", {{"api-key", "sk-test-not-a-real-key"}, {"token", "s3cret-token"}}}});
+    client()->create(
+        kube::resources::kSecrets, name,
+        {{"apiVersion", "v1"},
+         {"kind", "Secret"},
+         {"metadata", {{"name", "llm"}}},
+         {"stringData", {{"api-key", "sk-test-not-a-real-key"}, {"token", "s3cret-token"}}}});
     return name;
   }
 };
 
-inline json agent_manifest(const std::string& name, const json& heartbeat, const json& extra = json::object()) {
+inline json agent_manifest(const std::string& name, const json& heartbeat,
+                           const json& extra = json::object()) {
   json a = {{"apiVersion", "heartbeat.dev/v1alpha1"},
             {"kind", "Agent"},
             {"metadata", {{"name", name}}},

@@ -236,3 +236,39 @@ TEST(Base64, RoundTrip) {
 
 }  // namespace
 }  // namespace hb::kube
+
+#include "kube/yaml_json.h"
+
+namespace hb::kube {
+namespace {
+
+TEST(YamlJson, ScalarsFollowTheCoreSchemaAndQuotedStaysString) {
+  auto docs = yaml_documents_to_json(R"(
+a: 1
+b: -2.5e3
+c: "3"
+d: true
+e: null
+f: 1.2.3
+g: .5
+h: 'false'
+---
+---
+x: [1, two]
+)",
+                                     "test.yaml");
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0]["a"], 1);
+  EXPECT_EQ(docs[0]["b"], -2500.0);
+  EXPECT_EQ(docs[0]["c"], "3");
+  EXPECT_EQ(docs[0]["d"], true);
+  EXPECT_TRUE(docs[0]["e"].is_null());
+  EXPECT_EQ(docs[0]["f"], "1.2.3");
+  EXPECT_EQ(docs[0]["g"], 0.5);
+  EXPECT_EQ(docs[0]["h"], "false");
+  EXPECT_EQ(docs[1]["x"], nlohmann::json::parse(R"([1,"two"])"));
+  EXPECT_THROW(yaml_documents_to_json("a: [", "bad.yaml"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace hb::kube

@@ -1,0 +1,76 @@
+// The Agent reconciler's decision: a pure function of (agent, its runs as
+// observed, now) that says what the agent's status should be and what to do:
+// create the slot's run, start a queued run, mark counted runs, delete old
+// runs, record Events, and when to look again. The shell executes it in a
+// fixed, crash-safe order (docs/operator.md).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/agent_spec.h"
+#include "controllers/event.h"
+#include "controllers/json_util.h"
+#include "controllers/run_status.h"
+#include "controllers/spend_ledger.h"
+
+namespace hb::controllers {
+
+// Condition types and reasons.
+inline constexpr const char* kConditionReady = "Ready";
+inline constexpr const char* kConditionPaused = "Paused";
+inline constexpr const char* kConditionBudgetExceeded = "BudgetExceeded";
+inline constexpr const char* kConditionSpecValid = "SpecValid";
+
+// Agent phases.
+inline constexpr const char* kAgentPhaseIdle = "Idle";
+inline constexpr const char* kAgentPhaseRunning = "Running";
+inline constexpr const char* kAgentPhasePaused = "Paused";
+inline constexpr const char* kAgentPhaseBudgetExceeded = "BudgetExceeded";
+inline constexpr const char* kAgentPhaseInvalid = "Invalid";
+
+struct AgentDecisionInput {
+  const Json* agent = nullptr;       // required
+  std::vector<RunObservation> runs;  // every run of the agent, observed
+  SpecEnvironment env;
+  TimePoint now{};
+};
+
+struct AgentDecision {
+  SpecCheck check;
+  Json status;                     // desired status
+  bool status_changed = false;     // differs from the stored status: write it
+  bool ledger_changed = false;     // spend/recentRuns grew: the write must be conditional
+  std::optional<Json> create_run;  // a scheduler run for `scheduled_slot`
+  std::optional<TimePoint> scheduled_slot;
+  std::optional<Json> invoke_run;        // a manual run asked for by annotation
+  std::optional<std::string> start_run;  // a Queued run to start now (Job)
+  std::vector<std::string> mark;         // write final status + costRecorded after the status
+  std::map<std::string, std::string> queued_messages;  // Queued runs: why they wait
+  std::vector<std::string> delete_runs;                // beyond historyLimits
+  std::vector<Event> events;
+  std::optional<TimePoint> requeue_at;
+};
+
+AgentDecision decide_agent(const AgentDecisionInput& input);
+
+// The run object for a scheduler slot (deterministic name) or a manual/callback run.
+Json make_run_object(const AgentSpec& agent, std::string_view source, std::string_view name,
+                     std::string_view generate_name, std::optional<TimePoint> slot,
+                     std::string_view trigger_detail);
+
+// Conditions: keep lastTransitionTime while the status stays the same.
+Json make_condition(const Json* existing_conditions, std::string_view type, bool status,
+                    std::string_view reason, std::string_view message, int64_t generation,
+                    TimePoint now);
+
+// status.capabilities as the CRD names them.
+Json capabilities_json(api::AgentType type);
+
+// Deterministic name for the manual run an invoke annotation asks for.
+std::string invoke_run_name(const AgentSpec& agent, std::string_view reason,
+                            std::string_view resource_version);
+
+}  // namespace hb::controllers

@@ -1,0 +1,68 @@
+// The Agent spec as the operator uses it, with the checks the CRD schema
+// cannot make (one of interval/schedule, a provider we know, the API-key
+// Secret existing, prompt xor promptFrom, command mode fields). Pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/agent_types.h"
+#include "controllers/json_util.h"
+#include "controllers/schedule/slots.h"
+
+namespace hb::controllers {
+
+inline constexpr int64_t kRuntimeTimeoutSecondsDefault = 600;
+inline constexpr int64_t kRuntimeGraceSecondsDefault = 30;
+inline constexpr int kContextRunsDefault = 3;
+inline constexpr int kHistorySucceededDefault = 10;
+inline constexpr int kHistoryFailedDefault = 5;
+
+struct KeyRef {
+  std::string name;
+  std::string key;
+};
+
+enum class RuntimeMode { kBuiltin, kCommand };
+
+struct AgentSpec {
+  // Identity.
+  std::string name, ns, uid;
+  int64_t generation = 0;
+  TimePoint created{};
+  bool deleting = false;
+  // Spec.
+  api::AgentType type = api::kAgentTypeDefault;
+  std::string provider;  // "openai" | "anthropic"
+  std::optional<KeyRef> api_key;
+  std::optional<schedule::Schedule> schedule;  // none: manual and callback runs only
+  std::optional<int64_t> starting_deadline_seconds;
+  int context_runs = kContextRunsDefault;
+  int history_succeeded = kHistorySucceededDefault;
+  int history_failed = kHistoryFailedDefault;
+  bool paused = false;
+  int64_t monthly_budget_cents = 0;  // <= 0: unlimited
+  std::optional<double> per_run_cents;
+  RuntimeMode mode = RuntimeMode::kBuiltin;
+  int64_t timeout_seconds = kRuntimeTimeoutSecondsDefault;
+  int64_t grace_seconds = kRuntimeGraceSecondsDefault;
+  std::optional<KeyRef> prompt_from;
+};
+
+// What the caller looked up outside the object (so this stays pure).
+struct SpecEnvironment {
+  bool api_key_secret_exists = true;
+};
+
+struct SpecCheck {
+  AgentSpec spec;                   // filled as far as it parsed
+  std::vector<std::string> errors;  // each names the field; empty = valid
+  bool valid() const { return errors.empty(); }
+  std::string message() const;  // errors joined by "; "
+};
+
+SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env);
+
+}  // namespace hb::controllers

@@ -1,0 +1,321 @@
+#include "controllers/job_builder.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "controllers/names.h"
+#include "controllers/schedule/spend.h"
+#include "controllers/schedule/utc_time.h"
+#include "controllers/text_util.h"
+
+namespace hb::controllers {
+
+namespace {
+
+using schedule::format_rfc3339;
+
+const Json& spec_of(const Json& object) {
+  static const Json kEmpty = Json::object();
+  const Json* spec = find_path(object, "spec");
+  return spec != nullptr && spec->is_object() ? *spec : kEmpty;
+}
+
+Json labels_for(const Json& agent, const std::string& run_name) {
+  Json labels = {{kLabelAgent, label_safe_name(string_at(agent, "metadata/name"))},
+                 {kLabelManagedBy, kManagedByValue}};
+  if (!run_name.empty()) labels[kLabelRun] = label_safe_name(run_name);
+  return labels;
+}
+
+Json env_var(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+bool reserved_env(const std::string& name) {
+  return name.rfind("HEARTBEAT_", 0) == 0;
+}
+
+}  // namespace
+
+Json controller_ref(const Json& owner) {
+  return {{"apiVersion", string_at(owner, "apiVersion")},
+          {"kind", string_at(owner, "kind")},
+          {"name", string_at(owner, "metadata/name")},
+          {"uid", string_at(owner, "metadata/uid")},
+          {"controller", true}};
+}
+
+Json render_context(const ContextInput& in, const JobConfig& config) {
+  const Json& agent = *in.agent;
+  const Json& run = *in.run;
+  const Json& spec = spec_of(agent);
+  const std::string agent_name = string_at(agent, "metadata/name");
+  const std::string ns = string_at(agent, "metadata/namespace");
+  Json doc = {{"kind", "HeartbeatContext"}, {"version", 1}};
+  doc["agent"] = {
+      {"name", agent_name}, {"namespace", ns}, {"type", string_at(spec, "type", "memgpt_agent")}};
+  Json model = {{"provider", string_at(spec, "model/provider")},
+                {"model", string_at(spec, "model/model")}};
+  if (auto base = string_at(spec, "model/baseURL"); !base.empty()) model["baseURL"] = base;
+  if (auto tokens = int_at(spec, "model/maxTokens")) model["maxTokens"] = *tokens;
+  if (const Json* pricing = find_path(spec, "model/pricing")) model["pricing"] = *pricing;
+  doc["model"] = std::move(model);
+  doc["persona"] = string_at(spec, "persona");
+  Json blocks = Json::array();
+  if (const Json* b = find_path(spec, "memory/blocks"); b != nullptr && b->is_array()) blocks = *b;
+  doc["memory"] = {{"configMapName", memory_config_map_name(agent_name)}, {"blocks", blocks}};
+  doc["heartbeat"] = {{"prompt", in.heartbeat_prompt}};
+
+  Json budget = Json::object();
+  if (auto per_run = number_at(spec, "budget/perRunCents")) budget["perRunCents"] = *per_run;
+  if (auto monthly = int_at(spec, "budget/monthlyCents"); monthly && *monthly > 0) {
+    const Json* status = find_path(agent, "status");
+    double spent = 0;
+    if (status != nullptr && string_at(*status, "spend/period") == schedule::spend_period(in.now)) {
+      spent = number_at(*status, "spend/cents").value_or(0);
+    }
+    budget["monthRemainingCents"] = std::max(0.0, static_cast<double>(*monthly) - spent);
+  }
+  doc["budget"] = std::move(budget);
+
+  // The last contextRuns finished runs, newest first.
+  const int64_t context_runs = int_at(spec, "heartbeat/contextRuns").value_or(kContextRunsDefault);
+  std::vector<const Json*> finished;
+  for (const Json* r : in.recent_runs) {
+    if (r != nullptr && time_at(*r, "status/finishedAt") &&
+        string_at(*r, "metadata/name") != string_at(run, "metadata/name")) {
+      finished.push_back(r);
+    }
+  }
+  std::sort(finished.begin(), finished.end(), [](const Json* a, const Json* b) {
+    return time_at(*a, "status/finishedAt") > time_at(*b, "status/finishedAt");
+  });
+  Json recent = Json::array();
+  for (const Json* r : finished) {
+    if (static_cast<int64_t>(recent.size()) >= context_runs) break;
+    recent.push_back(
+        {{"name", string_at(*r, "metadata/name")},
+         {"finishedAt", string_at(*r, "status/finishedAt")},
+         {"phase", string_at(*r, "status/phase")},
+         {"stopReason", string_at(*r, "status/stopReason")},
+         {"output", truncate_utf8(string_at(*r, "status/output"), kRecentRunOutputBytesMax)}});
+  }
+  doc["recentRuns"] = std::move(recent);
+
+  const int64_t timeout =
+      int_at(spec, "runtime/timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
+  Json run_doc = {{"name", string_at(run, "metadata/name")},
+                  {"uid", string_at(run, "metadata/uid")},
+                  {"invocationSource", string_at(run, "spec/invocationSource", "manual")},
+                  {"deadline", format_rfc3339(in.now + std::chrono::seconds(timeout))}};
+  if (auto detail = string_at(run, "spec/triggerDetail"); !detail.empty())
+    run_doc["triggerDetail"] = detail;
+  if (auto slot = string_at(run, "spec/scheduledTime"); !slot.empty())
+    run_doc["scheduledTime"] = slot;
+  doc["run"] = std::move(run_doc);
+
+  const int64_t lease_seconds = std::max(config.lease_duration, kLeaseDurationMin).count();
+  doc["lease"] = {{"name", lease_name_for_agent(agent_name)},
+                  {"durationSeconds", lease_seconds},
+                  {"renewIntervalSeconds", std::max<int64_t>(1, lease_seconds / 5)}};
+  return doc;
+}
+
+JobPlan build_job(const Json& run, const Json& agent, const std::string& context_text,
+                  const JobConfig& config) {
+  if (context_text.size() > kContextDocumentBytesMax) {
+    throw std::invalid_argument("the context document is " + std::to_string(context_text.size()) +
+                                " bytes, more than the " +
+                                std::to_string(kContextDocumentBytesMax) + " a ConfigMap holds");
+  }
+  const Json& spec = spec_of(agent);
+  const std::string run_name = string_at(run, "metadata/name");
+  const std::string agent_name = string_at(agent, "metadata/name");
+  const std::string ns = string_at(run, "metadata/namespace");
+  const std::string job_name = job_name_for_run(run_name);
+  const Json labels = labels_for(agent, run_name);
+  const int64_t timeout =
+      int_at(spec, "runtime/timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
+  const int64_t grace = int_at(spec, "runtime/graceSeconds").value_or(kRuntimeGraceSecondsDefault);
+  const bool command_mode = string_at(spec, "runtime/mode") == "command";
+  const std::string context_path = std::string(kContextMountDir) + "/" + kContextKey;
+
+  JobPlan plan;
+  const bool use_annotation = config.context_transport == ContextTransport::kAnnotation &&
+                              context_text.size() <= kContextAnnotationBytesMax;
+
+  // Environment: the user's first (never HEARTBEAT_*), then the run's identity.
+  Json env = Json::array();
+  if (const Json* user = find_path(spec, "runtime/env"); user != nullptr && user->is_array()) {
+    for (const Json& e : *user) {
+      if (!reserved_env(string_at(e, "name"))) env.push_back(e);
+    }
+  }
+  env.push_back(env_var(kEnvRunName, run_name));
+  env.push_back(env_var(kEnvRunUid, string_at(run, "metadata/uid")));
+  env.push_back(env_var(kEnvAgentName, agent_name));
+  env.push_back(env_var(kEnvNamespace, ns));
+  env.push_back(env_var(kEnvInvocationSource, string_at(run, "spec/invocationSource", "manual")));
+  env.push_back(env_var(kEnvContextPath, context_path));
+  env.push_back(env_var(kEnvTerminationPath, kTerminationPath));
+  if (find_path(spec, "model/apiKeySecretRef") != nullptr) {
+    env.push_back({{"name", kEnvApiKey},
+                   {"valueFrom",
+                    {{"secretKeyRef",
+                      {{"name", string_at(spec, "model/apiKeySecretRef/name")},
+                       {"key", string_at(spec, "model/apiKeySecretRef/key")}}}}}});
+  }
+
+  Json command = Json::array();
+  if (command_mode) {
+    command = *find_path(spec, "runtime/command");
+  } else if (const Json* c = find_path(spec, "runtime/command");
+             c != nullptr && c->is_array() && !c->empty()) {
+    command = *c;
+  } else {
+    for (const std::string& part : config.runner_command) command.push_back(part);
+  }
+  std::string image = string_at(spec, "runtime/image");
+  if (image.empty()) image = config.default_image;
+
+  Json container = {
+      {"name", kRunnerContainer},
+      {"image", image},
+      {"imagePullPolicy", config.image_pull_policy},
+      {"command", command},
+      {"env", env},
+      {"terminationMessagePath", kTerminationPath},
+      {"terminationMessagePolicy", "FallbackToLogsOnError"},
+      {"securityContext",
+       {{"allowPrivilegeEscalation", false},
+        {"privileged", false},
+        {"readOnlyRootFilesystem", true},
+        {"runAsNonRoot", true},
+        {"capabilities", {{"drop", Json::array({"ALL"})}}}}},
+      {"volumeMounts",
+       Json::array({{{"name", "context"}, {"mountPath", kContextMountDir}, {"readOnly", true}},
+                    {{"name", "tmp"}, {"mountPath", "/tmp"}}})}};
+  if (const Json* resources = find_path(spec, "runtime/resources"))
+    container["resources"] = *resources;
+
+  Json context_volume;
+  const Json names = {{kAnnotationAgentName, agent_name}, {kAnnotationRunName, run_name}};
+  Json template_metadata = {{"labels", labels}, {"annotations", names}};
+  if (use_annotation) {
+    template_metadata["annotations"][kAnnotationContext] = context_text;
+    context_volume = {
+        {"name", "context"},
+        {"downwardAPI",
+         {{"items", Json::array({{{"path", kContextKey},
+                                  {"fieldRef",
+                                   {{"fieldPath", std::string("metadata.annotations['") +
+                                                      kAnnotationContext + "']"}}}}})}}}};
+  } else {
+    const std::string cm_name = context_config_map_name(run_name);
+    plan.context_config_map = Json{{"apiVersion", "v1"},
+                                   {"kind", "ConfigMap"},
+                                   {"metadata",
+                                    {{"name", cm_name},
+                                     {"namespace", ns},
+                                     {"labels", labels},
+                                     {"ownerReferences", Json::array({controller_ref(run)})}}},
+                                   {"data", {{kContextKey, context_text}}}};
+    context_volume = {{"name", "context"},
+                      {"configMap",
+                       {{"name", cm_name},
+                        {"items", Json::array({{{"key", kContextKey}, {"path", kContextKey}}})}}}};
+  }
+
+  Json pod_spec = {
+      {"restartPolicy", "Never"},
+      {"serviceAccountName", service_account_name(agent_name)},
+      {"automountServiceAccountToken", true},
+      {"enableServiceLinks", false},
+      {"terminationGracePeriodSeconds", grace},
+      {"securityContext",
+       {{"runAsNonRoot", true},
+        {"runAsUser", kRunnerUserId},
+        {"runAsGroup", kRunnerUserId},
+        {"fsGroup", kRunnerUserId},
+        {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+      {"containers", Json::array({container})},
+      {"volumes", Json::array({context_volume,
+                               {{"name", "tmp"}, {"emptyDir", {{"sizeLimit", kTmpSizeLimit}}}}})}};
+
+  plan.job = {{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata",
+               {{"name", job_name},
+                {"namespace", ns},
+                {"labels", labels},
+                {"annotations", names},
+                {"ownerReferences", Json::array({controller_ref(run)})}}},
+              {"spec",
+               {{"backoffLimit", 0},
+                {"activeDeadlineSeconds", timeout},
+                {"template", {{"metadata", template_metadata}, {"spec", pod_spec}}}}}};
+  return plan;
+}
+
+std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
+                                                              const JobConfig& config) {
+  const std::string name = string_at(agent, "metadata/name");
+  const std::string ns = string_at(agent, "metadata/namespace");
+  const std::string sa = service_account_name(name);
+  const std::string lease = lease_name_for_agent(name);
+  const std::string memory = memory_config_map_name(name);
+  const Json labels = labels_for(agent, "");
+  auto metadata = [&](const std::string& object_name) {
+    return Json{{"name", object_name},
+                {"namespace", ns},
+                {"labels", labels},
+                {"ownerReferences", Json::array({controller_ref(agent)})}};
+  };
+  std::vector<std::pair<std::string, Json>> out;
+  out.emplace_back(
+      "serviceaccounts",
+      Json{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", metadata(sa)}});
+  out.emplace_back(
+      "roles",
+      Json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+           {"kind", "Role"},
+           {"metadata", metadata(sa)},
+           {"rules", Json::array({{{"apiGroups", Json::array({"coordination.k8s.io"})},
+                                   {"resources", Json::array({"leases"})},
+                                   {"resourceNames", Json::array({lease})},
+                                   {"verbs", Json::array({"get", "update", "patch"})}},
+                                  {{"apiGroups", Json::array({""})},
+                                   {"resources", Json::array({"configmaps"})},
+                                   {"resourceNames", Json::array({memory})},
+                                   {"verbs", Json::array({"get", "update", "patch"})}}})}});
+  out.emplace_back(
+      "rolebindings",
+      Json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+           {"kind", "RoleBinding"},
+           {"metadata", metadata(sa)},
+           {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", sa}}},
+           {"subjects",
+            Json::array({{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", ns}}})}});
+  out.emplace_back("leases",
+                   Json{{"apiVersion", "coordination.k8s.io/v1"},
+                        {"kind", "Lease"},
+                        {"metadata", metadata(lease)},
+                        {"spec",
+                         {{"leaseDurationSeconds",
+                           std::max(config.lease_duration, kLeaseDurationMin).count()}}}});
+  Json blocks = Json::array();
+  if (const Json* b = find_path(spec_of(agent), "memory/blocks"); b != nullptr && b->is_array()) {
+    for (const Json& block : *b) {
+      blocks.push_back({{"label", string_at(block, "label")},
+                        {"value", string_at(block, "value")},
+                        {"limit", int_at(block, "limit").value_or(5000)}});
+    }
+  }
+  out.emplace_back("configmaps", Json{{"apiVersion", "v1"},
+                                      {"kind", "ConfigMap"},
+                                      {"metadata", metadata(memory)},
+                                      {"data", {{kMemoryBlocksKey, blocks.dump()}}}});
+  return out;
+}
+
+}  // namespace hb::controllers

@@ -1,0 +1,82 @@
+// The Run reconciler's builders: the context document, the Job, and the
+// per-agent objects a Job needs (ServiceAccount, Role, RoleBinding, Lease,
+// memory ConfigMap). Pure functions of (run, agent, config, now).
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/agent_spec.h"
+#include "controllers/json_util.h"
+#include "controllers/run_view.h"
+
+namespace hb::controllers {
+
+using namespace std::chrono_literals;
+
+// The runner image's non-root user (distroless "nonroot").
+inline constexpr int64_t kRunnerUserId = 65532;
+inline constexpr const char* kTmpSizeLimit = "64Mi";
+// A pod-template annotation may carry the context up to this size (all
+// annotations of an object together may not pass 256 KiB).
+inline constexpr std::size_t kContextAnnotationBytesMax = 128 * 1024;
+inline constexpr std::size_t kContextDocumentBytesMax = 1024 * 1024;  // ConfigMap limit
+inline constexpr std::size_t kRecentRunOutputBytesMax = 4000;
+inline constexpr std::chrono::seconds kLeaseDurationDefault = 300s;
+inline constexpr std::chrono::seconds kLeaseDurationMin = 10s;  // the runner's minimum
+
+inline constexpr const char* kEnvApiKey = "HEARTBEAT_API_KEY";
+inline constexpr const char* kEnvContextPath = "HEARTBEAT_CONTEXT_PATH";
+inline constexpr const char* kEnvTerminationPath = "HEARTBEAT_TERMINATION_PATH";
+inline constexpr const char* kEnvRunName = "HEARTBEAT_RUN_NAME";
+inline constexpr const char* kEnvRunUid = "HEARTBEAT_RUN_UID";
+inline constexpr const char* kEnvAgentName = "HEARTBEAT_AGENT_NAME";
+inline constexpr const char* kEnvNamespace = "HEARTBEAT_NAMESPACE";
+inline constexpr const char* kEnvInvocationSource = "HEARTBEAT_INVOCATION_SOURCE";
+inline constexpr const char* kTerminationPath = "/dev/termination-log";
+
+enum class ContextTransport {
+  kConfigMap,   // a ConfigMap owned by the run (one more write per heartbeat)
+  kAnnotation,  // a pod-template annotation read through a downwardAPI volume;
+                // falls back to a ConfigMap when the document is too large
+};
+
+struct JobConfig {
+  std::string default_image = "ghcr.io/heartbeat-operator/heartbeat-runner:latest";
+  std::vector<std::string> runner_command = {"/usr/local/bin/heartbeat-runner"};
+  std::string image_pull_policy = "IfNotPresent";
+  std::chrono::seconds lease_duration = kLeaseDurationDefault;  // the stall window
+  ContextTransport context_transport = ContextTransport::kConfigMap;
+};
+
+struct ContextInput {
+  const Json* agent = nullptr;
+  const Json* run = nullptr;
+  std::string heartbeat_prompt;          // resolved (spec.prompt or the ConfigMap key)
+  std::vector<const Json*> recent_runs;  // finished runs of the agent, any order
+  TimePoint now{};
+};
+
+// The JSON document the runner reads (docs/context-document.md).
+Json render_context(const ContextInput& input, const JobConfig& config);
+
+struct JobPlan {
+  Json job;
+  std::optional<Json> context_config_map;  // create before the Job when set
+};
+
+// Throws std::invalid_argument when the context document passes
+// kContextDocumentBytesMax (the message names the size).
+JobPlan build_job(const Json& run, const Json& agent, const std::string& context_text,
+                  const JobConfig& config);
+
+// Per-agent objects, created once (AlreadyExists is fine).
+std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
+                                                              const JobConfig& config);
+
+// ownerReference (controller) to an object.
+Json controller_ref(const Json& owner);
+
+}  // namespace hb::controllers

@@ -1,0 +1,40 @@
+// Small, total accessors for Kubernetes objects held as JSON: a missing or
+// mistyped field gives the fallback, never an exception, because objects in a
+// cache may come from an older or newer schema.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "controllers/schedule/utc_time.h"
+
+namespace hb::controllers {
+
+using Json = nlohmann::json;
+using TimePoint = schedule::TimePoint;
+
+// The value at a '/'-separated path ("metadata/name"), or nullptr.
+const Json* find_path(const Json& object, std::string_view path);
+
+std::string string_at(const Json& object, std::string_view path, std::string_view fallback = "");
+std::optional<int64_t> int_at(const Json& object, std::string_view path);
+std::optional<double> number_at(const Json& object, std::string_view path);
+bool bool_at(const Json& object, std::string_view path, bool fallback = false);
+std::optional<TimePoint> time_at(const Json& object, std::string_view path);
+
+// RFC 3339 as Kubernetes writes it: "2024-02-29T12:00:00Z", with optional
+// fractional seconds (MicroTime) and a numeric offset. nullopt when malformed.
+std::optional<TimePoint> parse_rfc3339(std::string_view text);
+
+// "ns/name" of a namespaced object.
+std::string object_key(const Json& object);
+std::string object_key(std::string_view ns, std::string_view name);
+
+// Integer resourceVersion for ordering our own writes against the cache (etcd
+// revisions; 0 when not a number).
+int64_t resource_version_number(const Json& object);
+
+}  // namespace hb::controllers

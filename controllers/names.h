@@ -1,0 +1,56 @@
+// Names, labels and annotations the operator puts on the objects it creates.
+// Every derived name fits the limit of its kind: a name that would be too
+// long is shortened with a hash of the full name, so it stays unique.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace hb::controllers {
+
+inline constexpr std::string_view kApiVersion = "heartbeat.dev/v1alpha1";
+inline constexpr std::string_view kAgentKind = "Agent";
+inline constexpr std::string_view kRunKind = "HeartbeatRun";
+
+inline constexpr const char* kLabelAgent = "heartbeat.dev/agent";
+inline constexpr const char* kLabelRun = "heartbeat.dev/run";
+inline constexpr const char* kLabelPhase = "heartbeat.dev/phase";
+inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
+inline constexpr const char* kManagedByValue = "heartbeat-operator";
+inline constexpr const char* kLabelJobName = "job-name";  // set on Pods by the Job controller
+
+// `kubectl annotate hba NAME heartbeat.dev/invoke=REASON` asks for a manual run.
+inline constexpr const char* kAnnotationInvoke = "heartbeat.dev/invoke";
+// The unshortened names on Jobs and Pods (labels may carry a hashed form).
+inline constexpr const char* kAnnotationAgentName = "heartbeat.dev/agent-name";
+inline constexpr const char* kAnnotationRunName = "heartbeat.dev/run-name";
+// The context document, when it rides on the Job's pod template.
+inline constexpr const char* kAnnotationContext = "heartbeat.dev/context";
+
+inline constexpr const char* kRunnerContainer = "runner";
+inline constexpr const char* kContextKey = "context.json";
+inline constexpr const char* kContextMountDir = "/etc/heartbeat";
+inline constexpr const char* kMemoryBlocksKey = "blocks.json";  // the runner's memory format
+
+inline constexpr std::size_t kLabelValueCharsMax = 63;   // DNS-1123 label
+inline constexpr std::size_t kObjectNameCharsMax = 253;  // DNS-1123 subdomain
+inline constexpr std::size_t kNameHashChars = 8;
+
+// "<base>-<suffix>", shortened to max_chars as "<prefix>-<hash>-<suffix>".
+std::string derived_name(std::string_view base, std::string_view suffix,
+                         std::size_t max_chars = kObjectNameCharsMax);
+
+// A valid label value / Job name for any run name (names may hold '.').
+std::string label_safe_name(std::string_view name);
+
+std::string job_name_for_run(std::string_view run_name);
+std::string context_config_map_name(std::string_view run_name);
+std::string lease_name_for_agent(std::string_view agent_name);
+std::string memory_config_map_name(std::string_view agent_name);
+std::string service_account_name(std::string_view agent_name);  // also Role and RoleBinding
+
+// 8 lowercase hex digits of FNV-1a 32.
+std::string short_hash(std::string_view text);
+
+}  // namespace hb::controllers

@@ -1,0 +1,364 @@
+#include "controllers/run_status.h"
+
+#include <algorithm>
+
+#include "controllers/names.h"
+#include "controllers/run_result.h"
+#include "controllers/schedule/utc_time.h"
+#include "controllers/text_util.h"
+
+namespace hb::controllers {
+
+namespace {
+
+constexpr int kSignalExitBase = 128;
+constexpr int kSignalMax = 64;
+constexpr int kExitProviderError = 69;
+constexpr int kExitInternalError = 70;
+constexpr int kExitConfigError = 78;
+constexpr int kExitSigkill = 137;
+constexpr int kExitSigterm = 143;
+
+const Json* runner_status(const Json& pod) {
+  const Json* statuses = find_path(pod, "status/containerStatuses");
+  if (statuses == nullptr || !statuses->is_array()) return nullptr;
+  for (const Json& status : *statuses) {
+    if (string_at(status, "name") == kRunnerContainer) return &status;
+  }
+  return statuses->empty() ? nullptr : &(*statuses)[0];
+}
+
+const Json* terminated_state(const Json& pod) {
+  const Json* status = runner_status(pod);
+  return status == nullptr ? nullptr : find_path(*status, "state/terminated");
+}
+
+bool pod_finished(const Json& pod) {
+  const std::string phase = string_at(pod, "status/phase");
+  return terminated_state(pod) != nullptr || phase == "Succeeded" || phase == "Failed";
+}
+
+bool job_condition(const Json* job, std::string_view type, std::string* reason = nullptr,
+                   std::string* message = nullptr) {
+  if (job == nullptr) return false;
+  const Json* conditions = find_path(*job, "status/conditions");
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  for (const Json& c : *conditions) {
+    if (string_at(c, "type") == type && string_at(c, "status") == "True") {
+      if (reason) *reason = string_at(c, "reason");
+      if (message) *message = string_at(c, "message");
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string reason_for_exit(int64_t exit_code, const std::string& terminated_reason) {
+  switch (exit_code) {
+    case kExitProviderError:
+      return "ProviderError";
+    case kExitInternalError:
+      return "InternalError";
+    case kExitConfigError:
+      return "ConfigError";
+    case kExitSigkill:
+      return terminated_reason == "OOMKilled" ? "OOMKilled" : "Killed";
+    case kExitSigterm:
+      return "Terminated";
+    default:
+      return terminated_reason == "OOMKilled" ? "OOMKilled" : "Error";
+  }
+}
+
+struct Final {
+  RunPhase phase;
+  std::string reason;
+  std::string message;
+  std::optional<int64_t> exit_code;
+  std::optional<int64_t> signal;
+  std::string pod_name;
+  std::optional<TimePoint> finished_at;
+  std::optional<RunResult> result;
+};
+
+Final make_final(RunPhase phase, std::string reason, std::string message,
+                 std::string pod_name = "") {
+  Final f{};
+  f.phase = phase;
+  f.reason = std::move(reason);
+  f.message = std::move(message);
+  f.pod_name = std::move(pod_name);
+  return f;
+}
+
+Json build_final_status(const Json& stored, const Final& f, TimePoint started,
+                        const std::string& job_name, std::optional<TimePoint> lease_renew,
+                        TimePoint now) {
+  Json status = stored.is_object() ? stored : Json::object();
+  const TimePoint finished = f.finished_at.value_or(now);
+  status["phase"] = std::string(to_string(f.phase));
+  status["reason"] = f.reason;
+  if (f.message.empty()) {
+    status.erase("message");
+  } else {
+    status["message"] = truncate_utf8(f.message, kRunMessageBytesMax);
+  }
+  if (!job_name.empty()) status["jobName"] = job_name;
+  if (!f.pod_name.empty()) status["podName"] = f.pod_name;
+  status["startedAt"] = schedule::format_rfc3339(started);
+  status["finishedAt"] = schedule::format_rfc3339(finished);
+  status["durationSeconds"] =
+      std::max<int64_t>(0, schedule::unix_seconds(finished) - schedule::unix_seconds(started));
+  if (f.exit_code) status["exitCode"] = *f.exit_code;
+  if (f.signal) status["signal"] = *f.signal;
+  Json usage = {{"inputTokens", 0}, {"outputTokens", 0}, {"costCents", 0},
+                {"llmCalls", 0},    {"toolCalls", 0},    {"iterations", 0}};
+  if (f.result) {
+    const RunResult& r = *f.result;
+    usage = {{"inputTokens", r.input_tokens}, {"outputTokens", r.output_tokens},
+             {"costCents", r.cost_cents},     {"llmCalls", r.llm_calls},
+             {"toolCalls", r.tool_calls},     {"iterations", r.iterations}};
+    if (!r.stop_reason.empty()) status["stopReason"] = r.stop_reason;
+    if (!r.output.empty()) status["output"] = truncate_utf8(r.output, kRunOutputExcerptBytesMax);
+    if (r.pause_minutes) {
+      status["pauseUntil"] = schedule::format_rfc3339(now + std::chrono::minutes(*r.pause_minutes));
+    }
+    if (auto beat = parse_rfc3339(r.last_beat_time)) {
+      status["lastBeatTime"] = schedule::format_rfc3339(*beat);
+    }
+  }
+  if (!status.contains("lastBeatTime") && lease_renew && *lease_renew >= started) {
+    status["lastBeatTime"] = schedule::format_rfc3339(*lease_renew);
+  }
+  status["usage"] = usage;
+  return status;
+}
+
+}  // namespace
+
+const Json* pick_pod(const std::vector<const Json*>& pods) {
+  const Json* best = nullptr;
+  for (const Json* pod : pods) {
+    if (pod == nullptr) continue;
+    if (best == nullptr) {
+      best = pod;
+      continue;
+    }
+    const bool fin = pod_finished(*pod), best_fin = pod_finished(*best);
+    if (fin != best_fin) {
+      if (fin) best = pod;
+      continue;
+    }
+    if (time_at(*pod, "metadata/creationTimestamp") >
+        time_at(*best, "metadata/creationTimestamp")) {
+      best = pod;
+    }
+  }
+  return best;
+}
+
+RunObservation observe_run(const RunObservationInput& in) {
+  RunObservation obs;
+  const Json& run = *in.run;
+  obs.view = view_run(run);
+  const Json* stored = find_path(run, "status");
+  obs.status = stored != nullptr && stored->is_object() ? *stored : Json::object();
+  obs.phase = obs.view.phase;
+  if (is_final(obs.view.phase)) return obs;
+
+  const bool cancel = obs.view.cancel || in.agent_missing;
+  const std::string cancel_reason = obs.view.cancel ? kReasonCancelled : kReasonAgentNotFound;
+  const std::string cancel_message =
+      obs.view.cancel ? "spec.cancel was set" : "the agent " + obs.view.agent_name + " is gone";
+
+  auto finish = [&](Final f, TimePoint started, std::optional<TimePoint> renew) {
+    obs.phase = f.phase;
+    obs.became_final = true;
+    obs.status = build_final_status(
+        obs.status, f, started,
+        obs.view.job_name.empty() ? job_name_for_run(obs.view.name) : obs.view.job_name, renew,
+        in.now);
+    if (f.phase != RunPhase::kSucceeded) {
+      obs.events.push_back(
+          {EventTarget::kRun, obs.view.name, true, f.reason,
+           "run " + std::string(to_string(f.phase)) + (f.message.empty() ? "" : ": " + f.message)});
+    } else {
+      obs.events.push_back({EventTarget::kRun, obs.view.name, false, "RunSucceeded",
+                            "run finished: " + f.reason, /*routine=*/true});
+    }
+  };
+
+  // Never started: no Job recorded and none in the cache.
+  if (obs.view.job_name.empty() && in.job == nullptr) {
+    if (cancel) {
+      Final f = make_final(RunPhase::kCancelled, cancel_reason,
+                           cancel_message + " before the run started");
+      finish(f, obs.view.created, std::nullopt);
+    }
+    return obs;
+  }
+
+  // Started (or its Job exists though the status write was lost: adopt).
+  const TimePoint started = obs.view.started_at.value_or(
+      in.job ? time_at(*in.job, "metadata/creationTimestamp").value_or(in.now) : in.now);
+  if (obs.view.job_name.empty() || obs.view.phase != RunPhase::kRunning) {
+    obs.status["phase"] = std::string(to_string(RunPhase::kRunning));
+    obs.status["jobName"] = job_name_for_run(obs.view.name);
+    obs.status["startedAt"] = schedule::format_rfc3339(started);
+    obs.phase = RunPhase::kRunning;
+  }
+  const TimePoint deadline_at =
+      started + in.timeouts.timeout + in.timeouts.grace + kControllerDeadlineSlack;
+  std::optional<TimePoint> renew =
+      in.lease ? time_at(*in.lease, "spec/renewTime") : std::optional<TimePoint>();
+  const TimePoint last_alive = renew ? std::max(*renew, started) : started;
+  const TimePoint stalled_at = last_alive + in.timeouts.stall;
+
+  std::string job_fail_reason, job_fail_message;
+  const bool job_complete = job_condition(in.job, "Complete");
+  const bool job_failed = job_condition(in.job, "Failed", &job_fail_reason, &job_fail_message);
+  const bool job_deadline = job_failed && job_fail_reason == kReasonDeadlineExceeded;
+
+  const Json* pod = pick_pod(in.pods);
+  if (pod != nullptr && pod_finished(*pod)) {
+    const Json* term = terminated_state(*pod);
+    Final f{};
+    f.pod_name = string_at(*pod, "metadata/name");
+    const std::string pod_phase = string_at(*pod, "status/phase");
+    int64_t exit_code = 0;
+    std::string term_reason;
+    std::string message;
+    if (term != nullptr) {
+      exit_code = int_at(*term, "exitCode").value_or(0);
+      term_reason = string_at(*term, "reason");
+      message = string_at(*term, "message");
+      f.finished_at = time_at(*term, "finishedAt");
+      if (int64_t sig = int_at(*term, "signal").value_or(0); sig > 0) f.signal = sig;
+    } else {
+      exit_code = pod_phase == "Succeeded" ? 0 : 1;
+      term_reason = string_at(*pod, "status/reason");
+    }
+    if (!f.signal && exit_code > kSignalExitBase && exit_code <= kSignalExitBase + kSignalMax) {
+      f.signal = exit_code - kSignalExitBase;
+    }
+    f.exit_code = exit_code;
+    const TimePoint at = f.finished_at.value_or(in.now);
+    ParsedResult parsed = parse_run_result(message);
+    f.result = parsed.result;
+    if (exit_code == 0) {
+      f.phase = RunPhase::kSucceeded;
+      f.reason = parsed.result
+                     ? camel_case(parsed.result->stop_reason.empty() ? "completed"
+                                                                     : parsed.result->stop_reason)
+                     : "Completed";
+      if (parsed.result && parsed.result->stop_reason == "budget") f.reason = "BudgetExhausted";
+    } else if (cancel) {
+      f.phase = RunPhase::kCancelled;
+      f.reason = cancel_reason;
+      f.message = cancel_message;
+    } else if (job_deadline || at > deadline_at) {
+      f.phase = RunPhase::kTimedOut;
+      f.reason = kReasonDeadlineExceeded;
+      f.message = "the run passed runtime.timeoutSeconds (" +
+                  std::to_string(in.timeouts.timeout.count()) + "s)";
+    } else if (at > stalled_at) {
+      f.phase = RunPhase::kFailed;
+      f.reason = kReasonStalled;
+      f.message = "no beat renewed the agent's Lease for " +
+                  std::to_string(in.timeouts.stall.count()) + "s";
+    } else {
+      f.phase = RunPhase::kFailed;
+      f.reason = reason_for_exit(exit_code, term_reason);
+      f.message = "the runner exited with code " + std::to_string(exit_code);
+    }
+    if (parsed.result && !parsed.result->error.empty() && f.phase == RunPhase::kFailed &&
+        f.reason != kReasonStalled) {
+      f.message += ": " + parsed.result->error;
+    }
+    if (!parsed.result) {
+      // Cancel, deadline and stall keep their reason; the exit-code ones give way.
+      const bool decided_by_operator = f.phase == RunPhase::kCancelled ||
+                                       f.phase == RunPhase::kTimedOut || f.reason == kReasonStalled;
+      if (!decided_by_operator) f.reason = kReasonResultUnreadable;
+      f.message = (f.message.empty() ? std::string() : f.message + "; ") + parsed.problem;
+    }
+    finish(std::move(f), started, renew);
+    return obs;
+  }
+
+  // No finished Pod. Are Pods still going away?
+  std::optional<TimePoint> pod_gone_by;
+  bool pods_alive = false;
+  for (const Json* p : in.pods) {
+    if (p == nullptr || pod_finished(*p)) continue;
+    if (auto deleting = time_at(*p, "metadata/deletionTimestamp")) {
+      const TimePoint by = *deleting + kPodGoneSlack;
+      if (in.now < by) {
+        pods_alive = true;
+        pod_gone_by = pod_gone_by ? std::min(*pod_gone_by, by) : by;
+      }
+    } else {
+      pods_alive = true;
+    }
+  }
+
+  const bool job_done = job_complete || job_failed;
+  if (in.job == nullptr || job_done) {
+    const bool cache_lag =
+        in.job == nullptr && !cancel && in.pods.empty() && in.now < started + kJobCacheGrace;
+    if (cache_lag) {
+      obs.recheck_at = started + kJobCacheGrace;
+      return obs;
+    }
+    if (pods_alive && in.now <= deadline_at + kPodGoneSlack) {
+      obs.recheck_at = pod_gone_by.value_or(deadline_at + kPodGoneSlack);
+      if (in.job != nullptr && cancel) obs.delete_job = true;
+      return obs;
+    }
+    Final f{};
+    if (pod != nullptr) f.pod_name = string_at(*pod, "metadata/name");
+    if (cancel) {
+      f = make_final(RunPhase::kCancelled, cancel_reason, cancel_message, f.pod_name);
+    } else if (job_deadline || in.now > deadline_at) {
+      f = make_final(RunPhase::kTimedOut, kReasonDeadlineExceeded,
+                     "the run passed runtime.timeoutSeconds (" +
+                         std::to_string(in.timeouts.timeout.count()) + "s)",
+                     f.pod_name);
+    } else if (in.now > stalled_at) {
+      f = make_final(RunPhase::kFailed, kReasonStalled,
+                     "no beat renewed the agent's Lease for " +
+                         std::to_string(in.timeouts.stall.count()) + "s",
+                     f.pod_name);
+    } else if (job_complete) {
+      f = make_final(RunPhase::kSucceeded, kReasonResultUnreadable,
+                     "the Job completed but no Pod result was seen", f.pod_name);
+    } else if (job_failed) {
+      f = make_final(RunPhase::kFailed, job_fail_reason.empty() ? "JobFailed" : job_fail_reason,
+                     job_fail_message, f.pod_name);
+    } else {
+      f = make_final(RunPhase::kFailed, kReasonJobDeleted,
+                     "the Job was deleted before its Pod reported a result", f.pod_name);
+    }
+    finish(std::move(f), started, renew);
+    return obs;
+  }
+
+  // The Job is running.
+  if (cancel) {
+    obs.delete_job = true;
+  } else if (in.now > deadline_at) {
+    obs.delete_job = true;
+    obs.events.push_back({EventTarget::kRun, obs.view.name, true, kReasonDeadlineExceeded,
+                          "the run passed its deadline; deleting its Job"});
+  } else if (in.now > stalled_at) {
+    obs.delete_job = true;
+    obs.events.push_back({EventTarget::kRun, obs.view.name, true, kReasonStalled,
+                          "no beat renewed the agent's Lease for " +
+                              std::to_string(in.timeouts.stall.count()) + "s; deleting its Job"});
+  } else {
+    obs.recheck_at = std::min(deadline_at, stalled_at) + std::chrono::seconds(1);
+  }
+  return obs;
+}
+
+}  // namespace hb::controllers

@@ -1,0 +1,76 @@
+// Run status derivation: what a HeartbeatRun's status should be, given its
+// Job, the Job's Pods, the agent's Lease and now. Pure: the Agent reconciler
+// calls it for every run of an agent, the shell writes the result.
+//
+// While the Job runs nothing is written (beats go to the Lease, not to the
+// run). The final status is derived again from the same objects on every
+// reconcile until it is written, so a crash in between loses nothing:
+// priorities are fixed (cancel > deadline > stall > exit code) and times come
+// from the Pod where possible.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "controllers/event.h"
+#include "controllers/json_util.h"
+#include "controllers/run_view.h"
+
+namespace hb::controllers {
+
+using namespace std::chrono_literals;
+
+// A Job created moments ago may not be in the cache yet.
+inline constexpr std::chrono::seconds kJobCacheGrace = 30s;
+// The controller-side deadline: timeoutSeconds + graceSeconds + this after
+// the start, the operator deletes the Job itself (the Job controller may be
+// down, or the Pod never scheduled).
+inline constexpr std::chrono::seconds kControllerDeadlineSlack = 30s;
+// After the Job is gone, how long a terminating Pod may take past its
+// deletion deadline before the run is finished without its result.
+inline constexpr std::chrono::seconds kPodGoneSlack = 10s;
+// Output excerpt kept in run status.
+inline constexpr std::size_t kRunOutputExcerptBytesMax = 1024;
+inline constexpr std::size_t kRunMessageBytesMax = 1024;
+
+// Reasons (CamelCase).
+inline constexpr const char* kReasonStalled = "Stalled";
+inline constexpr const char* kReasonDeadlineExceeded = "DeadlineExceeded";
+inline constexpr const char* kReasonCancelled = "Cancelled";
+inline constexpr const char* kReasonAgentNotFound = "AgentNotFound";
+inline constexpr const char* kReasonResultUnreadable = "ResultUnreadable";
+inline constexpr const char* kReasonJobDeleted = "JobDeleted";
+
+struct RunTimeouts {
+  std::chrono::seconds timeout{600};
+  std::chrono::seconds grace{30};
+  std::chrono::seconds stall{300};  // the Lease duration the runner renews within
+};
+
+struct RunObservationInput {
+  const Json* run = nullptr;      // required
+  const Json* job = nullptr;      // the run's Job from the cache, if any
+  std::vector<const Json*> pods;  // the Job's Pods from the cache
+  const Json* lease = nullptr;    // the agent's Lease, if any
+  RunTimeouts timeouts;
+  bool agent_missing = false;  // the Agent is gone or being deleted
+  TimePoint now{};
+};
+
+struct RunObservation {
+  RunView view;                         // as stored
+  Json status;                          // desired status (the stored one while nothing changed)
+  RunPhase phase = RunPhase::kQueued;   // desired phase
+  bool became_final = false;            // final now, not yet written
+  bool delete_job = false;              // cancel, stall or deadline: delete the Job (Background)
+  std::optional<TimePoint> recheck_at;  // when the derivation could change by time alone
+  std::vector<Event> events;
+};
+
+RunObservation observe_run(const RunObservationInput& input);
+
+// The run's Pod that tells the most: a terminated one first, else the newest.
+const Json* pick_pod(const std::vector<const Json*>& pods);
+
+}  // namespace hb::controllers

@@ -1,0 +1,71 @@
+#include "controllers/run_view.h"
+
+#include <array>
+
+namespace hb::controllers {
+
+namespace {
+constexpr std::array<std::string_view, 6> kPhaseNames = {"Queued", "Running",   "Succeeded",
+                                                         "Failed", "Cancelled", "TimedOut"};
+}
+
+std::string_view to_string(RunPhase phase) {
+  return kPhaseNames[static_cast<size_t>(phase)];
+}
+
+std::optional<RunPhase> parse_run_phase(std::string_view text) {
+  for (size_t i = 0; i < kPhaseNames.size(); ++i) {
+    if (kPhaseNames[i] == text) return static_cast<RunPhase>(i);
+  }
+  return std::nullopt;
+}
+
+bool is_final(RunPhase phase) {
+  return phase != RunPhase::kQueued && phase != RunPhase::kRunning;
+}
+bool counts_as_failed(RunPhase phase) {
+  return is_final(phase) && phase != RunPhase::kSucceeded;
+}
+
+RunUsage usage_from_status(const Json& status) {
+  RunUsage usage;
+  usage.input_tokens = int_at(status, "usage/inputTokens").value_or(0);
+  usage.output_tokens = int_at(status, "usage/outputTokens").value_or(0);
+  usage.cost_cents = number_at(status, "usage/costCents").value_or(0);
+  return usage;
+}
+
+RunView view_run(const Json& run) {
+  RunView v;
+  v.name = string_at(run, "metadata/name");
+  v.ns = string_at(run, "metadata/namespace");
+  v.uid = string_at(run, "metadata/uid");
+  v.agent_name = string_at(run, "spec/agentRef/name");
+  v.source = string_at(run, "spec/invocationSource", kSourceManual);
+  v.scheduled_time = time_at(run, "spec/scheduledTime");
+  v.created = time_at(run, "metadata/creationTimestamp").value_or(TimePoint{});
+  v.cancel = bool_at(run, "spec/cancel");
+  if (const Json* owners = find_path(run, "metadata/ownerReferences");
+      owners && owners->is_array()) {
+    for (const Json& owner : *owners) {
+      if (string_at(owner, "kind") == "Agent" && string_at(owner, "name") == v.agent_name &&
+          bool_at(owner, "controller")) {
+        v.owned_by_agent = true;
+      }
+    }
+  }
+  static const Json kEmpty = Json::object();
+  const Json* status_ptr = find_path(run, "status");
+  const Json& status = status_ptr != nullptr ? *status_ptr : kEmpty;
+  v.phase = parse_run_phase(string_at(status, "phase")).value_or(RunPhase::kQueued);
+  v.cost_recorded = bool_at(status, "costRecorded");
+  v.job_name = string_at(status, "jobName");
+  v.started_at = time_at(status, "startedAt");
+  v.finished_at = time_at(status, "finishedAt");
+  v.pause_until = time_at(status, "pauseUntil");
+  v.exit_code = int_at(status, "exitCode");
+  v.usage = usage_from_status(status);
+  return v;
+}
+
+}  // namespace hb::controllers

@@ -1,0 +1,53 @@
+// A HeartbeatRun as the decisions read it. Pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "controllers/json_util.h"
+
+namespace hb::controllers {
+
+enum class RunPhase { kQueued, kRunning, kSucceeded, kFailed, kCancelled, kTimedOut };
+
+std::string_view to_string(RunPhase phase);
+std::optional<RunPhase> parse_run_phase(std::string_view text);
+bool is_final(RunPhase phase);
+// Succeeded counts against historyLimits.succeeded; the other final phases against .failed.
+bool counts_as_failed(RunPhase phase);
+
+inline constexpr std::string_view kSourceScheduler = "scheduler";
+inline constexpr std::string_view kSourceManual = "manual";
+inline constexpr std::string_view kSourceCallback = "callback";
+
+struct RunUsage {
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double cost_cents = 0;
+};
+
+struct RunView {
+  std::string name, ns, uid;
+  std::string agent_name;
+  std::string source;  // scheduler | manual | callback
+  std::optional<TimePoint> scheduled_time;
+  TimePoint created{};
+  bool cancel = false;
+  bool owned_by_agent = false;         // has a controller ownerReference to an Agent
+  RunPhase phase = RunPhase::kQueued;  // stored; Queued when unset
+  bool cost_recorded = false;
+  std::string job_name;  // status.jobName: set once the Job was created
+  std::optional<TimePoint> started_at;
+  std::optional<TimePoint> finished_at;
+  std::optional<TimePoint> pause_until;
+  std::optional<int64_t> exit_code;
+  RunUsage usage;
+};
+
+RunView view_run(const Json& run);
+
+RunUsage usage_from_status(const Json& status);
+
+}  // namespace hb::controllers

@@ -1,0 +1,151 @@
+#include "controllers/runtime/metrics.h"
+
+#include <cstdio>
+#include <sstream>
+
+namespace hb::controllers {
+
+std::string Metrics::label_text(const Labels& labels) {
+  std::string out;
+  for (const auto& [k, v] : labels) {
+    if (!out.empty()) out += ",";
+    out += k + "=\"";
+    for (char c : v) {
+      if (c == '"' || c == '\\') out += '\\';
+      if (c == '\n') {
+        out += "\\n";
+        continue;
+      }
+      out += c;
+    }
+    out += "\"";
+  }
+  return out;
+}
+
+void Metrics::describe(const std::string& name, const std::string& type, const std::string& help,
+                       std::vector<double> buckets) {
+  std::lock_guard lock(mutex_);
+  Family& f = families_[name];
+  f.type = type;
+  f.help = help;
+  f.buckets = std::move(buckets);
+}
+
+void Metrics::counter_add(const std::string& name, const Labels& labels, double value) {
+  std::lock_guard lock(mutex_);
+  families_[name].values[label_text(labels)] += value;
+}
+
+void Metrics::gauge_set(const std::string& name, const Labels& labels, double value) {
+  std::lock_guard lock(mutex_);
+  Family& f = families_[name];
+  if (f.help.empty()) f.type = "gauge";
+  f.values[label_text(labels)] = value;
+}
+
+void Metrics::observe(const std::string& name, const Labels& labels, double value) {
+  std::lock_guard lock(mutex_);
+  Family& f = families_[name];
+  f.type = "histogram";
+  const std::string key = label_text(labels);
+  auto& counts = f.counts[key];
+  if (counts.empty()) counts.assign(f.buckets.size() + 1, 0);
+  for (size_t i = 0; i < f.buckets.size(); ++i) {
+    if (value <= f.buckets[i]) ++counts[i];
+  }
+  ++counts.back();
+  f.sums[key] += value;
+}
+
+void Metrics::on_render(std::function<void(Metrics&)> collector) {
+  std::lock_guard lock(mutex_);
+  collectors_.push_back(std::move(collector));
+}
+
+double Metrics::value(const std::string& name, const Labels& labels) const {
+  std::lock_guard lock(mutex_);
+  auto f = families_.find(name);
+  if (f == families_.end()) return 0;
+  auto v = f->second.values.find(label_text(labels));
+  return v == f->second.values.end() ? 0 : v->second;
+}
+
+namespace {
+std::string number(double v) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.17g", v);
+  return buffer;
+}
+std::string with_labels(const std::string& name, const std::string& labels,
+                        const std::string& extra = "") {
+  std::string all = labels;
+  if (!extra.empty()) all = all.empty() ? extra : all + "," + extra;
+  return all.empty() ? name : name + "{" + all + "}";
+}
+}  // namespace
+
+std::string Metrics::render() {
+  std::vector<std::function<void(Metrics&)>> collectors;
+  {
+    std::lock_guard lock(mutex_);
+    collectors = collectors_;
+  }
+  for (auto& c : collectors) c(*this);
+  std::lock_guard lock(mutex_);
+  std::ostringstream out;
+  for (const auto& [name, f] : families_) {
+    if (!f.help.empty()) out << "# HELP " << name << " " << f.help << "\n";
+    out << "# TYPE " << name << " " << f.type << "\n";
+    if (f.type == "histogram") {
+      for (const auto& [labels, counts] : f.counts) {
+        for (size_t i = 0; i < f.buckets.size(); ++i) {
+          out << with_labels(name + "_bucket", labels, "le=\"" + number(f.buckets[i]) + "\"") << " "
+              << counts[i] << "\n";
+        }
+        out << with_labels(name + "_bucket", labels, "le=\"+Inf\"") << " " << counts.back() << "\n";
+        out << with_labels(name + "_sum", labels) << " " << number(f.sums.at(labels)) << "\n";
+        out << with_labels(name + "_count", labels) << " " << counts.back() << "\n";
+      }
+    } else {
+      for (const auto& [labels, value] : f.values) {
+        out << with_labels(name, labels) << " " << number(value) << "\n";
+      }
+    }
+  }
+  return out.str();
+}
+
+void describe_operator_metrics(Metrics& m) {
+  const std::vector<double> seconds = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+                                       1,     2.5,  5,     10,   30,  60};
+  m.describe("controller_runtime_reconcile_total", "counter",
+             "Total number of reconciliations per controller and result.");
+  m.describe("controller_runtime_reconcile_errors_total", "counter",
+             "Total number of reconciliation errors per controller.");
+  m.describe("controller_runtime_reconcile_time_seconds", "histogram",
+             "Length of time per reconciliation per controller.", seconds);
+  m.describe("controller_runtime_active_workers", "gauge",
+             "Number of currently used workers per controller.");
+  m.describe("controller_runtime_max_concurrent_reconciles", "gauge",
+             "Maximum number of concurrent reconciles per controller.");
+  m.describe("workqueue_depth", "gauge", "Current depth of workqueue.");
+  m.describe("workqueue_adds_total", "counter", "Total number of adds handled by workqueue.");
+  m.describe("workqueue_retries_total", "counter", "Total number of retries handled by workqueue.");
+  m.describe("workqueue_unfinished_work_items", "gauge",
+             "Number of items being processed (and delayed items waiting) per workqueue.");
+  m.describe("rest_client_requests_total", "counter",
+             "Number of HTTP requests to the API server, by verb.");
+  m.describe("leader_election_master_status", "gauge",
+             "1 while this replica is the leader, else 0.");
+  m.describe("heartbeat_runs_total", "counter", "HeartbeatRuns finished, by final phase.");
+  m.describe("heartbeat_runs_started_total", "counter",
+             "HeartbeatRuns started (Job created), by source.");
+  m.describe("heartbeat_cost_cents_total", "counter",
+             "Cost of finished runs added to agent spend, in US cents.");
+  m.describe("heartbeat_schedule_lag_seconds", "histogram",
+             "Job creation time minus the scheduled slot, for scheduler runs.", seconds);
+  m.describe("heartbeat_api_writes_total", "counter", "Writes the reconcilers sent, by kind.");
+}
+
+}  // namespace hb::controllers

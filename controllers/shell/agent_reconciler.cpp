@@ -1,0 +1,495 @@
+#include "controllers/shell/agent_reconciler.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <random>
+
+#include "controllers/names.h"
+#include "controllers/schedule/utc_time.h"
+#include "controllers/text_util.h"
+#include "kube/errors.h"
+
+namespace hb::controllers {
+
+namespace {
+
+using kube::ApiError;
+using kube::ErrorKind;
+namespace res = kube::resources;
+
+const char* kKindAgents = "agents";
+const char* kKindRuns = "runs";
+const char* kKindJobs = "jobs";
+
+bool is(const ApiError& e, ErrorKind kind) {
+  return e.kind() == kind;
+}
+
+const kube::Resource& resource_for(const std::string& kind) {
+  if (kind == "serviceaccounts") return res::kServiceAccounts;
+  if (kind == "roles") return res::kRoles;
+  if (kind == "rolebindings") return res::kRoleBindings;
+  if (kind == "leases") return res::kLeases;
+  return res::kConfigMaps;
+}
+
+bool owned_by(const Json& object, const std::string& uid) {
+  const Json* owners = find_path(object, "metadata/ownerReferences");
+  if (owners == nullptr || !owners->is_array()) return false;
+  for (const Json& o : *owners) {
+    if (string_at(o, "uid") == uid) return true;
+  }
+  return false;
+}
+
+std::string name_of(const Json& o) {
+  return string_at(o, "metadata/name");
+}
+
+}  // namespace
+
+AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client, const ClusterView& view,
+                                 ReconcilerConfig config, Metrics& metrics, Clock clock)
+    : client_(std::move(client)),
+      view_(view),
+      config_(std::move(config)),
+      metrics_(metrics),
+      clock_(std::move(clock)) {}
+
+void AgentReconciler::count_write(const char* kind) {
+  metrics_.counter_add("heartbeat_api_writes_total", {{"kind", kind}});
+}
+
+std::optional<Json> AgentReconciler::agent(const std::string& ns, const std::string& name) {
+  return overlay_.merge(kKindAgents, object_key(ns, name), view_.agent(ns, name));
+}
+
+std::vector<Json> AgentReconciler::runs_of(const std::string& ns, const std::string& agent) {
+  return overlay_.merge_list(kKindRuns, view_.runs_of(ns, agent), [&](const Json& r) {
+    return string_at(r, "metadata/namespace") == ns && string_at(r, "spec/agentRef/name") == agent;
+  });
+}
+
+Json AgentReconciler::create_run(const std::string& ns, const Json& run) {
+  Json created = client_->create(res::kHeartbeatRuns, ns, run);
+  count_write("run_create");
+  overlay_.put(kKindRuns, created);
+  return created;
+}
+
+bool AgentReconciler::secret_has_key(const std::string& ns, const std::string& name,
+                                     const std::string& key) {
+  const std::string cache_key = ns + "/" + name + "/" + key;
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mutex_);
+    auto it = secrets_.find(cache_key);
+    if (it != secrets_.end() && now - it->second.at < kSecretCheckTtl) return it->second.has_key;
+  }
+  bool has_key = false;
+  try {
+    Json secret = client_->get(res::kSecrets, ns, name);
+    const Json* data = find_path(secret, "data");
+    has_key = data != nullptr && data->is_object() && data->contains(key);
+  } catch (const ApiError& e) {
+    if (!is(e, ErrorKind::kNotFound)) throw;
+  }
+  std::lock_guard lock(mutex_);
+  secrets_[cache_key] = SecretCheck{has_key, now};
+  return has_key;
+}
+
+std::string AgentReconciler::resolve_prompt(const Json& agent) {
+  const std::string prompt = string_at(agent, "spec/heartbeat/prompt");
+  if (!prompt.empty()) return prompt;
+  const std::string cm = string_at(agent, "spec/heartbeat/promptFrom/configMapKeyRef/name");
+  const std::string key = string_at(agent, "spec/heartbeat/promptFrom/configMapKeyRef/key");
+  try {
+    Json object = client_->get(res::kConfigMaps, string_at(agent, "metadata/namespace"), cm);
+    const std::string text = string_at(object, "data/" + key);
+    if (!text.empty()) return text;
+  } catch (const ApiError& e) {
+    if (!is(e, ErrorKind::kNotFound)) throw;
+  }
+  throw std::runtime_error("spec.heartbeat.promptFrom.configMapKeyRef: ConfigMap \"" + cm +
+                           "\" has no key \"" + key + "\"");
+}
+
+void AgentReconciler::ensure_agent_objects(const Json& agent) {
+  const std::string uid = string_at(agent, "metadata/uid");
+  {
+    std::lock_guard lock(mutex_);
+    if (ensured_agents_.count(uid)) return;
+  }
+  const std::string ns = string_at(agent, "metadata/namespace");
+  for (const auto& [kind, object] : build_agent_objects(agent, config_.job)) {
+    try {
+      client_->create(resource_for(kind), ns, object);
+      count_write("agent_object_create");
+    } catch (const ApiError& e) {
+      if (!is(e, ErrorKind::kAlreadyExists)) throw;
+    }
+  }
+  std::lock_guard lock(mutex_);
+  ensured_agents_.insert(uid);
+}
+
+void AgentReconciler::write_run_status(const Json& run, const Json& status, bool final_with_label) {
+  const std::string ns = string_at(run, "metadata/namespace");
+  const std::string name = name_of(run);
+  Json patch_status = status;
+  if (const Json* stored = find_path(run, "status"); stored != nullptr && stored->is_object()) {
+    for (auto it = stored->begin(); it != stored->end(); ++it) {
+      if (!status.contains(it.key())) patch_status[it.key()] = nullptr;
+    }
+  }
+  Json updated =
+      client_->merge_patch_status(res::kHeartbeatRuns, ns, name, {{"status", patch_status}});
+  count_write("run_status");
+  overlay_.put(kKindRuns, updated);
+  if (final_with_label) {
+    const std::string phase = string_at(status, "phase");
+    const Json* labels = find_path(updated, "metadata/labels");
+    const bool labelled = labels != nullptr && labels->is_object() &&
+                          labels->contains(kLabelPhase) && (*labels)[kLabelPhase] == phase;
+    if (!labelled) {
+      Json patch = {{"metadata", {{"labels", {{kLabelPhase, phase}}}}}};
+      // Manual runs made by kubectl get the agent label and owner here too.
+      updated = client_->merge_patch(res::kHeartbeatRuns, ns, name, patch);
+      count_write("run_label");
+      overlay_.put(kKindRuns, updated);
+    }
+  }
+}
+
+void AgentReconciler::delete_job(const std::string& ns, const std::string& name) {
+  try {
+    kube::DeleteOptions options;
+    options.propagation_policy = "Background";
+    client_->remove(res::kJobs, ns, name, options);
+    count_write("job_delete");
+    spdlog::info("event=job_deleted namespace={} job={}", ns, name);
+  } catch (const ApiError& e) {
+    if (!is(e, ErrorKind::kNotFound)) throw;
+  }
+  overlay_.erase(kKindJobs, object_key(ns, name));
+}
+
+void AgentReconciler::record_event(const Json& agent, const Json* run, const Event& event,
+                                   TimePoint now) {
+  const Json& target = run != nullptr ? *run : agent;
+  const std::string ns = string_at(target, "metadata/namespace");
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char suffix[17];
+  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
+  const std::string stamp = schedule::format_rfc3339(now);
+  Json object = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata",
+       {{"name", truncate_utf8(name_of(target), 200) + "." + suffix}, {"namespace", ns}}},
+      {"involvedObject",
+       {{"apiVersion", std::string(kApiVersion)},
+        {"kind", run != nullptr ? std::string(kRunKind) : std::string(kAgentKind)},
+        {"name", name_of(target)},
+        {"namespace", ns},
+        {"uid", string_at(target, "metadata/uid")}}},
+      {"reason", event.reason},
+      {"message", truncate_utf8(event.message, kEventMessageBytesMax)},
+      {"type", event.warning ? "Warning" : "Normal"},
+      {"source", {{"component", "heartbeat-operator"}}},
+      {"reportingComponent", "heartbeat-operator"},
+      {"firstTimestamp", stamp},
+      {"lastTimestamp", stamp},
+      {"count", 1}};
+  try {
+    client_->create(res::kEvents, ns, object);
+    count_write("event");
+  } catch (const std::exception& e) {
+    spdlog::warn("event=event_write_failed namespace={} object={} reason={} error=\"{}\"", ns,
+                 name_of(target), event.reason, e.what());
+  }
+}
+
+void AgentReconciler::start_run(const Json& agent, const Json& run, const std::vector<Json>& runs,
+                                TimePoint now) {
+  const std::string ns = string_at(run, "metadata/namespace");
+  const std::string run_name = name_of(run);
+  std::string prompt;
+  try {
+    prompt = resolve_prompt(agent);
+  } catch (const std::runtime_error& e) {
+    // The run cannot start: finish it (cost 0; the ledger marks it next time).
+    Json status = {{"phase", "Failed"},
+                   {"reason", "PromptNotFound"},
+                   {"message", e.what()},
+                   {"startedAt", schedule::format_rfc3339(now)},
+                   {"finishedAt", schedule::format_rfc3339(now)},
+                   {"durationSeconds", 0},
+                   {"usage", {{"inputTokens", 0}, {"outputTokens", 0}, {"costCents", 0}}}};
+    write_run_status(run, status, true);
+    spdlog::warn("event=run_not_started agent={}/{} run={} reason=PromptNotFound", ns,
+                 name_of(agent), run_name);
+    return;
+  }
+  ensure_agent_objects(agent);
+  if (!owned_by(run, string_at(agent, "metadata/uid"))) {
+    // A run made with kubectl: the agent owns it from now on (cleanup with the agent).
+    Json patch = {
+        {"metadata",
+         {{"ownerReferences", Json::array({controller_ref(agent)})},
+          {"labels",
+           {{kLabelAgent, label_safe_name(name_of(agent))}, {kLabelManagedBy, kManagedByValue}}}}}};
+    overlay_.put(kKindRuns, client_->merge_patch(res::kHeartbeatRuns, ns, run_name, patch));
+    count_write("run_adopt");
+  }
+  std::vector<const Json*> history;
+  for (const Json& r : runs) history.push_back(&r);
+  const Json context = render_context({&agent, &run, prompt, history, now}, config_.job);
+  const JobPlan plan = build_job(run, agent, context.dump(), config_.job);
+  if (plan.context_config_map) {
+    try {
+      client_->create(res::kConfigMaps, ns, *plan.context_config_map);
+      count_write("context_create");
+    } catch (const ApiError& e) {
+      if (!is(e, ErrorKind::kAlreadyExists)) throw;
+    }
+  }
+  const std::string job_name = name_of(plan.job);
+  try {
+    Json job = client_->create(res::kJobs, ns, plan.job);
+    count_write("job_create");
+    overlay_.put(kKindJobs, job);
+  } catch (const ApiError& e) {
+    if (!is(e, ErrorKind::kAlreadyExists)) throw;
+    Json existing = client_->get(res::kJobs, ns, job_name);
+    if (!owned_by(existing, string_at(run, "metadata/uid"))) {
+      throw std::runtime_error("Job " + ns + "/" + job_name + " exists and is not owned by run " +
+                               run_name);
+    }
+    overlay_.put(kKindJobs, existing);
+  }
+  Json status = find_path(run, "status") ? run["status"] : Json::object();
+  status["phase"] = "Running";
+  status["jobName"] = job_name;
+  status["startedAt"] = schedule::format_rfc3339(now);
+  status.erase("message");
+  write_run_status(run, status, false);
+  const std::string source = string_at(run, "spec/invocationSource", "manual");
+  metrics_.counter_add("heartbeat_runs_started_total", {{"source", source}});
+  if (auto slot = time_at(run, "spec/scheduledTime"); slot && source == kSourceScheduler) {
+    metrics_.observe("heartbeat_schedule_lag_seconds", {},
+                     std::chrono::duration<double>(now - *slot).count());
+  }
+  spdlog::info("event=run_started agent={}/{} run={} job={} source={}", ns, name_of(agent),
+               run_name, job_name, source);
+}
+
+void AgentReconciler::reconcile_orphans(const std::string& ns, const std::string& name,
+                                        std::vector<Json>& runs, TimePoint now) {
+  for (const Json& run : runs) {
+    RunObservationInput in;
+    in.run = &run;
+    const std::string job_name = job_name_for_run(name_of(run));
+    auto job = overlay_.merge(kKindJobs, object_key(ns, job_name), view_.job(ns, job_name));
+    std::vector<Json> pods = view_.pods_of(ns, name_of(run));
+    in.job = job ? &*job : nullptr;
+    for (const Json& p : pods) in.pods.push_back(&p);
+    in.agent_missing = true;
+    in.now = now;
+    RunObservation obs = observe_run(in);
+    if (obs.delete_job && job) delete_job(ns, job_name);
+    if (obs.became_final) {
+      obs.status["costRecorded"] = true;  // no agent left to charge
+      write_run_status(run, obs.status, true);
+      spdlog::info("event=run_finished agent={}/{} run={} phase={} reason=AgentNotFound", ns, name,
+                   name_of(run), string_at(obs.status, "phase"));
+    }
+  }
+}
+
+ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::string& name) {
+  const TimePoint now = clock_();
+  std::optional<Json> agent_opt = agent(ns, name);
+  std::vector<Json> runs = runs_of(ns, name);
+  if (!agent_opt || find_path(*agent_opt, "metadata/deletionTimestamp") != nullptr) {
+    reconcile_orphans(ns, name, runs, now);
+    return {};
+  }
+  Json agent = std::move(*agent_opt);
+
+  SpecEnvironment env;
+  if (find_path(agent, "spec/model/apiKeySecretRef") != nullptr) {
+    env.api_key_secret_exists =
+        secret_has_key(ns, string_at(agent, "spec/model/apiKeySecretRef/name"),
+                       string_at(agent, "spec/model/apiKeySecretRef/key"));
+  }
+  RunTimeouts timeouts;
+  timeouts.timeout = std::chrono::seconds(
+      int_at(agent, "spec/runtime/timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault));
+  timeouts.grace = std::chrono::seconds(
+      int_at(agent, "spec/runtime/graceSeconds").value_or(kRuntimeGraceSecondsDefault));
+  timeouts.stall = std::max(config_.job.lease_duration, kLeaseDurationMin);
+  const std::optional<Json> lease = view_.lease(ns, lease_name_for_agent(name));
+
+  // Observe every run.
+  std::vector<std::optional<Json>> jobs(runs.size());
+  std::vector<std::vector<Json>> pods(runs.size());
+  AgentDecisionInput input;
+  input.agent = &agent;
+  input.env = env;
+  input.now = now;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string job_name = job_name_for_run(name_of(runs[i]));
+    jobs[i] = overlay_.merge(kKindJobs, object_key(ns, job_name), view_.job(ns, job_name));
+    pods[i] = view_.pods_of(ns, name_of(runs[i]));
+    RunObservationInput in;
+    in.run = &runs[i];
+    in.job = jobs[i] ? &*jobs[i] : nullptr;
+    for (const Json& p : pods[i]) in.pods.push_back(&p);
+    in.lease = lease ? &*lease : nullptr;
+    in.timeouts = timeouts;
+    in.now = now;
+    input.runs.push_back(observe_run(in));
+  }
+  // 1. Jobs of cancelled, stalled or overdue runs.
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (input.runs[i].delete_job && jobs[i]) delete_job(ns, job_name_for_run(name_of(runs[i])));
+  }
+
+  AgentDecision d = decide_agent(input);
+  auto find_run = [&](const std::string& run_name) -> const Json* {
+    for (const Json& r : runs) {
+      if (name_of(r) == run_name) return &r;
+    }
+    return nullptr;
+  };
+
+  // Events are recorded as soon as the write that makes them true succeeded,
+  // so a later failure in the pass cannot lose a transition's Event.
+  auto record_events = [&](EventTarget target) {
+    for (const Event& event : d.events) {
+      if (event.target != target) continue;
+      if (event.routine && !config_.routine_events) continue;
+      const Json* run = target == EventTarget::kRun ? find_run(event.object_name) : nullptr;
+      if (event.warning) {
+        spdlog::warn("event=decision agent={}/{} object={} reason={} message=\"{}\"", ns, name,
+                     event.object_name, event.reason, event.message);
+      }
+      record_event(agent, run, event, now);
+    }
+  };
+
+  // 2. Runs to create.
+  bool start_allowed = true;
+  if (d.create_run) {
+    const std::string run_name = name_of(*d.create_run);
+    try {
+      runs.push_back(create_run(ns, *d.create_run));
+      spdlog::info("event=run_created agent={}/{} run={} slot={}", ns, name, run_name,
+                   string_at(*d.create_run, "spec/scheduledTime"));
+    } catch (const ApiError& e) {
+      if (!is(e, ErrorKind::kAlreadyExists)) throw;
+      Json existing = client_->get(res::kHeartbeatRuns, ns, run_name);
+      if (owned_by(existing, string_at(agent, "metadata/uid"))) {
+        overlay_.put(kKindRuns, existing);
+        runs.push_back(existing);  // adopt
+      } else {
+        start_allowed = d.start_run != run_name;
+        record_event(agent, nullptr,
+                     {EventTarget::kAgent, name, true, "RunNameConflict",
+                      "HeartbeatRun " + run_name + " exists and is not owned by this agent"},
+                     now);
+      }
+    }
+  }
+  if (d.invoke_run) {
+    try {
+      create_run(ns, *d.invoke_run);
+    } catch (const ApiError& e) {
+      if (!is(e, ErrorKind::kAlreadyExists)) throw;
+    }
+    Json patch = {{"metadata",
+                   {{"resourceVersion", string_at(agent, "metadata/resourceVersion")},
+                    {"annotations", {{kAnnotationInvoke, nullptr}}}}}};
+    Json updated = client_->merge_patch(res::kAgents, ns, name, patch);
+    count_write("agent_annotation");
+    overlay_.put(kKindAgents, updated);
+    agent["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"];
+    spdlog::info("event=run_invoked agent={}/{} run={}", ns, name, name_of(*d.invoke_run));
+  }
+
+  // 3. The agent status (conditional: counts spend exactly once).
+  if (d.status_changed) {
+    Json body = agent;
+    body["status"] = d.status;
+    Json updated = client_->replace_status(res::kAgents, ns, name, body);
+    count_write("agent_status");
+    overlay_.put(kKindAgents, updated);
+  }
+  record_events(EventTarget::kAgent);
+
+  // 4. Counted runs: final status with costRecorded=true and the phase label.
+  for (const std::string& run_name : d.mark) {
+    const Json* run = find_run(run_name);
+    if (run == nullptr) continue;
+    for (const RunObservation& obs : input.runs) {
+      if (obs.view.name != run_name) continue;
+      Json status = obs.status;
+      status["costRecorded"] = true;
+      write_run_status(*run, status, true);
+      const std::string phase = string_at(status, "phase");
+      metrics_.counter_add("heartbeat_runs_total", {{"phase", phase}});
+      metrics_.counter_add("heartbeat_cost_cents_total", {},
+                           number_at(status, "usage/costCents").value_or(0));
+      spdlog::info(
+          "event=run_finished agent={}/{} run={} phase={} reason={} exit_code={} cost_cents={}", ns,
+          name, run_name, phase, string_at(status, "reason"),
+          int_at(status, "exitCode").value_or(-1),
+          number_at(status, "usage/costCents").value_or(0));
+    }
+  }
+
+  record_events(EventTarget::kRun);
+
+  // 5. Start the next run.
+  if (d.start_run && start_allowed) {
+    if (const Json* run = find_run(*d.start_run)) start_run(agent, *run, runs, now);
+  }
+
+  // 6. Other run status changes, Queued messages, history, Events.
+  for (size_t i = 0; i < input.runs.size(); ++i) {
+    const RunObservation& obs = input.runs[i];
+    if (obs.became_final || (d.start_run && obs.view.name == *d.start_run)) continue;
+    const Json* stored = find_path(runs[i], "status");
+    auto msg = d.queued_messages.find(obs.view.name);
+    if (msg != d.queued_messages.end()) {
+      Json status = obs.status;
+      status["phase"] = "Queued";
+      status["message"] = msg->second;
+      write_run_status(runs[i], status, false);
+    } else if (stored == nullptr ? !obs.status.empty() : *stored != obs.status) {
+      write_run_status(runs[i], obs.status, false);
+    }
+  }
+  for (const std::string& run_name : d.delete_runs) {
+    try {
+      kube::DeleteOptions options;
+      options.propagation_policy = "Background";
+      client_->remove(res::kHeartbeatRuns, ns, run_name, options);
+      count_write("run_delete");
+    } catch (const ApiError& e) {
+      if (!is(e, ErrorKind::kNotFound)) throw;
+    }
+    overlay_.erase(kKindRuns, object_key(ns, run_name));
+  }
+  ReconcileResult result;
+  if (d.requeue_at) {
+    const auto delay = std::chrono::ceil<std::chrono::milliseconds>(*d.requeue_at - now);
+    result.requeue_after = std::max(delay, std::chrono::milliseconds(1));
+  }
+  return result;
+}
+
+}  // namespace hb::controllers

@@ -1,0 +1,91 @@
+// The imperative shell around the decisions: one reconcile per agent key
+// reads the agent, its runs, their Jobs and Pods and the agent's Lease from
+// the caches, calls observe_run and decide_agent, and executes the decision
+// in a fixed, crash-safe order:
+//   1. delete Jobs of cancelled, stalled or overdue runs
+//   2. create the slot's scheduler run (deterministic name; AlreadyExists = adopt)
+//      and the manual run an invoke annotation asks for
+//   3. write the agent status (conditional on resourceVersion) - counts spend
+//   4. write each counted run's final status with costRecorded=true, its phase label
+//   5. start the next queued run: per-agent objects once, context, Job, run status
+//   6. Queued messages, history deletes, Events
+// A failure stops the sequence; the key is retried with backoff and the
+// next attempt re-derives everything from the caches.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "controllers/agent_decision.h"
+#include "controllers/job_builder.h"
+#include "controllers/runtime/metrics.h"
+#include "controllers/shell/cluster_view.h"
+#include "controllers/shell/write_overlay.h"
+#include "kube/client.h"
+
+namespace hb::controllers {
+
+inline constexpr std::chrono::seconds kSecretCheckTtl{60};
+inline constexpr std::size_t kEventMessageBytesMax = 1024;
+
+struct ReconcilerConfig {
+  JobConfig job;
+  bool routine_events = false;  // also record RunScheduled/RunSucceeded (one write each)
+  std::string controller_name = "agent";
+};
+
+struct ReconcileResult {
+  std::optional<std::chrono::milliseconds> requeue_after;
+};
+
+class AgentReconciler {
+ public:
+  using Clock = std::function<TimePoint()>;
+  AgentReconciler(
+      std::shared_ptr<kube::Client> client, const ClusterView& view, ReconcilerConfig config,
+      Metrics& metrics, Clock clock = [] { return std::chrono::system_clock::now(); });
+
+  // Throws kube::ApiError / http::TransportError on a failed write: retry with backoff.
+  ReconcileResult reconcile(const std::string& ns, const std::string& name);
+
+  // Reads through the overlay (also used by the wakeup endpoint).
+  std::vector<Json> runs_of(const std::string& ns, const std::string& agent);
+  std::optional<Json> agent(const std::string& ns, const std::string& name);
+  // Creates a run and remembers it (read-your-writes).
+  Json create_run(const std::string& ns, const Json& run);
+
+ private:
+  bool secret_has_key(const std::string& ns, const std::string& name, const std::string& key);
+  std::string resolve_prompt(const Json& agent);
+  void ensure_agent_objects(const Json& agent);
+  void start_run(const Json& agent, const Json& run, const std::vector<Json>& runs, TimePoint now);
+  void write_run_status(const Json& run, const Json& status, bool final_with_label);
+  void delete_job(const std::string& ns, const std::string& name);
+  void record_event(const Json& agent, const Json* run, const Event& event, TimePoint now);
+  void reconcile_orphans(const std::string& ns, const std::string& name, std::vector<Json>& runs,
+                         TimePoint now);
+  void count_write(const char* kind);
+
+  std::shared_ptr<kube::Client> client_;
+  const ClusterView& view_;
+  ReconcilerConfig config_;
+  Metrics& metrics_;
+  Clock clock_;
+  WriteOverlay overlay_;
+
+  std::mutex mutex_;
+  std::set<std::string> ensured_agents_;  // agent uids whose per-agent objects exist
+  struct SecretCheck {
+    bool has_key = false;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<std::string, SecretCheck> secrets_;  // "ns/name/key"
+};
+
+}  // namespace hb::controllers

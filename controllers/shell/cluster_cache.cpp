@@ -1,0 +1,197 @@
+#include "controllers/shell/cluster_cache.h"
+
+#include "controllers/names.h"
+
+namespace hb::controllers {
+
+namespace {
+
+std::string owner_agent(const Json& object) {
+  const Json* owners = find_path(object, "metadata/ownerReferences");
+  if (owners == nullptr || !owners->is_array()) return "";
+  for (const Json& o : *owners) {
+    if (string_at(o, "kind") == kAgentKind) return string_at(o, "name");
+  }
+  return "";
+}
+
+std::string annotation(const Json& object, const char* key) {
+  const Json* annotations = find_path(object, "metadata/annotations");
+  if (annotations == nullptr || !annotations->is_object()) return "";
+  auto it = annotations->find(key);
+  return it != annotations->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string ns_of(const Json& object) {
+  return string_at(object, "metadata/namespace");
+}
+
+}  // namespace
+
+ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions options,
+                           Enqueue enqueue)
+    : enqueue_(std::move(enqueue)) {
+  const std::string selector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
+  auto make = [&](const kube::Resource& r, const std::string& label_selector) {
+    kube::InformerOptions o;
+    o.namespace_ = options.namespace_;
+    o.label_selector = label_selector;
+    o.watch_timeout_seconds = options.watch_timeout_seconds;
+    return std::make_unique<kube::Informer>(client, r, o);
+  };
+  agents_ = make(kube::resources::kAgents, "");
+  runs_ = make(kube::resources::kHeartbeatRuns, "");
+  jobs_ = make(kube::resources::kJobs, selector);
+  pods_ = make(kube::resources::kPods, selector);
+  leases_ = make(kube::resources::kLeases, selector);
+
+  auto agent_handlers = [this](auto key_of) {
+    kube::StoreHandlers h;
+    h.on_add = [this, key_of](const Json& o) {
+      if (auto k = key_of(o); !k.empty()) enqueue_(k);
+    };
+    h.on_update = [this, key_of](const Json&, const Json& o) {
+      if (auto k = key_of(o); !k.empty()) enqueue_(k);
+    };
+    h.on_delete = [this, key_of](const Json& o) {
+      if (auto k = key_of(o); !k.empty()) enqueue_(k);
+    };
+    return h;
+  };
+  agents_->set_handlers(agent_handlers([](const Json& o) { return object_key(o); }));
+
+  kube::StoreHandlers run_handlers;
+  auto run_agent_key = [](const Json& o) {
+    return object_key(ns_of(o), string_at(o, "spec/agentRef/name"));
+  };
+  run_handlers.on_add = [this, run_agent_key](const Json& o) {
+    index(runs_by_agent_, run_agent_key(o), object_key(o), true);
+    enqueue_(run_agent_key(o));
+  };
+  run_handlers.on_update = [this, run_agent_key](const Json& old, const Json& o) {
+    if (run_agent_key(old) != run_agent_key(o)) {
+      index(runs_by_agent_, run_agent_key(old), object_key(old), false);
+      enqueue_(run_agent_key(old));
+    }
+    index(runs_by_agent_, run_agent_key(o), object_key(o), true);
+    enqueue_(run_agent_key(o));
+  };
+  run_handlers.on_delete = [this, run_agent_key](const Json& o) {
+    index(runs_by_agent_, run_agent_key(o), object_key(o), false);
+    enqueue_(run_agent_key(o));
+  };
+  runs_->set_handlers(run_handlers);
+
+  auto named_agent_key = [](const Json& o) {
+    const std::string agent = annotation(o, kAnnotationAgentName);
+    return agent.empty() ? std::string() : object_key(ns_of(o), agent);
+  };
+  jobs_->set_handlers(agent_handlers(named_agent_key));
+
+  kube::StoreHandlers pod_handlers;
+  auto pod_run_key = [](const Json& o) {
+    const std::string run = annotation(o, kAnnotationRunName);
+    return run.empty() ? std::string() : object_key(ns_of(o), run);
+  };
+  pod_handlers.on_add = [this, pod_run_key, named_agent_key](const Json& o) {
+    if (auto k = pod_run_key(o); !k.empty()) index(pods_by_run_, k, object_key(o), true);
+    if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
+  };
+  pod_handlers.on_update = [this, named_agent_key](const Json&, const Json& o) {
+    if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
+  };
+  pod_handlers.on_delete = [this, pod_run_key, named_agent_key](const Json& o) {
+    if (auto k = pod_run_key(o); !k.empty()) index(pods_by_run_, k, object_key(o), false);
+    if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
+  };
+  pods_->set_handlers(pod_handlers);
+
+  leases_->set_handlers(agent_handlers([](const Json& o) {
+    const std::string agent = owner_agent(o);
+    return agent.empty() ? std::string() : object_key(ns_of(o), agent);
+  }));
+}
+
+ClusterCache::~ClusterCache() {
+  stop();
+}
+
+void ClusterCache::start() {
+  for (auto* i : {agents_.get(), runs_.get(), jobs_.get(), pods_.get(), leases_.get()}) i->start();
+}
+
+void ClusterCache::stop() {
+  for (auto* i : {agents_.get(), runs_.get(), jobs_.get(), pods_.get(), leases_.get()}) {
+    if (i) i->stop();
+  }
+}
+
+bool ClusterCache::wait_for_sync(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto* i : informers()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!i->wait_for_sync(std::max(left, std::chrono::milliseconds(0)))) return false;
+  }
+  return true;
+}
+
+bool ClusterCache::synced() const {
+  for (auto* i : informers()) {
+    if (!i->has_synced()) return false;
+  }
+  return true;
+}
+
+std::vector<const kube::Informer*> ClusterCache::informers() const {
+  return {agents_.get(), runs_.get(), jobs_.get(), pods_.get(), leases_.get()};
+}
+
+void ClusterCache::index(Index& idx, const std::string& index_key, const std::string& object_key,
+                         bool add) {
+  std::lock_guard lock(mutex_);
+  if (add) {
+    idx[index_key].insert(object_key);
+    return;
+  }
+  auto it = idx.find(index_key);
+  if (it == idx.end()) return;
+  it->second.erase(object_key);
+  if (it->second.empty()) idx.erase(it);
+}
+
+std::vector<Json> ClusterCache::lookup(const kube::Informer& informer, const Index& idx,
+                                       const std::string& index_key) const {
+  std::vector<std::string> keys;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = idx.find(index_key);
+    if (it != idx.end()) keys.assign(it->second.begin(), it->second.end());
+  }
+  std::vector<Json> out;
+  for (const std::string& key : keys) {
+    if (auto object = informer.store().get(key)) out.push_back(std::move(*object));
+  }
+  return out;
+}
+
+std::optional<Json> ClusterCache::agent(const std::string& ns, const std::string& name) const {
+  return agents_->store().get(object_key(ns, name));
+}
+std::vector<Json> ClusterCache::agents() const {
+  return agents_->store().list();
+}
+std::vector<Json> ClusterCache::runs_of(const std::string& ns, const std::string& agent) const {
+  return lookup(*runs_, runs_by_agent_, object_key(ns, agent));
+}
+std::optional<Json> ClusterCache::job(const std::string& ns, const std::string& name) const {
+  return jobs_->store().get(object_key(ns, name));
+}
+std::vector<Json> ClusterCache::pods_of(const std::string& ns, const std::string& run) const {
+  return lookup(*pods_, pods_by_run_, object_key(ns, run));
+}
+std::optional<Json> ClusterCache::lease(const std::string& ns, const std::string& name) const {
+  return leases_->store().get(object_key(ns, name));
+}
+
+}  // namespace hb::controllers

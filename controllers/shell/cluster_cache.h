@@ -1,0 +1,58 @@
+// Informers (reflector + store) for Agents, HeartbeatRuns, and the
+// label-selected Jobs, Pods and Leases the operator made, with indexes by
+// agent and by run, and a mapping of every change to the agent key
+// ("ns/name") whose reconcile it concerns.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "controllers/shell/cluster_view.h"
+#include "kube/informer.h"
+
+namespace hb::controllers {
+
+struct CacheOptions {
+  std::string namespace_;  // "" = all namespaces
+  // The server ends each watch after this long; it is reopened from its
+  // resourceVersion (events arrive as they happen meanwhile).
+  int watch_timeout_seconds = 290;
+};
+
+class ClusterCache final : public ClusterView {
+ public:
+  using Enqueue = std::function<void(const std::string& agent_key)>;
+  ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions options, Enqueue enqueue);
+  ~ClusterCache() override;
+
+  void start();
+  void stop();
+  bool wait_for_sync(std::chrono::milliseconds timeout) const;
+
+  std::optional<Json> agent(const std::string& ns, const std::string& name) const override;
+  std::vector<Json> agents() const override;
+  std::vector<Json> runs_of(const std::string& ns, const std::string& agent) const override;
+  std::optional<Json> job(const std::string& ns, const std::string& name) const override;
+  std::vector<Json> pods_of(const std::string& ns, const std::string& run) const override;
+  std::optional<Json> lease(const std::string& ns, const std::string& name) const override;
+  bool synced() const override;
+
+  std::vector<const kube::Informer*> informers() const;
+
+ private:
+  using Index = std::map<std::string, std::set<std::string>>;
+  void index(Index& index, const std::string& index_key, const std::string& object_key, bool add);
+  std::vector<Json> lookup(const kube::Informer& informer, const Index& index,
+                           const std::string& index_key) const;
+
+  Enqueue enqueue_;
+  std::unique_ptr<kube::Informer> agents_, runs_, jobs_, pods_, leases_;
+  mutable std::mutex mutex_;
+  Index runs_by_agent_;  // "ns/agent" -> run keys
+  Index pods_by_run_;    // "ns/run" -> pod keys
+};
+
+}  // namespace hb::controllers

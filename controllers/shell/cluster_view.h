@@ -1,0 +1,27 @@
+// What the reconciler reads: cached objects, never the API server. The
+// informer-backed implementation is ClusterCache; tests may fake it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/json_util.h"
+
+namespace hb::controllers {
+
+class ClusterView {
+ public:
+  virtual ~ClusterView() = default;
+  virtual std::optional<Json> agent(const std::string& ns, const std::string& name) const = 0;
+  virtual std::vector<Json> agents() const = 0;
+  // Runs whose spec.agentRef.name is `agent`.
+  virtual std::vector<Json> runs_of(const std::string& ns, const std::string& agent) const = 0;
+  virtual std::optional<Json> job(const std::string& ns, const std::string& name) const = 0;
+  // Pods of the run's Job (by the run-name annotation).
+  virtual std::vector<Json> pods_of(const std::string& ns, const std::string& run) const = 0;
+  virtual std::optional<Json> lease(const std::string& ns, const std::string& name) const = 0;
+  virtual bool synced() const = 0;
+};
+
+}  // namespace hb::controllers

@@ -1,0 +1,65 @@
+// Read-your-writes: objects this process wrote recently, laid over the
+// informer cache until the cache catches up (by resourceVersion), so a
+// reconcile that runs before the watch event arrives neither repeats a
+// create nor acts on a stale status. Entries expire after kOverlayTtl.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/json_util.h"
+
+namespace hb::controllers {
+
+inline constexpr std::chrono::seconds kOverlayTtl{60};
+
+class WriteOverlay {
+ public:
+  using Clock = std::chrono::steady_clock;
+  void put(const std::string& kind, const Json& object);        // after create/update
+  void erase(const std::string& kind, const std::string& key);  // after delete
+  // The fresher of the cached object and our write.
+  std::optional<Json> merge(const std::string& kind, const std::string& key,
+                            std::optional<Json> cached);
+  // Cached list plus objects we created that the cache does not hold yet;
+  // `belongs` filters the overlay's extra objects.
+  template <typename Belongs>
+  std::vector<Json> merge_list(const std::string& kind, std::vector<Json> cached, Belongs belongs);
+  size_t size() const;
+
+ private:
+  struct Entry {
+    std::optional<Json> object;  // nullopt: deleted
+    Clock::time_point at;
+  };
+  void expire_locked(Clock::time_point now);
+  mutable std::mutex mutex_;
+  std::map<std::string, Entry> entries_;  // "kind|ns/name"
+};
+
+template <typename Belongs>
+std::vector<Json> WriteOverlay::merge_list(const std::string& kind, std::vector<Json> cached,
+                                           Belongs belongs) {
+  std::vector<Json> out;
+  std::map<std::string, bool> seen;
+  for (Json& object : cached) {
+    const std::string key = object_key(object);
+    seen[key] = true;
+    if (auto merged = merge(kind, key, std::move(object))) out.push_back(std::move(*merged));
+  }
+  std::lock_guard lock(mutex_);
+  const std::string prefix = kind + "|";
+  for (auto it = entries_.lower_bound(prefix);
+       it != entries_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    const std::string key = it->first.substr(prefix.size());
+    if (seen.count(key) || !it->second.object) continue;
+    if (belongs(*it->second.object)) out.push_back(*it->second.object);
+  }
+  return out;
+}
+
+}  // namespace hb::controllers

@@ -1,0 +1,88 @@
+#include "controllers/spend_ledger.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "controllers/schedule/spend.h"
+
+namespace hb::controllers {
+
+LedgerResult apply_ledger(const LedgerInput& in) {
+  LedgerResult out;
+  const std::string period = schedule::spend_period(in.now);
+  out.spend = in.spend;
+  if (out.spend.period != period) out.spend = Spend{period, 0, 0, 0};
+  out.recent = in.recent;
+  out.last_heartbeat = in.last_heartbeat;
+  out.paused_until = in.paused_until;
+
+  std::vector<FinishedRun> finished = in.finished;
+  std::sort(finished.begin(), finished.end(), [](const FinishedRun& a, const FinishedRun& b) {
+    return a.finished_at != b.finished_at ? a.finished_at < b.finished_at : a.name < b.name;
+  });
+  for (const FinishedRun& run : finished) {
+    const bool already = std::any_of(out.recent.begin(), out.recent.end(),
+                                     [&](const LedgerEntry& e) { return e.name == run.name; });
+    out.mark.push_back(run.name);
+    if (already) continue;
+    if (schedule::spend_period(run.finished_at) == period) {
+      out.spend.cents += run.usage.cost_cents;
+      out.spend.input_tokens += run.usage.input_tokens;
+      out.spend.output_tokens += run.usage.output_tokens;
+    }
+    out.recent.insert(out.recent.begin(),
+                      LedgerEntry{run.name, std::string(to_string(run.phase)), run.exit_code,
+                                  run.usage.cost_cents, run.finished_at});
+    out.counted.push_back(run.name);
+    if (!out.last_heartbeat || run.finished_at > *out.last_heartbeat) {
+      out.last_heartbeat = run.finished_at;
+    }
+    if (run.pause_until && (!out.paused_until || *run.pause_until > *out.paused_until)) {
+      out.paused_until = run.pause_until;
+    }
+  }
+  if (out.recent.size() > kRecentRunsMax) out.recent.resize(kRecentRunsMax);
+  assert(out.counted.size() <= out.mark.size());
+  return out;
+}
+
+Spend spend_from_status(const Json& status) {
+  Spend s;
+  s.period = string_at(status, "spend/period");
+  s.cents = number_at(status, "spend/cents").value_or(0);
+  s.input_tokens = int_at(status, "spend/inputTokens").value_or(0);
+  s.output_tokens = int_at(status, "spend/outputTokens").value_or(0);
+  return s;
+}
+
+std::vector<LedgerEntry> recent_from_status(const Json& status) {
+  std::vector<LedgerEntry> out;
+  const Json* items = find_path(status, "recentRuns");
+  if (items == nullptr || !items->is_array()) return out;
+  for (const Json& item : *items) {
+    out.push_back(LedgerEntry{string_at(item, "name"), string_at(item, "phase"),
+                              int_at(item, "exitCode"), number_at(item, "costCents").value_or(0),
+                              time_at(item, "finishedAt")});
+  }
+  return out;
+}
+
+Json to_json(const Spend& spend) {
+  return {{"period", spend.period},
+          {"cents", spend.cents},
+          {"inputTokens", spend.input_tokens},
+          {"outputTokens", spend.output_tokens}};
+}
+
+Json to_json(const std::vector<LedgerEntry>& recent) {
+  Json out = Json::array();
+  for (const LedgerEntry& e : recent) {
+    Json item = {{"name", e.name}, {"phase", e.phase}, {"costCents", e.cost_cents}};
+    if (e.exit_code) item["exitCode"] = *e.exit_code;
+    if (e.finished_at) item["finishedAt"] = schedule::format_rfc3339(*e.finished_at);
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+}  // namespace hb::controllers

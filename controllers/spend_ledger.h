@@ -1,0 +1,79 @@
+// Exactly-once cost accounting. Pure.
+//
+// The agent's status.recentRuns is the ledger: a run's name is put there in
+// the same status write (conditional on the agent's resourceVersion) that
+// adds its cost to status.spend. Only after that write succeeded is the run
+// marked costRecorded=true. So for a final run that is not marked:
+//   - its name in recentRuns -> its cost is already in spend: only mark it;
+//   - otherwise              -> add its cost and its name, in one write.
+// A crash or a 409 between the two writes therefore never counts a run twice
+// nor loses it. recentRuns is bounded (kRecentRunsMax); it can never drop an
+// unmarked run because a new run of the agent only starts when every earlier
+// one is final, and marks are written right after the ledger write (an
+// unmarked run blocks counting more than kRecentRunsMax - 1 newer runs).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/json_util.h"
+#include "controllers/run_view.h"
+
+namespace hb::controllers {
+
+inline constexpr std::size_t kRecentRunsMax = 10;
+
+struct Spend {
+  std::string period;  // "YYYY-MM"
+  double cents = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+};
+
+struct LedgerEntry {  // one item of status.recentRuns
+  std::string name;
+  std::string phase;
+  std::optional<int64_t> exit_code;
+  double cost_cents = 0;
+  std::optional<TimePoint> finished_at;
+};
+
+struct FinishedRun {  // a final run whose costRecorded is not yet true
+  std::string name;
+  RunPhase phase = RunPhase::kSucceeded;
+  std::optional<int64_t> exit_code;
+  RunUsage usage;
+  TimePoint finished_at{};
+  std::optional<TimePoint> pause_until;
+};
+
+struct LedgerInput {
+  Spend spend;
+  std::vector<LedgerEntry> recent;  // newest first
+  std::optional<TimePoint> last_heartbeat;
+  std::optional<TimePoint> paused_until;
+  std::vector<FinishedRun> finished;  // unmarked final runs, any order
+  TimePoint now{};
+};
+
+struct LedgerResult {
+  Spend spend;  // rolled to the current UTC month, plus what was counted
+  std::vector<LedgerEntry> recent;
+  std::optional<TimePoint> last_heartbeat;
+  std::optional<TimePoint> paused_until;
+  std::vector<std::string> counted;  // newly added to spend (need the agent write first)
+  std::vector<std::string> mark;     // write costRecorded=true (after the agent write)
+};
+
+// Unmarked runs are counted oldest first. A run that finished in an earlier
+// UTC month than now is recorded in recentRuns but not added to this month.
+LedgerResult apply_ledger(const LedgerInput& input);
+
+Spend spend_from_status(const Json& agent_status);
+std::vector<LedgerEntry> recent_from_status(const Json& agent_status);
+Json to_json(const Spend& spend);
+Json to_json(const std::vector<LedgerEntry>& recent);
+
+}  // namespace hb::controllers

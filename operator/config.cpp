@@ -1,0 +1,198 @@
+#include "operator/config.h"
+
+#include <charconv>
+#include <map>
+
+namespace hb::operator_ {
+
+namespace {
+
+struct Flag {
+  const char* name;
+  const char* help;
+};
+
+const Flag kFlags[] = {
+    {"kubeconfig", "path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)"},
+    {"context", "kubeconfig context"},
+    {"namespace", "namespace to watch (default: all namespaces)"},
+    {"leader-elect", "true|false: Lease-based leader election (default true)"},
+    {"leader-election-namespace",
+     "namespace of the leader Lease (default: $POD_NAMESPACE or default)"},
+    {"leader-election-id", "name of the leader Lease"},
+    {"metrics-address", "host:port for /metrics"},
+    {"health-address", "host:port for /healthz and /readyz"},
+    {"wakeup-address", "host:port for POST .../agents/{name}/wakeup (empty: off)"},
+    {"wakeup-token-secret",
+     "Secret in the leader-election namespace whose key `token` guards wakeup"},
+    {"runner-image", "default heartbeat-runner image"},
+    {"image-pull-policy", "runner imagePullPolicy (default IfNotPresent)"},
+    {"stall-timeout", "seconds without a beat before a run is failed as Stalled (default 300)"},
+    {"context-transport", "configmap|annotation: how the context document reaches the Job"},
+    {"routine-events", "true|false: also record Events for routine decisions"},
+    {"workers", "concurrent reconciles (default 4)"},
+    {"watch-timeout-seconds",
+     "server-side timeout of each watch before it is reopened (default 290)"},
+    {"qps", "client requests per second to the API server (default 20)"},
+    {"burst", "client burst (default 30)"},
+    {"log-level", "trace|debug|info|warn|error"},
+    {"log-format", "json|text"},
+};
+
+std::string env_name(const std::string& flag) {
+  std::string out = "HB_";
+  for (char c : flag)
+    out += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool parse_bool(const std::string& text, bool& out) {
+  if (text == "true" || text == "1" || text == "yes") {
+    out = true;
+    return true;
+  }
+  if (text == "false" || text == "0" || text == "no") {
+    out = false;
+    return true;
+  }
+  return false;
+}
+
+template <typename T>
+bool parse_number(const std::string& text, T& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+}  // namespace
+
+std::string usage() {
+  std::string out = "usage: heartbeat-operator [--flag=value ...]\n";
+  for (const Flag& f : kFlags) {
+    out +=
+        "  --" + std::string(f.name) + "  (env " + env_name(f.name) + ")\n      " + f.help + "\n";
+  }
+  return out;
+}
+
+ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup& env) {
+  ConfigResult result;
+  std::map<std::string, std::string> values;
+  for (const Flag& f : kFlags) {
+    if (auto v = env(env_name(f.name))) values[f.name] = *v;
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      result.help = true;
+      return result;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      result.error = "unexpected argument \"" + arg + "\"";
+      return result;
+    }
+    std::string name = arg.substr(2), value;
+    const size_t eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    } else if (name == "leader-elect" || name == "routine-events") {
+      value = "true";
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      result.error = "--" + name + ": needs a value";
+      return result;
+    }
+    bool known = false;
+    for (const Flag& f : kFlags) known = known || name == f.name;
+    if (!known) {
+      result.error = "unknown flag --" + name + " (see --help)";
+      return result;
+    }
+    values[name] = value;
+  }
+
+  Config c;
+  if (auto ns = env("POD_NAMESPACE"); ns && !ns->empty()) c.leader_election_namespace = *ns;
+  auto fail = [&](const std::string& flag, const std::string& why) {
+    result.error = "--" + flag + " \"" + values[flag] + "\": " + why;
+    return result;
+  };
+  for (const auto& [name, value] : values) {
+    if (name == "kubeconfig")
+      c.kubeconfig = value;
+    else if (name == "context")
+      c.context = value;
+    else if (name == "namespace")
+      c.watch_namespace = value;
+    else if (name == "leader-elect" || name == "routine-events") {
+      bool b = false;
+      if (!parse_bool(value, b)) return fail(name, "use true or false");
+      (name == "leader-elect" ? c.leader_elect : c.routine_events) = b;
+    } else if (name == "leader-election-namespace")
+      c.leader_election_namespace = value;
+    else if (name == "leader-election-id")
+      c.leader_election_id = value;
+    else if (name == "metrics-address")
+      c.metrics_address = value;
+    else if (name == "health-address")
+      c.health_address = value;
+    else if (name == "wakeup-address")
+      c.wakeup_address = value;
+    else if (name == "wakeup-token-secret")
+      c.wakeup_token_secret = value;
+    else if (name == "runner-image")
+      c.job.default_image = value;
+    else if (name == "image-pull-policy") {
+      if (value != "Always" && value != "IfNotPresent" && value != "Never") {
+        return fail(name, "use Always, IfNotPresent or Never");
+      }
+      c.job.image_pull_policy = value;
+    } else if (name == "stall-timeout") {
+      int64_t seconds = 0;
+      if (!parse_number(value, seconds) || seconds < controllers::kLeaseDurationMin.count() ||
+          seconds > 86400) {
+        return fail(name, "use whole seconds between 10 and 86400");
+      }
+      c.job.lease_duration = std::chrono::seconds(seconds);
+    } else if (name == "context-transport") {
+      if (value == "configmap")
+        c.job.context_transport = controllers::ContextTransport::kConfigMap;
+      else if (value == "annotation")
+        c.job.context_transport = controllers::ContextTransport::kAnnotation;
+      else
+        return fail(name, "use configmap or annotation");
+    } else if (name == "workers") {
+      if (!parse_number(value, c.workers) || c.workers < 1 || c.workers > kWorkersMax) {
+        return fail(name, "use a number between 1 and 64");
+      }
+    } else if (name == "watch-timeout-seconds") {
+      if (!parse_number(value, c.watch_timeout_seconds) || c.watch_timeout_seconds < 1 ||
+          c.watch_timeout_seconds > 3600) {
+        return fail(name, "use whole seconds between 1 and 3600");
+      }
+    } else if (name == "qps") {
+      if (!parse_number(value, c.qps) || c.qps < 0) return fail(name, "use a non-negative number");
+    } else if (name == "burst") {
+      if (!parse_number(value, c.burst) || c.burst < 1) return fail(name, "use a positive number");
+    } else if (name == "log-level") {
+      if (value != "trace" && value != "debug" && value != "info" && value != "warn" &&
+          value != "error") {
+        return fail(name, "use trace, debug, info, warn or error");
+      }
+      c.log_level = value;
+    } else if (name == "log-format") {
+      if (value != "json" && value != "text") return fail(name, "use json or text");
+      c.log_format = value;
+    }
+  }
+  if (c.metrics_address.empty() || c.health_address.empty()) {
+    result.error = "--metrics-address and --health-address may not be empty";
+    return result;
+  }
+  result.config = c;
+  return result;
+}
+
+}  // namespace hb::operator_

@@ -1,0 +1,58 @@
+// The manager's configuration: flags, each with an environment fallback
+// (HB_ + the flag in upper case, dashes as underscores, e.g.
+// --runner-image / HB_RUNNER_IMAGE). Parsing is pure; errors name the flag.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/job_builder.h"
+
+namespace hb::operator_ {
+
+using namespace std::chrono_literals;
+
+inline constexpr int kWorkersDefault = 4;
+inline constexpr int kWorkersMax = 64;
+// Leader election (client-go defaults): lease 15 s, renew deadline 10 s, retry 2 s.
+inline constexpr std::chrono::seconds kLeaseDurationDefault = 15s;
+inline constexpr std::chrono::seconds kRenewDeadlineDefault = 10s;
+inline constexpr std::chrono::seconds kRetryPeriodDefault = 2s;
+inline constexpr std::chrono::seconds kCacheSyncTimeout = 120s;
+
+struct Config {
+  std::string kubeconfig;  // "" = $KUBECONFIG, ~/.kube/config, then in-cluster
+  std::string context;
+  std::string watch_namespace;  // "" = all namespaces
+  bool leader_elect = true;
+  std::string leader_election_namespace = "default";
+  std::string leader_election_id = "heartbeat-operator-leader";
+  std::string metrics_address = "0.0.0.0:8080";
+  std::string health_address = "0.0.0.0:8081";
+  std::string wakeup_address = "0.0.0.0:8082";  // "" disables the wakeup endpoint
+  std::string wakeup_token_secret;              // Secret (in the operator's namespace), key "token"
+  std::string log_level = "info";
+  std::string log_format = "json";  // json | text
+  int workers = kWorkersDefault;
+  double qps = 20;
+  int burst = 30;
+  bool routine_events = false;
+  int watch_timeout_seconds = 290;  // see controllers::CacheOptions
+  controllers::JobConfig job;
+};
+
+struct ConfigResult {
+  std::optional<Config> config;
+  std::string error;  // names the flag
+  bool help = false;
+};
+
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup& env);
+std::string usage();
+
+}  // namespace hb::operator_

@@ -1,0 +1,257 @@
+#include "runner/agent_loop.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "runner/cost.h"
+#include "runner/errors.h"
+#include "runner/limits.h"
+#include "runner/rfc3339.h"
+#include "runner/stop_rules.h"
+#include "runner/text.h"
+#include "runner/wire_util.h"
+
+namespace hb::runner {
+namespace {
+
+using nlohmann::json;
+
+json calls_to_json(const std::vector<ToolCall>& calls) {
+  json out = json::array();
+  for (const auto& call : calls) {
+    out.push_back(
+        {{"id", call.id}, {"name", call.name}, {"arguments", sanitize_utf8(call.arguments)}});
+  }
+  return out;
+}
+
+std::string offered_names(const std::vector<ToolSpec>& tools) {
+  std::string out;
+  for (const auto& tool : tools) out += (out.empty() ? "" : ", ") + tool.name;
+  return out.empty() ? "(none)" : out;
+}
+
+class Loop {
+ public:
+  Loop(const LoopConfig& config, LoopDeps deps) : config_(config), deps_(deps) {}
+
+  RunResult run() {
+    result_.started_at = deps_.clock.now();
+    messages_.push_back({Message::Role::kUser, config_.first_message, {}, {}});
+    deps_.transcript.emit(
+        {{"event", "user_message"}, {"text", sanitize_utf8(config_.first_message)}});
+    try {
+      step_until_stop();
+    } catch (const ProviderError& error) {
+      if (error.kind() == ProviderError::Kind::kCancelled) {
+        stop(StopReason::kCancelled, "terminated by signal during a model call");
+      } else {
+        stop(StopReason::kProviderError, error.what());
+      }
+    } catch (const std::exception& error) {
+      stop(StopReason::kInternalError, std::string("internal error: ") + error.what());
+    }
+    result_.finished_at = deps_.clock.now();
+    result_.last_beat = deps_.heartbeat.last_beat();
+    deps_.transcript.emit({{"event", "stop"},
+                           {"stopReason", std::string(to_string(result_.stop_reason))},
+                           {"iterations", result_.iterations},
+                           {"costCents", result_.cost_cents},
+                           {"error", result_.error}});
+    return result_;
+  }
+
+ private:
+  void stop(StopReason reason, std::string error = {}) {
+    stopped_ = true;
+    result_.stop_reason = reason;
+    result_.error = std::move(error);
+  }
+
+  void step_until_stop() {
+    while (!stopped_) {
+      if (config_.cancelled && config_.cancelled())
+        return stop(StopReason::kCancelled, "terminated by signal");
+      ModelRequest request = build_request();
+      BoundsInput bounds{result_.iterations,  api::capabilities(config_.agent_type).max_iterations,
+                         deps_.clock.now(),   config_.wall_deadline,
+                         result_.cost_cents,  worst_case_call_cents(request, config_.pricing),
+                         config_.budget_cents};
+      if (auto reason = check_bounds_before_call(bounds)) {
+        if (*reason == StopReason::kBudget) {
+          deps_.transcript.emit({{"event", "budget_stop"},
+                                 {"spentCents", bounds.spent_cents},
+                                 {"nextCallWorstCents", bounds.next_call_worst_cents},
+                                 {"budgetCents", *bounds.budget_cents}});
+        }
+        return stop(*reason);
+      }
+      ModelReply reply = call_model(request);
+      if (reply.tool_calls.empty()) {
+        return stop(reply.finish == ModelReply::Finish::kMaxTokens ? StopReason::kMaxTokens
+                                                                   : StopReason::kCompleted);
+      }
+      run_tool_calls(reply.tool_calls);
+    }
+  }
+
+  ModelRequest build_request() const {
+    ModelRequest request;
+    request.model = config_.model;
+    request.system = config_.system_prompt ? config_.system_prompt() : std::string();
+    request.messages = messages_;
+    request.tools = config_.tools;
+    request.max_tokens = config_.max_tokens;
+    request.deadline = config_.wall_deadline;
+    return request;
+  }
+
+  ModelReply call_model(const ModelRequest& request) {
+    deps_.heartbeat.beat();
+    deps_.transcript.emit({{"event", "model_request"},
+                           {"iteration", result_.iterations + 1},
+                           {"messages", request.messages.size()},
+                           {"tools", request.tools.size()},
+                           {"estimatedInputTokens", estimate_input_tokens(request)}});
+    ++result_.llm_calls;
+    ++result_.iterations;
+    ModelReply reply = deps_.model.complete(request);
+    deps_.heartbeat.beat();
+    if (!reply.usage_reported) {
+      // No usage from the server: charge the estimate so the budget still holds.
+      reply.usage.input_tokens = estimate_input_tokens(request);
+      reply.usage.output_tokens = static_cast<long long>(
+          (reply.text.size() + reply.tool_calls.size() * 64) / kPromptBytesPerTokenMin + 1);
+      if (!usage_note_added_) {
+        result_.notes.push_back("the provider reported no usage; tokens were estimated");
+        usage_note_added_ = true;
+      }
+    }
+    result_.usage += reply.usage;
+    result_.cost_cents += cost_cents(reply.usage, config_.pricing);
+    if (!reply.text.empty()) result_.output = reply.text;
+    deps_.transcript.emit(
+        {{"event", "model_reply"},
+         {"iteration", result_.iterations},
+         {"text", sanitize_utf8(reply.text)},
+         {"toolCalls", calls_to_json(reply.tool_calls)},
+         {"finishReason", reply.finish_raw},
+         {"usage",
+          {{"inputTokens", reply.usage.input_tokens}, {"outputTokens", reply.usage.output_tokens}}},
+         {"costCents", result_.cost_cents}});
+    messages_.push_back({Message::Role::kAssistant, reply.text, reply.tool_calls, {}});
+    return reply;
+  }
+
+  bool offered(const std::string& name) const {
+    return std::any_of(config_.tools.begin(), config_.tools.end(),
+                       [&](const ToolSpec& tool) { return tool.name == name; });
+  }
+
+  void run_tool_calls(const std::vector<ToolCall>& calls) {
+    Message results{Message::Role::kToolResults, {}, {}, {}};
+    for (const auto& call : calls) {
+      ++result_.tool_calls;
+      deps_.transcript.emit({{"event", "tool_call"},
+                             {"id", call.id},
+                             {"name", call.name},
+                             {"arguments", sanitize_utf8(call.arguments)}});
+      if (detector_.record(call.name, call.arguments)) {
+        return stop(StopReason::kRepeatedToolCall,
+                    "the model called " + call.name + " with the same arguments " +
+                        std::to_string(kRepeatedToolCallsMax) + " times in a row");
+      }
+      ToolOutcome outcome = answer(call);
+      if (stopped_) return;  // pause_heartbeats
+      deps_.transcript.emit({{"event", "tool_result"},
+                             {"id", call.id},
+                             {"name", call.name},
+                             {"isError", outcome.is_error},
+                             {"content", sanitize_utf8(outcome.content)}});
+      results.tool_results.push_back(
+          {call.id, call.name, sanitize_utf8(outcome.content), outcome.is_error});
+    }
+    messages_.push_back(std::move(results));
+  }
+
+  ToolOutcome answer(const ToolCall& call) {
+    if (!offered(call.name)) {
+      deps_.transcript.emit({{"event", "forbidden_tool"},
+                             {"name", call.name},
+                             {"agentType", std::string(api::to_string(config_.agent_type))}});
+      if (config_.log_warning) {
+        config_.log_warning("refused tool \"" + call.name + "\": not available to type " +
+                            std::string(api::to_string(config_.agent_type)));
+      }
+      return {"tool \"" + call.name + "\" is not available to this agent (type " +
+                  std::string(api::to_string(config_.agent_type)) +
+                  "); available tools: " + offered_names(config_.tools),
+              true};
+    }
+    json arguments;
+    try {
+      arguments = json::parse(call.arguments);
+    } catch (const json::parse_error& error) {
+      return {"arguments are not valid JSON (" + std::string(error.what()) +
+                  "); send a JSON object matching the tool's schema",
+              true};
+    }
+    if (!arguments.is_object()) {
+      return {"arguments must be a JSON object, got " + std::string(arguments.type_name()), true};
+    }
+    if (call.name == api::kToolPauseHeartbeats) {
+      int minutes = pause_minutes_from_arguments(arguments);
+      result_.pause_minutes = minutes;
+      result_.pause_until = deps_.clock.now() + std::chrono::minutes(minutes);
+      deps_.transcript.emit({{"event", "pause_heartbeats"},
+                             {"minutes", minutes},
+                             {"pauseUntil", format_rfc3339(*result_.pause_until)}});
+      stop(StopReason::kPauseHeartbeats);
+      return {"heartbeats paused for " + std::to_string(minutes) + " minutes", false};
+    }
+    deps_.heartbeat.beat();
+    ToolOutcome outcome;
+    try {
+      outcome = deps_.tools.run(call.name, arguments, config_.wall_deadline);
+    } catch (const std::exception& error) {
+      outcome = {"tool failed: " + std::string(error.what()), true};
+    }
+    deps_.heartbeat.beat();
+    return outcome;
+  }
+
+  const LoopConfig& config_;
+  LoopDeps deps_;
+  RunResult result_;
+  std::vector<Message> messages_;
+  RepeatedCallDetector detector_;
+  bool stopped_ = false;
+  bool usage_note_added_ = false;
+};
+
+}  // namespace
+
+int pause_minutes_from_arguments(const json& arguments) {
+  double minutes = kPauseMinutesDefault;
+  auto it = arguments.find("minutes");
+  if (it != arguments.end()) {
+    if (it->is_number()) {
+      minutes = it->get<double>();
+    } else if (it->is_string()) {
+      const std::string text = it->get<std::string>();
+      char* end = nullptr;
+      double parsed = std::strtod(text.c_str(), &end);
+      if (end != text.c_str() && *end == '\0') minutes = parsed;
+    }
+  }
+  if (!std::isfinite(minutes)) minutes = kPauseMinutesDefault;
+  minutes = std::clamp(std::round(minutes), double(kPauseMinutesMin), double(kPauseMinutesMax));
+  return static_cast<int>(minutes);
+}
+
+RunResult run_agent_loop(const LoopConfig& config, LoopDeps deps) {
+  return Loop(config, deps).run();
+}
+
+}  // namespace hb::runner

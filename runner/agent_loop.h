@@ -1,0 +1,56 @@
+// The heartbeat's agent loop (Kelpie ADR-010): call the model with the type's
+// tools; while it asks for tools, run them; stop on the first bound reached.
+// Everything it touches is injected, so tests drive it with a fake clock, a
+// scripted model and fake tools.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/agent_types.h"
+#include "runner/clock.h"
+#include "runner/context_document.h"
+#include "runner/conversation.h"
+#include "runner/heartbeat.h"
+#include "runner/run_result.h"
+#include "runner/tool_runner.h"
+#include "runner/transcript.h"
+
+namespace hb::runner {
+
+struct LoopConfig {
+  std::string model;
+  api::AgentType agent_type = api::kAgentTypeDefault;
+  std::vector<ToolSpec> tools;  // offered (allowed and available)
+  int max_tokens = 0;
+  Pricing pricing;
+  std::optional<double> budget_cents;  // per-run limit (min of per-run and month left)
+  TimePoint wall_deadline;             // the Job's deadline less kDeadlineMargin
+  std::string first_message;           // earlier outputs + heartbeat prompt
+  // Rendered before every model call, so memory edits show at once.
+  std::function<std::string()> system_prompt;
+  // Polled between steps (SIGTERM).
+  std::function<bool()> cancelled;
+  // Log line for refused tools (besides the transcript event).
+  std::function<void(const std::string&)> log_warning;
+};
+
+struct LoopDeps {
+  ModelClient& model;
+  ToolRunner& tools;
+  Clock& clock;
+  Heartbeat& heartbeat;
+  Transcript& transcript;
+};
+
+// pause_heartbeats' minutes: integer (or numeric string) clamped to
+// [kPauseMinutesMin, kPauseMinutesMax]; kPauseMinutesDefault when absent or
+// not a number.
+int pause_minutes_from_arguments(const nlohmann::json& arguments);
+
+// Never throws for model, tool or bound failures: they end up in the result.
+RunResult run_agent_loop(const LoopConfig& config, LoopDeps deps);
+
+}  // namespace hb::runner

@@ -1,0 +1,295 @@
+#include "runner/context_document.h"
+
+#include <algorithm>
+#include <set>
+
+#include "runner/errors.h"
+#include "runner/limits.h"
+#include "runner/rfc3339.h"
+
+namespace hb::runner {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kOpenAIBaseURLDefault = "https://api.openai.com/v1";
+constexpr std::string_view kAnthropicBaseURLDefault = "https://api.anthropic.com";
+
+[[noreturn]] void fail(const std::string& field, const std::string& problem) {
+  throw ConfigError("context document: " + field + ": " + problem);
+}
+
+std::string join(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+const char* type_name(const json& value) {
+  return value.type_name();
+}
+
+// Each accessor takes the object and the field path of that object.
+const json* find(const json& object, const std::string& key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+const json& require_object(const json& object, const std::string& path, const std::string& key) {
+  const json* value = find(object, key);
+  if (!value) fail(join(path, key), "is required");
+  if (!value->is_object())
+    fail(join(path, key), std::string("must be an object, not ") + type_name(*value));
+  return *value;
+}
+
+const json* optional_object(const json& object, const std::string& path, const std::string& key) {
+  const json* value = find(object, key);
+  if (value && !value->is_object()) {
+    fail(join(path, key), std::string("must be an object, not ") + type_name(*value));
+  }
+  return value;
+}
+
+std::optional<std::string> optional_string(const json& object, const std::string& path,
+                                           const std::string& key) {
+  const json* value = find(object, key);
+  if (!value) return std::nullopt;
+  if (!value->is_string())
+    fail(join(path, key), std::string("must be a string, not ") + type_name(*value));
+  return value->get<std::string>();
+}
+
+std::string require_string(const json& object, const std::string& path, const std::string& key) {
+  auto value = optional_string(object, path, key);
+  if (!value || value->empty()) fail(join(path, key), "is required and must be a non-empty string");
+  return *value;
+}
+
+std::optional<double> optional_number(const json& object, const std::string& path,
+                                      const std::string& key, double min) {
+  const json* value = find(object, key);
+  if (!value) return std::nullopt;
+  if (!value->is_number())
+    fail(join(path, key), std::string("must be a number, not ") + type_name(*value));
+  double number = value->get<double>();
+  if (number < min)
+    fail(join(path, key), "must be at least " + json(min).dump() + ", got " + value->dump());
+  return number;
+}
+
+std::optional<long long> optional_integer(const json& object, const std::string& path,
+                                          const std::string& key, long long min, long long max) {
+  const json* value = find(object, key);
+  if (!value) return std::nullopt;
+  if (!value->is_number_integer()) {
+    fail(join(path, key), std::string("must be an integer, not ") +
+                              (value->is_number() ? value->dump() : type_name(*value)));
+  }
+  long long number = value->get<long long>();
+  if (number < min || number > max) {
+    fail(join(path, key), "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                              ", got " + std::to_string(number));
+  }
+  return number;
+}
+
+TimePoint require_time(const json& object, const std::string& path, const std::string& key) {
+  std::string text = require_string(object, path, key);
+  auto time = parse_rfc3339(text);
+  if (!time)
+    fail(join(path, key),
+         "must be an RFC 3339 time like 2024-05-01T12:00:00Z, got \"" + text + "\"");
+  return *time;
+}
+
+std::optional<TimePoint> optional_time(const json& object, const std::string& path,
+                                       const std::string& key) {
+  auto text = optional_string(object, path, key);
+  if (!text || text->empty()) return std::nullopt;
+  auto time = parse_rfc3339(*text);
+  if (!time)
+    fail(join(path, key),
+         "must be an RFC 3339 time like 2024-05-01T12:00:00Z, got \"" + *text + "\"");
+  return time;
+}
+
+void parse_agent(const json& doc, ContextDocument& out) {
+  const json& agent = require_object(doc, "", "agent");
+  out.agent_name = require_string(agent, "agent", "name");
+  out.agent_namespace = optional_string(agent, "agent", "namespace").value_or("");
+  if (auto type = optional_string(agent, "agent", "type"); type && !type->empty()) {
+    auto parsed = api::parse_agent_type(*type);
+    if (!parsed) {
+      fail("agent.type",
+           "must be one of " + std::string(api::agent_type_names()) + ", got \"" + *type + "\"");
+    }
+    out.agent_type = *parsed;
+  }
+}
+
+void parse_model(const json& doc, ContextDocument& out) {
+  const json& model = require_object(doc, "", "model");
+  std::string provider = require_string(model, "model", "provider");
+  if (provider == "openai") {
+    out.model.provider = Provider::kOpenAI;
+  } else if (provider == "anthropic") {
+    out.model.provider = Provider::kAnthropic;
+  } else {
+    fail("model.provider",
+         "must be \"openai\" (any OpenAI-compatible endpoint) or \"anthropic\", got \"" + provider +
+             "\"");
+  }
+  out.model.model = require_string(model, "model", "model");
+  out.model.base_url = optional_string(model, "model", "baseURL").value_or("");
+  if (out.model.base_url.empty()) {
+    out.model.base_url = std::string(
+        out.model.provider == Provider::kOpenAI ? kOpenAIBaseURLDefault : kAnthropicBaseURLDefault);
+  }
+  if (out.model.base_url.rfind("http://", 0) != 0 && out.model.base_url.rfind("https://", 0) != 0) {
+    fail("model.baseURL",
+         "must start with https:// or http://, got \"" + out.model.base_url + "\"");
+  }
+  while (!out.model.base_url.empty() && out.model.base_url.back() == '/')
+    out.model.base_url.pop_back();
+  out.model.max_tokens = static_cast<int>(
+      optional_integer(model, "model", "maxTokens", 1, kMaxTokensMax).value_or(kMaxTokensDefault));
+  if (const json* pricing = optional_object(model, "model", "pricing")) {
+    out.model.pricing.input_cents_per_million_tokens =
+        optional_number(*pricing, "model.pricing", "inputCentsPerMillionTokens", 0).value_or(0);
+    out.model.pricing.output_cents_per_million_tokens =
+        optional_number(*pricing, "model.pricing", "outputCentsPerMillionTokens", 0).value_or(0);
+  }
+}
+
+void parse_memory(const json& doc, ContextDocument& out) {
+  const json* memory = optional_object(doc, "", "memory");
+  if (!memory) return;
+  out.memory_config_map = optional_string(*memory, "memory", "configMapName").value_or("");
+  const json* blocks = find(*memory, "blocks");
+  if (!blocks) return;
+  if (!blocks->is_array())
+    fail("memory.blocks", std::string("must be an array, not ") + type_name(*blocks));
+  std::set<std::string> labels;
+  for (std::size_t i = 0; i < blocks->size(); ++i) {
+    std::string path = "memory.blocks[" + std::to_string(i) + "]";
+    const json& block = (*blocks)[i];
+    if (!block.is_object()) fail(path, std::string("must be an object, not ") + type_name(block));
+    MemoryBlock parsed;
+    parsed.label = require_string(block, path, "label");
+    if (!labels.insert(parsed.label).second)
+      fail(path + ".label", "duplicate label \"" + parsed.label + "\"");
+    parsed.value = optional_string(block, path, "value").value_or("");
+    parsed.limit = static_cast<int>(
+        optional_integer(block, path, "limit", 1, 1000000).value_or(kCoreMemoryBlockLimitDefault));
+    out.memory_blocks.push_back(std::move(parsed));
+  }
+}
+
+void parse_budget(const json& doc, ContextDocument& out) {
+  const json* budget = optional_object(doc, "", "budget");
+  if (!budget) return;
+  out.budget.per_run_cents = optional_number(*budget, "budget", "perRunCents", 0);
+  out.budget.month_remaining_cents = optional_number(*budget, "budget", "monthRemainingCents", 0);
+}
+
+void parse_recent_runs(const json& doc, ContextDocument& out) {
+  const json* runs = find(doc, "recentRuns");
+  if (!runs) return;
+  if (!runs->is_array())
+    fail("recentRuns", std::string("must be an array, not ") + type_name(*runs));
+  for (std::size_t i = 0; i < runs->size(); ++i) {
+    std::string path = "recentRuns[" + std::to_string(i) + "]";
+    const json& run = (*runs)[i];
+    if (!run.is_object()) fail(path, std::string("must be an object, not ") + type_name(run));
+    RecentRun parsed;
+    parsed.name = optional_string(run, path, "name").value_or("");
+    parsed.finished_at = optional_string(run, path, "finishedAt").value_or("");
+    parsed.stop_reason = optional_string(run, path, "stopReason").value_or("");
+    parsed.output = optional_string(run, path, "output").value_or("");
+    out.recent_runs.push_back(std::move(parsed));
+  }
+}
+
+void parse_run(const json& doc, ContextDocument& out) {
+  const json& run = require_object(doc, "", "run");
+  out.run.name = require_string(run, "run", "name");
+  out.run.invocation_source = optional_string(run, "run", "invocationSource").value_or("scheduler");
+  static const std::set<std::string> kSources = {"scheduler", "manual", "callback"};
+  if (!kSources.count(out.run.invocation_source)) {
+    fail("run.invocationSource",
+         "must be scheduler, manual or callback, got \"" + out.run.invocation_source + "\"");
+  }
+  out.run.trigger_detail = optional_string(run, "run", "triggerDetail").value_or("");
+  out.run.scheduled_time = optional_time(run, "run", "scheduledTime");
+  out.run.deadline = require_time(run, "run", "deadline");
+}
+
+void parse_lease(const json& doc, ContextDocument& out) {
+  const json* lease = optional_object(doc, "", "lease");
+  if (!lease) return;
+  LeaseConfig parsed;
+  parsed.name = require_string(*lease, "lease", "name");
+  parsed.duration =
+      std::chrono::seconds(optional_integer(*lease, "lease", "durationSeconds", 10, 86400)
+                               .value_or(kLeaseDurationDefault.count()));
+  parsed.renew_interval =
+      std::chrono::seconds(optional_integer(*lease, "lease", "renewIntervalSeconds", 1, 86400)
+                               .value_or(kLeaseRenewIntervalDefault.count()));
+  if (parsed.renew_interval >= parsed.duration) {
+    fail("lease.renewIntervalSeconds", "must be shorter than lease.durationSeconds (" +
+                                           std::to_string(parsed.duration.count()) + ")");
+  }
+  out.lease = parsed;
+}
+
+}  // namespace
+
+std::string_view to_string(Provider provider) {
+  return provider == Provider::kOpenAI ? "openai" : "anthropic";
+}
+
+std::optional<double> Budget::run_limit_cents() const {
+  if (per_run_cents && month_remaining_cents)
+    return std::min(*per_run_cents, *month_remaining_cents);
+  if (per_run_cents) return per_run_cents;
+  return month_remaining_cents;
+}
+
+ContextDocument parse_context_document(const json& doc) {
+  if (!doc.is_object())
+    fail("(document)", std::string("must be a JSON object, not ") + type_name(doc));
+  if (auto kind = optional_string(doc, "", "kind"); kind && *kind != "HeartbeatContext") {
+    fail("kind", "must be HeartbeatContext, got \"" + *kind + "\"");
+  }
+  ContextDocument out;
+  parse_agent(doc, out);
+  parse_model(doc, out);
+  out.persona = optional_string(doc, "", "persona").value_or("");
+  parse_memory(doc, out);
+  const json& heartbeat = require_object(doc, "", "heartbeat");
+  out.heartbeat_prompt = require_string(heartbeat, "heartbeat", "prompt");
+  parse_budget(doc, out);
+  parse_recent_runs(doc, out);
+  parse_run(doc, out);
+  parse_lease(doc, out);
+  if (const json* archival = optional_object(doc, "", "archival")) {
+    out.archival_path = optional_string(*archival, "archival", "path").value_or("");
+  }
+  return out;
+}
+
+ContextDocument parse_context_document_text(std::string_view text) {
+  if (text.size() > kContextDocumentBytesMax) {
+    fail("(document)", "is " + std::to_string(text.size()) + " bytes, more than the limit of " +
+                           std::to_string(kContextDocumentBytesMax));
+  }
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& error) {
+    fail("(document)", std::string("is not valid JSON: ") + error.what());
+  }
+  return parse_context_document(doc);
+}
+
+}  // namespace hb::runner

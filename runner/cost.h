@@ -1,0 +1,20 @@
+// Cost of model calls in cents, and the worst case of the next call for the
+// budget check.
+#pragma once
+
+#include "runner/context_document.h"
+#include "runner/conversation.h"
+
+namespace hb::runner {
+
+double cost_cents(const Usage& usage, const Pricing& pricing);
+
+// Upper estimate of a request's input tokens from its size: every byte of the
+// system prompt, messages and tool schemas, at kPromptBytesPerTokenMin bytes
+// per token.
+long long estimate_input_tokens(const ModelRequest& request);
+
+// The most the call can cost: estimated input plus max_tokens of output.
+double worst_case_call_cents(const ModelRequest& request, const Pricing& pricing);
+
+}  // namespace hb::runner

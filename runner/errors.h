@@ -1,0 +1,37 @@
+// The three failure classes of a heartbeat; each maps to its own exit code.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace hb::runner {
+
+// The context document, a flag or an environment variable is wrong. The
+// message names the field ("model.pricing.inputCentsPerMillionTokens: …").
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The model provider could not give an answer (after retries).
+class ProviderError : public std::runtime_error {
+ public:
+  enum class Kind {
+    kHttpStatus,   // non-retryable status, or retries used up
+    kQuota,        // insufficient_quota: never retried
+    kTimeout,      // every attempt timed out, or no time left before the deadline
+    kTransport,    // connection refused, DNS, TLS
+    kBadResponse,  // 2xx whose body is not the wire format
+    kCancelled,    // SIGTERM aborted the call
+  };
+  ProviderError(Kind kind, int status, const std::string& message)
+      : std::runtime_error(message), kind_(kind), status_(status) {}
+  Kind kind() const { return kind_; }
+  int status() const { return status_; }  // 0 when no HTTP answer
+
+ private:
+  Kind kind_;
+  int status_;
+};
+
+}  // namespace hb::runner

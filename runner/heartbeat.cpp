@@ -1,0 +1,81 @@
+#include "runner/heartbeat.h"
+
+#include <exception>
+
+namespace hb::runner {
+
+void Heartbeat::add_callback(Callback callback) {
+  std::lock_guard lock(mutex_);
+  callbacks_.push_back(std::move(callback));
+}
+
+void Heartbeat::beat() {
+  TimePoint now = clock_.now();
+  std::vector<Callback> callbacks;
+  {
+    std::lock_guard lock(mutex_);
+    last_ = now;
+    ++count_;
+    callbacks = callbacks_;
+  }
+  for (const auto& callback : callbacks) callback(now);
+}
+
+std::optional<TimePoint> Heartbeat::last_beat() const {
+  std::lock_guard lock(mutex_);
+  return last_;
+}
+
+long long Heartbeat::beats() const {
+  std::lock_guard lock(mutex_);
+  return count_;
+}
+
+LeaseExtender::LeaseExtender(LeaseRenewer& renewer, std::chrono::seconds renew_interval,
+                             std::chrono::seconds lease_duration, Log log_warning)
+    : renewer_(renewer),
+      interval_(renew_interval),
+      duration_(lease_duration),
+      log_warning_(std::move(log_warning)) {}
+
+void LeaseExtender::on_beat(TimePoint now) {
+  {
+    std::lock_guard lock(mutex_);
+    if (in_flight_) return;
+    bool due = !last_attempt_ || now < *last_attempt_ || now - *last_attempt_ >= interval_;
+    if (!due) return;
+    last_attempt_ = now;
+    in_flight_ = true;
+    ++attempts_;
+  }
+  std::string error;
+  try {
+    renewer_.renew(now, duration_);
+  } catch (const std::exception& e) {
+    error = e.what();
+  } catch (...) {
+    error = "unknown error";
+  }
+  {
+    std::lock_guard lock(mutex_);
+    in_flight_ = false;
+    if (!error.empty()) ++failures_;
+  }
+  if (!error.empty() && log_warning_) log_warning_("lease renewal failed: " + error);
+}
+
+Heartbeat::Callback LeaseExtender::callback() {
+  return [this](TimePoint now) { on_beat(now); };
+}
+
+int LeaseExtender::attempts() const {
+  std::lock_guard lock(mutex_);
+  return attempts_;
+}
+
+int LeaseExtender::failures() const {
+  std::lock_guard lock(mutex_);
+  return failures_;
+}
+
+}  // namespace hb::runner

@@ -1,0 +1,51 @@
+// ModelClient over the project's HTTP interface: OpenAI Chat Completions or
+// Anthropic Messages, with retries (408, 409, 429, 5xx, connection failures,
+// timeouts) by retry_policy, a timeout on every attempt, and no attempt or
+// wait past the request's deadline. insufficient_quota is never retried.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "kube/http.h"
+#include "runner/clock.h"
+#include "runner/context_document.h"
+#include "runner/conversation.h"
+#include "runner/transcript.h"
+
+namespace hb::runner {
+
+struct HttpModelClientOptions {
+  Provider provider = Provider::kOpenAI;
+  std::string base_url;  // OpenAI: ".../v1"; Anthropic: without "/v1"
+  std::string api_key;   // sent in a header only; never logged
+  Millis call_timeout = std::chrono::duration_cast<Millis>(std::chrono::seconds(120));
+  int retries_max = 4;
+  std::function<double()> jitter;              // uniform [0, 1); default: std::random_device
+  std::shared_ptr<http::CancelSource> cancel;  // aborts a call in flight (SIGTERM)
+};
+
+// The endpoint URL for a provider and base URL.
+std::string model_endpoint(Provider provider, const std::string& base_url);
+
+class HttpModelClient final : public ModelClient {
+ public:
+  HttpModelClient(HttpModelClientOptions options, http::Client& http, Clock& clock,
+                  Transcript* transcript = nullptr, std::function<void()> beat = {});
+  ModelReply complete(const ModelRequest& request) override;
+
+ private:
+  http::Request build(const ModelRequest& request) const;
+  ModelReply decode(const std::string& body) const;
+  std::string describe_error(const http::Response& response) const;
+
+  HttpModelClientOptions options_;
+  http::Client& http_;
+  Clock& clock_;
+  Transcript* transcript_;
+  std::function<void()> beat_;
+  std::string url_;
+};
+
+}  // namespace hb::runner

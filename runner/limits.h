@@ -1,0 +1,59 @@
+// Every bound the runner enforces, with its unit in its name.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace hb::runner {
+
+using namespace std::chrono_literals;
+
+// Termination message (Kubernetes reads at most 4096 bytes of it).
+inline constexpr std::size_t kResultBytesMax = 4096;
+
+// pause_heartbeats (Kelpie ADR-010).
+inline constexpr int kPauseMinutesMin = 1;
+inline constexpr int kPauseMinutesMax = 60;
+inline constexpr int kPauseMinutesDefault = 2;
+
+// The same tool with the same arguments this many times in a row stops the run.
+inline constexpr int kRepeatedToolCallsMax = 3;
+
+// Stop this long before the Job's deadline so the result is always written.
+inline constexpr std::chrono::seconds kDeadlineMargin = 20s;
+
+// Model calls.
+inline constexpr int kMaxTokensDefault = 1024;
+inline constexpr int kMaxTokensMax = 200000;
+inline constexpr std::chrono::seconds kModelCallTimeout = 120s;
+inline constexpr int kProviderRetriesMax = 4;  // retries after the first attempt
+inline constexpr std::chrono::milliseconds kRetryDelayInitial = 500ms;
+inline constexpr std::chrono::milliseconds kRetryBackoffMax = 8s;
+// A server's retry-after / retry-after-ms hint is honoured up to this.
+inline constexpr std::chrono::milliseconds kRetryAfterMax = 60s;
+// Budget check: a request is assumed to cost at least one token per this many
+// bytes of prompt (English text averages about four).
+inline constexpr std::size_t kPromptBytesPerTokenMin = 3;
+
+// Shell tool.
+inline constexpr std::chrono::seconds kShellTimeoutDefault = 60s;
+inline constexpr std::chrono::seconds kShellTimeoutMax = 600s;
+inline constexpr std::size_t kShellOutputHeadBytes = 8 * 1024;
+inline constexpr std::size_t kShellOutputTailBytes = 8 * 1024;
+inline constexpr std::chrono::seconds kShellBeatInterval = 5s;
+
+// Heartbeat / Lease (LeaseExtender defaults).
+inline constexpr std::chrono::seconds kLeaseRenewIntervalDefault = 60s;
+inline constexpr std::chrono::seconds kLeaseDurationDefault = 300s;
+
+// Memory.
+inline constexpr int kCoreMemoryBlockLimitDefault = 2000;  // characters
+inline constexpr int kMemorySaveAttemptsMax = 3;           // on 409 Conflict
+inline constexpr int kSearchResultsMax = 5;
+inline constexpr std::size_t kSearchResultBytesMax = 1000;  // per hit shown to the model
+
+// Context document.
+inline constexpr std::size_t kContextDocumentBytesMax = 1024 * 1024;
+inline constexpr std::size_t kRecentRunOutputBytesMax = 4000;  // per run, in the prompt
+
+}  // namespace hb::runner

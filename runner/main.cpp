@@ -1,0 +1,161 @@
+// heartbeat-runner: performs one heartbeat of an agent inside its Job.
+//
+//   heartbeat-runner [--context PATH] [--termination-log PATH] [--ca-file PATH]
+//
+// Flags fall back to HEARTBEAT_CONTEXT_PATH, HEARTBEAT_TERMINATION_PATH and
+// HEARTBEAT_CA_FILE; the API key comes from HEARTBEAT_API_KEY only. The
+// transcript goes to stdout as JSON lines, logs to stderr, the result to the
+// termination path. Exit codes: docs/runner.md.
+#include <signal.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "kube/client.h"
+#include "kube/http.h"
+#include "kube/kubeconfig.h"
+#include "runner/exit_codes.h"
+#include "runner/kube_adapters.h"
+#include "runner/runner_app.h"
+
+namespace {
+
+using namespace hb;
+
+constexpr const char* kContextPathDefault = "/etc/heartbeat/context.json";
+constexpr const char* kTerminationPathDefault = "/dev/termination-log";
+
+std::atomic<bool> g_terminate{false};
+
+void on_sigterm(int) {
+  g_terminate = true;
+}
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? std::string(value) : fallback;
+}
+
+void usage() {
+  std::cerr
+      << "usage: heartbeat-runner [--context PATH] [--termination-log PATH] [--ca-file PATH]\n"
+         "  env: HEARTBEAT_API_KEY (secret), HEARTBEAT_CONTEXT_PATH, HEARTBEAT_TERMINATION_PATH,\n"
+         "       HEARTBEAT_CA_FILE, HEARTBEAT_KUBECONFIG (outside a cluster)\n";
+}
+
+// In a pod: the service account; elsewhere HEARTBEAT_KUBECONFIG; else none.
+std::unique_ptr<kube::Client> make_kube_client(const std::shared_ptr<spdlog::logger>& logger) {
+  try {
+    if (std::getenv("KUBERNETES_SERVICE_HOST")) {
+      kube::ClientOptions options;
+      options.user_agent = "heartbeat-runner";
+      return std::make_unique<kube::Client>(kube::load_in_cluster(), options);
+    }
+    std::string path = env_or("HEARTBEAT_KUBECONFIG", "");
+    if (!path.empty()) return std::make_unique<kube::Client>(kube::load_kubeconfig_file(path));
+  } catch (const std::exception& error) {
+    logger->warn("no Kubernetes access, running without Lease renewal and memory saving: {}",
+                 error.what());
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto logger =
+      std::make_shared<spdlog::logger>("runner", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
+  spdlog::set_default_logger(logger);
+
+  runner::AppOptions options;
+  options.context_path = env_or("HEARTBEAT_CONTEXT_PATH", kContextPathDefault);
+  options.termination_path = env_or("HEARTBEAT_TERMINATION_PATH", kTerminationPathDefault);
+  std::string ca_file = env_or("HEARTBEAT_CA_FILE", "");
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char* flag) -> std::optional<std::string> {
+      std::string prefix = std::string(flag) + "=";
+      if (arg.rfind(prefix, 0) == 0) return arg.substr(prefix.size());
+      if (arg == flag && i + 1 < argc) return std::string(argv[++i]);
+      return std::nullopt;
+    };
+    if (auto v = value("--context")) {
+      options.context_path = *v;
+    } else if (auto v2 = value("--termination-log")) {
+      options.termination_path = *v2;
+    } else if (auto v3 = value("--ca-file")) {
+      ca_file = *v3;
+    } else if (arg == "--help" || arg == "-h") {
+      usage();
+      return 0;
+    } else {
+      usage();
+      logger->error("unknown argument {}", arg);
+      return runner::kExitConfigError;
+    }
+  }
+  // The key stays in this process's memory only: the shell tool never sees it.
+  options.api_key = env_or(runner::kApiKeyEnv, "");
+  ::unsetenv(runner::kApiKeyEnv);
+
+  struct sigaction action {};
+  action.sa_handler = on_sigterm;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGTERM, &action, nullptr);
+  ::sigaction(SIGINT, &action, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  http::ClientOptions http_options;
+  http_options.tls.ca_file = ca_file;
+  http_options.ca_description = ca_file.empty() ? "system CAs" : ca_file;
+  auto http = http::make_client(http_options);
+  std::unique_ptr<kube::Client> kube_client = make_kube_client(logger);
+
+  runner::SystemClock clock;
+  runner::AppDeps deps{
+      clock,
+      std::cout,
+      *http,
+      [&](const runner::ContextDocument& doc) -> std::unique_ptr<runner::LeaseRenewer> {
+        if (!kube_client || !doc.lease) return nullptr;
+        return std::make_unique<runner::KubeLeaseRenewer>(
+            *kube_client, doc.agent_namespace, doc.lease->name, doc.run.name, doc.agent_name);
+      },
+      [&](const runner::ContextDocument& doc) -> std::unique_ptr<runner::MemoryStore> {
+        if (!kube_client) return nullptr;
+        return std::make_unique<runner::KubeMemoryStore>(*kube_client, doc.agent_namespace,
+                                                         doc.memory_config_map, doc.agent_name);
+      },
+      [] { return g_terminate.load(); },
+      [&](const std::string& message) { logger->info("{}", message); },
+      [&](const std::string& message) { logger->warn("{}", message); },
+      std::make_shared<http::CancelSource>(),
+  };
+  // A signal handler may only set a flag; this thread turns it into a cancel
+  // of the model call in flight, so the result is written within the grace period.
+  std::atomic<bool> finished{false};
+  std::thread watcher([&] {
+    while (!finished) {
+      if (g_terminate) {
+        deps.cancel->cancel();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  std::ios::sync_with_stdio(false);
+  auto outcome = runner::run_heartbeat(options, deps);
+  std::cout.flush();
+  finished = true;
+  watcher.join();
+  return outcome.exit_code;
+}

@@ -1,0 +1,109 @@
+#include "runner/run_result.h"
+
+#include <cmath>
+
+#include "runner/rfc3339.h"
+#include "runner/text.h"
+#include "runner/wire_util.h"
+
+namespace hb::runner {
+namespace {
+
+using nlohmann::json;
+
+double round_cents(double cents) {
+  return std::round(cents * 1e6) / 1e6;
+}
+
+// Largest prefix length of `text` for which `fits(prefix)` holds.
+template <typename Fits>
+std::string longest_fitting(const std::string& text, Fits fits) {
+  std::size_t low = 0, high = text.size();
+  std::string best = truncate_utf8(text, 0);
+  if (!fits(best)) return best;
+  while (low < high) {
+    std::size_t mid = low + (high - low + 1) / 2;
+    std::string candidate = truncate_utf8(text, mid);
+    if (fits(candidate)) {
+      low = mid;
+      best = std::move(candidate);
+    } else {
+      high = mid - 1;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+json result_to_json(const RunResult& result) {
+  json out = {{"version", kResultSchemaVersion},
+              {"stopReason", std::string(to_string(result.stop_reason))},
+              {"usage",
+               {{"inputTokens", result.usage.input_tokens},
+                {"outputTokens", result.usage.output_tokens},
+                {"costCents", round_cents(result.cost_cents)},
+                {"llmCalls", result.llm_calls},
+                {"toolCalls", result.tool_calls},
+                {"iterations", result.iterations}}}};
+  if (result.pause_minutes) out["pauseMinutes"] = *result.pause_minutes;
+  if (result.pause_until) out["pauseUntil"] = format_rfc3339(*result.pause_until);
+  if (result.started_at) out["startedAt"] = format_rfc3339(*result.started_at);
+  if (result.finished_at) out["finishedAt"] = format_rfc3339(*result.finished_at);
+  if (result.last_beat) out["lastBeatTime"] = format_rfc3339(*result.last_beat);
+  out["output"] = sanitize_utf8(result.output);
+  out["outputBytes"] = result.output.size();
+  if (!result.error.empty()) out["error"] = sanitize_utf8(result.error);
+  if (!result.notes.empty()) {
+    json notes = json::array();
+    for (const auto& note : result.notes) notes.push_back(sanitize_utf8(note));
+    out["notes"] = std::move(notes);
+  }
+  return out;
+}
+
+std::string render_result(const RunResult& result, std::size_t max_bytes) {
+  max_bytes = std::max<std::size_t>(max_bytes, 256);
+  json out = result_to_json(result);
+  std::string text = dump_json(out);
+  if (text.size() <= max_bytes) return text;
+
+  // 1. Shorten the output excerpt.
+  const std::string output = out["output"].get<std::string>();
+  out["outputTruncated"] = true;
+  auto fits_with_output = [&](const std::string& excerpt) {
+    out["output"] = excerpt;
+    return dump_json(out).size() <= max_bytes;
+  };
+  std::string excerpt = longest_fitting(output, fits_with_output);
+  out["output"] = excerpt;
+  text = dump_json(out);
+  if (text.size() <= max_bytes) return text;
+
+  // 2. Drop the notes.
+  out.erase("notes");
+  excerpt = longest_fitting(output, fits_with_output);
+  out["output"] = excerpt;
+  text = dump_json(out);
+  if (text.size() <= max_bytes) return text;
+
+  // 3. Shorten the error.
+  if (out.contains("error")) {
+    const std::string error = out["error"].get<std::string>();
+    out["error"] = longest_fitting(error, [&](const std::string& shorter) {
+      out["error"] = shorter;
+      return dump_json(out).size() <= max_bytes;
+    });
+    text = dump_json(out);
+    if (text.size() <= max_bytes) return text;
+  }
+
+  // 4. Never reached with kResultBytesMax; a minimal object keeps the contract.
+  json minimal = {{"version", kResultSchemaVersion},
+                  {"stopReason", out["stopReason"]},
+                  {"usage", out["usage"]},
+                  {"outputTruncated", true}};
+  return dump_json(minimal);
+}
+
+}  // namespace hb::runner

@@ -1,0 +1,186 @@
+#include "runner/runner_app.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "runner/agent_loop.h"
+#include "runner/archival_store.h"
+#include "runner/errors.h"
+#include "runner/exit_codes.h"
+#include "runner/http_model_client.h"
+#include "runner/limits.h"
+#include "runner/memory_tools.h"
+#include "runner/prompt.h"
+#include "runner/rfc3339.h"
+#include "runner/tool_specs.h"
+#include "runner/toolbox.h"
+#include "runner/transcript.h"
+
+namespace hb::runner {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError("context document " + path + ": cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_result(const std::string& path, const std::string& text, AppDeps& deps) {
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out && deps.log_warning) deps.log_warning("cannot write the result to " + path);
+}
+
+void log(const std::function<void(const std::string&)>& sink, const std::string& message) {
+  if (sink) sink(message);
+}
+
+}  // namespace
+
+AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) {
+  AppDeps deps = caller_deps;  // its log sinks get the agent/run prefix below
+  JsonLinesTranscript transcript(deps.transcript_out, deps.clock);
+  Heartbeat heartbeat(deps.clock);
+  AppOutcome outcome;
+  RunResult& result = outcome.result;
+  TimePoint started = deps.clock.now();
+  try {
+    ContextDocument doc = parse_context_document_text(read_file(options.context_path));
+    // Every log line from here on names the agent and the run.
+    std::string prefix =
+        "agent=" + doc.agent_namespace + "/" + doc.agent_name + " run=" + doc.run.name + " ";
+    for (auto* sink : {&deps.log_info, &deps.log_warning}) {
+      if (*sink)
+        *sink = [inner = *sink, prefix](const std::string& message) { inner(prefix + message); };
+    }
+    if (doc.model.provider == Provider::kAnthropic && options.api_key.empty()) {
+      throw ConfigError(std::string("the Anthropic provider needs an API key in ") + kApiKeyEnv);
+    }
+    std::vector<std::string> notes;
+
+    // Lease: every beat may renew it, at most once per interval.
+    std::unique_ptr<LeaseRenewer> renewer;
+    std::unique_ptr<LeaseExtender> extender;
+    if (doc.lease && deps.make_lease_renewer) renewer = deps.make_lease_renewer(doc);
+    if (renewer) {
+      extender = std::make_unique<LeaseExtender>(*renewer, doc.lease->renew_interval,
+                                                 doc.lease->duration, deps.log_warning);
+      heartbeat.add_callback(extender->callback());
+    }
+    heartbeat.beat();
+
+    // Core memory: the spec's blocks merged with the agent's stored edits.
+    std::unique_ptr<MemoryStore> store;
+    if (!doc.memory_config_map.empty() && deps.make_memory_store)
+      store = deps.make_memory_store(doc);
+    if (!store)
+      notes.push_back("memory edits last only for this heartbeat: no memory ConfigMap store");
+    CoreMemoryService memory(doc.memory_blocks, store.get());
+    try {
+      memory.load();
+    } catch (const std::exception& error) {
+      notes.push_back(std::string("stored memory could not be loaded: ") + error.what());
+      log(deps.log_warning, notes.back());
+    }
+
+    // Archival memory and conversation history.
+    std::unique_ptr<ArchivalStore> archival;
+    if (!doc.archival_path.empty()) {
+      try {
+        archival = ArchivalStore::open(doc.archival_path);
+        for (const auto& run : doc.recent_runs) {
+          if (!run.name.empty()) archival->record_run_output(run.name, run.output, run.finished_at);
+        }
+      } catch (const std::exception& error) {
+        archival.reset();
+        notes.push_back(std::string("archival storage unavailable: ") + error.what());
+        log(deps.log_warning, notes.back());
+      }
+    }
+    const auto& caps = api::capabilities(doc.agent_type);
+    OfferedTools offered = offered_tools(caps, archival != nullptr);
+    notes.insert(notes.end(), offered.notes.begin(), offered.notes.end());
+
+    HttpModelClientOptions model_options;
+    model_options.provider = doc.model.provider;
+    model_options.base_url = doc.model.base_url;
+    model_options.api_key = options.api_key;
+    model_options.call_timeout = options.model_call_timeout;
+    model_options.retries_max = options.model_retries_max;
+    model_options.cancel = deps.cancel;
+    HttpModelClient model(model_options, deps.http, deps.clock, &transcript,
+                          [&] { heartbeat.beat(); });
+
+    Toolbox tools({memory, archival.get(), heartbeat, deps.clock, doc.run.name, options.secret_env,
+                   deps.cancelled});
+
+    LoopConfig config;
+    config.model = doc.model.model;
+    config.agent_type = doc.agent_type;
+    config.tools = offered.tools;
+    config.max_tokens = doc.model.max_tokens;
+    config.pricing = doc.model.pricing;
+    config.budget_cents = doc.budget.run_limit_cents();
+    config.wall_deadline = wall_deadline_for(doc.run.deadline);
+    config.first_message = render_heartbeat_message(doc);
+    config.system_prompt = [&] {
+      return render_system_prompt(doc, memory.blocks(), offered.tools, deps.clock.now());
+    };
+    config.cancelled = deps.cancelled;
+    config.log_warning = deps.log_warning;
+
+    nlohmann::json tool_names = nlohmann::json::array();
+    for (const auto& tool : offered.tools) tool_names.push_back(tool.name);
+    transcript.emit({{"event", "run_started"},
+                     {"agent", doc.agent_namespace + "/" + doc.agent_name},
+                     {"run", doc.run.name},
+                     {"agentType", std::string(api::to_string(doc.agent_type))},
+                     {"provider", std::string(to_string(doc.model.provider))},
+                     {"model", doc.model.model},
+                     {"tools", tool_names},
+                     {"wallDeadline", format_rfc3339(config.wall_deadline)},
+                     {"system", config.system_prompt()}});
+    log(deps.log_info, "heartbeat started: type " + std::string(api::to_string(doc.agent_type)) +
+                           ", " + std::to_string(offered.tools.size()) + " tools");
+
+    result = run_agent_loop(config, {model, tools, deps.clock, heartbeat, transcript});
+    result.notes.insert(result.notes.begin(), notes.begin(), notes.end());
+    if (memory.saves() > 0) transcript.emit({{"event", "memory_saved"}, {"saves", memory.saves()}});
+    if (archival) {
+      try {
+        archival->record_run_output(doc.run.name, result.output, format_rfc3339(deps.clock.now()));
+      } catch (const std::exception& error) {
+        log(deps.log_warning,
+            std::string("could not record the output for conversation_search: ") + error.what());
+      }
+    }
+  } catch (const ConfigError& error) {
+    result = RunResult{};
+    result.stop_reason = StopReason::kConfigError;
+    result.error = error.what();
+    result.started_at = started;
+  } catch (const std::exception& error) {
+    result.stop_reason = StopReason::kInternalError;
+    result.error = std::string("internal error: ") + error.what();
+  }
+  if (!result.finished_at) result.finished_at = deps.clock.now();
+  if (!result.last_beat) result.last_beat = heartbeat.last_beat();
+  outcome.exit_code = exit_code_for(result.stop_reason);
+  outcome.result_json = render_result(result);
+  transcript.emit({{"event", "result"},
+                   {"exitCode", outcome.exit_code},
+                   {"result", nlohmann::json::parse(outcome.result_json)}});
+  write_result(options.termination_path, outcome.result_json, deps);
+  std::string summary = "heartbeat finished: stopReason " +
+                        std::string(to_string(result.stop_reason)) + ", exit " +
+                        std::to_string(outcome.exit_code);
+  if (!result.error.empty()) summary += ", error: " + result.error;
+  log(outcome.exit_code == kExitFinished ? deps.log_info : deps.log_warning, summary);
+  return outcome;
+}
+
+}  // namespace hb::runner

@@ -1,0 +1,56 @@
+// One heartbeat, end to end, with its I/O injected: read the context
+// document, wire memory, archival storage, tools, the lease extender and the
+// model client, run the loop, write the result. main() supplies the real
+// clock, HTTP transport and Kubernetes adapters; tests supply fakes.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kube/http.h"
+#include "runner/clock.h"
+#include "runner/context_document.h"
+#include "runner/heartbeat.h"
+#include "runner/memory_store.h"
+#include "runner/run_result.h"
+
+namespace hb::runner {
+
+inline constexpr const char* kApiKeyEnv = "HEARTBEAT_API_KEY";
+
+struct AppOptions {
+  std::string context_path;
+  std::string termination_path;  // empty: do not write
+  std::string api_key;
+  // Environment variables the shell tool must not pass on.
+  std::vector<std::string> secret_env = {kApiKeyEnv};
+  Millis model_call_timeout = std::chrono::duration_cast<Millis>(std::chrono::seconds(120));
+  int model_retries_max = 4;
+};
+
+struct AppDeps {
+  Clock& clock;
+  std::ostream& transcript_out;  // JSON lines
+  http::Client& http;            // to the model provider
+  // Each may return null (no Kubernetes access): no Lease renewal / memory
+  // edits last only for this heartbeat.
+  std::function<std::unique_ptr<LeaseRenewer>(const ContextDocument&)> make_lease_renewer;
+  std::function<std::unique_ptr<MemoryStore>(const ContextDocument&)> make_memory_store;
+  std::function<bool()> cancelled;
+  std::function<void(const std::string&)> log_info;
+  std::function<void(const std::string&)> log_warning;
+  std::shared_ptr<http::CancelSource> cancel;  // fired on SIGTERM; aborts model calls
+};
+
+struct AppOutcome {
+  int exit_code = 0;
+  RunResult result;
+  std::string result_json;  // as written to the termination path
+};
+
+AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& deps);
+
+}  // namespace hb::runner

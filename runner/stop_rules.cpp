@@ -1,0 +1,66 @@
+#include "runner/stop_rules.h"
+
+#include "runner/limits.h"
+#include "runner/wire_util.h"
+
+namespace hb::runner {
+
+std::string_view to_string(StopReason reason) {
+  switch (reason) {
+    case StopReason::kCompleted:
+      return "completed";
+    case StopReason::kMaxTokens:
+      return "max_tokens";
+    case StopReason::kPauseHeartbeats:
+      return "pause_heartbeats";
+    case StopReason::kMaxIterations:
+      return "max_iterations";
+    case StopReason::kBudget:
+      return "budget";
+    case StopReason::kDeadline:
+      return "deadline";
+    case StopReason::kRepeatedToolCall:
+      return "repeated_tool_call";
+    case StopReason::kCancelled:
+      return "cancelled";
+    case StopReason::kProviderError:
+      return "provider_error";
+    case StopReason::kConfigError:
+      return "config_error";
+    case StopReason::kInternalError:
+      return "internal_error";
+  }
+  return "internal_error";
+}
+
+std::string canonical_arguments(const std::string& arguments) {
+  auto parsed = parse_json_or_discarded(arguments);
+  if (parsed.is_discarded()) return arguments;
+  return dump_json(parsed);  // nlohmann's object keeps keys sorted
+}
+
+bool RepeatedCallDetector::record(const std::string& name, const std::string& arguments) {
+  std::string key = name + '\0' + canonical_arguments(arguments);
+  if (key == last_key_) {
+    ++streak_;
+  } else {
+    last_key_ = std::move(key);
+    streak_ = 1;
+  }
+  return streak_ >= kRepeatedToolCallsMax;
+}
+
+std::optional<StopReason> check_bounds_before_call(const BoundsInput& input) {
+  if (input.iterations_done >= input.iterations_max) return StopReason::kMaxIterations;
+  if (input.now >= input.wall_deadline) return StopReason::kDeadline;
+  if (input.budget_cents && input.spent_cents + input.next_call_worst_cents > *input.budget_cents) {
+    return StopReason::kBudget;
+  }
+  return std::nullopt;
+}
+
+TimePoint wall_deadline_for(TimePoint job_deadline) {
+  return job_deadline - kDeadlineMargin;
+}
+
+}  // namespace hb::runner

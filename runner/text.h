@@ -1,0 +1,22 @@
+// Text helpers: valid UTF-8 for JSON, cutting at character boundaries,
+// counting characters (memory block limits are in characters).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace hb::runner {
+
+// Replaces invalid UTF-8 sequences with U+FFFD.
+std::string sanitize_utf8(std::string_view text);
+// Number of Unicode code points (invalid bytes count one each).
+std::size_t utf8_length(std::string_view text);
+// The longest prefix of at most max_bytes that ends on a character boundary.
+std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes);
+// The longest suffix of at most max_bytes that starts on a character boundary.
+std::string_view utf8_suffix(std::string_view text, std::size_t max_bytes);
+// Prefix plus an ellipsis marker when cut ("…" counted in max_bytes).
+std::string truncate_utf8(std::string_view text, std::size_t max_bytes);
+
+}  // namespace hb::runner

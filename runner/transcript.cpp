@@ -1,0 +1,36 @@
+#include "runner/transcript.h"
+
+#include "runner/rfc3339.h"
+#include "runner/wire_util.h"
+
+namespace hb::runner {
+
+void JsonLinesTranscript::emit(nlohmann::json event) {
+  nlohmann::json line = {{"time", format_rfc3339(clock_.now())}};
+  line.update(event);
+  std::string text = dump_json(line);
+  std::lock_guard lock(mutex_);
+  out_ << text << '\n';
+  out_.flush();
+}
+
+void MemoryTranscript::emit(nlohmann::json event) {
+  std::lock_guard lock(mutex_);
+  events_.push_back(std::move(event));
+}
+
+std::vector<nlohmann::json> MemoryTranscript::events() const {
+  std::lock_guard lock(mutex_);
+  return events_;
+}
+
+std::vector<nlohmann::json> MemoryTranscript::events(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  std::vector<nlohmann::json> out;
+  for (const auto& event : events_) {
+    if (event.value("event", std::string()) == name) out.push_back(event);
+  }
+  return out;
+}
+
+}  // namespace hb::runner

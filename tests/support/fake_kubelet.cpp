@@ -1,0 +1,189 @@
+#include "tests/support/fake_kubelet.h"
+
+#include <spdlog/spdlog.h>
+
+#include "controllers/json_util.h"
+#include "controllers/names.h"
+#include "controllers/schedule/utc_time.h"
+#include "operator/leader_election.h"
+
+namespace hb::testing {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+constexpr auto kLoopInterval = 100ms;
+constexpr auto kBeatInterval = 1s;
+
+std::string now_text() {
+  return schedule::format_rfc3339(std::chrono::system_clock::now());
+}
+}  // namespace
+
+FakeKubelet::FakeKubelet(std::shared_ptr<kube::Client> client, std::string ns, Script script)
+    : client_(std::move(client)), ns_(std::move(ns)), script_(std::move(script)) {
+  kube::InformerOptions options;
+  options.namespace_ = ns_;
+  options.watch_timeout_seconds = 1;  // see CacheOptions::watch_timeout_seconds
+  options.label_selector =
+      std::string(controllers::kLabelManagedBy) + "=" + controllers::kManagedByValue;
+  pods_ = std::make_unique<kube::Informer>(client_, kube::resources::kPods, options);
+}
+
+FakeKubelet::~FakeKubelet() {
+  stop();
+}
+
+void FakeKubelet::start() {
+  pods_->start();
+  thread_ = std::thread([this] { loop(); });
+}
+
+void FakeKubelet::stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (pods_) pods_->stop();
+}
+
+int FakeKubelet::pods_seen() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(states_.size());
+}
+
+std::string FakeKubelet::result(double cost_cents, std::optional<int> pause_minutes,
+                                const std::string& stop_reason) {
+  json r = {{"version", 1},
+            {"stopReason", stop_reason},
+            {"usage",
+             {{"inputTokens", 1200},
+              {"outputTokens", 80},
+              {"costCents", cost_cents},
+              {"llmCalls", 2},
+              {"toolCalls", 1},
+              {"iterations", 2}}},
+            {"output", "checked the queue; nothing to do"}};
+  if (pause_minutes) r["pauseMinutes"] = *pause_minutes;
+  return r.dump();
+}
+
+void FakeKubelet::loop() {
+  while (!stop_) {
+    for (const json& pod : pods_->store().list()) {
+      try {
+        step(pod);
+      } catch (const std::exception& e) {
+        spdlog::debug("fake kubelet: pod {}: {}", controllers::string_at(pod, "metadata/name"),
+                      e.what());
+      }
+    }
+    std::this_thread::sleep_for(kLoopInterval);
+  }
+}
+
+void FakeKubelet::beat(const json& pod) {
+  const json* annotations = controllers::find_path(pod, "metadata/annotations");
+  if (annotations == nullptr || !annotations->contains(controllers::kAnnotationAgentName)) return;
+  const std::string agent_name = (*annotations)[controllers::kAnnotationAgentName];
+  const json patch = {
+      {"spec",
+       {{"holderIdentity", controllers::string_at(pod, "metadata/name")},
+        {"renewTime", operator_::format_micro_time(std::chrono::system_clock::now())}}}};
+  client_->merge_patch(kube::resources::kLeases, ns_, controllers::lease_name_for_agent(agent_name),
+                       patch);
+}
+
+void FakeKubelet::step(const json& pod) {
+  const std::string uid = controllers::string_at(pod, "metadata/uid");
+  const std::string name = controllers::string_at(pod, "metadata/name");
+  const auto now = std::chrono::steady_clock::now();
+  PodState state;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = states_.find(uid);
+    if (it == states_.end()) {
+      PodState fresh;
+      fresh.started = now;
+      fresh.script = script_(pod);
+      it = states_.emplace(uid, fresh).first;
+    }
+    state = it->second;
+  }
+  if (controllers::find_path(pod, "metadata/deletionTimestamp") != nullptr) {
+    // Like a kubelet: SIGTERM, the runner writes its result and exits 143;
+    // then the Pod object goes away.
+    if (!state.finished && state.running_written) {
+      json terminated = {{"exitCode", 143},
+                         {"startedAt", now_text()},
+                         {"finishedAt", now_text()},
+                         {"reason", "Error"},
+                         {"message", result(0.05, std::nullopt, "cancelled")}};
+      client_->merge_patch_status(
+          kube::resources::kPods, ns_, name,
+          {{"status",
+            {{"phase", "Failed"},
+             {"containerStatuses", json::array({{{"name", controllers::kRunnerContainer},
+                                                 {"ready", false},
+                                                 {"restartCount", 0},
+                                                 {"image", "runner"},
+                                                 {"imageID", ""},
+                                                 {"state", {{"terminated", terminated}}}}})}}}});
+      state.finished = true;
+      std::lock_guard lock(mutex_);
+      states_[uid] = state;
+      return;
+    }
+    kube::DeleteOptions now_please;
+    now_please.grace_period_seconds = 0;
+    client_->remove(kube::resources::kPods, ns_, name, now_please);
+    return;
+  }
+  if (state.finished) return;
+  if (!state.running_written) {
+    const json patch = {
+        {"status",
+         {{"phase", "Running"},
+          {"startTime", now_text()},
+          {"containerStatuses",
+           json::array({{{"name", controllers::kRunnerContainer},
+                         {"ready", true},
+                         {"restartCount", 0},
+                         {"image", "runner"},
+                         {"imageID", ""},
+                         {"state", {{"running", {{"startedAt", now_text()}}}}}}})}}}};
+    client_->merge_patch_status(kube::resources::kPods, ns_, name, patch);
+    state.running_written = true;
+  }
+  if (state.script.beat && now - state.last_beat >= kBeatInterval) {
+    try {
+      beat(pod);
+    } catch (const std::exception&) {
+      // The Lease may not exist yet.
+    }
+    state.last_beat = now;
+  }
+  if (!state.script.hang && now - state.started >= state.script.run_for) {
+    json terminated = {{"exitCode", state.script.exit_code},
+                       {"startedAt", now_text()},
+                       {"finishedAt", now_text()},
+                       {"message", state.script.termination_message},
+                       {"reason", state.script.terminated_reason.empty()
+                                      ? (state.script.exit_code == 0 ? "Completed" : "Error")
+                                      : state.script.terminated_reason}};
+    const json patch = {
+        {"status",
+         {{"phase", state.script.exit_code == 0 ? "Succeeded" : "Failed"},
+          {"containerStatuses", json::array({{{"name", controllers::kRunnerContainer},
+                                              {"ready", false},
+                                              {"restartCount", 0},
+                                              {"image", "runner"},
+                                              {"imageID", ""},
+                                              {"state", {{"terminated", terminated}}}}})}}}};
+    client_->merge_patch_status(kube::resources::kPods, ns_, name, patch);
+    state.finished = true;
+  }
+  std::lock_guard lock(mutex_);
+  states_[uid] = state;
+}
+
+}  // namespace hb::testing

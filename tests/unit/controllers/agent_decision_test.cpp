@@ -1,0 +1,387 @@
+// Every scheduling rule of DESIGN.md, decided by the pure Agent decision
+// with a fake clock.
+#include "controllers/agent_decision.h"
+
+#include <gtest/gtest.h>
+
+#include "controllers/schedule/run_name.h"
+#include "tests/unit/controllers/fixtures.h"
+
+namespace hb::controllers {
+namespace {
+
+using namespace testing;
+
+const TimePoint kCreated = at("2024-05-01T12:00:00Z");
+
+TEST(AgentDecision, FirstHeartbeatOneIntervalAfterCreationNotAtOnce) {
+  World w{agent()};
+  AgentDecision d = w.step(kCreated);
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:05:00Z");
+  ASSERT_TRUE(d.requeue_at);
+  EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:05:00Z"));  // no polling: the slot itself
+  EXPECT_EQ(d.status["phase"], "Idle");
+
+  d = w.step(at("2024-05-01T12:04:59Z"));
+  EXPECT_FALSE(d.create_run);
+
+  d = w.step(at("2024-05-01T12:05:00Z"));
+  ASSERT_TRUE(d.create_run);
+  EXPECT_EQ((*d.create_run)["metadata"]["name"], "bot-1714565100");
+  EXPECT_EQ((*d.create_run)["spec"]["invocationSource"], "scheduler");
+  EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T12:05:00Z");
+  EXPECT_EQ((*d.create_run)["metadata"]["ownerReferences"][0]["uid"], "uid-bot");
+  EXPECT_EQ((*d.create_run)["metadata"]["labels"]["heartbeat.dev/agent"], "bot");
+  EXPECT_EQ(d.start_run, "bot-1714565100");
+  EXPECT_EQ(d.status["activeRun"], "bot-1714565100");
+  EXPECT_EQ(d.status["phase"], "Running");
+  EXPECT_EQ(d.status["lastScheduleTime"], "2024-05-01T12:05:00Z");
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
+}
+
+TEST(AgentDecision, SlotsAreAnchoredNotDriftingWithRunLength) {
+  World w{agent()};
+  w.step(at("2024-05-01T12:05:00Z"));
+  w.finish("bot-1714565100", at("2024-05-01T12:08:30Z"), 1.0);  // a 3.5-minute run
+  AgentDecision d = w.step(at("2024-05-01T12:08:31Z"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
+  d = w.step(at("2024-05-01T12:10:00Z"));
+  ASSERT_TRUE(d.create_run);
+  EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T12:10:00Z");
+}
+
+TEST(AgentDecision, AfterDowntimeOnlyTheMostRecentMissedSlotRunsNeverABurst) {
+  World w{agent()};
+  AgentDecision d = w.step(at("2024-05-01T13:02:00Z"));  // 12 slots due, 12:05 .. 13:00
+  ASSERT_TRUE(d.create_run);
+  EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T13:00:00Z");
+  EXPECT_TRUE(has_event(d, "MissedSchedule"));
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T13:05:00Z");
+  d = w.step(at("2024-05-01T13:02:01Z"));  // nothing more
+  EXPECT_FALSE(d.create_run);
+}
+
+TEST(AgentDecision, MissedSlotOlderThanStartingDeadlineIsSkipped) {
+  Json a = agent();
+  a["spec"]["heartbeat"]["startingDeadlineSeconds"] = 60;
+  World w{a};
+  AgentDecision d = w.step(at("2024-05-01T13:02:00Z"));  // 13:00 is 120 s old
+  EXPECT_FALSE(d.create_run);
+  EXPECT_TRUE(has_event(d, "MissedSchedule"));
+  EXPECT_EQ(*d.requeue_at, at("2024-05-01T13:05:00Z"));
+  d = w.step(at("2024-05-01T13:05:30Z"));  // 30 s late: within the deadline
+  ASSERT_TRUE(d.create_run);
+  EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T13:05:00Z");
+}
+
+TEST(AgentDecision, CronScheduleInUtc) {
+  Json a = agent();
+  a["spec"]["heartbeat"].erase("interval");
+  a["spec"]["heartbeat"]["schedule"] =
+      "0 9 * * 1-5";  // weekdays 09:00 UTC; 2024-05-01 is a Wednesday
+  World w{a};
+  AgentDecision d = w.step(kCreated);
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-02T09:00:00Z");
+  d = w.step(at("2024-05-02T09:00:00Z"));
+  ASSERT_TRUE(d.create_run);
+  w.finish((*d.create_run)["metadata"]["name"], at("2024-05-02T09:01:00Z"), 0);
+  d = w.step(at("2024-05-02T09:01:00Z"));
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-03T09:00:00Z");
+  d = w.step(at("2024-05-03T09:05:00Z"));  // Friday, five minutes late
+  ASSERT_TRUE(d.create_run);
+  w.finish((*d.create_run)["metadata"]["name"], at("2024-05-03T09:06:00Z"), 0);
+  d = w.step(at("2024-05-03T09:06:00Z"));
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-06T09:00:00Z");  // skips the weekend
+}
+
+TEST(AgentDecision, CronImpossibleDateIsInvalidSpec) {
+  Json a = agent();
+  a["spec"]["heartbeat"].erase("interval");
+  a["spec"]["heartbeat"]["schedule"] = "0 0 30 2 *";
+  AgentDecision d = decide(a, {}, kCreated);
+  EXPECT_FALSE(d.check.valid());
+  EXPECT_EQ((*condition(d.status, "SpecValid"))["status"], "False");
+  EXPECT_NE(d.check.message().find("spec.heartbeat.schedule"), std::string::npos);
+}
+
+TEST(AgentDecision, AtMostOneActiveAndOneQueuedRun) {
+  World w{agent()};
+  w.step(at("2024-05-01T12:05:00Z"));                    // runs 12:05
+  AgentDecision d = w.step(at("2024-05-01T12:10:00Z"));  // still running: one queued
+  ASSERT_TRUE(d.create_run);
+  EXPECT_FALSE(d.start_run);
+  EXPECT_EQ(d.status["activeRun"], "bot-1714565100");
+  d = w.step(at("2024-05-01T12:15:00Z"));  // a queued run exists: coalesce, never stack
+  EXPECT_FALSE(d.create_run);
+  EXPECT_FALSE(d.start_run);
+  EXPECT_EQ(d.status["lastScheduleTime"], "2024-05-01T12:15:00Z");
+  EXPECT_EQ(w.runs.size(), 2u);
+  // The queued run says why it waits.
+  EXPECT_NE(d.queued_messages["bot-1714565400"].find("waiting for run bot-1714565100"),
+            std::string::npos);
+  // The active one ends: the queued one starts at once.
+  w.finish("bot-1714565100", at("2024-05-01T12:16:00Z"), 1);
+  d = w.step(at("2024-05-01T12:16:00Z"));
+  EXPECT_EQ(d.start_run, "bot-1714565400");
+  EXPECT_EQ(d.mark, std::vector<std::string>{"bot-1714565100"});
+}
+
+TEST(AgentDecision, ManualRunStartsWhenFreeAndWaitsWhenBusy) {
+  World w{agent()};
+  w.runs.push_back(run("bot-manual-x", "manual", std::nullopt, "2024-05-01T12:01:00Z"));
+  AgentDecision d = w.step(at("2024-05-01T12:01:00Z"));
+  EXPECT_EQ(d.start_run, "bot-manual-x");
+  // A scheduled slot while the manual run is active queues behind it.
+  d = w.step(at("2024-05-01T12:05:00Z"));
+  ASSERT_TRUE(d.create_run);
+  EXPECT_FALSE(d.start_run);
+}
+
+TEST(AgentDecision, DeterministicNameAdoptsAnExistingRunInsteadOfDuplicating) {
+  Json a = agent();
+  // The run for 12:05 exists (created before a crash), lastScheduleTime was never written.
+  std::vector<Json> runs = {run("bot-1714565100", "scheduler", at("2024-05-01T12:05:00Z"))};
+  AgentDecision d = decide(a, runs, at("2024-05-01T12:05:02Z"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ(d.start_run, "bot-1714565100");
+  EXPECT_EQ(d.status["lastScheduleTime"], "2024-05-01T12:05:00Z");
+}
+
+TEST(AgentDecision, BoardPauseBlocksWithConditionAndEventThenResumes) {
+  Json a = agent();
+  a["spec"]["paused"] = true;
+  World w{a};
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ(d.status["phase"], "Paused");
+  EXPECT_EQ((*condition(d.status, "Paused"))["status"], "True");
+  EXPECT_EQ((*condition(d.status, "Paused"))["reason"], "Paused");
+  EXPECT_EQ((*condition(d.status, "Ready"))["status"], "False");
+  EXPECT_TRUE(has_event(d, "Paused"));
+  EXPECT_FALSE(d.status.contains("nextHeartbeatTime"));
+  EXPECT_FALSE(d.requeue_at &&
+               *d.requeue_at < at("2024-06-01T00:00:00Z"));  // no polling while paused
+  // The Event is not repeated on the next reconcile.
+  d = w.step(at("2024-05-01T12:06:00Z"));
+  EXPECT_FALSE(has_event(d, "Paused"));
+  EXPECT_FALSE(d.status_changed);
+  // A manual run waits Queued while paused.
+  w.runs.push_back(run("bot-manual-1", "manual"));
+  d = w.step(at("2024-05-01T12:07:00Z"));
+  EXPECT_FALSE(d.start_run);
+  EXPECT_NE(d.queued_messages["bot-manual-1"].find("spec.paused"), std::string::npos);
+  // Unpause: the most recent slot (12:05) runs at once; the manual run waits its turn.
+  w.agent["spec"]["paused"] = false;
+  w.agent["metadata"]["generation"] = 2;
+  d = w.step(at("2024-05-01T12:08:00Z"));
+  EXPECT_TRUE(has_event(d, "Resumed"));
+  EXPECT_EQ(d.start_run, "bot-manual-1");
+  EXPECT_FALSE(d.create_run);  // one queued already, active one starting: the slot coalesces
+  EXPECT_EQ((*condition(d.status, "Ready"))["observedGeneration"], 2);
+}
+
+TEST(AgentDecision, PausedUntilBlocksAndClockJumpsBothWays) {
+  Json a = agent();
+  a["status"] = {{"pausedUntil", "2024-05-01T12:30:00Z"}};
+  World w{a};
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ((*condition(d.status, "Paused"))["reason"], "PausedByAgent");
+  EXPECT_EQ(d.status["phase"], "Paused");
+  EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:30:00Z"));
+  // The pause lifts at 12:30, where the 12:30 slot runs.
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:30:00Z");
+  // The clock jumps forward past pausedUntil: the pause lifts.
+  d = w.step(at("2024-05-01T12:41:00Z"));
+  ASSERT_TRUE(d.create_run);
+  EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T12:40:00Z");
+  w.finish((*d.create_run)["metadata"]["name"], at("2024-05-01T12:42:00Z"), 0);
+  w.step(at("2024-05-01T12:42:00Z"));
+  // ... and back before it: the pause applies again, nothing is scheduled.
+  d = w.step(at("2024-05-01T12:20:00Z"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ((*condition(d.status, "Paused"))["reason"], "PausedByAgent");
+}
+
+TEST(AgentDecision, PauseHeartbeatsResultMovesTheNextSlot) {
+  Json a = agent();
+  a["spec"]["heartbeat"]["startingDeadlineSeconds"] = 30;
+  World w{a};
+  w.step(at("2024-05-01T12:05:00Z"));
+  // The run asked for a 17-minute pause: until 12:23.
+  w.finish("bot-1714565100", at("2024-05-01T12:06:00Z"), 2, at("2024-05-01T12:23:00Z"));
+  AgentDecision d = w.step(at("2024-05-01T12:06:00Z"));
+  EXPECT_EQ(d.status["pausedUntil"], "2024-05-01T12:23:00Z");
+  // 12:20 is more than 30 s before 12:23, so the next heartbeat is the 12:25 slot.
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:25:00Z");
+  EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:23:00Z"));
+  d = w.step(at("2024-05-01T12:10:00Z"));
+  EXPECT_FALSE(d.create_run);
+  d = w.step(at("2024-05-01T12:23:00Z"));  // lifted; 12:20 too late
+  EXPECT_FALSE(d.create_run);
+  d = w.step(at("2024-05-01T12:25:00Z"));
+  ASSERT_TRUE(d.create_run);
+}
+
+TEST(AgentDecision, MonthlyBudgetBlocksWithConditionEventAndResetsNextMonth) {
+  Json a = agent("bot", "2024-05-31T23:00:00Z");
+  a["spec"]["budget"] = {{"monthlyCents", 10}};
+  World w{a};
+  w.step(at("2024-05-31T23:05:00Z"));
+  w.finish("bot-1717196700", at("2024-05-31T23:06:00Z"), 12.5);
+  AgentDecision d = w.step(at("2024-05-31T23:06:00Z"));
+  EXPECT_EQ(d.status["spend"]["cents"], 12.5);
+  EXPECT_EQ(d.status["spend"]["period"], "2024-05");
+  EXPECT_EQ((*condition(d.status, "BudgetExceeded"))["status"], "True");
+  EXPECT_EQ(d.status["phase"], "BudgetExceeded");
+  EXPECT_TRUE(has_event(d, "BudgetExceeded"));
+  EXPECT_EQ(*d.requeue_at, at("2024-06-01T00:00:00Z"));
+  d = w.step(at("2024-05-31T23:10:00Z"));
+  EXPECT_FALSE(d.create_run);
+  // Month rollover: spend resets, the most recent slot (00:00) runs at once.
+  d = w.step(at("2024-06-01T00:00:00Z"));
+  ASSERT_TRUE(d.create_run);
+  EXPECT_EQ(d.status["spend"]["period"], "2024-06");
+  EXPECT_EQ(d.status["spend"]["cents"], 0);
+  EXPECT_EQ((*condition(d.status, "BudgetExceeded"))["status"], "False");
+}
+
+TEST(AgentDecision, RunFinishingInOldMonthIsRecordedButNotCountedInNewMonth) {
+  Json a = agent("bot", "2024-05-31T23:00:00Z");
+  World w{a};
+  w.step(at("2024-05-31T23:55:00Z"));
+  w.finish("bot-1717199700", at("2024-05-31T23:59:00Z"), 7);
+  AgentDecision d = w.step(at("2024-06-01T00:00:30Z"));  // counted after midnight
+  EXPECT_EQ(d.status["spend"]["period"], "2024-06");
+  EXPECT_EQ(d.status["spend"]["cents"], 0);
+  EXPECT_EQ(d.status["recentRuns"][0]["name"], "bot-1717199700");
+}
+
+TEST(AgentDecision, SpecValidChecksTheSchemaCannotDo) {
+  Json both = agent();
+  both["spec"]["heartbeat"]["schedule"] = "*/5 * * * *";
+  AgentDecision d = decide(both, {}, at("2024-05-01T12:05:00Z"));
+  EXPECT_FALSE(d.check.valid());
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ(d.status["phase"], "Invalid");
+  EXPECT_NE(d.check.message().find("spec.heartbeat"), std::string::npos);
+  EXPECT_TRUE(has_event(d, "InvalidSpec"));
+
+  Json provider = agent();
+  provider["spec"]["model"]["provider"] = "gemini";
+  d = decide(provider, {}, at("2024-05-01T12:05:00Z"));
+  EXPECT_NE(d.check.message().find("spec.model.provider \"gemini\""), std::string::npos);
+  EXPECT_FALSE(d.create_run);
+
+  d = decide(agent(), {}, at("2024-05-01T12:05:00Z"), /*secret_exists=*/false);
+  EXPECT_NE(d.check.message().find("spec.model.apiKeySecretRef"), std::string::npos);
+  EXPECT_NE(d.check.message().find("\"llm\""), std::string::npos);
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ((*condition(d.status, "SpecValid"))["reason"], "InvalidSpec");
+  EXPECT_EQ((*condition(d.status, "SpecValid"))["observedGeneration"], 1);
+
+  Json short_interval = agent();
+  short_interval["spec"]["heartbeat"]["interval"] = "10s";
+  d = decide(short_interval, {}, at("2024-05-01T12:05:00Z"));
+  EXPECT_NE(d.check.message().find("spec.heartbeat.interval"), std::string::npos);
+
+  Json command = agent();
+  command["spec"]["runtime"]["mode"] = "command";
+  d = decide(command, {}, at("2024-05-01T12:05:00Z"));
+  EXPECT_NE(d.check.message().find("spec.runtime.image"), std::string::npos);
+  EXPECT_NE(d.check.message().find("spec.runtime.command"), std::string::npos);
+}
+
+TEST(AgentDecision, InvalidSpecKeepsManualRunsQueued) {
+  World w{agent()};
+  w.agent["spec"]["model"]["provider"] = "nope";
+  w.runs.push_back(run("bot-manual-1", "manual"));
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_FALSE(d.start_run);
+  EXPECT_NE(d.queued_messages["bot-manual-1"].find("invalid"), std::string::npos);
+}
+
+TEST(AgentDecision, ConditionTransitionTimeKeptWhileStatusUnchanged) {
+  World w{agent()};
+  w.step(at("2024-05-01T12:01:00Z"));
+  const std::string first = (*condition(w.agent["status"], "Ready"))["lastTransitionTime"];
+  EXPECT_EQ(first, "2024-05-01T12:01:00Z");
+  AgentDecision d = w.step(at("2024-05-01T12:02:00Z"));
+  EXPECT_FALSE(d.status_changed);  // nothing new: no write
+  EXPECT_EQ((*condition(d.status, "Ready"))["lastTransitionTime"], first);
+}
+
+TEST(AgentDecision, CapabilitiesOfTheTypeInStatus) {
+  Json a = agent();
+  a["spec"]["type"] = "react_agent";
+  AgentDecision d = decide(a, {}, kCreated);
+  EXPECT_EQ(d.status["capabilities"], capabilities_json(api::AgentType::kReact));
+  EXPECT_TRUE(d.status["capabilities"].contains("maxIterations"));
+  EXPECT_TRUE(d.status["capabilities"].contains("tools"));
+}
+
+TEST(AgentDecision, HistoryLimitsDeleteOldestFinishedRunsWithRecordedCost) {
+  Json a = agent();
+  a["spec"]["heartbeat"]["historyLimits"] = {{"succeeded", 2}, {"failed", 1}};
+  std::vector<Json> runs;
+  for (int i = 0; i < 4; ++i) {
+    const std::string t = "2024-05-01T12:0" + std::to_string(i) + ":00Z";
+    runs.push_back(
+        with_status(run("ok-" + std::to_string(i)),
+                    {{"phase", "Succeeded"}, {"finishedAt", t}, {"costRecorded", true}}));
+    runs.push_back(with_status(
+        run("bad-" + std::to_string(i)),
+        {{"phase", i % 2 ? "Failed" : "TimedOut"}, {"finishedAt", t}, {"costRecorded", true}}));
+  }
+  runs.push_back(
+      with_status(run("unmarked"), {{"phase", "Failed"}, {"finishedAt", "2024-05-01T11:00:00Z"}}));
+  AgentDecision d = decide(a, runs, at("2024-05-01T12:09:00Z"));
+  std::sort(d.delete_runs.begin(), d.delete_runs.end());
+  EXPECT_EQ(d.delete_runs, (std::vector<std::string>{"bad-0", "bad-1", "bad-2", "ok-0", "ok-1"}));
+}
+
+TEST(AgentDecision, InvokeAnnotationAsksForAManualRunWithAStableName) {
+  Json a = agent();
+  a["metadata"]["annotations"] = {{"heartbeat.dev/invoke", "check the queue"}};
+  AgentDecision d1 = decide(a, {}, kCreated);
+  AgentDecision d2 = decide(a, {}, kCreated + 5s);
+  ASSERT_TRUE(d1.invoke_run);
+  EXPECT_EQ((*d1.invoke_run)["spec"]["invocationSource"], "manual");
+  EXPECT_EQ((*d1.invoke_run)["spec"]["triggerDetail"], "check the queue");
+  EXPECT_EQ((*d1.invoke_run)["metadata"]["name"], (*d2.invoke_run)["metadata"]["name"]);
+  a["metadata"]["resourceVersion"] = "101";
+  AgentDecision d3 = decide(a, {}, kCreated);
+  EXPECT_NE((*d1.invoke_run)["metadata"]["name"], (*d3.invoke_run)["metadata"]["name"]);
+}
+
+TEST(AgentDecision, ManualOnlyAgentWithoutScheduleIsValidAndNeverSchedules) {
+  Json a = agent();
+  a["spec"]["heartbeat"].erase("interval");
+  AgentDecision d = decide(a, {}, at("2024-06-01T00:00:00Z"));
+  EXPECT_TRUE(d.check.valid());
+  EXPECT_FALSE(d.create_run);
+  EXPECT_FALSE(d.status.contains("nextHeartbeatTime"));
+}
+
+TEST(AgentDecision, LongAgentNamesGiveValidRunNames) {
+  const std::string long_name(80, 'a');
+  World w{agent(long_name)};
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  ASSERT_TRUE(d.create_run);
+  EXPECT_TRUE(schedule::is_dns1123_label((*d.create_run)["metadata"]["name"].get<std::string>()));
+}
+
+TEST(AgentDecision, ClockStepsBackBehindLastScheduleTimeSchedulesNothing) {
+  World w{agent()};
+  w.step(at("2024-05-01T12:05:00Z"));
+  w.finish("bot-1714565100", at("2024-05-01T12:06:00Z"), 0);
+  w.step(at("2024-05-01T12:06:00Z"));
+  AgentDecision d = w.step(at("2024-05-01T12:03:00Z"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
+}
+
+}  // namespace
+}  // namespace hb::controllers

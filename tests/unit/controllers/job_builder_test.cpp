@@ -1,0 +1,227 @@
+// The Job, context document and per-agent objects.
+#include "controllers/job_builder.h"
+
+#include <gtest/gtest.h>
+
+#include "controllers/names.h"
+#include "tests/unit/controllers/fixtures.h"
+
+namespace hb::controllers {
+namespace {
+
+using namespace testing;
+
+Json full_agent() {
+  Json a = agent();
+  a["spec"]["persona"] = "You are Bot.";
+  a["spec"]["memory"] = {
+      {"blocks", Json::array({{{"label", "human"}, {"value", "Ada"}, {"limit", 100}}})}};
+  a["spec"]["budget"] = {{"monthlyCents", 500}, {"perRunCents", 5}};
+  a["spec"]["runtime"]["env"] = Json::array(
+      {{{"name", "FOO"}, {"value", "bar"}}, {{"name", "HEARTBEAT_API_KEY"}, {"value", "sneaky"}}});
+  a["spec"]["runtime"]["resources"] = {{"limits", {{"memory", "256Mi"}}}};
+  a["status"] = {{"spend", {{"period", "2024-05"}, {"cents", 120.5}}}};
+  return a;
+}
+
+const Json& container_of(const Json& job) {
+  return job["spec"]["template"]["spec"]["containers"][0];
+}
+
+TEST(JobBuilder, SecurityAndLifecycleSettings) {
+  Json a = full_agent();
+  Json r = run("bot-1714565100");
+  JobPlan plan = build_job(r, a, "{}", JobConfig{});
+  const Json& job = plan.job;
+  EXPECT_EQ(job["metadata"]["name"], "bot-1714565100");
+  EXPECT_EQ(job["metadata"]["ownerReferences"][0]["kind"], "HeartbeatRun");
+  EXPECT_EQ(job["metadata"]["ownerReferences"][0]["uid"], "uid-bot-1714565100");
+  EXPECT_EQ(job["metadata"]["ownerReferences"][0]["controller"], true);
+  EXPECT_EQ(job["spec"]["backoffLimit"], 0);
+  EXPECT_EQ(job["spec"]["activeDeadlineSeconds"], 300);
+  const Json& pod = job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["restartPolicy"], "Never");
+  EXPECT_EQ(pod["terminationGracePeriodSeconds"], 30);
+  EXPECT_EQ(pod["serviceAccountName"], "bot-runner");
+  EXPECT_EQ(pod["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+  const Json& c = container_of(job);
+  EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(c["securityContext"]["readOnlyRootFilesystem"], true);
+  EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], Json::array({"ALL"}));
+  EXPECT_EQ(c["terminationMessagePolicy"], "FallbackToLogsOnError");
+  EXPECT_EQ(c["resources"]["limits"]["memory"], "256Mi");
+  // /tmp is the only writable place, the context is read-only.
+  bool tmp = false, context_ro = false;
+  for (const Json& m : c["volumeMounts"]) {
+    if (m["mountPath"] == "/tmp") tmp = true;
+    if (m["mountPath"] == "/etc/heartbeat") context_ro = m["readOnly"] == true;
+  }
+  EXPECT_TRUE(tmp);
+  EXPECT_TRUE(context_ro);
+  EXPECT_EQ(job["spec"]["template"]["metadata"]["labels"]["heartbeat.dev/run"], "bot-1714565100");
+}
+
+TEST(JobBuilder, ApiKeyOnlyThroughSecretKeyRefAndIdentityInEnv) {
+  Json a = full_agent();
+  Json r = run("bot-1");
+  const JobPlan plan = build_job(r, a, "{}", JobConfig{});
+  const Json& env = container_of(plan.job)["env"];
+  int api_keys = 0;
+  bool foo = false, run_name = false;
+  for (const Json& e : env) {
+    if (e["name"] == "HEARTBEAT_API_KEY") {
+      ++api_keys;
+      EXPECT_FALSE(e.contains("value"));
+      EXPECT_EQ(e["valueFrom"]["secretKeyRef"]["name"], "llm");
+      EXPECT_EQ(e["valueFrom"]["secretKeyRef"]["key"], "api-key");
+    }
+    if (e["name"] == "FOO") foo = true;
+    if (e["name"] == "HEARTBEAT_RUN_NAME") run_name = e["value"] == "bot-1";
+  }
+  EXPECT_EQ(api_keys, 1);  // the user's HEARTBEAT_* override is dropped
+  EXPECT_TRUE(foo);
+  EXPECT_TRUE(run_name);
+}
+
+TEST(JobBuilder, ContextAsConfigMapOwnedByTheRun) {
+  Json a = full_agent();
+  Json r = run("bot-1");
+  JobPlan plan = build_job(r, a, "{\"kind\":\"HeartbeatContext\"}", JobConfig{});
+  ASSERT_TRUE(plan.context_config_map);
+  EXPECT_EQ((*plan.context_config_map)["metadata"]["name"], "bot-1-context");
+  EXPECT_EQ((*plan.context_config_map)["metadata"]["ownerReferences"][0]["kind"], "HeartbeatRun");
+  EXPECT_EQ((*plan.context_config_map)["data"]["context.json"], "{\"kind\":\"HeartbeatContext\"}");
+  EXPECT_EQ(plan.job["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
+            "bot-1-context");
+}
+
+TEST(JobBuilder, ContextAsAnnotationWhenItFitsElseConfigMap) {
+  Json a = full_agent();
+  Json r = run("bot-1");
+  JobConfig config;
+  config.context_transport = ContextTransport::kAnnotation;
+  JobPlan plan = build_job(r, a, "{}", config);
+  EXPECT_FALSE(plan.context_config_map);
+  EXPECT_EQ(plan.job["spec"]["template"]["metadata"]["annotations"]["heartbeat.dev/context"], "{}");
+  EXPECT_EQ(plan.job["spec"]["template"]["spec"]["volumes"][0]["downwardAPI"]["items"][0]
+                    ["fieldRef"]["fieldPath"],
+            "metadata.annotations['heartbeat.dev/context']");
+  const std::string big(kContextAnnotationBytesMax + 1, 'x');
+  EXPECT_TRUE(build_job(r, a, big, config).context_config_map);
+  EXPECT_THROW(build_job(r, a, std::string(kContextDocumentBytesMax + 1, 'x'), config),
+               std::invalid_argument);
+}
+
+TEST(JobBuilder, CommandModeRunsTheUsersImageAndCommand) {
+  Json a = full_agent();
+  a["spec"]["runtime"]["mode"] = "command";
+  a["spec"]["runtime"]["image"] = "example.com/my-agent:1";
+  a["spec"]["runtime"]["command"] = Json::array({"python", "agent.py"});
+  Json r = run("bot-1");
+  const JobPlan plan = build_job(r, a, "{}", JobConfig{});
+  const Json& c = container_of(plan.job);
+  EXPECT_EQ(c["image"], "example.com/my-agent:1");
+  EXPECT_EQ(c["command"], Json::array({"python", "agent.py"}));
+  EXPECT_EQ(c["terminationMessagePolicy"], "FallbackToLogsOnError");
+}
+
+TEST(JobBuilder, DefaultImageAndRunnerCommand) {
+  Json a = agent();
+  Json r = run("bot-1");
+  JobConfig config;
+  config.default_image = "runner:dev";
+  const JobPlan plan = build_job(r, a, "{}", config);
+  const Json& c = container_of(plan.job);
+  EXPECT_EQ(c["image"], "runner:dev");
+  EXPECT_EQ(c["command"][0], "/usr/local/bin/heartbeat-runner");
+}
+
+TEST(JobBuilder, LongRunNamesGiveValidJobNames) {
+  Json a = agent();
+  Json r = run(std::string(100, 'x') + ".manual");
+  const std::string name = build_job(r, a, "{}", JobConfig{}).job["metadata"]["name"];
+  EXPECT_LE(name.size(), 63u);
+  EXPECT_EQ(name.find('.'), std::string::npos);
+}
+
+TEST(JobBuilder, PerAgentRoleReachesOnlyItsLeaseAndMemoryByName) {
+  auto objects = build_agent_objects(full_agent(), JobConfig{});
+  ASSERT_EQ(objects.size(), 5u);
+  const Json* role = nullptr;
+  for (auto& [kind, object] : objects) {
+    EXPECT_EQ(object["metadata"]["ownerReferences"][0]["kind"], "Agent") << kind;
+    if (kind == "roles") role = &object;
+    if (kind == "configmaps") {
+      EXPECT_EQ(object["metadata"]["name"], "bot-memory");
+      Json blocks = Json::parse(object["data"]["blocks.json"].get<std::string>());
+      EXPECT_EQ(blocks[0]["label"], "human");
+    }
+    if (kind == "rolebindings") {
+      EXPECT_EQ(object["subjects"][0]["name"], "bot-runner");
+      EXPECT_EQ(object["roleRef"]["name"], "bot-runner");
+    }
+  }
+  ASSERT_NE(role, nullptr);
+  ASSERT_EQ((*role)["rules"].size(), 2u);
+  for (const Json& rule : (*role)["rules"]) {
+    ASSERT_EQ(rule["resourceNames"].size(), 1u);
+    for (const Json& verb : rule["verbs"]) {
+      EXPECT_NE(verb, "create");
+      EXPECT_NE(verb, "list");
+      EXPECT_NE(verb, "delete");
+    }
+  }
+  EXPECT_EQ((*role)["rules"][0]["resourceNames"][0], "bot-heartbeat");
+  EXPECT_EQ((*role)["rules"][1]["resourceNames"][0], "bot-memory");
+}
+
+TEST(ContextDocument, CarriesWhatTheRunnerReads) {
+  Json a = full_agent();
+  Json r = run("bot-1", "callback");
+  r["spec"]["triggerDetail"] = "webhook";
+  std::vector<Json> history;
+  for (int i = 0; i < 5; ++i) {
+    history.push_back(with_status(run("old-" + std::to_string(i)),
+                                  {{"phase", "Succeeded"},
+                                   {"finishedAt", "2024-05-01T12:0" + std::to_string(i) + ":00Z"},
+                                   {"stopReason", "completed"},
+                                   {"output", "out " + std::to_string(i)}}));
+  }
+  std::vector<const Json*> ptrs;
+  for (const Json& h : history) ptrs.push_back(&h);
+  ContextInput in{&a, &r, "Heartbeat.", ptrs, at("2024-05-01T12:10:00Z")};
+  Json doc = render_context(in, JobConfig{});
+  EXPECT_EQ(doc["kind"], "HeartbeatContext");
+  EXPECT_EQ(doc["agent"]["name"], "bot");
+  EXPECT_EQ(doc["agent"]["namespace"], "ns");
+  EXPECT_EQ(doc["model"]["provider"], "openai");
+  EXPECT_EQ(doc["persona"], "You are Bot.");
+  EXPECT_EQ(doc["memory"]["configMapName"], "bot-memory");
+  EXPECT_EQ(doc["memory"]["blocks"][0]["value"], "Ada");
+  EXPECT_EQ(doc["heartbeat"]["prompt"], "Heartbeat.");
+  EXPECT_EQ(doc["budget"]["perRunCents"], 5);
+  EXPECT_EQ(doc["budget"]["monthRemainingCents"], 379.5);
+  ASSERT_EQ(doc["recentRuns"].size(), 3u);  // contextRuns default 3, newest first
+  EXPECT_EQ(doc["recentRuns"][0]["name"], "old-4");
+  EXPECT_EQ(doc["run"]["name"], "bot-1");
+  EXPECT_EQ(doc["run"]["invocationSource"], "callback");
+  EXPECT_EQ(doc["run"]["triggerDetail"], "webhook");
+  EXPECT_EQ(doc["run"]["deadline"], "2024-05-01T12:15:00Z");
+  EXPECT_EQ(doc["lease"]["name"], "bot-heartbeat");
+  EXPECT_LT(doc["lease"]["renewIntervalSeconds"], doc["lease"]["durationSeconds"]);
+  // No secret material: only the Secret's name travels, in the Job env.
+  EXPECT_EQ(doc.dump().find("sk-"), std::string::npos);
+  EXPECT_FALSE(doc["model"].contains("apiKeySecretRef"));
+}
+
+TEST(Names, DerivedNamesFitTheirLimits) {
+  EXPECT_EQ(lease_name_for_agent("bot"), "bot-heartbeat");
+  const std::string long_name(253, 'a');
+  EXPECT_LE(lease_name_for_agent(long_name).size(), kObjectNameCharsMax);
+  EXPECT_NE(lease_name_for_agent(long_name), lease_name_for_agent(long_name.substr(1) + "b"));
+  EXPECT_EQ(label_safe_name("a.b"), "a-b-" + short_hash("a.b"));
+}
+
+}  // namespace
+}  // namespace hb::controllers

@@ -1,0 +1,245 @@
+// Run status derivation from Job, Pod, Lease and now.
+#include "controllers/run_status.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/controllers/fixtures.h"
+
+namespace hb::controllers {
+namespace {
+
+using namespace testing;
+
+const TimePoint kStart = at("2024-05-01T12:05:00Z");
+
+Json running_run(const std::string& name = "r1") {
+  return with_status(run(name),
+                     {{"phase", "Running"}, {"jobName", name}, {"startedAt", fmt(kStart)}});
+}
+
+RunObservation observe(const Json& r, const Json* j, std::vector<const Json*> pods, TimePoint now,
+                       const Json* lease = nullptr, bool agent_missing = false) {
+  RunObservationInput in;
+  in.run = &r;
+  in.job = j;
+  in.pods = std::move(pods);
+  in.lease = lease;
+  in.now = now;
+  in.agent_missing = agent_missing;
+  in.timeouts = {std::chrono::seconds(300), std::chrono::seconds(30), std::chrono::seconds(120)};
+  return observe_run(in);
+}
+
+Json lease_renewed(const char* t) {
+  return {{"spec", {{"renewTime", t}}}};
+}
+
+TEST(RunStatus, SucceededWithUsageCostAndPause) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = terminated(pod("r1-abc"), 0, result_json(3.25, 1000, 200, 5, "pause_heartbeats"));
+  const TimePoint now = at("2024-05-01T12:06:10Z");
+  RunObservation o = observe(r, &j, {&p}, now);
+  EXPECT_TRUE(o.became_final);
+  EXPECT_EQ(o.phase, RunPhase::kSucceeded);
+  EXPECT_EQ(o.status["phase"], "Succeeded");
+  EXPECT_EQ(o.status["reason"], "PauseHeartbeats");
+  EXPECT_EQ(o.status["exitCode"], 0);
+  EXPECT_EQ(o.status["podName"], "r1-abc");
+  EXPECT_EQ(o.status["usage"]["costCents"], 3.25);
+  EXPECT_EQ(o.status["usage"]["inputTokens"], 1000);
+  EXPECT_EQ(o.status["usage"]["llmCalls"], 2);
+  EXPECT_EQ(o.status["stopReason"], "pause_heartbeats");
+  EXPECT_EQ(o.status["finishedAt"], "2024-05-01T12:06:00Z");
+  EXPECT_EQ(o.status["durationSeconds"], 60);
+  EXPECT_EQ(o.status["output"], "did a thing");
+  // pausedUntil = operator clock + pauseMinutes.
+  EXPECT_EQ(o.status["pauseUntil"], "2024-05-01T12:11:10Z");
+  EXPECT_FALSE(o.status.contains("costRecorded"));
+}
+
+TEST(RunStatus, FailedExitCodesMapToReasons) {
+  Json r = running_run();
+  Json j = job("r1");
+  struct Case {
+    int exit;
+    const char* reason;
+  } cases[] = {{69, "ProviderError"}, {70, "InternalError"}, {78, "ConfigError"}, {3, "Error"}};
+  for (const Case& c : cases) {
+    Json p = terminated(pod("r1-abc"), c.exit, result_json(0.5));
+    RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+    EXPECT_EQ(o.status["phase"], "Failed") << c.exit;
+    EXPECT_EQ(o.status["reason"], c.reason) << c.exit;
+    EXPECT_EQ(o.status["exitCode"], c.exit);
+    EXPECT_EQ(o.status["usage"]["costCents"], 0.5);  // a failed run still costs
+  }
+}
+
+TEST(RunStatus, KilledBySignal) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = terminated(pod("r1-abc"), 137, "", "2024-05-01T12:06:00Z", "OOMKilled");
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  EXPECT_EQ(o.status["phase"], "Failed");
+  EXPECT_EQ(o.status["signal"], 9);
+  EXPECT_EQ(o.status["exitCode"], 137);
+  // Empty message: the result is unreadable, but the run still finishes.
+  EXPECT_EQ(o.status["reason"], "ResultUnreadable");
+}
+
+TEST(RunStatus, MalformedResultFinishesWithResultUnreadable) {
+  Json r = running_run();
+  Json j = job("r1");
+  for (const char* message :
+       {"not json", "{\"usage\": {\"costCents\": -1}}", "[1,2]", "{\"stopReason\": \"completed\"}",
+        "{\"usage\": {\"inputTokens\": \"many\"}}"}) {
+    Json p = terminated(pod("r1-abc"), 0, message);
+    RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+    EXPECT_TRUE(o.became_final) << message;
+    EXPECT_EQ(o.status["phase"], "Succeeded") << message;
+    EXPECT_EQ(o.status["reason"], "ResultUnreadable") << message;
+    EXPECT_EQ(o.status["usage"]["costCents"], 0);
+  }
+}
+
+TEST(RunStatus, PauseMinutesAreClamped) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = terminated(pod("r1-abc"), 0, result_json(0, 1, 1, 500));
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:00:00Z"));
+  EXPECT_EQ(o.status["pauseUntil"], "2024-05-01T13:00:00Z");
+}
+
+TEST(RunStatus, JobDeadlineExceededGivesTimedOut) {
+  Json r = running_run();
+  Json j = job_condition(job("r1"), "Failed", "DeadlineExceeded");
+  Json p = terminated(pod("r1-abc"), 143, result_json(1.5, 1, 1, std::nullopt, "cancelled"));
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:10:10Z"));
+  EXPECT_EQ(o.status["phase"], "TimedOut");
+  EXPECT_EQ(o.status["reason"], "DeadlineExceeded");
+  EXPECT_EQ(o.status["usage"]["costCents"], 1.5);
+  // The Job controller killed the pod and it is gone: still TimedOut.
+  o = observe(r, &j, {}, at("2024-05-01T12:10:10Z"));
+  EXPECT_EQ(o.status["phase"], "TimedOut");
+}
+
+TEST(RunStatus, ControllerSideDeadlineDeletesTheJob) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  // 300 s timeout + 30 s grace + 30 s slack after 12:05:00.
+  Json lease = lease_renewed("2024-05-01T12:10:50.000000Z");
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:10:59Z"), &lease);
+  EXPECT_FALSE(o.delete_job);
+  o = observe(r, &j, {&p}, at("2024-05-01T12:11:01Z"), &lease);
+  EXPECT_TRUE(o.delete_job);
+  EXPECT_FALSE(o.became_final);
+  // Job gone, pod gone: TimedOut.
+  o = observe(r, nullptr, {}, at("2024-05-01T12:11:05Z"), &lease);
+  EXPECT_EQ(o.status["phase"], "TimedOut");
+}
+
+TEST(RunStatus, StalledLeaseFailsTheRunAndDeletesItsJob) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  Json lease = lease_renewed("2024-05-01T12:06:00.000000Z");
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:07:59Z"), &lease);
+  EXPECT_FALSE(o.delete_job);
+  ASSERT_TRUE(o.recheck_at);
+  EXPECT_EQ(*o.recheck_at, at("2024-05-01T12:08:01Z"));
+  o = observe(r, &j, {&p}, at("2024-05-01T12:08:01Z"), &lease);
+  EXPECT_TRUE(o.delete_job);
+  EXPECT_EQ(o.events.at(0).reason, "Stalled");
+  // After the Job is deleted the runner got SIGTERM: still Stalled.
+  Json killed = terminated(pod("r1-abc"), 143, "", "2024-05-01T12:08:05Z");
+  o = observe(r, nullptr, {&killed}, at("2024-05-01T12:08:06Z"), &lease);
+  EXPECT_EQ(o.status["phase"], "Failed");
+  EXPECT_EQ(o.status["reason"], "Stalled");
+  EXPECT_EQ(o.status["lastBeatTime"], "2024-05-01T12:06:00Z");
+}
+
+TEST(RunStatus, OldLeaseFromAnEarlierRunDoesNotStallANewOne) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  Json lease = lease_renewed("2024-05-01T11:00:00.000000Z");
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:00Z"), &lease);
+  EXPECT_FALSE(o.delete_job);
+}
+
+TEST(RunStatus, SuccessfulExitWithoutBeatsIsNotStalled) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = terminated(pod("r1-abc"), 0, result_json(1), "2024-05-01T12:09:00Z");
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T13:00:00Z"));
+  EXPECT_EQ(o.status["phase"], "Succeeded");
+}
+
+TEST(RunStatus, CancelDeletesTheJobAndWaitsForTheResult) {
+  Json r = running_run();
+  r["spec"]["cancel"] = true;
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:00Z"));
+  EXPECT_TRUE(o.delete_job);
+  EXPECT_FALSE(o.became_final);
+  // The runner wrote its result on SIGTERM and exited 143.
+  Json done = terminated(pod("r1-abc"), 143, result_json(0.75, 1, 1, std::nullopt, "cancelled"));
+  o = observe(r, nullptr, {&done}, at("2024-05-01T12:06:05Z"));
+  EXPECT_EQ(o.status["phase"], "Cancelled");
+  EXPECT_EQ(o.status["reason"], "Cancelled");
+  EXPECT_EQ(o.status["usage"]["costCents"], 0.75);
+  // Or the pod vanished without a result.
+  o = observe(r, nullptr, {}, at("2024-05-01T12:06:05Z"));
+  EXPECT_EQ(o.status["phase"], "Cancelled");
+}
+
+TEST(RunStatus, CancelBeforeStartAndAgentGone) {
+  Json r = run("r1", "manual");
+  r["spec"]["cancel"] = true;
+  RunObservation o = observe(r, nullptr, {}, kStart);
+  EXPECT_EQ(o.status["phase"], "Cancelled");
+  Json r2 = run("r2", "manual");
+  o = observe(r2, nullptr, {}, kStart, nullptr, /*agent_missing=*/true);
+  EXPECT_EQ(o.status["reason"], "AgentNotFound");
+}
+
+TEST(RunStatus, JobMissingRightAfterCreationIsCacheLagNotFailure) {
+  Json r = running_run();
+  RunObservation o = observe(r, nullptr, {}, kStart + 5s);
+  EXPECT_FALSE(o.became_final);
+  EXPECT_EQ(*o.recheck_at, kStart + kJobCacheGrace);
+  o = observe(r, nullptr, {}, kStart + 31s);
+  EXPECT_EQ(o.status["phase"], "Failed");
+  EXPECT_EQ(o.status["reason"], "JobDeleted");
+}
+
+TEST(RunStatus, JobFoundWithoutStatusIsAdoptedAsRunning) {
+  // Killed between creating the Job and writing the run status.
+  Json r = run("r1");
+  Json j = job("r1", "2024-05-01T12:05:03Z");
+  RunObservation o = observe(r, &j, {}, at("2024-05-01T12:05:10Z"));
+  EXPECT_EQ(o.phase, RunPhase::kRunning);
+  EXPECT_EQ(o.status["phase"], "Running");
+  EXPECT_EQ(o.status["jobName"], "r1");
+  EXPECT_EQ(o.status["startedAt"], "2024-05-01T12:05:03Z");
+}
+
+TEST(RunStatus, FinalRunsAreLeftAlone) {
+  Json r = with_status(run("r1"), {{"phase", "Succeeded"}, {"costRecorded", true}});
+  RunObservation o = observe(r, nullptr, {}, kStart + 3600s);
+  EXPECT_FALSE(o.became_final);
+  EXPECT_EQ(o.status, r["status"]);
+}
+
+TEST(RunStatus, PickPodPrefersTheFinishedOne) {
+  Json a = pod("a", "2024-05-01T12:05:01Z");
+  Json b = terminated(pod("b", "2024-05-01T12:05:00Z"), 0, "");
+  Json c = pod("c", "2024-05-01T12:05:02Z");
+  EXPECT_EQ(pick_pod({&a, &b, &c}), &b);
+  EXPECT_EQ(pick_pod({&a, &c}), &c);
+}
+
+}  // namespace
+}  // namespace hb::controllers

@@ -1,0 +1,273 @@
+#include "runner/agent_loop.h"
+
+#include <gtest/gtest.h>
+
+#include "runner/rfc3339.h"
+#include "runner/tool_specs.h"
+#include "tests/fakes/fake_clock.h"
+#include "tests/fakes/scripted_model.h"
+
+namespace hb::runner {
+namespace {
+
+using fakes::FakeClock;
+using fakes::ScriptedModel;
+using namespace std::chrono_literals;
+
+class FakeTools final : public ToolRunner {
+ public:
+  explicit FakeTools(FakeClock& clock) : clock_(clock) {}
+  ToolOutcome run(const std::string& name, const nlohmann::json& arguments, TimePoint) override {
+    calls.push_back({name, arguments});
+    clock_.jump(cost_per_call);
+    return {"ran " + name, false};
+  }
+  std::vector<std::pair<std::string, nlohmann::json>> calls;
+  std::chrono::milliseconds cost_per_call{0};
+
+ private:
+  FakeClock& clock_;
+};
+
+struct Harness {
+  FakeClock clock;
+  ScriptedModel model;
+  FakeTools tools{clock};
+  Heartbeat heartbeat{clock};
+  MemoryTranscript transcript;
+  LoopConfig config;
+  int prompts_rendered = 0;
+
+  explicit Harness(api::AgentType type = api::AgentType::kMemgpt) {
+    config.model = "m";
+    config.agent_type = type;
+    config.tools = offered_tools(api::capabilities(type), true).tools;
+    config.max_tokens = 100;
+    config.pricing = {100, 100};
+    config.wall_deadline = clock.now() + 10min;
+    config.first_message = "heartbeat";
+    config.system_prompt = [this] { return "system #" + std::to_string(++prompts_rendered); };
+  }
+  RunResult run() { return run_agent_loop(config, {model, tools, clock, heartbeat, transcript}); }
+};
+
+TEST(AgentLoop, MultiStepToolLoopThenAnswer) {
+  Harness h;
+  h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})", "c1"));
+  h.model.push(
+      ScriptedModel::call("core_memory_append", R"({"label":"human","content":"x"})", "c2"));
+  h.model.push(ScriptedModel::text("All done."));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  EXPECT_EQ(result.output, "All done.");
+  EXPECT_EQ(result.iterations, 3);
+  EXPECT_EQ(result.llm_calls, 3);
+  EXPECT_EQ(result.tool_calls, 2);
+  EXPECT_EQ(result.usage.input_tokens, 300);
+  EXPECT_NEAR(result.cost_cents, 360 * 100 / 1e6, 1e-12);
+  ASSERT_EQ(h.tools.calls.size(), 2u);
+  EXPECT_EQ(h.tools.calls[0].second["command"], "ls");
+  // The third request carries the whole conversation, each call answered.
+  const auto& third = h.model.requests()[2];
+  ASSERT_EQ(third.messages.size(), 5u);
+  EXPECT_EQ(third.messages[2].role, Message::Role::kToolResults);
+  EXPECT_EQ(third.messages[2].tool_results[0].call_id, "c1");
+  EXPECT_EQ(third.messages[2].tool_results[0].content, "ran shell");
+  EXPECT_EQ(third.system, "system #3") << "system prompt re-rendered every call";
+  EXPECT_EQ(third.tools.size(), 7u);
+  // Beats: before and after each model call and each tool.
+  EXPECT_EQ(h.heartbeat.beats(), 3 * 2 + 2 * 2);
+  EXPECT_EQ(h.transcript.events("tool_result").size(), 2u);
+  EXPECT_EQ(h.transcript.events("stop").back()["stopReason"], "completed");
+}
+
+TEST(AgentLoop, PauseHeartbeatsEndsTheLoopAtOnce) {
+  Harness h;
+  ScriptedModel::Step step = [](const ModelRequest&) {
+    auto reply = ScriptedModel::call("pause_heartbeats", R"({"minutes": 15})");
+    reply.tool_calls.push_back({"after", "shell", R"({"command":"never"})"});
+    return reply;
+  };
+  h.model.push(step);
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kPauseHeartbeats);
+  EXPECT_EQ(result.pause_minutes, 15);
+  EXPECT_EQ(result.pause_until, h.clock.now() + 15min);
+  EXPECT_TRUE(h.tools.calls.empty()) << "calls after pause_heartbeats are not run";
+  EXPECT_EQ(h.model.requests().size(), 1u);
+}
+
+TEST(AgentLoop, PauseMinutesClampedAndDefaulted) {
+  using nlohmann::json;
+  EXPECT_EQ(pause_minutes_from_arguments(json::object()), 2);
+  EXPECT_EQ(pause_minutes_from_arguments({{"minutes", 0}}), 1);
+  EXPECT_EQ(pause_minutes_from_arguments({{"minutes", -5}}), 1);
+  EXPECT_EQ(pause_minutes_from_arguments({{"minutes", 600}}), 60);
+  EXPECT_EQ(pause_minutes_from_arguments({{"minutes", 7.4}}), 7);
+  EXPECT_EQ(pause_minutes_from_arguments({{"minutes", "9"}}), 9);
+  EXPECT_EQ(pause_minutes_from_arguments({{"minutes", "soon"}}), 2);
+  EXPECT_EQ(pause_minutes_from_arguments({{"minutes", nullptr}}), 2);
+}
+
+TEST(AgentLoop, PauseUsesTheInjectedClockAfterAJump) {
+  Harness h;
+  h.clock.jump(-3h);  // skewed clock: the pause is relative to it
+  h.config.wall_deadline = h.clock.now() + 10min;
+  h.model.push(ScriptedModel::call("pause_heartbeats", "{}"));
+  auto result = h.run();
+  EXPECT_EQ(result.pause_until, h.clock.now() + 2min);
+}
+
+TEST(AgentLoop, MalformedArgumentsAreAnsweredWithAToolError) {
+  Harness h;
+  h.model.push(ScriptedModel::call("shell", R"({"command": "ls")", "bad"));
+  h.model.push(ScriptedModel::call("shell", R"([1,2])", "array"));
+  h.model.push(ScriptedModel::text("sorry"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  EXPECT_TRUE(h.tools.calls.empty());
+  const auto& answer = h.model.requests()[1].messages[2].tool_results[0];
+  EXPECT_TRUE(answer.is_error);
+  EXPECT_NE(answer.content.find("not valid JSON"), std::string::npos);
+  const auto& second = h.model.requests()[2].messages[4].tool_results[0];
+  EXPECT_NE(second.content.find("must be a JSON object"), std::string::npos);
+}
+
+TEST(AgentLoop, ForbiddenToolIsRefusedLoggedAndNeverRun) {
+  Harness h(api::AgentType::kReact);
+  std::vector<std::string> warnings;
+  h.config.log_warning = [&](const std::string& w) { warnings.push_back(w); };
+  h.model.push(ScriptedModel::call("core_memory_append", R"({"label":"a","content":"b"})"));
+  h.model.push(ScriptedModel::call("pause_heartbeats", R"({"minutes":5})"));
+  h.model.push(ScriptedModel::text("ok"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  EXPECT_FALSE(result.pause_minutes.has_value()) << "react agents cannot pause";
+  EXPECT_TRUE(h.tools.calls.empty());
+  EXPECT_EQ(h.model.requests()[0].tools.size(), 1u) << "only shell offered";
+  const auto& answer = h.model.requests()[1].messages[2].tool_results[0];
+  EXPECT_TRUE(answer.is_error);
+  EXPECT_NE(answer.content.find("not available"), std::string::npos);
+  EXPECT_NE(answer.content.find("react_agent"), std::string::npos);
+  EXPECT_EQ(h.transcript.events("forbidden_tool").size(), 2u);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("core_memory_append"), std::string::npos);
+}
+
+TEST(AgentLoop, UnavailableArchivalToolIsRefused) {
+  Harness h;
+  h.config.tools = offered_tools(api::capabilities(api::AgentType::kMemgpt), false).tools;
+  h.model.push(ScriptedModel::call("archival_memory_insert", R"({"content":"x"})"));
+  h.model.push(ScriptedModel::text("ok"));
+  h.run();
+  EXPECT_TRUE(h.tools.calls.empty());
+  EXPECT_TRUE(h.model.requests()[1].messages[2].tool_results[0].is_error);
+}
+
+TEST(AgentLoop, IterationLimitOfTheType) {
+  Harness h(api::AgentType::kMemgpt);
+  for (int i = 0; i < 10; ++i)
+    h.model.push(
+        ScriptedModel::call("shell", R"({"command":"echo )" + std::to_string(i) + R"("})"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kMaxIterations);
+  EXPECT_EQ(result.iterations, 5);
+  EXPECT_EQ(h.model.requests().size(), 5u);
+
+  Harness react(api::AgentType::kReact);
+  for (int i = 0; i < 20; ++i)
+    react.model.push(
+        ScriptedModel::call("shell", R"({"command":"echo )" + std::to_string(i) + R"("})"));
+  EXPECT_EQ(react.run().iterations, 10);
+}
+
+TEST(AgentLoop, BudgetStopsBeforeACallThatCouldPassIt) {
+  Harness h;
+  h.config.pricing = {1'000'000, 1'000'000};  // 1 cent per token
+  h.config.max_tokens = 10;
+  // First call's worst case: ~ (system 9 + "heartbeat" 9+16 + tools) / 3 + 10 output tokens.
+  h.config.budget_cents = 1200;
+  h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})", "c1", 900, 10));
+  h.model.push(ScriptedModel::text("unreached"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kBudget);
+  EXPECT_EQ(result.llm_calls, 1);
+  EXPECT_DOUBLE_EQ(result.cost_cents, 910);
+  auto stop = h.transcript.events("budget_stop");
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_GT(stop[0]["spentCents"].get<double>() + stop[0]["nextCallWorstCents"].get<double>(),
+            1200);
+}
+
+TEST(AgentLoop, BudgetTooSmallForTheFirstCallMakesNoCall) {
+  Harness h;
+  h.config.budget_cents = 0.0001;
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kBudget);
+  EXPECT_EQ(result.llm_calls, 0);
+  EXPECT_TRUE(h.model.requests().empty());
+}
+
+TEST(AgentLoop, RepeatedIdenticalCallStops) {
+  Harness h;
+  for (int i = 0; i < 3; ++i) h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kRepeatedToolCall);
+  EXPECT_EQ(h.tools.calls.size(), 2u) << "the third identical call is not run";
+  EXPECT_NE(result.error.find("3 times in a row"), std::string::npos);
+}
+
+TEST(AgentLoop, WallDeadlineStopsBeforeTheNextCall) {
+  Harness h;
+  h.tools.cost_per_call = 6min;  // the clock jumps while the tool runs
+  h.model.push(ScriptedModel::call("shell", R"({"command":"a"})"));
+  h.model.push(ScriptedModel::call("shell", R"({"command":"b"})"));
+  h.model.push(ScriptedModel::text("unreached"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kDeadline);
+  EXPECT_EQ(result.llm_calls, 2);
+}
+
+TEST(AgentLoop, ProviderErrorEndsTheRunWithUsageSoFar) {
+  Harness h;
+  h.model.push(ScriptedModel::call("shell", R"({"command":"a"})"));
+  h.model.push([](const ModelRequest&) -> ModelReply {
+    throw ProviderError(ProviderError::Kind::kHttpStatus, 401, "HTTP 401: invalid x-api-key");
+  });
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kProviderError);
+  EXPECT_NE(result.error.find("401"), std::string::npos);
+  EXPECT_EQ(result.usage.input_tokens, 100);
+}
+
+TEST(AgentLoop, MaxTokensAnswerIsReported) {
+  Harness h;
+  auto reply = ScriptedModel::text("cut off");
+  reply.finish = ModelReply::Finish::kMaxTokens;
+  h.model.push(reply);
+  EXPECT_EQ(h.run().stop_reason, StopReason::kMaxTokens);
+}
+
+TEST(AgentLoop, CancelledBetweenSteps) {
+  Harness h;
+  int polls = 0;
+  h.config.cancelled = [&] { return ++polls > 1; };
+  h.model.push(ScriptedModel::call("shell", R"({"command":"a"})"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kCancelled);
+  EXPECT_EQ(result.llm_calls, 1);
+}
+
+TEST(AgentLoop, MissingUsageIsEstimatedAndNoted) {
+  Harness h;
+  auto reply = ScriptedModel::text("hi");
+  reply.usage = {};
+  reply.usage_reported = false;
+  h.model.push(reply);
+  auto result = h.run();
+  EXPECT_GT(result.usage.input_tokens, 0);
+  ASSERT_EQ(result.notes.size(), 1u);
+}
+
+}  // namespace
+}  // namespace hb::runner

@@ -1,0 +1,139 @@
+#include "runner/context_document.h"
+
+#include <gtest/gtest.h>
+
+#include "runner/errors.h"
+#include "runner/rfc3339.h"
+
+namespace hb::runner {
+namespace {
+
+using nlohmann::json;
+
+json valid_document() {
+  return json::parse(R"({
+    "kind": "HeartbeatContext",
+    "agent": {"name": "scout", "namespace": "agents", "type": "letta_v1_agent"},
+    "model": {"provider": "anthropic", "model": "claude-x", "maxTokens": 512,
+              "pricing": {"inputCentsPerMillionTokens": 300, "outputCentsPerMillionTokens": 1500}},
+    "persona": "You are Scout.",
+    "memory": {"configMapName": "scout-memory",
+               "blocks": [{"label": "human", "value": "Ada", "limit": 100}, {"label": "notes"}]},
+    "heartbeat": {"prompt": "Check the queue."},
+    "budget": {"perRunCents": 25, "monthRemainingCents": 10.5},
+    "recentRuns": [{"name": "scout-1", "finishedAt": "2024-05-01T11:00:00Z",
+                    "stopReason": "completed", "output": "all quiet"}],
+    "run": {"name": "scout-2", "invocationSource": "manual", "triggerDetail": "kubectl",
+            "scheduledTime": "2024-05-01T12:00:00Z", "deadline": "2024-05-01T12:10:00Z"},
+    "lease": {"name": "scout-heartbeat", "durationSeconds": 300, "renewIntervalSeconds": 60},
+    "archival": {"path": "/var/lib/heartbeat/archival.db"}
+  })");
+}
+
+std::string error_for(const json& doc) {
+  try {
+    parse_context_document(doc);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(ContextDocument, ParsesEveryField) {
+  auto doc = parse_context_document(valid_document());
+  EXPECT_EQ(doc.agent_name, "scout");
+  EXPECT_EQ(doc.agent_namespace, "agents");
+  EXPECT_EQ(doc.agent_type, api::AgentType::kLettaV1);
+  EXPECT_EQ(doc.model.provider, Provider::kAnthropic);
+  EXPECT_EQ(doc.model.base_url, "https://api.anthropic.com");
+  EXPECT_EQ(doc.model.max_tokens, 512);
+  EXPECT_DOUBLE_EQ(doc.model.pricing.output_cents_per_million_tokens, 1500);
+  EXPECT_EQ(doc.memory_config_map, "scout-memory");
+  ASSERT_EQ(doc.memory_blocks.size(), 2u);
+  EXPECT_EQ(doc.memory_blocks[1].limit, 2000);
+  EXPECT_EQ(doc.heartbeat_prompt, "Check the queue.");
+  EXPECT_DOUBLE_EQ(*doc.budget.run_limit_cents(), 10.5);
+  ASSERT_EQ(doc.recent_runs.size(), 1u);
+  EXPECT_EQ(doc.recent_runs[0].output, "all quiet");
+  EXPECT_EQ(doc.run.invocation_source, "manual");
+  EXPECT_EQ(doc.run.deadline, *parse_rfc3339("2024-05-01T12:10:00Z"));
+  ASSERT_TRUE(doc.lease.has_value());
+  EXPECT_EQ(doc.lease->renew_interval, std::chrono::seconds(60));
+  EXPECT_EQ(doc.archival_path, "/var/lib/heartbeat/archival.db");
+}
+
+TEST(ContextDocument, DefaultsForOptionalFields) {
+  auto doc = parse_context_document(json::parse(R"({
+    "agent": {"name": "a"}, "model": {"provider": "openai", "model": "llama3",
+    "baseURL": "http://ollama:11434/v1/"}, "heartbeat": {"prompt": "p"},
+    "run": {"name": "r", "deadline": "2024-05-01T12:10:00+02:00"}})"));
+  EXPECT_EQ(doc.agent_type, api::AgentType::kMemgpt);
+  EXPECT_EQ(doc.model.base_url, "http://ollama:11434/v1");
+  EXPECT_EQ(doc.model.max_tokens, 1024);
+  EXPECT_FALSE(doc.budget.run_limit_cents().has_value());
+  EXPECT_FALSE(doc.lease.has_value());
+  EXPECT_TRUE(doc.archival_path.empty());
+  EXPECT_EQ(doc.run.invocation_source, "scheduler");
+  EXPECT_EQ(doc.run.deadline, *parse_rfc3339("2024-05-01T10:10:00Z"));
+}
+
+TEST(ContextDocument, ErrorsNameTheField) {
+  auto doc = valid_document();
+  doc["agent"]["type"] = "gpt_agent";
+  EXPECT_NE(error_for(doc).find("agent.type: must be one of memgpt_agent"), std::string::npos);
+
+  doc = valid_document();
+  doc["model"]["pricing"]["inputCentsPerMillionTokens"] = "3";
+  EXPECT_NE(error_for(doc).find("model.pricing.inputCentsPerMillionTokens: must be a number"),
+            std::string::npos);
+
+  doc = valid_document();
+  doc["model"]["maxTokens"] = 0;
+  EXPECT_NE(error_for(doc).find("model.maxTokens: must be between 1"), std::string::npos);
+
+  doc = valid_document();
+  doc["run"].erase("deadline");
+  EXPECT_NE(error_for(doc).find("run.deadline: is required"), std::string::npos);
+
+  doc = valid_document();
+  doc["run"]["deadline"] = "tomorrow";
+  EXPECT_NE(error_for(doc).find("run.deadline: must be an RFC 3339 time"), std::string::npos);
+
+  doc = valid_document();
+  doc["memory"]["blocks"][1]["label"] = "human";
+  EXPECT_NE(error_for(doc).find("memory.blocks[1].label: duplicate"), std::string::npos);
+
+  doc = valid_document();
+  doc["model"]["provider"] = "gemini";
+  EXPECT_NE(error_for(doc).find("model.provider"), std::string::npos);
+
+  doc = valid_document();
+  doc["lease"]["renewIntervalSeconds"] = 300;
+  EXPECT_NE(error_for(doc).find("lease.renewIntervalSeconds"), std::string::npos);
+
+  doc = valid_document();
+  doc.erase("heartbeat");
+  EXPECT_NE(error_for(doc).find("heartbeat: is required"), std::string::npos);
+
+  doc = valid_document();
+  doc["model"]["baseURL"] = "ftp://x";
+  EXPECT_NE(error_for(doc).find("model.baseURL"), std::string::npos);
+}
+
+TEST(ContextDocument, MalformedTextIsAConfigError) {
+  EXPECT_THROW(parse_context_document_text("{not json"), ConfigError);
+  EXPECT_THROW(parse_context_document_text("[]"), ConfigError);
+}
+
+TEST(Rfc3339, RoundTripsAndRejects) {
+  auto time = parse_rfc3339("2024-02-29T23:59:59.250Z");
+  ASSERT_TRUE(time.has_value());
+  EXPECT_EQ(format_rfc3339(*time), "2024-02-29T23:59:59.250Z");
+  EXPECT_EQ(format_rfc3339(*parse_rfc3339("2024-05-01T12:00:00Z")), "2024-05-01T12:00:00Z");
+  EXPECT_FALSE(parse_rfc3339("2023-02-29T00:00:00Z").has_value());
+  EXPECT_FALSE(parse_rfc3339("2024-05-01 12:00").has_value());
+  EXPECT_FALSE(parse_rfc3339("2024-05-01T12:00:00").has_value());
+}
+
+}  // namespace
+}  // namespace hb::runner

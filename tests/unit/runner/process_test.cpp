@@ -1,0 +1,202 @@
+// The heartbeat-runner binary as a Job runs it: env, context file, exit code,
+// termination message, JSON lines on stdout. Also prints the benchmark
+// figures (printed, not asserted): start to first model request, peak RSS of
+// a 10-step run, loop overhead per step.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "runner/agent_loop.h"
+#include "runner/exit_codes.h"
+#include "runner/rfc3339.h"
+#include "runner/tool_specs.h"
+#include "tests/fakes/fake_clock.h"
+#include "tests/fakes/fake_model_server.h"
+#include "tests/fakes/scripted_model.h"
+
+extern char** environ;
+
+namespace hb::runner {
+namespace {
+
+using fakes::FakeModelServer;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+struct ProcessRun {
+  int exit_code = -1;
+  long max_rss_kib = 0;
+  std::chrono::steady_clock::time_point started;
+  std::string stdout_text;
+  std::string termination;
+};
+
+class ProcessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("hb-proc-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    context_ = {
+        {"agent", {{"name", "bench"}, {"namespace", "default"}, {"type", "react_agent"}}},
+        {"model", {{"provider", "openai"}, {"model", "fake"}, {"baseURL", server_.url() + "/v1"}}},
+        {"heartbeat", {{"prompt", "Do ten steps."}}},
+        {"run",
+         {{"name", "bench-1"},
+          {"deadline", format_rfc3339(std::chrono::system_clock::now() + 10min)}}}};
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // after_spawn runs while the runner does (e.g. to signal it).
+  ProcessRun run_binary(const std::function<void(pid_t)>& after_spawn = nullptr) {
+    std::ofstream(dir_ / "context.json") << context_.dump();
+    std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
+    std::vector<std::string> env;
+    for (char** e = environ; *e; ++e) {
+      std::string item(*e);
+      if (item.rfind("KUBERNETES_", 0) == 0 || item.rfind("HEARTBEAT_", 0) == 0) continue;
+      env.push_back(item);
+    }
+    env.push_back("HEARTBEAT_API_KEY=sk-process-secret");
+    env.push_back("HEARTBEAT_CONTEXT_PATH=" + (dir_ / "context.json").string());
+    env.push_back("HEARTBEAT_TERMINATION_PATH=" + (dir_ / "termination-log").string());
+    std::vector<char*> envp;
+    for (auto& item : env) envp.push_back(item.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::string binary = HB_RUNNER_BINARY;
+    char* argv[] = {binary.data(), nullptr};
+    ProcessRun run;
+    run.started = std::chrono::steady_clock::now();
+    pid_t pid;
+    EXPECT_EQ(posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv, envp.data()), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    if (after_spawn) after_spawn(pid);
+    int status = 0;
+    rusage usage{};
+    ::wait4(pid, &status, 0, &usage);
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.max_rss_kib = usage.ru_maxrss;
+    std::stringstream text, term;
+    text << std::ifstream(out).rdbuf();
+    run.stdout_text = text.str();
+    term << std::ifstream(dir_ / "termination-log").rdbuf();
+    run.termination = term.str();
+    return run;
+  }
+
+  FakeModelServer server_;
+  std::filesystem::path dir_;
+  json context_;
+};
+
+TEST_F(ProcessTest, TenStepRunAndBenchmarks) {
+  for (int i = 0; i < 9; ++i) {
+    server_.push(FakeModelServer::openai_tool_calls(
+        {{"c" + std::to_string(i), "shell",
+          R"({"command":"echo step )" + std::to_string(i) + R"("})"}}));
+  }
+  server_.push(FakeModelServer::openai_text("ten steps done"));
+  ProcessRun run = run_binary();
+  EXPECT_EQ(run.exit_code, kExitFinished);
+  auto result = json::parse(run.termination);
+  EXPECT_EQ(result["stopReason"], "completed");
+  EXPECT_EQ(result["usage"]["iterations"], 10);
+  EXPECT_LE(run.termination.size(), kResultBytesMax);
+  std::istringstream lines(run.stdout_text);
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count)
+    ASSERT_TRUE(json::accept(line)) << line;
+  EXPECT_GT(count, 20);
+  EXPECT_EQ(run.stdout_text.find("sk-process-secret"), std::string::npos);
+  auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), 10u);
+  EXPECT_EQ(requests[0].header("authorization"), "Bearer sk-process-secret");
+  // The shell tool never sees the key.
+  EXPECT_EQ(requests[9].body.find("sk-process-secret"), std::string::npos);
+
+  auto first_request_ms =
+      std::chrono::duration<double, std::milli>(requests[0].received - run.started).count();
+  std::printf("[ benchmark ] process start to first model request: %.2f ms (goal <= 20 ms)\n",
+              first_request_ms);
+  std::printf("[ benchmark ] peak RSS, 10-step run: %.2f MiB (goal <= 20 MiB)\n",
+              run.max_rss_kib / 1024.0);
+
+  // Loop overhead per step, in process: scripted model, no-op tools.
+  struct NoTools final : ToolRunner {
+    ToolOutcome run(const std::string&, const json&, TimePoint) override { return {"ok", false}; }
+  } tools;
+  fakes::FakeClock clock;
+  constexpr int kRuns = 50;
+  auto started = std::chrono::steady_clock::now();
+  for (int r = 0; r < kRuns; ++r) {
+    fakes::ScriptedModel model;
+    for (int i = 0; i < 9; ++i) {
+      model.push(fakes::ScriptedModel::call("shell",
+                                            R"({"command":"echo )" + std::to_string(i) + R"("})"));
+    }
+    model.push(fakes::ScriptedModel::text("done"));
+    Heartbeat heartbeat(clock);
+    MemoryTranscript transcript;
+    LoopConfig config;
+    config.agent_type = api::AgentType::kReact;
+    config.tools = offered_tools(api::capabilities(api::AgentType::kReact), false).tools;
+    config.max_tokens = 256;
+    config.wall_deadline = clock.now() + 10min;
+    config.first_message = "go";
+    config.system_prompt = [] { return std::string(2000, 's'); };
+    auto result = run_agent_loop(config, {model, tools, clock, heartbeat, transcript});
+    ASSERT_EQ(result.iterations, 10);
+  }
+  auto per_step_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - started)
+          .count() /
+      (kRuns * 10);
+  std::printf("[ benchmark ] loop overhead per step: %.1f us (goal <= 1000 us)\n", per_step_us);
+}
+
+TEST_F(ProcessTest, BadContextExitsWithTheConfigCode) {
+  context_["model"]["provider"] = "palm";
+  ProcessRun run = run_binary();
+  EXPECT_EQ(run.exit_code, kExitConfigError);
+  EXPECT_EQ(json::parse(run.termination)["stopReason"], "config_error");
+}
+
+TEST_F(ProcessTest, ProviderFailureExitsWithTheProviderCode) {
+  server_.push(FakeModelServer::error(403, R"({"error":{"message":"forbidden"}})"));
+  ProcessRun run = run_binary();
+  EXPECT_EQ(run.exit_code, kExitProviderError);
+}
+
+}  // namespace
+}  // namespace hb::runner
+
+namespace hb::runner {
+namespace {
+
+TEST_F(ProcessTest, SigtermDuringAModelCallWritesTheResult) {
+  server_.push({200, {}, "", 0ms, true});  // hangs until the server stops
+  ProcessRun run = run_binary([this](pid_t pid) {
+    for (int i = 0; i < 500 && server_.requests().empty(); ++i) std::this_thread::sleep_for(10ms);
+    ::kill(pid, SIGTERM);
+  });
+  EXPECT_EQ(run.exit_code, kExitCancelled);
+  ASSERT_FALSE(run.termination.empty());
+  EXPECT_EQ(json::parse(run.termination)["stopReason"], "cancelled");
+}
+
+}  // namespace
+}  // namespace hb::runner
