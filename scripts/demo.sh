@@ -33,10 +33,10 @@ k apply -f crds/
 k wait --for condition=established --timeout=60s crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev
 
 free_port() { for _ in $(seq 100); do p=$((20000 + RANDOM % 40000)); (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }; done; }
-build/operator/heartbeat-operator --kubeconfig "$KUBECONFIG" --leader-elect false \
-  --metrics-address "127.0.0.1:$(free_port)" --health-address "127.0.0.1:$(free_port)" \
-  --wakeup-address "127.0.0.1:$(free_port)" --log-format text \
-  --runner-image heartbeat-runner:local >"$state/operator.log" 2>&1 &
+build/operator/heartbeat-operator --kubeconfig="$KUBECONFIG" --leader-elect=false \
+  --metrics-address="127.0.0.1:$(free_port)" --health-address="127.0.0.1:$(free_port)" \
+  --wakeup-address="127.0.0.1:$(free_port)" --log-format=text \
+  --runner-image=heartbeat-runner:local >"$state/operator.log" 2>&1 &
 pids+=($!)
 echo "demo: operator running (log: $state/operator.log)"
 
