@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,13 +77,19 @@ class OperatorProcess {
     c.push_back(nullptr);
     const std::string log = env("HB_OPERATOR_LOG", "/dev/null");
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int null_fd = ::open("/dev/null", O_WRONLY);
     pid_ = fork();
     if (pid_ == 0) {
+      // Die with the test: an orphaned operator would hold ctest's output
+      // pipe open and hang the run until its timeout.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (null_fd >= 0) dup2(null_fd, 1);
       if (fd >= 0) dup2(fd, 2);
       execv(binary.c_str(), c.data());
       _exit(127);
     }
     if (fd >= 0) ::close(fd);
+    if (null_fd >= 0) ::close(null_fd);
   }
 
   void kill(int signal) {

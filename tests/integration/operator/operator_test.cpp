@@ -304,7 +304,8 @@ TEST_F(OperatorTest, InvalidSpecNamesTheFieldAndRunsNothing) {
   create_agent(missing);
   ASSERT_TRUE(wait_until([&] { return condition(agent("lambda"), "SpecValid", "False"); }, 20s));
   ASSERT_TRUE(wait_until([&] { return condition(agent("mu"), "SpecValid", "False"); }, 20s));
-  for (const json& c : agent("mu")["status"]["conditions"]) {
+  const json mu = agent("mu");  // keep it alive: the loop walks into it
+  for (const json& c : mu["status"]["conditions"]) {
     if (c["type"] == "SpecValid") {
       EXPECT_NE(c["message"].get<std::string>().find("spec.model.apiKeySecretRef"),
                 std::string::npos);
