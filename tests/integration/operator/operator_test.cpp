@@ -317,7 +317,7 @@ TEST_F(OperatorTest, InvalidSpecNamesTheFieldAndRunsNothing) {
 TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
   start_kubelet([](const json&) {
     PodScript s = finishes_with(0.1);
-    s.run_for = 3s;
+    s.run_for = 6s;
     return s;
   });
   create_agent(agent_manifest("nu", {{"prompt", "Heartbeat."}}));
@@ -341,6 +341,10 @@ TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
           .status,
       404);
   EXPECT_EQ(runs_of("nu").size(), 1u);  // nothing created by the bad calls
+  // The callback run must queue behind an active run to be coalesced into,
+  // so wait until the annotation's run has left Queued (it runs for 6 s).
+  const std::string manual = runs_of("nu")[0]["metadata"]["name"];
+  ASSERT_TRUE(wait_until([&] { return run_phase(manual, "Running"); }, 20s));
   http::Response first = operator_->post(path, R"({"reason":"webhook fired"})", "s3cret-token");
   EXPECT_EQ(first.status, 201) << first.body;
   http::Response second = operator_->post(path, R"({"reason":"again"})", "s3cret-token");
