@@ -3,15 +3,20 @@
 // a child process that tests can SIGKILL and restart, and the fake kubelet.
 #pragma once
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -46,17 +51,41 @@ inline bool wait_until(const std::function<bool()>& done, std::chrono::milliseco
     }
     std::this_thread::sleep_for(every);
   }
-  return done();
+  try {
+    return done();
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
+// A port the kernel just handed out, so it is outside anything listening
+// now (a random pick can land on the API server's or an ephemeral port).
 inline int free_port() {
-  static std::mt19937 rng{std::random_device{}()};
-  return 30000 + static_cast<int>(rng() % 30000);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) throw std::runtime_error("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  if (!ok) throw std::runtime_error("could not get a free loopback port");
+  return ntohs(addr.sin_port);
+}
+
+inline std::string tail_of_file(const std::string& path, size_t max_bytes = 4000) {
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return text.size() > max_bytes ? text.substr(text.size() - max_bytes) : text;
 }
 
 class OperatorProcess {
  public:
-  explicit OperatorProcess(std::vector<std::string> args) : args_(std::move(args)) {
+  // log_path: the operator's stderr (appended); shown when a test fails.
+  OperatorProcess(std::vector<std::string> args, std::string log_path)
+      : args_(std::move(args)), log_path_(std::move(log_path)) {
     metrics_port_ = free_port();
     health_port_ = free_port();
     wakeup_port_ = free_port();
@@ -75,8 +104,7 @@ class OperatorProcess {
     std::vector<char*> c;
     for (auto& a : argv) c.push_back(a.data());
     c.push_back(nullptr);
-    const std::string log = env("HB_OPERATOR_LOG", "/dev/null");
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int fd = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     const int null_fd = ::open("/dev/null", O_WRONLY);
     pid_ = fork();
     if (pid_ == 0) {
@@ -101,6 +129,16 @@ class OperatorProcess {
     pid_ = -1;
   }
   int exit_status() const { return exit_status_; }
+  // Reaps the child if it has exited on its own; true while it runs.
+  bool alive() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    pid_ = -1;
+    return false;
+  }
+  const std::string& log_path() const { return log_path_; }
 
   std::string get(int port, const std::string& path) {
     auto client = http::make_client({});
@@ -140,6 +178,7 @@ class OperatorProcess {
 
  private:
   std::vector<std::string> args_;
+  std::string log_path_;
   pid_t pid_ = -1;
   int exit_status_ = -1;
   int metrics_port_, health_port_, wakeup_port_;

@@ -28,6 +28,10 @@ class OperatorTest : public ::testing::Test {
     ns_ = ClusterFixture::make_namespace("it-" + prefix);
   }
   void TearDown() override {
+    if (HasFailure() && operator_) {
+      std::cout << "operator log " << operator_->log_path() << " ends with:\n"
+                << tail_of_file(operator_->log_path()) << std::endl;
+    }
     if (kubelet_) kubelet_->stop();
     if (operator_) operator_->kill(SIGKILL);
     try {
@@ -43,9 +47,19 @@ class OperatorTest : public ::testing::Test {
         "--stall-timeout=10",      "--runner-image=runner:test",
         "--log-level=debug"};
     args.insert(args.end(), extra.begin(), extra.end());
-    operator_ = std::make_unique<OperatorProcess>(args);
+    const std::string log =
+        env("HB_OPERATOR_LOG", env("HB_BUILD_DIR", ".") + "/Testing/operator-" + ns_ + ".log");
+    operator_ = std::make_unique<OperatorProcess>(args, log);
     operator_->start();
-    ASSERT_TRUE(wait_until([&] { return operator_->ready(); }, 60s)) << "operator not ready";
+    const bool ready = wait_until(
+        [&] {
+          if (!operator_->alive()) throw std::runtime_error("operator exited");
+          return operator_->ready();
+        },
+        60s);
+    ASSERT_TRUE(ready) << "operator not ready within 60 s (exit status " << operator_->exit_status()
+                       << "); log " << log << " ends with:\n"
+                       << tail_of_file(log);
   }
   void start_kubelet(FakeKubelet::Script script) {
     kubelet_ = std::make_unique<FakeKubelet>(client_, ns_, std::move(script));
