@@ -1,5 +1,7 @@
 #include "controllers/runtime/metrics.h"
 
+#include <cstdlib>
+
 #include <cstdio>
 #include <sstream>
 
@@ -72,9 +74,14 @@ double Metrics::value(const std::string& name, const Labels& labels) const {
 }
 
 namespace {
+// The shortest text that reads back as the same double (0.005, not
+// 0.0050000000000000001), as Prometheus clients print bucket bounds.
 std::string number(double v) {
   char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.17g", v);
+  for (int precision = 15; precision <= 17; ++precision) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", precision, v);
+    if (std::strtod(buffer, nullptr) == v) break;
+  }
   return buffer;
 }
 std::string with_labels(const std::string& name, const std::string& labels,

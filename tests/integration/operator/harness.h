@@ -129,6 +129,7 @@ class OperatorProcess {
     pid_ = -1;
   }
   int exit_status() const { return exit_status_; }
+  pid_t pid() const { return pid_; }
   // Reaps the child if it has exited on its own; true while it runs.
   bool alive() {
     if (pid_ <= 0) return false;

@@ -1,0 +1,190 @@
+// The operator at fleet scale on the real local control plane: N agents (1,000
+// by default) on 1-minute intervals, the heartbeat-operator binary, Jobs from
+// kube-controller-manager and Pods played by the fake kubelet (each "runs" a
+// couple of seconds and reports a result). After the measured minutes it
+// prints schedule lag p50/p99 (from the operator's own histogram, as
+// Prometheus' histogram_quantile would), API requests and writes per
+// heartbeat, operator CPU and peak RSS. Printed, not asserted.
+//
+//   scripts/bench-fleet.sh            (starts and stops its own control plane)
+//   hb_operator_fleet_bench --agents=1000 --minutes=3 --qps=200 --burst=400
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "controllers/names.h"
+#include "tests/integration/operator/harness.h"
+
+namespace {
+
+using namespace hb::testing;
+namespace res = hb::kube::resources;
+
+constexpr int kCreateThreads = 8;
+constexpr auto kPodRunFor = std::chrono::seconds(2);
+constexpr auto kWarmUpRound = std::chrono::seconds(60);
+
+struct Options {
+  int agents = 1000;
+  int minutes = 3;
+  int qps = 200;
+  int burst = 400;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&](const std::string& flag) -> std::optional<int> {
+      if (a.rfind(flag + "=", 0) != 0) return std::nullopt;
+      return std::stoi(a.substr(flag.size() + 1));
+    };
+    if (auto v = value("--agents"))
+      o.agents = *v;
+    else if (auto v2 = value("--minutes"))
+      o.minutes = *v2;
+    else if (auto v3 = value("--qps"))
+      o.qps = *v3;
+    else if (auto v4 = value("--burst"))
+      o.burst = *v4;
+    else
+      throw std::invalid_argument("unknown flag " + a +
+                                  " (use --agents= --minutes= --qps= --burst=)");
+  }
+  return o;
+}
+
+// Seconds of CPU (user + system) and peak RSS in KiB of a live process.
+std::pair<double, long> cpu_and_peak_rss(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string skip;
+  for (int i = 3; i < 14; ++i) fields >> skip;  // fields 3..13
+  double utime = 0, stime = 0;
+  fields >> utime >> stime;
+  const double cpu = (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  long hwm = 0;
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) hwm = std::stol(line.substr(6));
+  }
+  return {cpu, hwm};
+}
+
+// histogram_quantile over the operator's cumulative buckets.
+double quantile(double q, const std::vector<std::pair<double, double>>& buckets, double count) {
+  if (count <= 0) return 0;
+  const double rank = q * count;
+  double lower = 0, below = 0;
+  for (const auto& [le, cumulative] : buckets) {
+    if (cumulative >= rank) {
+      const double in_bucket = cumulative - below;
+      return in_bucket <= 0 ? le : lower + (le - lower) * (rank - below) / in_bucket;
+    }
+    lower = le;
+    below = cumulative;
+  }
+  return std::numeric_limits<double>::infinity();  // beyond the last bucket
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  auto client = ClusterFixture::client();
+  const std::string ns = ClusterFixture::make_namespace("fleet");
+  std::cout << "fleet bench: " << opt.agents << " agents at 1m in namespace " << ns << ", "
+            << opt.minutes << " measured minutes, operator --qps=" << opt.qps
+            << " --burst=" << opt.burst << std::endl;
+
+  OperatorProcess op({"--namespace=" + ns, "--leader-elect=false", "--runner-image=runner:bench",
+                      "--qps=" + std::to_string(opt.qps), "--burst=" + std::to_string(opt.burst),
+                      "--log-level=warn"},
+                     "/tmp/hb-fleet-operator.log");
+  op.start();
+  if (!wait_until([&] { return op.ready(); }, std::chrono::seconds(60))) {
+    std::cerr << "operator not ready; see /tmp/hb-fleet-operator.log" << std::endl;
+    return 1;
+  }
+
+  const auto create_started = std::chrono::steady_clock::now();
+  std::vector<std::thread> creators;
+  for (int t = 0; t < kCreateThreads; ++t) {
+    creators.emplace_back([&, t] {
+      for (int i = t; i < opt.agents; i += kCreateThreads) {
+        json a = agent_manifest("agent-" + std::to_string(i),
+                                {{"prompt", "Heartbeat."}, {"interval", "1m"}});
+        client->create(res::kAgents, ns, a);
+      }
+    });
+  }
+  for (auto& c : creators) c.join();
+  std::cout
+      << "created " << opt.agents << " agents in "
+      << std::chrono::duration<double>(std::chrono::steady_clock::now() - create_started).count()
+      << " s" << std::endl;
+
+  FakeKubelet kubelet(client, ns, [](const json&) {
+    PodScript s;
+    s.run_for = kPodRunFor;
+    s.beat = false;  // the lease watchdog is not what is measured
+    s.termination_message = FakeKubelet::result(0.1);
+    return s;
+  });
+  kubelet.start();
+
+  // Measure the steady state: skip the first round of heartbeats (one
+  // interval after creation), which also creates each agent's ServiceAccount,
+  // Role, RoleBinding and Lease once.
+  std::this_thread::sleep_for(std::chrono::seconds(55) + kWarmUpRound);
+  const double requests0 = op.metric("rest_client_requests_total");
+  const double writes0 = op.metric("heartbeat_api_writes_total");
+  const double started0 = op.metric("heartbeat_runs_started_total");
+  const double finished0 = op.metric("heartbeat_runs_total");
+  const auto [cpu0, rss0] = cpu_and_peak_rss(op.pid());
+  std::this_thread::sleep_for(std::chrono::minutes(opt.minutes));
+  const double requests = op.metric("rest_client_requests_total") - requests0;
+  const double watches = op.metric("rest_client_requests_total{method=\"WATCH\"}");
+  const double writes = op.metric("heartbeat_api_writes_total") - writes0;
+  const double started = op.metric("heartbeat_runs_started_total") - started0;
+  const double finished = op.metric("heartbeat_runs_total") - finished0;
+  const auto [cpu1, rss1] = cpu_and_peak_rss(op.pid());
+  std::vector<std::pair<double, double>> buckets;
+  // The histogram counts from the operator's start, warm-up round included.
+  for (double le : {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0}) {
+    std::ostringstream label;
+    label << "heartbeat_schedule_lag_seconds_bucket{le=\"" << le << "\"}";
+    buckets.emplace_back(le, op.metric(label.str()));
+  }
+  const double lag_count = op.metric("heartbeat_schedule_lag_seconds_count");
+  const double lag_sum = op.metric("heartbeat_schedule_lag_seconds_sum");
+  kubelet.stop();
+  op.kill(SIGTERM);
+
+  const double minutes = opt.minutes;
+  std::printf("\n| measure | value |\n| --- | --- |\n");
+  std::printf("| heartbeats started / finished in %d min | %.0f / %.0f |\n", opt.minutes, started,
+              finished);
+  std::printf(
+      "| schedule lag p50 / p99 / mean (every scheduler run, first round included) | %.3f s / %.3f "
+      "s / %.3f s |\n",
+      quantile(0.5, buckets, lag_count), quantile(0.99, buckets, lag_count),
+      lag_count > 0 ? lag_sum / lag_count : 0.0);
+  std::printf("| API requests per heartbeat (all verbs; %.0f watch opens in all) | %.2f |\n",
+              watches, finished > 0 ? requests / finished : 0.0);
+  std::printf("| writes per heartbeat | %.2f |\n", finished > 0 ? writes / finished : 0.0);
+  std::printf("| operator CPU | %.1f s over %d min (%.1f%% of one core) |\n", cpu1 - cpu0,
+              opt.minutes, 100.0 * (cpu1 - cpu0) / (minutes * 60));
+  std::printf("| operator peak RSS | %.1f MiB |\n",
+              static_cast<double>(std::max(rss0, rss1)) / 1024);
+  try {
+    client->remove(res::kNamespaces, "", ns);
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
