@@ -110,6 +110,17 @@ Json make_run_object(const AgentSpec& agent, std::string_view source, std::strin
           {"spec", std::move(spec)}};
 }
 
+bool monthly_budget_spent(const Json& agent, TimePoint now) {
+  const Json* status = find_path(agent, "status");
+  if (status == nullptr || !status->is_object()) return false;
+  const Spend spend = spend_from_status(*status);
+  schedule::BlockInput in;
+  in.monthly_budget_cents = int_at(agent, "spec/budget/monthlyCents").value_or(0);
+  in.spent_cents_this_period = static_cast<int64_t>(std::floor(spend.cents));
+  in.spend_period = spend.period;
+  return schedule::evaluate_blocks(in, now).has(schedule::kReasonBudgetExceeded);
+}
+
 AgentDecision decide_agent(const AgentDecisionInput& in) {
   assert(in.agent != nullptr);
   AgentDecision d;

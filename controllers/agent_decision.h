@@ -69,6 +69,10 @@ Json make_condition(const Json* existing_conditions, std::string_view type, bool
 // status.capabilities as the CRD names them.
 Json capabilities_json(api::AgentType type);
 
+// This month's recorded spend has reached spec.budget.monthlyCents: a run
+// still going is cancelled (observe_run's budget_exceeded).
+bool monthly_budget_spent(const Json& agent, TimePoint now);
+
 // Deterministic name for the manual run an invoke annotation asks for.
 std::string invoke_run_name(const AgentSpec& agent, std::string_view reason,
                             std::string_view resource_version);

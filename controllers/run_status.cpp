@@ -166,10 +166,15 @@ RunObservation observe_run(const RunObservationInput& in) {
   obs.phase = obs.view.phase;
   if (is_final(obs.view.phase)) return obs;
 
-  const bool cancel = obs.view.cancel || in.agent_missing;
-  const std::string cancel_reason = obs.view.cancel ? kReasonCancelled : kReasonAgentNotFound;
+  const bool cancel_before_start = obs.view.cancel || in.agent_missing;
+  const bool cancel = cancel_before_start || in.budget_exceeded;
+  const std::string cancel_reason = obs.view.cancel    ? kReasonCancelled
+                                    : in.agent_missing ? kReasonAgentNotFound
+                                                       : kReasonBudgetExceeded;
   const std::string cancel_message =
-      obs.view.cancel ? "spec.cancel was set" : "the agent " + obs.view.agent_name + " is gone";
+      obs.view.cancel    ? "spec.cancel was set"
+      : in.agent_missing ? "the agent " + obs.view.agent_name + " is gone"
+                         : "the agent's monthly budget (spec.budget.monthlyCents) is spent";
 
   auto finish = [&](Final f, TimePoint started, std::optional<TimePoint> renew) {
     obs.phase = f.phase;
@@ -190,7 +195,7 @@ RunObservation observe_run(const RunObservationInput& in) {
 
   // Never started: no Job recorded and none in the cache.
   if (obs.view.job_name.empty() && in.job == nullptr) {
-    if (cancel) {
+    if (cancel_before_start) {
       Final f = make_final(RunPhase::kCancelled, cancel_reason,
                            cancel_message + " before the run started");
       finish(f, obs.view.created, std::nullopt);
@@ -221,6 +226,10 @@ RunObservation observe_run(const RunObservationInput& in) {
 
   const Json* pod = pick_pod(in.pods);
   if (pod != nullptr && pod_finished(*pod)) {
+    // The budget cancels only a Pod we stopped for it; one that ended by
+    // itself keeps its own outcome (its cost may be what spent the budget).
+    const bool stopped_by_us = find_path(*pod, "metadata/deletionTimestamp") != nullptr;
+    const bool cancel_finished = cancel_before_start || (in.budget_exceeded && stopped_by_us);
     const Json* term = terminated_state(*pod);
     Final f{};
     f.pod_name = string_at(*pod, "metadata/name");
@@ -252,7 +261,7 @@ RunObservation observe_run(const RunObservationInput& in) {
                                                                      : parsed.result->stop_reason)
                      : "Completed";
       if (parsed.result && parsed.result->stop_reason == "budget") f.reason = "BudgetExhausted";
-    } else if (cancel) {
+    } else if (cancel_finished) {
       f.phase = RunPhase::kCancelled;
       f.reason = cancel_reason;
       f.message = cancel_message;

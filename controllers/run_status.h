@@ -39,6 +39,7 @@ inline constexpr const char* kReasonStalled = "Stalled";
 inline constexpr const char* kReasonDeadlineExceeded = "DeadlineExceeded";
 inline constexpr const char* kReasonCancelled = "Cancelled";
 inline constexpr const char* kReasonAgentNotFound = "AgentNotFound";
+inline constexpr const char* kReasonBudgetExceeded = "BudgetExceeded";
 inline constexpr const char* kReasonResultUnreadable = "ResultUnreadable";
 inline constexpr const char* kReasonJobDeleted = "JobDeleted";
 
@@ -55,6 +56,9 @@ struct RunObservationInput {
   const Json* lease = nullptr;    // the agent's Lease, if any
   RunTimeouts timeouts;
   bool agent_missing = false;  // the Agent is gone or being deleted
+  // This month's spend has reached the agent's budget (say the budget was
+  // lowered mid-run): a started run is cancelled; a Queued one keeps waiting.
+  bool budget_exceeded = false;
   TimePoint now{};
 };
 

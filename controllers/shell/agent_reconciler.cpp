@@ -340,6 +340,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   input.agent = &agent;
   input.env = env;
   input.now = now;
+  const bool budget_spent = monthly_budget_spent(agent, now);
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string job_name = job_name_for_run(name_of(runs[i]));
     jobs[i] = overlay_.merge(kKindJobs, object_key(ns, job_name), view_.job(ns, job_name));
@@ -350,6 +351,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
     for (const Json& p : pods[i]) in.pods.push_back(&p);
     in.lease = lease ? &*lease : nullptr;
     in.timeouts = timeouts;
+    in.budget_exceeded = budget_spent;
     in.now = now;
     input.runs.push_back(observe_run(in));
   }

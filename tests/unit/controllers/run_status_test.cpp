@@ -18,8 +18,10 @@ Json running_run(const std::string& name = "r1") {
 }
 
 RunObservation observe(const Json& r, const Json* j, std::vector<const Json*> pods, TimePoint now,
-                       const Json* lease = nullptr, bool agent_missing = false) {
+                       const Json* lease = nullptr, bool agent_missing = false,
+                       bool budget_exceeded = false) {
   RunObservationInput in;
+  in.budget_exceeded = budget_exceeded;
   in.run = &r;
   in.job = j;
   in.pods = std::move(pods);
@@ -193,6 +195,30 @@ TEST(RunStatus, CancelDeletesTheJobAndWaitsForTheResult) {
   // Or the pod vanished without a result.
   o = observe(r, nullptr, {}, at("2024-05-01T12:06:05Z"));
   EXPECT_EQ(o.status["phase"], "Cancelled");
+}
+
+TEST(RunStatus, SpentBudgetCancelsARunningRunButNotAQueuedOne) {
+  const TimePoint now = at("2024-05-01T12:06:00Z");
+  Json queued = run("q1", "manual");
+  RunObservation o = observe(queued, nullptr, {}, now, nullptr, false, /*budget_exceeded=*/true);
+  EXPECT_FALSE(o.became_final);
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  o = observe(r, &j, {&p}, now, nullptr, false, true);
+  EXPECT_TRUE(o.delete_job);
+  EXPECT_FALSE(o.became_final);
+  // The Pod we stopped ends with 143: cancelled for the budget.
+  Json stopped = terminated(pod("r1-abc"), 143, result_json(0.2, 1, 1, std::nullopt, "cancelled"));
+  stopped["metadata"]["deletionTimestamp"] = fmt(now);
+  o = observe(r, nullptr, {&stopped}, now + std::chrono::seconds(5), nullptr, false, true);
+  EXPECT_EQ(o.status["phase"], "Cancelled");
+  EXPECT_EQ(o.status["reason"], "BudgetExceeded");
+  // A Pod that failed by itself keeps its own outcome, even when its cost
+  // is what spent the budget.
+  Json failed = terminated(pod("r1-abc"), 1, result_json(0.2, 1, 1, std::nullopt, "error"));
+  o = observe(r, &j, {&failed}, now, nullptr, false, true);
+  EXPECT_EQ(o.status["phase"], "Failed");
 }
 
 TEST(RunStatus, CancelBeforeStartAndAgentGone) {
