@@ -5,7 +5,6 @@
 
 #include "runner/anthropic_wire.h"
 #include "runner/errors.h"
-#include "runner/openai_wire.h"
 #include "runner/retry_policy.h"
 #include "runner/wire_util.h"
 
@@ -48,7 +47,14 @@ HttpModelClient::HttpModelClient(HttpModelClientOptions options, http::Client& h
   if (!options_.jitter) options_.jitter = default_jitter;
 }
 
-http::Request HttpModelClient::build(const ModelRequest& request) const {
+openai::TokenLimitField HttpModelClient::token_limit_field(const std::string& model) const {
+  if (learned_field_ && learned_model_ == model) return *learned_field_;
+  if (options_.token_limit_field) return *options_.token_limit_field;
+  return openai::token_limit_field_for(options_.base_url, model);
+}
+
+http::Request HttpModelClient::build(const ModelRequest& request,
+                                     openai::TokenLimitField field) const {
   http::Request out;
   out.method = "POST";
   out.url = url_;
@@ -56,7 +62,7 @@ http::Request HttpModelClient::build(const ModelRequest& request) const {
   if (options_.provider == Provider::kOpenAI) {
     if (!options_.api_key.empty())
       out.headers.emplace_back("Authorization", "Bearer " + options_.api_key);
-    out.body = dump_json(openai::encode_request(request));
+    out.body = dump_json(openai::encode_request(request, field));
   } else {
     out.headers.emplace_back("x-api-key", options_.api_key);
     out.headers.emplace_back("anthropic-version", std::string(anthropic::kApiVersion));
@@ -86,13 +92,15 @@ std::string HttpModelClient::describe_error(const http::Response& response) cons
 }
 
 ModelReply HttpModelClient::complete(const ModelRequest& request) {
-  http::Request http_request = build(request);
+  openai::TokenLimitField field = token_limit_field(request.model);
+  bool field_switched = false;
+  http::Request http_request = build(request, field);
   http_request.cancel = options_.cancel;
   auto cancelled = [&] { return options_.cancel && options_.cancel->cancelled(); };
   std::string last_error;
   int last_status = 0;
   Kind last_kind = Kind::kTransport;
-  for (int attempt = 0;; ++attempt) {
+  for (int attempt = 0;;) {
     if (cancelled()) throw ProviderError(Kind::kCancelled, 0, "model call cancelled");
     Millis remaining = std::chrono::duration_cast<Millis>(request.deadline - clock_.now());
     if (remaining.count() <= 0) {
@@ -110,6 +118,25 @@ ModelReply HttpModelClient::complete(const ModelRequest& request) {
       last_error = describe_error(response);
       if (options_.provider == Provider::kOpenAI && openai::is_insufficient_quota(response.body)) {
         throw ProviderError(Kind::kQuota, response.status, last_error);
+      }
+      if (options_.provider == Provider::kOpenAI && !field_switched &&
+          openai::rejects_token_limit_field(response.status, response.body, field)) {
+        // Once per call, at once, not counted as a retry: the rejected request
+        // was not run, so it has no usage to charge.
+        field_switched = true;
+        field = openai::other_field(field);
+        learned_model_ = request.model;
+        learned_field_ = field;
+        http_request.body = dump_json(openai::encode_request(request, field));
+        if (transcript_) {
+          transcript_->emit({{"event", "model_retry"},
+                             {"attempt", attempt + 1},
+                             {"status", last_status},
+                             {"error", last_error},
+                             {"delayMs", 0},
+                             {"switchedTo", std::string(openai::to_string(field))}});
+        }
+        continue;
       }
       retryable = is_retryable_status(response.status, response.headers);
       last_kind = Kind::kHttpStatus;
@@ -144,6 +171,7 @@ ModelReply HttpModelClient::complete(const ModelRequest& request) {
     if (beat_) beat_();
     clock_.sleep_for(delay);
     if (beat_) beat_();
+    ++attempt;
   }
 }
 

@@ -2,16 +2,21 @@
 // Anthropic Messages, with retries (408, 409, 429, 5xx, connection failures,
 // timeouts) by retry_policy, a timeout on every attempt, and no attempt or
 // wait past the request's deadline. insufficient_quota is never retried.
+// OpenAI: max_tokens or max_completion_tokens by openai::token_limit_field_for;
+// a 400 rejecting the field sent is answered by one more attempt with the
+// other field (no wait, not counted as a retry), and later calls keep it.
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kube/http.h"
 #include "runner/clock.h"
 #include "runner/context_document.h"
 #include "runner/conversation.h"
+#include "runner/openai_wire.h"
 #include "runner/transcript.h"
 
 namespace hb::runner {
@@ -24,6 +29,8 @@ struct HttpModelClientOptions {
   int retries_max = 4;
   std::function<double()> jitter;              // uniform [0, 1); default: std::random_device
   std::shared_ptr<http::CancelSource> cancel;  // aborts a call in flight (SIGTERM)
+  // OpenAI only. None: openai::token_limit_field_for(base_url, request.model).
+  std::optional<openai::TokenLimitField> token_limit_field;
 };
 
 // The endpoint URL for a provider and base URL.
@@ -36,7 +43,8 @@ class HttpModelClient final : public ModelClient {
   ModelReply complete(const ModelRequest& request) override;
 
  private:
-  http::Request build(const ModelRequest& request) const;
+  http::Request build(const ModelRequest& request, openai::TokenLimitField field) const;
+  openai::TokenLimitField token_limit_field(const std::string& model) const;
   ModelReply decode(const std::string& body) const;
   std::string describe_error(const http::Response& response) const;
 
@@ -46,6 +54,9 @@ class HttpModelClient final : public ModelClient {
   Transcript* transcript_;
   std::function<void()> beat_;
   std::string url_;
+  // The field a 400 taught us, for this model.
+  std::string learned_model_;
+  std::optional<openai::TokenLimitField> learned_field_;
 };
 
 }  // namespace hb::runner

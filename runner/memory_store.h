@@ -25,7 +25,8 @@ struct MemorySnapshot {
 class MemoryStore {
  public:
   virtual ~MemoryStore() = default;
-  // None when the ConfigMap does not exist yet (or has no blocks.json).
+  // None when the ConfigMap does not exist yet. One without blocks.json
+  // loads as no blocks with its resourceVersion, so a save updates it.
   virtual std::optional<MemorySnapshot> load() = 0;
   // Saves when the stored version still is expected_resource_version (empty:
   // create). Returns the new version. Throws MemoryConflict, or

@@ -1,5 +1,9 @@
 #include "runner/openai_wire.h"
 
+#include <algorithm>
+#include <array>
+#include <cctype>
+
 #include "runner/errors.h"
 #include "runner/text.h"
 #include "runner/wire_util.h"
@@ -25,9 +29,86 @@ ModelReply::Finish map_finish(const std::string& reason, bool has_calls) {
   return has_calls ? ModelReply::Finish::kToolUse : ModelReply::Finish::kOther;
 }
 
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+bool contains(const std::string& text, std::string_view part) {
+  return text.find(part) != std::string::npos;
+}
+
 }  // namespace
 
-json encode_request(const ModelRequest& request) {
+std::string_view to_string(TokenLimitField field) {
+  return field == TokenLimitField::kMaxCompletionTokens ? "max_completion_tokens" : "max_tokens";
+}
+
+TokenLimitField other_field(TokenLimitField field) {
+  return field == TokenLimitField::kMaxTokens ? TokenLimitField::kMaxCompletionTokens
+                                              : TokenLimitField::kMaxTokens;
+}
+
+bool is_official_openai(const std::string& base_url) {
+  std::string url = lower(base_url);
+  auto scheme = url.find("://");
+  if (scheme == std::string::npos) return false;
+  std::string host = url.substr(scheme + 3);
+  host = host.substr(0, host.find_first_of("/:?#"));
+  std::string_view azure = ".openai.azure.com";
+  return host == "api.openai.com" ||
+         (host.size() > azure.size() &&
+          host.compare(host.size() - azure.size(), azure.size(), azure) == 0);
+}
+
+bool is_reasoning_model(const std::string& model) {
+  std::string name = lower(model);
+  if (auto slash = name.rfind('/'); slash != std::string::npos) name.erase(0, slash + 1);
+  auto is_digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+  // o1, o3, o4-mini, o1-2024-12-17, ...
+  if (name.size() >= 2 && name[0] == 'o' && is_digit(name[1])) {
+    std::size_t end = 1;
+    while (end < name.size() && is_digit(name[end])) ++end;
+    return end == name.size() || name[end] == '-';
+  }
+  // gpt-5, gpt-5-mini, gpt-5.1, and later generations.
+  if (name.rfind("gpt-", 0) == 0) {
+    std::size_t end = 4;
+    int generation = 0;
+    while (end < name.size() && is_digit(name[end]) && generation < 1000) {
+      generation = generation * 10 + (name[end] - '0');
+      ++end;
+    }
+    if (end == 4) return false;
+    return generation >= 5 && (end == name.size() || name[end] == '-' || name[end] == '.');
+  }
+  return false;
+}
+
+TokenLimitField token_limit_field_for(const std::string& base_url, const std::string& model) {
+  return is_official_openai(base_url) && is_reasoning_model(model)
+             ? TokenLimitField::kMaxCompletionTokens
+             : TokenLimitField::kMaxTokens;
+}
+
+bool rejects_token_limit_field(int status, const std::string& body, TokenLimitField sent) {
+  if (status != 400 && status != 422) return false;
+  // The raw body covers message, param, code and validation "loc" arrays alike.
+  std::string text = lower(body);
+  std::string_view sent_name = to_string(sent);
+  std::string_view other_name = to_string(other_field(sent));
+  // Neither name is a substring of the other.
+  if (contains(text, other_name) && contains(text, "instead")) return true;  // "Use X instead"
+  if (!contains(text, sent_name)) return false;
+  constexpr std::array<std::string_view, 8> kRejections = {
+      "unsupported",   "not supported", "unrecognized",    "unknown",
+      "not permitted", "not allowed",   "extra_forbidden", "extra fields"};
+  return std::any_of(kRejections.begin(), kRejections.end(),
+                     [&](std::string_view word) { return contains(text, word); });
+}
+
+json encode_request(const ModelRequest& request, TokenLimitField field) {
   json messages = json::array();
   if (!request.system.empty())
     messages.push_back({{"role", "system"}, {"content", request.system}});
@@ -62,9 +143,8 @@ json encode_request(const ModelRequest& request) {
         break;
     }
   }
-  json body = {{"model", request.model},
-               {"messages", std::move(messages)},
-               {"max_tokens", request.max_tokens}};
+  json body = {{"model", request.model}, {"messages", std::move(messages)}};
+  body[std::string(to_string(field))] = request.max_tokens;
   if (!request.tools.empty()) {
     json tools = json::array();
     for (const auto& tool : request.tools) {

@@ -32,8 +32,10 @@ struct HttpHarness {
   std::unique_ptr<http::Client> http = http::make_client({});
   MemoryTranscript transcript;
 
-  HttpModelClient client(Provider provider, Millis timeout = 5s, int retries = 4) {
+  HttpModelClient client(Provider provider, Millis timeout = 5s, int retries = 4,
+                         std::optional<openai::TokenLimitField> field = std::nullopt) {
     HttpModelClientOptions options;
+    options.token_limit_field = field;
     options.provider = provider;
     options.base_url = provider == Provider::kOpenAI ? server.url() + "/v1" : server.url();
     options.api_key = "sk-test-secret-key";
@@ -245,6 +247,94 @@ TEST(OpenAIProvider, ConnectionRefusedIsAProviderError) {
   } catch (const ProviderError& error) {
     EXPECT_EQ(error.kind(), ProviderError::Kind::kTransport);
   }
+}
+
+TEST(OpenAIProvider, OtherServersGetMaxTokens) {
+  HttpHarness h;
+  h.server.push(FakeModelServer::openai_text("hi"));
+  auto request = h.request();
+  request.model = "o3-mini";  // a reasoning model's name, but not api.openai.com
+  h.client(Provider::kOpenAI).complete(request);
+  auto body = h.server.requests().at(0).json();
+  EXPECT_EQ(body["max_tokens"], 64);
+  EXPECT_FALSE(body.contains("max_completion_tokens"));
+}
+
+const char* const kMaxTokensUnsupported =
+    R"({"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}})";
+
+TEST(OpenAIProvider, RejectedMaxTokensIsSentOnceMoreAsMaxCompletionTokens) {
+  HttpHarness h;
+  h.server.push(FakeModelServer::error(400, kMaxTokensUnsupported));
+  h.server.push(FakeModelServer::openai_text("thought hard", 30, 9));
+  h.server.push(FakeModelServer::openai_text("again", 5, 2));
+  auto model = h.client(Provider::kOpenAI);
+  auto reply = model.complete(h.request());
+  EXPECT_EQ(reply.text, "thought hard");
+  // Usage is the answered request's only: the 400 carried none.
+  EXPECT_EQ(reply.usage.input_tokens, 30);
+  EXPECT_EQ(reply.usage.output_tokens, 9);
+  auto requests = h.server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].json()["max_tokens"], 64);
+  EXPECT_FALSE(requests[1].json().contains("max_tokens"));
+  EXPECT_EQ(requests[1].json()["max_completion_tokens"], 64);
+  EXPECT_TRUE(h.clock.sleeps().empty()) << "no backoff for a field switch";
+  auto retries = h.transcript.events("model_retry");
+  ASSERT_EQ(retries.size(), 1u);
+  EXPECT_EQ(retries[0]["status"], 400);
+  EXPECT_EQ(retries[0]["switchedTo"], "max_completion_tokens");
+  // Later calls of the run send the field that worked straight away.
+  model.complete(h.request());
+  requests = h.server.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_EQ(requests[2].json()["max_completion_tokens"], 64);
+}
+
+TEST(OpenAIProvider, RejectedMaxCompletionTokensFallsBackToMaxTokens) {
+  HttpHarness h;
+  h.server.push(FakeModelServer::error(
+      400,
+      R"({"error":{"message":"Unrecognized request argument supplied: max_completion_tokens","type":"invalid_request_error"}})"));
+  h.server.push(FakeModelServer::openai_text("ok"));
+  auto reply = h.client(Provider::kOpenAI, 5s, 4, openai::TokenLimitField::kMaxCompletionTokens)
+                   .complete(h.request());
+  EXPECT_EQ(reply.text, "ok");
+  auto requests = h.server.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].json()["max_completion_tokens"], 64);
+  EXPECT_EQ(requests[1].json()["max_tokens"], 64);
+  EXPECT_FALSE(requests[1].json().contains("max_completion_tokens"));
+}
+
+TEST(OpenAIProvider, TokenLimitFieldIsSwitchedOnlyOnce) {
+  HttpHarness h;
+  h.server.push(FakeModelServer::error(400, kMaxTokensUnsupported));
+  h.server.push(FakeModelServer::error(
+      400,
+      R"({"error":{"message":"Unsupported parameter: 'max_completion_tokens' is not supported with this model.","code":"unsupported_parameter"}})"));
+  h.server.push(FakeModelServer::openai_text("never asked for"));
+  try {
+    h.client(Provider::kOpenAI).complete(h.request());
+    FAIL() << "expected ProviderError";
+  } catch (const ProviderError& error) {
+    EXPECT_EQ(error.kind(), ProviderError::Kind::kHttpStatus);
+    EXPECT_EQ(error.status(), 400);
+    EXPECT_NE(std::string(error.what()).find("max_completion_tokens"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(h.server.requests().size(), 2u);
+}
+
+TEST(OpenAIProvider, SwitchingTheFieldDoesNotUseARetry) {
+  HttpHarness h;
+  h.server.push(FakeModelServer::error(502, "bad gateway"));
+  h.server.push(FakeModelServer::error(400, kMaxTokensUnsupported));
+  h.server.push(FakeModelServer::openai_text("ok"));
+  auto reply = h.client(Provider::kOpenAI, 5s, 1).complete(h.request());
+  EXPECT_EQ(reply.text, "ok");
+  EXPECT_EQ(h.server.requests().size(), 3u);
+  EXPECT_EQ(h.clock.sleeps(), (std::vector<Millis>{500ms}));
 }
 
 TEST(AnthropicProvider, SendsMessagesWithVersionHeaderAndKey) {

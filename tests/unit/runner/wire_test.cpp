@@ -87,6 +87,75 @@ TEST(OpenAIWire, ErrorsAndQuota) {
   EXPECT_EQ(openai::error_message("<html>oops</html>"), "<html>oops</html>");
 }
 
+TEST(OpenAIWire, TokenLimitFieldIsChosenByEndpointAndModel) {
+  using openai::TokenLimitField;
+  json body = openai::encode_request(conversation(), TokenLimitField::kMaxCompletionTokens);
+  EXPECT_EQ(body["max_completion_tokens"], 256);
+  EXPECT_FALSE(body.contains("max_tokens"));
+  EXPECT_FALSE(openai::encode_request(conversation()).contains("max_completion_tokens"));
+
+  for (const char* model : {"o1", "o1-mini", "o1-2024-12-17", "o3", "o3-mini", "o4-mini", "O3-Pro",
+                            "gpt-5", "gpt-5-mini", "gpt-5-nano", "gpt-5.1", "gpt-6", "openai/o3"}) {
+    EXPECT_TRUE(openai::is_reasoning_model(model)) << model;
+  }
+  for (const char* model : {"gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-4-turbo", "gpt-3.5-turbo",
+                            "omni-moderation-latest", "o", "olmo2", "llama3.1:8b", "gpt-", "gpt-5o",
+                            "chatgpt-4o-latest", "qwen3:4b"}) {
+    EXPECT_FALSE(openai::is_reasoning_model(model)) << model;
+  }
+  EXPECT_TRUE(openai::is_official_openai("https://api.openai.com/v1"));
+  EXPECT_TRUE(openai::is_official_openai("https://API.OpenAI.com:443/v1/"));
+  EXPECT_TRUE(openai::is_official_openai("https://my-res.openai.azure.com/openai/v1"));
+  EXPECT_FALSE(openai::is_official_openai("http://ollama:11434/v1"));
+  EXPECT_FALSE(openai::is_official_openai("https://api.openai.com.evil.example/v1"));
+  EXPECT_FALSE(openai::is_official_openai("https://litellm.internal/v1?x=api.openai.com"));
+  EXPECT_FALSE(openai::is_official_openai("api.openai.com"));
+
+  EXPECT_EQ(openai::token_limit_field_for("https://api.openai.com/v1", "o3-mini"),
+            TokenLimitField::kMaxCompletionTokens);
+  EXPECT_EQ(openai::token_limit_field_for("https://api.openai.com/v1", "gpt-5"),
+            TokenLimitField::kMaxCompletionTokens);
+  EXPECT_EQ(openai::token_limit_field_for("https://api.openai.com/v1", "gpt-4o-mini"),
+            TokenLimitField::kMaxTokens);
+  // Other OpenAI-compatible servers keep max_tokens, whatever the model is called.
+  EXPECT_EQ(openai::token_limit_field_for("http://vllm:8000/v1", "o3-mini"),
+            TokenLimitField::kMaxTokens);
+  EXPECT_EQ(openai::token_limit_field_for("http://ollama:11434/v1", "gpt-5"),
+            TokenLimitField::kMaxTokens);
+}
+
+TEST(OpenAIWire, RecognisesARejectedTokenLimitField) {
+  using openai::TokenLimitField;
+  const std::string openai_reasoning =
+      R"({"error":{"message":"Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.","type":"invalid_request_error","param":"max_tokens","code":"unsupported_parameter"}})";
+  EXPECT_TRUE(
+      openai::rejects_token_limit_field(400, openai_reasoning, TokenLimitField::kMaxTokens));
+  EXPECT_FALSE(
+      openai::rejects_token_limit_field(500, openai_reasoning, TokenLimitField::kMaxTokens));
+  const std::string unrecognized =
+      R"({"error":{"message":"Unrecognized request argument supplied: max_completion_tokens","type":"invalid_request_error"}})";
+  EXPECT_TRUE(
+      openai::rejects_token_limit_field(400, unrecognized, TokenLimitField::kMaxCompletionTokens));
+  EXPECT_FALSE(openai::rejects_token_limit_field(400, unrecognized, TokenLimitField::kMaxTokens))
+      << "the field we did not send";
+  const std::string pydantic =
+      R"({"detail":[{"type":"extra_forbidden","loc":["body","max_completion_tokens"],"msg":"Extra inputs are not permitted"}]})";
+  EXPECT_TRUE(
+      openai::rejects_token_limit_field(422, pydantic, TokenLimitField::kMaxCompletionTokens));
+  // Other 400s about the limit are not about the field's name: no second attempt.
+  EXPECT_FALSE(openai::rejects_token_limit_field(
+      400,
+      R"({"error":{"message":"max_tokens is too large: 500000. This model supports at most 16384 completion tokens, whereas you provided 500000.","type":"invalid_request_error","param":"max_tokens","code":null}})",
+      TokenLimitField::kMaxTokens));
+  EXPECT_FALSE(openai::rejects_token_limit_field(
+      400,
+      R"({"object":"error","message":"'max_tokens' or 'max_completion_tokens' is too large: 9000. This model's maximum context length is 8192 tokens","type":"BadRequestError"})",
+      TokenLimitField::kMaxCompletionTokens));
+  EXPECT_FALSE(openai::rejects_token_limit_field(
+      400, R"({"error":{"message":"Invalid schema for function 'shell'"}})",
+      TokenLimitField::kMaxTokens));
+}
+
 TEST(AnthropicWire, EncodesToolUseAndAnswersEveryCallInTheNextMessage) {
   json body = anthropic::encode_request(conversation());
   EXPECT_EQ(body["system"], "sys");
