@@ -3,12 +3,19 @@
 # Idempotent: installs only what is missing, so re-running it is cheap.
 set -euo pipefail
 
-packages=(
-  build-essential cmake ninja-build pkg-config clang-format git rsync
+# HB_DEPS=build: only what compiling heartbeat-operator and heartbeat-runner
+# needs (the Dockerfile's builder stage); default: everything.
+build_packages=(
+  build-essential cmake ninja-build pkg-config
   libcpprest-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-  libssl-dev libgtest-dev libgmock-dev libbenchmark-dev libsqlite3-dev
-  golang-go golang-github-modern-go-reflect2-dev etcd-server etcd-client dpkg-dev curl openssl procps unzip
+  libssl-dev libsqlite3-dev
 )
+packages=(
+  "${build_packages[@]}" clang-format git rsync libgtest-dev libgmock-dev libbenchmark-dev
+  golang-go golang-github-modern-go-reflect2-dev etcd-server etcd-client dpkg-dev curl openssl procps unzip python3
+)
+
+[ "${HB_DEPS:-all}" = build ] && packages=("${build_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -23,3 +30,4 @@ if [ ${#missing[@]} -gt 0 ]; then
 else
   echo "install-deps: all Debian packages present"
 fi
+[ "${HB_DEPS:-all}" = build ] || bash "$(dirname "$0")/install-helm.sh" >/dev/null

@@ -24,8 +24,8 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS... -- CTEST_ARGS...
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do cmake_args+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   ctest_args=("$@")
-  cmake -S "$root" -B "$dir" -G Ninja -DHB_WERROR=ON "${cmake_args[@]}" >/dev/null
-  cmake --build "$dir" -j "$jobs"
+  # The same build script the Dockerfile uses, so the two cannot drift.
+  HB_JOBS="$jobs" bash scripts/build.sh "$dir" -- "${cmake_args[@]}"
   # The control plane fixture is per build dir; a stale one from a killed run is replaced.
   bash tests/e2e/control-plane.sh down "$dir/control-plane" >/dev/null 2>&1 || true
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" "${ctest_args[@]}"

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Checks a rendered heartbeat-operator chart, as the API server returned it
+from `kubectl apply --dry-run=server -o json` (a v1 List).
+
+  check_render.py LIST.json --leader-elect=true|false [--watch-namespace=NS]
+                  [--release-namespace=NS]
+
+Fails (exit 1, one line per problem) unless:
+- the Deployment runs with the restricted security context, POD_NAMESPACE
+  from the downward API, /healthz and /readyz probes on the health port, and
+  the expected --leader-elect / --namespace flags;
+- RBAC has no wildcard in apiGroups, resources or verbs, is a ClusterRole when
+  all namespaces are watched and a Role in the watched namespace otherwise,
+  and covers what the operator grants in each per-agent Role (get, update,
+  patch on leases and configmaps: Kubernetes refuses a Role that grants more
+  than its creator holds) and what it calls (controllers/shell, operator/);
+- with leader election, a Role in the release namespace lets it get and
+  update its Lease by name and create Leases.
+"""
+import argparse
+import json
+import sys
+
+# (apiGroup, resource) -> verbs the operator needs where it manages Agents.
+# Kept in step with controllers/shell/agent_reconciler.cpp, cluster_cache.cpp,
+# operator/manager.cpp and controllers/job_builder.cpp (build_agent_objects).
+REQUIRED = {
+    ("heartbeat.dev", "agents"): {"get", "list", "watch", "patch"},
+    ("heartbeat.dev", "agents/status"): {"update"},
+    ("heartbeat.dev", "heartbeatruns"): {"get", "list", "watch", "create", "patch", "delete"},
+    ("heartbeat.dev", "heartbeatruns/status"): {"patch"},
+    ("batch", "jobs"): {"get", "list", "watch", "create", "delete"},
+    ("", "pods"): {"list", "watch"},
+    ("coordination.k8s.io", "leases"): {"list", "watch", "create", "get", "update", "patch"},
+    ("", "configmaps"): {"get", "create", "update", "patch"},
+    ("", "secrets"): {"get"},
+    ("", "serviceaccounts"): {"create"},
+    ("rbac.authorization.k8s.io", "roles"): {"create"},
+    ("rbac.authorization.k8s.io", "rolebindings"): {"create"},
+    ("", "events"): {"create"},
+}
+
+problems = []
+
+
+def problem(text):
+    problems.append(text)
+
+
+def granted(rules, group, resource, named_only_ok=False):
+    verbs = set()
+    for r in rules:
+        if r.get("resourceNames") and not named_only_ok:
+            continue
+        if group in r.get("apiGroups", []) and resource in r.get("resources", []):
+            verbs |= set(r.get("verbs", []))
+    return verbs
+
+
+def no_wildcards(obj):
+    name = f'{obj["kind"]} {obj["metadata"]["name"]}'
+    for i, r in enumerate(obj.get("rules", [])):
+        for field in ("apiGroups", "resources", "verbs", "resourceNames"):
+            for v in r.get(field, []):
+                if "*" in v:
+                    problem(f"{name}: rules[{i}].{field} has a wildcard {v!r}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("list_json")
+    ap.add_argument("--leader-elect", required=True, choices=["true", "false"])
+    ap.add_argument("--watch-namespace", default="")
+    ap.add_argument("--release-namespace", required=True)
+    ap.add_argument("--lease-id", default="heartbeat-operator-leader")
+    a = ap.parse_args()
+    with open(a.list_json) as f:
+        items = json.load(f)["items"]
+    by_kind = {}
+    for o in items:
+        by_kind.setdefault(o["kind"], []).append(o)
+
+    # The Deployment.
+    deps = by_kind.get("Deployment", [])
+    if len(deps) != 1:
+        problem(f"expected one Deployment, got {len(deps)}")
+    for d in deps:
+        pod = d["spec"]["template"]["spec"]
+        psc = pod.get("securityContext", {})
+        if psc.get("runAsNonRoot") is not True:
+            problem("pod securityContext.runAsNonRoot is not true")
+        if psc.get("runAsUser") != 65532:
+            problem(f"pod securityContext.runAsUser is {psc.get('runAsUser')!r}, not 65532")
+        if psc.get("seccompProfile", {}).get("type") != "RuntimeDefault":
+            problem("pod securityContext.seccompProfile.type is not RuntimeDefault")
+        containers = pod["containers"]
+        if len(containers) != 1:
+            problem(f"expected one container, got {len(containers)}")
+        c = containers[0]
+        sc = c.get("securityContext", {})
+        if sc.get("readOnlyRootFilesystem") is not True:
+            problem("container readOnlyRootFilesystem is not true")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            problem("container allowPrivilegeEscalation is not false")
+        if sc.get("capabilities", {}).get("drop") != ["ALL"]:
+            problem(f"container capabilities.drop is {sc.get('capabilities')!r}, not [ALL]")
+        if sc.get("privileged"):
+            problem("container is privileged")
+        env = {e["name"]: e for e in c.get("env", [])}
+        field = env.get("POD_NAMESPACE", {}).get("valueFrom", {}).get("fieldRef", {})
+        if field.get("fieldPath") != "metadata.namespace":
+            problem("env POD_NAMESPACE does not come from fieldRef metadata.namespace")
+        ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
+        for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+            get = c.get(probe, {}).get("httpGet", {})
+            if get.get("path") != path or get.get("port") not in ("health", ports.get("health")):
+                problem(f"{probe} is not GET {path} on the health port: {get!r}")
+        args = c.get("args", [])
+        if f"--leader-elect={a.leader_elect}" not in args:
+            problem(f"args lack --leader-elect={a.leader_elect}: {args}")
+        ns_args = [x for x in args if x.startswith("--namespace=")]
+        want = [f"--namespace={a.watch_namespace}"] if a.watch_namespace else []
+        if ns_args != want:
+            problem(f"namespace args are {ns_args}, expected {want}")
+        replicas = d["spec"].get("replicas", 1)
+        strategy = d["spec"].get("strategy", {}).get("type")
+        if a.leader_elect == "false" and strategy != "Recreate":
+            problem(f"without leader election the strategy must be Recreate, is {strategy}")
+        if a.leader_elect == "false" and replicas > 1:
+            problem(f"{replicas} replicas without leader election")
+
+    # RBAC for the managed namespaces.
+    for kind in ("ClusterRole", "Role"):
+        for o in by_kind.get(kind, []):
+            no_wildcards(o)
+    cluster_roles = by_kind.get("ClusterRole", [])
+    roles = by_kind.get("Role", [])
+    if a.watch_namespace:
+        if cluster_roles or by_kind.get("ClusterRoleBinding"):
+            problem("a ClusterRole/ClusterRoleBinding is rendered though one namespace is watched")
+        main_roles = [r for r in roles if r["metadata"]["namespace"] == a.watch_namespace
+                      and not r["metadata"]["name"].endswith("-leader-election")]
+        bindings = [b for b in by_kind.get("RoleBinding", [])
+                    if b["metadata"]["namespace"] == a.watch_namespace]
+    else:
+        main_roles = cluster_roles
+        bindings = by_kind.get("ClusterRoleBinding", [])
+    if len(main_roles) != 1 or len(bindings) != 1:
+        problem(f"expected one operator role and one binding, got {len(main_roles)} and "
+                f"{len(bindings)}")
+    for role in main_roles:
+        for (group, resource), verbs in REQUIRED.items():
+            missing = verbs - granted(role["rules"], group, resource)
+            if missing:
+                problem(f"{role['kind']} {role['metadata']['name']} lacks "
+                        f"{sorted(missing)} on {resource}.{group or 'core'}")
+        for b in bindings:
+            if b["roleRef"]["name"] != role["metadata"]["name"]:
+                problem(f"binding {b['metadata']['name']} refers to {b['roleRef']['name']}")
+            subjects = [(s["kind"], s.get("namespace")) for s in b.get("subjects", [])]
+            if subjects != [("ServiceAccount", a.release_namespace)]:
+                problem(f"binding {b['metadata']['name']} subjects are {subjects}")
+
+    # The leader Lease.
+    if a.leader_elect == "true":
+        le = [r for r in roles if r["metadata"]["namespace"] == a.release_namespace
+              and r["metadata"]["name"].endswith("-leader-election")]
+        if len(le) != 1:
+            problem(f"expected one leader-election Role in {a.release_namespace}, got {len(le)}")
+        for r in le:
+            named = [x for x in r["rules"] if a.lease_id in x.get("resourceNames", [])
+                     and "leases" in x.get("resources", [])]
+            verbs = set(v for x in named for v in x["verbs"])
+            if not {"get", "update"} <= verbs:
+                problem(f"leader-election Role lacks get/update on Lease {a.lease_id}")
+            if "create" not in granted(r["rules"], "coordination.k8s.io", "leases"):
+                problem("leader-election Role lacks create on leases")
+
+    for p in problems:
+        print(f"check_render: {a.list_json}: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

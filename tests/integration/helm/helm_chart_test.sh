@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The Helm chart against the local control plane:
+#  1. the chart's crds/ are byte-identical to the canonical crds/;
+#  2. `helm lint --strict` is clean (no warning, no error) for several value sets;
+#  3. bad values fail with a clear message (schema, one-namespace limit, wakeup secret);
+#  4. renders with default values, with watchNamespaces=[one] + replicaCount=2
+#     (+ serviceMonitor off) and with the wakeup endpoint are accepted by
+#     `kubectl apply --dry-run=server`, and the server's objects have the
+#     restricted securityContext and least-privilege RBAC without wildcards
+#     (check_render.py);
+#  5. live: the one-namespace render is applied, then the real operator binary
+#     runs as the chart's ServiceAccount (its token, the rendered args) and
+#     takes an Agent's manual run to a Job: proof the RBAC is enough,
+#     including the per-agent Role it must be allowed to grant.
+#     Skipped (said so) when the operator binary is not built.
+set -euo pipefail
+src="${HB_SOURCE_DIR:?run under ctest}"
+build="${HB_BUILD_DIR:-$src/build}"
+chart="$src/helm/heartbeat-operator"
+here="$(cd "$(dirname "$0")" && pwd)"
+operator_bin="${HB_OPERATOR_BIN:-$build/operator/heartbeat-operator}"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+command -v python3 >/dev/null || fail "python3 is needed to check the rendered objects"
+
+helm_bin="$(bash "$src/scripts/install-helm.sh" | tail -n 1)"
+[ -x "$helm_bin" ] || fail "scripts/install-helm.sh printed no helm binary"
+# kubectl of the control plane's own version (build-kube.sh caches it).
+kubectl_bin="$(bash "$src/scripts/build-kube.sh" 2>/dev/null | tail -n 1)/kubectl"
+[ -x "$kubectl_bin" ] || kubectl_bin="$(command -v kubectl)" || fail "no kubectl"
+helm() { "$helm_bin" "$@"; }
+k() { "$kubectl_bin" "$@"; }
+
+id="$RANDOM$RANDOM"
+release="hbh$id"
+rel_ns="hb-it-helm-$id"
+watch_ns="hb-it-helm-$id-a"
+tmp="$(mktemp -d)"
+operator_pid=""
+cleanup() {
+  if [ -n "$operator_pid" ]; then
+    kill -TERM "$operator_pid" 2>/dev/null || true
+    wait "$operator_pid" 2>/dev/null || true
+  fi
+  k delete namespace "$rel_ns" "$watch_ns" --wait=false >/dev/null 2>&1 || true
+  k delete clusterrole,clusterrolebinding -l "app.kubernetes.io/instance=$release" \
+    >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+echo "== 1. chart CRDs are the canonical CRDs"
+diff -r "$src/crds" "$chart/crds" ||
+  fail "helm/heartbeat-operator/crds/ differs from crds/: cp crds/*.yaml helm/heartbeat-operator/crds/"
+
+echo "== 2. helm lint --strict"
+lint() {
+  local out
+  out="$(helm lint --strict "$chart" "$@" 2>&1)" || { echo "$out"; fail "helm lint $* failed"; }
+  echo "$out"
+  if echo "$out" | grep -E '\[(WARNING|ERROR)\]'; then fail "helm lint $* reported the lines above"; fi
+}
+lint
+lint --set "watchNamespaces={$watch_ns}" --set replicaCount=2
+lint --set wakeup.enabled=true --set wakeup.existingSecret=wakeup-token --set serviceMonitor.enabled=true
+
+echo "== 3. bad values are refused, naming the problem"
+expect_refused() {  # expect_refused TEXT HELM_ARGS...
+  local text="$1" out; shift
+  if out="$(helm template "$release" "$chart" "$@" 2>&1)"; then fail "helm template $* was accepted"; fi
+  echo "$out" | grep -qF -- "$text" || fail "helm template $*: the error does not say '$text': $out"
+  echo "refused as expected ($*): $(echo "$out" | grep -F -- "$text" | head -n 1)"
+}
+expect_refused "the operator watches all namespaces or exactly one" --set 'watchNamespaces={a,b}'
+expect_refused "wakeup.existingSecret" --set wakeup.enabled=true
+expect_refused 'logFormat must be one of the following: "json", "text"' --set logFormat=xml
+expect_refused 'logLevel must be one of the following' --set logLevel=verbose
+expect_refused 'replicaCount: Must be greater than or equal to 1' --set replicaCount=0
+expect_refused 'Additional property replicas is not allowed' --set replicas=2
+
+echo "== 4. server dry-run of the rendered chart"
+helm template "$release" "$chart" -n "$rel_ns" >"$tmp/default.yaml"
+if grep -q 'kind: ServiceMonitor' "$tmp/default.yaml"; then fail "a ServiceMonitor is rendered by default"; fi
+helm template "$release" "$chart" -n "$rel_ns" --set serviceMonitor.enabled=true \
+  --show-only templates/servicemonitor.yaml >"$tmp/sm.yaml"
+{ grep -q '^apiVersion: monitoring.coreos.com/v1$' "$tmp/sm.yaml" && grep -q 'port: metrics' "$tmp/sm.yaml"; } ||
+  fail "serviceMonitor.enabled=true renders no monitoring.coreos.com/v1 ServiceMonitor on port metrics"
+
+k apply -f "$src/crds/" >/dev/null
+k wait --for condition=established --timeout=60s crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev >/dev/null
+# Server dry-runs of namespaced objects need their namespaces.
+k create namespace "$rel_ns" >/dev/null
+k create namespace "$watch_ns" >/dev/null
+
+dry_run() {  # dry_run NAME CHECK_ARGS -- HELM_ARGS...
+  local name=$1; shift
+  local check=()
+  while [ "$1" != "--" ]; do check+=("$1"); shift; done
+  shift
+  helm template "$release" "$chart" -n "$rel_ns" --include-crds "$@" >"$tmp/$name.yaml"
+  k apply --dry-run=server -f "$tmp/$name.yaml" -o json >"$tmp/$name.json" ||
+    fail "kubectl apply --dry-run=server refused the $name render"
+  python3 -c 'import json,sys; [print(" ", i["kind"], i["metadata"]["name"], "(server dry run)") for i in json.load(open(sys.argv[1]))["items"]]' "$tmp/$name.json"
+  python3 "$here/check_render.py" "$tmp/$name.json" --release-namespace="$rel_ns" "${check[@]}" ||
+    fail "the $name render does not pass check_render.py (lines above)"
+  echo "ok: $name"
+}
+dry_run default --leader-elect=false --
+dry_run one-namespace --leader-elect=true --watch-namespace="$watch_ns" -- \
+  --set "watchNamespaces={$watch_ns}" --set replicaCount=2 --set serviceMonitor.enabled=false
+dry_run wakeup --leader-elect=false -- \
+  --set wakeup.enabled=true --set wakeup.existingSecret=wakeup-token
+grep -q -- '--wakeup-token-secret=wakeup-token' "$tmp/wakeup.yaml" || fail "the wakeup render lacks --wakeup-token-secret"
+
+echo "== 5. live: the operator as the chart's ServiceAccount, one namespace"
+if [ ! -x "$operator_bin" ]; then
+  echo "SKIP live part: $operator_bin is not built (build target heartbeat-operator)"
+  echo "helm chart test: passed (live part skipped)"
+  exit 0
+fi
+k apply -f "$tmp/one-namespace.yaml" >/dev/null
+sa="$(python3 -c 'import json,sys
+for i in json.load(open(sys.argv[1]))["items"]:
+    if i["kind"] == "Deployment": print(i["spec"]["template"]["spec"]["serviceAccountName"])' "$tmp/one-namespace.json")"
+as_sa=(--as="system:serviceaccount:$rel_ns:$sa")
+# What it must not do.
+for denied in "list secrets -n $watch_ns" "list agents.heartbeat.dev -n default" \
+  "create clusterroles" "delete pods -n $watch_ns" "escalate roles -n $watch_ns" \
+  "bind roles -n $watch_ns" "update leases -n $rel_ns"; do
+  # shellcheck disable=SC2086
+  if k auth can-i $denied "${as_sa[@]}" >/dev/null 2>&1; then fail "the operator may: $denied"; fi
+done
+token=""
+for _ in $(seq 60); do
+  secret="$(k -n "$rel_ns" get serviceaccount "$sa" -o jsonpath='{.secrets[0].name}' 2>/dev/null || true)"
+  if [ -n "$secret" ]; then
+    token="$(k -n "$rel_ns" get secret "$secret" -o jsonpath='{.data.token}' 2>/dev/null | base64 -d || true)"
+    [ -n "$token" ] && break
+  fi
+  sleep 0.5
+done
+[ -n "$token" ] || fail "no token for ServiceAccount $rel_ns/$sa"
+server="$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')"
+ca="$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')"
+umask 077
+cat >"$tmp/sa-kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: {server: "$server", certificate-authority-data: "$ca"}
+users:
+- name: operator
+  user: {token: "$token"}
+contexts:
+- name: c
+  context: {cluster: c, user: operator}
+current-context: c
+EOF
+free_port() { for _ in $(seq 100); do p=$((20000 + RANDOM % 40000)); (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }; done; }
+health="127.0.0.1:$(free_port)"
+metrics="127.0.0.1:$(free_port)"
+mapfile -t args < <(python3 -c 'import json,sys
+for i in json.load(open(sys.argv[1]))["items"]:
+    if i["kind"] == "Deployment":
+        print("\n".join(i["spec"]["template"]["spec"]["containers"][0]["args"]))' "$tmp/one-namespace.json")
+# The rendered args, then the pod's surroundings: the kubeconfig stands in for
+# the in-cluster token, loopback addresses for the pod's, POD_NAMESPACE for the fieldRef.
+POD_NAMESPACE="$rel_ns" "$operator_bin" "${args[@]}" --kubeconfig="$tmp/sa-kubeconfig" \
+  --health-address="$health" --metrics-address="$metrics" --log-format=text \
+  >"$tmp/operator.log" 2>&1 &
+operator_pid=$!
+show_log() { echo "--- operator log"; tail -n 40 "$tmp/operator.log"; }
+
+ready=""
+for _ in $(seq 120); do
+  if ! kill -0 "$operator_pid" 2>/dev/null; then show_log; fail "the operator exited"; fi
+  if curl -fsS -o /dev/null --max-time 2 "http://$health/readyz" 2>/dev/null; then
+    ready=1
+    break
+  fi
+  sleep 0.5
+done
+[ -n "$ready" ] || { show_log; fail "/readyz never became ready (informers could not list/watch?)"; }
+echo "operator ready as $rel_ns/$sa"
+
+k apply -n "$watch_ns" -f "$src/examples/agent.yaml" >/dev/null
+k apply -n "$watch_ns" -f "$src/examples/manual-run.yaml" >/dev/null
+phase=""
+for _ in $(seq 120); do
+  phase="$(k -n "$watch_ns" get hbr example-manual -o jsonpath='{.status.phase}' 2>/dev/null || true)"
+  [ "$phase" = "Running" ] && break
+  sleep 0.5
+done
+[ "$phase" = "Running" ] || { show_log; fail "the manual run is '$phase', not Running"; }
+k -n "$watch_ns" get job -l heartbeat.dev/agent=example -o name | grep -q . ||
+  { show_log; fail "no Job for the manual run"; }
+for o in serviceaccount role rolebinding; do
+  k -n "$watch_ns" get "$o" -l heartbeat.dev/agent=example -o name | grep -q . ||
+    { show_log; fail "the operator made no per-agent $o"; }
+done
+k -n "$rel_ns" get lease "$(python3 -c 'import json,sys
+for i in json.load(open(sys.argv[1]))["items"]:
+    if i["kind"] == "Deployment":
+        a=[x for x in i["spec"]["template"]["spec"]["containers"][0]["args"] if x.startswith("--leader-election-id=")]
+        print(a[0].split("=",1)[1])' "$tmp/one-namespace.json")" >/dev/null ||
+  { show_log; fail "no leader Lease in $rel_ns"; }
+if grep -qi 'forbidden' "$tmp/operator.log"; then show_log; fail "the operator was refused something"; fi
+k -n "$watch_ns" get hba,hbr,jobs
+echo "helm chart test: passed"
