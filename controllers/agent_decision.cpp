@@ -27,19 +27,65 @@ void earliest(std::optional<TimePoint>& slot, std::optional<TimePoint> candidate
   if (!slot || *candidate < *slot) slot = candidate;
 }
 
-void set_or_erase_time(Json& status, const char* key, std::optional<TimePoint> t) {
+void put_time(JsonEdit& status, const char* key, std::optional<TimePoint> t) {
   if (t) {
-    status[key] = format_rfc3339(*t);
+    char buf[schedule::kRfc3339Size];
+    status.put_string(key, std::string_view(buf, format_rfc3339(*t, buf)));
   } else {
     status.erase(key);
   }
 }
 
+const Json kNull;
+
+struct WantedCondition {
+  const char* type;
+  bool status;
+  std::string_view reason;
+  std::string_view message;
+};
+
+// `c` is what make_condition would return for `w` (it keeps its transition
+// time). One ordered walk: std::map keeps the six keys sorted.
+bool condition_is(const Json& c, const WantedCondition& w, int64_t generation) {
+  if (!c.is_object() || c.size() != 6) return false;
+  auto it = c.begin();
+  auto next = [&](std::string_view key) -> const Json& {
+    const Json& value = *it;
+    return it++.key() == key ? value : kNull;
+  };
+  auto string_is = [](const Json& value, std::string_view want) {
+    return value.is_string() && value.get_ref<const std::string&>() == want;
+  };
+  return next("lastTransitionTime").is_string() && string_is(next("message"), w.message) &&
+         same_json(next("observedGeneration"), Json(generation)) &&
+         string_is(next("reason"), w.reason) &&
+         string_is(next("status"), w.status ? "True" : "False") && string_is(next("type"), w.type);
+}
+
+// The wanted conditions, reusing the stored array when it already says them.
+void put_conditions(JsonEdit& status, const Json* stored,
+                    const std::vector<WantedCondition>& wanted, int64_t generation, TimePoint now) {
+  if (stored != nullptr && stored->is_array() && stored->size() == wanted.size()) {
+    bool same = true;
+    for (size_t i = 0; same && i < wanted.size(); ++i) {
+      same = condition_is((*stored)[i], wanted[i], generation);
+    }
+    if (same) return;
+  }
+  Json conditions = Json::array();
+  for (const WantedCondition& w : wanted) {
+    conditions.push_back(
+        make_condition(stored, w.type, w.status, w.reason, w.message, generation, now));
+  }
+  status.put("conditions", std::move(conditions));
+}
+
 bool condition_status(const Json* conditions, std::string_view type, bool* out) {
   if (conditions == nullptr || !conditions->is_array()) return false;
   for (const Json& c : *conditions) {
-    if (string_at(c, "type") == type) {
-      *out = string_at(c, "status") == "True";
+    if (string_view_at(c, "type") == type) {
+      *out = string_view_at(c, "status") == "True";
       return true;
     }
   }
@@ -51,31 +97,40 @@ bool condition_status(const Json* conditions, std::string_view type, bool* out) 
 Json make_condition(const Json* existing, std::string_view type, bool status,
                     std::string_view reason, std::string_view message, int64_t generation,
                     TimePoint now) {
-  const std::string status_text = status ? "True" : "False";
-  std::string transition = format_rfc3339(now);
+  const std::string_view status_text = status ? "True" : "False";
+  const Json* kept = nullptr;  // the last matching condition's time wins
   if (existing != nullptr && existing->is_array()) {
     for (const Json& c : *existing) {
-      if (string_at(c, "type") == type && string_at(c, "status") == status_text) {
-        transition = string_at(c, "lastTransitionTime", transition);
-      }
+      if (string_view_at(c, "type") != type || string_view_at(c, "status") != status_text) continue;
+      const Json* t = find_path(c, "lastTransitionTime");
+      if (t != nullptr && t->is_string()) kept = t;
     }
   }
-  return {{"type", std::string(type)},        {"status", status_text},
-          {"observedGeneration", generation}, {"lastTransitionTime", transition},
-          {"reason", std::string(reason)},    {"message", std::string(message)}};
+  Json out = Json::object();
+  out.emplace("type", type);
+  out.emplace("status", status_text);
+  out.emplace("observedGeneration", generation);
+  out.emplace("lastTransitionTime", kept != nullptr ? *kept : Json(format_rfc3339(now)));
+  out.emplace("reason", reason);
+  out.emplace("message", message);
+  return out;
 }
 
 namespace {
 Json build_capabilities_json(api::AgentType type) {
   return api::to_json(api::capabilities(type));
 }
-}  // namespace
 
-Json capabilities_json(api::AgentType type) {
+const Json& capabilities_ref(api::AgentType type) {
   static const Json kTable[] = {build_capabilities_json(api::AgentType::kMemgpt),
                                 build_capabilities_json(api::AgentType::kLettaV1),
                                 build_capabilities_json(api::AgentType::kReact)};
   return kTable[static_cast<size_t>(type)];
+}
+}  // namespace
+
+Json capabilities_json(api::AgentType type) {
+  return capabilities_ref(type);
 }
 
 std::string invoke_run_name(const AgentSpec& agent, std::string_view reason,
@@ -88,26 +143,37 @@ std::string invoke_run_name(const AgentSpec& agent, std::string_view reason,
 Json make_run_object(const AgentSpec& agent, std::string_view source, std::string_view name,
                      std::string_view generate_name, std::optional<TimePoint> slot,
                      std::string_view trigger_detail) {
-  Json metadata = {
-      {"namespace", agent.ns},
-      {"labels", {{kLabelAgent, label_safe_name(agent.name)}, {kLabelManagedBy, kManagedByValue}}},
-      {"ownerReferences", Json::array({{{"apiVersion", std::string(kApiVersion)},
-                                        {"kind", std::string(kAgentKind)},
-                                        {"name", agent.name},
-                                        {"uid", agent.uid},
-                                        {"controller", true}}})}};
+  // Built member by member: brace-lists of pairs make and copy a temporary
+  // array per pair.
+  Json labels = Json::object();
+  labels.emplace(kLabelAgent, label_safe_name(agent.name));
+  labels.emplace(kLabelManagedBy, kManagedByValue);
+  Json owner = Json::object();
+  owner.emplace("apiVersion", kApiVersion);
+  owner.emplace("kind", kAgentKind);
+  owner.emplace("name", agent.name);
+  owner.emplace("uid", agent.uid);
+  owner.emplace("controller", true);
+  Json metadata = Json::object();
+  metadata.emplace("namespace", agent.ns);
+  metadata.emplace("labels", std::move(labels));
+  metadata.emplace("ownerReferences", Json::array()).first->push_back(std::move(owner));
   if (!name.empty()) {
-    metadata["name"] = std::string(name);
+    metadata.emplace("name", name);
   } else {
-    metadata["generateName"] = std::string(generate_name);
+    metadata.emplace("generateName", generate_name);
   }
-  Json spec = {{"agentRef", {{"name", agent.name}}}, {"invocationSource", std::string(source)}};
-  if (slot) spec["scheduledTime"] = format_rfc3339(*slot);
-  if (!trigger_detail.empty()) spec["triggerDetail"] = std::string(trigger_detail);
-  return {{"apiVersion", std::string(kApiVersion)},
-          {"kind", std::string(kRunKind)},
-          {"metadata", std::move(metadata)},
-          {"spec", std::move(spec)}};
+  Json spec = Json::object();
+  spec.emplace("agentRef", Json::object()).first->emplace("name", agent.name);
+  spec.emplace("invocationSource", source);
+  if (slot) spec.emplace("scheduledTime", format_rfc3339(*slot));
+  if (!trigger_detail.empty()) spec.emplace("triggerDetail", trigger_detail);
+  Json run = Json::object();
+  run.emplace("apiVersion", kApiVersion);
+  run.emplace("kind", kRunKind);
+  run.emplace("metadata", std::move(metadata));
+  run.emplace("spec", std::move(spec));
+  return run;
 }
 
 bool monthly_budget_spent(const Json& agent, TimePoint now) {
@@ -295,8 +361,10 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   trim(failed, spec.history_failed);
 
   // 7. Status.
-  Json status = stored;
-  status["observedGeneration"] = spec.generation;
+  // Edits a copy of the stored status: steady fields are neither rebuilt nor
+  // compared as whole trees.
+  JsonEdit status(stored);
+  status.put("observedGeneration", spec.generation);
   const bool paused_block =
       blocks.has(schedule::kReasonPaused) || blocks.has(schedule::kReasonPausedByAgent);
   const bool budget_block = blocks.has(schedule::kReasonBudgetExceeded);
@@ -323,16 +391,14 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
     ready_message = "no interval or schedule: manual and callback runs only";
   }
   const int64_t gen = spec.generation;
-  Json conditions = Json::array(
-      {make_condition(stored_conditions, kConditionReady, ready_reason == "Ready", ready_reason,
-                      ready_message, gen, now),
-       make_condition(stored_conditions, kConditionPaused, paused_block, pause_reason,
-                      pause_message, gen, now),
-       make_condition(stored_conditions, kConditionBudgetExceeded, budget_block,
-                      budget_block ? "BudgetExceeded" : "WithinBudget", budget_message, gen, now),
-       make_condition(stored_conditions, kConditionSpecValid, d.check.valid(),
-                      d.check.valid() ? "Valid" : "InvalidSpec",
-                      d.check.valid() ? "the spec is valid" : d.check.message(), gen, now)});
+  const std::string spec_message = d.check.valid() ? "the spec is valid" : d.check.message();
+  const std::vector<WantedCondition> wanted = {
+      {kConditionReady, ready_reason == "Ready", ready_reason, ready_message},
+      {kConditionPaused, paused_block, pause_reason, pause_message},
+      {kConditionBudgetExceeded, budget_block, budget_block ? "BudgetExceeded" : "WithinBudget",
+       budget_message},
+      {kConditionSpecValid, d.check.valid(), d.check.valid() ? "Valid" : "InvalidSpec",
+       spec_message}};
   // Events on transitions only.
   bool was = false;
   const bool had_spec_valid = condition_status(stored_conditions, kConditionSpecValid, &was);
@@ -350,8 +416,8 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
       !was) {
     d.events.push_back({EventTarget::kAgent, spec.name, false, "Resumed", ready_message});
   }
-  status["conditions"] = std::move(conditions);
-  std::string phase = kAgentPhaseIdle;
+  put_conditions(status, stored_conditions, wanted, gen, now);
+  const char* phase = kAgentPhaseIdle;
   if (!d.check.valid()) {
     phase = kAgentPhaseInvalid;
   } else if (active) {
@@ -361,21 +427,31 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   } else if (paused_block) {
     phase = kAgentPhasePaused;
   }
-  status["phase"] = phase;
-  set_or_erase_time(status, "lastScheduleTime", later(last_scheduled, record_slot));
-  set_or_erase_time(status, "lastHeartbeatTime", ledger.last_heartbeat);
-  set_or_erase_time(status, "nextHeartbeatTime", valid ? next_heartbeat : std::nullopt);
-  set_or_erase_time(status, "pausedUntil", ledger.paused_until);
+  status.put_string("phase", phase);
+  put_time(status, "lastScheduleTime", later(last_scheduled, record_slot));
+  put_time(status, "lastHeartbeatTime", ledger.last_heartbeat);
+  put_time(status, "nextHeartbeatTime", valid ? next_heartbeat : std::nullopt);
+  put_time(status, "pausedUntil", ledger.paused_until);
   if (active) {
-    status["activeRun"] = *active;
+    status.put_string("activeRun", *active);
   } else {
     status.erase("activeRun");
   }
-  status["spend"] = to_json(ledger.spend);
-  status["capabilities"] = capabilities_json(spec.type);
-  status["recentRuns"] = to_json(ledger.recent);
-  d.status_changed = status != stored;
-  d.status = std::move(status);
+  const Json* stored_spend = find_path(stored, "spend");
+  if (stored_spend == nullptr || !matches_json(*stored_spend, ledger.spend)) {
+    status.put("spend", to_json(ledger.spend));
+  }
+  const Json& capabilities = capabilities_ref(spec.type);
+  const Json* stored_capabilities = find_path(stored, "capabilities");
+  if (stored_capabilities == nullptr || !same_json(*stored_capabilities, capabilities)) {
+    status.put("capabilities", capabilities);
+  }
+  const Json* stored_recent = find_path(stored, "recentRuns");
+  if (stored_recent == nullptr || !matches_json(*stored_recent, ledger.recent)) {
+    status.put("recentRuns", to_json(ledger.recent));
+  }
+  d.status_changed = status.changed();
+  d.status = status.take();
 
   // 8. When to look again: the next slot, a lifting block, a run's deadline.
   std::optional<TimePoint> requeue;

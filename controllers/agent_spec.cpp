@@ -14,37 +14,47 @@ std::string SpecCheck::message() const {
 SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env) {
   SpecCheck check;
   AgentSpec& s = check.spec;
-  s.name = string_at(agent, "metadata/name");
-  s.ns = string_at(agent, "metadata/namespace");
-  s.uid = string_at(agent, "metadata/uid");
-  s.generation = int_at(agent, "metadata/generation").value_or(0);
-  s.created = time_at(agent, "metadata/creationTimestamp").value_or(TimePoint{});
-  s.deleting = find_path(agent, "metadata/deletionTimestamp") != nullptr;
-
+  // Sections are looked up once; fields are read relative to them.
   static const Json kEmpty = Json::object();
+  auto section = [](const Json& parent, std::string_view name) -> const Json& {
+    const Json* p = find_path(parent, name);
+    return p != nullptr ? *p : kEmpty;
+  };
+  const Json& metadata = section(agent, "metadata");
+  s.name = string_view_at(metadata, "name");
+  s.ns = string_view_at(metadata, "namespace");
+  s.uid = string_view_at(metadata, "uid");
+  s.generation = int_at(metadata, "generation").value_or(0);
+  s.created = time_at(metadata, "creationTimestamp").value_or(TimePoint{});
+  s.deleting = find_path(metadata, "deletionTimestamp") != nullptr;
+
   const Json* spec_ptr = find_path(agent, "spec");
   const Json& spec = spec_ptr != nullptr && spec_ptr->is_object() ? *spec_ptr : kEmpty;
+  const Json& model = section(spec, "model");
+  const Json& heartbeat = section(spec, "heartbeat");
+  const Json& runtime = section(spec, "runtime");
 
-  const std::string type = string_at(spec, "type", api::to_string(api::kAgentTypeDefault));
+  const std::string_view type =
+      string_view_at(spec, "type", api::to_string(api::kAgentTypeDefault));
   if (auto parsed = api::parse_agent_type(type)) {
     s.type = *parsed;
   } else {
-    check.errors.push_back("spec.type \"" + type + "\": unknown agent type; use one of " +
+    check.errors.push_back("spec.type \"" + std::string(type) +
+                           "\": unknown agent type; use one of " +
                            std::string(api::agent_type_names()));
   }
 
-  s.provider = string_at(spec, "model/provider");
+  s.provider = string_view_at(model, "provider");
   if (s.provider != "openai" && s.provider != "anthropic") {
     check.errors.push_back("spec.model.provider \"" + s.provider +
                            "\": unknown provider; use openai (any OpenAI-compatible endpoint) "
                            "or anthropic");
   }
-  if (string_at(spec, "model/model").empty()) {
+  if (string_view_at(model, "model").empty()) {
     check.errors.push_back("spec.model.model: is required");
   }
-  if (find_path(spec, "model/apiKeySecretRef") != nullptr) {
-    s.api_key = KeyRef{string_at(spec, "model/apiKeySecretRef/name"),
-                       string_at(spec, "model/apiKeySecretRef/key")};
+  if (const Json* key_ref = find_path(model, "apiKeySecretRef"); key_ref != nullptr) {
+    s.api_key = KeyRef{string_at(*key_ref, "name"), string_at(*key_ref, "key")};
     if (!env.api_key_secret_exists) {
       check.errors.push_back("spec.model.apiKeySecretRef: Secret \"" + s.api_key->name +
                              "\" with key \"" + s.api_key->key + "\" not found in namespace " +
@@ -54,8 +64,8 @@ SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env) {
     check.errors.push_back("spec.model.apiKeySecretRef: is required for provider anthropic");
   }
 
-  const std::string interval = string_at(spec, "heartbeat/interval");
-  const std::string cron = string_at(spec, "heartbeat/schedule");
+  const std::string_view interval = string_view_at(heartbeat, "interval");
+  const std::string_view cron = string_view_at(heartbeat, "schedule");
   if (!interval.empty() || !cron.empty()) {
     auto parsed = schedule::parse_schedule(interval, cron);
     if (parsed.ok()) {
@@ -64,24 +74,24 @@ SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env) {
       check.errors.push_back(parsed.error);
     }
   }
-  s.starting_deadline_seconds = int_at(spec, "heartbeat/startingDeadlineSeconds");
-  s.context_runs =
-      static_cast<int>(int_at(spec, "heartbeat/contextRuns").value_or(kContextRunsDefault));
-  s.history_succeeded = static_cast<int>(
-      int_at(spec, "heartbeat/historyLimits/succeeded").value_or(kHistorySucceededDefault));
-  s.history_failed = static_cast<int>(
-      int_at(spec, "heartbeat/historyLimits/failed").value_or(kHistoryFailedDefault));
+  s.starting_deadline_seconds = int_at(heartbeat, "startingDeadlineSeconds");
+  s.context_runs = static_cast<int>(int_at(heartbeat, "contextRuns").value_or(kContextRunsDefault));
+  const Json& limits = section(heartbeat, "historyLimits");
+  s.history_succeeded =
+      static_cast<int>(int_at(limits, "succeeded").value_or(kHistorySucceededDefault));
+  s.history_failed = static_cast<int>(int_at(limits, "failed").value_or(kHistoryFailedDefault));
 
-  const bool has_prompt = !string_at(spec, "heartbeat/prompt").empty();
-  const bool has_prompt_from = find_path(spec, "heartbeat/promptFrom") != nullptr;
+  const bool has_prompt = !string_view_at(heartbeat, "prompt").empty();
+  const Json* prompt_from = find_path(heartbeat, "promptFrom");
+  const bool has_prompt_from = prompt_from != nullptr;
   if (has_prompt && has_prompt_from) {
     check.errors.push_back("spec.heartbeat: set prompt or promptFrom, not both");
   } else if (!has_prompt && !has_prompt_from) {
     check.errors.push_back("spec.heartbeat.prompt: is required (or promptFrom.configMapKeyRef)");
   }
   if (has_prompt_from) {
-    s.prompt_from = KeyRef{string_at(spec, "heartbeat/promptFrom/configMapKeyRef/name"),
-                           string_at(spec, "heartbeat/promptFrom/configMapKeyRef/key")};
+    s.prompt_from = KeyRef{string_at(*prompt_from, "configMapKeyRef/name"),
+                           string_at(*prompt_from, "configMapKeyRef/key")};
     if (s.prompt_from->name.empty() || s.prompt_from->key.empty()) {
       check.errors.push_back("spec.heartbeat.promptFrom.configMapKeyRef: needs name and key");
     }
@@ -91,22 +101,22 @@ SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env) {
   s.monthly_budget_cents = int_at(spec, "budget/monthlyCents").value_or(0);
   s.per_run_cents = number_at(spec, "budget/perRunCents");
 
-  const std::string mode = string_at(spec, "runtime/mode", "builtin");
+  const std::string_view mode = string_view_at(runtime, "mode", "builtin");
   if (mode == "command") {
     s.mode = RuntimeMode::kCommand;
-    if (string_at(spec, "runtime/image").empty()) {
+    if (string_view_at(runtime, "image").empty()) {
       check.errors.push_back("spec.runtime.image: is required when spec.runtime.mode is command");
     }
-    const Json* command = find_path(spec, "runtime/command");
+    const Json* command = find_path(runtime, "command");
     if (command == nullptr || !command->is_array() || command->empty()) {
       check.errors.push_back("spec.runtime.command: is required when spec.runtime.mode is command");
     }
   } else if (mode != "builtin") {
-    check.errors.push_back("spec.runtime.mode \"" + mode + "\": use builtin or command");
+    check.errors.push_back("spec.runtime.mode \"" + std::string(mode) +
+                           "\": use builtin or command");
   }
-  s.timeout_seconds =
-      int_at(spec, "runtime/timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
-  s.grace_seconds = int_at(spec, "runtime/graceSeconds").value_or(kRuntimeGraceSecondsDefault);
+  s.timeout_seconds = int_at(runtime, "timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
+  s.grace_seconds = int_at(runtime, "graceSeconds").value_or(kRuntimeGraceSecondsDefault);
   if (s.timeout_seconds < 1) {
     check.errors.push_back("spec.runtime.timeoutSeconds: must be at least 1");
   }

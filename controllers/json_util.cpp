@@ -1,5 +1,6 @@
 #include "controllers/json_util.h"
 
+#include <bit>
 #include <charconv>
 #include <chrono>
 
@@ -25,6 +26,13 @@ std::string string_at(const Json& object, std::string_view path, std::string_vie
   return value->get<std::string>();
 }
 
+std::string_view string_view_at(const Json& object, std::string_view path,
+                                std::string_view fallback) {
+  const Json* value = find_path(object, path);
+  if (value == nullptr || !value->is_string()) return fallback;
+  return value->get_ref<const std::string&>();
+}
+
 std::optional<int64_t> int_at(const Json& object, std::string_view path) {
   const Json* value = find_path(object, path);
   if (value == nullptr || !value->is_number()) return std::nullopt;
@@ -48,6 +56,58 @@ std::optional<TimePoint> time_at(const Json& object, std::string_view path) {
   const Json* value = find_path(object, path);
   if (value == nullptr || !value->is_string()) return std::nullopt;
   return parse_rfc3339(value->get_ref<const std::string&>());
+}
+
+bool same_json(const Json& a, const Json& b) {
+  if (a.type() != b.type()) {
+    // Signed and unsigned integers of the same value print the same.
+    if (!a.is_number_integer() || !b.is_number_integer()) return false;
+    const Json& u = a.is_number_unsigned() ? a : b;
+    const int64_t v = (a.is_number_unsigned() ? b : a).get<int64_t>();
+    return v >= 0 && static_cast<uint64_t>(v) == u.get<uint64_t>();
+  }
+  switch (a.type()) {
+    case Json::value_t::object: {
+      if (a.size() != b.size()) return false;
+      for (auto ia = a.begin(), ib = b.begin(); ia != a.end(); ++ia, ++ib) {
+        if (ia.key() != ib.key() || !same_json(*ia, *ib)) return false;
+      }
+      return true;
+    }
+    case Json::value_t::array: {
+      if (a.size() != b.size()) return false;
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (!same_json(a[i], b[i])) return false;
+      }
+      return true;
+    }
+    case Json::value_t::number_float:
+      return std::bit_cast<uint64_t>(a.get<double>()) == std::bit_cast<uint64_t>(b.get<double>());
+    default:
+      return a == b;
+  }
+}
+
+void JsonEdit::put(const char* key, Json value) {
+  auto it = json_.find(key);
+  if (it == json_.end()) {
+    changed_ = true;
+    json_.emplace(key, std::move(value));
+    return;
+  }
+  if (*it != value) changed_ = true;
+  if (!same_json(*it, value)) *it = std::move(value);
+}
+
+void JsonEdit::put_string(const char* key, std::string_view value) {
+  auto it = json_.find(key);
+  if (it != json_.end() && it->is_string() && it->get_ref<const std::string&>() == value) return;
+  changed_ = true;
+  json_[key] = std::string(value);
+}
+
+void JsonEdit::erase(const char* key) {
+  if (json_.erase(key) > 0) changed_ = true;
 }
 
 namespace {

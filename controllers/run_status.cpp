@@ -161,9 +161,11 @@ RunObservation observe_run(const RunObservationInput& in) {
   RunObservation obs;
   const Json& run = *in.run;
   obs.view = view_run(run);
+  obs.phase = obs.view.phase;
+  obs.settled = is_final(obs.view.phase) && obs.view.cost_recorded;
+  if (obs.settled) return obs;
   const Json* stored = find_path(run, "status");
   obs.status = stored != nullptr && stored->is_object() ? *stored : Json::object();
-  obs.phase = obs.view.phase;
   if (is_final(obs.view.phase)) return obs;
 
   const bool cancel_before_start = obs.view.cancel || in.agent_missing;

@@ -63,7 +63,10 @@ struct RunObservationInput {
 };
 
 struct RunObservation {
-  RunView view;                         // as stored
+  RunView view;  // as stored
+  // Final with its cost recorded: nothing left to derive, count or write, so
+  // `status` is not copied (it stays null).
+  bool settled = false;
   Json status;                          // desired status (the stored one while nothing changed)
   RunPhase phase = RunPhase::kQueued;   // desired phase
   bool became_final = false;            // final now, not yet written

@@ -36,30 +36,35 @@ RunUsage usage_from_status(const Json& status) {
 }
 
 RunView view_run(const Json& run) {
+  // Each section is looked up once; fields are read relative to it.
+  static const Json kEmpty = Json::object();
+  auto section = [&](std::string_view name) -> const Json& {
+    const Json* p = find_path(run, name);
+    return p != nullptr ? *p : kEmpty;
+  };
+  const Json& metadata = section("metadata");
+  const Json& spec = section("spec");
+  const Json& status = section("status");
   RunView v;
-  v.name = string_at(run, "metadata/name");
-  v.ns = string_at(run, "metadata/namespace");
-  v.uid = string_at(run, "metadata/uid");
-  v.agent_name = string_at(run, "spec/agentRef/name");
-  v.source = string_at(run, "spec/invocationSource", kSourceManual);
-  v.scheduled_time = time_at(run, "spec/scheduledTime");
-  v.created = time_at(run, "metadata/creationTimestamp").value_or(TimePoint{});
-  v.cancel = bool_at(run, "spec/cancel");
-  if (const Json* owners = find_path(run, "metadata/ownerReferences");
-      owners && owners->is_array()) {
+  v.name = string_view_at(metadata, "name");
+  v.ns = string_view_at(metadata, "namespace");
+  v.uid = string_view_at(metadata, "uid");
+  v.agent_name = string_view_at(spec, "agentRef/name");
+  v.source = string_view_at(spec, "invocationSource", kSourceManual);
+  v.scheduled_time = time_at(spec, "scheduledTime");
+  v.created = time_at(metadata, "creationTimestamp").value_or(TimePoint{});
+  v.cancel = bool_at(spec, "cancel");
+  if (const Json* owners = find_path(metadata, "ownerReferences"); owners && owners->is_array()) {
     for (const Json& owner : *owners) {
-      if (string_at(owner, "kind") == "Agent" && string_at(owner, "name") == v.agent_name &&
-          bool_at(owner, "controller")) {
+      if (string_view_at(owner, "kind") == "Agent" &&
+          string_view_at(owner, "name") == v.agent_name && bool_at(owner, "controller")) {
         v.owned_by_agent = true;
       }
     }
   }
-  static const Json kEmpty = Json::object();
-  const Json* status_ptr = find_path(run, "status");
-  const Json& status = status_ptr != nullptr ? *status_ptr : kEmpty;
-  v.phase = parse_run_phase(string_at(status, "phase")).value_or(RunPhase::kQueued);
+  v.phase = parse_run_phase(string_view_at(status, "phase")).value_or(RunPhase::kQueued);
   v.cost_recorded = bool_at(status, "costRecorded");
-  v.job_name = string_at(status, "jobName");
+  v.job_name = string_view_at(status, "jobName");
   v.started_at = time_at(status, "startedAt");
   v.finished_at = time_at(status, "finishedAt");
   v.pause_until = time_at(status, "pauseUntil");

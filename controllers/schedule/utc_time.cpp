@@ -1,6 +1,6 @@
 #include "controllers/schedule/utc_time.h"
 
-#include <cstdio>
+#include <type_traits>
 
 namespace hb::schedule {
 
@@ -8,18 +8,47 @@ int64_t unix_seconds(TimePoint t) {
   return std::chrono::floor<std::chrono::seconds>(t).time_since_epoch().count();
 }
 
-std::string format_rfc3339(TimePoint t) {
+namespace {
+
+// Writes `value` as exactly `width` digits, most significant first.
+char* put_digits(char* out, unsigned value, int width) {
+  for (int i = width - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  return out + width;
+}
+
+}  // namespace
+
+std::size_t format_rfc3339(TimePoint t, char* out) {
   using namespace std::chrono;
   const auto secs = floor<seconds>(t);
   const auto day = floor<days>(secs);
   const year_month_day ymd{day};
   const hh_mm_ss hms{secs - day};
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(ymd.year()),
-                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
-                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
-                static_cast<int>(hms.seconds().count()));
-  return buf;
+  // A nanosecond system_clock spans 1677..2262: always four year digits.
+  static_assert(std::is_same_v<TimePoint::period, std::nano>);
+  const int year = static_cast<int>(ymd.year());
+  char* p = put_digits(out, static_cast<unsigned>(year), 4);
+  *p++ = '-';
+  p = put_digits(p, static_cast<unsigned>(ymd.month()), 2);
+  *p++ = '-';
+  p = put_digits(p, static_cast<unsigned>(ymd.day()), 2);
+  *p++ = 'T';
+  p = put_digits(p, static_cast<unsigned>(hms.hours().count()), 2);
+  *p++ = ':';
+  p = put_digits(p, static_cast<unsigned>(hms.minutes().count()), 2);
+  *p++ = ':';
+  p = put_digits(p, static_cast<unsigned>(hms.seconds().count()), 2);
+  *p++ = 'Z';
+  return static_cast<std::size_t>(p - out);
+}
+
+std::string format_rfc3339(TimePoint t) {
+  char buf[kRfc3339Size];
+  const std::size_t n = format_rfc3339(t, buf);
+  return std::string(buf, n);
 }
 
 }  // namespace hb::schedule

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -18,5 +19,10 @@ int64_t unix_seconds(TimePoint t);
 // RFC 3339 in UTC with second precision, as Kubernetes writes timestamps:
 // "2024-02-29T12:00:00Z". Sub-second parts are dropped.
 std::string format_rfc3339(TimePoint t);
+
+// The same into `out` (kRfc3339Size bytes, not terminated) without allocating;
+// returns the length, kRfc3339Size.
+inline constexpr std::size_t kRfc3339Size = 20;
+std::size_t format_rfc3339(TimePoint t, char* out);
 
 }  // namespace hb::schedule

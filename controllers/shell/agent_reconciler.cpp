@@ -463,7 +463,9 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   // 6. Other run status changes, Queued messages, history, Events.
   for (size_t i = 0; i < input.runs.size(); ++i) {
     const RunObservation& obs = input.runs[i];
-    if (obs.became_final || (d.start_run && obs.view.name == *d.start_run)) continue;
+    if (obs.settled || obs.became_final || (d.start_run && obs.view.name == *d.start_run)) {
+      continue;
+    }
     const Json* stored = find_path(runs[i], "status");
     auto msg = d.queued_messages.find(obs.view.name);
     if (msg != d.queued_messages.end()) {

@@ -313,6 +313,40 @@ TEST(AgentDecision, ConditionTransitionTimeKeptWhileStatusUnchanged) {
   EXPECT_EQ((*condition(d.status, "Ready"))["lastTransitionTime"], first);
 }
 
+// The decision keeps stored fields that already say what it wants, and
+// judges "changed" as a whole-status == would.
+TEST(AgentDecision, SteadyStatusIsKeptAndChangeIsJudgedLikeEquality) {
+  World w{agent()};
+  w.step(at("2024-05-01T12:01:00Z"));
+  const Json stored = w.agent["status"];
+  AgentDecision d = w.step(at("2024-05-01T12:02:00Z"));
+  EXPECT_FALSE(d.status_changed);
+  EXPECT_TRUE(same_json(d.status, stored));
+
+  // 2 and 2.0 are equal: no write, but the decision writes its own form.
+  w.agent["status"]["spend"]["cents"] = 0;
+  d = w.step(at("2024-05-01T12:02:00Z"));
+  EXPECT_FALSE(d.status_changed);
+  EXPECT_TRUE(d.status["spend"]["cents"].is_number_float());
+
+  // Conditions out of order are rebuilt; their transition times are kept.
+  Json reordered = stored;
+  std::swap(reordered["conditions"][0], reordered["conditions"][1]);
+  w.agent["status"] = reordered;
+  d = w.step(at("2024-05-01T12:03:00Z"));
+  EXPECT_TRUE(d.status_changed);
+  EXPECT_EQ(d.status["conditions"], stored["conditions"]);
+
+  // An unknown field is kept; an extra key in a condition is dropped.
+  w.agent["status"] = stored;
+  w.agent["status"]["note"] = "kept";
+  w.agent["status"]["conditions"][2]["extra"] = 1;
+  d = w.step(at("2024-05-01T12:03:00Z"));
+  EXPECT_TRUE(d.status_changed);
+  EXPECT_EQ(d.status["note"], "kept");
+  EXPECT_EQ(d.status["conditions"], stored["conditions"]);
+}
+
 TEST(AgentDecision, CapabilitiesOfTheTypeInStatus) {
   Json a = agent();
   a["spec"]["type"] = "react_agent";

@@ -256,7 +256,17 @@ TEST(RunStatus, FinalRunsAreLeftAlone) {
   Json r = with_status(run("r1"), {{"phase", "Succeeded"}, {"costRecorded", true}});
   RunObservation o = observe(r, nullptr, {}, kStart + 3600s);
   EXPECT_FALSE(o.became_final);
-  EXPECT_EQ(o.status, r["status"]);
+  EXPECT_FALSE(o.delete_job);
+  // Settled: nothing to count or write, so its status is not copied.
+  EXPECT_TRUE(o.settled);
+  EXPECT_TRUE(o.status.is_null());
+  EXPECT_EQ(o.phase, RunPhase::kSucceeded);
+  // Not yet counted: the ledger and the mark need its status.
+  Json u = with_status(run("r2"), {{"phase", "Failed"}, {"usage", {{"costCents", 1.5}}}});
+  RunObservation p = observe(u, nullptr, {}, kStart + 3600s);
+  EXPECT_FALSE(p.settled);
+  EXPECT_FALSE(p.became_final);
+  EXPECT_EQ(p.status, u["status"]);
 }
 
 TEST(RunStatus, PickPodPrefersTheFinishedOne) {
