@@ -1,25 +1,59 @@
 #!/usr/bin/env bash
 # The main job: on a fresh machine, set up, start a real local control plane,
-# install the CRDs, run the operator, apply examples/agent.yaml and show the
-# agents and their heartbeat runs until Ctrl-C; then stop all it started.
+# install the CRDs, start a model endpoint, a local pod executor and the
+# operator, apply the demo agent (examples/demo/agent.yaml, one heartbeat a
+# minute) plus one manual HeartbeatRun, and show the agents and their
+# heartbeat runs until Ctrl-C; then stop all it started.
+#
+# Model: the scripted stand-in tests/e2e/fake_model (hb-fake-model) on
+# 127.0.0.1, unless OPENAI_BASE_URL and OPENAI_API_KEY are set (any
+# OpenAI-compatible endpoint; OPENAI_MODEL picks the model, default
+# gpt-4o-mini).
+# Pods: the control plane has no kubelet, so tests/e2e/local_kubelet
+# (hb-local-kubelet) registers a node, binds the heartbeat Pods to it and runs
+# heartbeat-runner as a local process for each.
 #
 # Env: HB_DEMO_DIR (state, default build/demo), HB_DEMO_SECONDS (stop by
-# itself after this many seconds; default: run until Ctrl-C).
+# itself after this many seconds; default: run until Ctrl-C), HB_BUILD_DIR
+# (build tree, default build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
+build="${HB_BUILD_DIR:-build}"
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
 state="${HB_DEMO_DIR:-$root/build/demo}"
 mkdir -p "$state"
+namespace=default
 
 bash scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DHB_BUILD_BENCHMARKS=OFF >/dev/null
-cmake --build build -j "$(nproc)" --target heartbeat-operator heartbeat-runner 2>&1 | tail -n 3
+cmake -S . -B "$build" -G Ninja -DHB_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$build" -j "$(nproc)" \
+  --target heartbeat-operator heartbeat-runner hb-local-kubelet hb-fake-model 2>&1 | tail -n 3
+runner_bin="$build/runner/heartbeat-runner"
+kubelet_bin="$build/tests/e2e/local_kubelet/hb-local-kubelet"
+model_bin="$build/tests/e2e/fake_model/hb-fake-model"
+operator_bin="$build/operator/heartbeat-operator"
 
-pids=()
+# Processes we started, stopped in this order: the executor first (it stops
+# the heartbeat processes it runs and reports them), then the operator, then
+# the model.
+kubelet_pid="" operator_pid="" model_pid=""
+stop_pid() {  # stop_pid PID NAME: TERM, up to 15 s, then KILL
+  local pid=$1 name=$2
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 150); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "demo: $name (pid $pid) did not stop; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
 cleanup() {
   echo "demo: stopping"
-  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  stop_pid "$kubelet_pid" hb-local-kubelet
+  stop_pid "$operator_pid" heartbeat-operator
+  stop_pid "$model_pid" hb-fake-model
   bash tests/e2e/control-plane.sh down "$state/control-plane" || true
 }
 trap cleanup EXIT
@@ -32,30 +66,71 @@ k() { "$kubectl_bin" "$@"; }
 k apply -f crds/
 k wait --for condition=established --timeout=60s crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev
 
+# --- the model endpoint ---
+if [ -n "${OPENAI_BASE_URL:-}" ] && [ -n "${OPENAI_API_KEY:-}" ]; then
+  base_url="$OPENAI_BASE_URL"
+  model="${OPENAI_MODEL:-gpt-4o-mini}"
+  api_key="$OPENAI_API_KEY"
+  echo "demo: model: $model at $base_url (from OPENAI_BASE_URL/OPENAI_API_KEY; costs are real)"
+else
+  rm -f "$state/fake-model.port"
+  "$model_bin" --port 0 --port-file "$state/fake-model.port" \
+    >"$state/fake-model.out" 2>"$state/fake-model.log" &
+  model_pid=$!
+  for _ in $(seq 100); do [ -s "$state/fake-model.port" ] && break; sleep 0.1; done
+  [ -s "$state/fake-model.port" ] || { echo "demo: hb-fake-model did not start:"; cat "$state/fake-model.log"; exit 1; }
+  base_url="http://127.0.0.1:$(cat "$state/fake-model.port")/v1"
+  model="gpt-4o-mini"
+  api_key="sk-local-stand-in"
+  echo "demo: model: scripted stand-in (hb-fake-model) — set OPENAI_BASE_URL/OPENAI_API_KEY for a real endpoint"
+  echo "demo:   stand-in at $base_url (log: $state/fake-model.log)"
+fi
+
+# --- the local pod executor (plays the kubelet) ---
+"$kubelet_bin" --kubeconfig="$KUBECONFIG" --namespace="$namespace" --node-name=local-executor \
+  --state-dir="$state/kubelet" --image=heartbeat-runner="$runner_bin" \
+  >"$state/kubelet.log" 2>&1 &
+kubelet_pid=$!
+echo "demo: hb-local-kubelet running heartbeat-runner:local as $runner_bin (log: $state/kubelet.log, pod logs: $state/kubelet/pods/*/container.log)"
+
+# --- the operator ---
 free_port() { for _ in $(seq 100); do p=$((20000 + RANDOM % 40000)); (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }; done; }
-build/operator/heartbeat-operator --kubeconfig="$KUBECONFIG" --leader-elect=false \
+"$operator_bin" --kubeconfig="$KUBECONFIG" --leader-elect=false \
   --metrics-address="127.0.0.1:$(free_port)" --health-address="127.0.0.1:$(free_port)" \
   --wakeup-address="127.0.0.1:$(free_port)" --log-format=text \
   --runner-image=heartbeat-runner:local >"$state/operator.log" 2>&1 &
-pids+=($!)
+operator_pid=$!
 echo "demo: operator running (log: $state/operator.log)"
 
-k apply -f examples/agent.yaml
-k apply -f examples/manual-run.yaml
-
-cat <<'NOTE'
-demo: there is no kubelet in this control plane, so heartbeat Pods stay
-Pending: the operator schedules runs and creates their Jobs, but nothing
-executes them yet. (The local pod executor that runs heartbeat-runner as a
-local process, and the scripted stand-in model server, come with the
-"Ship it" work.)
-NOTE
+# --- the demo agent and a first heartbeat at once ---
+k -n "$namespace" create secret generic example-llm --from-literal=api-key="$api_key" \
+  --dry-run=client -o yaml | k -n "$namespace" apply -f - >/dev/null
+sed -e "s#baseURL: http://127.0.0.1:8080/v1#baseURL: $base_url#" \
+    -e "s#model: gpt-4o-mini#model: $model#" examples/demo/agent.yaml | k -n "$namespace" apply -f -
+k -n "$namespace" create -f - <<'RUN'
+apiVersion: heartbeat.dev/v1alpha1
+kind: HeartbeatRun
+metadata:
+  generateName: demo-manual-
+spec:
+  agentRef:
+    name: demo
+  invocationSource: manual
+  triggerDetail: First heartbeat, started by scripts/demo.sh.
+RUN
+echo "demo: agent 'demo' beats every minute (the first scheduled one a minute after creation); a manual run starts now"
 
 deadline=$(( ${HB_DEMO_SECONDS:-0} > 0 ? SECONDS + ${HB_DEMO_SECONDS:-0} : 0 ))
 while :; do
   echo "---- $(date -u +%H:%M:%S) ----"
-  k get hba,hbr -o wide 2>&1 || true
-  k get jobs 2>&1 | head -n 5 || true
+  k -n "$namespace" get hba,hbr -o wide 2>&1 || true
   if [ "$deadline" -gt 0 ] && [ "$SECONDS" -ge "$deadline" ]; then break; fi
+  if ! kill -0 "$kubelet_pid" 2>/dev/null; then echo "demo: hb-local-kubelet exited; see $state/kubelet.log"; break; fi
+  if ! kill -0 "$operator_pid" 2>/dev/null; then echo "demo: the operator exited; see $state/operator.log"; break; fi
   sleep 10
 done
+
+echo "---- summary ----"
+k -n "$namespace" get hbr -o custom-columns='RUN:.metadata.name,SOURCE:.spec.invocationSource,PHASE:.status.phase,EXIT:.status.exitCode,COST_CENTS:.status.usage.costCents,TOKENS_IN:.status.usage.inputTokens,TOKENS_OUT:.status.usage.outputTokens,STOP:.status.stopReason' || true
+k -n "$namespace" get hba demo -o jsonpath='agent demo: spend {.status.spend.cents} cents this month ({.status.spend.inputTokens} tokens in, {.status.spend.outputTokens} out); last heartbeat {.status.lastHeartbeatTime}{"\n"}' || true
+k -n "$namespace" get hbr -o jsonpath='{range .items[?(@.status.output)]}{.metadata.name}: {.status.output}{"\n"}{end}' 2>/dev/null | tail -n 3 || true

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <iterator>
 #include <stdexcept>
 
 namespace hb::fakes {
@@ -46,6 +47,19 @@ std::string reason_phrase(int status) {
   }
 }
 
+// How often a hung or delayed reply checks whether its client went away.
+constexpr std::chrono::milliseconds kPeerCheckInterval{50};
+constexpr int kListenBacklog = 64;
+
+// True when the peer closed its end (or the connection failed).
+bool peer_closed(int fd) {
+  pollfd pfd{fd, POLLIN, 0};
+  if (::poll(&pfd, 1, 0) <= 0) return false;
+  if ((pfd.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) return true;
+  char byte;
+  return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
 void write_all(int fd, const std::string& data) {
   std::size_t sent = 0;
   while (sent < data.size()) {
@@ -57,7 +71,7 @@ void write_all(int fd, const std::string& data) {
 
 }  // namespace
 
-FakeModelServer::FakeModelServer() {
+FakeModelServer::FakeModelServer(int port) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   if (listen_fd_ < 0) throw std::runtime_error("fake model server: socket failed");
   int one = 1;
@@ -65,11 +79,12 @@ FakeModelServer::FakeModelServer() {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
+  address.sin_port = htons(static_cast<uint16_t>(port));
   if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::listen(listen_fd_, 16) != 0) {
+      ::listen(listen_fd_, kListenBacklog) != 0) {
     ::close(listen_fd_);
-    throw std::runtime_error("fake model server: cannot listen on 127.0.0.1");
+    throw std::runtime_error("fake model server: cannot listen on 127.0.0.1:" +
+                             std::to_string(port));
   }
   socklen_t length = sizeof address;
   ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&address), &length);
@@ -90,6 +105,16 @@ void FakeModelServer::push(ScriptedResponse response) {
   script_.push_back(std::move(response));
 }
 
+void FakeModelServer::set_responder(Responder responder) {
+  std::lock_guard lock(mutex_);
+  responder_ = std::move(responder);
+}
+
+void FakeModelServer::set_recording(bool on) {
+  std::lock_guard lock(mutex_);
+  recording_ = on;
+}
+
 std::vector<RecordedRequest> FakeModelServer::requests() const {
   std::lock_guard lock(mutex_);
   return requests_;
@@ -104,12 +129,12 @@ void FakeModelServer::stop() {
   if (stopping_.exchange(true)) return;
   cv_.notify_all();
   if (acceptor_.joinable()) acceptor_.join();
-  std::vector<std::thread> workers;
+  std::list<Worker> workers;
   {
     std::lock_guard lock(mutex_);
     workers.swap(workers_);
   }
-  for (auto& worker : workers) worker.join();
+  for (auto& worker : workers) worker.thread.join();
   if (listen_fd_ >= 0) ::close(listen_fd_);
   listen_fd_ = -1;
 }
@@ -120,9 +145,28 @@ void FakeModelServer::accept_loop() {
     if (::poll(&pfd, 1, 20) <= 0) continue;
     int fd = ::accept(listen_fd_, nullptr, nullptr);
     if (fd < 0) continue;
+    reap_finished_workers();
+    auto done = std::make_shared<std::atomic<bool>>(false);
     std::lock_guard lock(mutex_);
-    workers_.emplace_back([this, fd] { serve(fd); });
+    workers_.push_back({std::thread([this, fd, done] {
+                          serve(fd);
+                          *done = true;
+                        }),
+                        done});
   }
+}
+
+void FakeModelServer::reap_finished_workers() {
+  std::list<Worker> finished;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      auto next = std::next(it);
+      if (*it->done) finished.splice(finished.end(), workers_, it);
+      it = next;
+    }
+  }
+  for (auto& worker : finished) worker.thread.join();
 }
 
 void FakeModelServer::serve(int fd) {
@@ -187,24 +231,48 @@ void FakeModelServer::serve(int fd) {
     buffer.erase(0, body_start + content_length);
 
     ScriptedResponse response;
+    Responder responder;
+    bool scripted = false;
     {
-      std::unique_lock lock(mutex_);
-      requests_.push_back(request);
-      if (script_.empty()) {
-        response = error(
-            500,
-            R"({"error":{"message":"fake model server: script exhausted","type":"server_error"}})");
-      } else {
+      std::lock_guard lock(mutex_);
+      if (recording_) requests_.push_back(request);
+      if (!script_.empty()) {
         response = std::move(script_.front());
         script_.pop_front();
-      }
-      if (response.hang) {
-        cv_.wait(lock, [this] { return stopping_.load(); });
-      } else if (response.delay.count() > 0) {
-        cv_.wait_for(lock, response.delay, [this] { return stopping_.load(); });
+        scripted = true;
+      } else {
+        responder = responder_;
       }
     }
-    if (stopping_) break;
+    if (!scripted) {
+      response = responder
+                     ? responder(request)
+                     : error(500, R"({"error":{"message":"fake model server: script exhausted",)"
+                                  R"("type":"server_error"}})");
+    }
+    bool peer_gone = false;
+    if (response.hang || response.delay.count() > 0) {
+      // Wait until the delay passes (never, for a hang), the server stops or
+      // the client gives up.
+      const auto until = std::chrono::steady_clock::now() + response.delay;
+      std::unique_lock lock(mutex_);
+      while (!stopping_) {
+        auto now = std::chrono::steady_clock::now();
+        if (!response.hang && now >= until) break;
+        auto slice = kPeerCheckInterval;
+        if (!response.hang) {
+          slice =
+              std::min(slice, std::chrono::duration_cast<std::chrono::milliseconds>(until - now) +
+                                  std::chrono::milliseconds(1));
+        }
+        cv_.wait_for(lock, slice);
+        if (peer_closed(fd)) {
+          peer_gone = true;
+          break;
+        }
+      }
+    }
+    if (stopping_ || peer_gone) break;
     std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " +
                       reason_phrase(response.status) + "\r\n";
     out += "Content-Type: application/json\r\n";

@@ -6,13 +6,20 @@
 //
 // It is a small POSIX-socket HTTP/1.1 server rather than hb::http::make_server
 // because a fake needs response headers, hung replies and an ephemeral port.
+//
+// For a long-lived stand-in (tests/e2e/fake_model) a responder can decide
+// each reply from the request instead of the script, recording can be turned
+// off, and a hung or delayed reply ends early when the client disconnects.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
+#include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -52,7 +59,12 @@ struct FakeToolCall {
 
 class FakeModelServer {
  public:
-  FakeModelServer();  // listens on 127.0.0.1, ephemeral port
+  // Decides a reply from the request; used when the script is empty.
+  using Responder = std::function<ScriptedResponse(const RecordedRequest&)>;
+
+  // Listens on 127.0.0.1:port; 0 picks an ephemeral port. Throws
+  // std::runtime_error naming the port when it cannot listen.
+  explicit FakeModelServer(int port = 0);
   ~FakeModelServer();
   FakeModelServer(const FakeModelServer&) = delete;
   FakeModelServer& operator=(const FakeModelServer&) = delete;
@@ -61,6 +73,10 @@ class FakeModelServer {
   std::string url() const;  // "http://127.0.0.1:PORT"
 
   void push(ScriptedResponse response);
+  // Without a responder an empty script answers 500 "script exhausted".
+  void set_responder(Responder responder);
+  // Off: requests() stays empty (a long-lived server keeps no history).
+  void set_recording(bool on);
   std::vector<RecordedRequest> requests() const;
   std::size_t pending() const;
   void stop();
@@ -80,8 +96,13 @@ class FakeModelServer {
                                 std::vector<std::pair<std::string, std::string>> headers = {});
 
  private:
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
   void accept_loop();
   void serve(int fd);
+  void reap_finished_workers();
 
   int listen_fd_ = -1;
   int port_ = 0;
@@ -90,8 +111,10 @@ class FakeModelServer {
   std::condition_variable cv_;
   std::deque<ScriptedResponse> script_;
   std::vector<RecordedRequest> requests_;
+  Responder responder_;
+  bool recording_ = true;
   std::thread acceptor_;
-  std::vector<std::thread> workers_;
+  std::list<Worker> workers_;
 };
 
 }  // namespace hb::fakes

@@ -1,0 +1,95 @@
+// The imperative shell of hb-local-kubelet: watches Pods, binds unscheduled
+// ones to its node, runs each as a local process (launch_plan.h), writes
+// their status like a kubelet, and finishes graceful deletions. One thread
+// does all of it, so a Pod's state needs no locks.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "tests/e2e/local_kubelet/launch_plan.h"
+#include "tests/e2e/local_kubelet/node_agent.h"
+#include "tests/e2e/local_kubelet/options.h"
+#include "tests/e2e/local_kubelet/pod_status.h"
+
+namespace hb::local_kubelet {
+
+using Clock = std::chrono::steady_clock;
+
+// How often the loop looks at its processes when no Pod changes.
+inline constexpr std::chrono::milliseconds kTickInterval{200};
+// A Pod waiting for its image mapping, a Secret, ... is looked at again after this.
+inline constexpr std::chrono::seconds kWaitingRetry{2};
+inline constexpr std::chrono::seconds kImagePullRetry{10};
+// Grace for a deleted Pod without deletionGracePeriodSeconds/terminationGracePeriodSeconds.
+inline constexpr int kTerminationGraceSecondsDefault = 30;
+// As the kubelet's minimumGracePeriodInSeconds: even a forced deletion gives
+// the process this long after SIGTERM to write its result.
+inline constexpr int kTerminationGraceSecondsMin = 2;
+// On the executor's own SIGTERM: TERM to every process, this long, then KILL.
+inline constexpr std::chrono::seconds kShutdownGrace{5};
+// A Pod object that vanished (forced deletion): its process gets this long.
+inline constexpr std::chrono::seconds kVanishedGrace{2};
+inline constexpr std::chrono::seconds kWriteRetry{1};
+
+class Executor {
+ public:
+  Executor(std::shared_ptr<kube::Client> client, Options options);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Runs until stop(); then stops every process and writes their status.
+  void run();
+  void stop();  // thread-safe
+
+ private:
+  enum class Stage { kPending, kRunning, kExited, kDone };
+  struct PodRecord {
+    std::string ns, name, uid, pod_dir;
+    Stage stage = Stage::kPending;
+    ContainerInfo container;
+    LocalLaunch launch;
+    pid_t pid = -1;
+    std::string started_at;
+    Clock::time_point next_attempt{};
+    std::string last_waiting;          // reason + message last written
+    std::optional<Json> status_patch;  // not yet written
+    Clock::time_point next_write{};
+    bool term_sent = false, kill_sent = false;
+    Clock::time_point kill_at{};
+  };
+
+  void tick();
+  void reap(PodRecord& rec, bool block);
+  void handle(const Json& pod, Clock::time_point now);
+  void handle_deletion(const Json& pod, PodRecord& rec, Clock::time_point now);
+  void try_start(const Json& pod, PodRecord& rec, Clock::time_point now);
+  void write_status(PodRecord& rec, Clock::time_point now);
+  void bind(const Json& pod);
+  void finish_without_running(PodRecord& rec, const std::string& reason,
+                              const std::string& message);
+  void shutdown();
+  int active_pods() const;
+
+  std::shared_ptr<kube::Client> client_;
+  Options options_;
+  NodeAgent node_;
+  std::unique_ptr<kube::Informer> pods_;
+  std::map<std::string, PodRecord> records_;  // by uid
+
+  std::atomic<bool> stopping_{false};
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool changed_ = false;
+};
+
+}  // namespace hb::local_kubelet

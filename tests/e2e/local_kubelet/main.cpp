@@ -1,0 +1,83 @@
+// hb-local-kubelet: plays the kubelet on a control plane without nodes by
+// running each Pod's container as a local process. For the demo and the e2e
+// tests; see launch_plan.h for what a local process cannot do like a container.
+//
+//   hb-local-kubelet --image=heartbeat-runner=/abs/build/runner/heartbeat-runner
+//       [--kubeconfig=PATH] [--namespace=NS] [--node-name=NAME] [--state-dir=DIR] [--max-pods=N]
+//
+// SIGTERM or SIGINT: stop every process (TERM, 5 s, KILL), write their
+// status, mark the node not ready, exit 0.
+#include <signal.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <thread>
+
+#include "kube/client.h"
+#include "kube/kubeconfig.h"
+#include "tests/e2e/local_kubelet/executor.h"
+#include "tests/e2e/local_kubelet/options.h"
+
+namespace {
+constexpr int kExitUsage = 2;
+constexpr int kExitConfig = 78;
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto logger = std::make_shared<spdlog::logger>("hb-local-kubelet",
+                                                 std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+
+  std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = hb::local_kubelet::parse_options(args, hb::kube::process_env);
+  if (!parsed.options) {
+    std::cerr << "hb-local-kubelet: " << parsed.error << "\n" << hb::local_kubelet::usage_text();
+    return kExitUsage;
+  }
+  hb::local_kubelet::Options options = *parsed.options;
+  if (options.help) {
+    std::cout << hb::local_kubelet::usage_text();
+    return 0;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.state_dir, ec);
+  if (ec) {
+    std::cerr << "hb-local-kubelet: --state-dir: cannot create " << options.state_dir << ": "
+              << ec.message() << "\n";
+    return kExitConfig;
+  }
+  options.state_dir = std::filesystem::absolute(options.state_dir).lexically_normal().string();
+
+  std::shared_ptr<hb::kube::Client> client;
+  try {
+    hb::kube::ClientOptions client_options;
+    client_options.user_agent = "hb-local-kubelet";
+    client = std::make_shared<hb::kube::Client>(hb::kube::load_kubeconfig_file(options.kubeconfig),
+                                                client_options);
+  } catch (const std::exception& error) {
+    std::cerr << "hb-local-kubelet: --kubeconfig: " << error.what() << "\n";
+    return kExitConfig;
+  }
+
+  // Only main receives the stop signals; no other thread (nor child) is interrupted.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  hb::local_kubelet::Executor executor(client, options);
+  std::thread worker([&] { executor.run(); });
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  spdlog::info("signal {}: stopping", signal_number);
+  executor.stop();
+  worker.join();
+  return 0;
+}
