@@ -191,11 +191,16 @@ class E2eEnvironment : public ::testing::Environment {
   }
 
   void start_local_kubelet() {
-    kubelet_.start(
-        {build_ + "/tests/e2e/local_kubelet/hb-local-kubelet", "--kubeconfig=" + env("KUBECONFIG"),
-         "--state-dir=" + dir_ + "/pods", "--node-name=e2e-local",
-         "--image=heartbeat-runner=" + build_ + "/runner/heartbeat-runner"},
-        dir_ + "/local-kubelet.log");
+    std::vector<std::string> argv = {
+        build_ + "/tests/e2e/local_kubelet/hb-local-kubelet", "--kubeconfig=" + env("KUBECONFIG"),
+        "--state-dir=" + dir_ + "/pods", "--node-name=e2e-local",
+        "--image=heartbeat-runner=" + build_ + "/runner/heartbeat-runner"};
+    // A sanitizer build's runner needs the tests' sanitizer settings too
+    // (LeakSanitizer's suppressions for OpenSSL's global state).
+    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+      if (std::getenv(name) != nullptr) argv.push_back(std::string("--pass-env=") + name);
+    }
+    kubelet_.start(argv, dir_ + "/local-kubelet.log");
     ASSERT_TRUE(wait_until([&] { return kubelet_.alive(); }, std::chrono::seconds(2)));
   }
 
