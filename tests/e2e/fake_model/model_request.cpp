@@ -41,15 +41,21 @@ std::string block_text(const json& content) {
   return out;
 }
 
+// What both wire formats carry alike.
+ModelRequest request_header(const json& body, Wire wire, std::size_t body_bytes) {
+  ModelRequest out;
+  out.wire = wire;
+  out.request_bytes = body_bytes;
+  out.model = body.value("model", "");
+  out.max_tokens = output_limit(body);
+  return out;
+}
+
 }  // namespace
 
 ModelRequest parse_openai_request(const json& body, std::size_t body_bytes) {
   const json& messages = messages_of(body);
-  ModelRequest out;
-  out.wire = Wire::kOpenAI;
-  out.request_bytes = body_bytes;
-  out.model = body.value("model", "");
-  out.max_tokens = output_limit(body);
+  ModelRequest out = request_header(body, Wire::kOpenAI, body_bytes);
   for (const json& message : messages) {
     if (!message.is_object()) continue;
     const std::string role = message.value("role", "");
@@ -76,11 +82,7 @@ ModelRequest parse_openai_request(const json& body, std::size_t body_bytes) {
 
 ModelRequest parse_anthropic_request(const json& body, std::size_t body_bytes) {
   const json& messages = messages_of(body);
-  ModelRequest out;
-  out.wire = Wire::kAnthropic;
-  out.request_bytes = body_bytes;
-  out.model = body.value("model", "");
-  out.max_tokens = output_limit(body);
+  ModelRequest out = request_header(body, Wire::kAnthropic, body_bytes);
   if (auto system = body.find("system"); system != body.end()) {
     append(out.prompt_text, block_text(*system));
   }
