@@ -38,6 +38,39 @@ bool pod_finished(const Json& pod) {
   return terminated_state(pod) != nullptr || phase == "Succeeded" || phase == "Failed";
 }
 
+// Why a Pod has not started its runner, when it says: a waiting container
+// (ImagePullBackOff, CreateContainerConfigError for a missing Secret key) or
+// an unschedulable Pod. Empty when the Pod gives no reason.
+std::string pod_waiting_detail(const Json* pod) {
+  if (pod == nullptr) return {};
+  if (const Json* status = runner_status(*pod)) {
+    if (const Json* waiting = find_path(*status, "state/waiting")) {
+      const std::string reason = string_at(*waiting, "reason");
+      const std::string message = string_at(*waiting, "message");
+      if (!reason.empty()) {
+        return "its container is waiting: " + reason + (message.empty() ? "" : " (" + message + ")");
+      }
+    }
+  }
+  const Json* conditions = find_path(*pod, "status/conditions");
+  if (conditions != nullptr && conditions->is_array()) {
+    for (const Json& c : *conditions) {
+      if (string_at(c, "type") == "PodScheduled" && string_at(c, "status") == "False") {
+        return "its Pod is not scheduled: " + string_at(c, "reason") + " (" +
+               string_at(c, "message") + ")";
+      }
+    }
+  }
+  return {};
+}
+
+std::string stall_message(std::chrono::seconds stall, const Json* pod, std::string_view tail = {}) {
+  std::string message = "no beat renewed the agent's Lease for " + std::to_string(stall.count()) + "s";
+  if (std::string detail = pod_waiting_detail(pod); !detail.empty()) message += "; " + detail;
+  message += tail;
+  return truncate_utf8(message, kRunMessageBytesMax);
+}
+
 bool job_condition(const Json* job, std::string_view type, std::string* reason = nullptr,
                    std::string* message = nullptr) {
   if (job == nullptr) return false;
@@ -275,8 +308,7 @@ RunObservation observe_run(const RunObservationInput& in) {
     } else if (at > stalled_at) {
       f.phase = RunPhase::kFailed;
       f.reason = kReasonStalled;
-      f.message = "no beat renewed the agent's Lease for " +
-                  std::to_string(in.timeouts.stall.count()) + "s";
+      f.message = stall_message(in.timeouts.stall, pod);
     } else {
       f.phase = RunPhase::kFailed;
       f.reason = reason_for_exit(exit_code, term_reason);
@@ -336,9 +368,7 @@ RunObservation observe_run(const RunObservationInput& in) {
                          std::to_string(in.timeouts.timeout.count()) + "s)",
                      f.pod_name);
     } else if (in.now > stalled_at) {
-      f = make_final(RunPhase::kFailed, kReasonStalled,
-                     "no beat renewed the agent's Lease for " +
-                         std::to_string(in.timeouts.stall.count()) + "s",
+      f = make_final(RunPhase::kFailed, kReasonStalled, stall_message(in.timeouts.stall, pod),
                      f.pod_name);
     } else if (job_complete) {
       f = make_final(RunPhase::kSucceeded, kReasonResultUnreadable,
@@ -364,8 +394,7 @@ RunObservation observe_run(const RunObservationInput& in) {
   } else if (in.now > stalled_at) {
     obs.delete_job = true;
     obs.events.push_back({EventTarget::kRun, obs.view.name, true, kReasonStalled,
-                          "no beat renewed the agent's Lease for " +
-                              std::to_string(in.timeouts.stall.count()) + "s; deleting its Job"});
+                          stall_message(in.timeouts.stall, pod, "; deleting its Job")});
   } else {
     obs.recheck_at = std::min(deadline_at, stalled_at) + std::chrono::seconds(1);
   }

@@ -1,6 +1,7 @@
 // Run status derivation from Job, Pod, Lease and now.
 #include "controllers/run_status.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "tests/unit/controllers/fixtures.h"
@@ -159,6 +160,38 @@ TEST(RunStatus, StalledLeaseFailsTheRunAndDeletesItsJob) {
   EXPECT_EQ(o.status["phase"], "Failed");
   EXPECT_EQ(o.status["reason"], "Stalled");
   EXPECT_EQ(o.status["lastBeatTime"], "2024-05-01T12:06:00Z");
+}
+
+TEST(RunStatus, StallOfAPodThatNeverStartedSaysWhyItWaits) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  p["status"]["phase"] = "Pending";
+  p["status"]["containerStatuses"] = Json::array(
+      {{{"name", "runner"},
+        {"state",
+         {{"waiting",
+           {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image \"x:1\""}}}}}}});
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:07:01Z"));
+  ASSERT_TRUE(o.delete_job);
+  EXPECT_THAT(o.events.at(0).message, ::testing::HasSubstr("ImagePullBackOff (Back-off pulling image"));
+  EXPECT_THAT(o.events.at(0).message, ::testing::EndsWith("; deleting its Job"));
+  // The Job is gone, its Pod still terminating: the final status keeps the why.
+  p["metadata"]["deletionTimestamp"] = "2024-05-01T12:07:02Z";
+  o = observe(r, nullptr, {&p}, at("2024-05-01T12:07:20Z"));
+  EXPECT_EQ(o.status["reason"], "Stalled");
+  EXPECT_THAT(o.status["message"].get<std::string>(),
+              ::testing::HasSubstr("its container is waiting: ImagePullBackOff"));
+
+  Json unscheduled = pod("r1-abc");
+  unscheduled["status"] = {{"phase", "Pending"},
+                           {"conditions", Json::array({{{"type", "PodScheduled"},
+                                                        {"status", "False"},
+                                                        {"reason", "Unschedulable"},
+                                                        {"message", "0/3 nodes are available"}}})}};
+  o = observe(r, &j, {&unscheduled}, at("2024-05-01T12:07:01Z"));
+  EXPECT_THAT(o.events.at(0).message,
+              ::testing::HasSubstr("its Pod is not scheduled: Unschedulable (0/3 nodes are available)"));
 }
 
 TEST(RunStatus, OldLeaseFromAnEarlierRunDoesNotStallANewOne) {
