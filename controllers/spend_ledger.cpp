@@ -2,10 +2,15 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 #include "controllers/schedule/spend.h"
 
 namespace hb::controllers {
+
+double round_to_spend_resolution(double cents) {
+  return std::round(cents / kSpendCentsResolution) * kSpendCentsResolution;
+}
 
 LedgerResult apply_ledger(const LedgerInput& in) {
   LedgerResult out;
@@ -26,7 +31,7 @@ LedgerResult apply_ledger(const LedgerInput& in) {
     out.mark.push_back(run.name);
     if (already) continue;
     if (schedule::spend_period(run.finished_at) == period) {
-      out.spend.cents += run.usage.cost_cents;
+      out.spend.cents = round_to_spend_resolution(out.spend.cents + run.usage.cost_cents);
       out.spend.input_tokens += run.usage.input_tokens;
       out.spend.output_tokens += run.usage.output_tokens;
     }

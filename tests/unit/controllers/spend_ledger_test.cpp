@@ -69,6 +69,25 @@ TEST(SpendLedger, CountsOnceAndMarks) {
   EXPECT_EQ(again.mark, std::vector<std::string>{"a"});
 }
 
+TEST(SpendLedger, ManySmallCostsSumWithoutFloatingPointNoise) {
+  LedgerInput in;
+  in.now = at("2024-05-20T00:00:00Z");
+  in.spend.period = "2024-05";
+  for (int i = 0; i < 1000; ++i) {
+    FinishedRun run;
+    run.name = "r" + std::to_string(i);
+    run.usage.cost_cents = 0.1;
+    run.finished_at = at("2024-05-19T00:00:00Z") + std::chrono::seconds(i);
+    in.finished = {run};
+    LedgerResult out = apply_ledger(in);
+    in.spend = out.spend;
+    in.recent = out.recent;
+  }
+  // Summed naively, 1000 x 0.1 is 99.9999999999986.
+  EXPECT_EQ(to_json(in.spend)["cents"].dump(), "100.0");
+  EXPECT_EQ(round_to_spend_resolution(0.1 + 0.2), 0.3);
+}
+
 TEST(SpendLedger, MonthRolloverResetsSpend) {
   LedgerInput in;
   in.spend = {"2024-04", 999, 5, 5};
