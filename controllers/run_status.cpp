@@ -48,7 +48,8 @@ std::string pod_waiting_detail(const Json* pod) {
       const std::string reason = string_at(*waiting, "reason");
       const std::string message = string_at(*waiting, "message");
       if (!reason.empty()) {
-        return "its container is waiting: " + reason + (message.empty() ? "" : " (" + message + ")");
+        return "its container is waiting: " + reason +
+               (message.empty() ? "" : " (" + message + ")");
       }
     }
   }
@@ -65,7 +66,8 @@ std::string pod_waiting_detail(const Json* pod) {
 }
 
 std::string stall_message(std::chrono::seconds stall, const Json* pod, std::string_view tail = {}) {
-  std::string message = "no beat renewed the agent's Lease for " + std::to_string(stall.count()) + "s";
+  std::string message =
+      "no beat renewed the agent's Lease for " + std::to_string(stall.count()) + "s";
   if (std::string detail = pod_waiting_detail(pod); !detail.empty()) message += "; " + detail;
   message += tail;
   return truncate_utf8(message, kRunMessageBytesMax);

@@ -6,11 +6,14 @@
 // HEARTBEAT_CA_FILE; the API key comes from HEARTBEAT_API_KEY only. The
 // transcript goes to stdout as JSON lines, logs to stderr, the result to the
 // termination path. Exit codes: docs/runner.md.
+#include <fcntl.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -35,8 +38,16 @@ constexpr const char* kTerminationPathDefault = "/dev/termination-log";
 
 std::atomic<bool> g_terminate{false};
 
+// Written to by the signal handler (write(2) is async-signal-safe) and by main
+// when the heartbeat is over, so the watcher thread sleeps in read(2) and
+// wakes at once for either.
+int g_wake_pipe[2] = {-1, -1};
+
 void on_sigterm(int) {
   g_terminate = true;
+  const int saved_errno = errno;
+  [[maybe_unused]] ssize_t n = ::write(g_wake_pipe[1], "t", 1);
+  errno = saved_errno;
 }
 
 std::string env_or(const char* name, const std::string& fallback) {
@@ -107,6 +118,10 @@ int main(int argc, char** argv) {
   options.api_key = env_or(runner::kApiKeyEnv, "");
   ::unsetenv(runner::kApiKeyEnv);
 
+  if (::pipe2(g_wake_pipe, O_CLOEXEC) != 0) {
+    logger->error("cannot create the signal pipe: {}", std::strerror(errno));
+    return runner::kExitInternalError;
+  }
   struct sigaction action {};
   action.sa_handler = on_sigterm;
   sigemptyset(&action.sa_mask);
@@ -140,22 +155,18 @@ int main(int argc, char** argv) {
       [&](const std::string& message) { logger->warn("{}", message); },
       std::make_shared<http::CancelSource>(),
   };
-  // A signal handler may only set a flag; this thread turns it into a cancel
+  // A signal handler may only set a flag and write to a pipe; this thread turns it into a cancel
   // of the model call in flight, so the result is written within the grace period.
-  std::atomic<bool> finished{false};
   std::thread watcher([&] {
-    while (!finished) {
-      if (g_terminate) {
-        deps.cancel->cancel();
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    char byte = 0;
+    while (::read(g_wake_pipe[0], &byte, 1) < 0 && errno == EINTR) {
     }
+    if (g_terminate) deps.cancel->cancel();
   });
   std::ios::sync_with_stdio(false);
   auto outcome = runner::run_heartbeat(options, deps);
   std::cout.flush();
-  finished = true;
+  [[maybe_unused]] ssize_t woke = ::write(g_wake_pipe[1], "d", 1);
   watcher.join();
   return outcome.exit_code;
 }

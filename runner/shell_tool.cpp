@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,7 +22,23 @@ namespace {
 using Steady = std::chrono::steady_clock;
 using Millis = std::chrono::milliseconds;
 
+// How often the loop wakes without output or exit, to beat, check the
+// deadline and the cancel flag (a function, not a file descriptor).
 constexpr Millis kPollSlice{50};
+// Without a pidfd (kernels before 5.3), how often an exit is looked for once
+// the command closed its output.
+constexpr Millis kExitPollSliceWithoutPidfd{10};
+
+// A descriptor that becomes readable when the child exits, so the loop wakes
+// at once instead of sleeping; -1 when the kernel has no pidfd_open.
+int open_pidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
 
 std::vector<std::string> child_environment(const std::vector<std::string>& remove) {
   std::vector<std::string> out;
@@ -92,6 +109,7 @@ ShellResult run_shell(const std::string& command, const ShellOptions& options) {
   }
   ::fcntl(pipe_fds[0], F_SETFL, ::fcntl(pipe_fds[0], F_GETFL) | O_NONBLOCK);
 
+  const int pidfd = open_pidfd(pid);
   OutputCapture capture(options.head_bytes, options.tail_bytes);
   auto deadline = started + options.timeout;
   auto next_beat = started + options.beat_interval;
@@ -121,25 +139,30 @@ ShellResult run_shell(const std::string& command, const ShellOptions& options) {
     } else if (killed_at != Steady::time_point{} && now - killed_at >= options.kill_grace) {
       ::kill(-pid, SIGKILL);
     }
-    if (pipe_open) {
-      pollfd pfd{pipe_fds[0], POLLIN, 0};
-      int ready = ::poll(&pfd, 1, static_cast<int>(kPollSlice.count()));
-      if (ready > 0) {
-        char buffer[8192];
-        ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
-        if (n > 0) {
-          capture.append(std::string_view(buffer, static_cast<std::size_t>(n)));
-        } else if (n == 0) {
-          pipe_open = false;  // every writer closed; wait for the exit below
-        }
+    pollfd fds[2];
+    nfds_t count = 0;
+    if (pipe_open) fds[count++] = {pipe_fds[0], POLLIN, 0};
+    if (pidfd >= 0) fds[count++] = {pidfd, POLLIN, 0};
+    if (count == 0) {
+      ::usleep(
+          static_cast<useconds_t>(std::chrono::microseconds(kExitPollSliceWithoutPidfd).count()));
+      continue;
+    }
+    int ready = ::poll(fds, count, static_cast<int>(kPollSlice.count()));
+    if (ready > 0 && pipe_open && (fds[0].revents & (POLLIN | POLLHUP)) != 0) {
+      char buffer[8192];
+      ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
+      if (n > 0) {
+        capture.append(std::string_view(buffer, static_cast<std::size_t>(n)));
+      } else if (n == 0) {
+        pipe_open = false;  // every writer closed; wait for the exit
       }
-    } else {
-      ::usleep(static_cast<useconds_t>(std::chrono::microseconds(kPollSlice).count() / 5));
     }
   }
   // Background children of the command die with it: a heartbeat leaves nothing running.
   ::kill(-pid, SIGKILL);
   ::close(pipe_fds[0]);
+  if (pidfd >= 0) ::close(pidfd);
 
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);

@@ -174,7 +174,8 @@ TEST(RunStatus, StallOfAPodThatNeverStartedSaysWhyItWaits) {
            {{"reason", "ImagePullBackOff"}, {"message", "Back-off pulling image \"x:1\""}}}}}}});
   RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:07:01Z"));
   ASSERT_TRUE(o.delete_job);
-  EXPECT_THAT(o.events.at(0).message, ::testing::HasSubstr("ImagePullBackOff (Back-off pulling image"));
+  EXPECT_THAT(o.events.at(0).message,
+              ::testing::HasSubstr("ImagePullBackOff (Back-off pulling image"));
   EXPECT_THAT(o.events.at(0).message, ::testing::EndsWith("; deleting its Job"));
   // The Job is gone, its Pod still terminating: the final status keeps the why.
   p["metadata"]["deletionTimestamp"] = "2024-05-01T12:07:02Z";
@@ -190,8 +191,9 @@ TEST(RunStatus, StallOfAPodThatNeverStartedSaysWhyItWaits) {
                                                         {"reason", "Unschedulable"},
                                                         {"message", "0/3 nodes are available"}}})}};
   o = observe(r, &j, {&unscheduled}, at("2024-05-01T12:07:01Z"));
-  EXPECT_THAT(o.events.at(0).message,
-              ::testing::HasSubstr("its Pod is not scheduled: Unschedulable (0/3 nodes are available)"));
+  EXPECT_THAT(
+      o.events.at(0).message,
+      ::testing::HasSubstr("its Pod is not scheduled: Unschedulable (0/3 nodes are available)"));
 }
 
 TEST(RunStatus, OldLeaseFromAnEarlierRunDoesNotStallANewOne) {
