@@ -1,5 +1,6 @@
 #include "operator/config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 
@@ -15,7 +16,7 @@ struct Flag {
 const Flag kFlags[] = {
     {"kubeconfig", "path to a kubeconfig (default: $KUBECONFIG, ~/.kube/config, in-cluster)"},
     {"context", "kubeconfig context"},
-    {"namespace", "namespace to watch (default: all namespaces)"},
+    {"namespace", "namespaces to watch, comma-separated (default: all namespaces)"},
     {"leader-elect", "true|false: Lease-based leader election (default true)"},
     {"leader-election-namespace",
      "namespace of the leader Lease (default: $POD_NAMESPACE or default)"},
@@ -65,6 +66,33 @@ bool parse_number(const std::string& text, T& out) {
 }
 
 }  // namespace
+
+std::optional<std::vector<std::string>> parse_namespace_list(std::string_view text,
+                                                             std::string& error) {
+  constexpr std::size_t kNamespaceLengthMax = 63;
+  std::vector<std::string> out;
+  while (true) {
+    const std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) {
+      auto alnum = [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9'); };
+      bool valid = item.size() <= kNamespaceLengthMax && alnum(item.front()) && alnum(item.back());
+      for (char ch : item) valid = valid && (alnum(ch) || ch == '-');
+      if (!valid) {
+        error = "\"" + std::string(item) +
+                "\" is not a namespace name (lowercase letters, digits and '-', at most 63, "
+                "starting and ending with a letter or digit); separate several with commas";
+        return std::nullopt;
+      }
+      if (std::find(out.begin(), out.end(), item) == out.end()) out.emplace_back(item);
+    }
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
 
 std::string usage() {
   std::string out = "usage: heartbeat-operator [--flag=value ...]\n";
@@ -124,9 +152,12 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
       c.kubeconfig = value;
     else if (name == "context")
       c.context = value;
-    else if (name == "namespace")
-      c.watch_namespace = value;
-    else if (name == "leader-elect" || name == "routine-events") {
+    else if (name == "namespace") {
+      std::string why;
+      auto namespaces = parse_namespace_list(value, why);
+      if (!namespaces) return fail(name, why);
+      c.watch_namespaces = std::move(*namespaces);
+    } else if (name == "leader-elect" || name == "routine-events") {
       bool b = false;
       if (!parse_bool(value, b)) return fail(name, "use true or false");
       (name == "leader-elect" ? c.leader_elect : c.routine_events) = b;

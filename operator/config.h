@@ -26,7 +26,7 @@ inline constexpr std::chrono::seconds kCacheSyncTimeout = 120s;
 struct Config {
   std::string kubeconfig;  // "" = $KUBECONFIG, ~/.kube/config, then in-cluster
   std::string context;
-  std::string watch_namespace;  // "" = all namespaces
+  std::vector<std::string> watch_namespaces;  // empty = all namespaces
   bool leader_elect = true;
   std::string leader_election_namespace = "default";
   std::string leader_election_id = "heartbeat-operator-leader";
@@ -51,6 +51,12 @@ struct ConfigResult {
 };
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+
+// "team-a,team-b" -> {"team-a", "team-b"}: trimmed, duplicates dropped, order
+// kept; "" -> {} (all namespaces). Each must be a DNS-1123 label, else
+// nullopt with `error` naming the bad entry.
+std::optional<std::vector<std::string>> parse_namespace_list(std::string_view text,
+                                                             std::string& error);
 
 ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup& env);
 std::string usage();

@@ -21,6 +21,12 @@ namespace hb::operator_ {
 namespace {
 
 using namespace std::chrono_literals;
+
+std::string watched_namespaces(const std::vector<std::string>& namespaces) {
+  std::string out;
+  for (const std::string& ns : namespaces) out += (out.empty() ? "" : ",") + ns;
+  return out.empty() ? "*" : out;
+}
 using controllers::Json;
 
 constexpr const char* kController = "agent";
@@ -79,13 +85,13 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   client_options.burst = config.burst;
   auto client = std::make_shared<kube::Client>(cluster, client_options);
   spdlog::info("event=starting cluster=\"{}\" namespace={} workers={} leader_elect={}",
-               cluster.source, config.watch_namespace.empty() ? "*" : config.watch_namespace,
-               config.workers, config.leader_elect);
+               cluster.source, watched_namespaces(config.watch_namespaces), config.workers,
+               config.leader_elect);
 
   controllers::Metrics metrics;
   controllers::describe_operator_metrics(metrics);
   controllers::WorkQueue queue;
-  controllers::ClusterCache cache(client, {config.watch_namespace, config.watch_timeout_seconds},
+  controllers::ClusterCache cache(client, {config.watch_namespaces, config.watch_timeout_seconds},
                                   [&queue](const std::string& key) { queue.add(key); });
   controllers::ReconcilerConfig reconciler_config;
   reconciler_config.job = config.job;

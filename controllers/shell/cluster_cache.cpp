@@ -32,12 +32,19 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
                            Enqueue enqueue)
     : enqueue_(std::move(enqueue)) {
   const std::string selector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
+  const std::vector<std::string> namespaces =
+      options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
   auto make = [&](const kube::Resource& r, const std::string& label_selector) {
-    kube::InformerOptions o;
-    o.namespace_ = options.namespace_;
-    o.label_selector = label_selector;
-    o.watch_timeout_seconds = options.watch_timeout_seconds;
-    return std::make_unique<kube::Informer>(client, r, o);
+    InformerSet set;
+    for (const std::string& ns : namespaces) {
+      kube::InformerOptions o;
+      o.namespace_ = ns;
+      o.label_selector = label_selector;
+      o.watch_timeout_seconds = options.watch_timeout_seconds;
+      set.namespaces.push_back(ns);
+      set.informers.push_back(std::make_unique<kube::Informer>(client, r, o));
+    }
+    return set;
   };
   agents_ = make(kube::resources::kAgents, "");
   runs_ = make(kube::resources::kHeartbeatRuns, "");
@@ -58,7 +65,7 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
     };
     return h;
   };
-  agents_->set_handlers(agent_handlers([](const Json& o) { return object_key(o); }));
+  agents_.set_handlers(agent_handlers([](const Json& o) { return object_key(o); }));
 
   kube::StoreHandlers run_handlers;
   auto run_agent_key = [](const Json& o) {
@@ -80,13 +87,13 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
     index(runs_by_agent_, run_agent_key(o), object_key(o), false);
     enqueue_(run_agent_key(o));
   };
-  runs_->set_handlers(run_handlers);
+  runs_.set_handlers(run_handlers);
 
   auto named_agent_key = [](const Json& o) {
     const std::string agent = annotation(o, kAnnotationAgentName);
     return agent.empty() ? std::string() : object_key(ns_of(o), agent);
   };
-  jobs_->set_handlers(agent_handlers(named_agent_key));
+  jobs_.set_handlers(agent_handlers(named_agent_key));
 
   kube::StoreHandlers pod_handlers;
   auto pod_run_key = [](const Json& o) {
@@ -104,9 +111,9 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
     if (auto k = pod_run_key(o); !k.empty()) index(pods_by_run_, k, object_key(o), false);
     if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
   };
-  pods_->set_handlers(pod_handlers);
+  pods_.set_handlers(pod_handlers);
 
-  leases_->set_handlers(agent_handlers([](const Json& o) {
+  leases_.set_handlers(agent_handlers([](const Json& o) {
     const std::string agent = owner_agent(o);
     return agent.empty() ? std::string() : object_key(ns_of(o), agent);
   }));
@@ -117,12 +124,14 @@ ClusterCache::~ClusterCache() {
 }
 
 void ClusterCache::start() {
-  for (auto* i : {agents_.get(), runs_.get(), jobs_.get(), pods_.get(), leases_.get()}) i->start();
+  for (InformerSet* set : {&agents_, &runs_, &jobs_, &pods_, &leases_}) {
+    for (auto& informer : set->informers) informer->start();
+  }
 }
 
 void ClusterCache::stop() {
-  for (auto* i : {agents_.get(), runs_.get(), jobs_.get(), pods_.get(), leases_.get()}) {
-    if (i) i->stop();
+  for (InformerSet* set : {&agents_, &runs_, &jobs_, &pods_, &leases_}) {
+    for (auto& informer : set->informers) informer->stop();
   }
 }
 
@@ -144,7 +153,22 @@ bool ClusterCache::synced() const {
 }
 
 std::vector<const kube::Informer*> ClusterCache::informers() const {
-  return {agents_.get(), runs_.get(), jobs_.get(), pods_.get(), leases_.get()};
+  std::vector<const kube::Informer*> out;
+  for (const InformerSet* set : {&agents_, &runs_, &jobs_, &pods_, &leases_}) {
+    for (const auto& informer : set->informers) out.push_back(informer.get());
+  }
+  return out;
+}
+
+const kube::Informer* ClusterCache::InformerSet::in(const std::string& ns) const {
+  for (std::size_t i = 0; i < namespaces.size(); ++i) {
+    if (namespaces[i].empty() || namespaces[i] == ns) return informers[i].get();
+  }
+  return nullptr;
+}
+
+void ClusterCache::InformerSet::set_handlers(const kube::StoreHandlers& handlers) {
+  for (auto& informer : informers) informer->set_handlers(handlers);
 }
 
 void ClusterCache::index(Index& idx, const std::string& index_key, const std::string& object_key,
@@ -160,8 +184,10 @@ void ClusterCache::index(Index& idx, const std::string& index_key, const std::st
   if (it->second.empty()) idx.erase(it);
 }
 
-std::vector<Json> ClusterCache::lookup(const kube::Informer& informer, const Index& idx,
-                                       const std::string& index_key) const {
+std::vector<Json> ClusterCache::lookup(const InformerSet& set, const std::string& ns,
+                                       const Index& idx, const std::string& index_key) const {
+  const kube::Informer* informer = set.in(ns);
+  if (informer == nullptr) return {};
   std::vector<std::string> keys;
   {
     std::lock_guard lock(mutex_);
@@ -170,28 +196,42 @@ std::vector<Json> ClusterCache::lookup(const kube::Informer& informer, const Ind
   }
   std::vector<Json> out;
   for (const std::string& key : keys) {
-    if (auto object = informer.store().get(key)) out.push_back(std::move(*object));
+    if (auto object = informer->store().get(key)) out.push_back(std::move(*object));
   }
   return out;
 }
 
+namespace {
+std::optional<Json> get_from(const kube::Informer* informer, const std::string& ns,
+                             const std::string& name) {
+  if (informer == nullptr) return std::nullopt;
+  return informer->store().get(object_key(ns, name));
+}
+}  // namespace
+
 std::optional<Json> ClusterCache::agent(const std::string& ns, const std::string& name) const {
-  return agents_->store().get(object_key(ns, name));
+  return get_from(agents_.in(ns), ns, name);
 }
 std::vector<Json> ClusterCache::agents() const {
-  return agents_->store().list();
+  std::vector<Json> out;
+  for (const auto& informer : agents_.informers) {
+    std::vector<Json> some = informer->store().list();
+    out.insert(out.end(), std::make_move_iterator(some.begin()),
+               std::make_move_iterator(some.end()));
+  }
+  return out;
 }
 std::vector<Json> ClusterCache::runs_of(const std::string& ns, const std::string& agent) const {
-  return lookup(*runs_, runs_by_agent_, object_key(ns, agent));
+  return lookup(runs_, ns, runs_by_agent_, object_key(ns, agent));
 }
 std::optional<Json> ClusterCache::job(const std::string& ns, const std::string& name) const {
-  return jobs_->store().get(object_key(ns, name));
+  return get_from(jobs_.in(ns), ns, name);
 }
 std::vector<Json> ClusterCache::pods_of(const std::string& ns, const std::string& run) const {
-  return lookup(*pods_, pods_by_run_, object_key(ns, run));
+  return lookup(pods_, ns, pods_by_run_, object_key(ns, run));
 }
 std::optional<Json> ClusterCache::lease(const std::string& ns, const std::string& name) const {
-  return leases_->store().get(object_key(ns, name));
+  return get_from(leases_.in(ns), ns, name);
 }
 
 }  // namespace hb::controllers

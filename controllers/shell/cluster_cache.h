@@ -1,7 +1,9 @@
 // Informers (reflector + store) for Agents, HeartbeatRuns, and the
 // label-selected Jobs, Pods and Leases the operator made, with indexes by
 // agent and by run, and a mapping of every change to the agent key
-// ("ns/name") whose reconcile it concerns.
+// ("ns/name") whose reconcile it concerns. Watching several namespaces takes
+// one informer per namespace and resource (a namespaced Role grants no
+// cluster-wide list), merged behind the same lookups.
 #pragma once
 
 #include <functional>
@@ -16,7 +18,7 @@
 namespace hb::controllers {
 
 struct CacheOptions {
-  std::string namespace_;  // "" = all namespaces
+  std::vector<std::string> namespaces;  // empty = all namespaces
   // The server ends each watch after this long; it is reopened from its
   // resourceVersion (events arrive as they happen meanwhile).
   int watch_timeout_seconds = 290;
@@ -44,12 +46,19 @@ class ClusterCache final : public ClusterView {
 
  private:
   using Index = std::map<std::string, std::set<std::string>>;
+  // One resource's informers: one for all namespaces, or one per namespace.
+  struct InformerSet {
+    std::vector<std::string> namespaces;  // parallel to `informers`; {""} = all
+    std::vector<std::unique_ptr<kube::Informer>> informers;
+    const kube::Informer* in(const std::string& ns) const;  // nullptr: not watched
+    void set_handlers(const kube::StoreHandlers& handlers);
+  };
   void index(Index& index, const std::string& index_key, const std::string& object_key, bool add);
-  std::vector<Json> lookup(const kube::Informer& informer, const Index& index,
+  std::vector<Json> lookup(const InformerSet& set, const std::string& ns, const Index& index,
                            const std::string& index_key) const;
 
   Enqueue enqueue_;
-  std::unique_ptr<kube::Informer> agents_, runs_, jobs_, pods_, leases_;
+  InformerSet agents_, runs_, jobs_, pods_, leases_;
   mutable std::mutex mutex_;
   Index runs_by_agent_;  // "ns/agent" -> run keys
   Index pods_by_run_;    // "ns/run" -> pod keys

@@ -231,6 +231,44 @@ TEST_F(OperatorTest, CancelKillsTheJob) {
   EXPECT_EQ(run("eps-1")["status"]["reason"], "Cancelled");
 }
 
+TEST_F(OperatorTest, WatchesExactlyTheListedNamespaces) {
+  // ns_ and `second` are watched; `outside` is not.
+  struct Namespaces {
+    std::shared_ptr<kube::Client> client;
+    std::vector<std::string> names;
+    ~Namespaces() {
+      for (const std::string& ns : names) {
+        try {
+          client->remove(res::kNamespaces, "", ns);
+        } catch (const std::exception&) {
+        }
+      }
+    }
+  } extra{
+      client_,
+      {ClusterFixture::make_namespace("it-second"), ClusterFixture::make_namespace("it-outside")}};
+  const std::string second = extra.names[0], outside = extra.names[1];
+  start_kubelet([](const json&) { return finishes_with(0.25); });
+  FakeKubelet second_kubelet(client_, second, [](const json&) { return finishes_with(0.25); });
+  second_kubelet.start();
+  for (const std::string& ns : {ns_, second, outside}) {
+    client_->create(res::kAgents, ns, agent_manifest("zeta", {{"prompt", "Heartbeat."}}));
+    client_->create(res::kHeartbeatRuns, ns, manual_run("zeta", "zeta-1"));
+  }
+  start_operator({"--namespace=" + ns_ + "," + second});
+  auto phase_in = [&](const std::string& ns) {
+    return string_at(client_->get(res::kHeartbeatRuns, ns, "zeta-1"), "status/phase");
+  };
+  ASSERT_TRUE(wait_until(
+      [&] { return phase_in(ns_) == "Succeeded" && phase_in(second) == "Succeeded"; }, 30s));
+  EXPECT_EQ(client_->get(res::kAgents, second, "zeta")["status"]["spend"]["cents"], 0.25);
+  // The unwatched namespace is left alone: no status, no Job.
+  EXPECT_EQ(phase_in(outside), "");
+  EXPECT_FALSE(client_->get(res::kAgents, outside, "zeta").contains("status"));
+  EXPECT_EQ(client_->list_all(res::kJobs, outside)["items"].size(), 0u);
+  second_kubelet.stop();
+}
+
 TEST_F(OperatorTest, TimeoutGivesTimedOut) {
   start_kubelet([](const json&) {
     PodScript s;

@@ -1,0 +1,51 @@
+// The manager's flags: the watched namespaces list.
+#include "operator/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace hb::operator_ {
+namespace {
+
+ConfigResult parse(const std::vector<std::string>& args) {
+  return parse_config(args, [](const std::string&) { return std::nullopt; });
+}
+
+TEST(OperatorConfig, NoNamespaceFlagWatchesAllNamespaces) {
+  ConfigResult r = parse({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->watch_namespaces.empty());
+}
+
+TEST(OperatorConfig, NamespaceListIsTrimmedDeduplicatedAndKeepsItsOrder) {
+  ConfigResult r = parse({"--namespace=team-b, team-a,,team-b"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->watch_namespaces, (std::vector<std::string>{"team-b", "team-a"}));
+  r = parse({"--namespace", "solo"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->watch_namespaces, (std::vector<std::string>{"solo"}));
+}
+
+TEST(OperatorConfig, EnvironmentGivesTheNamespacesWhenTheFlagIsAbsent) {
+  ConfigResult r = parse_config({}, [](const std::string& name) -> std::optional<std::string> {
+    if (name == "HB_NAMESPACE") return "a,b";
+    return std::nullopt;
+  });
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->watch_namespaces, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(OperatorConfig, ABadNamespaceIsRejectedNamingTheFlagAndTheEntry) {
+  for (const char* bad : {"Team-A", "a,-b", "a;b", "ns_1", "b-"}) {
+    ConfigResult r = parse({std::string("--namespace=") + bad});
+    EXPECT_FALSE(r.config) << bad;
+    EXPECT_THAT(r.error, ::testing::HasSubstr("--namespace")) << bad;
+    EXPECT_THAT(r.error, ::testing::HasSubstr("is not a namespace name")) << bad;
+  }
+  std::string error;
+  EXPECT_FALSE(parse_namespace_list(std::string(64, 'a'), error));
+  EXPECT_TRUE(parse_namespace_list(std::string(63, 'a'), error));
+}
+
+}  // namespace
+}  // namespace hb::operator_
