@@ -50,13 +50,12 @@ app.kubernetes.io/component: operator
 {{- printf "%s:%s" .Values.runner.image.repository (default .Chart.AppVersion .Values.runner.image.tag) }}
 {{- end }}
 
-{{/* The one namespace watched, or "" for all; fails on more than one. */}}
-{{- define "heartbeat-operator.watchNamespace" -}}
-{{- $n := .Values.watchNamespaces | default list | uniq }}
-{{- if gt (len $n) 1 }}
-{{- fail (printf "watchNamespaces: the operator watches all namespaces or exactly one (--namespace takes a single name), got %d: %s. Install one release per namespace instead." (len $n) (join ", " $n)) }}
-{{- end }}
-{{- if eq (len $n) 1 }}{{ first $n }}{{ end }}
+{{/*
+The watched namespaces, de-duplicated, in the order given, comma-joined (the
+operator's --namespace takes that list), or "" for all namespaces.
+*/}}
+{{- define "heartbeat-operator.watchNamespaces" -}}
+{{- .Values.watchNamespaces | default list | compact | uniq | join "," }}
 {{- end }}
 
 {{/* "true" when leader election is on: forced by leaderElection.enabled, else replicaCount > 1. */}}

@@ -2,15 +2,20 @@
 """Checks a rendered heartbeat-operator chart, as the API server returned it
 from `kubectl apply --dry-run=server -o json` (a v1 List).
 
-  check_render.py LIST.json --leader-elect=true|false [--watch-namespace=NS]
+  check_render.py LIST.json --leader-elect=true|false [--watch-namespaces=NS[,NS...]]
                   [--release-namespace=NS]
+
+--watch-namespaces is the list the render was given, in its order (duplicates
+allowed: the chart drops them); absent or empty: all namespaces.
 
 Fails (exit 1, one line per problem) unless:
 - the Deployment runs with the restricted security context, POD_NAMESPACE
   from the downward API, /healthz and /readyz probes on the health port, and
-  the expected --leader-elect / --namespace flags;
+  the expected --leader-elect flag and --namespace flag (the watched
+  namespaces comma-joined in the order given, or none for all namespaces);
 - RBAC has no wildcard in apiGroups, resources or verbs, is a ClusterRole when
-  all namespaces are watched and a Role in the watched namespace otherwise,
+  all namespaces are watched and otherwise one Role and RoleBinding in each
+  watched namespace (the same rules in each, none elsewhere, no ClusterRole),
   and covers what the operator grants in each per-agent Role (get, update,
   patch on leases and configmaps: Kubernetes refuses a Role that grants more
   than its creator holds) and what it calls (controllers/shell, operator/);
@@ -70,10 +75,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("list_json")
     ap.add_argument("--leader-elect", required=True, choices=["true", "false"])
-    ap.add_argument("--watch-namespace", default="")
+    ap.add_argument("--watch-namespaces", "--watch-namespace", dest="watch_namespaces",
+                    default="")
     ap.add_argument("--release-namespace", required=True)
     ap.add_argument("--lease-id", default="heartbeat-operator-leader")
     a = ap.parse_args()
+    watched = []  # de-duplicated, in the order given, as the chart does
+    for ns in a.watch_namespaces.split(","):
+        if ns and ns not in watched:
+            watched.append(ns)
     with open(a.list_json) as f:
         items = json.load(f)["items"]
     by_kind = {}
@@ -119,7 +129,7 @@ def main():
         if f"--leader-elect={a.leader_elect}" not in args:
             problem(f"args lack --leader-elect={a.leader_elect}: {args}")
         ns_args = [x for x in args if x.startswith("--namespace=")]
-        want = [f"--namespace={a.watch_namespace}"] if a.watch_namespace else []
+        want = [f"--namespace={','.join(watched)}"] if watched else []
         if ns_args != want:
             problem(f"namespace args are {ns_args}, expected {want}")
         replicas = d["spec"].get("replicas", 1)
@@ -135,31 +145,52 @@ def main():
             no_wildcards(o)
     cluster_roles = by_kind.get("ClusterRole", [])
     roles = by_kind.get("Role", [])
-    if a.watch_namespace:
+
+    def operator_objects(kind):  # the objects for Agents, not the leader-election ones
+        return [o for o in by_kind.get(kind, [])
+                if not o["metadata"]["name"].endswith("-leader-election")]
+
+    # [(where, role, bindings)]: the cluster, or each watched namespace.
+    grants = []
+    if watched:
         if cluster_roles or by_kind.get("ClusterRoleBinding"):
-            problem("a ClusterRole/ClusterRoleBinding is rendered though one namespace is watched")
-        main_roles = [r for r in roles if r["metadata"]["namespace"] == a.watch_namespace
-                      and not r["metadata"]["name"].endswith("-leader-election")]
-        bindings = [b for b in by_kind.get("RoleBinding", [])
-                    if b["metadata"]["namespace"] == a.watch_namespace]
+            problem(f"a ClusterRole/ClusterRoleBinding is rendered though namespaces {watched} "
+                    "are watched")
+        for o in operator_objects("Role") + operator_objects("RoleBinding"):
+            if o["metadata"]["namespace"] not in watched:
+                problem(f"{o['kind']} {o['metadata']['name']} is in namespace "
+                        f"{o['metadata']['namespace']}, which is not watched {watched}")
+        for ns in watched:
+            main_roles = [r for r in operator_objects("Role") if r["metadata"]["namespace"] == ns]
+            bindings = [b for b in operator_objects("RoleBinding")
+                        if b["metadata"]["namespace"] == ns]
+            if len(main_roles) != 1 or len(bindings) != 1:
+                problem(f"namespace {ns}: expected one operator Role and one RoleBinding, got "
+                        f"{len(main_roles)} and {len(bindings)}")
+            for role in main_roles:
+                grants.append((f"namespace {ns}", role, bindings))
+        rule_sets = {json.dumps(role["rules"], sort_keys=True) for _, role, _ in grants}
+        if len(rule_sets) > 1:
+            problem(f"the operator Roles in {watched} do not all have the same rules")
     else:
-        main_roles = cluster_roles
         bindings = by_kind.get("ClusterRoleBinding", [])
-    if len(main_roles) != 1 or len(bindings) != 1:
-        problem(f"expected one operator role and one binding, got {len(main_roles)} and "
-                f"{len(bindings)}")
-    for role in main_roles:
+        if len(cluster_roles) != 1 or len(bindings) != 1:
+            problem(f"expected one ClusterRole and one ClusterRoleBinding, got "
+                    f"{len(cluster_roles)} and {len(bindings)}")
+        grants = [("the cluster", role, bindings) for role in cluster_roles]
+    for where, role, bindings in grants:
         for (group, resource), verbs in REQUIRED.items():
             missing = verbs - granted(role["rules"], group, resource)
             if missing:
-                problem(f"{role['kind']} {role['metadata']['name']} lacks "
+                problem(f"{where}: {role['kind']} {role['metadata']['name']} lacks "
                         f"{sorted(missing)} on {resource}.{group or 'core'}")
         for b in bindings:
-            if b["roleRef"]["name"] != role["metadata"]["name"]:
-                problem(f"binding {b['metadata']['name']} refers to {b['roleRef']['name']}")
+            ref = (b["roleRef"]["kind"], b["roleRef"]["name"])
+            if ref != (role["kind"], role["metadata"]["name"]):
+                problem(f"{where}: binding {b['metadata']['name']} refers to {ref}")
             subjects = [(s["kind"], s.get("namespace")) for s in b.get("subjects", [])]
             if subjects != [("ServiceAccount", a.release_namespace)]:
-                problem(f"binding {b['metadata']['name']} subjects are {subjects}")
+                problem(f"{where}: binding {b['metadata']['name']} subjects are {subjects}")
 
     # The leader Lease.
     if a.leader_elect == "true":

@@ -2,12 +2,15 @@
 # The Helm chart against the local control plane:
 #  1. the chart's crds/ are byte-identical to the canonical crds/;
 #  2. `helm lint --strict` is clean (no warning, no error) for several value sets;
-#  3. bad values fail with a clear message (schema, one-namespace limit, wakeup secret);
+#  3. bad values fail with a clear message (schema, namespace names, wakeup secret);
 #  4. renders with default values, with watchNamespaces=[one] + replicaCount=2
-#     (+ serviceMonitor off) and with the wakeup endpoint are accepted by
+#     (+ serviceMonitor off), with watchNamespaces=[two, one of them repeated]
+#     and with the wakeup endpoint are accepted by
 #     `kubectl apply --dry-run=server`, and the server's objects have the
 #     restricted securityContext and least-privilege RBAC without wildcards
-#     (check_render.py);
+#     (check_render.py: --namespace=<the list in order>, a Role and RoleBinding
+#     in each watched namespace, no ClusterRole); the two-namespace RBAC,
+#     applied, lets the chart's ServiceAccount act in both namespaces only;
 #  5. live: the one-namespace render is applied, then the real operator binary
 #     runs as the chart's ServiceAccount (its token, the rendered args) and
 #     takes an Agent's manual run to a Job: proof the RBAC is enough,
@@ -35,6 +38,9 @@ id="$RANDOM$RANDOM"
 release="hbh$id"
 rel_ns="hb-it-helm-$id"
 watch_ns="hb-it-helm-$id-a"
+# The two-namespace render, given in non-alphabetical order (c before b).
+watch_ns_c="hb-it-helm-$id-c"
+watch_ns_b="hb-it-helm-$id-b"
 tmp="$(mktemp -d)"
 operator_pid=""
 cleanup() {
@@ -42,7 +48,7 @@ cleanup() {
     kill -TERM "$operator_pid" 2>/dev/null || true
     wait "$operator_pid" 2>/dev/null || true
   fi
-  k delete namespace "$rel_ns" "$watch_ns" --wait=false >/dev/null 2>&1 || true
+  k delete namespace "$rel_ns" "$watch_ns" "$watch_ns_c" "$watch_ns_b" --wait=false >/dev/null 2>&1 || true
   k delete clusterrole,clusterrolebinding -l "app.kubernetes.io/instance=$release" \
     >/dev/null 2>&1 || true
   rm -rf "$tmp"
@@ -62,6 +68,7 @@ lint() {
 }
 lint
 lint --set "watchNamespaces={$watch_ns}" --set replicaCount=2
+lint --set "watchNamespaces={$watch_ns_c,$watch_ns_b}"
 lint --set wakeup.enabled=true --set wakeup.existingSecret=wakeup-token --set serviceMonitor.enabled=true
 
 echo "== 3. bad values are refused, naming the problem"
@@ -71,7 +78,7 @@ expect_refused() {  # expect_refused TEXT HELM_ARGS...
   echo "$out" | grep -qF -- "$text" || fail "helm template $*: the error does not say '$text': $out"
   echo "refused as expected ($*): $(echo "$out" | grep -F -- "$text" | head -n 1)"
 }
-expect_refused "the operator watches all namespaces or exactly one" --set 'watchNamespaces={a,b}'
+expect_refused "watchNamespaces.1: Does not match pattern" --set 'watchNamespaces={team-a,Team-B}'
 expect_refused "wakeup.existingSecret" --set wakeup.enabled=true
 expect_refused 'logFormat must be one of the following: "json", "text"' --set logFormat=xml
 expect_refused 'logLevel must be one of the following' --set logLevel=verbose
@@ -90,7 +97,7 @@ k apply -f "$src/crds/" >/dev/null
 k wait --for condition=established --timeout=60s crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev >/dev/null
 # Server dry-runs of namespaced objects need their namespaces.
 k create namespace "$rel_ns" >/dev/null
-k create namespace "$watch_ns" >/dev/null
+for ns in "$watch_ns" "$watch_ns_c" "$watch_ns_b"; do k create namespace "$ns" >/dev/null; done
 
 dry_run() {  # dry_run NAME CHECK_ARGS -- HELM_ARGS...
   local name=$1; shift
@@ -108,9 +115,37 @@ dry_run() {  # dry_run NAME CHECK_ARGS -- HELM_ARGS...
 dry_run default --leader-elect=false --
 dry_run one-namespace --leader-elect=true --watch-namespace="$watch_ns" -- \
   --set "watchNamespaces={$watch_ns}" --set replicaCount=2 --set serviceMonitor.enabled=false
+dry_run two-namespaces --leader-elect=false --watch-namespaces="$watch_ns_c,$watch_ns_b" -- \
+  --set "watchNamespaces={$watch_ns_c,$watch_ns_b,$watch_ns_c}"
+grep -qxF -- "            - --namespace=$watch_ns_c,$watch_ns_b" "$tmp/two-namespaces.yaml" ||
+  fail "the two-namespace render lacks --namespace=$watch_ns_c,$watch_ns_b (in the order given, once each)"
 dry_run wakeup --leader-elect=false -- \
   --set wakeup.enabled=true --set wakeup.existingSecret=wakeup-token
 grep -q -- '--wakeup-token-secret=wakeup-token' "$tmp/wakeup.yaml" || fail "the wakeup render lacks --wakeup-token-secret"
+
+echo "== 4b. the two-namespace RBAC, applied: both namespaces, nothing else"
+helm template "$release" "$chart" -n "$rel_ns" --set "watchNamespaces={$watch_ns_c,$watch_ns_b}" \
+  --show-only templates/rbac.yaml >"$tmp/two-namespaces-rbac.yaml"
+k apply -f "$tmp/two-namespaces-rbac.yaml" >/dev/null
+sa2="$(python3 -c 'import json,sys
+for i in json.load(open(sys.argv[1]))["items"]:
+    if i["kind"] == "Deployment": print(i["spec"]["template"]["spec"]["serviceAccountName"])' "$tmp/two-namespaces.json")"
+as_sa2=(--as="system:serviceaccount:$rel_ns:$sa2")
+for ns in "$watch_ns_c" "$watch_ns_b"; do
+  for allowed in "watch agents.heartbeat.dev" "create heartbeatruns.heartbeat.dev" "create jobs.batch" \
+    "update leases.coordination.k8s.io" "create roles.rbac.authorization.k8s.io"; do
+    # shellcheck disable=SC2086
+    k auth can-i $allowed -n "$ns" "${as_sa2[@]}" >/dev/null 2>&1 ||
+      fail "the two-namespace RBAC does not let the operator $allowed in $ns"
+  done
+done
+for denied in "list agents.heartbeat.dev -n default" "list agents.heartbeat.dev --all-namespaces" \
+  "create clusterroles" "list secrets -n $watch_ns_b" "delete pods -n $watch_ns_c"; do
+  # shellcheck disable=SC2086
+  if k auth can-i $denied "${as_sa2[@]}" >/dev/null 2>&1; then fail "the two-namespace RBAC lets the operator: $denied"; fi
+done
+k delete -f "$tmp/two-namespaces-rbac.yaml" >/dev/null
+echo "ok: two-namespace RBAC grants $rel_ns/$sa2 what it needs in $watch_ns_c and $watch_ns_b only"
 
 echo "== 5. live: the operator as the chart's ServiceAccount, one namespace"
 if [ ! -x "$operator_bin" ]; then
