@@ -383,6 +383,6 @@ int main(int argc, char** argv) {
       "Per-step times in the binary are the gaps between consecutive model requests at the\n"
       "fake server, which answers at once. Wall-clock rows depend on the machine's load (see\n"
       "the load average above); the CPU-time row much less. The 1-step run's wall time\n"
-      "includes the runner's exit (its signal watcher polls every 50 ms).\n");
+      "includes the runner's exit.\n");
   return 0;
 }
