@@ -65,6 +65,9 @@ Json render_context(const ContextInput& in, const JobConfig& config) {
   if (const Json* b = find_path(spec, "memory/blocks"); b != nullptr && b->is_array()) blocks = *b;
   doc["memory"] = {{"configMapName", memory_config_map_name(agent_name)}, {"blocks", blocks}};
   doc["heartbeat"] = {{"prompt", in.heartbeat_prompt}};
+  if (!string_at(spec, "memory/archival/persistentVolumeClaimName").empty()) {
+    doc["archival"] = {{"path", std::string(kArchivalMountDir) + "/" + kArchivalFile}};
+  }
 
   Json budget = Json::object();
   if (auto per_run = number_at(spec, "budget/perRunCents")) budget["perRunCents"] = *per_run;
@@ -197,6 +200,12 @@ JobPlan build_job(const Json& run, const Json& agent, const std::string& context
                     {{"name", "tmp"}, {"mountPath", "/tmp"}}})}};
   if (const Json* resources = find_path(spec, "runtime/resources"))
     container["resources"] = *resources;
+  // The archival claim: read-write (the runner's SQLite file), group-owned by
+  // fsGroup so the non-root runner can write it.
+  const std::string archival_claim = string_at(spec, "memory/archival/persistentVolumeClaimName");
+  if (!archival_claim.empty()) {
+    container["volumeMounts"].push_back({{"name", "archival"}, {"mountPath", kArchivalMountDir}});
+  }
 
   Json context_volume;
   const Json names = {{kAnnotationAgentName, agent_name}, {kAnnotationRunName, run_name}};
@@ -241,6 +250,10 @@ JobPlan build_job(const Json& run, const Json& agent, const std::string& context
       {"containers", Json::array({container})},
       {"volumes", Json::array({context_volume,
                                {{"name", "tmp"}, {"emptyDir", {{"sizeLimit", kTmpSizeLimit}}}}})}};
+  if (!archival_claim.empty()) {
+    pod_spec["volumes"].push_back(
+        {{"name", "archival"}, {"persistentVolumeClaim", {{"claimName", archival_claim}}}});
+  }
 
   plan.job = {{"apiVersion", "batch/v1"},
               {"kind", "Job"},

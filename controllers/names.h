@@ -31,6 +31,9 @@ inline constexpr const char* kAnnotationContext = "heartbeat.dev/context";
 inline constexpr const char* kRunnerContainer = "runner";
 inline constexpr const char* kContextKey = "context.json";
 inline constexpr const char* kContextMountDir = "/etc/heartbeat";
+// Where an agent's archival PersistentVolumeClaim is mounted, and its SQLite file.
+inline constexpr const char* kArchivalMountDir = "/var/lib/heartbeat/archival";
+inline constexpr const char* kArchivalFile = "archival.sqlite3";
 inline constexpr const char* kMemoryBlocksKey = "blocks.json";  // the runner's memory format
 
 inline constexpr std::size_t kLabelValueCharsMax = 63;   // DNS-1123 label

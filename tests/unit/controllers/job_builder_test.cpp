@@ -215,6 +215,30 @@ TEST(ContextDocument, CarriesWhatTheRunnerReads) {
   EXPECT_FALSE(doc["model"].contains("apiKeySecretRef"));
 }
 
+TEST(JobBuilder, ArchivalClaimIsMountedReadWriteAndNamedInTheContext) {
+  Json a = full_agent();
+  Json r = run("bot-1");
+  ContextInput in{&a, &r, "Heartbeat.", {}, at("2024-05-01T12:10:00Z")};
+  // Not configured: no volume, and the context names no archival path (the
+  // runner then leaves the archival tools out and says why).
+  EXPECT_FALSE(render_context(in, JobConfig{}).contains("archival"));
+  Json pod = build_job(r, a, "{}", JobConfig{}).job["spec"]["template"]["spec"];
+  for (const Json& v : pod["volumes"]) EXPECT_NE(v["name"], "archival");
+
+  a["spec"]["memory"]["archival"] = {{"persistentVolumeClaimName", "bot-archive"}};
+  EXPECT_EQ(render_context(in, JobConfig{})["archival"]["path"],
+            "/var/lib/heartbeat/archival/archival.sqlite3");
+  pod = build_job(r, a, "{}", JobConfig{}).job["spec"]["template"]["spec"];
+  EXPECT_EQ(
+      pod["volumes"].back(),
+      (Json{{"name", "archival"}, {"persistentVolumeClaim", {{"claimName", "bot-archive"}}}}));
+  EXPECT_EQ(pod["containers"][0]["volumeMounts"].back(),
+            (Json{{"name", "archival"}, {"mountPath", "/var/lib/heartbeat/archival"}}));
+  EXPECT_EQ(pod["securityContext"]["fsGroup"], kRunnerUserId);  // the non-root runner can write
+  // The root filesystem stays read-only; the claim and /tmp are the writable places.
+  EXPECT_EQ(pod["containers"][0]["securityContext"]["readOnlyRootFilesystem"], true);
+}
+
 TEST(Names, DerivedNamesFitTheirLimits) {
   EXPECT_EQ(lease_name_for_agent("bot"), "bot-heartbeat");
   const std::string long_name(253, 'a');
