@@ -1,8 +1,7 @@
 #include "controllers/runtime/metrics.h"
 
-#include <cstdlib>
-
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace hb::controllers {
