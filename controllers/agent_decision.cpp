@@ -417,26 +417,8 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
     d.events.push_back({EventTarget::kAgent, spec.name, false, "Resumed", ready_message});
   }
   put_conditions(status, stored_conditions, wanted, gen, now);
-  const char* phase = kAgentPhaseIdle;
-  if (!d.check.valid()) {
-    phase = kAgentPhaseInvalid;
-  } else if (active) {
-    phase = kAgentPhaseRunning;
-  } else if (budget_block) {
-    phase = kAgentPhaseBudgetExceeded;
-  } else if (paused_block) {
-    phase = kAgentPhasePaused;
-  }
-  status.put_string("phase", phase);
-  put_time(status, "lastScheduleTime", later(last_scheduled, record_slot));
   put_time(status, "lastHeartbeatTime", ledger.last_heartbeat);
-  put_time(status, "nextHeartbeatTime", valid ? next_heartbeat : std::nullopt);
   put_time(status, "pausedUntil", ledger.paused_until);
-  if (active) {
-    status.put_string("activeRun", *active);
-  } else {
-    status.erase("activeRun");
-  }
   const Json* stored_spend = find_path(stored, "spend");
   if (stored_spend == nullptr || !matches_json(*stored_spend, ledger.spend)) {
     status.put("spend", to_json(ledger.spend));
@@ -450,11 +432,42 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   if (stored_recent == nullptr || !matches_json(*stored_recent, ledger.recent)) {
     status.put("recentRuns", to_json(ledger.recent));
   }
+  // Everything above must be written now; what follows also moves when a run
+  // merely starts, and may wait for the coalescing window.
+  const bool must_write = status.changed();
+  const char* phase = kAgentPhaseIdle;
+  if (!d.check.valid()) {
+    phase = kAgentPhaseInvalid;
+  } else if (active) {
+    phase = kAgentPhaseRunning;
+  } else if (budget_block) {
+    phase = kAgentPhaseBudgetExceeded;
+  } else if (paused_block) {
+    phase = kAgentPhasePaused;
+  }
+  status.put_string("phase", phase);
+  put_time(status, "lastScheduleTime", later(last_scheduled, record_slot));
+  put_time(status, "nextHeartbeatTime", valid ? next_heartbeat : std::nullopt);
+  if (active) {
+    status.put_string("activeRun", *active);
+  } else {
+    status.erase("activeRun");
+  }
   d.status_changed = status.changed();
   d.status = status.take();
 
-  // 8. When to look again: the next slot, a lifting block, a run's deadline.
+  // 8. When to look again: the next slot, a lifting block, a run's deadline,
+  // the end of a coalescing window.
   std::optional<TimePoint> requeue;
+  if (d.status_changed && !must_write && active && in.status_coalesce.count() > 0) {
+    const std::optional<TimePoint> started =
+        d.start_run ? std::optional<TimePoint>(now) : time_at(running->status, "startedAt");
+    if (started && now < *started + in.status_coalesce) {
+      d.status_changed = false;
+      d.status_deferred = true;
+      requeue = *started + in.status_coalesce;
+    }
+  }
   if (valid && !blocks.blocked()) earliest(requeue, next_heartbeat, now);
   earliest(requeue, blocks.paused_until_lifts_at, now);
   earliest(requeue, blocks.budget_resets_at, now);

@@ -5,6 +5,7 @@
 // fixed, crash-safe order (docs/operator.md).
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -31,17 +32,27 @@ inline constexpr const char* kAgentPhasePaused = "Paused";
 inline constexpr const char* kAgentPhaseBudgetExceeded = "BudgetExceeded";
 inline constexpr const char* kAgentPhaseInvalid = "Invalid";
 
+// How long an Agent status change that only says "a run started" (phase
+// Running, activeRun, lastScheduleTime, nextHeartbeatTime) may wait, so a
+// heartbeat that ends sooner writes its start and its end in one update.
+inline constexpr std::chrono::seconds kStatusCoalesceSecondsDefault{10};
+inline constexpr std::chrono::seconds kStatusCoalesceSecondsMax{300};
+
 struct AgentDecisionInput {
   const Json* agent = nullptr;       // required
   std::vector<RunObservation> runs;  // every run of the agent, observed
   SpecEnvironment env;
   TimePoint now{};
+  std::chrono::seconds status_coalesce{0};  // 0: write every change at once
 };
 
 struct AgentDecision {
   SpecCheck check;
-  Json status;                     // desired status
-  bool status_changed = false;     // differs from the stored status: write it
+  Json status;                  // desired status
+  bool status_changed = false;  // differs from the stored status: write it
+  // The status differs only by a run's start and waits for the coalescing
+  // window (status_changed is false; requeue_at is no later than the window's end).
+  bool status_deferred = false;
   bool ledger_changed = false;     // spend/recentRuns grew: the write must be conditional
   std::optional<Json> create_run;  // a scheduler run for `scheduled_slot`
   std::optional<TimePoint> scheduled_slot;

@@ -48,7 +48,7 @@ struct JobConfig {
   std::vector<std::string> runner_command = {"/usr/local/bin/heartbeat-runner"};
   std::string image_pull_policy = "IfNotPresent";
   std::chrono::seconds lease_duration = kLeaseDurationDefault;  // the stall window
-  ContextTransport context_transport = ContextTransport::kConfigMap;
+  ContextTransport context_transport = ContextTransport::kAnnotation;
 };
 
 struct ContextInput {

@@ -29,8 +29,13 @@ const Flag kFlags[] = {
     {"runner-image", "default heartbeat-runner image"},
     {"image-pull-policy", "runner imagePullPolicy (default IfNotPresent)"},
     {"stall-timeout", "seconds without a beat before a run is failed as Stalled (default 300)"},
-    {"context-transport", "configmap|annotation: how the context document reaches the Job"},
+    {"context-transport",
+     "annotation|configmap: how the context document reaches the Job (default annotation, "
+     "a ConfigMap above 128 KiB)"},
     {"routine-events", "true|false: also record Events for routine decisions"},
+    {"status-coalesce-seconds",
+     "seconds an Agent status that only says a run started may wait, so a short heartbeat "
+     "writes start and end at once (0..300, default 10; 0: at once)"},
     {"workers", "concurrent reconciles (default 4)"},
     {"watch-timeout-seconds",
      "server-side timeout of each watch before it is reopened (default 290)"},
@@ -194,6 +199,13 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
         c.job.context_transport = controllers::ContextTransport::kAnnotation;
       else
         return fail(name, "use configmap or annotation");
+    } else if (name == "status-coalesce-seconds") {
+      int64_t seconds = 0;
+      if (!parse_number(value, seconds) || seconds < 0 ||
+          seconds > controllers::kStatusCoalesceSecondsMax.count()) {
+        return fail(name, "use whole seconds between 0 and 300");
+      }
+      c.status_coalesce = std::chrono::seconds(seconds);
     } else if (name == "workers") {
       if (!parse_number(value, c.workers) || c.workers < 1 || c.workers > kWorkersMax) {
         return fail(name, "use a number between 1 and 64");

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "controllers/agent_decision.h"
 #include "controllers/job_builder.h"
 
 namespace hb::operator_ {
@@ -40,6 +41,7 @@ struct Config {
   double qps = 20;
   int burst = 30;
   bool routine_events = false;
+  std::chrono::seconds status_coalesce = controllers::kStatusCoalesceSecondsDefault;
   int watch_timeout_seconds = 290;  // see controllers::CacheOptions
   controllers::JobConfig job;
 };

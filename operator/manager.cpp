@@ -96,6 +96,7 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   controllers::ReconcilerConfig reconciler_config;
   reconciler_config.job = config.job;
   reconciler_config.routine_events = config.routine_events;
+  reconciler_config.status_coalesce = config.status_coalesce;
   controllers::AgentReconciler reconciler(client, cache, reconciler_config, metrics);
   std::atomic<bool> leader{!config.leader_elect};
   std::atomic<int> active_workers{0};

@@ -340,6 +340,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   input.agent = &agent;
   input.env = env;
   input.now = now;
+  input.status_coalesce = config_.status_coalesce;
   const bool budget_spent = monthly_budget_spent(agent, now);
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string job_name = job_name_for_run(name_of(runs[i]));

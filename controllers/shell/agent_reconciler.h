@@ -37,6 +37,9 @@ inline constexpr std::size_t kEventMessageBytesMax = 1024;
 struct ReconcilerConfig {
   JobConfig job;
   bool routine_events = false;  // also record RunScheduled/RunSucceeded (one write each)
+  // An Agent status change that only says a run started waits this long
+  // (AgentDecisionInput::status_coalesce).
+  std::chrono::seconds status_coalesce = kStatusCoalesceSecondsDefault;
   std::string controller_name = "agent";
 };
 

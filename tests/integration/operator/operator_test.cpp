@@ -194,7 +194,8 @@ TEST_F(OperatorTest, CostCountedOnceAcrossKillDashNineAndRestart) {
 TEST_F(OperatorTest, WritesPerHeartbeatSteadyState) {
   start_kubelet([](const json&) { return finishes_with(0.1); });
   create_agent(agent_manifest("delta", {{"prompt", "Heartbeat."}}));
-  start_operator();
+  // A window no run here outlasts, so the count does not depend on machine speed.
+  start_operator({"--status-coalesce-seconds=60"});
   client_->create(res::kHeartbeatRuns, ns_, manual_run("delta", "delta-0"));
   ASSERT_TRUE(wait_until([&] { return run("delta-0")["status"]["costRecorded"] == true; }, 30s));
   std::this_thread::sleep_for(1s);
@@ -212,7 +213,10 @@ TEST_F(OperatorTest, WritesPerHeartbeatSteadyState) {
       (operator_->metric("rest_client_requests_total") - requests_before) / kRuns;
   std::cout << "[ writes ] per manual heartbeat: " << writes << " writes, " << requests
             << " requests (incl. watches)" << std::endl;
-  EXPECT_LE(writes, 9);
+  // Run adopt (owner reference, in place of the scheduler's run create), Job
+  // (context on its pod template), run Running, agent status (start and end
+  // coalesced), run final status, phase label.
+  EXPECT_LE(writes, 6);
 }
 
 TEST_F(OperatorTest, CancelKillsTheJob) {

@@ -417,5 +417,67 @@ TEST(AgentDecision, ClockStepsBackBehindLastScheduleTimeSchedulesNothing) {
   EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
 }
 
+TEST(AgentDecision, ShortRunWritesItsStartAndEndInOneStatusUpdate) {
+  World w{agent()};
+  w.coalesce = std::chrono::seconds(10);
+  w.step(kCreated);  // the initial status (nothing active: written at once)
+  const Json before = w.agent["status"];
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  ASSERT_TRUE(d.start_run);
+  EXPECT_TRUE(d.status_deferred);
+  EXPECT_FALSE(d.status_changed);                        // only the start changed: it waits
+  EXPECT_EQ(d.status["activeRun"], "bot-1714565100");    // the desired status still says it
+  EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:05:10Z"));  // the window's end, not a poll
+  EXPECT_EQ(w.agent["status"], before);
+  w.finish("bot-1714565100", at("2024-05-01T12:05:04Z"), 1.5);
+  d = w.step(at("2024-05-01T12:05:05Z"));
+  EXPECT_TRUE(d.status_changed);
+  EXPECT_FALSE(d.status_deferred);
+  EXPECT_EQ(d.status["spend"]["cents"], 1.5);
+  EXPECT_FALSE(d.status.contains("activeRun"));
+  EXPECT_EQ(d.status["phase"], "Idle");
+  EXPECT_EQ(d.status["lastScheduleTime"], "2024-05-01T12:05:00Z");
+  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
+}
+
+TEST(AgentDecision, RunOutlastingTheCoalescingWindowIsShownRunning) {
+  World w{agent()};
+  w.coalesce = std::chrono::seconds(10);
+  w.step(kCreated);
+  w.step(at("2024-05-01T12:05:00Z"));
+  AgentDecision d = w.step(at("2024-05-01T12:05:09Z"));
+  EXPECT_TRUE(d.status_deferred);
+  EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:05:10Z"));
+  d = w.step(at("2024-05-01T12:05:10Z"));
+  EXPECT_TRUE(d.status_changed);
+  EXPECT_FALSE(d.status_deferred);
+  EXPECT_EQ(w.agent["status"]["activeRun"], "bot-1714565100");
+  EXPECT_EQ(w.agent["status"]["phase"], "Running");
+  EXPECT_EQ(w.agent["status"]["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
+}
+
+TEST(AgentDecision, CoalescingNeverHoldsBackSpendOrConditions) {
+  World w{agent()};
+  w.coalesce = std::chrono::seconds(10);
+  w.step(kCreated);
+  // A new generation arrives as a run starts: observedGeneration must be written now.
+  w.agent["metadata"]["generation"] = 2;
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  ASSERT_TRUE(d.start_run);
+  EXPECT_TRUE(d.status_changed);
+  EXPECT_FALSE(d.status_deferred);
+  EXPECT_EQ(w.agent["status"]["activeRun"], "bot-1714565100");
+  // The next run starts as soon as the first one's cost is counted: the
+  // counted spend goes out in the same pass, not after the window.
+  w.step(at("2024-05-01T12:10:00Z"));  // queued behind the active run
+  w.finish("bot-1714565100", at("2024-05-01T12:10:01Z"), 2.0);
+  d = w.step(at("2024-05-01T12:10:02Z"));
+  ASSERT_TRUE(d.start_run);
+  EXPECT_TRUE(d.ledger_changed);
+  EXPECT_TRUE(d.status_changed);
+  EXPECT_EQ(w.agent["status"]["spend"]["cents"], 2.0);
+  EXPECT_EQ(w.agent["status"]["activeRun"], *d.start_run);
+}
+
 }  // namespace
 }  // namespace hb::controllers

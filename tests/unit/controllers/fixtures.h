@@ -143,12 +143,14 @@ inline std::vector<RunObservation> observe_all(const std::vector<Json>& runs, Ti
 }
 
 inline AgentDecision decide(const Json& a, const std::vector<Json>& runs, TimePoint now,
-                            bool secret_exists = true) {
+                            bool secret_exists = true,
+                            std::chrono::seconds coalesce = std::chrono::seconds(0)) {
   AgentDecisionInput in;
   in.agent = &a;
   in.runs = observe_all(runs, now);
   in.env.api_key_secret_exists = secret_exists;
   in.now = now;
+  in.status_coalesce = coalesce;
   return decide_agent(in);
 }
 
@@ -172,9 +174,10 @@ struct World {
   explicit World(Json a) : agent(std::move(a)) {}
   Json agent;
   std::vector<Json> runs;
+  std::chrono::seconds coalesce{0};  // AgentDecisionInput::status_coalesce
 
   AgentDecision step(TimePoint now, bool secret_exists = true) {
-    AgentDecision d = decide(agent, runs, now, secret_exists);
+    AgentDecision d = decide(agent, runs, now, secret_exists, coalesce);
     if (d.create_run) {
       Json r = *d.create_run;
       r["metadata"]["uid"] = "uid-" + r["metadata"]["name"].get<std::string>();

@@ -87,7 +87,9 @@ TEST(JobBuilder, ApiKeyOnlyThroughSecretKeyRefAndIdentityInEnv) {
 TEST(JobBuilder, ContextAsConfigMapOwnedByTheRun) {
   Json a = full_agent();
   Json r = run("bot-1");
-  JobPlan plan = build_job(r, a, "{\"kind\":\"HeartbeatContext\"}", JobConfig{});
+  JobConfig config;
+  config.context_transport = ContextTransport::kConfigMap;
+  JobPlan plan = build_job(r, a, "{\"kind\":\"HeartbeatContext\"}", config);
   ASSERT_TRUE(plan.context_config_map);
   EXPECT_EQ((*plan.context_config_map)["metadata"]["name"], "bot-1-context");
   EXPECT_EQ((*plan.context_config_map)["metadata"]["ownerReferences"][0]["kind"], "HeartbeatRun");
@@ -99,8 +101,8 @@ TEST(JobBuilder, ContextAsConfigMapOwnedByTheRun) {
 TEST(JobBuilder, ContextAsAnnotationWhenItFitsElseConfigMap) {
   Json a = full_agent();
   Json r = run("bot-1");
-  JobConfig config;
-  config.context_transport = ContextTransport::kAnnotation;
+  JobConfig config;  // the default transport: no ConfigMap write when it fits
+  EXPECT_EQ(config.context_transport, ContextTransport::kAnnotation);
   JobPlan plan = build_job(r, a, "{}", config);
   EXPECT_FALSE(plan.context_config_map);
   EXPECT_EQ(plan.job["spec"]["template"]["metadata"]["annotations"]["heartbeat.dev/context"], "{}");

@@ -1,4 +1,4 @@
-// The manager's flags: the watched namespaces list.
+// The manager's flags: the watched namespaces list, the write-saving defaults.
 #include "operator/config.h"
 
 #include <gmock/gmock.h>
@@ -45,6 +45,22 @@ TEST(OperatorConfig, ABadNamespaceIsRejectedNamingTheFlagAndTheEntry) {
   std::string error;
   EXPECT_FALSE(parse_namespace_list(std::string(64, 'a'), error));
   EXPECT_TRUE(parse_namespace_list(std::string(63, 'a'), error));
+}
+
+TEST(OperatorConfig, StatusCoalescingAndContextTransportDefaultsSaveWrites) {
+  ConfigResult r = parse({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->status_coalesce, controllers::kStatusCoalesceSecondsDefault);
+  EXPECT_EQ(r.config->job.context_transport, controllers::ContextTransport::kAnnotation);
+  r = parse({"--status-coalesce-seconds=0", "--context-transport=configmap"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->status_coalesce.count(), 0);
+  EXPECT_EQ(r.config->job.context_transport, controllers::ContextTransport::kConfigMap);
+  for (const char* bad : {"-1", "301", "5s", ""}) {
+    r = parse({std::string("--status-coalesce-seconds=") + bad});
+    EXPECT_FALSE(r.config) << bad;
+    EXPECT_THAT(r.error, ::testing::HasSubstr("--status-coalesce-seconds")) << bad;
+  }
 }
 
 }  // namespace
