@@ -13,7 +13,9 @@ struct NeedRelist {
 }  // namespace
 
 Informer::Informer(std::shared_ptr<Client> client, Resource resource, InformerOptions options)
-    : client_(std::move(client)), resource_(std::move(resource)), options_(std::move(options)) {}
+    : client_(std::move(client)), resource_(std::move(resource)), options_(std::move(options)) {
+  store_.set_dropped_string_members(options_.dropped_string_members);
+}
 
 Informer::~Informer() {
   stop();

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "kube/strip_members.h"
+
 namespace hb::kube {
 
 namespace {
@@ -17,7 +19,16 @@ std::string Store::key_of(const nlohmann::json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
-Store::Entry Store::encode(nlohmann::json& object) {
+void Store::set_dropped_string_members(std::vector<std::string> keys) {
+  std::lock_guard lock(mutex_);
+  dropped_string_members_ = std::move(keys);
+}
+
+void Store::drop_members(std::string& text) const {
+  for (const std::string& key : dropped_string_members_) strip_string_members(text, key);
+}
+
+Store::Entry Store::encode(nlohmann::json& object) const {
   // Server-side-apply bookkeeping: large, and nothing here reads it.
   if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
     meta->erase("managedFields");
@@ -25,6 +36,7 @@ Store::Entry Store::encode(nlohmann::json& object) {
   Entry entry;
   entry.resource_version = object.value("/metadata/resourceVersion"_json_pointer, "");
   entry.text = object.dump();
+  drop_members(entry.text);
   entry.text.shrink_to_fit();
   return entry;
 }
@@ -74,13 +86,15 @@ void Store::apply(WatchEvent event) {
   std::string key = key_of(object);
   bool deleted = event.type == WatchEventType::kDeleted;
   Entry entry = encode(object);
-  commit(key, deleted, std::move(entry), &object);
+  // Handlers see what the cache keeps: with members dropped, the stored text.
+  commit(key, deleted, std::move(entry), dropped_string_members_.empty() ? &object : nullptr);
 }
 
 void Store::apply(const ScannedWatchEvent& event) {
   std::string key(event.name);
   if (!event.namespace_.empty()) key = std::string(event.namespace_) + "/" + key;
   Entry entry{std::string(event.resource_version), event.compact_object_text()};
+  drop_members(entry.text);
   commit(key, event.type == WatchEventType::kDeleted, std::move(entry), nullptr);
 }
 

@@ -33,6 +33,9 @@ class Store {
   static std::string key_of(const nlohmann::json& object);
 
   void set_handlers(StoreHandlers handlers);
+  // String members (any depth) the cache drops from every object it keeps,
+  // e.g. a large annotation nothing reads. Set before the first object.
+  void set_dropped_string_members(std::vector<std::string> keys);
 
   // Applies one ADDED, MODIFIED or DELETED event and runs the handler.
   void apply(WatchEvent event);
@@ -58,7 +61,8 @@ class Store {
     std::string resource_version;
     std::string text;
   };
-  static Entry encode(nlohmann::json& object);
+  Entry encode(nlohmann::json& object) const;
+  void drop_members(std::string& text) const;
   // Stores (or erases) one entry, then runs the handlers outside the lock.
   // `parsed` is the new object when the caller already has it as a tree.
   void commit(const std::string& key, bool deleted, Entry entry, const nlohmann::json* parsed);
@@ -66,6 +70,7 @@ class Store {
   mutable std::mutex mutex_;
   std::map<std::string, Entry> items_;
   std::shared_ptr<const StoreHandlers> handlers_ = std::make_shared<StoreHandlers>();
+  std::vector<std::string> dropped_string_members_;
 };
 
 }  // namespace hb::kube

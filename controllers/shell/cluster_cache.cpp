@@ -34,13 +34,15 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
   const std::string selector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
   const std::vector<std::string> namespaces =
       options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
-  auto make = [&](const kube::Resource& r, const std::string& label_selector) {
+  auto make = [&](const kube::Resource& r, const std::string& label_selector,
+                  std::vector<std::string> dropped = {}) {
     InformerSet set;
     for (const std::string& ns : namespaces) {
       kube::InformerOptions o;
       o.namespace_ = ns;
       o.label_selector = label_selector;
       o.watch_timeout_seconds = options.watch_timeout_seconds;
+      o.dropped_string_members = dropped;
       set.namespaces.push_back(ns);
       set.informers.push_back(std::make_unique<kube::Informer>(client, r, o));
     }
@@ -48,8 +50,11 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
   };
   agents_ = make(kube::resources::kAgents, "");
   runs_ = make(kube::resources::kHeartbeatRuns, "");
-  jobs_ = make(kube::resources::kJobs, selector);
-  pods_ = make(kube::resources::kPods, selector);
+  // Jobs and Pods carry the run's context document as an annotation; nothing
+  // here reads it, and keeping it would cost its size per cached object and
+  // per parse of every read.
+  jobs_ = make(kube::resources::kJobs, selector, {kAnnotationContext});
+  pods_ = make(kube::resources::kPods, selector, {kAnnotationContext});
   leases_ = make(kube::resources::kLeases, selector);
 
   auto agent_handlers = [this](auto key_of) {
