@@ -189,12 +189,16 @@ class OperatorProcess {
 class ClusterFixture {
  public:
   static std::shared_ptr<kube::Client> client() {
-    static std::shared_ptr<kube::Client> c = [] {
+    // Never destroyed: cpprestsdk's shared thread pool is a static made on
+    // the first request, so it dies before a static client would, and the
+    // client's connection pool then touched a dead io_service at exit (an
+    // intermittent SIGSEGV after every test had passed).
+    static const auto* const c = new std::shared_ptr<kube::Client>([] {
       kube::ClientOptions o;
       o.qps = 0;
       return std::make_shared<kube::Client>(kube::load_default(), o);
-    }();
-    return c;
+    }());
+    return *c;
   }
   static void install_crds() {
     const std::string crds = env("HB_SOURCE_DIR", ".") + "/crds";
