@@ -144,6 +144,16 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::seconds(55) + kWarmUpRound);
   const double requests0 = op.metric("rest_client_requests_total");
   const double writes0 = op.metric("heartbeat_api_writes_total");
+  // The kinds AgentReconciler::count_write labels writes with.
+  const char* const kWriteKinds[] = {"run_create",     "run_adopt",           "job_create",
+                                     "context_create", "run_status",          "run_label",
+                                     "agent_status",   "run_delete",          "job_delete",
+                                     "event",          "agent_object_create", "agent_annotation"};
+  auto writes_of = [&](const char* kind) {
+    return op.metric(std::string("heartbeat_api_writes_total{kind=\"") + kind + "\"}");
+  };
+  std::map<std::string, double> kind_writes0;
+  for (const char* kind : kWriteKinds) kind_writes0[kind] = writes_of(kind);
   const double started0 = op.metric("heartbeat_runs_started_total");
   const double finished0 = op.metric("heartbeat_runs_total");
   const auto [cpu0, rss0] = cpu_and_peak_rss(op.pid());
@@ -151,6 +161,13 @@ int main(int argc, char** argv) {
   const double requests = op.metric("rest_client_requests_total") - requests0;
   const double watches = op.metric("rest_client_requests_total{method=\"WATCH\"}");
   const double writes = op.metric("heartbeat_api_writes_total") - writes0;
+  std::string writes_by_kind;
+  for (const char* kind : kWriteKinds) {
+    const double n = writes_of(kind) - kind_writes0[kind];
+    if (n > 0)
+      writes_by_kind += std::string(writes_by_kind.empty() ? "" : ", ") + kind + " " +
+                        std::to_string(static_cast<long>(n));
+  }
   const double started = op.metric("heartbeat_runs_started_total") - started0;
   const double finished = op.metric("heartbeat_runs_total") - finished0;
   const auto [cpu1, rss1] = cpu_and_peak_rss(op.pid());
@@ -178,6 +195,7 @@ int main(int argc, char** argv) {
   std::printf("| API requests per heartbeat (all verbs; %.0f watch opens in all) | %.2f |\n",
               watches, finished > 0 ? requests / finished : 0.0);
   std::printf("| writes per heartbeat | %.2f |\n", finished > 0 ? writes / finished : 0.0);
+  std::printf("| writes by kind | %s |\n", writes_by_kind.c_str());
   std::printf("| operator CPU | %.1f s over %d min (%.1f%% of one core) |\n", cpu1 - cpu0,
               opt.minutes, 100.0 * (cpu1 - cpu0) / (minutes * 60));
   std::printf("| operator peak RSS | %.1f MiB |\n",
