@@ -191,8 +191,8 @@ class ClusterFixture {
   static std::shared_ptr<kube::Client> client() {
     // Never destroyed: cpprestsdk's shared thread pool is a static made on
     // the first request, so it dies before a static client would, and the
-    // client's connection pool then touched a dead io_service at exit (an
-    // intermittent SIGSEGV after every test had passed).
+    // client's connection pool may then touch a dead io_service at exit (the
+    // likely cause of an intermittent SIGSEGV seen after every test had passed).
     static const auto* const c = new std::shared_ptr<kube::Client>([] {
       kube::ClientOptions o;
       o.qps = 0;
