@@ -203,7 +203,8 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
       int64_t seconds = 0;
       if (!parse_number(value, seconds) || seconds < 0 ||
           seconds > controllers::kStatusCoalesceSecondsMax.count()) {
-        return fail(name, "use whole seconds between 0 and 300");
+        return fail(name, "use whole seconds between 0 and " +
+                              std::to_string(controllers::kStatusCoalesceSecondsMax.count()));
       }
       c.status_coalesce = std::chrono::seconds(seconds);
     } else if (name == "workers") {

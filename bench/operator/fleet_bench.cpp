@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "controllers/names.h"
+#include "controllers/shell/agent_reconciler.h"
 #include "tests/integration/operator/harness.h"
 
 namespace {
@@ -144,16 +145,11 @@ int main(int argc, char** argv) {
   std::this_thread::sleep_for(std::chrono::seconds(55) + kWarmUpRound);
   const double requests0 = op.metric("rest_client_requests_total");
   const double writes0 = op.metric("heartbeat_api_writes_total");
-  // The kinds AgentReconciler::count_write labels writes with.
-  const char* const kWriteKinds[] = {"run_create",     "run_adopt",           "job_create",
-                                     "context_create", "run_status",          "run_label",
-                                     "agent_status",   "run_delete",          "job_delete",
-                                     "event",          "agent_object_create", "agent_annotation"};
   auto writes_of = [&](const char* kind) {
     return op.metric(std::string("heartbeat_api_writes_total{kind=\"") + kind + "\"}");
   };
   std::map<std::string, double> kind_writes0;
-  for (const char* kind : kWriteKinds) kind_writes0[kind] = writes_of(kind);
+  for (const char* kind : hb::controllers::kWriteKinds) kind_writes0[kind] = writes_of(kind);
   const double started0 = op.metric("heartbeat_runs_started_total");
   const double finished0 = op.metric("heartbeat_runs_total");
   const auto [cpu0, rss0] = cpu_and_peak_rss(op.pid());
@@ -162,7 +158,7 @@ int main(int argc, char** argv) {
   const double watches = op.metric("rest_client_requests_total{method=\"WATCH\"}");
   const double writes = op.metric("heartbeat_api_writes_total") - writes0;
   std::string writes_by_kind;
-  for (const char* kind : kWriteKinds) {
+  for (const char* kind : hb::controllers::kWriteKinds) {
     const double n = writes_of(kind) - kind_writes0[kind];
     if (n > 0)
       writes_by_kind += std::string(writes_by_kind.empty() ? "" : ", ") + kind + " " +

@@ -73,7 +73,7 @@ std::vector<Json> AgentReconciler::runs_of(const std::string& ns, const std::str
 
 Json AgentReconciler::create_run(const std::string& ns, const Json& run) {
   Json created = client_->create(res::kHeartbeatRuns, ns, run);
-  count_write("run_create");
+  count_write(kWriteRunCreate);
   overlay_.put(kKindRuns, created);
   return created;
 }
@@ -126,7 +126,7 @@ void AgentReconciler::ensure_agent_objects(const Json& agent) {
   for (const auto& [kind, object] : build_agent_objects(agent, config_.job)) {
     try {
       client_->create(resource_for(kind), ns, object);
-      count_write("agent_object_create");
+      count_write(kWriteAgentObjectCreate);
     } catch (const ApiError& e) {
       if (!is(e, ErrorKind::kAlreadyExists)) throw;
     }
@@ -146,7 +146,7 @@ void AgentReconciler::write_run_status(const Json& run, const Json& status, bool
   }
   Json updated =
       client_->merge_patch_status(res::kHeartbeatRuns, ns, name, {{"status", patch_status}});
-  count_write("run_status");
+  count_write(kWriteRunStatus);
   overlay_.put(kKindRuns, updated);
   if (final_with_label) {
     const std::string phase = string_at(status, "phase");
@@ -157,7 +157,7 @@ void AgentReconciler::write_run_status(const Json& run, const Json& status, bool
       Json patch = {{"metadata", {{"labels", {{kLabelPhase, phase}}}}}};
       // Manual runs made by kubectl get the agent label and owner here too.
       updated = client_->merge_patch(res::kHeartbeatRuns, ns, name, patch);
-      count_write("run_label");
+      count_write(kWriteRunLabel);
       overlay_.put(kKindRuns, updated);
     }
   }
@@ -168,7 +168,7 @@ void AgentReconciler::delete_job(const std::string& ns, const std::string& name)
     kube::DeleteOptions options;
     options.propagation_policy = "Background";
     client_->remove(res::kJobs, ns, name, options);
-    count_write("job_delete");
+    count_write(kWriteJobDelete);
     spdlog::info("event=job_deleted namespace={} job={}", ns, name);
   } catch (const ApiError& e) {
     if (!is(e, ErrorKind::kNotFound)) throw;
@@ -205,7 +205,7 @@ void AgentReconciler::record_event(const Json& agent, const Json* run, const Eve
       {"count", 1}};
   try {
     client_->create(res::kEvents, ns, object);
-    count_write("event");
+    count_write(kWriteEvent);
   } catch (const std::exception& e) {
     spdlog::warn("event=event_write_failed namespace={} object={} reason={} error=\"{}\"", ns,
                  name_of(target), event.reason, e.what());
@@ -242,7 +242,7 @@ void AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
           {"labels",
            {{kLabelAgent, label_safe_name(name_of(agent))}, {kLabelManagedBy, kManagedByValue}}}}}};
     overlay_.put(kKindRuns, client_->merge_patch(res::kHeartbeatRuns, ns, run_name, patch));
-    count_write("run_adopt");
+    count_write(kWriteRunAdopt);
   }
   std::vector<const Json*> history;
   for (const Json& r : runs) history.push_back(&r);
@@ -251,7 +251,7 @@ void AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
   if (plan.context_config_map) {
     try {
       client_->create(res::kConfigMaps, ns, *plan.context_config_map);
-      count_write("context_create");
+      count_write(kWriteContextCreate);
     } catch (const ApiError& e) {
       if (!is(e, ErrorKind::kAlreadyExists)) throw;
     }
@@ -259,7 +259,7 @@ void AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
   const std::string job_name = name_of(plan.job);
   try {
     Json job = client_->create(res::kJobs, ns, plan.job);
-    count_write("job_create");
+    count_write(kWriteJobCreate);
     overlay_.put(kKindJobs, job);
   } catch (const ApiError& e) {
     if (!is(e, ErrorKind::kAlreadyExists)) throw;
@@ -417,7 +417,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
                    {{"resourceVersion", string_at(agent, "metadata/resourceVersion")},
                     {"annotations", {{kAnnotationInvoke, nullptr}}}}}};
     Json updated = client_->merge_patch(res::kAgents, ns, name, patch);
-    count_write("agent_annotation");
+    count_write(kWriteAgentAnnotation);
     overlay_.put(kKindAgents, updated);
     agent["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"];
     spdlog::info("event=run_invoked agent={}/{} run={}", ns, name, name_of(*d.invoke_run));
@@ -428,7 +428,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
     Json body = agent;
     body["status"] = d.status;
     Json updated = client_->replace_status(res::kAgents, ns, name, body);
-    count_write("agent_status");
+    count_write(kWriteAgentStatus);
     overlay_.put(kKindAgents, updated);
   }
   record_events(EventTarget::kAgent);
@@ -483,7 +483,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
       kube::DeleteOptions options;
       options.propagation_policy = "Background";
       client_->remove(res::kHeartbeatRuns, ns, run_name, options);
-      count_write("run_delete");
+      count_write(kWriteRunDelete);
     } catch (const ApiError& e) {
       if (!is(e, ErrorKind::kNotFound)) throw;
     }

@@ -13,6 +13,7 @@
 // next attempt re-derives everything from the caches.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -33,6 +34,24 @@ namespace hb::controllers {
 
 inline constexpr std::chrono::seconds kSecretCheckTtl{60};
 inline constexpr std::size_t kEventMessageBytesMax = 1024;
+
+// Labels of heartbeat_api_writes_total{kind}: every kind of write the reconciler makes.
+inline constexpr const char* kWriteRunCreate = "run_create";
+inline constexpr const char* kWriteRunAdopt = "run_adopt";
+inline constexpr const char* kWriteJobCreate = "job_create";
+inline constexpr const char* kWriteContextCreate = "context_create";
+inline constexpr const char* kWriteRunStatus = "run_status";
+inline constexpr const char* kWriteRunLabel = "run_label";
+inline constexpr const char* kWriteAgentStatus = "agent_status";
+inline constexpr const char* kWriteRunDelete = "run_delete";
+inline constexpr const char* kWriteJobDelete = "job_delete";
+inline constexpr const char* kWriteEvent = "event";
+inline constexpr const char* kWriteAgentObjectCreate = "agent_object_create";
+inline constexpr const char* kWriteAgentAnnotation = "agent_annotation";
+inline constexpr std::array<const char*, 12> kWriteKinds = {
+    kWriteRunCreate, kWriteRunAdopt, kWriteJobCreate,         kWriteContextCreate,
+    kWriteRunStatus, kWriteRunLabel, kWriteAgentStatus,       kWriteRunDelete,
+    kWriteJobDelete, kWriteEvent,    kWriteAgentObjectCreate, kWriteAgentAnnotation};
 
 struct ReconcilerConfig {
   JobConfig job;
