@@ -27,16 +27,8 @@ void earliest(std::optional<TimePoint>& slot, std::optional<TimePoint> candidate
   if (!slot || *candidate < *slot) slot = candidate;
 }
 
-void put_time(JsonEdit& status, const char* key, std::optional<TimePoint> t) {
-  if (t) {
-    char buf[schedule::kRfc3339Size];
-    status.put_string(key, std::string_view(buf, format_rfc3339(*t, buf)));
-  } else {
-    status.erase(key);
-  }
-}
-
-const Json kNull;
+const std::string_view kTrue = "True";
+const std::string_view kFalse = "False";
 
 struct WantedCondition {
   const char* type;
@@ -45,92 +37,67 @@ struct WantedCondition {
   std::string_view message;
 };
 
-// `c` is what make_condition would return for `w` (it keeps its transition
-// time). One ordered walk: std::map keeps the six keys sorted.
-bool condition_is(const Json& c, const WantedCondition& w, int64_t generation) {
-  if (!c.is_object() || c.size() != 6) return false;
-  auto it = c.begin();
-  auto next = [&](std::string_view key) -> const Json& {
-    const Json& value = *it;
-    return it++.key() == key ? value : kNull;
-  };
-  auto string_is = [](const Json& value, std::string_view want) {
-    return value.is_string() && value.get_ref<const std::string&>() == want;
-  };
-  return next("lastTransitionTime").is_string() && string_is(next("message"), w.message) &&
-         same_json(next("observedGeneration"), Json(generation)) &&
-         string_is(next("reason"), w.reason) &&
-         string_is(next("status"), w.status ? "True" : "False") && string_is(next("type"), w.type);
+// `c` is what make_condition would return for `w` (it keeps its transition time).
+bool condition_is(const Condition& c, const WantedCondition& w, int64_t generation) {
+  return c.type == w.type && c.status == (w.status ? kTrue : kFalse) &&
+         c.observed_generation == generation && c.reason == w.reason && c.message == w.message &&
+         !c.last_transition_time.empty();
 }
 
-// The wanted conditions, reusing the stored array when it already says them.
-void put_conditions(JsonEdit& status, const Json* stored,
-                    const std::vector<WantedCondition>& wanted, int64_t generation, TimePoint now) {
-  if (stored != nullptr && stored->is_array() && stored->size() == wanted.size()) {
+// The wanted conditions; the stored list itself (shared) when it already says them.
+Conditions conditions_for(const Conditions& stored, const std::vector<WantedCondition>& wanted,
+                          int64_t generation, TimePoint now) {
+  if (stored != nullptr && stored->size() == wanted.size()) {
     bool same = true;
     for (size_t i = 0; same && i < wanted.size(); ++i) {
       same = condition_is((*stored)[i], wanted[i], generation);
     }
-    if (same) return;
+    if (same) return stored;
   }
-  Json conditions = Json::array();
+  auto conditions = std::make_shared<std::vector<Condition>>();
+  conditions->reserve(wanted.size());
   for (const WantedCondition& w : wanted) {
-    conditions.push_back(
+    conditions->push_back(
         make_condition(stored, w.type, w.status, w.reason, w.message, generation, now));
   }
-  status.put("conditions", std::move(conditions));
+  return conditions;
 }
 
-bool condition_status(const Json* conditions, std::string_view type, bool* out) {
-  if (conditions == nullptr || !conditions->is_array()) return false;
-  for (const Json& c : *conditions) {
-    if (string_view_at(c, "type") == type) {
-      *out = string_view_at(c, "status") == "True";
+bool condition_status(const Conditions& conditions, std::string_view type, bool* out) {
+  if (conditions == nullptr) return false;
+  for (const Condition& c : *conditions) {
+    if (c.type == type) {
+      *out = c.status == kTrue;
       return true;
     }
   }
   return false;
 }
 
+// The spend as of now's UTC month: an earlier month's counts as nothing.
+Spend spend_this_month(const std::optional<Spend>& stored, TimePoint now) {
+  std::string period = schedule::spend_period(now);
+  if (stored && stored->period == period) return *stored;
+  return Spend{std::move(period), 0, 0, 0};
+}
+
 }  // namespace
 
-Json make_condition(const Json* existing, std::string_view type, bool status,
-                    std::string_view reason, std::string_view message, int64_t generation,
-                    TimePoint now) {
-  const std::string_view status_text = status ? "True" : "False";
-  const Json* kept = nullptr;  // the last matching condition's time wins
-  if (existing != nullptr && existing->is_array()) {
-    for (const Json& c : *existing) {
-      if (string_view_at(c, "type") != type || string_view_at(c, "status") != status_text) continue;
-      const Json* t = find_path(c, "lastTransitionTime");
-      if (t != nullptr && t->is_string()) kept = t;
+Condition make_condition(const Conditions& existing, std::string_view type, bool status,
+                         std::string_view reason, std::string_view message, int64_t generation,
+                         TimePoint now) {
+  const std::string_view status_text = status ? kTrue : kFalse;
+  const std::string* kept = nullptr;  // the last matching condition's time wins
+  if (existing != nullptr) {
+    for (const Condition& c : *existing) {
+      if (c.type == type && c.status == status_text && !c.last_transition_time.empty()) {
+        kept = &c.last_transition_time;
+      }
     }
   }
-  Json out = Json::object();
-  out.emplace("type", type);
-  out.emplace("status", status_text);
-  out.emplace("observedGeneration", generation);
-  out.emplace("lastTransitionTime", kept != nullptr ? *kept : Json(format_rfc3339(now)));
-  out.emplace("reason", reason);
-  out.emplace("message", message);
-  return out;
-}
-
-namespace {
-Json build_capabilities_json(api::AgentType type) {
-  return api::to_json(api::capabilities(type));
-}
-
-const Json& capabilities_ref(api::AgentType type) {
-  static const Json kTable[] = {build_capabilities_json(api::AgentType::kMemgpt),
-                                build_capabilities_json(api::AgentType::kLettaV1),
-                                build_capabilities_json(api::AgentType::kReact)};
-  return kTable[static_cast<size_t>(type)];
-}
-}  // namespace
-
-Json capabilities_json(api::AgentType type) {
-  return capabilities_ref(type);
+  return Condition{std::string(type),   std::string(status_text),
+                   generation,          kept != nullptr ? *kept : format_rfc3339(now),
+                   std::string(reason), std::string(message)};
 }
 
 std::string invoke_run_name(const AgentSpec& agent, std::string_view reason,
@@ -176,46 +143,42 @@ Json make_run_object(const AgentSpec& agent, std::string_view source, std::strin
   return run;
 }
 
-bool monthly_budget_spent(const Json& agent, TimePoint now) {
-  const Json* status = find_path(agent, "status");
-  if (status == nullptr || !status->is_object()) return false;
-  const Spend spend = spend_from_status(*status);
+bool monthly_budget_spent(const AgentView& agent, TimePoint now) {
+  const Spend spend = spend_this_month(agent.status.spend, now);
   schedule::BlockInput in;
-  in.monthly_budget_cents = int_at(agent, "spec/budget/monthlyCents").value_or(0);
+  in.monthly_budget_cents = agent.spec.spec.monthly_budget_cents;
   in.spent_cents_this_period = static_cast<int64_t>(std::floor(spend.cents));
   in.spend_period = spend.period;
   return schedule::evaluate_blocks(in, now).has(schedule::kReasonBudgetExceeded);
 }
 
 AgentDecision decide_agent(const AgentDecisionInput& in) {
-  assert(in.agent != nullptr);
+  assert(in.view != nullptr || in.agent != nullptr);
+  std::optional<AgentView> viewed_here;
+  if (in.view == nullptr) viewed_here = view_agent(*in.agent);
+  const AgentView& view = in.view != nullptr ? *in.view : *viewed_here;
   AgentDecision d;
-  const Json& agent = *in.agent;
   const TimePoint now = in.now;
-  d.check = check_agent_spec(agent, in.env);
-  const AgentSpec& spec = d.check.spec;
-  static const Json kEmpty = Json::object();
-  const Json* stored_ptr = find_path(agent, "status");
-  const Json& stored = stored_ptr != nullptr && stored_ptr->is_object() ? *stored_ptr : kEmpty;
-  const Json* stored_conditions = find_path(stored, "conditions");
+  const AgentSpec& spec = view.spec.spec;
+  if (!view.spec.errors.empty() || (spec.api_key && !in.env.api_key_secret_exists)) {
+    d.spec_errors = spec_errors(view.spec, in.env);
+  }
+  const bool spec_valid = d.spec_errors.empty();
+  const AgentStatus& stored = view.status;
 
   // 1. Ledger: count final runs whose cost is not recorded yet.
   LedgerInput ledger_in;
-  ledger_in.spend = spend_from_status(stored);
-  ledger_in.recent = recent_from_status(stored);
-  ledger_in.last_heartbeat = time_at(stored, "lastHeartbeatTime");
-  ledger_in.paused_until = time_at(stored, "pausedUntil");
   ledger_in.now = now;
   const RunObservation* running = nullptr;
   std::vector<const RunObservation*> queued;
-  std::optional<TimePoint> last_scheduled = time_at(stored, "lastScheduleTime");
+  std::optional<TimePoint> last_scheduled = stored.last_schedule_time;
   for (const RunObservation& run : in.runs) {
-    if (run.view.source == kSourceScheduler)
-      last_scheduled = later(last_scheduled, run.view.scheduled_time);
+    if (run.view->source == kSourceScheduler)
+      last_scheduled = later(last_scheduled, run.view->scheduled_time);
     if (is_final(run.phase)) {
-      if (!run.view.cost_recorded) {
+      if (!run.view->cost_recorded) {
         FinishedRun f;
-        f.name = run.view.name;
+        f.name = run.view->name;
         f.phase = run.phase;
         f.exit_code = int_at(run.status, "exitCode");
         f.usage = usage_from_status(run.status);
@@ -229,7 +192,23 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
       queued.push_back(&run);
     }
   }
-  LedgerResult ledger = apply_ledger(ledger_in);
+  // Nothing to count (the steady state): the stored ledger, rolled to this
+  // month, and its recentRuns list shared rather than copied.
+  LedgerResult ledger;
+  RecentRuns recent = stored.recent_runs;
+  if (ledger_in.finished.empty()) {
+    ledger.spend = spend_this_month(stored.spend, now);
+    ledger.last_heartbeat = stored.last_heartbeat_time;
+    ledger.paused_until = stored.paused_until;
+    if (recent == nullptr) recent = std::make_shared<const std::vector<LedgerEntry>>();
+  } else {
+    ledger_in.spend = stored.spend.value_or(Spend{});
+    if (stored.recent_runs != nullptr) ledger_in.recent = *stored.recent_runs;
+    ledger_in.last_heartbeat = stored.last_heartbeat_time;
+    ledger_in.paused_until = stored.paused_until;
+    ledger = apply_ledger(ledger_in);
+    recent = std::make_shared<const std::vector<LedgerEntry>>(std::move(ledger.recent));
+  }
   d.mark = ledger.mark;
   d.ledger_changed = !ledger.counted.empty();
 
@@ -241,14 +220,14 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   block_in.spent_cents_this_period = static_cast<int64_t>(std::floor(ledger.spend.cents));
   block_in.spend_period = ledger.spend.period;
   const schedule::BlockResult blocks = schedule::evaluate_blocks(block_in, now);
-  const bool valid = d.check.valid() && !spec.deleting;
+  const bool valid = spec_valid && !spec.deleting;
 
   // 3. The schedule: at most the most recent due slot, never a burst.
   std::optional<TimePoint> next_heartbeat;
   std::optional<TimePoint> record_slot;  // lastScheduleTime to write
   std::sort(queued.begin(), queued.end(), [](const RunObservation* a, const RunObservation* b) {
-    return a->view.created != b->view.created ? a->view.created < b->view.created
-                                              : a->view.name < b->view.name;
+    return a->view->created != b->view->created ? a->view->created < b->view->created
+                                                : a->view->name < b->view->name;
   });
   if (valid && spec.schedule) {
     const schedule::SlotDecision slot = schedule::decide_slot(
@@ -269,8 +248,9 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
       record_slot = slot.run_slot;
       d.scheduled_slot = slot.run_slot;
       const std::string name = schedule::scheduled_run_name(spec.name, *slot.run_slot);
-      const bool exists = std::any_of(in.runs.begin(), in.runs.end(),
-                                      [&](const RunObservation& r) { return r.view.name == name; });
+      const bool exists = std::any_of(in.runs.begin(), in.runs.end(), [&](const RunObservation& r) {
+        return r.view->name == name;
+      });
       if (!exists && queued.empty()) {
         d.create_run = make_run_object(spec, kSourceScheduler, name, "", slot.run_slot, "");
         d.events.push_back(
@@ -280,7 +260,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
       } else if (!exists) {
         d.events.push_back({EventTarget::kAgent, spec.name, false, "ScheduleCoalesced",
                             "slot " + format_rfc3339(*slot.run_slot) +
-                                " coalesced into the queued run " + queued.front()->view.name,
+                                " coalesced into the queued run " + queued.front()->view->name,
                             /*routine=*/true});
       }
     }
@@ -301,17 +281,17 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
 
   // 4. Start a queued run when the agent is free and unblocked.
   std::optional<std::string> active =
-      running ? std::optional<std::string>(running->view.name) : std::nullopt;
+      running ? std::optional<std::string>(running->view->name) : std::nullopt;
   std::string wait_reason;
   if (!valid) {
     wait_reason = "waiting: the agent's spec is invalid (see condition SpecValid)";
   } else if (blocks.blocked()) {
     wait_reason = "waiting: " + blocks.blocks.front().message;
   } else if (running) {
-    wait_reason = "waiting for run " + running->view.name + " to finish";
+    wait_reason = "waiting for run " + running->view->name + " to finish";
   }
   std::vector<std::string> startable;
-  for (const RunObservation* q : queued) startable.push_back(q->view.name);
+  for (const RunObservation* q : queued) startable.push_back(q->view->name);
   if (d.create_run) startable.push_back(string_at(*d.create_run, "metadata/name"));
   if (wait_reason.empty() && !startable.empty()) {
     d.start_run = startable.front();
@@ -320,55 +300,44 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
     if (!startable.empty()) wait_reason = "waiting for run " + *d.start_run + " to finish";
   }
   for (const RunObservation* q : queued) {
-    if (d.start_run && q->view.name == *d.start_run) continue;
+    if (d.start_run && q->view->name == *d.start_run) continue;
     if (string_at(q->status, "message") != wait_reason ||
         string_at(q->status, "phase") != "Queued") {
-      d.queued_messages[q->view.name] = wait_reason;
+      d.queued_messages[q->view->name] = wait_reason;
     }
   }
 
   // 5. Manual invocation by annotation.
-  const Json* annotations = find_path(agent, "metadata/annotations");
-  const Json* invoke = nullptr;
-  if (annotations != nullptr && annotations->is_object()) {
-    auto it = annotations->find(kAnnotationInvoke);
-    if (it != annotations->end() && it->is_string()) invoke = &*it;
-  }
-  if (invoke != nullptr && !spec.deleting) {
-    const std::string reason = invoke->get<std::string>();
+  if (view.invoke && !spec.deleting) {
+    const std::string& reason = *view.invoke;
     d.invoke_run = make_run_object(
-        spec, kSourceManual,
-        invoke_run_name(spec, reason, string_at(agent, "metadata/resourceVersion")), "",
-        std::nullopt, reason.empty() ? "kubectl annotate heartbeat.dev/invoke" : reason);
+        spec, kSourceManual, invoke_run_name(spec, reason, view.resource_version), "", std::nullopt,
+        reason.empty() ? "kubectl annotate heartbeat.dev/invoke" : reason);
   }
 
   // 6. History: keep historyLimits finished runs whose cost is recorded.
   std::vector<const RunObservation*> succeeded, failed;
   for (const RunObservation& run : in.runs) {
-    if (!is_final(run.view.phase) || !run.view.cost_recorded) continue;
-    (run.view.phase == RunPhase::kSucceeded ? succeeded : failed).push_back(&run);
+    if (!is_final(run.view->phase) || !run.view->cost_recorded) continue;
+    (run.view->phase == RunPhase::kSucceeded ? succeeded : failed).push_back(&run);
   }
   auto trim = [&](std::vector<const RunObservation*>& runs, int keep) {
     std::sort(runs.begin(), runs.end(), [](const RunObservation* a, const RunObservation* b) {
-      return a->view.finished_at.value_or(a->view.created) >
-             b->view.finished_at.value_or(b->view.created);
+      return a->view->finished_at.value_or(a->view->created) >
+             b->view->finished_at.value_or(b->view->created);
     });
     for (size_t i = static_cast<size_t>(std::max(keep, 0)); i < runs.size(); ++i) {
-      d.delete_runs.push_back(runs[i]->view.name);
+      d.delete_runs.push_back(runs[i]->view->name);
     }
   };
   trim(succeeded, spec.history_succeeded);
   trim(failed, spec.history_failed);
 
   // 7. Status.
-  // Edits a copy of the stored status: steady fields are neither rebuilt nor
-  // compared as whole trees.
-  JsonEdit status(stored);
-  status.put("observedGeneration", spec.generation);
   const bool paused_block =
       blocks.has(schedule::kReasonPaused) || blocks.has(schedule::kReasonPausedByAgent);
   const bool budget_block = blocks.has(schedule::kReasonBudgetExceeded);
-  std::string pause_reason = "NotPaused", pause_message = "heartbeats are not paused";
+  std::string_view pause_reason = "NotPaused", pause_message = "heartbeats are not paused";
   for (const schedule::Block& b : blocks.blocks) {
     if (b.reason != schedule::kReasonBudgetExceeded) {
       pause_reason = b.reason;
@@ -376,14 +345,15 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
       break;
     }
   }
-  std::string budget_message = "within the monthly budget";
+  std::string_view budget_message = "within the monthly budget";
   for (const schedule::Block& b : blocks.blocks) {
     if (b.reason == schedule::kReasonBudgetExceeded) budget_message = b.message;
   }
-  std::string ready_reason = "Ready", ready_message = "heartbeats are scheduled";
-  if (!d.check.valid()) {
+  const std::string spec_message = spec_valid ? std::string() : join_errors(d.spec_errors);
+  std::string_view ready_reason = "Ready", ready_message = "heartbeats are scheduled";
+  if (!spec_valid) {
     ready_reason = "InvalidSpec";
-    ready_message = d.check.message();
+    ready_message = spec_message;
   } else if (blocks.blocked()) {
     ready_reason = blocks.blocks.front().reason;
     ready_message = blocks.blocks.front().message;
@@ -391,52 +361,52 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
     ready_message = "no interval or schedule: manual and callback runs only";
   }
   const int64_t gen = spec.generation;
-  const std::string spec_message = d.check.valid() ? "the spec is valid" : d.check.message();
   const std::vector<WantedCondition> wanted = {
       {kConditionReady, ready_reason == "Ready", ready_reason, ready_message},
       {kConditionPaused, paused_block, pause_reason, pause_message},
       {kConditionBudgetExceeded, budget_block, budget_block ? "BudgetExceeded" : "WithinBudget",
        budget_message},
-      {kConditionSpecValid, d.check.valid(), d.check.valid() ? "Valid" : "InvalidSpec",
-       spec_message}};
+      {kConditionSpecValid, spec_valid, spec_valid ? "Valid" : "InvalidSpec",
+       spec_valid ? std::string_view("the spec is valid") : std::string_view(spec_message)}};
   // Events on transitions only.
   bool was = false;
-  const bool had_spec_valid = condition_status(stored_conditions, kConditionSpecValid, &was);
-  if (!d.check.valid() && (!had_spec_valid || was)) {
-    d.events.push_back({EventTarget::kAgent, spec.name, true, "InvalidSpec", d.check.message()});
+  const bool had_spec_valid = condition_status(stored.conditions, kConditionSpecValid, &was);
+  if (!spec_valid && (!had_spec_valid || was)) {
+    d.events.push_back({EventTarget::kAgent, spec.name, true, "InvalidSpec", spec_message});
   }
-  if (paused_block && !(condition_status(stored_conditions, kConditionPaused, &was) && was)) {
-    d.events.push_back({EventTarget::kAgent, spec.name, false, pause_reason, pause_message});
+  if (paused_block && !(condition_status(stored.conditions, kConditionPaused, &was) && was)) {
+    d.events.push_back({EventTarget::kAgent, spec.name, false, std::string(pause_reason),
+                        std::string(pause_message)});
   }
   if (budget_block &&
-      !(condition_status(stored_conditions, kConditionBudgetExceeded, &was) && was)) {
-    d.events.push_back({EventTarget::kAgent, spec.name, true, "BudgetExceeded", budget_message});
+      !(condition_status(stored.conditions, kConditionBudgetExceeded, &was) && was)) {
+    d.events.push_back(
+        {EventTarget::kAgent, spec.name, true, "BudgetExceeded", std::string(budget_message)});
   }
-  if (ready_reason == "Ready" && condition_status(stored_conditions, kConditionReady, &was) &&
+  if (ready_reason == "Ready" && condition_status(stored.conditions, kConditionReady, &was) &&
       !was) {
-    d.events.push_back({EventTarget::kAgent, spec.name, false, "Resumed", ready_message});
+    d.events.push_back(
+        {EventTarget::kAgent, spec.name, false, "Resumed", std::string(ready_message)});
   }
-  put_conditions(status, stored_conditions, wanted, gen, now);
-  put_time(status, "lastHeartbeatTime", ledger.last_heartbeat);
-  put_time(status, "pausedUntil", ledger.paused_until);
-  const Json* stored_spend = find_path(stored, "spend");
-  if (stored_spend == nullptr || !matches_json(*stored_spend, ledger.spend)) {
-    status.put("spend", to_json(ledger.spend));
-  }
-  const Json& capabilities = capabilities_ref(spec.type);
-  const Json* stored_capabilities = find_path(stored, "capabilities");
-  if (stored_capabilities == nullptr || !same_json(*stored_capabilities, capabilities)) {
-    status.put("capabilities", capabilities);
-  }
-  const Json* stored_recent = find_path(stored, "recentRuns");
-  if (stored_recent == nullptr || !matches_json(*stored_recent, ledger.recent)) {
-    status.put("recentRuns", to_json(ledger.recent));
-  }
+  AgentStatus& want = d.status;
+  want.observed_generation = gen;
+  want.conditions = conditions_for(stored.conditions, wanted, gen, now);
+  want.last_heartbeat_time = ledger.last_heartbeat;
+  want.paused_until = ledger.paused_until;
+  want.spend = std::move(ledger.spend);
+  want.capabilities = spec.type;
+  want.recent_runs = std::move(recent);
   // Everything above must be written now; what follows also moves when a run
   // merely starts, and may wait for the coalescing window.
-  const bool must_write = status.changed();
+  const bool must_write = !view.status_canonical ||
+                          want.observed_generation != stored.observed_generation ||
+                          !same_conditions(want.conditions, stored.conditions) ||
+                          want.last_heartbeat_time != stored.last_heartbeat_time ||
+                          want.paused_until != stored.paused_until || want.spend != stored.spend ||
+                          want.capabilities != stored.capabilities ||
+                          !same_recent_runs(want.recent_runs, stored.recent_runs);
   const char* phase = kAgentPhaseIdle;
-  if (!d.check.valid()) {
+  if (!spec_valid) {
     phase = kAgentPhaseInvalid;
   } else if (active) {
     phase = kAgentPhaseRunning;
@@ -445,16 +415,14 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   } else if (paused_block) {
     phase = kAgentPhasePaused;
   }
-  status.put_string("phase", phase);
-  put_time(status, "lastScheduleTime", later(last_scheduled, record_slot));
-  put_time(status, "nextHeartbeatTime", valid ? next_heartbeat : std::nullopt);
-  if (active) {
-    status.put_string("activeRun", *active);
-  } else {
-    status.erase("activeRun");
-  }
-  d.status_changed = status.changed();
-  d.status = status.take();
+  want.phase = phase;
+  want.last_schedule_time = later(last_scheduled, record_slot);
+  want.next_heartbeat_time = valid ? next_heartbeat : std::nullopt;
+  if (active) want.active_run = *active;
+  d.status_changed = must_write || want.phase != stored.phase ||
+                     want.last_schedule_time != stored.last_schedule_time ||
+                     want.next_heartbeat_time != stored.next_heartbeat_time ||
+                     want.active_run != stored.active_run;
 
   // 8. When to look again: the next slot, a lifting block, a run's deadline,
   // the end of a coalescing window.

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "controllers/agent_spec.h"
+#include "controllers/agent_status.h"
+#include "controllers/agent_view.h"
 #include "controllers/event.h"
 #include "controllers/json_util.h"
 #include "controllers/run_status.h"
@@ -39,7 +41,10 @@ inline constexpr std::chrono::seconds kStatusCoalesceSecondsDefault{10};
 inline constexpr std::chrono::seconds kStatusCoalesceSecondsMax{300};
 
 struct AgentDecisionInput {
-  const Json* agent = nullptr;       // required
+  // The agent: its view (the shell keeps one per stored version), or the
+  // object itself, viewed here. One of the two is required.
+  const AgentView* view = nullptr;
+  const Json* agent = nullptr;
   std::vector<RunObservation> runs;  // every run of the agent, observed
   SpecEnvironment env;
   TimePoint now{};
@@ -47,9 +52,9 @@ struct AgentDecisionInput {
 };
 
 struct AgentDecision {
-  SpecCheck check;
-  Json status;                  // desired status
-  bool status_changed = false;  // differs from the stored status: write it
+  std::vector<std::string> spec_errors;  // each names the field; empty: the spec is valid
+  AgentStatus status;                    // desired status
+  bool status_changed = false;           // differs from the stored status: write it
   // The status differs only by a run's start and waits for the coalescing
   // window (status_changed is false; requeue_at is no later than the window's end).
   bool status_deferred = false;
@@ -63,6 +68,9 @@ struct AgentDecision {
   std::vector<std::string> delete_runs;                // beyond historyLimits
   std::vector<Event> events;
   std::optional<TimePoint> requeue_at;
+
+  // The desired status as the API takes it (only needed to write it).
+  Json status_json() const { return to_json(status); }
 };
 
 AgentDecision decide_agent(const AgentDecisionInput& input);
@@ -73,16 +81,13 @@ Json make_run_object(const AgentSpec& agent, std::string_view source, std::strin
                      std::string_view trigger_detail);
 
 // Conditions: keep lastTransitionTime while the status stays the same.
-Json make_condition(const Json* existing_conditions, std::string_view type, bool status,
-                    std::string_view reason, std::string_view message, int64_t generation,
-                    TimePoint now);
-
-// status.capabilities as the CRD names them.
-Json capabilities_json(api::AgentType type);
+Condition make_condition(const Conditions& existing, std::string_view type, bool status,
+                         std::string_view reason, std::string_view message, int64_t generation,
+                         TimePoint now);
 
 // This month's recorded spend has reached spec.budget.monthlyCents: a run
 // still going is cancelled (observe_run's budget_exceeded).
-bool monthly_budget_spent(const Json& agent, TimePoint now);
+bool monthly_budget_spent(const AgentView& agent, TimePoint now);
 
 // Deterministic name for the manual run an invoke annotation asks for.
 std::string invoke_run_name(const AgentSpec& agent, std::string_view reason,

@@ -1,8 +1,10 @@
 #include "controllers/agent_spec.h"
 
+#include <algorithm>
+
 namespace hb::controllers {
 
-std::string SpecCheck::message() const {
+std::string join_errors(const std::vector<std::string>& errors) {
   std::string out;
   for (const std::string& error : errors) {
     if (!out.empty()) out += "; ";
@@ -11,7 +13,29 @@ std::string SpecCheck::message() const {
   return out;
 }
 
+std::string SpecCheck::message() const {
+  return join_errors(errors);
+}
+
+std::vector<std::string> spec_errors(const SpecCheck& parsed, const SpecEnvironment& env) {
+  std::vector<std::string> errors = parsed.errors;
+  if (parsed.spec.api_key && !env.api_key_secret_exists) {
+    const AgentSpec& s = parsed.spec;
+    const auto at = std::min(parsed.api_key_error_at, errors.size());
+    errors.insert(errors.begin() + static_cast<std::ptrdiff_t>(at),
+                  "spec.model.apiKeySecretRef: Secret \"" + s.api_key->name + "\" with key \"" +
+                      s.api_key->key + "\" not found in namespace " + s.ns);
+  }
+  return errors;
+}
+
 SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env) {
+  SpecCheck check = parse_agent_spec(agent);
+  check.errors = spec_errors(check, env);
+  return check;
+}
+
+SpecCheck parse_agent_spec(const Json& agent) {
   SpecCheck check;
   AgentSpec& s = check.spec;
   // Sections are looked up once; fields are read relative to them.
@@ -55,11 +79,7 @@ SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env) {
   }
   if (const Json* key_ref = find_path(model, "apiKeySecretRef"); key_ref != nullptr) {
     s.api_key = KeyRef{string_at(*key_ref, "name"), string_at(*key_ref, "key")};
-    if (!env.api_key_secret_exists) {
-      check.errors.push_back("spec.model.apiKeySecretRef: Secret \"" + s.api_key->name +
-                             "\" with key \"" + s.api_key->key + "\" not found in namespace " +
-                             s.ns);
-    }
+    check.api_key_error_at = check.errors.size();
   } else if (s.provider == "anthropic") {
     check.errors.push_back("spec.model.apiKeySecretRef: is required for provider anthropic");
   }

@@ -59,10 +59,19 @@ struct SpecEnvironment {
 struct SpecCheck {
   AgentSpec spec;                   // filled as far as it parsed
   std::vector<std::string> errors;  // each names the field; empty = valid
+  // Where the missing-Secret error goes among `errors` (after the model's).
+  std::size_t api_key_error_at = 0;
   bool valid() const { return errors.empty(); }
   std::string message() const;  // errors joined by "; "
 };
 
+// The checks that need only the object: done once per stored version.
+SpecCheck parse_agent_spec(const Json& agent);
+// A parsed spec's errors plus those that need the cluster (the API-key Secret).
+std::vector<std::string> spec_errors(const SpecCheck& parsed, const SpecEnvironment& env);
+// Both at once.
 SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env);
+// Errors joined by "; ".
+std::string join_errors(const std::vector<std::string>& errors);
 
 }  // namespace hb::controllers

@@ -195,22 +195,22 @@ const Json* pick_pod(const std::vector<const Json*>& pods) {
 RunObservation observe_run(const RunObservationInput& in) {
   RunObservation obs;
   const Json& run = *in.run;
-  obs.view = view_run(run);
-  obs.phase = obs.view.phase;
-  obs.settled = is_final(obs.view.phase) && obs.view.cost_recorded;
+  obs.view = in.view != nullptr ? in.view : std::make_shared<const RunView>(view_run(run));
+  obs.phase = obs.view->phase;
+  obs.settled = is_final(obs.view->phase) && obs.view->cost_recorded;
   if (obs.settled) return obs;
   const Json* stored = find_path(run, "status");
   obs.status = stored != nullptr && stored->is_object() ? *stored : Json::object();
-  if (is_final(obs.view.phase)) return obs;
+  if (is_final(obs.view->phase)) return obs;
 
-  const bool cancel_before_start = obs.view.cancel || in.agent_missing;
+  const bool cancel_before_start = obs.view->cancel || in.agent_missing;
   const bool cancel = cancel_before_start || in.budget_exceeded;
-  const std::string cancel_reason = obs.view.cancel    ? kReasonCancelled
+  const std::string cancel_reason = obs.view->cancel   ? kReasonCancelled
                                     : in.agent_missing ? kReasonAgentNotFound
                                                        : kReasonBudgetExceeded;
   const std::string cancel_message =
-      obs.view.cancel    ? "spec.cancel was set"
-      : in.agent_missing ? "the agent " + obs.view.agent_name + " is gone"
+      obs.view->cancel   ? "spec.cancel was set"
+      : in.agent_missing ? "the agent " + obs.view->agent_name + " is gone"
                          : "the agent's monthly budget (spec.budget.monthlyCents) is spent";
 
   auto finish = [&](Final f, TimePoint started, std::optional<TimePoint> renew) {
@@ -218,34 +218,34 @@ RunObservation observe_run(const RunObservationInput& in) {
     obs.became_final = true;
     obs.status = build_final_status(
         obs.status, f, started,
-        obs.view.job_name.empty() ? job_name_for_run(obs.view.name) : obs.view.job_name, renew,
+        obs.view->job_name.empty() ? job_name_for_run(obs.view->name) : obs.view->job_name, renew,
         in.now);
     if (f.phase != RunPhase::kSucceeded) {
       obs.events.push_back(
-          {EventTarget::kRun, obs.view.name, true, f.reason,
+          {EventTarget::kRun, obs.view->name, true, f.reason,
            "run " + std::string(to_string(f.phase)) + (f.message.empty() ? "" : ": " + f.message)});
     } else {
-      obs.events.push_back({EventTarget::kRun, obs.view.name, false, "RunSucceeded",
+      obs.events.push_back({EventTarget::kRun, obs.view->name, false, "RunSucceeded",
                             "run finished: " + f.reason, /*routine=*/true});
     }
   };
 
   // Never started: no Job recorded and none in the cache.
-  if (obs.view.job_name.empty() && in.job == nullptr) {
+  if (obs.view->job_name.empty() && in.job == nullptr) {
     if (cancel_before_start) {
       Final f = make_final(RunPhase::kCancelled, cancel_reason,
                            cancel_message + " before the run started");
-      finish(f, obs.view.created, std::nullopt);
+      finish(f, obs.view->created, std::nullopt);
     }
     return obs;
   }
 
   // Started (or its Job exists though the status write was lost: adopt).
-  const TimePoint started = obs.view.started_at.value_or(
+  const TimePoint started = obs.view->started_at.value_or(
       in.job ? time_at(*in.job, "metadata/creationTimestamp").value_or(in.now) : in.now);
-  if (obs.view.job_name.empty() || obs.view.phase != RunPhase::kRunning) {
+  if (obs.view->job_name.empty() || obs.view->phase != RunPhase::kRunning) {
     obs.status["phase"] = std::string(to_string(RunPhase::kRunning));
-    obs.status["jobName"] = job_name_for_run(obs.view.name);
+    obs.status["jobName"] = job_name_for_run(obs.view->name);
     obs.status["startedAt"] = schedule::format_rfc3339(started);
     obs.phase = RunPhase::kRunning;
   }
@@ -391,11 +391,11 @@ RunObservation observe_run(const RunObservationInput& in) {
     obs.delete_job = true;
   } else if (in.now > deadline_at) {
     obs.delete_job = true;
-    obs.events.push_back({EventTarget::kRun, obs.view.name, true, kReasonDeadlineExceeded,
+    obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonDeadlineExceeded,
                           "the run passed its deadline; deleting its Job"});
   } else if (in.now > stalled_at) {
     obs.delete_job = true;
-    obs.events.push_back({EventTarget::kRun, obs.view.name, true, kReasonStalled,
+    obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonStalled,
                           stall_message(in.timeouts.stall, pod, "; deleting its Job")});
   } else {
     obs.recheck_at = std::min(deadline_at, stalled_at) + std::chrono::seconds(1);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -50,7 +51,10 @@ struct RunTimeouts {
 };
 
 struct RunObservationInput {
-  const Json* run = nullptr;      // required
+  const Json* run = nullptr;  // required
+  // view_run(*run), when the caller keeps it (the shell's view cache);
+  // null: parsed here.
+  std::shared_ptr<const RunView> view;
   const Json* job = nullptr;      // the run's Job from the cache, if any
   std::vector<const Json*> pods;  // the Job's Pods from the cache
   const Json* lease = nullptr;    // the agent's Lease, if any
@@ -63,7 +67,7 @@ struct RunObservationInput {
 };
 
 struct RunObservation {
-  RunView view;  // as stored
+  std::shared_ptr<const RunView> view;  // as stored; never null
   // Final with its cost recorded: nothing left to derive, count or write, so
   // `status` is not copied (it stays null).
   bool settled = false;

@@ -35,6 +35,7 @@ struct Spend {
   double cents = 0;
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
+  bool operator==(const Spend&) const = default;
 };
 
 struct LedgerEntry {  // one item of status.recentRuns
@@ -43,6 +44,7 @@ struct LedgerEntry {  // one item of status.recentRuns
   std::optional<int64_t> exit_code;
   double cost_cents = 0;
   std::optional<TimePoint> finished_at;
+  bool operator==(const LedgerEntry&) const = default;
 };
 
 struct FinishedRun {  // a final run whose costRecorded is not yet true

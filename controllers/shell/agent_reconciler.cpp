@@ -314,22 +314,21 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   std::optional<Json> agent_opt = agent(ns, name);
   std::vector<Json> runs = runs_of(ns, name);
   if (!agent_opt || find_path(*agent_opt, "metadata/deletionTimestamp") != nullptr) {
+    views_.forget(object_key(ns, name));
     reconcile_orphans(ns, name, runs, now);
     return {};
   }
   Json agent = std::move(*agent_opt);
+  const AgentViews views = views_.views(object_key(ns, name), agent, runs);
+  const AgentSpec& spec = views.agent->spec.spec;
 
   SpecEnvironment env;
-  if (find_path(agent, "spec/model/apiKeySecretRef") != nullptr) {
-    env.api_key_secret_exists =
-        secret_has_key(ns, string_at(agent, "spec/model/apiKeySecretRef/name"),
-                       string_at(agent, "spec/model/apiKeySecretRef/key"));
+  if (spec.api_key) {
+    env.api_key_secret_exists = secret_has_key(ns, spec.api_key->name, spec.api_key->key);
   }
   RunTimeouts timeouts;
-  timeouts.timeout = std::chrono::seconds(
-      int_at(agent, "spec/runtime/timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault));
-  timeouts.grace = std::chrono::seconds(
-      int_at(agent, "spec/runtime/graceSeconds").value_or(kRuntimeGraceSecondsDefault));
+  timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
+  timeouts.grace = std::chrono::seconds(spec.grace_seconds);
   timeouts.stall = std::max(config_.job.lease_duration, kLeaseDurationMin);
   const std::optional<Json> lease = view_.lease(ns, lease_name_for_agent(name));
 
@@ -337,17 +336,18 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   std::vector<std::optional<Json>> jobs(runs.size());
   std::vector<std::vector<Json>> pods(runs.size());
   AgentDecisionInput input;
-  input.agent = &agent;
+  input.view = views.agent.get();
   input.env = env;
   input.now = now;
   input.status_coalesce = config_.status_coalesce;
-  const bool budget_spent = monthly_budget_spent(agent, now);
+  const bool budget_spent = monthly_budget_spent(*views.agent, now);
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string job_name = job_name_for_run(name_of(runs[i]));
     jobs[i] = overlay_.merge(kKindJobs, object_key(ns, job_name), view_.job(ns, job_name));
     pods[i] = view_.pods_of(ns, name_of(runs[i]));
     RunObservationInput in;
     in.run = &runs[i];
+    in.view = views.runs[i];
     in.job = jobs[i] ? &*jobs[i] : nullptr;
     for (const Json& p : pods[i]) in.pods.push_back(&p);
     in.lease = lease ? &*lease : nullptr;
@@ -426,7 +426,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   // 3. The agent status (conditional: counts spend exactly once).
   if (d.status_changed) {
     Json body = agent;
-    body["status"] = d.status;
+    body["status"] = d.status_json();
     Json updated = client_->replace_status(res::kAgents, ns, name, body);
     count_write(kWriteAgentStatus);
     overlay_.put(kKindAgents, updated);
@@ -438,7 +438,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
     const Json* run = find_run(run_name);
     if (run == nullptr) continue;
     for (const RunObservation& obs : input.runs) {
-      if (obs.view.name != run_name) continue;
+      if (obs.view->name != run_name) continue;
       Json status = obs.status;
       status["costRecorded"] = true;
       write_run_status(*run, status, true);
@@ -464,11 +464,11 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   // 6. Other run status changes, Queued messages, history, Events.
   for (size_t i = 0; i < input.runs.size(); ++i) {
     const RunObservation& obs = input.runs[i];
-    if (obs.settled || obs.became_final || (d.start_run && obs.view.name == *d.start_run)) {
+    if (obs.settled || obs.became_final || (d.start_run && obs.view->name == *d.start_run)) {
       continue;
     }
     const Json* stored = find_path(runs[i], "status");
-    auto msg = d.queued_messages.find(obs.view.name);
+    auto msg = d.queued_messages.find(obs.view->name);
     if (msg != d.queued_messages.end()) {
       Json status = obs.status;
       status["phase"] = "Queued";

@@ -27,6 +27,7 @@
 #include "controllers/job_builder.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/shell/cluster_view.h"
+#include "controllers/shell/view_cache.h"
 #include "controllers/shell/write_overlay.h"
 #include "kube/client.h"
 
@@ -100,6 +101,7 @@ class AgentReconciler {
   Metrics& metrics_;
   Clock clock_;
   WriteOverlay overlay_;
+  ViewCache views_;
 
   std::mutex mutex_;
   std::set<std::string> ensured_agents_;  // agent uids whose per-agent objects exist

@@ -18,10 +18,10 @@ TEST(AgentDecision, FirstHeartbeatOneIntervalAfterCreationNotAtOnce) {
   World w{agent()};
   AgentDecision d = w.step(kCreated);
   EXPECT_FALSE(d.create_run);
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:05:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:05:00Z");
   ASSERT_TRUE(d.requeue_at);
   EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:05:00Z"));  // no polling: the slot itself
-  EXPECT_EQ(d.status["phase"], "Idle");
+  EXPECT_EQ(d.status_json()["phase"], "Idle");
 
   d = w.step(at("2024-05-01T12:04:59Z"));
   EXPECT_FALSE(d.create_run);
@@ -34,10 +34,10 @@ TEST(AgentDecision, FirstHeartbeatOneIntervalAfterCreationNotAtOnce) {
   EXPECT_EQ((*d.create_run)["metadata"]["ownerReferences"][0]["uid"], "uid-bot");
   EXPECT_EQ((*d.create_run)["metadata"]["labels"]["heartbeat.dev/agent"], "bot");
   EXPECT_EQ(d.start_run, "bot-1714565100");
-  EXPECT_EQ(d.status["activeRun"], "bot-1714565100");
-  EXPECT_EQ(d.status["phase"], "Running");
-  EXPECT_EQ(d.status["lastScheduleTime"], "2024-05-01T12:05:00Z");
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
+  EXPECT_EQ(d.status_json()["activeRun"], "bot-1714565100");
+  EXPECT_EQ(d.status_json()["phase"], "Running");
+  EXPECT_EQ(d.status_json()["lastScheduleTime"], "2024-05-01T12:05:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
 }
 
 TEST(AgentDecision, SlotsAreAnchoredNotDriftingWithRunLength) {
@@ -46,7 +46,7 @@ TEST(AgentDecision, SlotsAreAnchoredNotDriftingWithRunLength) {
   w.finish("bot-1714565100", at("2024-05-01T12:08:30Z"), 1.0);  // a 3.5-minute run
   AgentDecision d = w.step(at("2024-05-01T12:08:31Z"));
   EXPECT_FALSE(d.create_run);
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
   d = w.step(at("2024-05-01T12:10:00Z"));
   ASSERT_TRUE(d.create_run);
   EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T12:10:00Z");
@@ -58,7 +58,7 @@ TEST(AgentDecision, AfterDowntimeOnlyTheMostRecentMissedSlotRunsNeverABurst) {
   ASSERT_TRUE(d.create_run);
   EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T13:00:00Z");
   EXPECT_TRUE(has_event(d, "MissedSchedule"));
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T13:05:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T13:05:00Z");
   d = w.step(at("2024-05-01T13:02:01Z"));  // nothing more
   EXPECT_FALSE(d.create_run);
 }
@@ -83,17 +83,17 @@ TEST(AgentDecision, CronScheduleInUtc) {
       "0 9 * * 1-5";  // weekdays 09:00 UTC; 2024-05-01 is a Wednesday
   World w{a};
   AgentDecision d = w.step(kCreated);
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-02T09:00:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-02T09:00:00Z");
   d = w.step(at("2024-05-02T09:00:00Z"));
   ASSERT_TRUE(d.create_run);
   w.finish((*d.create_run)["metadata"]["name"], at("2024-05-02T09:01:00Z"), 0);
   d = w.step(at("2024-05-02T09:01:00Z"));
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-03T09:00:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-03T09:00:00Z");
   d = w.step(at("2024-05-03T09:05:00Z"));  // Friday, five minutes late
   ASSERT_TRUE(d.create_run);
   w.finish((*d.create_run)["metadata"]["name"], at("2024-05-03T09:06:00Z"), 0);
   d = w.step(at("2024-05-03T09:06:00Z"));
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-06T09:00:00Z");  // skips the weekend
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-06T09:00:00Z");  // skips the weekend
 }
 
 TEST(AgentDecision, CronImpossibleDateIsInvalidSpec) {
@@ -101,9 +101,9 @@ TEST(AgentDecision, CronImpossibleDateIsInvalidSpec) {
   a["spec"]["heartbeat"].erase("interval");
   a["spec"]["heartbeat"]["schedule"] = "0 0 30 2 *";
   AgentDecision d = decide(a, {}, kCreated);
-  EXPECT_FALSE(d.check.valid());
-  EXPECT_EQ((*condition(d.status, "SpecValid"))["status"], "False");
-  EXPECT_NE(d.check.message().find("spec.heartbeat.schedule"), std::string::npos);
+  EXPECT_FALSE(d.spec_errors.empty());
+  EXPECT_EQ((*condition(d.status_json(), "SpecValid"))["status"], "False");
+  EXPECT_NE(join_errors(d.spec_errors).find("spec.heartbeat.schedule"), std::string::npos);
 }
 
 TEST(AgentDecision, AtMostOneActiveAndOneQueuedRun) {
@@ -112,11 +112,11 @@ TEST(AgentDecision, AtMostOneActiveAndOneQueuedRun) {
   AgentDecision d = w.step(at("2024-05-01T12:10:00Z"));  // still running: one queued
   ASSERT_TRUE(d.create_run);
   EXPECT_FALSE(d.start_run);
-  EXPECT_EQ(d.status["activeRun"], "bot-1714565100");
+  EXPECT_EQ(d.status_json()["activeRun"], "bot-1714565100");
   d = w.step(at("2024-05-01T12:15:00Z"));  // a queued run exists: coalesce, never stack
   EXPECT_FALSE(d.create_run);
   EXPECT_FALSE(d.start_run);
-  EXPECT_EQ(d.status["lastScheduleTime"], "2024-05-01T12:15:00Z");
+  EXPECT_EQ(d.status_json()["lastScheduleTime"], "2024-05-01T12:15:00Z");
   EXPECT_EQ(w.runs.size(), 2u);
   // The queued run says why it waits.
   EXPECT_NE(d.queued_messages["bot-1714565400"].find("waiting for run bot-1714565100"),
@@ -146,7 +146,7 @@ TEST(AgentDecision, DeterministicNameAdoptsAnExistingRunInsteadOfDuplicating) {
   AgentDecision d = decide(a, runs, at("2024-05-01T12:05:02Z"));
   EXPECT_FALSE(d.create_run);
   EXPECT_EQ(d.start_run, "bot-1714565100");
-  EXPECT_EQ(d.status["lastScheduleTime"], "2024-05-01T12:05:00Z");
+  EXPECT_EQ(d.status_json()["lastScheduleTime"], "2024-05-01T12:05:00Z");
 }
 
 TEST(AgentDecision, BoardPauseBlocksWithConditionAndEventThenResumes) {
@@ -155,12 +155,12 @@ TEST(AgentDecision, BoardPauseBlocksWithConditionAndEventThenResumes) {
   World w{a};
   AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
   EXPECT_FALSE(d.create_run);
-  EXPECT_EQ(d.status["phase"], "Paused");
-  EXPECT_EQ((*condition(d.status, "Paused"))["status"], "True");
-  EXPECT_EQ((*condition(d.status, "Paused"))["reason"], "Paused");
-  EXPECT_EQ((*condition(d.status, "Ready"))["status"], "False");
+  EXPECT_EQ(d.status_json()["phase"], "Paused");
+  EXPECT_EQ((*condition(d.status_json(), "Paused"))["status"], "True");
+  EXPECT_EQ((*condition(d.status_json(), "Paused"))["reason"], "Paused");
+  EXPECT_EQ((*condition(d.status_json(), "Ready"))["status"], "False");
   EXPECT_TRUE(has_event(d, "Paused"));
-  EXPECT_FALSE(d.status.contains("nextHeartbeatTime"));
+  EXPECT_FALSE(d.status_json().contains("nextHeartbeatTime"));
   EXPECT_FALSE(d.requeue_at &&
                *d.requeue_at < at("2024-06-01T00:00:00Z"));  // no polling while paused
   // The Event is not repeated on the next reconcile.
@@ -179,7 +179,7 @@ TEST(AgentDecision, BoardPauseBlocksWithConditionAndEventThenResumes) {
   EXPECT_TRUE(has_event(d, "Resumed"));
   EXPECT_EQ(d.start_run, "bot-manual-1");
   EXPECT_FALSE(d.create_run);  // one queued already, active one starting: the slot coalesces
-  EXPECT_EQ((*condition(d.status, "Ready"))["observedGeneration"], 2);
+  EXPECT_EQ((*condition(d.status_json(), "Ready"))["observedGeneration"], 2);
 }
 
 TEST(AgentDecision, PausedUntilBlocksAndClockJumpsBothWays) {
@@ -188,11 +188,11 @@ TEST(AgentDecision, PausedUntilBlocksAndClockJumpsBothWays) {
   World w{a};
   AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
   EXPECT_FALSE(d.create_run);
-  EXPECT_EQ((*condition(d.status, "Paused"))["reason"], "PausedByAgent");
-  EXPECT_EQ(d.status["phase"], "Paused");
+  EXPECT_EQ((*condition(d.status_json(), "Paused"))["reason"], "PausedByAgent");
+  EXPECT_EQ(d.status_json()["phase"], "Paused");
   EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:30:00Z"));
   // The pause lifts at 12:30, where the 12:30 slot runs.
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:30:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:30:00Z");
   // The clock jumps forward past pausedUntil: the pause lifts.
   d = w.step(at("2024-05-01T12:41:00Z"));
   ASSERT_TRUE(d.create_run);
@@ -202,7 +202,7 @@ TEST(AgentDecision, PausedUntilBlocksAndClockJumpsBothWays) {
   // ... and back before it: the pause applies again, nothing is scheduled.
   d = w.step(at("2024-05-01T12:20:00Z"));
   EXPECT_FALSE(d.create_run);
-  EXPECT_EQ((*condition(d.status, "Paused"))["reason"], "PausedByAgent");
+  EXPECT_EQ((*condition(d.status_json(), "Paused"))["reason"], "PausedByAgent");
 }
 
 TEST(AgentDecision, PauseHeartbeatsResultMovesTheNextSlot) {
@@ -213,9 +213,9 @@ TEST(AgentDecision, PauseHeartbeatsResultMovesTheNextSlot) {
   // The run asked for a 17-minute pause: until 12:23.
   w.finish("bot-1714565100", at("2024-05-01T12:06:00Z"), 2, at("2024-05-01T12:23:00Z"));
   AgentDecision d = w.step(at("2024-05-01T12:06:00Z"));
-  EXPECT_EQ(d.status["pausedUntil"], "2024-05-01T12:23:00Z");
+  EXPECT_EQ(d.status_json()["pausedUntil"], "2024-05-01T12:23:00Z");
   // 12:20 is more than 30 s before 12:23, so the next heartbeat is the 12:25 slot.
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:25:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:25:00Z");
   EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:23:00Z"));
   d = w.step(at("2024-05-01T12:10:00Z"));
   EXPECT_FALSE(d.create_run);
@@ -232,10 +232,10 @@ TEST(AgentDecision, MonthlyBudgetBlocksWithConditionEventAndResetsNextMonth) {
   w.step(at("2024-05-31T23:05:00Z"));
   w.finish("bot-1717196700", at("2024-05-31T23:06:00Z"), 12.5);
   AgentDecision d = w.step(at("2024-05-31T23:06:00Z"));
-  EXPECT_EQ(d.status["spend"]["cents"], 12.5);
-  EXPECT_EQ(d.status["spend"]["period"], "2024-05");
-  EXPECT_EQ((*condition(d.status, "BudgetExceeded"))["status"], "True");
-  EXPECT_EQ(d.status["phase"], "BudgetExceeded");
+  EXPECT_EQ(d.status_json()["spend"]["cents"], 12.5);
+  EXPECT_EQ(d.status_json()["spend"]["period"], "2024-05");
+  EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["status"], "True");
+  EXPECT_EQ(d.status_json()["phase"], "BudgetExceeded");
   EXPECT_TRUE(has_event(d, "BudgetExceeded"));
   EXPECT_EQ(*d.requeue_at, at("2024-06-01T00:00:00Z"));
   d = w.step(at("2024-05-31T23:10:00Z"));
@@ -243,9 +243,9 @@ TEST(AgentDecision, MonthlyBudgetBlocksWithConditionEventAndResetsNextMonth) {
   // Month rollover: spend resets, the most recent slot (00:00) runs at once.
   d = w.step(at("2024-06-01T00:00:00Z"));
   ASSERT_TRUE(d.create_run);
-  EXPECT_EQ(d.status["spend"]["period"], "2024-06");
-  EXPECT_EQ(d.status["spend"]["cents"], 0);
-  EXPECT_EQ((*condition(d.status, "BudgetExceeded"))["status"], "False");
+  EXPECT_EQ(d.status_json()["spend"]["period"], "2024-06");
+  EXPECT_EQ(d.status_json()["spend"]["cents"], 0);
+  EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["status"], "False");
 }
 
 TEST(AgentDecision, RunFinishingInOldMonthIsRecordedButNotCountedInNewMonth) {
@@ -254,44 +254,44 @@ TEST(AgentDecision, RunFinishingInOldMonthIsRecordedButNotCountedInNewMonth) {
   w.step(at("2024-05-31T23:55:00Z"));
   w.finish("bot-1717199700", at("2024-05-31T23:59:00Z"), 7);
   AgentDecision d = w.step(at("2024-06-01T00:00:30Z"));  // counted after midnight
-  EXPECT_EQ(d.status["spend"]["period"], "2024-06");
-  EXPECT_EQ(d.status["spend"]["cents"], 0);
-  EXPECT_EQ(d.status["recentRuns"][0]["name"], "bot-1717199700");
+  EXPECT_EQ(d.status_json()["spend"]["period"], "2024-06");
+  EXPECT_EQ(d.status_json()["spend"]["cents"], 0);
+  EXPECT_EQ(d.status_json()["recentRuns"][0]["name"], "bot-1717199700");
 }
 
 TEST(AgentDecision, SpecValidChecksTheSchemaCannotDo) {
   Json both = agent();
   both["spec"]["heartbeat"]["schedule"] = "*/5 * * * *";
   AgentDecision d = decide(both, {}, at("2024-05-01T12:05:00Z"));
-  EXPECT_FALSE(d.check.valid());
+  EXPECT_FALSE(d.spec_errors.empty());
   EXPECT_FALSE(d.create_run);
-  EXPECT_EQ(d.status["phase"], "Invalid");
-  EXPECT_NE(d.check.message().find("spec.heartbeat"), std::string::npos);
+  EXPECT_EQ(d.status_json()["phase"], "Invalid");
+  EXPECT_NE(join_errors(d.spec_errors).find("spec.heartbeat"), std::string::npos);
   EXPECT_TRUE(has_event(d, "InvalidSpec"));
 
   Json provider = agent();
   provider["spec"]["model"]["provider"] = "gemini";
   d = decide(provider, {}, at("2024-05-01T12:05:00Z"));
-  EXPECT_NE(d.check.message().find("spec.model.provider \"gemini\""), std::string::npos);
+  EXPECT_NE(join_errors(d.spec_errors).find("spec.model.provider \"gemini\""), std::string::npos);
   EXPECT_FALSE(d.create_run);
 
   d = decide(agent(), {}, at("2024-05-01T12:05:00Z"), /*secret_exists=*/false);
-  EXPECT_NE(d.check.message().find("spec.model.apiKeySecretRef"), std::string::npos);
-  EXPECT_NE(d.check.message().find("\"llm\""), std::string::npos);
+  EXPECT_NE(join_errors(d.spec_errors).find("spec.model.apiKeySecretRef"), std::string::npos);
+  EXPECT_NE(join_errors(d.spec_errors).find("\"llm\""), std::string::npos);
   EXPECT_FALSE(d.create_run);
-  EXPECT_EQ((*condition(d.status, "SpecValid"))["reason"], "InvalidSpec");
-  EXPECT_EQ((*condition(d.status, "SpecValid"))["observedGeneration"], 1);
+  EXPECT_EQ((*condition(d.status_json(), "SpecValid"))["reason"], "InvalidSpec");
+  EXPECT_EQ((*condition(d.status_json(), "SpecValid"))["observedGeneration"], 1);
 
   Json short_interval = agent();
   short_interval["spec"]["heartbeat"]["interval"] = "10s";
   d = decide(short_interval, {}, at("2024-05-01T12:05:00Z"));
-  EXPECT_NE(d.check.message().find("spec.heartbeat.interval"), std::string::npos);
+  EXPECT_NE(join_errors(d.spec_errors).find("spec.heartbeat.interval"), std::string::npos);
 
   Json command = agent();
   command["spec"]["runtime"]["mode"] = "command";
   d = decide(command, {}, at("2024-05-01T12:05:00Z"));
-  EXPECT_NE(d.check.message().find("spec.runtime.image"), std::string::npos);
-  EXPECT_NE(d.check.message().find("spec.runtime.command"), std::string::npos);
+  EXPECT_NE(join_errors(d.spec_errors).find("spec.runtime.image"), std::string::npos);
+  EXPECT_NE(join_errors(d.spec_errors).find("spec.runtime.command"), std::string::npos);
 }
 
 TEST(AgentDecision, InvalidSpecKeepsManualRunsQueued) {
@@ -310,24 +310,24 @@ TEST(AgentDecision, ConditionTransitionTimeKeptWhileStatusUnchanged) {
   EXPECT_EQ(first, "2024-05-01T12:01:00Z");
   AgentDecision d = w.step(at("2024-05-01T12:02:00Z"));
   EXPECT_FALSE(d.status_changed);  // nothing new: no write
-  EXPECT_EQ((*condition(d.status, "Ready"))["lastTransitionTime"], first);
+  EXPECT_EQ((*condition(d.status_json(), "Ready"))["lastTransitionTime"], first);
 }
 
 // The decision keeps stored fields that already say what it wants, and
-// judges "changed" as a whole-status == would.
+// judges "changed" as a whole-status == of its own rendering would.
 TEST(AgentDecision, SteadyStatusIsKeptAndChangeIsJudgedLikeEquality) {
   World w{agent()};
   w.step(at("2024-05-01T12:01:00Z"));
   const Json stored = w.agent["status"];
   AgentDecision d = w.step(at("2024-05-01T12:02:00Z"));
   EXPECT_FALSE(d.status_changed);
-  EXPECT_TRUE(same_json(d.status, stored));
+  EXPECT_TRUE(same_json(d.status_json(), stored));
 
   // 2 and 2.0 are equal: no write, but the decision writes its own form.
   w.agent["status"]["spend"]["cents"] = 0;
   d = w.step(at("2024-05-01T12:02:00Z"));
   EXPECT_FALSE(d.status_changed);
-  EXPECT_TRUE(d.status["spend"]["cents"].is_number_float());
+  EXPECT_TRUE(d.status_json()["spend"]["cents"].is_number_float());
 
   // Conditions out of order are rebuilt; their transition times are kept.
   Json reordered = stored;
@@ -335,25 +335,34 @@ TEST(AgentDecision, SteadyStatusIsKeptAndChangeIsJudgedLikeEquality) {
   w.agent["status"] = reordered;
   d = w.step(at("2024-05-01T12:03:00Z"));
   EXPECT_TRUE(d.status_changed);
-  EXPECT_EQ(d.status["conditions"], stored["conditions"]);
+  EXPECT_EQ(d.status_json()["conditions"], stored["conditions"]);
 
-  // An unknown field is kept; an extra key in a condition is dropped.
+  // Fields the status does not have (the CRD's schema prunes them anyway)
+  // and extra keys in a condition are dropped by one write.
   w.agent["status"] = stored;
-  w.agent["status"]["note"] = "kept";
+  w.agent["status"]["note"] = "dropped";
   w.agent["status"]["conditions"][2]["extra"] = 1;
   d = w.step(at("2024-05-01T12:03:00Z"));
   EXPECT_TRUE(d.status_changed);
-  EXPECT_EQ(d.status["note"], "kept");
-  EXPECT_EQ(d.status["conditions"], stored["conditions"]);
+  EXPECT_FALSE(d.status_json().contains("note"));
+  EXPECT_EQ(d.status_json()["conditions"], stored["conditions"]);
+  d = w.step(at("2024-05-01T12:03:00Z"));
+  EXPECT_FALSE(d.status_changed);  // written once, then steady
+
+  // A field of the wrong type is rewritten in the decision's own form.
+  w.agent["status"]["lastScheduleTime"] = 17;
+  d = w.step(at("2024-05-01T12:03:00Z"));
+  EXPECT_TRUE(d.status_changed);
+  EXPECT_FALSE(d.status_json().contains("lastScheduleTime"));
 }
 
 TEST(AgentDecision, CapabilitiesOfTheTypeInStatus) {
   Json a = agent();
   a["spec"]["type"] = "react_agent";
   AgentDecision d = decide(a, {}, kCreated);
-  EXPECT_EQ(d.status["capabilities"], capabilities_json(api::AgentType::kReact));
-  EXPECT_TRUE(d.status["capabilities"].contains("maxIterations"));
-  EXPECT_TRUE(d.status["capabilities"].contains("tools"));
+  EXPECT_EQ(d.status_json()["capabilities"], capabilities_json(api::AgentType::kReact));
+  EXPECT_TRUE(d.status_json()["capabilities"].contains("maxIterations"));
+  EXPECT_TRUE(d.status_json()["capabilities"].contains("tools"));
 }
 
 TEST(AgentDecision, HistoryLimitsDeleteOldestFinishedRunsWithRecordedCost) {
@@ -394,9 +403,9 @@ TEST(AgentDecision, ManualOnlyAgentWithoutScheduleIsValidAndNeverSchedules) {
   Json a = agent();
   a["spec"]["heartbeat"].erase("interval");
   AgentDecision d = decide(a, {}, at("2024-06-01T00:00:00Z"));
-  EXPECT_TRUE(d.check.valid());
+  EXPECT_TRUE(d.spec_errors.empty());
   EXPECT_FALSE(d.create_run);
-  EXPECT_FALSE(d.status.contains("nextHeartbeatTime"));
+  EXPECT_FALSE(d.status_json().contains("nextHeartbeatTime"));
 }
 
 TEST(AgentDecision, LongAgentNamesGiveValidRunNames) {
@@ -414,7 +423,7 @@ TEST(AgentDecision, ClockStepsBackBehindLastScheduleTimeSchedulesNothing) {
   w.step(at("2024-05-01T12:06:00Z"));
   AgentDecision d = w.step(at("2024-05-01T12:03:00Z"));
   EXPECT_FALSE(d.create_run);
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
 }
 
 TEST(AgentDecision, ShortRunWritesItsStartAndEndInOneStatusUpdate) {
@@ -425,19 +434,19 @@ TEST(AgentDecision, ShortRunWritesItsStartAndEndInOneStatusUpdate) {
   AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
   ASSERT_TRUE(d.start_run);
   EXPECT_TRUE(d.status_deferred);
-  EXPECT_FALSE(d.status_changed);                        // only the start changed: it waits
-  EXPECT_EQ(d.status["activeRun"], "bot-1714565100");    // the desired status still says it
-  EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:05:10Z"));  // the window's end, not a poll
+  EXPECT_FALSE(d.status_changed);                             // only the start changed: it waits
+  EXPECT_EQ(d.status_json()["activeRun"], "bot-1714565100");  // the desired status still says it
+  EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:05:10Z"));       // the window's end, not a poll
   EXPECT_EQ(w.agent["status"], before);
   w.finish("bot-1714565100", at("2024-05-01T12:05:04Z"), 1.5);
   d = w.step(at("2024-05-01T12:05:05Z"));
   EXPECT_TRUE(d.status_changed);
   EXPECT_FALSE(d.status_deferred);
-  EXPECT_EQ(d.status["spend"]["cents"], 1.5);
-  EXPECT_FALSE(d.status.contains("activeRun"));
-  EXPECT_EQ(d.status["phase"], "Idle");
-  EXPECT_EQ(d.status["lastScheduleTime"], "2024-05-01T12:05:00Z");
-  EXPECT_EQ(d.status["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
+  EXPECT_EQ(d.status_json()["spend"]["cents"], 1.5);
+  EXPECT_FALSE(d.status_json().contains("activeRun"));
+  EXPECT_EQ(d.status_json()["phase"], "Idle");
+  EXPECT_EQ(d.status_json()["lastScheduleTime"], "2024-05-01T12:05:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
 }
 
 TEST(AgentDecision, RunOutlastingTheCoalescingWindowIsShownRunning) {

@@ -191,7 +191,7 @@ struct World {
         }
       }
     }
-    if (d.status_changed) agent["status"] = d.status;
+    if (d.status_changed) agent["status"] = d.status_json();
     for (const std::string& name : d.mark) {
       for (Json& r : runs) {
         if (r["metadata"]["name"] == name) r["status"]["costRecorded"] = true;

@@ -1,0 +1,121 @@
+#include "controllers/agent_status.h"
+
+#include <array>
+
+#include "controllers/schedule/utc_time.h"
+
+namespace hb::controllers {
+
+namespace {
+
+constexpr std::array<api::AgentType, 3> kAgentTypes = {
+    api::AgentType::kMemgpt, api::AgentType::kLettaV1, api::AgentType::kReact};
+
+template <typename T>
+bool same_list(const std::shared_ptr<const std::vector<T>>& a,
+               const std::shared_ptr<const std::vector<T>>& b) {
+  if (a == b) return true;  // shared (or both absent)
+  if (a == nullptr || b == nullptr) return false;
+  return *a == *b;
+}
+
+void put_time(Json& out, const char* key, const std::optional<TimePoint>& t) {
+  if (t) out.emplace(key, schedule::format_rfc3339(*t));
+}
+
+}  // namespace
+
+const Json& capabilities_json(api::AgentType type) {
+  static const std::array<Json, kAgentTypes.size()> kTable = {
+      api::to_json(api::capabilities(kAgentTypes[0])),
+      api::to_json(api::capabilities(kAgentTypes[1])),
+      api::to_json(api::capabilities(kAgentTypes[2]))};
+  return kTable[static_cast<size_t>(type)];
+}
+
+bool same_conditions(const Conditions& a, const Conditions& b) {
+  return same_list(a, b);
+}
+bool same_recent_runs(const RecentRuns& a, const RecentRuns& b) {
+  return same_list(a, b);
+}
+
+bool operator==(const AgentStatus& a, const AgentStatus& b) {
+  return a.observed_generation == b.observed_generation &&
+         same_conditions(a.conditions, b.conditions) && a.phase == b.phase &&
+         a.last_schedule_time == b.last_schedule_time &&
+         a.last_heartbeat_time == b.last_heartbeat_time &&
+         a.next_heartbeat_time == b.next_heartbeat_time && a.paused_until == b.paused_until &&
+         a.active_run == b.active_run && a.spend == b.spend && a.capabilities == b.capabilities &&
+         same_recent_runs(a.recent_runs, b.recent_runs);
+}
+
+Json to_json(const Condition& c) {
+  Json out = Json::object();
+  out.emplace("type", c.type);
+  out.emplace("status", c.status);
+  out.emplace("observedGeneration", c.observed_generation);
+  out.emplace("lastTransitionTime", c.last_transition_time);
+  out.emplace("reason", c.reason);
+  out.emplace("message", c.message);
+  return out;
+}
+
+Json to_json(const AgentStatus& s) {
+  Json out = Json::object();
+  if (s.observed_generation) out.emplace("observedGeneration", *s.observed_generation);
+  if (s.conditions) {
+    Json& list = *out.emplace("conditions", Json::array()).first;
+    for (const Condition& c : *s.conditions) list.push_back(to_json(c));
+  }
+  if (!s.phase.empty()) out.emplace("phase", s.phase);
+  put_time(out, "lastScheduleTime", s.last_schedule_time);
+  put_time(out, "lastHeartbeatTime", s.last_heartbeat_time);
+  put_time(out, "nextHeartbeatTime", s.next_heartbeat_time);
+  put_time(out, "pausedUntil", s.paused_until);
+  if (!s.active_run.empty()) out.emplace("activeRun", s.active_run);
+  if (s.spend) out.emplace("spend", to_json(*s.spend));
+  if (s.capabilities) out.emplace("capabilities", capabilities_json(*s.capabilities));
+  if (s.recent_runs) out.emplace("recentRuns", to_json(*s.recent_runs));
+  return out;
+}
+
+ParsedAgentStatus parse_agent_status(const Json* stored) {
+  ParsedAgentStatus parsed;
+  if (stored == nullptr || !stored->is_object()) {
+    parsed.canonical = stored == nullptr;  // absent renders as absent
+    return parsed;
+  }
+  const Json& j = *stored;
+  AgentStatus& s = parsed.status;
+  s.observed_generation = int_at(j, "observedGeneration");
+  if (const Json* list = find_path(j, "conditions"); list != nullptr && list->is_array()) {
+    auto conditions = std::make_shared<std::vector<Condition>>();
+    conditions->reserve(list->size());
+    for (const Json& c : *list) {
+      conditions->push_back(Condition{
+          string_at(c, "type"), string_at(c, "status"), int_at(c, "observedGeneration").value_or(0),
+          string_at(c, "lastTransitionTime"), string_at(c, "reason"), string_at(c, "message")});
+    }
+    s.conditions = std::move(conditions);
+  }
+  s.phase = string_at(j, "phase");
+  s.last_schedule_time = time_at(j, "lastScheduleTime");
+  s.last_heartbeat_time = time_at(j, "lastHeartbeatTime");
+  s.next_heartbeat_time = time_at(j, "nextHeartbeatTime");
+  s.paused_until = time_at(j, "pausedUntil");
+  s.active_run = string_at(j, "activeRun");
+  if (find_path(j, "spend") != nullptr) s.spend = spend_from_status(j);
+  if (const Json* caps = find_path(j, "capabilities"); caps != nullptr) {
+    for (api::AgentType type : kAgentTypes) {
+      if (same_json(*caps, capabilities_json(type))) s.capabilities = type;
+    }
+  }
+  if (find_path(j, "recentRuns") != nullptr) {
+    s.recent_runs = std::make_shared<const std::vector<LedgerEntry>>(recent_from_status(j));
+  }
+  parsed.canonical = to_json(s) == j;
+  return parsed;
+}
+
+}  // namespace hb::controllers

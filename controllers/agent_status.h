@@ -1,0 +1,68 @@
+// Agent status as a typed value: parsed once per stored version (the view
+// cache keeps it), compared field by field by the decision and rendered to
+// JSON only when it must be written. Pure.
+//
+// The lists (conditions, recentRuns) are shared, immutable vectors, so a
+// desired status that only moves times or the phase shares them with the
+// stored one instead of copying every string.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/agent_types.h"
+#include "controllers/json_util.h"
+#include "controllers/spend_ledger.h"
+
+namespace hb::controllers {
+
+struct Condition {
+  std::string type;
+  std::string status;  // "True" | "False" | "Unknown"
+  int64_t observed_generation = 0;
+  std::string last_transition_time;  // kept verbatim while the status stays
+  std::string reason;
+  std::string message;
+  bool operator==(const Condition&) const = default;
+};
+
+using Conditions = std::shared_ptr<const std::vector<Condition>>;
+using RecentRuns = std::shared_ptr<const std::vector<LedgerEntry>>;
+
+struct AgentStatus {
+  std::optional<int64_t> observed_generation;
+  Conditions conditions;  // null: absent
+  std::string phase;      // empty: absent
+  std::optional<TimePoint> last_schedule_time;
+  std::optional<TimePoint> last_heartbeat_time;
+  std::optional<TimePoint> next_heartbeat_time;
+  std::optional<TimePoint> paused_until;
+  std::string active_run;  // empty: absent
+  std::optional<Spend> spend;
+  // The agent type whose capability table status.capabilities shows; null
+  // when absent or when it shows no table of ours.
+  std::optional<api::AgentType> capabilities;
+  RecentRuns recent_runs;  // null: absent
+};
+
+bool same_conditions(const Conditions& a, const Conditions& b);
+bool same_recent_runs(const RecentRuns& a, const RecentRuns& b);
+bool operator==(const AgentStatus& a, const AgentStatus& b);
+
+struct ParsedAgentStatus {
+  AgentStatus status;
+  // Rendering `status` gives back exactly the stored JSON (==). When not
+  // (a field of the wrong type, an older layout), the next decision rewrites it.
+  bool canonical = false;
+};
+
+ParsedAgentStatus parse_agent_status(const Json* stored);
+// status.capabilities as the CRD names them: the type's row of the table.
+const Json& capabilities_json(api::AgentType type);
+Json to_json(const AgentStatus& status);
+Json to_json(const Condition& condition);
+
+}  // namespace hb::controllers

@@ -1,0 +1,49 @@
+// Typed views of cached objects, built once per stored version: a reconcile
+// reads its Agent and the Agent's runs as views (AgentView, RunView) and
+// parses JSON only for objects whose resourceVersion changed since the last
+// reconcile of that agent, the way kube-rs keeps typed objects in its
+// reflector store. Entries are per agent and replaced on every reconcile, so
+// views of deleted runs go with the next pass and a deleted agent's with
+// forget(). Thread-safe; one reconcile per agent key runs at a time.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "controllers/agent_view.h"
+#include "controllers/run_view.h"
+
+namespace hb::controllers {
+
+struct AgentViews {
+  std::shared_ptr<const AgentView> agent;
+  std::vector<std::shared_ptr<const RunView>> runs;  // in the order of the runs given
+};
+
+class ViewCache {
+ public:
+  // Views of `agent` (key "ns/name") and of `runs`, reused where the
+  // resourceVersion is the one seen last time. An object without a
+  // resourceVersion is viewed afresh every time.
+  AgentViews views(const std::string& key, const Json& agent, const std::vector<Json>& runs);
+  void forget(const std::string& key);
+  std::size_t size() const;  // agents with entries
+
+ private:
+  template <typename View>
+  struct Versioned {
+    std::string resource_version;
+    std::shared_ptr<const View> view;
+  };
+  struct Entry {
+    Versioned<AgentView> agent;
+    std::unordered_map<std::string, Versioned<RunView>> runs;  // by run name
+  };
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const Entry>> entries_;
+};
+
+}  // namespace hb::controllers
