@@ -143,6 +143,11 @@ Json make_run_object(const AgentSpec& agent, std::string_view source, std::strin
   return run;
 }
 
+Json make_run_object(const AgentSpec& agent, const RunRequest& request) {
+  return make_run_object(agent, request.source, request.name, "", request.slot,
+                         request.trigger_detail);
+}
+
 bool monthly_budget_spent(const AgentView& agent, TimePoint now) {
   const Spend spend = spend_this_month(agent.status.spend, now);
   schedule::BlockInput in;
@@ -252,7 +257,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
         return r.view->name == name;
       });
       if (!exists && queued.empty()) {
-        d.create_run = make_run_object(spec, kSourceScheduler, name, "", slot.run_slot, "");
+        d.create_run = RunRequest{name, kSourceScheduler, slot.run_slot, ""};
         d.events.push_back(
             {EventTarget::kAgent, spec.name, false, "RunScheduled",
              "created HeartbeatRun " + name + " for " + format_rfc3339(*slot.run_slot),
@@ -292,7 +297,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   }
   std::vector<std::string> startable;
   for (const RunObservation* q : queued) startable.push_back(q->view->name);
-  if (d.create_run) startable.push_back(string_at(*d.create_run, "metadata/name"));
+  if (d.create_run) startable.push_back(d.create_run->name);
   if (wait_reason.empty() && !startable.empty()) {
     d.start_run = startable.front();
     active = d.start_run;
@@ -310,9 +315,9 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   // 5. Manual invocation by annotation.
   if (view.invoke && !spec.deleting) {
     const std::string& reason = *view.invoke;
-    d.invoke_run = make_run_object(
-        spec, kSourceManual, invoke_run_name(spec, reason, view.resource_version), "", std::nullopt,
-        reason.empty() ? "kubectl annotate heartbeat.dev/invoke" : reason);
+    d.invoke_run =
+        RunRequest{invoke_run_name(spec, reason, view.resource_version), kSourceManual,
+                   std::nullopt, reason.empty() ? "kubectl annotate heartbeat.dev/invoke" : reason};
   }
 
   // 6. History: keep historyLimits finished runs whose cost is recorded.

@@ -40,6 +40,15 @@ inline constexpr const char* kAgentPhaseInvalid = "Invalid";
 inline constexpr std::chrono::seconds kStatusCoalesceSecondsDefault{10};
 inline constexpr std::chrono::seconds kStatusCoalesceSecondsMax{300};
 
+// A run the decision wants created; make_run_object gives the object to
+// create (built only for the write).
+struct RunRequest {
+  std::string name;         // deterministic: the slot's or the annotation's
+  std::string_view source;  // kSourceScheduler | kSourceManual
+  std::optional<TimePoint> slot;
+  std::string trigger_detail;
+};
+
 struct AgentDecisionInput {
   // The agent: its view (the shell keeps one per stored version), or the
   // object itself, viewed here. One of the two is required.
@@ -58,10 +67,10 @@ struct AgentDecision {
   // The status differs only by a run's start and waits for the coalescing
   // window (status_changed is false; requeue_at is no later than the window's end).
   bool status_deferred = false;
-  bool ledger_changed = false;     // spend/recentRuns grew: the write must be conditional
-  std::optional<Json> create_run;  // a scheduler run for `scheduled_slot`
+  bool ledger_changed = false;           // spend/recentRuns grew: the write must be conditional
+  std::optional<RunRequest> create_run;  // a scheduler run for `scheduled_slot`
   std::optional<TimePoint> scheduled_slot;
-  std::optional<Json> invoke_run;        // a manual run asked for by annotation
+  std::optional<RunRequest> invoke_run;  // a manual run asked for by annotation
   std::optional<std::string> start_run;  // a Queued run to start now (Job)
   std::vector<std::string> mark;         // write final status + costRecorded after the status
   std::map<std::string, std::string> queued_messages;  // Queued runs: why they wait
@@ -75,6 +84,8 @@ struct AgentDecision {
 
 AgentDecision decide_agent(const AgentDecisionInput& input);
 
+// The run object a decision asks for.
+Json make_run_object(const AgentSpec& agent, const RunRequest& request);
 // The run object for a scheduler slot (deterministic name) or a manual/callback run.
 Json make_run_object(const AgentSpec& agent, std::string_view source, std::string_view name,
                      std::string_view generate_name, std::optional<TimePoint> slot,

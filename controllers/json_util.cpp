@@ -88,28 +88,6 @@ bool same_json(const Json& a, const Json& b) {
   }
 }
 
-void JsonEdit::put(const char* key, Json value) {
-  auto it = json_.find(key);
-  if (it == json_.end()) {
-    changed_ = true;
-    json_.emplace(key, std::move(value));
-    return;
-  }
-  if (*it != value) changed_ = true;
-  if (!same_json(*it, value)) *it = std::move(value);
-}
-
-void JsonEdit::put_string(const char* key, std::string_view value) {
-  auto it = json_.find(key);
-  if (it != json_.end() && it->is_string() && it->get_ref<const std::string&>() == value) return;
-  changed_ = true;
-  json_[key] = std::string(value);
-}
-
-void JsonEdit::erase(const char* key) {
-  if (json_.erase(key) > 0) changed_ = true;
-}
-
 namespace {
 
 bool parse_digits(std::string_view text, size_t pos, size_t count, int& out) {

@@ -32,23 +32,6 @@ std::optional<TimePoint> time_at(const Json& object, std::string_view path);
 // (1.0 and 1 print differently) and floats compare bit for bit.
 bool same_json(const Json& a, const Json& b);
 
-// Edits a copy of an object and tells whether the result differs (==) from
-// the original, without comparing the whole tree. Values that are already
-// the same_json are left alone. Each key is edited at most once.
-class JsonEdit {
- public:
-  explicit JsonEdit(const Json& original) : json_(original) {}
-  void put(const char* key, Json value);
-  void put_string(const char* key, std::string_view value);  // no allocation when equal
-  void erase(const char* key);
-  bool changed() const { return changed_; }
-  Json take() { return std::move(json_); }
-
- private:
-  Json json_;
-  bool changed_ = false;
-};
-
 // RFC 3339 as Kubernetes writes it: "2024-02-29T12:00:00Z", with optional
 // fractional seconds (MicroTime) and a numeric offset. nullopt when malformed.
 std::optional<TimePoint> parse_rfc3339(std::string_view text);

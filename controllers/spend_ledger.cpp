@@ -90,47 +90,4 @@ Json to_json(const std::vector<LedgerEntry>& recent) {
   return out;
 }
 
-namespace {
-
-const Json* member(const Json& object, const char* key) {
-  auto it = object.find(key);
-  return it == object.end() ? nullptr : &*it;
-}
-bool string_is(const Json* value, std::string_view want) {
-  return value != nullptr && value->is_string() && value->get_ref<const std::string&>() == want;
-}
-bool value_is(const Json* value, const Json& want) {
-  return value != nullptr && same_json(*value, want);
-}
-
-}  // namespace
-
-bool matches_json(const Json& json, const Spend& spend) {
-  return json.is_object() && json.size() == 4 && string_is(member(json, "period"), spend.period) &&
-         value_is(member(json, "cents"), Json(spend.cents)) &&
-         value_is(member(json, "inputTokens"), Json(spend.input_tokens)) &&
-         value_is(member(json, "outputTokens"), Json(spend.output_tokens));
-}
-
-bool matches_json(const Json& json, const std::vector<LedgerEntry>& recent) {
-  if (!json.is_array() || json.size() != recent.size()) return false;
-  for (size_t i = 0; i < recent.size(); ++i) {
-    const Json& item = json[i];
-    const LedgerEntry& e = recent[i];
-    const size_t keys = 3 + (e.exit_code ? 1 : 0) + (e.finished_at ? 1 : 0);
-    if (!item.is_object() || item.size() != keys || !string_is(member(item, "name"), e.name) ||
-        !string_is(member(item, "phase"), e.phase) ||
-        !value_is(member(item, "costCents"), Json(e.cost_cents))) {
-      return false;
-    }
-    if (e.exit_code && !value_is(member(item, "exitCode"), Json(*e.exit_code))) return false;
-    if (e.finished_at) {
-      char buf[schedule::kRfc3339Size];
-      const size_t n = schedule::format_rfc3339(*e.finished_at, buf);
-      if (!string_is(member(item, "finishedAt"), std::string_view(buf, n))) return false;
-    }
-  }
-  return true;
-}
-
 }  // namespace hb::controllers

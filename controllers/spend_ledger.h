@@ -82,9 +82,4 @@ Spend spend_from_status(const Json& agent_status);
 std::vector<LedgerEntry> recent_from_status(const Json& agent_status);
 Json to_json(const Spend& spend);
 Json to_json(const std::vector<LedgerEntry>& recent);
-// `json` is what to_json would give (same_json), so it can be kept without
-// building the new one.
-bool matches_json(const Json& json, const Spend& spend);
-bool matches_json(const Json& json, const std::vector<LedgerEntry>& recent);
-
 }  // namespace hb::controllers

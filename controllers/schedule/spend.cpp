@@ -6,11 +6,19 @@
 namespace hb::schedule {
 
 std::string spend_period(TimePoint t) {
+  // By hand, not snprintf: every decision asks for it.
   const std::chrono::year_month_day ymd{std::chrono::floor<std::chrono::days>(t)};
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "%04d-%02u", static_cast<int>(ymd.year()),
-                static_cast<unsigned>(ymd.month()));
-  return buf;
+  const int year = static_cast<int>(ymd.year());
+  const unsigned month = static_cast<unsigned>(ymd.month());
+  if (year < 0 || year > 9999) return std::to_string(year) + "-" + std::to_string(month);
+  const char text[] = {static_cast<char>('0' + year / 1000),
+                       static_cast<char>('0' + year / 100 % 10),
+                       static_cast<char>('0' + year / 10 % 10),
+                       static_cast<char>('0' + year % 10),
+                       '-',
+                       static_cast<char>('0' + month / 10),
+                       static_cast<char>('0' + month % 10)};
+  return std::string(text, sizeof text);
 }
 
 TimePoint start_of_next_period(TimePoint t) {

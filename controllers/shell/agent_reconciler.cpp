@@ -387,11 +387,11 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   // 2. Runs to create.
   bool start_allowed = true;
   if (d.create_run) {
-    const std::string run_name = name_of(*d.create_run);
+    const std::string& run_name = d.create_run->name;
     try {
-      runs.push_back(create_run(ns, *d.create_run));
+      runs.push_back(create_run(ns, make_run_object(spec, *d.create_run)));
       spdlog::info("event=run_created agent={}/{} run={} slot={}", ns, name, run_name,
-                   string_at(*d.create_run, "spec/scheduledTime"));
+                   schedule::format_rfc3339(d.create_run->slot.value_or(now)));
     } catch (const ApiError& e) {
       if (!is(e, ErrorKind::kAlreadyExists)) throw;
       Json existing = client_->get(res::kHeartbeatRuns, ns, run_name);
@@ -409,7 +409,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   }
   if (d.invoke_run) {
     try {
-      create_run(ns, *d.invoke_run);
+      create_run(ns, make_run_object(spec, *d.invoke_run));
     } catch (const ApiError& e) {
       if (!is(e, ErrorKind::kAlreadyExists)) throw;
     }
@@ -420,7 +420,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
     count_write(kWriteAgentAnnotation);
     overlay_.put(kKindAgents, updated);
     agent["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"];
-    spdlog::info("event=run_invoked agent={}/{} run={}", ns, name, name_of(*d.invoke_run));
+    spdlog::info("event=run_invoked agent={}/{} run={}", ns, name, d.invoke_run->name);
   }
 
   // 3. The agent status (conditional: counts spend exactly once).

@@ -28,11 +28,11 @@ TEST(AgentDecision, FirstHeartbeatOneIntervalAfterCreationNotAtOnce) {
 
   d = w.step(at("2024-05-01T12:05:00Z"));
   ASSERT_TRUE(d.create_run);
-  EXPECT_EQ((*d.create_run)["metadata"]["name"], "bot-1714565100");
-  EXPECT_EQ((*d.create_run)["spec"]["invocationSource"], "scheduler");
-  EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T12:05:00Z");
-  EXPECT_EQ((*d.create_run)["metadata"]["ownerReferences"][0]["uid"], "uid-bot");
-  EXPECT_EQ((*d.create_run)["metadata"]["labels"]["heartbeat.dev/agent"], "bot");
+  EXPECT_EQ(created_run(w.agent, d)["metadata"]["name"], "bot-1714565100");
+  EXPECT_EQ(created_run(w.agent, d)["spec"]["invocationSource"], "scheduler");
+  EXPECT_EQ(created_run(w.agent, d)["spec"]["scheduledTime"], "2024-05-01T12:05:00Z");
+  EXPECT_EQ(created_run(w.agent, d)["metadata"]["ownerReferences"][0]["uid"], "uid-bot");
+  EXPECT_EQ(created_run(w.agent, d)["metadata"]["labels"]["heartbeat.dev/agent"], "bot");
   EXPECT_EQ(d.start_run, "bot-1714565100");
   EXPECT_EQ(d.status_json()["activeRun"], "bot-1714565100");
   EXPECT_EQ(d.status_json()["phase"], "Running");
@@ -49,14 +49,14 @@ TEST(AgentDecision, SlotsAreAnchoredNotDriftingWithRunLength) {
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
   d = w.step(at("2024-05-01T12:10:00Z"));
   ASSERT_TRUE(d.create_run);
-  EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T12:10:00Z");
+  EXPECT_EQ(created_run(w.agent, d)["spec"]["scheduledTime"], "2024-05-01T12:10:00Z");
 }
 
 TEST(AgentDecision, AfterDowntimeOnlyTheMostRecentMissedSlotRunsNeverABurst) {
   World w{agent()};
   AgentDecision d = w.step(at("2024-05-01T13:02:00Z"));  // 12 slots due, 12:05 .. 13:00
   ASSERT_TRUE(d.create_run);
-  EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T13:00:00Z");
+  EXPECT_EQ(created_run(w.agent, d)["spec"]["scheduledTime"], "2024-05-01T13:00:00Z");
   EXPECT_TRUE(has_event(d, "MissedSchedule"));
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T13:05:00Z");
   d = w.step(at("2024-05-01T13:02:01Z"));  // nothing more
@@ -73,7 +73,7 @@ TEST(AgentDecision, MissedSlotOlderThanStartingDeadlineIsSkipped) {
   EXPECT_EQ(*d.requeue_at, at("2024-05-01T13:05:00Z"));
   d = w.step(at("2024-05-01T13:05:30Z"));  // 30 s late: within the deadline
   ASSERT_TRUE(d.create_run);
-  EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T13:05:00Z");
+  EXPECT_EQ(created_run(w.agent, d)["spec"]["scheduledTime"], "2024-05-01T13:05:00Z");
 }
 
 TEST(AgentDecision, CronScheduleInUtc) {
@@ -86,12 +86,12 @@ TEST(AgentDecision, CronScheduleInUtc) {
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-02T09:00:00Z");
   d = w.step(at("2024-05-02T09:00:00Z"));
   ASSERT_TRUE(d.create_run);
-  w.finish((*d.create_run)["metadata"]["name"], at("2024-05-02T09:01:00Z"), 0);
+  w.finish(created_run(w.agent, d)["metadata"]["name"], at("2024-05-02T09:01:00Z"), 0);
   d = w.step(at("2024-05-02T09:01:00Z"));
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-03T09:00:00Z");
   d = w.step(at("2024-05-03T09:05:00Z"));  // Friday, five minutes late
   ASSERT_TRUE(d.create_run);
-  w.finish((*d.create_run)["metadata"]["name"], at("2024-05-03T09:06:00Z"), 0);
+  w.finish(created_run(w.agent, d)["metadata"]["name"], at("2024-05-03T09:06:00Z"), 0);
   d = w.step(at("2024-05-03T09:06:00Z"));
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-06T09:00:00Z");  // skips the weekend
 }
@@ -196,8 +196,8 @@ TEST(AgentDecision, PausedUntilBlocksAndClockJumpsBothWays) {
   // The clock jumps forward past pausedUntil: the pause lifts.
   d = w.step(at("2024-05-01T12:41:00Z"));
   ASSERT_TRUE(d.create_run);
-  EXPECT_EQ((*d.create_run)["spec"]["scheduledTime"], "2024-05-01T12:40:00Z");
-  w.finish((*d.create_run)["metadata"]["name"], at("2024-05-01T12:42:00Z"), 0);
+  EXPECT_EQ(created_run(w.agent, d)["spec"]["scheduledTime"], "2024-05-01T12:40:00Z");
+  w.finish(created_run(w.agent, d)["metadata"]["name"], at("2024-05-01T12:42:00Z"), 0);
   w.step(at("2024-05-01T12:42:00Z"));
   // ... and back before it: the pause applies again, nothing is scheduled.
   d = w.step(at("2024-05-01T12:20:00Z"));
@@ -391,12 +391,16 @@ TEST(AgentDecision, InvokeAnnotationAsksForAManualRunWithAStableName) {
   AgentDecision d1 = decide(a, {}, kCreated);
   AgentDecision d2 = decide(a, {}, kCreated + 5s);
   ASSERT_TRUE(d1.invoke_run);
-  EXPECT_EQ((*d1.invoke_run)["spec"]["invocationSource"], "manual");
-  EXPECT_EQ((*d1.invoke_run)["spec"]["triggerDetail"], "check the queue");
-  EXPECT_EQ((*d1.invoke_run)["metadata"]["name"], (*d2.invoke_run)["metadata"]["name"]);
+  const Json run = make_run_object(view_agent(a).spec.spec, *d1.invoke_run);
+  EXPECT_EQ(run["spec"]["invocationSource"], "manual");
+  EXPECT_EQ(run["spec"]["triggerDetail"], "check the queue");
+  EXPECT_FALSE(run["spec"].contains("scheduledTime"));
+  EXPECT_EQ(run["metadata"]["name"], d1.invoke_run->name);
+  EXPECT_EQ(run["metadata"]["ownerReferences"][0]["uid"], "uid-bot");
+  EXPECT_EQ(d1.invoke_run->name, d2.invoke_run->name);
   a["metadata"]["resourceVersion"] = "101";
   AgentDecision d3 = decide(a, {}, kCreated);
-  EXPECT_NE((*d1.invoke_run)["metadata"]["name"], (*d3.invoke_run)["metadata"]["name"]);
+  EXPECT_NE(d1.invoke_run->name, d3.invoke_run->name);
 }
 
 TEST(AgentDecision, ManualOnlyAgentWithoutScheduleIsValidAndNeverSchedules) {
@@ -413,7 +417,8 @@ TEST(AgentDecision, LongAgentNamesGiveValidRunNames) {
   World w{agent(long_name)};
   AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
   ASSERT_TRUE(d.create_run);
-  EXPECT_TRUE(schedule::is_dns1123_label((*d.create_run)["metadata"]["name"].get<std::string>()));
+  EXPECT_TRUE(
+      schedule::is_dns1123_label(created_run(w.agent, d)["metadata"]["name"].get<std::string>()));
 }
 
 TEST(AgentDecision, ClockStepsBackBehindLastScheduleTimeSchedulesNothing) {

@@ -154,6 +154,11 @@ inline AgentDecision decide(const Json& a, const std::vector<Json>& runs, TimePo
   return decide_agent(in);
 }
 
+// The object the shell would create for the decision's scheduler run.
+inline Json created_run(const Json& agent, const AgentDecision& d) {
+  return make_run_object(view_agent(agent).spec.spec, *d.create_run);
+}
+
 inline const Json* condition(const Json& status, const std::string& type) {
   for (const Json& c : status["conditions"]) {
     if (c["type"] == type) return &c;
@@ -179,7 +184,7 @@ struct World {
   AgentDecision step(TimePoint now, bool secret_exists = true) {
     AgentDecision d = decide(agent, runs, now, secret_exists, coalesce);
     if (d.create_run) {
-      Json r = *d.create_run;
+      Json r = created_run(agent, d);
       r["metadata"]["uid"] = "uid-" + r["metadata"]["name"].get<std::string>();
       r["metadata"]["creationTimestamp"] = fmt(now);
       runs.push_back(r);

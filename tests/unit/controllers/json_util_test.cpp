@@ -20,28 +20,6 @@ TEST(JsonUtil, SameJsonIsEqualityThatAlsoPrintsTheSame) {
   EXPECT_FALSE(same_json(Json{{"a", 1}}, Json{{"a", 1}, {"b", 1}}));
 }
 
-TEST(JsonUtil, JsonEditTellsChangeLikeEquality) {
-  const Json original = {{"n", 1}, {"s", "x"}, {"gone", true}};
-  JsonEdit edit(original);
-  edit.put("n", 1.0);  // == 1: not a change, but the new form is written
-  edit.put_string("s", "x");
-  EXPECT_FALSE(edit.changed());
-  edit.erase("missing");
-  EXPECT_FALSE(edit.changed());
-  edit.erase("gone");
-  EXPECT_TRUE(edit.changed());
-  const Json result = edit.take();
-  EXPECT_TRUE(result["n"].is_number_float());
-  EXPECT_FALSE(result.contains("gone"));
-
-  JsonEdit add(original);
-  add.put("new", nullptr);
-  EXPECT_TRUE(add.changed());
-  JsonEdit retype(original);
-  retype.put_string("n", "1");
-  EXPECT_TRUE(retype.changed());
-}
-
 TEST(JsonUtil, StringViewAtPointsIntoTheObject) {
   const Json j = {{"metadata", {{"name", "bot"}, {"n", 1}}}};
   EXPECT_EQ(string_view_at(j, "metadata/name"), "bot");

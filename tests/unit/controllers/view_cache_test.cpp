@@ -1,0 +1,63 @@
+// The reconciler's view cache: a view is rebuilt only when its object's
+// resourceVersion moved, and views of objects that are gone are dropped.
+#include "controllers/shell/view_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/controllers/fixtures.h"
+
+namespace hb::controllers {
+namespace {
+
+using namespace testing;
+
+TEST(ViewCache, ReusesViewsWhileTheResourceVersionStays) {
+  ViewCache cache;
+  Json a = agent();
+  std::vector<Json> runs = {run("bot-1"), run("bot-2")};
+  const AgentViews first = cache.views("ns/bot", a, runs);
+  const AgentViews again = cache.views("ns/bot", a, runs);
+  EXPECT_EQ(first.agent, again.agent);
+  EXPECT_EQ(first.runs, again.runs);
+  EXPECT_EQ(first.runs[1]->name, "bot-2");
+
+  // The agent changed (its status written): a new view with the new status.
+  a["status"] = {{"phase", "Running"}};
+  a["metadata"]["resourceVersion"] = "101";
+  runs[0]["status"] = {{"phase", "Running"}};
+  runs[0]["metadata"]["resourceVersion"] = "201";
+  const AgentViews changed = cache.views("ns/bot", a, runs);
+  EXPECT_NE(changed.agent, first.agent);
+  EXPECT_EQ(changed.agent->status.phase, "Running");
+  EXPECT_NE(changed.runs[0], first.runs[0]);
+  EXPECT_EQ(changed.runs[0]->phase, RunPhase::kRunning);
+  EXPECT_EQ(changed.runs[1], first.runs[1]);  // untouched run: same view
+}
+
+TEST(ViewCache, ViewsOfDeletedRunsAndAgentsAreDropped) {
+  ViewCache cache;
+  const Json a = agent();
+  AgentViews both = cache.views("ns/bot", a, {run("bot-1"), run("bot-2")});
+  const std::weak_ptr<const RunView> gone = both.runs[0];
+  const AgentViews one = cache.views("ns/bot", a, {run("bot-2")});
+  EXPECT_EQ(one.runs[0], both.runs[1]);
+  const std::weak_ptr<const RunView> kept = both.runs[1];
+  { AgentViews drop = std::move(both); }
+  EXPECT_TRUE(gone.expired());  // the cache no longer holds bot-1's view
+  EXPECT_FALSE(kept.expired());
+  EXPECT_EQ(cache.size(), 1u);
+  cache.forget("ns/bot");
+  EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(ViewCache, ObjectsWithoutAResourceVersionAreViewedEveryTime) {
+  ViewCache cache;
+  Json a = agent();
+  a["metadata"].erase("resourceVersion");
+  const AgentViews first = cache.views("ns/bot", a, {});
+  const AgentViews second = cache.views("ns/bot", a, {});
+  EXPECT_NE(first.agent, second.agent);
+}
+
+}  // namespace
+}  // namespace hb::controllers
