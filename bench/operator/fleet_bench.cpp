@@ -7,7 +7,7 @@
 // heartbeat, operator CPU and peak RSS. Printed, not asserted.
 //
 //   scripts/bench-fleet.sh            (starts and stops its own control plane)
-//   hb_operator_fleet_bench --agents=1000 --minutes=3 --qps=200 --burst=400
+//   hb_operator_fleet_bench --agents=1000 --minutes=3 --qps=200 --burst=400 --workers=4
 #include <unistd.h>
 
 #include <cstdio>
@@ -34,6 +34,7 @@ struct Options {
   int minutes = 3;
   int qps = 200;
   int burst = 400;
+  int workers = 4;  // the operator's --workers (its default)
 };
 
 Options parse(int argc, char** argv) {
@@ -52,9 +53,11 @@ Options parse(int argc, char** argv) {
       o.qps = *v3;
     else if (auto v4 = value("--burst"))
       o.burst = *v4;
+    else if (auto v5 = value("--workers"))
+      o.workers = *v5;
     else
       throw std::invalid_argument("unknown flag " + a +
-                                  " (use --agents= --minutes= --qps= --burst=)");
+                                  " (use --agents= --minutes= --qps= --burst= --workers=)");
   }
   return o;
 }
@@ -101,11 +104,11 @@ int main(int argc, char** argv) {
   const std::string ns = ClusterFixture::make_namespace("fleet");
   std::cout << "fleet bench: " << opt.agents << " agents at 1m in namespace " << ns << ", "
             << opt.minutes << " measured minutes, operator --qps=" << opt.qps
-            << " --burst=" << opt.burst << std::endl;
+            << " --burst=" << opt.burst << " --workers=" << opt.workers << std::endl;
 
   OperatorProcess op({"--namespace=" + ns, "--leader-elect=false", "--runner-image=runner:bench",
                       "--qps=" + std::to_string(opt.qps), "--burst=" + std::to_string(opt.burst),
-                      "--log-level=warn"},
+                      "--workers=" + std::to_string(opt.workers), "--log-level=warn"},
                      "/tmp/hb-fleet-operator.log");
   op.start();
   if (!wait_until([&] { return op.ready(); }, std::chrono::seconds(60))) {
