@@ -12,6 +12,9 @@
 #   control-plane.sh status DIR
 #
 # Several DIRs may run at once: ports are chosen free, state is per DIR.
+# Env: HB_KCM_API_QPS / HB_KCM_API_BURST set kube-controller-manager's own
+# API rate (Kubernetes' defaults, 20 / 30, unless set; the fleet bench raises
+# them: the Job controller creates every heartbeat's Pod).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -164,6 +167,7 @@ start_controller_manager() {
     --kubeconfig "$dir/controller-manager.kubeconfig" \
     --controllers job,garbagecollector,serviceaccount,serviceaccount-token,namespace,ttl-after-finished \
     --service-account-private-key-file "$c/sa.key" --root-ca-file "$c/ca.crt" \
+    --kube-api-qps "${HB_KCM_API_QPS:-20}" --kube-api-burst "${HB_KCM_API_BURST:-30}" \
     --leader-elect=false --port 0 --secure-port 0 --logtostderr=true --v=1
 }
 
