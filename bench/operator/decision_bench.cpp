@@ -1,6 +1,6 @@
 // Scheduling decisions for 10,000 agents in one process (target: at most
 // 50 ms in total). Printed, not asserted:
-//   build-operator/bench/operator/hb_operator_decision_bench
+//   build/bench/operator/hb_operator_decision_bench
 #include <benchmark/benchmark.h>
 
 #include <memory>
