@@ -21,4 +21,4 @@ eval "$(bash tests/e2e/control-plane.sh up "$state")"
 kubectl apply -f crds/ >/dev/null
 kubectl wait --for condition=established --timeout=60s \
   crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev >/dev/null
-HB_BUILD_DIR="$PWD/build" build/bench/operator/hb_operator_fleet_bench "$@"
+HB_CONTROL_PLANE_DIR="$state" HB_BUILD_DIR="$PWD/build" build/bench/operator/hb_operator_fleet_bench "$@"

@@ -6,10 +6,21 @@
 // Prometheus' histogram_quantile would), API requests and writes per
 // heartbeat, operator CPU and peak RSS. Printed, not asserted.
 //
+// Before the operator starts it probes the API server's own ceiling: how
+// many small creates per second it takes from --probe-clients concurrent
+// clients (the floor under any burst of heartbeats). Over the measured
+// minutes it also reads the CPU of etcd, kube-apiserver and
+// kube-controller-manager (HB_CONTROL_PLANE_DIR/pids, as control-plane.sh
+// writes them), so a saturated control plane shows as such.
+//
 //   scripts/bench-fleet.sh            (starts and stops its own control plane)
 //   hb_operator_fleet_bench --agents=1000 --minutes=3 --qps=200 --burst=400 --workers=4
+//       [--spread-seconds=60]  create the agents over 60 s, so their slots
+//                              spread over the minute (default 0: all at once)
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -26,6 +37,7 @@ using namespace hb::testing;
 namespace res = hb::kube::resources;
 
 constexpr int kCreateThreads = 8;
+constexpr const char* kControlPlaneProcesses[] = {"etcd", "apiserver", "controller-manager"};
 constexpr auto kPodRunFor = std::chrono::seconds(2);
 constexpr auto kWarmUpRound = std::chrono::seconds(60);
 
@@ -35,6 +47,9 @@ struct Options {
   int qps = 200;
   int burst = 400;
   int workers = 4;  // the operator's --workers (its default)
+  int spread_seconds = 0;
+  int probe_writes = 2000;
+  int probe_clients = 32;
 };
 
 Options parse(int argc, char** argv) {
@@ -55,9 +70,23 @@ Options parse(int argc, char** argv) {
       o.burst = *v4;
     else if (auto v5 = value("--workers"))
       o.workers = *v5;
+    else if (auto v6 = value("--spread-seconds"))
+      o.spread_seconds = *v6;
+    else if (auto v7 = value("--probe-writes"))
+      o.probe_writes = *v7;
+    else if (auto v8 = value("--probe-clients"))
+      o.probe_clients = *v8;
     else
-      throw std::invalid_argument("unknown flag " + a +
-                                  " (use --agents= --minutes= --qps= --burst= --workers=)");
+      throw std::invalid_argument(
+          "unknown flag " + a +
+          " (use --agents= --minutes= --qps= --burst= --workers= --spread-seconds= "
+          "--probe-writes= --probe-clients=)");
+  }
+  if (o.agents < 1 || o.minutes < 1 || o.spread_seconds < 0 || o.probe_writes < 0 ||
+      o.probe_clients < 1) {
+    throw std::invalid_argument(
+        "--agents, --minutes and --probe-clients must be >= 1; --spread-seconds and "
+        "--probe-writes >= 0");
   }
   return o;
 }
@@ -78,6 +107,65 @@ std::pair<double, long> cpu_and_peak_rss(pid_t pid) {
     if (line.rfind("VmHWM:", 0) == 0) hwm = std::stol(line.substr(6));
   }
   return {cpu, hwm};
+}
+
+double cpu_of_pid_file(const std::string& path) {
+  std::ifstream in(path);
+  pid_t pid = 0;
+  if (!(in >> pid) || pid <= 0) return 0;
+  return cpu_and_peak_rss(pid).first;
+}
+
+// CPU seconds used so far by each control-plane process (0 when unknown).
+std::map<std::string, double> control_plane_cpu() {
+  std::map<std::string, double> cpu;
+  const std::string dir = env("HB_CONTROL_PLANE_DIR");
+  for (const char* name : kControlPlaneProcesses) {
+    cpu[name] = dir.empty() ? 0 : cpu_of_pid_file(dir + "/pids/" + name + ".pid");
+  }
+  return cpu;
+}
+
+double quantile_of_sorted(const std::vector<double>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  return sorted[std::min(sorted.size() - 1, static_cast<size_t>(q * sorted.size()))];
+}
+
+// The API server's ceiling for small creates: `writes` ConfigMaps from
+// `clients` threads at once (the operator watches no ConfigMaps).
+void probe_write_ceiling(hb::kube::Client& client, const std::string& ns, int writes,
+                         int clients) {
+  if (writes == 0) return;
+  std::vector<std::vector<double>> latencies(clients);
+  std::atomic<int> next{0};
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::thread> threads;
+  for (int t = 0; t < clients; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = next++; i < writes; i = next++) {
+        const json cm = {{"apiVersion", "v1"},
+                         {"kind", "ConfigMap"},
+                         {"metadata", {{"name", "probe-" + std::to_string(i)}}},
+                         {"data", {{"k", "v"}}}};
+        const auto t0 = std::chrono::steady_clock::now();
+        client.create(res::kConfigMaps, ns, cm);
+        latencies[t].push_back(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::vector<double> all;
+  for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  std::printf(
+      "API server ceiling: %d ConfigMap creates from %d clients in %.2f s = %.0f creates/s "
+      "(latency p50 %.1f ms, p99 %.1f ms)\n",
+      writes, clients, seconds, writes / seconds, 1000 * quantile_of_sorted(all, 0.5),
+      1000 * quantile_of_sorted(all, 0.99));
+  std::fflush(stdout);
 }
 
 // histogram_quantile over the operator's cumulative buckets.
@@ -133,7 +221,9 @@ int main(int argc, char** argv) {
   const std::string ns = ClusterFixture::make_namespace("fleet");
   std::cout << "fleet bench: " << opt.agents << " agents at 1m in namespace " << ns << ", "
             << opt.minutes << " measured minutes, operator --qps=" << opt.qps
-            << " --burst=" << opt.burst << " --workers=" << opt.workers << std::endl;
+            << " --burst=" << opt.burst << " --workers=" << opt.workers
+            << ", creation spread over " << opt.spread_seconds << " s" << std::endl;
+  probe_write_ceiling(*client, ns, opt.probe_writes, opt.probe_clients);
 
   OperatorProcess op({"--namespace=" + ns, "--leader-elect=false", "--runner-image=runner:bench",
                       "--qps=" + std::to_string(opt.qps), "--burst=" + std::to_string(opt.burst),
@@ -150,6 +240,10 @@ int main(int argc, char** argv) {
   for (int t = 0; t < kCreateThreads; ++t) {
     creators.emplace_back([&, t] {
       for (int i = t; i < opt.agents; i += kCreateThreads) {
+        // Agent i is created at i/agents of the spread, so slots fall evenly.
+        std::this_thread::sleep_until(
+            create_started + std::chrono::milliseconds(int64_t{1000} * opt.spread_seconds * i /
+                                                       opt.agents));
         json a = agent_manifest("agent-" + std::to_string(i),
                                 {{"prompt", "Heartbeat."}, {"interval", "1m"}});
         client->create(res::kAgents, ns, a);
@@ -186,7 +280,9 @@ int main(int argc, char** argv) {
   const double finished0 = op.metric("heartbeat_runs_total");
   const auto [cpu0, rss0] = cpu_and_peak_rss(op.pid());
   const LagHistogram lag0 = lag_histogram(op);
+  const auto plane_cpu0 = control_plane_cpu();
   std::this_thread::sleep_for(std::chrono::minutes(opt.minutes));
+  const auto plane_cpu1 = control_plane_cpu();
   const double requests = op.metric("rest_client_requests_total") - requests0;
   const double watches = op.metric("rest_client_requests_total{method=\"WATCH\"}");
   const double writes = op.metric("heartbeat_api_writes_total") - writes0;
@@ -221,6 +317,18 @@ int main(int argc, char** argv) {
               opt.minutes, 100.0 * (cpu1 - cpu0) / (minutes * 60));
   std::printf("| operator peak RSS | %.1f MiB |\n",
               static_cast<double>(std::max(rss0, rss1)) / 1024);
+  std::string plane;
+  double plane_total = 0;
+  for (const char* name : kControlPlaneProcesses) {
+    const double used = plane_cpu1.at(name) - plane_cpu0.at(name);
+    plane_total += used;
+    char part[96];
+    std::snprintf(part, sizeof part, "%s%s %.1f s", plane.empty() ? "" : ", ", name, used);
+    plane += part;
+  }
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  std::printf("| control plane CPU | %s (%.0f%% of the %ld cores in all) |\n", plane.c_str(),
+              100.0 * plane_total / (minutes * 60 * static_cast<double>(cores)), cores);
   try {
     client->remove(res::kNamespaces, "", ns);
   } catch (const std::exception&) {

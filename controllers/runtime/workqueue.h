@@ -2,6 +2,13 @@
 // queued at most once (dedup), handed to one worker at a time (a key added
 // while it is processed is queued again on done()), retried with per-key
 // exponential backoff, and delayed adds keep the earlier time.
+//
+// Two lanes: a key whose add_after time has come (a due slot, a deadline,
+// the end of a window) is handed out before keys queued by add() (watch
+// events, mostly echoes of the operator's own writes). Under a burst of due
+// slots the starts then do not wait behind those echoes. Retries after a
+// failure (add_rate_limited) take the ordinary lane, so a failing key never
+// jumps the line. Each lane is FIFO.
 #pragma once
 
 #include <chrono>
@@ -39,8 +46,9 @@ class WorkQueue {
                      std::chrono::milliseconds backoff_max = kWorkqueueBackoffMax);
 
   void add(const std::string& key);
-  // Ready after `delay`; if the key already waits for an earlier time, or is
-  // ready, nothing changes; a later wait is moved forward.
+  // Ready after `delay`, in the due lane; if the key already waits for an
+  // earlier time, or is ready, nothing changes (but a ready key moves to the
+  // due lane when this time has come already); a later wait is moved forward.
   void add_after(const std::string& key, std::chrono::milliseconds delay);
   // After a failure: backoff_min * 2^failures, at most backoff_max.
   void add_rate_limited(const std::string& key);
@@ -62,7 +70,14 @@ class WorkQueue {
 
  private:
   using TimePoint = std::chrono::steady_clock::time_point;
-  void add_locked(const std::string& key);
+  enum class Lane { kOrdinary, kDue };
+  struct Wait {
+    TimePoint ready;
+    Lane lane;
+  };
+  void add_locked(const std::string& key, Lane lane);
+  void add_after_locked(const std::string& key, std::chrono::milliseconds delay, Lane lane);
+  void push_locked(const std::string& key, Lane lane);
   void promote_due_locked(TimePoint now);
   std::optional<std::string> pop_locked();
 
@@ -70,10 +85,14 @@ class WorkQueue {
   std::chrono::milliseconds backoff_min_, backoff_max_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  std::deque<std::string> queue_;
+  // Lanes may hold stale entries (a key moved to the due lane, or already
+  // handed out); pop_locked skips any entry whose key is not ready.
+  std::deque<std::string> due_lane_, ordinary_lane_;
   std::set<std::string> dirty_;  // queued or to be re-queued after done()
+  std::set<std::string> dirty_due_;  // the dirty keys that go in the due lane
   std::set<std::string> processing_;
-  std::map<std::string, TimePoint> waiting_;  // key -> ready time
+  size_t ready_ = 0;  // dirty keys not being processed
+  std::map<std::string, Wait> waiting_;
   std::set<std::pair<TimePoint, std::string>> by_time_;
   std::map<std::string, int> failures_;
   uint64_t adds_ = 0, retries_ = 0;

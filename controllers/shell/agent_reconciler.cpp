@@ -257,8 +257,10 @@ void AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
     }
   }
   const std::string job_name = name_of(plan.job);
+  std::optional<TimePoint> job_created_at;  // unset when an earlier pass created it
   try {
     Json job = client_->create(res::kJobs, ns, plan.job);
+    job_created_at = clock_();
     count_write(kWriteJobCreate);
     overlay_.put(kKindJobs, job);
   } catch (const ApiError& e) {
@@ -278,9 +280,12 @@ void AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
   write_run_status(run, status, false);
   const std::string source = string_at(run, "spec/invocationSource", "manual");
   metrics_.counter_add("heartbeat_runs_started_total", {{"source", source}});
-  if (auto slot = time_at(run, "spec/scheduledTime"); slot && source == kSourceScheduler) {
+  // Lag as the issue defines it: the Job's creation (after its create call
+  // returned) minus the slot, so the run and Job writes are included.
+  auto slot = time_at(run, "spec/scheduledTime");
+  if (slot && job_created_at && source == kSourceScheduler) {
     metrics_.observe("heartbeat_schedule_lag_seconds", {},
-                     std::chrono::duration<double>(now - *slot).count());
+                     std::chrono::duration<double>(*job_created_at - *slot).count());
   }
   spdlog::info("event=run_started agent={}/{} run={} job={} source={}", ns, name_of(agent),
                run_name, job_name, source);

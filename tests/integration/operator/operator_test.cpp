@@ -153,6 +153,8 @@ TEST_F(OperatorTest, FirstRunAfterOneIntervalAndNoDuplicateForAnExistingSlotRun)
   EXPECT_EQ(ag["status"]["nextHeartbeatTime"], schedule::format_rfc3339(created_a + 60s));
   EXPECT_TRUE(condition(ag, "Ready", "True"));
   EXPECT_EQ(jobs(), 2u);
+  // One schedule-lag sample per Job this operator created for a scheduler run.
+  EXPECT_EQ(operator_->metric("heartbeat_schedule_lag_seconds_count"), 2);
 }
 
 TEST_F(OperatorTest, CostCountedOnceAcrossKillDashNineAndRestart) {

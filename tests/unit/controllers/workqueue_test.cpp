@@ -69,6 +69,67 @@ TEST(WorkQueue, AddNowBeatsAWait) {
   EXPECT_EQ(q.try_get(), std::nullopt);  // the wait was consumed
 }
 
+TEST(WorkQueue, DueKeysAreHandedOutBeforeEventKeysAndRetries) {
+  FakeSteadyClock clock;
+  WorkQueue q(clock.fn());
+  q.add("event-1");
+  q.add_rate_limited("retry");  // ready after 5 ms, in the ordinary lane
+  q.add_after("slot", 1s);
+  q.add("event-2");
+  clock.now += 1s;
+  EXPECT_EQ(q.stats().depth, 2u);  // the delayed two are promoted by the next get
+  EXPECT_EQ(q.stats().waiting, 2u);
+  EXPECT_EQ(q.try_get(), "slot");
+  EXPECT_EQ(q.try_get(), "event-1");
+  EXPECT_EQ(q.try_get(), "event-2");
+  EXPECT_EQ(q.try_get(), "retry");
+  EXPECT_EQ(q.try_get(), std::nullopt);
+  EXPECT_EQ(q.stats().depth, 0u);
+}
+
+TEST(WorkQueue, AQueuedKeyThatComesDueMovesAheadAndIsHandedOutOnce) {
+  FakeSteadyClock clock;
+  WorkQueue q(clock.fn());
+  q.add("a");
+  q.add("b");
+  q.add_after("b", 0ms);  // due now: ahead of a; its ordinary entry goes stale
+  EXPECT_EQ(q.stats().depth, 2u);
+  EXPECT_EQ(q.try_get(), "b");
+  EXPECT_EQ(q.try_get(), "a");
+  EXPECT_EQ(q.try_get(), std::nullopt);  // the stale entry of b is skipped
+  q.done("a");
+  q.done("b");
+  EXPECT_EQ(q.try_get(), std::nullopt);
+}
+
+TEST(WorkQueue, AKeyDueWhileProcessingIsRequeuedInTheDueLane) {
+  FakeSteadyClock clock;
+  WorkQueue q(clock.fn());
+  q.add("a");
+  ASSERT_EQ(q.try_get(), "a");
+  q.add("a");            // an event while a is processed
+  q.add_after("a", 2s);  // and its slot, which comes before done()
+  q.add("b");
+  clock.now += 2s;
+  EXPECT_EQ(q.try_get(), "b");  // a is still being processed
+  q.add("c");
+  q.done("a");
+  EXPECT_EQ(q.try_get(), "a");  // due: before c
+  EXPECT_EQ(q.try_get(), "c");
+  EXPECT_EQ(q.try_get(), std::nullopt);
+}
+
+TEST(WorkQueue, ARetryAtTheTimeOfADueWaitKeepsTheDueLane) {
+  FakeSteadyClock clock;
+  WorkQueue q(clock.fn(), 1s, 1000s);
+  q.add_after("a", 1s);
+  q.add_rate_limited("a");  // also 1 s: the due lane is kept
+  q.add("b");
+  clock.now += 1s;
+  EXPECT_EQ(q.try_get(), "a");
+  EXPECT_EQ(q.try_get(), "b");
+}
+
 TEST(WorkQueue, PerKeyExponentialBackoffFrom5msTo1000s) {
   FakeSteadyClock clock;
   WorkQueue q(clock.fn());
