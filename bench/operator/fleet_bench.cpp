@@ -133,8 +133,7 @@ double quantile_of_sorted(const std::vector<double>& sorted, double q) {
 
 // The API server's ceiling for small creates: `writes` ConfigMaps from
 // `clients` threads at once (the operator watches no ConfigMaps).
-void probe_write_ceiling(hb::kube::Client& client, const std::string& ns, int writes,
-                         int clients) {
+void probe_write_ceiling(hb::kube::Client& client, const std::string& ns, int writes, int clients) {
   if (writes == 0) return;
   std::vector<std::vector<double>> latencies(clients);
   std::atomic<int> next{0};
@@ -221,8 +220,8 @@ int main(int argc, char** argv) {
   const std::string ns = ClusterFixture::make_namespace("fleet");
   std::cout << "fleet bench: " << opt.agents << " agents at 1m in namespace " << ns << ", "
             << opt.minutes << " measured minutes, operator --qps=" << opt.qps
-            << " --burst=" << opt.burst << " --workers=" << opt.workers
-            << ", creation spread over " << opt.spread_seconds << " s" << std::endl;
+            << " --burst=" << opt.burst << " --workers=" << opt.workers << ", creation spread over "
+            << opt.spread_seconds << " s" << std::endl;
   probe_write_ceiling(*client, ns, opt.probe_writes, opt.probe_clients);
 
   OperatorProcess op({"--namespace=" + ns, "--leader-elect=false", "--runner-image=runner:bench",
@@ -242,8 +241,8 @@ int main(int argc, char** argv) {
       for (int i = t; i < opt.agents; i += kCreateThreads) {
         // Agent i is created at i/agents of the spread, so slots fall evenly.
         std::this_thread::sleep_until(
-            create_started + std::chrono::milliseconds(int64_t{1000} * opt.spread_seconds * i /
-                                                       opt.agents));
+            create_started +
+            std::chrono::milliseconds(int64_t{1000} * opt.spread_seconds * i / opt.agents));
         json a = agent_manifest("agent-" + std::to_string(i),
                                 {{"prompt", "Heartbeat."}, {"interval", "1m"}});
         client->create(res::kAgents, ns, a);

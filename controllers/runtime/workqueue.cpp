@@ -16,7 +16,7 @@ WorkQueue::WorkQueue(Clock clock, std::chrono::milliseconds backoff_min,
 }
 
 void WorkQueue::push_locked(const std::string& key, Lane lane) {
-  (lane == Lane::kDue ? due_lane_ : ordinary_lane_).push_back(key);
+  (lane == Lane::kPriority ? priority_lane_ : ordinary_lane_).push_back(key);
   cv_.notify_one();
 }
 
@@ -28,16 +28,16 @@ void WorkQueue::add_locked(const std::string& key, Lane lane) {
     waiting_.erase(it);
   }
   if (dirty_.count(key)) {
-    // Already queued: a due time that has come moves it to the due lane
-    // (its ordinary entry goes stale).
-    if (lane == Lane::kDue && dirty_due_.insert(key).second && !processing_.count(key)) {
-      push_locked(key, Lane::kDue);
+    // Already queued: a priority add moves it to the priority lane (its
+    // ordinary entry goes stale).
+    if (lane == Lane::kPriority && dirty_priority_.insert(key).second && !processing_.count(key)) {
+      push_locked(key, Lane::kPriority);
     }
     return;
   }
   ++adds_;
   dirty_.insert(key);
-  if (lane == Lane::kDue) dirty_due_.insert(key);
+  if (lane == Lane::kPriority) dirty_priority_.insert(key);
   if (processing_.count(key)) return;  // re-queued by done()
   push_locked(key, lane);
 }
@@ -60,7 +60,8 @@ void WorkQueue::add_after_locked(const std::string& key, std::chrono::millisecon
   if (it != waiting_.end()) {
     if (it->second.ready < ready) return;  // the earlier time wins
     if (it->second.ready == ready) {
-      if (lane == Lane::kDue) it->second.lane = Lane::kDue;  // a tie keeps the due lane
+      if (lane == Lane::kPriority)
+        it->second.lane = Lane::kPriority;  // a tie keeps the priority lane
       return;
     }
     by_time_.erase({it->second.ready, key});
@@ -72,9 +73,9 @@ void WorkQueue::add_after_locked(const std::string& key, std::chrono::millisecon
   cv_.notify_all();
 }
 
-void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds delay) {
+void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds delay, Lane lane) {
   std::lock_guard lock(mutex_);
-  add_after_locked(key, delay, Lane::kDue);
+  add_after_locked(key, delay, lane);
 }
 
 std::chrono::milliseconds WorkQueue::backoff_for(const std::string& key) const {
@@ -114,13 +115,13 @@ void WorkQueue::promote_due_locked(TimePoint now) {
 }
 
 std::optional<std::string> WorkQueue::pop_locked() {
-  for (std::deque<std::string>* lane : {&due_lane_, &ordinary_lane_}) {
+  for (std::deque<std::string>* lane : {&priority_lane_, &ordinary_lane_}) {
     while (!lane->empty()) {
       std::string key = std::move(lane->front());
       lane->pop_front();
       if (!dirty_.count(key) || processing_.count(key)) continue;  // a stale entry
       dirty_.erase(key);
-      dirty_due_.erase(key);
+      dirty_priority_.erase(key);
       processing_.insert(key);
       return key;
     }
@@ -156,7 +157,8 @@ std::optional<std::string> WorkQueue::try_get() {
 void WorkQueue::done(const std::string& key) {
   std::lock_guard lock(mutex_);
   processing_.erase(key);
-  if (dirty_.count(key)) push_locked(key, dirty_due_.count(key) ? Lane::kDue : Lane::kOrdinary);
+  if (dirty_.count(key))
+    push_locked(key, dirty_priority_.count(key) ? Lane::kPriority : Lane::kOrdinary);
 }
 
 void WorkQueue::shutdown() {

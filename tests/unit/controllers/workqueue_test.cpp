@@ -69,12 +69,12 @@ TEST(WorkQueue, AddNowBeatsAWait) {
   EXPECT_EQ(q.try_get(), std::nullopt);  // the wait was consumed
 }
 
-TEST(WorkQueue, DueKeysAreHandedOutBeforeEventKeysAndRetries) {
+TEST(WorkQueue, PriorityKeysAreHandedOutBeforeOrdinaryKeysAndRetries) {
   FakeSteadyClock clock;
   WorkQueue q(clock.fn());
   q.add("event-1");
   q.add_rate_limited("retry");  // ready after 5 ms, in the ordinary lane
-  q.add_after("slot", 1s);
+  q.add_after("slot", 1s, WorkQueue::Lane::kPriority);
   q.add("event-2");
   clock.now += 1s;
   EXPECT_EQ(q.stats().depth, 2u);  // the delayed two are promoted by the next get
@@ -87,12 +87,12 @@ TEST(WorkQueue, DueKeysAreHandedOutBeforeEventKeysAndRetries) {
   EXPECT_EQ(q.stats().depth, 0u);
 }
 
-TEST(WorkQueue, AQueuedKeyThatComesDueMovesAheadAndIsHandedOutOnce) {
+TEST(WorkQueue, AQueuedKeyAddedWithPriorityMovesAheadAndIsHandedOutOnce) {
   FakeSteadyClock clock;
   WorkQueue q(clock.fn());
   q.add("a");
   q.add("b");
-  q.add_after("b", 0ms);  // due now: ahead of a; its ordinary entry goes stale
+  q.add_after("b", 0ms, WorkQueue::Lane::kPriority);  // ahead of a; its ordinary entry goes stale
   EXPECT_EQ(q.stats().depth, 2u);
   EXPECT_EQ(q.try_get(), "b");
   EXPECT_EQ(q.try_get(), "a");
@@ -102,29 +102,39 @@ TEST(WorkQueue, AQueuedKeyThatComesDueMovesAheadAndIsHandedOutOnce) {
   EXPECT_EQ(q.try_get(), std::nullopt);
 }
 
-TEST(WorkQueue, AKeyDueWhileProcessingIsRequeuedInTheDueLane) {
+TEST(WorkQueue, APriorityKeyDueWhileProcessingIsRequeuedInThePriorityLane) {
   FakeSteadyClock clock;
   WorkQueue q(clock.fn());
   q.add("a");
   ASSERT_EQ(q.try_get(), "a");
-  q.add("a");            // an event while a is processed
-  q.add_after("a", 2s);  // and its slot, which comes before done()
+  q.add("a");                                        // an event while a is processed
+  q.add_after("a", 2s, WorkQueue::Lane::kPriority);  // its slot, due before done()
   q.add("b");
   clock.now += 2s;
   EXPECT_EQ(q.try_get(), "b");  // a is still being processed
   q.add("c");
   q.done("a");
-  EXPECT_EQ(q.try_get(), "a");  // due: before c
+  EXPECT_EQ(q.try_get(), "a");  // priority: before c
   EXPECT_EQ(q.try_get(), "c");
   EXPECT_EQ(q.try_get(), std::nullopt);
 }
 
-TEST(WorkQueue, ARetryAtTheTimeOfADueWaitKeepsTheDueLane) {
+TEST(WorkQueue, ARetryAtTheTimeOfAPriorityWaitKeepsThePriorityLane) {
   FakeSteadyClock clock;
   WorkQueue q(clock.fn(), 1s, 1000s);
-  q.add_after("a", 1s);
-  q.add_rate_limited("a");  // also 1 s: the due lane is kept
+  q.add_after("a", 1s, WorkQueue::Lane::kPriority);
+  q.add_rate_limited("a");  // also 1 s: the priority lane is kept
   q.add("b");
+  clock.now += 1s;
+  EXPECT_EQ(q.try_get(), "a");
+  EXPECT_EQ(q.try_get(), "b");
+}
+
+TEST(WorkQueue, DelayedAddsTakeTheOrdinaryLaneUnlessAsked) {
+  FakeSteadyClock clock;
+  WorkQueue q(clock.fn());
+  q.add("a");
+  q.add_after("b", 1s);
   clock.now += 1s;
   EXPECT_EQ(q.try_get(), "a");
   EXPECT_EQ(q.try_get(), "b");
