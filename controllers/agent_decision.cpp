@@ -446,7 +446,6 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   earliest(requeue, blocks.budget_resets_at, now);
   for (const RunObservation& run : in.runs) earliest(requeue, run.recheck_at, now);
   d.requeue_at = requeue;
-  d.requeue_for_slot = requeue && valid && !blocks.blocked() && requeue == next_heartbeat;
   for (const RunObservation& run : in.runs) {
     d.events.insert(d.events.end(), run.events.begin(), run.events.end());
   }

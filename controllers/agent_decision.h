@@ -77,9 +77,6 @@ struct AgentDecision {
   std::vector<std::string> delete_runs;                // beyond historyLimits
   std::vector<Event> events;
   std::optional<TimePoint> requeue_at;
-  // requeue_at is the agent's next slot (not a window, deadline or block
-  // lifting): the shell queues it ahead of event-driven work.
-  bool requeue_for_slot = false;
 
   // The desired status as the API takes it (only needed to write it).
   Json status_json() const { return to_json(status); }

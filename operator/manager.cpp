@@ -207,9 +207,7 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
           controllers::ReconcileResult r = reconciler.reconcile(ns, name);
           queue.forget(*key);
           if (r.requeue_after) {
-            queue.add_after(*key, *r.requeue_after,
-                            r.requeue_for_slot ? controllers::WorkQueue::Lane::kPriority
-                                               : controllers::WorkQueue::Lane::kOrdinary);
+            queue.add_after(*key, *r.requeue_after);
             result = "requeue_after";
           }
         } catch (const std::exception& e) {

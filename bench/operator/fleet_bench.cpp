@@ -280,8 +280,10 @@ int main(int argc, char** argv) {
   const auto [cpu0, rss0] = cpu_and_peak_rss(op.pid());
   const LagHistogram lag0 = lag_histogram(op);
   const auto plane_cpu0 = control_plane_cpu();
+  const double bench_cpu0 = cpu_and_peak_rss(getpid()).first;
   std::this_thread::sleep_for(std::chrono::minutes(opt.minutes));
   const auto plane_cpu1 = control_plane_cpu();
+  const double bench_cpu = cpu_and_peak_rss(getpid()).first - bench_cpu0;
   const double requests = op.metric("rest_client_requests_total") - requests0;
   const double watches = op.metric("rest_client_requests_total{method=\"WATCH\"}");
   const double writes = op.metric("heartbeat_api_writes_total") - writes0;
@@ -325,9 +327,12 @@ int main(int argc, char** argv) {
     std::snprintf(part, sizeof part, "%s%s %.1f s", plane.empty() ? "" : ", ", name, used);
     plane += part;
   }
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  std::printf("| control plane CPU | %s (%.0f%% of the %ld cores in all) |\n", plane.c_str(),
-              100.0 * plane_total / (minutes * 60 * static_cast<double>(cores)), cores);
+  const double machine = minutes * 60 * static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("| control plane CPU | %s (%.0f%% of the machine) |\n", plane.c_str(),
+              100.0 * plane_total / machine);
+  std::printf("| this process (fake kubelet) CPU | %.1f s |\n", bench_cpu);
+  std::printf("| operator + control plane + fake kubelet | %.0f%% of the machine's CPU |\n",
+              100.0 * (cpu1 - cpu0 + plane_total + bench_cpu) / machine);
   try {
     client->remove(res::kNamespaces, "", ns);
   } catch (const std::exception&) {

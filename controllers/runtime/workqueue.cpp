@@ -15,67 +15,45 @@ WorkQueue::WorkQueue(Clock clock, std::chrono::milliseconds backoff_min,
   assert(backoff_min_.count() > 0 && backoff_min_ <= backoff_max_);
 }
 
-void WorkQueue::push_locked(const std::string& key, Lane lane) {
-  (lane == Lane::kPriority ? priority_lane_ : ordinary_lane_).push_back(key);
-  cv_.notify_one();
-}
-
-void WorkQueue::add_locked(const std::string& key, Lane lane) {
+void WorkQueue::add_locked(const std::string& key) {
   if (shutdown_) return;
   // A ready key no longer waits.
   if (auto it = waiting_.find(key); it != waiting_.end()) {
-    by_time_.erase({it->second.ready, key});
+    by_time_.erase({it->second, key});
     waiting_.erase(it);
   }
-  if (dirty_.count(key)) {
-    // Already queued: a priority add moves it to the priority lane (its
-    // ordinary entry goes stale).
-    if (lane == Lane::kPriority && dirty_priority_.insert(key).second && !processing_.count(key)) {
-      push_locked(key, Lane::kPriority);
-    }
-    return;
-  }
+  if (dirty_.count(key)) return;
   ++adds_;
   dirty_.insert(key);
-  if (lane == Lane::kPriority) dirty_priority_.insert(key);
   if (processing_.count(key)) return;  // re-queued by done()
-  push_locked(key, lane);
+  queue_.push_back(key);
+  cv_.notify_one();
 }
 
 void WorkQueue::add(const std::string& key) {
   std::lock_guard lock(mutex_);
-  add_locked(key, Lane::kOrdinary);
+  add_locked(key);
 }
 
-void WorkQueue::add_after_locked(const std::string& key, std::chrono::milliseconds delay,
-                                 Lane lane) {
-  if (shutdown_) return;
+void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds delay) {
   if (delay.count() <= 0) {
-    add_locked(key, lane);
+    add(key);
     return;
   }
+  std::lock_guard lock(mutex_);
+  if (shutdown_) return;
   if (dirty_.count(key) && !processing_.count(key)) return;  // already ready
   const TimePoint ready = clock_() + delay;
   auto it = waiting_.find(key);
   if (it != waiting_.end()) {
-    if (it->second.ready < ready) return;  // the earlier time wins
-    if (it->second.ready == ready) {
-      if (lane == Lane::kPriority)
-        it->second.lane = Lane::kPriority;  // a tie keeps the priority lane
-      return;
-    }
-    by_time_.erase({it->second.ready, key});
-    it->second = {ready, lane};
+    if (it->second <= ready) return;  // the earlier time wins
+    by_time_.erase({it->second, key});
+    it->second = ready;
   } else {
-    waiting_.emplace(key, Wait{ready, lane});
+    waiting_.emplace(key, ready);
   }
   by_time_.insert({ready, key});
   cv_.notify_all();
-}
-
-void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds delay, Lane lane) {
-  std::lock_guard lock(mutex_);
-  add_after_locked(key, delay, lane);
 }
 
 std::chrono::milliseconds WorkQueue::backoff_for(const std::string& key) const {
@@ -95,8 +73,7 @@ void WorkQueue::add_rate_limited(const std::string& key) {
     ++failures_[key];
     ++retries_;
   }
-  std::lock_guard lock(mutex_);
-  add_after_locked(key, delay, Lane::kOrdinary);
+  add_after(key, delay);
 }
 
 void WorkQueue::forget(const std::string& key) {
@@ -107,26 +84,19 @@ void WorkQueue::forget(const std::string& key) {
 void WorkQueue::promote_due_locked(TimePoint now) {
   while (!by_time_.empty() && by_time_.begin()->first <= now) {
     const std::string key = by_time_.begin()->second;
-    const Lane lane = waiting_.at(key).lane;
     by_time_.erase(by_time_.begin());
     waiting_.erase(key);
-    add_locked(key, lane);
+    add_locked(key);
   }
 }
 
 std::optional<std::string> WorkQueue::pop_locked() {
-  for (std::deque<std::string>* lane : {&priority_lane_, &ordinary_lane_}) {
-    while (!lane->empty()) {
-      std::string key = std::move(lane->front());
-      lane->pop_front();
-      if (!dirty_.count(key) || processing_.count(key)) continue;  // a stale entry
-      dirty_.erase(key);
-      dirty_priority_.erase(key);
-      processing_.insert(key);
-      return key;
-    }
-  }
-  return std::nullopt;
+  if (queue_.empty()) return std::nullopt;
+  std::string key = queue_.front();
+  queue_.pop_front();
+  dirty_.erase(key);
+  processing_.insert(key);
+  return key;
 }
 
 std::optional<std::string> WorkQueue::get() {
@@ -157,8 +127,10 @@ std::optional<std::string> WorkQueue::try_get() {
 void WorkQueue::done(const std::string& key) {
   std::lock_guard lock(mutex_);
   processing_.erase(key);
-  if (dirty_.count(key))
-    push_locked(key, dirty_priority_.count(key) ? Lane::kPriority : Lane::kOrdinary);
+  if (dirty_.count(key)) {
+    queue_.push_back(key);
+    cv_.notify_one();
+  }
 }
 
 void WorkQueue::shutdown() {
@@ -174,9 +146,7 @@ bool WorkQueue::shutting_down() const {
 
 WorkQueueStats WorkQueue::stats() const {
   std::lock_guard lock(mutex_);
-  size_t ready = 0;
-  for (const std::string& key : dirty_) ready += processing_.count(key) == 0 ? 1 : 0;
-  return {adds_, retries_, ready, waiting_.size(), processing_.size()};
+  return {adds_, retries_, queue_.size(), waiting_.size(), processing_.size()};
 }
 
 std::optional<std::chrono::steady_clock::time_point> WorkQueue::next_ready_at() const {

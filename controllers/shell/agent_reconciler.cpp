@@ -498,7 +498,6 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   if (d.requeue_at) {
     const auto delay = std::chrono::ceil<std::chrono::milliseconds>(*d.requeue_at - now);
     result.requeue_after = std::max(delay, std::chrono::milliseconds(1));
-    result.requeue_for_slot = d.requeue_for_slot;
   }
   return result;
 }

@@ -65,7 +65,6 @@ struct ReconcilerConfig {
 
 struct ReconcileResult {
   std::optional<std::chrono::milliseconds> requeue_after;
-  bool requeue_for_slot = false;  // queue it ahead of event-driven work
 };
 
 class AgentReconciler {

@@ -21,7 +21,6 @@ TEST(AgentDecision, FirstHeartbeatOneIntervalAfterCreationNotAtOnce) {
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:05:00Z");
   ASSERT_TRUE(d.requeue_at);
   EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:05:00Z"));  // no polling: the slot itself
-  EXPECT_TRUE(d.requeue_for_slot);                       // queued ahead of event work
   EXPECT_EQ(d.status_json()["phase"], "Idle");
 
   d = w.step(at("2024-05-01T12:04:59Z"));
@@ -443,7 +442,6 @@ TEST(AgentDecision, ShortRunWritesItsStartAndEndInOneStatusUpdate) {
   EXPECT_FALSE(d.status_changed);                             // only the start changed: it waits
   EXPECT_EQ(d.status_json()["activeRun"], "bot-1714565100");  // the desired status still says it
   EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:05:10Z"));       // the window's end, not a poll
-  EXPECT_FALSE(d.requeue_for_slot);                           // a window is not a slot
   EXPECT_EQ(w.agent["status"], before);
   w.finish("bot-1714565100", at("2024-05-01T12:05:04Z"), 1.5);
   d = w.step(at("2024-05-01T12:05:05Z"));
