@@ -54,33 +54,28 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
+  const std::pair<const char*, int*> flags[] = {{"--agents", &o.agents},
+                                                {"--minutes", &o.minutes},
+                                                {"--qps", &o.qps},
+                                                {"--burst", &o.burst},
+                                                {"--workers", &o.workers},
+                                                {"--spread-seconds", &o.spread_seconds},
+                                                {"--probe-writes", &o.probe_writes},
+                                                {"--probe-clients", &o.probe_clients}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const std::string& flag) -> std::optional<int> {
-      if (a.rfind(flag + "=", 0) != 0) return std::nullopt;
-      return std::stoi(a.substr(flag.size() + 1));
-    };
-    if (auto v = value("--agents"))
-      o.agents = *v;
-    else if (auto v2 = value("--minutes"))
-      o.minutes = *v2;
-    else if (auto v3 = value("--qps"))
-      o.qps = *v3;
-    else if (auto v4 = value("--burst"))
-      o.burst = *v4;
-    else if (auto v5 = value("--workers"))
-      o.workers = *v5;
-    else if (auto v6 = value("--spread-seconds"))
-      o.spread_seconds = *v6;
-    else if (auto v7 = value("--probe-writes"))
-      o.probe_writes = *v7;
-    else if (auto v8 = value("--probe-clients"))
-      o.probe_clients = *v8;
-    else
-      throw std::invalid_argument(
-          "unknown flag " + a +
-          " (use --agents= --minutes= --qps= --burst= --workers= --spread-seconds= "
-          "--probe-writes= --probe-clients=)");
+    bool known = false;
+    for (const auto& [flag, target] : flags) {
+      const std::string prefix = std::string(flag) + "=";
+      if (a.rfind(prefix, 0) != 0) continue;
+      *target = std::stoi(a.substr(prefix.size()));
+      known = true;
+    }
+    if (!known) {
+      std::string names;
+      for (const auto& [flag, target] : flags) names += std::string(" ") + flag + "=";
+      throw std::invalid_argument("unknown flag " + a + " (use" + names + ")");
+    }
   }
   if (o.agents < 1 || o.minutes < 1 || o.spread_seconds < 0 || o.probe_writes < 0 ||
       o.probe_clients < 1) {
@@ -215,7 +210,13 @@ LagHistogram lag_histogram(OperatorProcess& op) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Options opt = parse(argc, argv);
+  Options opt;
+  try {
+    opt = parse(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "hb_operator_fleet_bench: " << e.what() << std::endl;
+    return 2;
+  }
   auto client = ClusterFixture::client();
   const std::string ns = ClusterFixture::make_namespace("fleet");
   std::cout << "fleet bench: " << opt.agents << " agents at 1m in namespace " << ns << ", "
