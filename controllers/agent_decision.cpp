@@ -165,7 +165,8 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   AgentDecision d;
   const TimePoint now = in.now;
   const AgentSpec& spec = view.spec.spec;
-  if (!view.spec.errors.empty() || (spec.api_key && !in.env.api_key_secret_exists)) {
+  if (!view.spec.errors.empty() || (spec.api_key && !in.env.api_key_secret_exists) ||
+      !in.env.object_in_the_way.empty()) {
     d.spec_errors = spec_errors(view.spec, in.env);
   }
   const bool spec_valid = d.spec_errors.empty();
@@ -355,9 +356,11 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
     if (b.reason == schedule::kReasonBudgetExceeded) budget_message = b.message;
   }
   const std::string spec_message = spec_valid ? std::string() : join_errors(d.spec_errors);
+  const std::string_view invalid_reason =
+      in.env.object_in_the_way.empty() ? "InvalidSpec" : "ObjectInTheWay";
   std::string_view ready_reason = "Ready", ready_message = "heartbeats are scheduled";
   if (!spec_valid) {
-    ready_reason = "InvalidSpec";
+    ready_reason = invalid_reason;
     ready_message = spec_message;
   } else if (blocks.blocked()) {
     ready_reason = blocks.blocks.front().reason;
@@ -371,13 +374,14 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
       {kConditionPaused, paused_block, pause_reason, pause_message},
       {kConditionBudgetExceeded, budget_block, budget_block ? "BudgetExceeded" : "WithinBudget",
        budget_message},
-      {kConditionSpecValid, spec_valid, spec_valid ? "Valid" : "InvalidSpec",
+      {kConditionSpecValid, spec_valid, spec_valid ? "Valid" : invalid_reason,
        spec_valid ? std::string_view("the spec is valid") : std::string_view(spec_message)}};
   // Events on transitions only.
   bool was = false;
   const bool had_spec_valid = condition_status(stored.conditions, kConditionSpecValid, &was);
   if (!spec_valid && (!had_spec_valid || was)) {
-    d.events.push_back({EventTarget::kAgent, spec.name, true, "InvalidSpec", spec_message});
+    d.events.push_back(
+        {EventTarget::kAgent, spec.name, true, std::string(invalid_reason), spec_message});
   }
   if (paused_block && !(condition_status(stored.conditions, kConditionPaused, &was) && was)) {
     d.events.push_back({EventTarget::kAgent, spec.name, false, std::string(pause_reason),

@@ -26,6 +26,11 @@ std::vector<std::string> spec_errors(const SpecCheck& parsed, const SpecEnvironm
                   "spec.model.apiKeySecretRef: Secret \"" + s.api_key->name + "\" with key \"" +
                       s.api_key->key + "\" not found in namespace " + s.ns);
   }
+  if (!env.object_in_the_way.empty()) {
+    errors.push_back(env.object_in_the_way +
+                     " exists and is not owned by this Agent; the operator never adopts it: "
+                     "delete or rename that object, or give the Agent another name");
+  }
   return errors;
 }
 
@@ -83,6 +88,15 @@ SpecCheck parse_agent_spec(const Json& agent) {
   } else if (s.provider == "anthropic") {
     check.errors.push_back("spec.model.apiKeySecretRef: is required for provider anthropic");
   }
+
+  s.pricing.input_cents_per_million_tokens =
+      std::clamp(number_at(model, "pricing/inputCentsPerMillionTokens").value_or(0), 0.0,
+                 kPriceCentsPerMillionTokensMax);
+  s.pricing.output_cents_per_million_tokens =
+      std::clamp(number_at(model, "pricing/outputCentsPerMillionTokens").value_or(0), 0.0,
+                 kPriceCentsPerMillionTokensMax);
+  s.max_tokens = std::clamp<int64_t>(int_at(model, "maxTokens").value_or(kModelMaxTokensDefault), 1,
+                                     kModelMaxTokensMax);
 
   const std::string_view interval = string_view_at(heartbeat, "interval");
   const std::string_view cron = string_view_at(heartbeat, "schedule");

@@ -27,6 +27,18 @@ struct KeyRef {
 
 enum class RuntimeMode { kBuiltin, kCommand };
 
+// spec.model.pricing: what the operator charges a run (never the runner's figure).
+struct Pricing {
+  double input_cents_per_million_tokens = 0;
+  double output_cents_per_million_tokens = 0;
+};
+// The CRD's maximum for either price ($1M per million tokens): keeps every
+// cost finite and exact enough in a double.
+inline constexpr double kPriceCentsPerMillionTokensMax = 1e8;
+// spec.model.maxTokens when unset, as the runner uses it (runner/limits.h).
+inline constexpr int64_t kModelMaxTokensDefault = 1024;
+inline constexpr int64_t kModelMaxTokensMax = 200000;
+
 struct AgentSpec {
   // Identity.
   std::string name, ns, uid;
@@ -37,7 +49,9 @@ struct AgentSpec {
   api::AgentType type = api::kAgentTypeDefault;
   std::string provider;  // "openai" | "anthropic"
   std::optional<KeyRef> api_key;
-  std::optional<schedule::Schedule> schedule;  // none: manual and callback runs only
+  Pricing pricing;
+  int64_t max_tokens = kModelMaxTokensDefault;  // per model call
+  std::optional<schedule::Schedule> schedule;   // none: manual and callback runs only
   std::optional<int64_t> starting_deadline_seconds;
   int context_runs = kContextRunsDefault;
   int history_succeeded = kHistorySucceededDefault;
@@ -54,6 +68,10 @@ struct AgentSpec {
 // What the caller looked up outside the object (so this stays pure).
 struct SpecEnvironment {
   bool api_key_secret_exists = true;
+  // An object the operator would own for this Agent (its memory ConfigMap,
+  // Lease, ServiceAccount, Role, RoleBinding) exists without this Agent's
+  // ownerReference, e.g. "ConfigMap team-a/x-memory". Never adopted.
+  std::string object_in_the_way;
 };
 
 struct SpecCheck {

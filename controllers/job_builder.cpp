@@ -124,6 +124,178 @@ Json render_context(const ContextInput& in, const JobConfig& config) {
   return doc;
 }
 
+namespace {
+
+const Json kRestrictedSecurityContext = {{"allowPrivilegeEscalation", false},
+                                         {"privileged", false},
+                                         {"readOnlyRootFilesystem", true},
+                                         {"runAsNonRoot", true},
+                                         {"capabilities", {{"drop", Json::array({"ALL"})}}}};
+
+Json mount(const char* volume, const std::string& path, bool read_only = false) {
+  Json m = {{"name", volume}, {"mountPath", path}};
+  if (read_only) m["readOnly"] = true;
+  return m;
+}
+
+Json empty_dir(const char* name, const std::string& size_limit) {
+  return {{"name", name}, {"emptyDir", {{"sizeLimit", size_limit}}}};
+}
+
+std::string tools_socket_path() {
+  return std::string(api::kToolsSocketDir) + "/" + api::kToolsSocketFile;
+}
+
+// The ServiceAccount token, the API server's CA and the namespace, as the
+// kubelet's automount would give them, but projected into the runner alone.
+Json service_account_volume() {
+  return {
+      {"name", api::kServiceAccountVolume},
+      {"projected",
+       {{"defaultMode", 0444},
+        {"sources",
+         Json::array(
+             {{{"serviceAccountToken",
+                {{"path", "token"},
+                 {"expirationSeconds", api::kServiceAccountTokenExpirationSeconds}}}},
+              {{"configMap",
+                {{"name", api::kRootCaConfigMap},
+                 {"items", Json::array({{{"key", "ca.crt"}, {"path", "ca.crt"}}})}}}},
+              {{"downwardAPI",
+                {{"items",
+                  Json::array({{{"path", "namespace"},
+                                {"fieldRef", {{"fieldPath", "metadata.namespace"}}}}})}}}}})}}}};
+}
+
+// The runner's environment: the user's first (never HEARTBEAT_*), then the run's identity.
+Json runner_env(const Json& run, const Json& spec, const std::string& agent_name, bool builtin) {
+  Json env = Json::array();
+  if (const Json* user = find_path(spec, "runtime/env"); user != nullptr && user->is_array()) {
+    for (const Json& e : *user) {
+      if (!reserved_env(string_at(e, "name"))) env.push_back(e);
+    }
+  }
+  env.push_back(env_var(kEnvRunName, string_at(run, "metadata/name")));
+  env.push_back(env_var(kEnvRunUid, string_at(run, "metadata/uid")));
+  env.push_back(env_var(kEnvAgentName, agent_name));
+  env.push_back(env_var(kEnvNamespace, string_at(run, "metadata/namespace")));
+  env.push_back(env_var(kEnvInvocationSource, string_at(run, "spec/invocationSource", "manual")));
+  env.push_back(env_var(kEnvContextPath, std::string(kContextMountDir) + "/" + kContextKey));
+  env.push_back(env_var(kEnvTerminationPath, kTerminationPath));
+  if (builtin) env.push_back(env_var(api::kEnvToolsSocket, tools_socket_path()));
+  if (find_path(spec, "model/apiKeySecretRef") != nullptr) {
+    env.push_back({{"name", kEnvApiKey},
+                   {"valueFrom",
+                    {{"secretKeyRef",
+                      {{"name", string_at(spec, "model/apiKeySecretRef/name")},
+                       {"key", string_at(spec, "model/apiKeySecretRef/key")}}}}}});
+  }
+  return env;
+}
+
+Json runner_command(const Json& spec, const JobConfig& config, bool builtin) {
+  if (const Json* c = find_path(spec, "runtime/command");
+      c != nullptr && c->is_array() && (!builtin || !c->empty())) {
+    return *c;
+  }
+  Json command = Json::array();
+  for (const std::string& part : config.runner_command) command.push_back(part);
+  return command;
+}
+
+std::string runner_image(const Json& spec, const JobConfig& config) {
+  std::string image = string_at(spec, "runtime/image");
+  return image.empty() ? config.default_image : image;
+}
+
+// The trusted container: the key, the token, the context, the result file.
+Json runner_container(const Json& run, const Json& spec, const std::string& agent_name,
+                      const JobConfig& config, bool builtin) {
+  Json mounts =
+      Json::array({mount("context", kContextMountDir, true), mount("tmp", "/tmp"),
+                   mount(api::kServiceAccountVolume, api::kServiceAccountMountDir, true)});
+  if (builtin) mounts.push_back(mount(api::kToolsSocketVolume, api::kToolsSocketDir));
+  // The archival claim: read-write (the runner's SQLite file), group-owned by
+  // fsGroup so the non-root runner can write it.
+  if (!string_at(spec, "memory/archival/persistentVolumeClaimName").empty()) {
+    mounts.push_back(mount("archival", kArchivalMountDir));
+  }
+  Json container = {{"name", api::kRunnerContainerName},
+                    {"image", runner_image(spec, config)},
+                    {"imagePullPolicy", config.image_pull_policy},
+                    {"command", runner_command(spec, config, builtin)},
+                    {"env", runner_env(run, spec, agent_name, builtin)},
+                    {"terminationMessagePath", kTerminationPath},
+                    {"terminationMessagePolicy", "FallbackToLogsOnError"},
+                    {"securityContext", kRestrictedSecurityContext},
+                    {"volumeMounts", std::move(mounts)}};
+  if (const Json* resources = find_path(spec, "runtime/resources"))
+    container["resources"] = *resources;
+  return container;
+}
+
+// The untrusted container: every agent-chosen command runs here, as its own
+// user, with only the socket, a workspace and a tmp; no key, no token.
+Json tools_container(const Json& spec, const JobConfig& config) {
+  std::string image = string_at(spec, "runtime/tools/image");
+  if (image.empty())
+    image = config.tools_image.empty() ? runner_image(spec, config) : config.tools_image;
+  Json security = kRestrictedSecurityContext;
+  security["runAsUser"] = api::kToolsUserId;
+  security["runAsGroup"] = api::kToolsUserId;
+  Json container = {
+      {"name", api::kToolsContainerName},
+      {"image", image},
+      {"imagePullPolicy", config.image_pull_policy},
+      {"command", Json::array({api::kToolsServerPath, "--socket=" + tools_socket_path(),
+                               std::string("--workdir=") + api::kToolsWorkspaceDir})},
+      {"workingDir", api::kToolsWorkspaceDir},
+      {"terminationMessagePolicy", "File"},
+      {"securityContext", std::move(security)},
+      {"volumeMounts", Json::array({mount(api::kToolsSocketVolume, api::kToolsSocketDir),
+                                    mount(api::kToolsWorkspaceVolume, api::kToolsWorkspaceDir),
+                                    mount(api::kToolsTmpVolume, "/tmp")})}};
+  if (const Json* resources = find_path(spec, "runtime/tools/resources")) {
+    container["resources"] = *resources;
+  } else if (!config.tools_resources.empty()) {
+    container["resources"] = config.tools_resources;
+  }
+  return container;
+}
+
+Json annotation_context_volume() {
+  return {{"name", "context"},
+          {"downwardAPI",
+           {{"items", Json::array({{{"path", kContextKey},
+                                    {"fieldRef",
+                                     {{"fieldPath", std::string("metadata.annotations['") +
+                                                        kAnnotationContext + "']"}}}}})}}}};
+}
+
+Json config_map_context_volume(const std::string& cm_name) {
+  return {{"name", "context"},
+          {"configMap",
+           {{"name", cm_name},
+            {"items", Json::array({{{"key", kContextKey}, {"path", kContextKey}}})}}}};
+}
+
+Json pod_volumes(Json context_volume, const Json& spec, bool builtin) {
+  Json volumes = Json::array(
+      {std::move(context_volume), empty_dir("tmp", kTmpSizeLimit), service_account_volume()});
+  if (builtin) {
+    volumes.push_back(empty_dir(api::kToolsSocketVolume, kToolsSocketSizeLimit));
+    volumes.push_back(empty_dir(api::kToolsWorkspaceVolume, kWorkspaceSizeLimitDefault));
+    volumes.push_back(empty_dir(api::kToolsTmpVolume, kTmpSizeLimit));
+  }
+  const std::string claim = string_at(spec, "memory/archival/persistentVolumeClaimName");
+  if (!claim.empty()) {
+    volumes.push_back({{"name", "archival"}, {"persistentVolumeClaim", {{"claimName", claim}}}});
+  }
+  return volumes;
+}
+
+}  // namespace
+
 JobPlan build_job(const Json& run, const Json& agent, const std::string& context_text,
                   const JobConfig& config) {
   if (context_text.size() > kContextDocumentBytesMax) {
@@ -135,90 +307,22 @@ JobPlan build_job(const Json& run, const Json& agent, const std::string& context
   const std::string run_name = string_at(run, "metadata/name");
   const std::string agent_name = string_at(agent, "metadata/name");
   const std::string ns = string_at(run, "metadata/namespace");
-  const std::string job_name = job_name_for_run(run_name);
   const Json labels = labels_for(agent, run_name);
   const int64_t timeout =
       int_at(spec, "runtime/timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
   const int64_t grace = int_at(spec, "runtime/graceSeconds").value_or(kRuntimeGraceSecondsDefault);
-  const bool command_mode = string_at(spec, "runtime/mode") == "command";
-  const std::string context_path = std::string(kContextMountDir) + "/" + kContextKey;
+  // Command mode runs the user's own program: no tools server to talk to.
+  const bool builtin = string_at(spec, "runtime/mode") != "command";
 
   JobPlan plan;
   const bool use_annotation = config.context_transport == ContextTransport::kAnnotation &&
                               context_text.size() <= kContextAnnotationBytesMax;
-
-  // Environment: the user's first (never HEARTBEAT_*), then the run's identity.
-  Json env = Json::array();
-  if (const Json* user = find_path(spec, "runtime/env"); user != nullptr && user->is_array()) {
-    for (const Json& e : *user) {
-      if (!reserved_env(string_at(e, "name"))) env.push_back(e);
-    }
-  }
-  env.push_back(env_var(kEnvRunName, run_name));
-  env.push_back(env_var(kEnvRunUid, string_at(run, "metadata/uid")));
-  env.push_back(env_var(kEnvAgentName, agent_name));
-  env.push_back(env_var(kEnvNamespace, ns));
-  env.push_back(env_var(kEnvInvocationSource, string_at(run, "spec/invocationSource", "manual")));
-  env.push_back(env_var(kEnvContextPath, context_path));
-  env.push_back(env_var(kEnvTerminationPath, kTerminationPath));
-  if (find_path(spec, "model/apiKeySecretRef") != nullptr) {
-    env.push_back({{"name", kEnvApiKey},
-                   {"valueFrom",
-                    {{"secretKeyRef",
-                      {{"name", string_at(spec, "model/apiKeySecretRef/name")},
-                       {"key", string_at(spec, "model/apiKeySecretRef/key")}}}}}});
-  }
-
-  Json command = Json::array();
-  if (command_mode) {
-    command = *find_path(spec, "runtime/command");
-  } else if (const Json* c = find_path(spec, "runtime/command");
-             c != nullptr && c->is_array() && !c->empty()) {
-    command = *c;
-  } else {
-    for (const std::string& part : config.runner_command) command.push_back(part);
-  }
-  std::string image = string_at(spec, "runtime/image");
-  if (image.empty()) image = config.default_image;
-
-  Json container = {
-      {"name", kRunnerContainer},
-      {"image", image},
-      {"imagePullPolicy", config.image_pull_policy},
-      {"command", command},
-      {"env", env},
-      {"terminationMessagePath", kTerminationPath},
-      {"terminationMessagePolicy", "FallbackToLogsOnError"},
-      {"securityContext",
-       {{"allowPrivilegeEscalation", false},
-        {"privileged", false},
-        {"readOnlyRootFilesystem", true},
-        {"runAsNonRoot", true},
-        {"capabilities", {{"drop", Json::array({"ALL"})}}}}},
-      {"volumeMounts",
-       Json::array({{{"name", "context"}, {"mountPath", kContextMountDir}, {"readOnly", true}},
-                    {{"name", "tmp"}, {"mountPath", "/tmp"}}})}};
-  if (const Json* resources = find_path(spec, "runtime/resources"))
-    container["resources"] = *resources;
-  // The archival claim: read-write (the runner's SQLite file), group-owned by
-  // fsGroup so the non-root runner can write it.
-  const std::string archival_claim = string_at(spec, "memory/archival/persistentVolumeClaimName");
-  if (!archival_claim.empty()) {
-    container["volumeMounts"].push_back({{"name", "archival"}, {"mountPath", kArchivalMountDir}});
-  }
-
-  Json context_volume;
   const Json names = {{kAnnotationAgentName, agent_name}, {kAnnotationRunName, run_name}};
   Json template_metadata = {{"labels", labels}, {"annotations", names}};
+  Json context_volume;
   if (use_annotation) {
     template_metadata["annotations"][kAnnotationContext] = context_text;
-    context_volume = {
-        {"name", "context"},
-        {"downwardAPI",
-         {{"items", Json::array({{{"path", kContextKey},
-                                  {"fieldRef",
-                                   {{"fieldPath", std::string("metadata.annotations['") +
-                                                      kAnnotationContext + "']"}}}}})}}}};
+    context_volume = annotation_context_volume();
   } else {
     const std::string cm_name = context_config_map_name(run_name);
     plan.context_config_map = Json{{"apiVersion", "v1"},
@@ -229,36 +333,34 @@ JobPlan build_job(const Json& run, const Json& agent, const std::string& context
                                      {"labels", labels},
                                      {"ownerReferences", Json::array({controller_ref(run)})}}},
                                    {"data", {{kContextKey, context_text}}}};
-    context_volume = {{"name", "context"},
-                      {"configMap",
-                       {{"name", cm_name},
-                        {"items", Json::array({{{"key", kContextKey}, {"path", kContextKey}}})}}}};
+    context_volume = config_map_context_volume(cm_name);
   }
 
-  Json pod_spec = {
-      {"restartPolicy", "Never"},
-      {"serviceAccountName", service_account_name(agent_name)},
-      {"automountServiceAccountToken", true},
-      {"enableServiceLinks", false},
-      {"terminationGracePeriodSeconds", grace},
-      {"securityContext",
-       {{"runAsNonRoot", true},
-        {"runAsUser", kRunnerUserId},
-        {"runAsGroup", kRunnerUserId},
-        {"fsGroup", kRunnerUserId},
-        {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
-      {"containers", Json::array({container})},
-      {"volumes", Json::array({context_volume,
-                               {{"name", "tmp"}, {"emptyDir", {{"sizeLimit", kTmpSizeLimit}}}}})}};
-  if (!archival_claim.empty()) {
-    pod_spec["volumes"].push_back(
-        {{"name", "archival"}, {"persistentVolumeClaim", {{"claimName", archival_claim}}}});
+  Json containers = Json::array({runner_container(run, spec, agent_name, config, builtin)});
+  if (builtin) containers.push_back(tools_container(spec, config));
+  Json pod_spec = {{"restartPolicy", "Never"},
+                   {"serviceAccountName", service_account_name(agent_name)},
+                   // The token is projected into the runner container only.
+                   {"automountServiceAccountToken", false},
+                   {"enableServiceLinks", false},
+                   {"shareProcessNamespace", false},
+                   {"terminationGracePeriodSeconds", grace},
+                   {"securityContext",
+                    {{"runAsNonRoot", true},
+                     {"runAsUser", kRunnerUserId},
+                     {"runAsGroup", kRunnerUserId},
+                     {"fsGroup", kRunnerUserId},
+                     {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+                   {"containers", std::move(containers)},
+                   {"volumes", pod_volumes(std::move(context_volume), spec, builtin)}};
+  if (auto runtime_class = string_at(spec, "runtime/runtimeClassName"); !runtime_class.empty()) {
+    pod_spec["runtimeClassName"] = runtime_class;
   }
 
   plan.job = {{"apiVersion", "batch/v1"},
               {"kind", "Job"},
               {"metadata",
-               {{"name", job_name},
+               {{"name", job_name_for_run(run_name)},
                 {"namespace", ns},
                 {"labels", labels},
                 {"annotations", names},

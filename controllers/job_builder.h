@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "api/heartbeat_pod.h"
 #include "controllers/agent_spec.h"
 #include "controllers/json_util.h"
 #include "controllers/run_view.h"
@@ -16,9 +17,12 @@ namespace hb::controllers {
 
 using namespace std::chrono_literals;
 
-// The runner image's non-root user (distroless "nonroot").
-inline constexpr int64_t kRunnerUserId = 65532;
+// The runner image's non-root user (distroless "nonroot"); the tools
+// container runs as another (api/heartbeat_pod.h).
+inline constexpr int64_t kRunnerUserId = api::kRunnerUserId;
 inline constexpr const char* kTmpSizeLimit = "64Mi";
+inline constexpr const char* kToolsSocketSizeLimit = "1Mi";
+inline constexpr const char* kWorkspaceSizeLimitDefault = "1Gi";
 // A pod-template annotation may carry the context up to this size (all
 // annotations of an object together may not pass 256 KiB).
 inline constexpr std::size_t kContextAnnotationBytesMax = 128 * 1024;
@@ -49,6 +53,11 @@ struct JobConfig {
   std::string image_pull_policy = "IfNotPresent";
   std::chrono::seconds lease_duration = kLeaseDurationDefault;  // the stall window
   ContextTransport context_transport = ContextTransport::kAnnotation;
+  // The tools container (builtin mode): its image (empty: the runner's) and
+  // resources (a Pod container's `resources`; empty: none set), unless the
+  // Agent's spec.runtime.tools says otherwise.
+  std::string tools_image;
+  Json tools_resources = Json::object();
 };
 
 struct ContextInput {

@@ -3,6 +3,7 @@
 #include <bit>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 
 namespace hb::controllers {
 
@@ -33,10 +34,24 @@ std::string_view string_view_at(const Json& object, std::string_view path,
   return value->get_ref<const std::string&>();
 }
 
+int64_t saturating_int64(double value) {
+  // 2^63 is exact in a double; every double below it converts without UB.
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (std::isnan(value)) return 0;
+  if (value >= kTwoTo63) return INT64_MAX;
+  if (value < -kTwoTo63) return INT64_MIN;
+  return static_cast<int64_t>(value);
+}
+
 std::optional<int64_t> int_at(const Json& object, std::string_view path) {
   const Json* value = find_path(object, path);
   if (value == nullptr || !value->is_number()) return std::nullopt;
-  if (value->is_number_float()) return static_cast<int64_t>(value->get<double>());
+  if (value->is_number_unsigned()) {
+    // Saturates: a count past INT64_MAX is not wrapped into a negative one.
+    const uint64_t u = value->get<uint64_t>();
+    return u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
+  }
+  if (value->is_number_float()) return saturating_int64(value->get<double>());
   return value->get<int64_t>();
 }
 

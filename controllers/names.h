@@ -28,7 +28,6 @@ inline constexpr const char* kAnnotationRunName = "heartbeat.dev/run-name";
 // The context document, when it rides on the Job's pod template.
 inline constexpr const char* kAnnotationContext = "heartbeat.dev/context";
 
-inline constexpr const char* kRunnerContainer = "runner";
 inline constexpr const char* kContextKey = "context.json";
 inline constexpr const char* kContextMountDir = "/etc/heartbeat";
 // Where an agent's archival PersistentVolumeClaim is mounted, and its SQLite file.

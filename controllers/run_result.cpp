@@ -4,25 +4,22 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "api/json_depth.h"
+#include "api/usage_report.h"
+
 namespace hb::controllers {
 
 namespace {
 
-bool read_count(const nlohmann::json& usage, const char* key, int64_t& out, std::string& problem) {
-  auto it = usage.find(key);
-  if (it == usage.end() || it->is_null()) return true;
-  if (!it->is_number_integer() && !it->is_number_unsigned()) {
-    problem = std::string("usage.") + key + " is not an integer";
-    return false;
-  }
-  const int64_t value = it->get<int64_t>();
-  if (value < 0) {
-    problem = std::string("usage.") + key + " is negative";
-    return false;
-  }
-  out = value;
-  return true;
+// A count of the result's usage; the first malformed one sets `problem`.
+void read_count(const nlohmann::json& usage, const char* key, int64_t& out, std::string& problem) {
+  std::string bad = api::read_usage_count(usage, key, out);
+  if (!bad.empty() && problem.empty()) problem = std::string("usage.") + key + " " + bad;
 }
+
+// Nesting deeper than this is not a result: refused before the parser
+// recurses into it.
+constexpr std::size_t kResultDepthMax = 8;
 
 }  // namespace
 
@@ -34,6 +31,10 @@ ParsedResult parse_run_result(std::string_view text) {
   }
   if (text.size() > kTerminationMessageBytesMax) {
     parsed.problem = "the termination message is longer than 4096 bytes";
+    return parsed;
+  }
+  if (api::json_nested_deeper_than(text, kResultDepthMax)) {
+    parsed.problem = "the termination message is nested too deeply";
     return parsed;
   }
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -50,21 +51,15 @@ ParsedResult parse_run_result(std::string_view text) {
     parsed.problem = "the result has no usage object";
     return parsed;
   }
-  std::string problem;
-  if (!read_count(*usage, "inputTokens", r.input_tokens, problem) ||
-      !read_count(*usage, "outputTokens", r.output_tokens, problem) ||
-      !read_count(*usage, "llmCalls", r.llm_calls, problem) ||
-      !read_count(*usage, "toolCalls", r.tool_calls, problem) ||
-      !read_count(*usage, "iterations", r.iterations, problem)) {
-    parsed.problem = problem;
-    return parsed;
-  }
+  read_count(*usage, "inputTokens", r.input_tokens, r.usage_problem);
+  read_count(*usage, "outputTokens", r.output_tokens, r.usage_problem);
+  read_count(*usage, "llmCalls", r.llm_calls, r.usage_problem);
+  read_count(*usage, "toolCalls", r.tool_calls, r.usage_problem);
+  read_count(*usage, "iterations", r.iterations, r.usage_problem);
   if (auto it = usage->find("costCents"); it != usage->end() && !it->is_null()) {
-    if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
-      parsed.problem = "usage.costCents is not a non-negative number";
-      return parsed;
-    }
-    r.cost_cents = it->get<double>();
+    const bool valid =
+        it->is_number() && std::isfinite(it->get<double>()) && it->get<double>() >= 0;
+    r.cost_cents = valid ? it->get<double>() : std::nan("");
   }
   if (auto it = doc.find("pauseMinutes"); it != doc.end() && it->is_number()) {
     const double minutes = it->get<double>();

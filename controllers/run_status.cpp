@@ -1,7 +1,10 @@
 #include "controllers/run_status.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "api/heartbeat_pod.h"
+#include "api/usage_report.h"
 #include "controllers/names.h"
 #include "controllers/run_result.h"
 #include "controllers/schedule/utc_time.h"
@@ -15,17 +18,21 @@ constexpr int kSignalExitBase = 128;
 constexpr int kSignalMax = 64;
 constexpr int kExitProviderError = 69;
 constexpr int kExitInternalError = 70;
+constexpr int kExitToolsUnavailable = 75;
 constexpr int kExitConfigError = 78;
 constexpr int kExitSigkill = 137;
 constexpr int kExitSigterm = 143;
 
+// The runner container's status, by name only: the tools container's own
+// termination message is the agent's to write and must never be read as
+// the run's result.
 const Json* runner_status(const Json& pod) {
   const Json* statuses = find_path(pod, "status/containerStatuses");
   if (statuses == nullptr || !statuses->is_array()) return nullptr;
   for (const Json& status : *statuses) {
-    if (string_at(status, "name") == kRunnerContainer) return &status;
+    if (string_at(status, "name") == api::kRunnerContainerName) return &status;
   }
-  return statuses->empty() ? nullptr : &(*statuses)[0];
+  return nullptr;
 }
 
 const Json* terminated_state(const Json& pod) {
@@ -96,6 +103,8 @@ std::string reason_for_exit(int64_t exit_code, const std::string& terminated_rea
       return "InternalError";
     case kExitConfigError:
       return "ConfigError";
+    case kExitToolsUnavailable:
+      return kReasonToolsUnavailable;
     case kExitSigkill:
       return terminated_reason == "OOMKilled" ? "OOMKilled" : "Killed";
     case kExitSigterm:
@@ -114,6 +123,7 @@ struct Final {
   std::string pod_name;
   std::optional<TimePoint> finished_at;
   std::optional<RunResult> result;
+  Charge charge;
 };
 
 Final make_final(RunPhase phase, std::string reason, std::string message,
@@ -146,13 +156,15 @@ Json build_final_status(const Json& stored, const Final& f, TimePoint started,
       std::max<int64_t>(0, schedule::unix_seconds(finished) - schedule::unix_seconds(started));
   if (f.exit_code) status["exitCode"] = *f.exit_code;
   if (f.signal) status["signal"] = *f.signal;
-  Json usage = {{"inputTokens", 0}, {"outputTokens", 0}, {"costCents", 0},
-                {"llmCalls", 0},    {"toolCalls", 0},    {"iterations", 0}};
+  const Charge& c = f.charge;
+  Json usage = {{"inputTokens", c.usage.input_tokens}, {"outputTokens", c.usage.output_tokens},
+                {"costCents", c.cost_cents},           {"llmCalls", c.usage.llm_calls},
+                {"toolCalls", c.usage.tool_calls},     {"iterations", c.usage.iterations}};
+  if (c.runner_cost_cents && std::isfinite(*c.runner_cost_cents) && *c.runner_cost_cents >= 0) {
+    usage["reportedCostCents"] = *c.runner_cost_cents;
+  }
   if (f.result) {
     const RunResult& r = *f.result;
-    usage = {{"inputTokens", r.input_tokens}, {"outputTokens", r.output_tokens},
-             {"costCents", r.cost_cents},     {"llmCalls", r.llm_calls},
-             {"toolCalls", r.tool_calls},     {"iterations", r.iterations}};
     if (!r.stop_reason.empty()) status["stopReason"] = r.stop_reason;
     if (!r.output.empty()) status["output"] = truncate_utf8(r.output, kRunOutputExcerptBytesMax);
     if (r.pause_minutes) {
@@ -169,7 +181,34 @@ Json build_final_status(const Json& stored, const Final& f, TimePoint started,
   return status;
 }
 
+ChargeInput charge_input(const std::optional<RunResult>& result, const RunObservationInput& in,
+                         const std::string& run_name) {
+  ChargeInput charge;
+  if (result) {
+    charge.result = UsageCounts{result->llm_calls, result->input_tokens, result->output_tokens,
+                                result->tool_calls, result->iterations};
+    charge.result_usage_problem = result->usage_problem;
+    charge.runner_cost_cents = result->cost_cents;
+  }
+  charge.beat = beat_usage(in.lease, run_name);
+  charge.pricing = in.pricing;
+  charge.bounds = in.bounds;
+  return charge;
+}
+
 }  // namespace
+
+std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_name) {
+  if (lease == nullptr) return std::nullopt;
+  const Json* annotations = find_path(*lease, "metadata/annotations");
+  if (annotations == nullptr || !annotations->is_object()) return std::nullopt;
+  auto it = annotations->find(api::kAnnotationUsage);
+  if (it == annotations->end() || !it->is_string()) return std::nullopt;
+  api::DecodedUsageReport decoded = api::decode_usage_report(it->get<std::string>());
+  if (!decoded.report || decoded.report->run != run_name) return std::nullopt;
+  const api::UsageReport& r = *decoded.report;
+  return UsageCounts{r.llm_calls, r.input_tokens, r.output_tokens, r.tool_calls, r.iterations};
+}
 
 const Json* pick_pod(const std::vector<const Json*>& pods) {
   const Json* best = nullptr;
@@ -214,6 +253,19 @@ RunObservation observe_run(const RunObservationInput& in) {
                          : "the agent's monthly budget (spec.budget.monthlyCents) is spent";
 
   auto finish = [&](Final f, TimePoint started, std::optional<TimePoint> renew) {
+    f.charge = charge_run(charge_input(f.result, in, obs.view->name));
+    if (!f.charge.out_of_bounds.empty()) {
+      f.message = truncate_utf8(f.charge.out_of_bounds + "; charged the bound; " + f.reason +
+                                    (f.message.empty() ? "" : ": " + f.message),
+                                kRunMessageBytesMax);
+      f.reason = kReasonUsageOutOfBounds;
+    }
+    if (f.charge.cost_mismatch) {
+      obs.cost_mismatch = true;
+      obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonCostMismatch,
+                            "the runner reported a cost that differs from tokens x "
+                            "spec.model.pricing; charged the operator's figure"});
+    }
     obs.phase = f.phase;
     obs.became_final = true;
     obs.status = build_final_status(

@@ -16,6 +16,7 @@
 
 #include "controllers/event.h"
 #include "controllers/json_util.h"
+#include "controllers/run_cost.h"
 #include "controllers/run_view.h"
 
 namespace hb::controllers {
@@ -36,6 +37,8 @@ inline constexpr std::size_t kRunOutputExcerptBytesMax = 1024;
 inline constexpr std::size_t kRunMessageBytesMax = 1024;
 
 // Reasons (CamelCase).
+inline constexpr const char* kReasonCostMismatch = "CostMismatch";
+inline constexpr const char* kReasonToolsUnavailable = "ToolsUnavailable";
 inline constexpr const char* kReasonStalled = "Stalled";
 inline constexpr const char* kReasonDeadlineExceeded = "DeadlineExceeded";
 inline constexpr const char* kReasonCancelled = "Cancelled";
@@ -59,6 +62,10 @@ struct RunObservationInput {
   std::vector<const Json*> pods;  // the Job's Pods from the cache
   const Json* lease = nullptr;    // the agent's Lease, if any
   RunTimeouts timeouts;
+  // What the operator charges (run_cost.h): the Agent's pricing and the
+  // run's usage bounds. Zero when the Agent is gone (nobody to charge).
+  Pricing pricing;
+  UsageBounds bounds;
   bool agent_missing = false;  // the Agent is gone or being deleted
   // This month's spend has reached the agent's budget (say the budget was
   // lowered mid-run): a started run is cancelled; a Queued one keeps waiting.
@@ -75,6 +82,7 @@ struct RunObservation {
   RunPhase phase = RunPhase::kQueued;   // desired phase
   bool became_final = false;            // final now, not yet written
   bool delete_job = false;              // cancel, stall or deadline: delete the Job (Background)
+  bool cost_mismatch = false;           // became final; the runner's cost differs from ours
   std::optional<TimePoint> recheck_at;  // when the derivation could change by time alone
   std::vector<Event> events;
 };
@@ -83,5 +91,9 @@ RunObservation observe_run(const RunObservationInput& input);
 
 // The run's Pod that tells the most: a terminated one first, else the newest.
 const Json* pick_pod(const std::vector<const Json*>& pods);
+
+// The usage the runner reported on its last Lease beat, when the Lease's
+// report names this run (api/usage_report.h); nullopt otherwise.
+std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_name);
 
 }  // namespace hb::controllers

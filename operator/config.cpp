@@ -4,6 +4,8 @@
 #include <charconv>
 #include <map>
 
+#include "api/json_depth.h"
+
 namespace hb::operator_ {
 
 namespace {
@@ -28,6 +30,11 @@ const Flag kFlags[] = {
      "Secret in the leader-election namespace whose key `token` guards wakeup"},
     {"runner-image", "default heartbeat-runner image"},
     {"image-pull-policy", "runner imagePullPolicy (default IfNotPresent)"},
+    {"tools-image",
+     "default image of the tools container, where agent-chosen commands run (default: the "
+     "runner image)"},
+    {"tools-resources",
+     "resources of the tools container as JSON, e.g. {\"limits\":{\"memory\":\"256Mi\"}}"},
     {"stall-timeout", "seconds without a beat before a run is failed as Stalled (default 300)"},
     {"context-transport",
      "annotation|configmap: how the context document reaches the Job (default annotation, "
@@ -50,6 +57,37 @@ std::string env_name(const std::string& flag) {
   for (char c : flag)
     out += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return out;
+}
+
+// A container's `resources`: {"limits"|"requests": {name: quantity string}}.
+std::optional<controllers::Json> parse_resources(const std::string& text, std::string& why) {
+  constexpr std::size_t kResourcesDepthMax = 3;
+  if (api::json_nested_deeper_than(text, kResourcesDepthMax)) {
+    why = "nested deeper than limits/requests";
+    return std::nullopt;
+  }
+  controllers::Json doc = controllers::Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    why = "not a JSON object";
+    return std::nullopt;
+  }
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    if (it.key() != "limits" && it.key() != "requests") {
+      why = "unknown key " + it.key() + "; use limits and requests";
+      return std::nullopt;
+    }
+    if (!it->is_object()) {
+      why = it.key() + " is not an object";
+      return std::nullopt;
+    }
+    for (auto q = it->begin(); q != it->end(); ++q) {
+      if (!q->is_string() && !q->is_number()) {
+        why = it.key() + "." + q.key() + " is not a quantity string such as \"256Mi\"";
+        return std::nullopt;
+      }
+    }
+  }
+  return doc;
 }
 
 bool parse_bool(const std::string& text, bool& out) {
@@ -180,7 +218,14 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
       c.wakeup_token_secret = value;
     else if (name == "runner-image")
       c.job.default_image = value;
-    else if (name == "image-pull-policy") {
+    else if (name == "tools-image")
+      c.job.tools_image = value;
+    else if (name == "tools-resources") {
+      std::string why;
+      auto resources = parse_resources(value, why);
+      if (!resources) return fail(name, why);
+      c.job.tools_resources = std::move(*resources);
+    } else if (name == "image-pull-policy") {
       if (value != "Always" && value != "IfNotPresent" && value != "Never") {
         return fail(name, "use Always, IfNotPresent or Never");
       }

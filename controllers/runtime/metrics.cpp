@@ -149,6 +149,12 @@ void describe_operator_metrics(Metrics& m) {
              "HeartbeatRuns started (Job created), by source.");
   m.describe("heartbeat_cost_cents_total", "counter",
              "Cost of finished runs added to agent spend, in US cents.");
+  m.describe("heartbeat_cost_mismatch_total", "counter",
+             "Finished runs whose runner-reported cost differs from tokens x pricing "
+             "(the operator's figure is charged).");
+  m.describe("heartbeat_usage_out_of_bounds_total", "counter",
+             "Finished runs whose reported usage was malformed or above what the run could "
+             "use (charged the bound).");
   m.describe("heartbeat_schedule_lag_seconds", "histogram",
              "Job creation time minus the scheduled slot, for scheduler runs.", seconds);
   m.describe("heartbeat_api_writes_total", "counter", "Writes the reconcilers sent, by kind.");

@@ -116,11 +116,11 @@ std::string AgentReconciler::resolve_prompt(const Json& agent) {
                            "\" has no key \"" + key + "\"");
 }
 
-void AgentReconciler::ensure_agent_objects(const Json& agent) {
+std::string AgentReconciler::ensure_agent_objects(const Json& agent) {
   const std::string uid = string_at(agent, "metadata/uid");
   {
     std::lock_guard lock(mutex_);
-    if (ensured_agents_.count(uid)) return;
+    if (ensured_agents_.count(uid)) return "";
   }
   const std::string ns = string_at(agent, "metadata/namespace");
   for (const auto& [kind, object] : build_agent_objects(agent, config_.job)) {
@@ -129,10 +129,28 @@ void AgentReconciler::ensure_agent_objects(const Json& agent) {
       count_write(kWriteAgentObjectCreate);
     } catch (const ApiError& e) {
       if (!is(e, ErrorKind::kAlreadyExists)) throw;
+      // Adopt only what this Agent owns: anything else may be someone
+      // else's object that the agent's Role would grant writes to.
+      Json existing = client_->get(resource_for(kind), ns, name_of(object));
+      if (!owned_by(existing, uid)) {
+        return string_at(object, "kind") + " " + ns + "/" + name_of(object);
+      }
     }
   }
   std::lock_guard lock(mutex_);
   ensured_agents_.insert(uid);
+  return "";
+}
+
+std::string AgentReconciler::object_in_the_way(const std::string& uid) {
+  std::lock_guard lock(mutex_);
+  auto it = in_the_way_.find(uid);
+  if (it == in_the_way_.end()) return "";
+  if (std::chrono::steady_clock::now() - it->second.at >= kObjectInTheWayRecheck) {
+    in_the_way_.erase(it);  // look again: the object may be gone
+    return "";
+  }
+  return it->second.object;
 }
 
 void AgentReconciler::write_run_status(const Json& run, const Json& status, bool final_with_label) {
@@ -212,7 +230,7 @@ void AgentReconciler::record_event(const Json& agent, const Json* run, const Eve
   }
 }
 
-void AgentReconciler::start_run(const Json& agent, const Json& run, const std::vector<Json>& runs,
+bool AgentReconciler::start_run(const Json& agent, const Json& run, const std::vector<Json>& runs,
                                 TimePoint now) {
   const std::string ns = string_at(run, "metadata/namespace");
   const std::string run_name = name_of(run);
@@ -231,9 +249,15 @@ void AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
     write_run_status(run, status, true);
     spdlog::warn("event=run_not_started agent={}/{} run={} reason=PromptNotFound", ns,
                  name_of(agent), run_name);
-    return;
+    return true;
   }
-  ensure_agent_objects(agent);
+  if (std::string blocking = ensure_agent_objects(agent); !blocking.empty()) {
+    std::lock_guard lock(mutex_);
+    in_the_way_[string_at(agent, "metadata/uid")] = {blocking, std::chrono::steady_clock::now()};
+    spdlog::warn("event=object_in_the_way agent={}/{} run={} object=\"{}\"", ns, name_of(agent),
+                 run_name, blocking);
+    return false;
+  }
   if (!owned_by(run, string_at(agent, "metadata/uid"))) {
     // A run made with kubectl: the agent owns it from now on (cleanup with the agent).
     Json patch = {
@@ -289,6 +313,7 @@ void AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
   }
   spdlog::info("event=run_started agent={}/{} run={} job={} source={}", ns, name_of(agent),
                run_name, job_name, source);
+  return true;
 }
 
 void AgentReconciler::reconcile_orphans(const std::string& ns, const std::string& name,
@@ -328,6 +353,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   const AgentSpec& spec = views.agent->spec.spec;
 
   SpecEnvironment env;
+  env.object_in_the_way = object_in_the_way(spec.uid);
   if (spec.api_key) {
     env.api_key_secret_exists = secret_has_key(ns, spec.api_key->name, spec.api_key->key);
   }
@@ -357,6 +383,8 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
     for (const Json& p : pods[i]) in.pods.push_back(&p);
     in.lease = lease ? &*lease : nullptr;
     in.timeouts = timeouts;
+    in.pricing = spec.pricing;
+    in.bounds = usage_bounds(spec);
     in.budget_exceeded = budget_spent;
     in.now = now;
     input.runs.push_back(observe_run(in));
@@ -449,6 +477,10 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
       write_run_status(*run, status, true);
       const std::string phase = string_at(status, "phase");
       metrics_.counter_add("heartbeat_runs_total", {{"phase", phase}});
+      if (obs.cost_mismatch) metrics_.counter_add("heartbeat_cost_mismatch_total", {});
+      if (string_at(status, "reason") == kReasonUsageOutOfBounds) {
+        metrics_.counter_add("heartbeat_usage_out_of_bounds_total", {});
+      }
       metrics_.counter_add("heartbeat_cost_cents_total", {},
                            number_at(status, "usage/costCents").value_or(0));
       spdlog::info(
@@ -462,8 +494,9 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   record_events(EventTarget::kRun);
 
   // 5. Start the next run.
+  bool blocked = false;
   if (d.start_run && start_allowed) {
-    if (const Json* run = find_run(*d.start_run)) start_run(agent, *run, runs, now);
+    if (const Json* run = find_run(*d.start_run)) blocked = !start_run(agent, *run, runs, now);
   }
 
   // 6. Other run status changes, Queued messages, history, Events.
@@ -498,6 +531,14 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   if (d.requeue_at) {
     const auto delay = std::chrono::ceil<std::chrono::milliseconds>(*d.requeue_at - now);
     result.requeue_after = std::max(delay, std::chrono::milliseconds(1));
+  }
+  if (blocked) {
+    // At once, so the condition names the object; then when it is looked at again.
+    result.requeue_after = std::chrono::milliseconds(1);
+  } else if (!env.object_in_the_way.empty()) {
+    result.requeue_after =
+        std::min(result.requeue_after.value_or(kObjectInTheWayRecheck),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(kObjectInTheWayRecheck));
   }
   return result;
 }

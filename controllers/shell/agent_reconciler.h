@@ -34,6 +34,8 @@
 namespace hb::controllers {
 
 inline constexpr std::chrono::seconds kSecretCheckTtl{60};
+// An object in the way of an Agent's own (not owned by it) is looked for again after this.
+inline constexpr std::chrono::seconds kObjectInTheWayRecheck{60};
 inline constexpr std::size_t kEventMessageBytesMax = 1024;
 
 // Labels of heartbeat_api_writes_total{kind}: every kind of write the reconciler makes.
@@ -86,8 +88,11 @@ class AgentReconciler {
  private:
   bool secret_has_key(const std::string& ns, const std::string& name, const std::string& key);
   std::string resolve_prompt(const Json& agent);
-  void ensure_agent_objects(const Json& agent);
-  void start_run(const Json& agent, const Json& run, const std::vector<Json>& runs, TimePoint now);
+  // Creates the per-agent objects once; "" or the object in the way ("Kind ns/name").
+  std::string ensure_agent_objects(const Json& agent);
+  std::string object_in_the_way(const std::string& agent_uid);
+  // False when an object in the way held the run back (it stays Queued).
+  bool start_run(const Json& agent, const Json& run, const std::vector<Json>& runs, TimePoint now);
   void write_run_status(const Json& run, const Json& status, bool final_with_label);
   void delete_job(const std::string& ns, const std::string& name);
   void record_event(const Json& agent, const Json* run, const Event& event, TimePoint now);
@@ -110,6 +115,11 @@ class AgentReconciler {
     std::chrono::steady_clock::time_point at;
   };
   std::map<std::string, SecretCheck> secrets_;  // "ns/name/key"
+  struct InTheWay {
+    std::string object;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::map<std::string, InTheWay> in_the_way_;  // by agent uid
 };
 
 }  // namespace hb::controllers

@@ -81,6 +81,7 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
     enqueue_(run_agent_key(o));
   };
   run_handlers.on_update = [this, run_agent_key](const Json& old, const Json& o) {
+    if (bool_at(o, "status/costRecorded")) forget_pods_of(object_key(o));
     if (run_agent_key(old) != run_agent_key(o)) {
       index(runs_by_agent_, run_agent_key(old), object_key(old), false);
       enqueue_(run_agent_key(old));
@@ -89,6 +90,7 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
     enqueue_(run_agent_key(o));
   };
   run_handlers.on_delete = [this, run_agent_key](const Json& o) {
+    forget_pods_of(object_key(o));
     index(runs_by_agent_, run_agent_key(o), object_key(o), false);
     enqueue_(run_agent_key(o));
   };
@@ -113,6 +115,10 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
     if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
   };
   pod_handlers.on_delete = [this, pod_run_key, named_agent_key](const Json& o) {
+    if (auto k = pod_run_key(o); !k.empty()) {
+      std::lock_guard lock(mutex_);
+      tombstones_.remember(k, o, PodTombstones::Clock::now());
+    }
     if (auto k = pod_run_key(o); !k.empty()) index(pods_by_run_, k, object_key(o), false);
     if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
   };
@@ -233,7 +239,17 @@ std::optional<Json> ClusterCache::job(const std::string& ns, const std::string& 
   return get_from(jobs_.in(ns), ns, name);
 }
 std::vector<Json> ClusterCache::pods_of(const std::string& ns, const std::string& run) const {
-  return lookup(pods_, ns, pods_by_run_, object_key(ns, run));
+  std::vector<Json> pods = lookup(pods_, ns, pods_by_run_, object_key(ns, run));
+  std::lock_guard lock(mutex_);
+  std::vector<Json> gone = tombstones_.of(object_key(ns, run), pods);
+  pods.insert(pods.end(), std::make_move_iterator(gone.begin()),
+              std::make_move_iterator(gone.end()));
+  return pods;
+}
+
+void ClusterCache::forget_pods_of(const std::string& run_key) {
+  std::lock_guard lock(mutex_);
+  tombstones_.forget(run_key);
 }
 std::optional<Json> ClusterCache::lease(const std::string& ns, const std::string& name) const {
   return get_from(leases_.in(ns), ns, name);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 
+#include "controllers/pod_tombstones.h"
 #include "controllers/shell/cluster_view.h"
 #include "kube/informer.h"
 
@@ -38,6 +39,7 @@ class ClusterCache final : public ClusterView {
   std::vector<Json> agents() const override;
   std::vector<Json> runs_of(const std::string& ns, const std::string& agent) const override;
   std::optional<Json> job(const std::string& ns, const std::string& name) const override;
+  // Live Pods plus the last state of deleted ones whose run is not settled.
   std::vector<Json> pods_of(const std::string& ns, const std::string& run) const override;
   std::optional<Json> lease(const std::string& ns, const std::string& name) const override;
   bool synced() const override;
@@ -53,6 +55,7 @@ class ClusterCache final : public ClusterView {
     const kube::Informer* in(const std::string& ns) const;  // nullptr: not watched
     void set_handlers(const kube::StoreHandlers& handlers);
   };
+  void forget_pods_of(const std::string& run_key);
   void index(Index& index, const std::string& index_key, const std::string& object_key, bool add);
   std::vector<Json> lookup(const InformerSet& set, const std::string& ns, const Index& index,
                            const std::string& index_key) const;
@@ -62,6 +65,8 @@ class ClusterCache final : public ClusterView {
   mutable std::mutex mutex_;
   Index runs_by_agent_;  // "ns/agent" -> run keys
   Index pods_by_run_;    // "ns/run" -> pod keys
+  // Deleted Pods' last states until their run's cost is recorded ("ns/run").
+  PodTombstones tombstones_;
 };
 
 }  // namespace hb::controllers

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "api/heartbeat_pod.h"
 #include "controllers/json_util.h"
 #include "controllers/names.h"
 #include "controllers/schedule/utc_time.h"
@@ -122,7 +123,7 @@ void FakeKubelet::step(const json& pod) {
           kube::resources::kPods, ns_, name,
           {{"status",
             {{"phase", "Failed"},
-             {"containerStatuses", json::array({{{"name", controllers::kRunnerContainer},
+             {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
                                                  {"ready", false},
                                                  {"restartCount", 0},
                                                  {"image", "runner"},
@@ -145,7 +146,7 @@ void FakeKubelet::step(const json& pod) {
          {{"phase", "Running"},
           {"startTime", now_text()},
           {"containerStatuses",
-           json::array({{{"name", controllers::kRunnerContainer},
+           json::array({{{"name", api::kRunnerContainerName},
                          {"ready", true},
                          {"restartCount", 0},
                          {"image", "runner"},
@@ -173,7 +174,7 @@ void FakeKubelet::step(const json& pod) {
     const json patch = {
         {"status",
          {{"phase", state.script.exit_code == 0 ? "Succeeded" : "Failed"},
-          {"containerStatuses", json::array({{{"name", controllers::kRunnerContainer},
+          {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
                                               {"ready", false},
                                               {"restartCount", 0},
                                               {"image", "runner"},

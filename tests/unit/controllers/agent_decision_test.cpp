@@ -294,6 +294,30 @@ TEST(AgentDecision, SpecValidChecksTheSchemaCannotDo) {
   EXPECT_NE(join_errors(d.spec_errors).find("spec.runtime.command"), std::string::npos);
 }
 
+// Another's ConfigMap/Lease/Role named like this Agent's own: never adopted,
+// the Agent says which object is in the way and starts nothing.
+TEST(AgentDecision, AnObjectInTheWayIsNamedAndBlocksRuns) {
+  Json a = agent();
+  AgentDecisionInput in;
+  in.agent = &a;
+  const TimePoint now = at("2024-05-01T12:05:00Z");
+  std::vector<Json> runs = {run("bot-manual-1", "manual")};
+  in.runs = observe_all(runs, now);
+  in.env.object_in_the_way = "ConfigMap default/bot-memory";
+  in.now = now;
+  AgentDecision d = decide_agent(in);
+  EXPECT_FALSE(d.start_run);
+  EXPECT_FALSE(d.create_run);
+  const Json status = d.status_json();
+  EXPECT_EQ((*condition(status, "SpecValid"))["status"], "False");
+  EXPECT_EQ((*condition(status, "SpecValid"))["reason"], "ObjectInTheWay");
+  EXPECT_EQ((*condition(status, "Ready"))["reason"], "ObjectInTheWay");
+  EXPECT_NE((*condition(status, "SpecValid"))["message"].get<std::string>().find(
+                "ConfigMap default/bot-memory exists and is not owned by this Agent"),
+            std::string::npos);
+  EXPECT_TRUE(has_event(d, "ObjectInTheWay"));
+}
+
 TEST(AgentDecision, InvalidSpecKeepsManualRunsQueued) {
   World w{agent()};
   w.agent["spec"]["model"]["provider"] = "nope";

@@ -107,6 +107,11 @@ inline Json terminated(Json p, int exit_code, const std::string& message,
   return p;
 }
 
+// 10 cents per thousand input tokens, 10 cents per thousand output tokens...
+// in cents per million: 1,000 and 10,000, so 1 input token costs 0.001 cent
+// and 1 output token 0.01 cent.
+inline const Pricing kTestPricing{1000, 10000};
+
 inline std::string result_json(double cost, int64_t in_tokens = 100, int64_t out_tokens = 20,
                                std::optional<int> pause_minutes = std::nullopt,
                                const std::string& stop = "completed") {

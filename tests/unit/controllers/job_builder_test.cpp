@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "controllers/names.h"
 #include "tests/unit/controllers/fixtures.h"
 
@@ -247,6 +249,103 @@ TEST(Names, DerivedNamesFitTheirLimits) {
   EXPECT_LE(lease_name_for_agent(long_name).size(), kObjectNameCharsMax);
   EXPECT_NE(lease_name_for_agent(long_name), lease_name_for_agent(long_name.substr(1) + "b"));
   EXPECT_EQ(label_safe_name("a.b"), "a-b-" + short_hash("a.b"));
+}
+
+const Json* named(const Json& list, const std::string& name) {
+  for (const Json& item : list) {
+    if (item["name"] == name) return &item;
+  }
+  return nullptr;
+}
+
+std::set<std::string> mounted_volumes(const Json& container) {
+  std::set<std::string> out;
+  for (const Json& m : container["volumeMounts"]) out.insert(m["name"].get<std::string>());
+  return out;
+}
+
+// Trust boundaries: the agent's commands run in `tools`, which holds no key,
+// no token, none of the runner's files and another user id.
+TEST(JobBuilder, ToolsRunInTheirOwnContainerWithoutKeyOrToken) {
+  Json a = full_agent();
+  a["spec"]["model"]["apiKeySecretRef"] = {{"name", "llm"}, {"key", "key"}};
+  JobPlan plan = build_job(run("bot-1"), a, "{}", JobConfig{});
+  const Json& pod = plan.job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["automountServiceAccountToken"], false);
+  EXPECT_EQ(pod["shareProcessNamespace"], false);
+  ASSERT_EQ(pod["containers"].size(), 2u);
+  const Json* runner = named(pod["containers"], api::kRunnerContainerName);
+  const Json* tools = named(pod["containers"], api::kToolsContainerName);
+  ASSERT_NE(runner, nullptr);
+  ASSERT_NE(tools, nullptr);
+
+  // The token: projected into the runner only.
+  EXPECT_EQ(mounted_volumes(*runner).count(api::kServiceAccountVolume), 1u);
+  const Json* sa = named(pod["volumes"], api::kServiceAccountVolume);
+  ASSERT_NE(sa, nullptr);
+  EXPECT_EQ((*sa)["projected"]["sources"][0]["serviceAccountToken"]["path"], "token");
+  // The tools container sees the socket, its workspace and its tmp; nothing else.
+  EXPECT_EQ(mounted_volumes(*tools),
+            (std::set<std::string>{api::kToolsSocketVolume, api::kToolsWorkspaceVolume,
+                                   api::kToolsTmpVolume}));
+  EXPECT_EQ(mounted_volumes(*runner).count(api::kToolsWorkspaceVolume), 0u);
+  // No environment at all: neither the key nor the user's runtime.env.
+  EXPECT_FALSE(tools->contains("env"));
+  EXPECT_FALSE(tools->contains("envFrom"));
+  const Json& sc = (*tools)["securityContext"];
+  EXPECT_EQ(sc["runAsUser"], api::kToolsUserId);
+  EXPECT_EQ(sc["runAsGroup"], api::kToolsUserId);
+  EXPECT_NE(sc["runAsUser"], pod["securityContext"]["runAsUser"]);
+  EXPECT_EQ(sc["readOnlyRootFilesystem"], true);
+  EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(sc["capabilities"]["drop"], Json::array({"ALL"}));
+  EXPECT_EQ((*tools)["command"][0], api::kToolsServerPath);
+  // The runner finds the server through the socket in the shared emptyDir.
+  const Json* socket_env = named((*runner)["env"], api::kEnvToolsSocket);
+  ASSERT_NE(socket_env, nullptr);
+  EXPECT_EQ((*socket_env)["value"], std::string(api::kToolsSocketDir) + "/tools.sock");
+  EXPECT_EQ((*tools)["command"][1], "--socket=" + (*socket_env)["value"].get<std::string>());
+}
+
+TEST(JobBuilder, ToolsImageResourcesAndRuntimeClass) {
+  Json a = full_agent();
+  JobConfig config;
+  config.tools_image = "tools:1";
+  config.tools_resources = {{"limits", {{"memory", "128Mi"}}}};
+  JobPlan plan = build_job(run("bot-1"), a, "{}", config);
+  const Json* tools = named(plan.job["spec"]["template"]["spec"]["containers"], "tools");
+  ASSERT_NE(tools, nullptr);
+  EXPECT_EQ((*tools)["image"], "tools:1");
+  EXPECT_EQ((*tools)["resources"]["limits"]["memory"], "128Mi");
+  EXPECT_FALSE(plan.job["spec"]["template"]["spec"].contains("runtimeClassName"));
+
+  a["spec"]["runtime"]["tools"] = {{"image", "git-tools:2"},
+                                   {"resources", {{"limits", {{"cpu", "1"}}}}}};
+  a["spec"]["runtime"]["runtimeClassName"] = "gvisor";
+  plan = build_job(run("bot-1"), a, "{}", config);
+  const Json& pod = plan.job["spec"]["template"]["spec"];
+  tools = named(pod["containers"], "tools");
+  EXPECT_EQ((*tools)["image"], "git-tools:2");
+  EXPECT_EQ((*tools)["resources"]["limits"]["cpu"], "1");
+  EXPECT_EQ(pod["runtimeClassName"], "gvisor");
+
+  // No tools image anywhere: the runner's image, which carries the server.
+  plan = build_job(run("bot-1"), full_agent(), "{}", JobConfig{});
+  const Json& containers = plan.job["spec"]["template"]["spec"]["containers"];
+  EXPECT_EQ((*named(containers, "tools"))["image"], (*named(containers, "runner"))["image"]);
+}
+
+TEST(JobBuilder, CommandModeHasNoToolsContainer) {
+  Json a = full_agent();
+  a["spec"]["runtime"]["mode"] = "command";
+  a["spec"]["runtime"]["image"] = "mine:1";
+  a["spec"]["runtime"]["command"] = Json::array({"/bin/agent"});
+  JobPlan plan = build_job(run("bot-1"), a, "{}", JobConfig{});
+  const Json& pod = plan.job["spec"]["template"]["spec"];
+  ASSERT_EQ(pod["containers"].size(), 1u);
+  EXPECT_EQ(pod["automountServiceAccountToken"], false);
+  EXPECT_EQ(named(pod["containers"][0]["env"], api::kEnvToolsSocket), nullptr);
+  EXPECT_EQ(named(pod["volumes"], api::kToolsSocketVolume), nullptr);
 }
 
 }  // namespace

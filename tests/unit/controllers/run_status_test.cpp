@@ -4,6 +4,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include "api/heartbeat_pod.h"
+#include "api/usage_report.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {
@@ -30,6 +34,8 @@ RunObservation observe(const Json& r, const Json* j, std::vector<const Json*> po
   in.now = now;
   in.agent_missing = agent_missing;
   in.timeouts = {std::chrono::seconds(300), std::chrono::seconds(30), std::chrono::seconds(120)};
+  in.pricing = kTestPricing;
+  in.bounds = usage_bounds(AgentSpec{});  // memgpt: 5 calls, 1024 output tokens each
   return observe_run(in);
 }
 
@@ -40,7 +46,7 @@ Json lease_renewed(const char* t) {
 TEST(RunStatus, SucceededWithUsageCostAndPause) {
   Json r = running_run();
   Json j = job("r1");
-  Json p = terminated(pod("r1-abc"), 0, result_json(3.25, 1000, 200, 5, "pause_heartbeats"));
+  Json p = terminated(pod("r1-abc"), 0, result_json(3, 1000, 200, 5, "pause_heartbeats"));
   const TimePoint now = at("2024-05-01T12:06:10Z");
   RunObservation o = observe(r, &j, {&p}, now);
   EXPECT_TRUE(o.became_final);
@@ -49,7 +55,7 @@ TEST(RunStatus, SucceededWithUsageCostAndPause) {
   EXPECT_EQ(o.status["reason"], "PauseHeartbeats");
   EXPECT_EQ(o.status["exitCode"], 0);
   EXPECT_EQ(o.status["podName"], "r1-abc");
-  EXPECT_EQ(o.status["usage"]["costCents"], 3.25);
+  EXPECT_DOUBLE_EQ(o.status["usage"]["costCents"], 3.0);  // 1000 x 0.001 + 200 x 0.01
   EXPECT_EQ(o.status["usage"]["inputTokens"], 1000);
   EXPECT_EQ(o.status["usage"]["llmCalls"], 2);
   EXPECT_EQ(o.status["stopReason"], "pause_heartbeats");
@@ -69,12 +75,12 @@ TEST(RunStatus, FailedExitCodesMapToReasons) {
     const char* reason;
   } cases[] = {{69, "ProviderError"}, {70, "InternalError"}, {78, "ConfigError"}, {3, "Error"}};
   for (const Case& c : cases) {
-    Json p = terminated(pod("r1-abc"), c.exit, result_json(0.5));
+    Json p = terminated(pod("r1-abc"), c.exit, result_json(0.3));
     RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
     EXPECT_EQ(o.status["phase"], "Failed") << c.exit;
     EXPECT_EQ(o.status["reason"], c.reason) << c.exit;
     EXPECT_EQ(o.status["exitCode"], c.exit);
-    EXPECT_EQ(o.status["usage"]["costCents"], 0.5);  // a failed run still costs
+    EXPECT_DOUBLE_EQ(o.status["usage"]["costCents"], 0.3);  // a failed run still costs
   }
 }
 
@@ -93,14 +99,15 @@ TEST(RunStatus, KilledBySignal) {
 TEST(RunStatus, MalformedResultFinishesWithResultUnreadable) {
   Json r = running_run();
   Json j = job("r1");
-  for (const char* message :
-       {"not json", "{\"usage\": {\"costCents\": -1}}", "[1,2]", "{\"stopReason\": \"completed\"}",
-        "{\"usage\": {\"inputTokens\": \"many\"}}"}) {
+  const std::string deep(4000, '[');  // under the size cap: must not recurse in the parser
+  for (const std::string& message :
+       {std::string("not json"), std::string("[1,2]"),
+        std::string("{\"stopReason\": \"completed\"}"), std::string("{\"usage\": 7}"), deep}) {
     Json p = terminated(pod("r1-abc"), 0, message);
     RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
-    EXPECT_TRUE(o.became_final) << message;
-    EXPECT_EQ(o.status["phase"], "Succeeded") << message;
-    EXPECT_EQ(o.status["reason"], "ResultUnreadable") << message;
+    EXPECT_TRUE(o.became_final) << message.substr(0, 40);
+    EXPECT_EQ(o.status["phase"], "Succeeded") << message.substr(0, 40);
+    EXPECT_EQ(o.status["reason"], "ResultUnreadable") << message.substr(0, 40);
     EXPECT_EQ(o.status["usage"]["costCents"], 0);
   }
 }
@@ -116,11 +123,11 @@ TEST(RunStatus, PauseMinutesAreClamped) {
 TEST(RunStatus, JobDeadlineExceededGivesTimedOut) {
   Json r = running_run();
   Json j = job_condition(job("r1"), "Failed", "DeadlineExceeded");
-  Json p = terminated(pod("r1-abc"), 143, result_json(1.5, 1, 1, std::nullopt, "cancelled"));
+  Json p = terminated(pod("r1-abc"), 143, result_json(0.011, 1, 1, std::nullopt, "cancelled"));
   RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:10:10Z"));
   EXPECT_EQ(o.status["phase"], "TimedOut");
   EXPECT_EQ(o.status["reason"], "DeadlineExceeded");
-  EXPECT_EQ(o.status["usage"]["costCents"], 1.5);
+  EXPECT_DOUBLE_EQ(o.status["usage"]["costCents"], 0.011);
   // The Job controller killed the pod and it is gone: still TimedOut.
   o = observe(r, &j, {}, at("2024-05-01T12:10:10Z"));
   EXPECT_EQ(o.status["phase"], "TimedOut");
@@ -222,11 +229,11 @@ TEST(RunStatus, CancelDeletesTheJobAndWaitsForTheResult) {
   EXPECT_TRUE(o.delete_job);
   EXPECT_FALSE(o.became_final);
   // The runner wrote its result on SIGTERM and exited 143.
-  Json done = terminated(pod("r1-abc"), 143, result_json(0.75, 1, 1, std::nullopt, "cancelled"));
+  Json done = terminated(pod("r1-abc"), 143, result_json(0.011, 1, 1, std::nullopt, "cancelled"));
   o = observe(r, nullptr, {&done}, at("2024-05-01T12:06:05Z"));
   EXPECT_EQ(o.status["phase"], "Cancelled");
   EXPECT_EQ(o.status["reason"], "Cancelled");
-  EXPECT_EQ(o.status["usage"]["costCents"], 0.75);
+  EXPECT_DOUBLE_EQ(o.status["usage"]["costCents"], 0.011);
   // Or the pod vanished without a result.
   o = observe(r, nullptr, {}, at("2024-05-01T12:06:05Z"));
   EXPECT_EQ(o.status["phase"], "Cancelled");
@@ -310,6 +317,148 @@ TEST(RunStatus, PickPodPrefersTheFinishedOne) {
   Json c = pod("c", "2024-05-01T12:05:02Z");
   EXPECT_EQ(pick_pod({&a, &b, &c}), &b);
   EXPECT_EQ(pick_pod({&a, &c}), &c);
+}
+
+Json lease_with_usage(const std::string& run, int64_t calls, int64_t in, int64_t out) {
+  Json lease = lease_renewed("2024-05-01T12:05:30Z");
+  lease["metadata"]["annotations"][api::kAnnotationUsage] =
+      api::encode_usage_report({run, calls, in, out, 0, calls});
+  return lease;
+}
+
+// Money is tokens x the Agent's pricing; the runner's own figure is a cross-check.
+TEST(RunCharge, CostIsTokensTimesPricingNotTheReportedFigure) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = terminated(pod("r1-abc"), 0, result_json(0, 1000, 200));  // says it cost nothing
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  EXPECT_DOUBLE_EQ(o.status["usage"]["costCents"], 3.0);
+  EXPECT_EQ(o.status["usage"]["reportedCostCents"], 0);
+  EXPECT_TRUE(o.cost_mismatch);
+  EXPECT_THAT(o.events, ::testing::Contains(::testing::Field(&Event::reason, kReasonCostMismatch)));
+}
+
+TEST(RunCharge, ForgedHugeUsageIsChargedTheBoundAndNamed) {
+  Json r = running_run();
+  Json j = job("r1");
+  const UsageBounds bounds = usage_bounds(AgentSpec{});
+  for (const char* usage :
+       {R"({"inputTokens": 9223372036854775807, "outputTokens": 1})",
+        R"({"inputTokens": 10000000000000000000})", R"({"inputTokens": 1e300})",
+        R"({"outputTokens": -5})", R"({"llmCalls": 1000000, "inputTokens": 1})"}) {
+    const std::string message = std::string(R"({"stopReason":"completed","usage":)") + usage + "}";
+    Json p = terminated(pod("r1-abc"), 0, message);
+    RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+    EXPECT_EQ(o.status["reason"], kReasonUsageOutOfBounds) << usage;
+    EXPECT_LE(o.status["usage"]["inputTokens"].get<int64_t>(), bounds.input_tokens) << usage;
+    EXPECT_LE(o.status["usage"]["outputTokens"].get<int64_t>(), bounds.output_tokens) << usage;
+    EXPECT_LE(o.status["usage"]["llmCalls"].get<int64_t>(), bounds.llm_calls) << usage;
+    const double cost = o.status["usage"]["costCents"].get<double>();
+    EXPECT_TRUE(std::isfinite(cost) && cost >= 0) << usage;
+    EXPECT_THAT(o.status["message"].get<std::string>(), ::testing::HasSubstr("charged the bound"))
+        << usage;
+  }
+}
+
+TEST(RunCharge, AMalformedCountIsChargedTheFullBound) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = terminated(pod("r1-abc"), 0, R"({"usage":{"inputTokens":"many","outputTokens":0}})");
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  const UsageBounds bounds = usage_bounds(AgentSpec{});
+  EXPECT_EQ(o.status["usage"]["inputTokens"], bounds.input_tokens);
+  EXPECT_EQ(o.status["usage"]["outputTokens"], bounds.output_tokens);
+  EXPECT_THAT(o.status["message"].get<std::string>(),
+              ::testing::HasSubstr("usage.inputTokens is not an integer"));
+}
+
+// A runner killed after two model calls (OOM, node loss) wrote no result:
+// it is charged what its beats reported.
+TEST(RunCharge, AKilledRunnerIsChargedWhatItsBeatsReported) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json lease = lease_with_usage("r1", 2, 500, 100);
+  Json p = terminated(pod("r1-abc"), 137, "", "2024-05-01T12:06:00Z", "OOMKilled");
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"), &lease);
+  EXPECT_EQ(o.status["usage"]["llmCalls"], 2);
+  EXPECT_EQ(o.status["usage"]["inputTokens"], 500);
+  EXPECT_DOUBLE_EQ(o.status["usage"]["costCents"], 1.5);  // 500 x 0.001 + 100 x 0.01
+}
+
+TEST(RunCharge, AResultCanOnlyRaiseWhatTheBeatsReported) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json lease = lease_with_usage("r1", 3, 3000, 300);
+  Json p = terminated(pod("r1-abc"), 0, result_json(0.03, 10, 2));  // lower than reported
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"), &lease);
+  EXPECT_EQ(o.status["usage"]["inputTokens"], 3000);
+  EXPECT_EQ(o.status["usage"]["outputTokens"], 300);
+  EXPECT_EQ(o.status["usage"]["llmCalls"], 3);
+}
+
+TEST(RunCharge, AnotherRunsReportOnTheLeaseIsIgnored) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json lease = lease_with_usage("r0", 5, 90000, 900);
+  Json p = terminated(pod("r1-abc"), 0, result_json(0.3));
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"), &lease);
+  EXPECT_EQ(o.status["usage"]["inputTokens"], 100);
+  lease["metadata"]["annotations"][api::kAnnotationUsage] = std::string(50000, '[');
+  o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"), &lease);
+  EXPECT_EQ(o.status["usage"]["inputTokens"], 100);
+}
+
+// Cancelled after one model call, the Pod gone before its result was seen:
+// still charged the call its beat reported.
+TEST(RunCharge, ACancelledRunWhosePodVanishedIsChargedItsBeats) {
+  Json r = running_run();
+  r["spec"]["cancel"] = true;
+  Json lease = lease_with_usage("r1", 1, 200, 50);
+  RunObservation o = observe(r, nullptr, {}, at("2024-05-01T12:06:05Z"), &lease);
+  EXPECT_EQ(o.status["phase"], "Cancelled");
+  EXPECT_EQ(o.status["usage"]["llmCalls"], 1);
+  EXPECT_DOUBLE_EQ(o.status["usage"]["costCents"], 0.7);  // 200 x 0.001 + 50 x 0.01
+}
+
+// The tools container's termination message is the agent's to write: it is
+// never the run's result, and a finished tools container does not end the run.
+TEST(RunCharge, TheToolsContainersMessageIsNeverTheResult) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  p["status"]["containerStatuses"] = Json::array(
+      {{{"name", "runner"}, {"state", {{"running", {{"startedAt", fmt(kStart)}}}}}},
+       {{"name", "tools"},
+        {"state",
+         {{"terminated",
+           {{"exitCode", 0}, {"message", result_json(0, 0, 0)}, {"finishedAt", fmt(kStart)}}}}}}});
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  EXPECT_FALSE(o.became_final);
+  p["status"]["containerStatuses"][0]["state"] = {
+      {"terminated",
+       {{"exitCode", 0}, {"message", result_json(0.3)}, {"finishedAt", fmt(kStart)}}}};
+  o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  EXPECT_TRUE(o.became_final);
+  EXPECT_EQ(o.status["usage"]["inputTokens"], 100);
+}
+
+TEST(RunCharge, ToolsUnavailableExitCodeHasItsReason) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p =
+      terminated(pod("r1-abc"), 75, result_json(0.3, 100, 20, std::nullopt, "tools_unavailable"));
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  EXPECT_EQ(o.status["phase"], "Failed");
+  EXPECT_EQ(o.status["reason"], kReasonToolsUnavailable);
+}
+
+TEST(RunCost, SaturatingArithmetic) {
+  EXPECT_EQ(saturating_add(INT64_MAX, 1), INT64_MAX);
+  EXPECT_EQ(saturating_add(INT64_MIN, -1), INT64_MIN);
+  EXPECT_EQ(saturating_add(2, 3), 5);
+  EXPECT_EQ(saturating_mul(INT64_MAX, 2), INT64_MAX);
+  EXPECT_EQ(saturating_mul(INT64_MAX, -2), INT64_MIN);
+  EXPECT_TRUE(std::isfinite(cost_cents(INT64_MAX, INT64_MAX, {1e8, 1e8})));
 }
 
 }  // namespace

@@ -1,0 +1,67 @@
+// What a run is charged. Money is the operator's: cost = tokens x the
+// Agent's spec.model.pricing, never the figure the runner reports (that is
+// kept only as a cross-check). Tokens are the larger of the last Lease beat's
+// report and the final result, field by field, so a runner killed mid-run is
+// charged for what it reported and a result can only raise the charge; both
+// are bounded by what the run could have used, so no report can overflow
+// the spend. Pure.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "controllers/agent_spec.h"
+
+namespace hb::controllers {
+
+// Reason of a run charged its bound instead of its report.
+inline constexpr const char* kReasonUsageOutOfBounds = "UsageOutOfBounds";
+// The runner's own figure may differ from ours by rounding only.
+inline constexpr double kCostMismatchToleranceCents = 0.001;
+
+struct UsageCounts {
+  int64_t llm_calls = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t tool_calls = 0;
+  int64_t iterations = 0;
+  bool operator==(const UsageCounts&) const = default;
+};
+
+// The most one heartbeat can use: the type's model calls, each with
+// api::kInputTokensPerModelCallMax input and spec.model.maxTokens output.
+struct UsageBounds {
+  int64_t llm_calls = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+};
+UsageBounds usage_bounds(const AgentSpec& spec);
+
+struct ChargeInput {
+  std::optional<UsageCounts> result;  // the termination message's usage
+  // The result's usage object was there but malformed (negative, not an
+  // integer, too large): charged the bound, named in the run's reason.
+  std::string result_usage_problem;
+  std::optional<double> runner_cost_cents;  // the runner's own figure
+  std::optional<UsageCounts> beat;          // the last Lease beat's report of this run
+  Pricing pricing;
+  UsageBounds bounds;
+};
+
+struct Charge {
+  UsageCounts usage;  // what is recorded (bounded)
+  double cost_cents = 0;
+  std::string out_of_bounds;  // why the bound was charged; empty: the report stands
+  std::optional<double> runner_cost_cents;
+  bool cost_mismatch = false;  // the runner's figure differs from ours
+};
+
+Charge charge_run(const ChargeInput& input);
+
+int64_t saturating_add(int64_t a, int64_t b);
+int64_t saturating_mul(int64_t a, int64_t b);
+// tokens x pricing, rounded to the spend resolution; finite for any tokens.
+double cost_cents(int64_t input_tokens, int64_t output_tokens, const Pricing& pricing);
+
+}  // namespace hb::controllers
