@@ -152,7 +152,7 @@ bool monthly_budget_spent(const AgentView& agent, TimePoint now) {
   const Spend spend = spend_this_month(agent.status.spend, now);
   schedule::BlockInput in;
   in.monthly_budget_cents = agent.spec.spec.monthly_budget_cents;
-  in.spent_cents_this_period = static_cast<int64_t>(std::floor(spend.cents));
+  in.spent_cents_this_period = saturating_int64(std::floor(spend.cents));
   in.spend_period = spend.period;
   return schedule::evaluate_blocks(in, now).has(schedule::kReasonBudgetExceeded);
 }
@@ -223,7 +223,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   block_in.paused = spec.paused;
   block_in.paused_until = ledger.paused_until;
   block_in.monthly_budget_cents = spec.monthly_budget_cents;
-  block_in.spent_cents_this_period = static_cast<int64_t>(std::floor(ledger.spend.cents));
+  block_in.spent_cents_this_period = saturating_int64(std::floor(ledger.spend.cents));
   block_in.spend_period = ledger.spend.period;
   const schedule::BlockResult blocks = schedule::evaluate_blocks(block_in, now);
   const bool valid = spec_valid && !spec.deleting;

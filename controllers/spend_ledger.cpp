@@ -4,12 +4,15 @@
 #include <cassert>
 #include <cmath>
 
+#include "controllers/run_cost.h"
 #include "controllers/schedule/spend.h"
 
 namespace hb::controllers {
 
 double round_to_spend_resolution(double cents) {
-  return std::round(cents / kSpendCentsResolution) * kSpendCentsResolution;
+  // Divided by an exact power of ten (not multiplied by 1e-6, which is not
+  // exact in binary), so 0.1 is stored as 0.1, not 0.09999999999999999.
+  return std::round(cents * kSpendUnitsPerCent) / kSpendUnitsPerCent;
 }
 
 LedgerResult apply_ledger(const LedgerInput& in) {
@@ -32,8 +35,9 @@ LedgerResult apply_ledger(const LedgerInput& in) {
     if (already) continue;
     if (schedule::spend_period(run.finished_at) == period) {
       out.spend.cents = round_to_spend_resolution(out.spend.cents + run.usage.cost_cents);
-      out.spend.input_tokens += run.usage.input_tokens;
-      out.spend.output_tokens += run.usage.output_tokens;
+      // Saturating: a month of runs can never wrap the totals negative.
+      out.spend.input_tokens = saturating_add(out.spend.input_tokens, run.usage.input_tokens);
+      out.spend.output_tokens = saturating_add(out.spend.output_tokens, run.usage.output_tokens);
     }
     out.recent.insert(out.recent.begin(),
                       LedgerEntry{run.name, std::string(to_string(run.phase)), run.exit_code,

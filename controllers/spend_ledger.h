@@ -26,7 +26,8 @@ namespace hb::controllers {
 inline constexpr std::size_t kRecentRunsMax = 10;
 // Spend is kept to a millionth of a cent, so binary floating-point noise from
 // summing many runs (0.1 + 0.2) never shows in status nor builds up.
-inline constexpr double kSpendCentsResolution = 1e-6;
+inline constexpr double kSpendUnitsPerCent = 1e6;  // a millionth of a cent
+inline constexpr double kSpendCentsResolution = 1 / kSpendUnitsPerCent;
 
 double round_to_spend_resolution(double cents);
 

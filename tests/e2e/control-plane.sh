@@ -165,7 +165,7 @@ start_controller_manager() {
   local c="$dir/pki"
   start_daemon controller-manager "$bin/kube-controller-manager" \
     --kubeconfig "$dir/controller-manager.kubeconfig" \
-    --controllers job,garbagecollector,serviceaccount,serviceaccount-token,namespace,ttl-after-finished \
+    --controllers job,garbagecollector,serviceaccount,serviceaccount-token,namespace,ttl-after-finished,root-ca-cert-publisher \
     --service-account-private-key-file "$c/sa.key" --root-ca-file "$c/ca.crt" \
     --kube-api-qps "${HB_KCM_API_QPS:-20}" --kube-api-burst "${HB_KCM_API_BURST:-30}" \
     --leader-elect=false --port 0 --secure-port 0 --logtostderr=true --v=1

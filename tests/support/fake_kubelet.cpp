@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
 #include "api/heartbeat_pod.h"
 #include "controllers/json_util.h"
 #include "controllers/names.h"
@@ -58,7 +60,8 @@ std::string FakeKubelet::result(double cost_cents, std::optional<int> pause_minu
             {"stopReason", stop_reason},
             {"usage",
              {{"inputTokens", 1200},
-              {"outputTokens", 80},
+              {"outputTokens",
+               std::llround(cost_cents * 1e6 / kFakeOutputCentsPerMillionTokens)},
               {"costCents", cost_cents},
               {"llmCalls", 2},
               {"toolCalls", 1},

@@ -29,6 +29,11 @@ struct PodScript {
   std::string terminated_reason;    // e.g. OOMKilled
 };
 
+// The pricing the test Agents use with FakeKubelet::result: 0.01 cent per
+// output token, input tokens free.
+inline constexpr double kFakeOutputCentsPerMillionTokens = 10000;
+inline constexpr double kFakeInputCentsPerMillionTokens = 0;
+
 class FakeKubelet {
  public:
   using Script = std::function<PodScript(const nlohmann::json& pod)>;
@@ -37,7 +42,9 @@ class FakeKubelet {
   void start();
   void stop();
   int pods_seen() const;
-  // A result JSON as heartbeat-runner writes it.
+  // A result JSON as heartbeat-runner writes it, with output tokens that
+  // cost `cost_cents` at kFakeOutputCentsPerMillionTokens (input is free):
+  // the operator charges tokens x the Agent's pricing, not the figure.
   static std::string result(double cost_cents, std::optional<int> pause_minutes = std::nullopt,
                             const std::string& stop_reason = "completed");
 

@@ -89,6 +89,13 @@ Directives parse_directives(std::string_view text) {
         out.memory_text = arg;
         out.order.push_back("memory");
       }
+    } else if (name == "shell") {
+      if (arg.empty()) {
+        problem("needs the command to run");
+      } else if (out.shell_commands.size() < kShellDirectivesMax) {
+        out.order.push_back("shell:" + std::to_string(out.shell_commands.size()));
+        out.shell_commands.push_back(arg);
+      }
     } else if (name == "fail") {
       if (out.fail_status) continue;
       if (auto status = parse_int(arg, 400, 599)) {
@@ -124,6 +131,8 @@ std::vector<ToolStep> plan_steps(const Directives& d, const std::vector<std::str
           std::min(*d.sleep_seconds + kSleepTimeoutSlackSeconds, kShellTimeoutSecondsMax);
       add("shell",
           {{"command", "sleep " + std::to_string(*d.sleep_seconds)}, {"timeout_seconds", timeout}});
+    } else if (kind.rfind("shell:", 0) == 0) {
+      add("shell", {{"command", d.shell_commands[std::stoul(kind.substr(6))]}});
     }
   }
   if (d.pause_minutes) add("pause_heartbeats", {{"minutes", *d.pause_minutes}});

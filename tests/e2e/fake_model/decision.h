@@ -3,6 +3,8 @@
 //
 //   [[pause N]]     call pause_heartbeats {"minutes": N}       (if offered)
 //   [[sleep N]]     call shell {"command": "sleep N"}          (if offered)
+//   [[shell CMD]]   call shell {"command": CMD}                (if offered; repeatable,
+//                   e.g. the attacks the e2e suite tries from inside the Pod)
 //   [[memory TEXT]] call core_memory_append {"label": "human", "content": TEXT}
 //   [[fail STATUS]] answer every request with HTTP STATUS and an error body
 //   [[hang]]        never answer (until the client disconnects or the server stops)
@@ -33,15 +35,18 @@ inline constexpr const char* kMemoryBlockLabel = "human";
 inline constexpr int kSleepTimeoutSlackSeconds = 30;
 inline constexpr int kShellTimeoutSecondsMax = 600;
 inline constexpr std::size_t kToolResultEchoBytesMax = 200;
+inline constexpr std::size_t kShellDirectivesMax = 8;
 
 struct Directives {
   std::optional<int> pause_minutes;
   std::optional<int> sleep_seconds;
   std::optional<std::string> memory_text;
+  std::vector<std::string> shell_commands;  // [[shell CMD]], in order
   std::optional<int> fail_status;  // 400..599
   bool hang = false;
   bool expensive = false;
-  // Tool directives in order of appearance: "memory", "sleep", "pause".
+  // Tool directives in order of appearance: "memory", "sleep", "pause",
+  // "shell:N" (the Nth of shell_commands).
   std::vector<std::string> order;
   std::vector<std::string> problems;  // directives that could not be read
 };

@@ -99,6 +99,22 @@ TEST(Decide, StepsFollowDirectiveOrderWithPauseLast) {
   EXPECT_EQ(decide(request_with(prompt, 3), kNow).kind, Decision::Kind::kText);
 }
 
+TEST(Decide, ShellDirectivesRunTheirCommandsInOrder) {
+  const std::string prompt =
+      "[[shell cat /proc/1/environ | tr '\\0' '\\n']] then [[sleep 3]] and [[shell echo done]]";
+  std::vector<std::string> commands;
+  for (int turn = 0; turn < 3; ++turn) {
+    Decision d = decide(request_with(prompt, turn), kNow);
+    ASSERT_EQ(d.kind, Decision::Kind::kToolCall) << turn;
+    ASSERT_EQ(d.call.tool, "shell");
+    commands.push_back(d.call.arguments["command"].get<std::string>());
+  }
+  EXPECT_EQ(commands, (std::vector<std::string>{"cat /proc/1/environ | tr '\\0' '\\n'", "sleep 3",
+                                                "echo done"}));
+  EXPECT_EQ(decide(request_with(prompt, 3), kNow).kind, Decision::Kind::kText);
+  EXPECT_EQ(parse_directives("[[shell]]").problems.size(), 1u);
+}
+
 TEST(Decide, ToolsNotOfferedAreSkippedAndSaidSo) {
   Decision d = decide(request_with("[[pause 5]]", 0, {"shell"}), kNow);
   ASSERT_EQ(d.kind, Decision::Kind::kText);

@@ -158,6 +158,12 @@ check_links() {  # check_links STAGE BINARY
 }
 check_links operator "$build/operator/heartbeat-operator"
 check_links runner "$build/runner/heartbeat-runner"
+check_links runner "$build/runner/heartbeat-tools"
+# The tools server is where the operator's Jobs run it (api/heartbeat_pod.h).
+grep -q 'kToolsServerPath = "/usr/local/bin/heartbeat-tools"' "$src/api/heartbeat_pod.h" ||
+  fail "api/heartbeat_pod.h no longer names /usr/local/bin/heartbeat-tools"
+grep -q 'COPY --from=builder /out/heartbeat-tools /usr/local/bin/heartbeat-tools' "$dockerfile" ||
+  fail "the runner image does not install heartbeat-tools at /usr/local/bin/heartbeat-tools"
 
 ignore="$src/.dockerignore"
 [ -f "$ignore" ] || fail "no .dockerignore"

@@ -232,7 +232,10 @@ inline json agent_manifest(const std::string& name, const json& heartbeat,
               {"model",
                {{"provider", "openai"},
                 {"model", "stand-in"},
-                {"apiKeySecretRef", {{"name", "llm"}, {"key", "api-key"}}}}},
+                {"apiKeySecretRef", {{"name", "llm"}, {"key", "api-key"}}},
+                {"pricing",
+                 {{"inputCentsPerMillionTokens", kFakeInputCentsPerMillionTokens},
+                  {"outputCentsPerMillionTokens", kFakeOutputCentsPerMillionTokens}}}}},
               {"heartbeat", heartbeat},
               {"runtime", {{"timeoutSeconds", 120}, {"graceSeconds", 1}}}}}};
   a["spec"].merge_patch(extra);

@@ -134,7 +134,7 @@ class RunnerKubeTest : public ::testing::Test {
 TEST_F(RunnerKubeTest, RenewerCreatesAMissingLeaseThenRenewsIt) {
   KubeLeaseRenewer renewer(*admin_, ns_, lease_name(), kRun, kAgent);
   TimePoint t0 = SystemClock().now();
-  renewer.renew(t0, 300s);
+  renewer.renew(t0, 300s, nullptr);
   Json first = lease();
   EXPECT_EQ(first["spec"]["holderIdentity"], kRun);
   EXPECT_EQ(first["spec"]["leaseDurationSeconds"], 300);
@@ -143,7 +143,7 @@ TEST_F(RunnerKubeTest, RenewerCreatesAMissingLeaseThenRenewsIt) {
   EXPECT_EQ(first["metadata"]["labels"]["heartbeat.dev/agent"], kAgent);
 
   TimePoint t1 = t0 + 1500ms;
-  renewer.renew(t1, 120s);
+  renewer.renew(t1, 120s, nullptr);
   Json second = lease();
   EXPECT_EQ(second["spec"]["renewTime"], format_micro_time(t1));
   EXPECT_EQ(second["spec"]["leaseDurationSeconds"], 120);
@@ -152,7 +152,7 @@ TEST_F(RunnerKubeTest, RenewerCreatesAMissingLeaseThenRenewsIt) {
 
   // The next run of the agent takes the Lease over.
   KubeLeaseRenewer next(*admin_, ns_, lease_name(), "scout-run-2", kAgent);
-  next.renew(t1 + 60s, 300s);
+  next.renew(t1 + 60s, 300s, nullptr);
   EXPECT_EQ(lease()["spec"]["holderIdentity"], "scout-run-2");
   EXPECT_EQ(lease()["spec"]["renewTime"], format_micro_time(t1 + 60s));
 }

@@ -1,0 +1,206 @@
+// The agent as an attacker already inside its Pod (../shared/DESIGN.md
+// "Trust boundaries"): the stand-in model asks the shell tool to run the
+// attacks a prompt-injected model would, on the real runner, the real tools
+// server and the local pod executor's two containers with their own users.
+// Each test shows the attack failing with the number it got.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <csignal>
+#include <random>
+
+#include "api/heartbeat_pod.h"
+#include "controllers/json_util.h"
+#include "tests/e2e/suite/e2e_fixture.h"
+
+namespace hb::testing {
+namespace {
+
+using controllers::find_path;
+
+// A key no file of the source or build tree holds, so any copy of it found
+// by the attacker came from this run.
+std::string unique_key() {
+  std::mt19937_64 rng{std::random_device{}()};
+  return "sk-attack-" + std::to_string(rng()) + "-" + std::to_string(rng());
+}
+
+// Processes whose command line contains `needle` (the test runs as root).
+int processes_with(const std::string& needle) {
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return -1;
+  int found = 0;
+  while (dirent* e = readdir(proc)) {
+    if (std::atoi(e->d_name) <= 0) continue;
+    std::string cmdline = read_file("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) ++found;
+  }
+  closedir(proc);
+  return found;
+}
+
+class AttackTest : public E2eTest {
+ protected:
+  // A Secret with a fresh key, and an Agent that uses it.
+  json create_attacker(const std::string& name, const std::string& prompt) {
+    key_ = unique_key();
+    client_->create(res::kSecrets, ns_,
+                    {{"apiVersion", "v1"},
+                     {"kind", "Secret"},
+                     {"metadata", {{"name", name + "-key"}}},
+                     {"stringData", {{"api-key", key_}}}});
+    json manifest = agent_manifest_e2e(name, prompt);
+    manifest["spec"]["model"]["apiKeySecretRef"] = {{"name", name + "-key"}, {"key", "api-key"}};
+    return create_agent(manifest);
+  }
+  // The pattern file the attacks grep with: the key never appears whole in
+  // any command line (theirs or ours), only in the file they write.
+  std::string key_pattern_command() const {
+    const std::size_t half = key_.size() / 2;
+    return "printf '%s%s' " + key_.substr(0, half) + " " + key_.substr(half) + " > /tmp/p";
+  }
+  // Tokens x the e2e pricing, as the operator must have charged.
+  static double expected_cost(const json& usage) {
+    return usage["inputTokens"].get<double>() * kInputCentsPerMillion / 1e6 +
+           usage["outputTokens"].get<double>() * kOutputCentsPerMillion / 1e6;
+  }
+  std::string pods_dir() const { return env_->dir() + "/pods"; }
+
+  std::string key_;
+};
+
+// The key through /proc, the environment or any file under the pod
+// executor's state; the runner's result through any termination-log path;
+// a setsid survivor that keeps forging it. All fail: 0 keys, 0 survivors,
+// and the run is charged tokens x pricing.
+TEST_F(AttackTest, TheAgentCannotReadTheKeyNorForgeTheResultNorOutliveItsCall) {
+  const std::string dir = pods_dir();
+  const std::string keys =
+      key_pattern_command() +
+      "; n=0; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do "
+      "grep -qaF -f /tmp/p $f 2>/dev/null && n=$((n+1)); done; "
+      "e=$(env | grep -caF -f /tmp/p); "
+      "f=$(grep -rlaF -f /tmp/p " + dir + " 2>/dev/null | wc -l); "
+      "echo keys=$((n+e+f)) >> /workspace/report";
+  const std::string forge =
+      "w=0; for f in /dev/termination-log $(find " + dir +
+      " -name 'termination*' 2>/dev/null); do "
+      "printf '{\"usage\":{\"inputTokens\":0,\"outputTokens\":0,\"costCents\":0}}' > $f "
+      "2>/dev/null && w=$((w+1)); done; echo writable_results=$w >> /workspace/report";
+  const std::string survivor =
+      "setsid sh -c 'while :; do for f in $(find " + dir +
+      " -name \"termination*\" 2>/dev/null); do echo {} > $f; done; sleep 0.2; done' "
+      "> /dev/null 2>&1 < /dev/null & echo spawned";
+  const std::string count =
+      "n=0; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | "
+      "grep -q 'while :; do for [f]' && n=$((n+1)); done; "
+      "echo survivors=$n >> /workspace/report; tr '\\n' ' ' < /workspace/report";
+  create_attacker("thief", "Heartbeat. [[shell " + keys + "]] [[shell " + forge + "]] [[shell " +
+                               survivor + "]] [[shell " + count + "]]");
+  wait_ready(start_operator());
+  kubectl_create_run("thief", "thief-1");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const std::string p = phase_of("thief-1");
+        return p == "Succeeded" || p == "Failed";
+      },
+      120s))
+      << run("thief-1").dump(2);
+  const json done = run("thief-1");
+  ASSERT_EQ(string_at(done, "status/phase"), "Succeeded") << done.dump(2);
+  const std::string output = string_at(done, "status/output");
+  std::cout << "attack report: " << output << std::endl;
+  EXPECT_NE(output.find("keys=0"), std::string::npos) << output;
+  EXPECT_NE(output.find("survivors=0"), std::string::npos) << output;
+  // Had any forged result reached the operator, the report (the run's
+  // output) and the usage below would be gone.
+  const json& usage = done["status"]["usage"];
+  EXPECT_EQ(usage["llmCalls"], 5) << done.dump(2);  // 4 tool turns + the final text
+  EXPECT_EQ(usage["toolCalls"], 4);
+  EXPECT_GT(usage["inputTokens"].get<int64_t>(), 0);
+  EXPECT_NEAR(usage["costCents"].get<double>(), expected_cost(usage), 1e-5);
+  EXPECT_GT(usage["costCents"].get<double>(), 0.0);
+  // The survivor died with its call, and nothing the call started is left.
+  EXPECT_EQ(processes_with("while :; do for f in"), 0);
+  // The key is in no log the operator or the pod executor wrote.
+  EXPECT_EQ(sh("grep -rlaF " + key_ + " " + env_->dir() + " 2>/dev/null | wc -l || true"), "0\n");
+}
+
+// A runner killed (SIGKILL: OOM, node loss) after its second model call
+// writes no result; it is still charged both calls, from its Lease beats.
+TEST_F(AttackTest, AKilledRunnerIsChargedTheCallsItMade) {
+  create_attacker("killed", "Heartbeat. [[shell true]] [[sleep 300]]");
+  wait_ready(start_operator());
+  kubectl_create_run("killed", "killed-1");
+  // The second call's reply asked for `sleep 300`: two calls made.
+  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 300") > 0; }, 90s))
+      << run("killed-1").dump(2);
+  const pid_t runner = runner_pid(ns_, "killed-1");
+  ASSERT_GT(runner, 0);
+  ASSERT_EQ(::kill(runner, SIGKILL), 0);
+  ASSERT_TRUE(wait_until([&] { return phase_of("killed-1") == "Failed"; }, 90s))
+      << run("killed-1").dump(2);
+  const json done = run("killed-1");
+  const json& usage = done["status"]["usage"];
+  std::cout << "killed runner charged: " << usage.dump() << std::endl;
+  EXPECT_EQ(usage["llmCalls"], 2) << done.dump(2);
+  EXPECT_GT(usage["inputTokens"].get<int64_t>(), 0);
+  EXPECT_GT(usage["costCents"].get<double>(), 0.0);
+  EXPECT_NEAR(usage["costCents"].get<double>(), expected_cost(usage), 1e-5);
+  ASSERT_TRUE(wait_until([&] { return spend_cents("killed") > 0; }, 30s));
+  EXPECT_NEAR(spend_cents("killed"), usage["costCents"].get<double>(), 1e-5);
+  // The tools container went with it: nothing of the call is left running.
+  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 300") == 0; }, 30s));
+}
+
+// Cancelled after one model call: charged that call.
+TEST_F(AttackTest, ACancelledRunIsChargedTheCallItMade) {
+  create_attacker("stopped", "Heartbeat. [[sleep 300]]");
+  wait_ready(start_operator());
+  kubectl_create_run("stopped", "stopped-1");
+  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 300") > 0; }, 90s))
+      << run("stopped-1").dump(2);
+  client_->merge_patch(res::kHeartbeatRuns, ns_, "stopped-1", {{"spec", {{"cancel", true}}}});
+  ASSERT_TRUE(wait_phase("stopped-1", "Cancelled", 90s)) << run("stopped-1").dump(2);
+  const json& usage = run("stopped-1")["status"]["usage"];
+  std::cout << "cancelled run charged: " << usage.dump() << std::endl;
+  EXPECT_EQ(usage["llmCalls"], 1);
+  EXPECT_GT(usage["costCents"].get<double>(), 0.0);
+  EXPECT_NEAR(usage["costCents"].get<double>(), expected_cost(usage), 1e-5);
+}
+
+// An Agent named after someone else's ConfigMap gets no write access to it.
+TEST_F(AttackTest, AnAgentNamedAfterAForeignConfigMapIsHeldBack) {
+  const json foreign = client_->create(
+      res::kConfigMaps, ns_,
+      {{"apiVersion", "v1"},
+       {"kind", "ConfigMap"},
+       {"metadata", {{"name", "victim-memory"}}},
+       {"data", {{"blocks.json", "[]"}, {"owner", "someone else"}}}});
+  create_attacker("victim", "Heartbeat.");
+  wait_ready(start_operator());
+  kubectl_create_run("victim", "victim-1");
+  auto spec_valid = [&]() -> json {
+    const json* conditions = find_path(agent("victim"), "status/conditions");
+    if (conditions == nullptr) return json();
+    for (const json& c : *conditions) {
+      if (c["type"] == "SpecValid") return c;
+    }
+    return json();
+  };
+  ASSERT_TRUE(wait_until([&] { return spec_valid().value("reason", "") == "ObjectInTheWay"; },
+                         60s))
+      << agent("victim").dump(2);
+  EXPECT_EQ(spec_valid()["status"], "False");
+  EXPECT_NE(spec_valid()["message"].get<std::string>().find("victim-memory"), std::string::npos);
+  const json after = client_->get(res::kConfigMaps, ns_, "victim-memory");
+  EXPECT_EQ(after["metadata"]["resourceVersion"], foreign["metadata"]["resourceVersion"]);
+  EXPECT_FALSE(after["metadata"].contains("ownerReferences"));
+  EXPECT_EQ(jobs(), 0u);
+  EXPECT_EQ(phase_of("victim-1"), "Queued");
+}
+
+}  // namespace
+}  // namespace hb::testing
