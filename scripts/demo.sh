@@ -91,7 +91,7 @@ fi
   --state-dir="$state/kubelet" --image=heartbeat-runner="$runner_bin" \
   >"$state/kubelet.log" 2>&1 &
 kubelet_pid=$!
-echo "demo: hb-local-kubelet running heartbeat-runner:local as $runner_bin (log: $state/kubelet.log, pod logs: $state/kubelet/pods/*/container.log)"
+echo "demo: hb-local-kubelet running heartbeat-runner:local as $runner_bin (log: $state/kubelet.log, pod logs: $state/kubelet/pods/*/runner.log and tools.log)"
 
 # --- the operator ---
 free_port() { for _ in $(seq 100); do p=$((20000 + RANDOM % 40000)); (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }; done; }

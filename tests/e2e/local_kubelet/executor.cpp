@@ -80,6 +80,11 @@ void Executor::run() {
   shutdown();
 }
 
+bool Executor::PodRecord::running() const {
+  return std::any_of(containers.begin(), containers.end(),
+                     [](const ContainerRun& run) { return run.pid > 0; });
+}
+
 int Executor::active_pods() const {
   return static_cast<int>(std::count_if(records_.begin(), records_.end(), [](const auto& entry) {
     return entry.second.stage != Stage::kDone;
@@ -125,17 +130,9 @@ void Executor::tick() {
       ++it;
       continue;
     }
-    if (rec.pid > 0) {
-      if (!rec.term_sent) {
-        spdlog::info("pod {}/{}: object gone; stopping pid {}", rec.ns, rec.name, rec.pid);
-        signal_group(rec.pid, SIGTERM);
-        rec.term_sent = true;
-        rec.kill_at = now + kVanishedGrace;
-      } else if (now >= rec.kill_at && !rec.kill_sent) {
-        signal_group(rec.pid, SIGKILL);
-        kill_session(rec.pid);
-        rec.kill_sent = true;
-      }
+    if (rec.running()) {
+      if (!rec.term_sent) spdlog::info("pod {}/{}: object gone; stopping it", rec.ns, rec.name);
+      stop_processes(rec, now, kVanishedGrace);
       ++it;
       continue;
     }
@@ -164,48 +161,75 @@ void Executor::bind(const Json& pod) {
   }
 }
 
-void Executor::handle(const Json& pod, Clock::time_point now) {
-  const std::string uid = str_at(pod, "/metadata/uid");
-  auto [it, inserted] = records_.try_emplace(uid);
-  PodRecord& rec = it->second;
-  if (inserted) {
-    rec.uid = uid;
-    rec.ns = str_at(pod, "/metadata/namespace");
-    rec.name = str_at(pod, "/metadata/name");
-    rec.pod_dir = pod_dir_for(options_.state_dir, rec.ns, rec.name, uid);
-    const Json& containers = pod.value(Json::json_pointer("/spec/containers"), Json::array());
-    if (!containers.empty()) {
-      rec.container.name = containers[0].value("name", "");
-      rec.container.image = containers[0].value("image", "");
-    }
-    const std::string phase = str_at(pod, "/status/phase");
-    if (phase == "Succeeded" || phase == "Failed") {
-      rec.stage = Stage::kDone;  // finished before we (re)started
-    } else if (phase == "Running") {
-      // Ran under an earlier executor whose process is gone.
-      rec.started_at = str_at(pod, "/status/startTime");
-      rec.stage = Stage::kExited;
-      // Its process died with that executor (PR_SET_PDEATHSIG); what it left
-      // in its session (shell-tool children) is swept here.
-      const std::string id = str_at(pod, "/status/containerStatuses/0/containerID");
-      const std::string prefix = "local://" + options_.node_name + "/";
-      int leftovers = 0;
-      if (id.rfind(prefix, 0) == 0) {
-        leftovers = kill_session(static_cast<pid_t>(std::atoi(id.c_str() + prefix.size())));
-      }
-      spdlog::warn(
-          "pod {}/{}: was Running under an earlier hb-local-kubelet; marking it failed{}", rec.ns,
-          rec.name,
-          leftovers > 0 ? " (killed " + std::to_string(leftovers) + " leftover processes)" : "");
-      rec.status_patch = terminated_patch(rec.container,
-                                          {{137, std::nullopt},
-                                           "ContainerStatusUnknown",
-                                           "hb-local-kubelet restarted and lost the process",
-                                           rec.started_at,
-                                           now_rfc3339()},
-                                          now_rfc3339());
-    }
+void Executor::init_record(const Json& pod, PodRecord& rec) {
+  rec.uid = str_at(pod, "/metadata/uid");
+  rec.ns = str_at(pod, "/metadata/namespace");
+  rec.name = str_at(pod, "/metadata/name");
+  rec.pod_dir = pod_dir_for(options_.state_dir, rec.uid);
+  const Json& containers = pod.value(Json::json_pointer("/spec/containers"), Json::array());
+  for (const Json& c : containers.is_array() ? containers : Json::array()) {
+    ContainerRun run;
+    run.state.info.name = c.value("name", "");
+    run.state.info.image = c.value("image", "");
+    run.state.reason = "ContainerCreating";
+    rec.containers.push_back(std::move(run));
   }
+  const std::string phase = str_at(pod, "/status/phase");
+  if (phase == "Succeeded" || phase == "Failed") {
+    rec.stage = Stage::kDone;  // finished before we (re)started
+  } else if (phase == "Running") {
+    recover(pod, rec);
+  }
+}
+
+// The Pod ran under an earlier executor whose processes died with it
+// (PR_SET_PDEATHSIG): what they left in their sessions (shell-tool children)
+// is swept, and each container not already terminated is marked lost.
+void Executor::recover(const Json& pod, PodRecord& rec) {
+  rec.start_time = str_at(pod, "/status/startTime");
+  const Json statuses = pod.value(Json::json_pointer("/status/containerStatuses"), Json::array());
+  const std::string prefix = "local://" + options_.node_name + "/";
+  const std::string now = now_rfc3339();
+  int leftovers = 0;
+  for (ContainerRun& run : rec.containers) {
+    Json status = Json::object();
+    for (const Json& s : statuses.is_array() ? statuses : Json::array()) {
+      if (s.is_object() && s.value("name", "") == run.state.info.name) status = s;
+    }
+    const std::string id = status.value("containerID", "");
+    if (id.rfind(prefix, 0) == 0) {
+      leftovers += kill_session(static_cast<pid_t>(std::atoi(id.c_str() + prefix.size())));
+    }
+    run.state.info.container_id = id;
+    run.state.phase = ContainerPhase::kTerminated;
+    const Json* terminated = status.contains("state") && status["state"].is_object() &&
+                                     status["state"].contains("terminated")
+                                 ? &status["state"]["terminated"]
+                                 : nullptr;
+    if (terminated != nullptr) {
+      run.state.termination = termination_from_json(*terminated);
+      continue;
+    }
+    const std::string started =
+        status.value(Json::json_pointer("/state/running/startedAt"), rec.start_time);
+    run.state.termination = {{137, std::nullopt},
+                             "ContainerStatusUnknown",
+                             "hb-local-kubelet restarted and lost the process",
+                             started,
+                             now};
+  }
+  spdlog::warn(
+      "pod {}/{}: was Running under an earlier hb-local-kubelet; marking it failed{}", rec.ns,
+      rec.name,
+      leftovers > 0 ? " (killed " + std::to_string(leftovers) + " leftover processes)" : "");
+  rec.stage = Stage::kExited;
+  refresh_status(rec);
+}
+
+void Executor::handle(const Json& pod, Clock::time_point now) {
+  auto [it, inserted] = records_.try_emplace(str_at(pod, "/metadata/uid"));
+  PodRecord& rec = it->second;
+  if (inserted) init_record(pod, rec);
   if (has(pod, "/metadata/deletionTimestamp")) {
     handle_deletion(pod, rec, now);
     return;
@@ -227,8 +251,28 @@ void Executor::handle(const Json& pod, Clock::time_point now) {
   }
 }
 
+// SIGTERM to every container's process group now, SIGKILL to what is left
+// (sessions included) once `grace` is over; reap() records the exits.
+void Executor::stop_processes(PodRecord& rec, Clock::time_point now, std::chrono::seconds grace) {
+  if (!rec.term_sent) {
+    for (const ContainerRun& run : rec.containers) {
+      if (run.pid > 0) signal_group(run.pid, SIGTERM);
+    }
+    rec.term_sent = true;
+    rec.kill_at = now + grace;
+  } else if (now >= rec.kill_at && !rec.kill_sent) {
+    spdlog::info("pod {}/{}: grace period over; SIGKILL", rec.ns, rec.name);
+    for (const ContainerRun& run : rec.containers) {
+      if (run.pid <= 0) continue;
+      signal_group(run.pid, SIGKILL);
+      kill_session(run.pid);
+    }
+    rec.kill_sent = true;
+  }
+}
+
 void Executor::handle_deletion(const Json& pod, PodRecord& rec, Clock::time_point now) {
-  if (rec.pid > 0) {
+  if (rec.running()) {
     if (!rec.term_sent) {
       int grace = kTerminationGraceSecondsDefault;
       if (auto g = pod.value(Json::json_pointer("/metadata/deletionGracePeriodSeconds"), -1);
@@ -239,18 +283,13 @@ void Executor::handle_deletion(const Json& pod, PodRecord& rec, Clock::time_poin
         grace = t;
       }
       grace = std::max(grace, kTerminationGraceSecondsMin);
-      spdlog::info("pod {}/{}: deleted; SIGTERM to pid {}, SIGKILL after {} s", rec.ns, rec.name,
-                   rec.pid, grace);
-      signal_group(rec.pid, SIGTERM);
-      rec.term_sent = true;
-      rec.kill_at = now + std::chrono::seconds(grace);
-    } else if (now >= rec.kill_at && !rec.kill_sent) {
-      spdlog::info("pod {}/{}: grace period over; SIGKILL to pid {}", rec.ns, rec.name, rec.pid);
-      signal_group(rec.pid, SIGKILL);
-      kill_session(rec.pid);
-      rec.kill_sent = true;
+      spdlog::info("pod {}/{}: deleted; SIGTERM to its containers, SIGKILL after {} s", rec.ns,
+                   rec.name, grace);
+      stop_processes(rec, now, std::chrono::seconds(grace));
+    } else {
+      stop_processes(rec, now, {});
     }
-    return;  // reap() records the exit; the next pass finishes the deletion
+    return;  // reap() records the exits; the next pass finishes the deletion
   }
   if (rec.status_patch) {
     write_status(rec, now);
@@ -275,21 +314,48 @@ void Executor::handle_deletion(const Json& pod, PodRecord& rec, Clock::time_poin
   remove_secrets(rec.pod_dir);
 }
 
+void Executor::refresh_status(PodRecord& rec) {
+  std::vector<ContainerState> states;
+  for (const ContainerRun& run : rec.containers) states.push_back(run.state);
+  rec.status_patch = status_patch(states, rec.start_time, now_rfc3339());
+  rec.next_write = {};
+}
+
+// Every container not yet ended ends with `reason` (the Pod cannot run).
 void Executor::finish_without_running(PodRecord& rec, const std::string& reason,
                                       const std::string& message) {
   const std::string stamp = now_rfc3339();
-  rec.status_patch = terminated_patch(rec.container,
-                                      {{128, std::nullopt},
-                                       reason,
-                                       message,
-                                       rec.started_at.empty() ? stamp : rec.started_at,
-                                       stamp},
-                                      stamp);
+  for (ContainerRun& run : rec.containers) {
+    if (run.state.phase == ContainerPhase::kTerminated) continue;
+    run.state.phase = ContainerPhase::kTerminated;
+    run.state.termination = {{128, std::nullopt}, reason, message, stamp, stamp};
+  }
   rec.stage = Stage::kExited;
+  refresh_status(rec);
   spdlog::warn("pod {}/{}: failed: {}: {}", rec.ns, rec.name, reason, message);
 }
 
-void Executor::try_start(const Json& pod, PodRecord& rec, Clock::time_point now) {
+// The container the problem is about waits with its reason, the others
+// with ContainerCreating; the status is written when that changes.
+void Executor::set_waiting(PodRecord& rec, const PlanProblem& problem, Clock::time_point now) {
+  rec.next_attempt = now + (problem.reason == "ErrImagePull" ? kImagePullRetry : kWaitingRetry);
+  const std::string key = problem.container + "\n" + problem.reason + "\n" + problem.message;
+  if (key == rec.last_waiting) return;
+  rec.last_waiting = key;
+  spdlog::warn("pod {}/{}: waiting{}: {}: {}", rec.ns, rec.name,
+               problem.container.empty() ? "" : " (container " + problem.container + ")",
+               problem.reason, problem.message);
+  for (ContainerRun& run : rec.containers) {
+    const bool about = problem.container.empty() || problem.container == run.state.info.name;
+    run.state.phase = ContainerPhase::kWaiting;
+    run.state.reason = about ? problem.reason : "ContainerCreating";
+    run.state.message = about ? problem.message : "";
+  }
+  refresh_status(rec);
+}
+
+// The launch plan, or nullopt when it is to be tried again later.
+std::optional<PlanResult> Executor::plan(const Json& pod, PodRecord& rec, Clock::time_point now) {
   PlanInputs inputs;
   inputs.pod_dir = rec.pod_dir;
   inputs.images = &options_.images;
@@ -300,101 +366,124 @@ void Executor::try_start(const Json& pod, PodRecord& rec, Clock::time_point now)
   inputs.secret = [&](const std::string& name) {
     return get_if_exists(*client_, kube::resources::kSecrets, rec.ns, name);
   };
+  inputs.executable = is_executable_file;
+  const kube::ClusterConfig& config = client_->config();
+  inputs.cluster_ca_pem = config.tls.ca_pem;
   for (const auto& name : options_.pass_env) {
     if (const char* value = std::getenv(name.c_str())) inputs.pass_env.emplace_back(name, value);
   }
-  auto wait = [&](const std::string& reason, const std::string& message,
-                  std::chrono::seconds retry) {
-    rec.next_attempt = now + retry;
-    if (reason + message == rec.last_waiting) return;
-    rec.last_waiting = reason + message;
-    spdlog::warn("pod {}/{}: waiting: {}: {}", rec.ns, rec.name, reason, message);
-    rec.status_patch = waiting_patch(rec.container, reason, message, now_rfc3339());
-  };
-
-  PlanResult plan;
   try {
     if (std::string account = wants_service_account(pod); !account.empty()) {
       auto token = service_account_token(*client_, rec.ns, account);
       if (!token) {
-        wait("ContainerCreating",
-             "waiting for the token Secret of service account \"" + account + "\"", kWaitingRetry);
-        return;
+        return PlanProblem{false, "", "ContainerCreating",
+                           "waiting for the token Secret of service account \"" + account + "\""};
       }
-      const kube::ClusterConfig& config = client_->config();
       inputs.service_account_token = *token;
       inputs.service_account_kubeconfig = render_token_kubeconfig(
           config.server, config.tls.ca_pem, config.tls.insecure_skip_verify, *token, rec.ns);
     }
-    plan = plan_launch(pod, inputs);
+    return plan_launch(pod, inputs);
   } catch (const std::exception& error) {
     spdlog::warn("pod {}/{}: preparing: {} (retrying)", rec.ns, rec.name, error.what());
     rec.next_attempt = now + kWaitingRetry;
-    return;
+    return std::nullopt;
   }
-  if (auto* problem = std::get_if<PlanProblem>(&plan)) {
+}
+
+void Executor::try_start(const Json& pod, PodRecord& rec, Clock::time_point now) {
+  std::optional<PlanResult> result = plan(pod, rec, now);
+  if (!result) return;
+  if (auto* problem = std::get_if<PlanProblem>(&*result)) {
     if (problem->fatal) {
       finish_without_running(rec, problem->reason, problem->message);
     } else {
-      wait(problem->reason, problem->message,
-           problem->reason == "ErrImagePull" ? kImagePullRetry : kWaitingRetry);
+      set_waiting(rec, *problem, now);
     }
     return;
   }
-  rec.launch = std::move(std::get<LocalLaunch>(plan));
-  for (const auto& note : rec.launch.notes) {
+  LocalLaunch& launch = std::get<LocalLaunch>(*result);
+  for (const auto& note : launch.notes) {
     spdlog::info("pod {}/{}: note: {}", rec.ns, rec.name, note);
   }
   try {
-    materialize(rec.pod_dir, rec.launch);
+    materialize(launch);
   } catch (const std::exception& error) {
-    wait("ContainerCreating", error.what(), kWaitingRetry);
+    set_waiting(rec, {false, "", "ContainerCreating", error.what()}, now);
     return;
   }
-  rec.started_at = now_rfc3339();
-  Spawned child =
-      spawn({rec.launch.argv, rec.launch.env, rec.launch.working_dir, rec.launch.log_path});
-  if (child.pid < 0) {
-    finish_without_running(rec, "StartError", child.error);
-    return;
+  for (ContainerLaunch& container : launch.containers) {
+    for (ContainerRun& run : rec.containers) {
+      if (run.state.info.name == container.name) run.launch = std::move(container);
+    }
   }
-  rec.pid = child.pid;
-  rec.container.container_id = "local://" + options_.node_name + "/" + std::to_string(child.pid);
-  rec.stage = Stage::kRunning;
-  rec.status_patch = running_patch(rec.container, rec.started_at, rec.started_at);
-  // Only the program: arguments may carry expanded $(VAR)s from Secrets.
-  spdlog::info("pod {}/{}: started pid {}: {} with {} arguments (log {})", rec.ns, rec.name,
-               child.pid, rec.launch.argv[0], rec.launch.argv.size() - 1, rec.launch.log_path);
+  start_containers(rec);
 }
 
-void Executor::reap(PodRecord& rec, bool block) {
-  if (rec.pid <= 0) return;
+// Starts every container; one that cannot start is terminated with
+// StartError while the others run.
+void Executor::start_containers(PodRecord& rec) {
+  rec.start_time = now_rfc3339();
+  for (ContainerRun& run : rec.containers) {
+    const ContainerLaunch& l = run.launch;
+    Spawned child = spawn(spawn_spec_for(l));
+    if (child.pid < 0) {
+      run.state.phase = ContainerPhase::kTerminated;
+      run.state.termination = {
+          {128, std::nullopt}, "StartError", child.error, rec.start_time, rec.start_time};
+      spdlog::warn("pod {}/{}: container {} failed to start: {}", rec.ns, rec.name, l.name,
+                   child.error);
+      continue;
+    }
+    run.pid = child.pid;
+    run.state.info.container_id = "local://" + options_.node_name + "/" + std::to_string(child.pid);
+    run.state.phase = ContainerPhase::kRunning;
+    run.state.started_at = rec.start_time;
+    // Only the program: arguments may carry expanded $(VAR)s from Secrets.
+    spdlog::info("pod {}/{}: container {} started pid {}{}: {} with {} arguments (log {})", rec.ns,
+                 rec.name, l.name, child.pid,
+                 l.run_as.uid ? " as uid " + std::to_string(*l.run_as.uid) : "", l.argv[0],
+                 l.argv.size() - 1, l.log_path);
+  }
+  rec.stage = rec.running() ? Stage::kRunning : Stage::kExited;
+  refresh_status(rec);
+}
+
+// Records a container's exit; returns whether it ended.
+bool Executor::reap_container(const PodRecord& rec, ContainerRun& run, bool block) {
   std::optional<int> status;
   if (block) {
     int raw = 0;
-    if (::waitpid(rec.pid, &raw, 0) == rec.pid) status = raw;
+    if (::waitpid(run.pid, &raw, 0) == run.pid) status = raw;
   } else {
-    status = try_wait(rec.pid);
+    status = try_wait(run.pid);
   }
-  if (!status) return;
-  const int leftovers = kill_session(rec.pid);  // grandchildren that outlived it
+  if (!status) return false;
+  const int leftovers = kill_session(run.pid);  // grandchildren that outlived it
   const ExitStatus exit = exit_from_wait_status(*status);
-  const std::string finished = now_rfc3339();
-  const std::string file = read_head(rec.launch.termination_path, kTerminationMessageBytesMax + 1);
-  const std::string log = file.empty() ? read_tail(rec.launch.log_path, kFallbackLogBytesMax) : "";
-  Termination t;
-  t.exit = exit;
-  t.message = termination_message(file, log, exit.exit_code, rec.launch.termination_policy);
-  t.started_at = rec.started_at;
-  t.finished_at = finished;
-  rec.status_patch = terminated_patch(rec.container, t, finished);
-  rec.next_write = {};
+  const ContainerLaunch& l = run.launch;
+  const std::string file = read_head(l.termination_path, kTerminationMessageBytesMax + 1);
+  const std::string log = file.empty() ? read_tail(l.log_path, kFallbackLogBytesMax) : "";
+  run.state.phase = ContainerPhase::kTerminated;
+  run.state.termination = {exit, "",
+                           termination_message(file, log, exit.exit_code, l.termination_policy),
+                           run.state.started_at, now_rfc3339()};
   spdlog::info(
-      "pod {}/{}: pid {} exited with code {}{}{}", rec.ns, rec.name, rec.pid, exit.exit_code,
-      exit.signal ? " (signal " + std::to_string(*exit.signal) + ")" : "",
+      "pod {}/{}: container {} (pid {}) exited with code {}{}{}", rec.ns, rec.name, l.name, run.pid,
+      exit.exit_code, exit.signal ? " (signal " + std::to_string(*exit.signal) + ")" : "",
       leftovers > 0 ? ", killed " + std::to_string(leftovers) + " leftover processes" : "");
-  rec.pid = -1;
-  rec.stage = Stage::kExited;
+  run.pid = -1;
+  return true;
+}
+
+void Executor::reap(PodRecord& rec, bool block) {
+  bool changed = false;
+  for (ContainerRun& run : rec.containers) {
+    if (run.pid > 0 && reap_container(rec, run, block)) changed = true;
+  }
+  if (!changed) return;
+  if (!rec.running()) rec.stage = Stage::kExited;
+  refresh_status(rec);
 }
 
 void Executor::write_status(PodRecord& rec, Clock::time_point now) {
@@ -418,8 +507,9 @@ void Executor::write_status(PodRecord& rec, Clock::time_point now) {
 void Executor::shutdown() {
   int running = 0;
   for (auto& [uid, rec] : records_) {
-    if (rec.pid > 0) {
-      signal_group(rec.pid, SIGTERM);
+    for (const ContainerRun& run : rec.containers) {
+      if (run.pid <= 0) continue;
+      signal_group(run.pid, SIGTERM);
       ++running;
     }
   }
@@ -430,18 +520,19 @@ void Executor::shutdown() {
   const auto deadline = Clock::now() + kShutdownGrace;
   auto any_running = [&] {
     return std::any_of(records_.begin(), records_.end(),
-                       [](const auto& entry) { return entry.second.pid > 0; });
+                       [](const auto& entry) { return entry.second.running(); });
   };
   while (any_running() && Clock::now() < deadline) {
     for (auto& [uid, rec] : records_) reap(rec, false);
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   for (auto& [uid, rec] : records_) {
-    if (rec.pid > 0) {
-      signal_group(rec.pid, SIGKILL);
-      kill_session(rec.pid);
-      reap(rec, true);
+    for (const ContainerRun& run : rec.containers) {
+      if (run.pid <= 0) continue;
+      signal_group(run.pid, SIGKILL);
+      kill_session(run.pid);
     }
+    reap(rec, true);
   }
   // Say how they ended, so their Jobs do not wait for a kubelet that is gone.
   for (auto& [uid, rec] : records_) {

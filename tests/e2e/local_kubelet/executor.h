@@ -1,7 +1,7 @@
 // The imperative shell of hb-local-kubelet: watches Pods, binds unscheduled
-// ones to its node, runs each as a local process (launch_plan.h), writes
-// their status like a kubelet, and finishes graceful deletions. One thread
-// does all of it, so a Pod's state needs no locks.
+// ones to its node, runs each container as a local process (launch_plan.h),
+// writes their status like a kubelet, and finishes graceful deletions. One
+// thread does all of it, so a Pod's state needs no locks.
 #pragma once
 
 #include <atomic>
@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "kube/client.h"
 #include "kube/informer.h"
@@ -52,27 +53,41 @@ class Executor {
   void stop();  // thread-safe
 
  private:
+  // kPending: not started; kRunning: some container started; kExited: all
+  // ended, status maybe unwritten; kDone: nothing more to do.
   enum class Stage { kPending, kRunning, kExited, kDone };
+  struct ContainerRun {
+    ContainerState state;    // as its containerStatuses entry says
+    ContainerLaunch launch;  // once planned
+    pid_t pid = -1;          // while it runs
+  };
   struct PodRecord {
     std::string ns, name, uid, pod_dir;
     Stage stage = Stage::kPending;
-    ContainerInfo container;
-    LocalLaunch launch;
-    pid_t pid = -1;
-    std::string started_at;
+    std::vector<ContainerRun> containers;  // spec order
+    std::string start_time;                // the Pod's startTime
     Clock::time_point next_attempt{};
     std::string last_waiting;          // reason + message last written
     std::optional<Json> status_patch;  // not yet written
     Clock::time_point next_write{};
     bool term_sent = false, kill_sent = false;
     Clock::time_point kill_at{};
+    bool running() const;  // any container's process
   };
 
   void tick();
   void reap(PodRecord& rec, bool block);
+  bool reap_container(const PodRecord& rec, ContainerRun& run, bool block);
+  void init_record(const Json& pod, PodRecord& rec);
+  void recover(const Json& pod, PodRecord& rec);
   void handle(const Json& pod, Clock::time_point now);
   void handle_deletion(const Json& pod, PodRecord& rec, Clock::time_point now);
+  void stop_processes(PodRecord& rec, Clock::time_point now, std::chrono::seconds grace);
   void try_start(const Json& pod, PodRecord& rec, Clock::time_point now);
+  std::optional<PlanResult> plan(const Json& pod, PodRecord& rec, Clock::time_point now);
+  void set_waiting(PodRecord& rec, const PlanProblem& problem, Clock::time_point now);
+  void start_containers(PodRecord& rec);
+  void refresh_status(PodRecord& rec);
   void write_status(PodRecord& rec, Clock::time_point now);
   void bind(const Json& pod);
   void finish_without_running(PodRecord& rec, const std::string& reason,

@@ -41,8 +41,12 @@ std::string ImageMap::describe() const {
   return out.empty() ? "(none)" : out;
 }
 
-std::string program_for(const std::string& command0, const std::string& mapped_binary) {
-  if (command0.empty() || base_name(command0) == base_name(mapped_binary)) return mapped_binary;
+std::string program_for(const std::string& command0, const std::string& mapped_binary,
+                        const std::function<bool(const std::string&)>& executable) {
+  const std::string name = base_name(command0);
+  if (command0.empty() || name == base_name(mapped_binary)) return mapped_binary;
+  const std::string sibling = mapped_binary.substr(0, mapped_binary.find_last_of('/') + 1) + name;
+  if (!name.empty() && executable && executable(sibling)) return sibling;
   return command0;
 }
 

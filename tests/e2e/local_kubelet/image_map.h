@@ -3,6 +3,7 @@
 // executable PATH, the image's entrypoint. The longest matching prefix wins.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,10 +22,15 @@ class ImageMap {
   std::vector<std::pair<std::string, std::string>> entries_;
 };
 
-// argv[0] for a container of a mapped image: the mapped binary when the
-// container sets no command or its command names the same program
-// (`/usr/local/bin/heartbeat-runner` for a binary called heartbeat-runner);
-// otherwise the command as written, found on the host.
-std::string program_for(const std::string& command0, const std::string& mapped_binary);
+// argv[0] for a container of a mapped image. The mapped binary's directory
+// stands for the image's program directory:
+//  1. no command, or command[0] has the mapped binary's basename: the mapped
+//     binary (/usr/local/bin/heartbeat-runner -> build/runner/heartbeat-runner);
+//  2. else the program of command[0]'s basename next to the mapped binary, if
+//     `executable` says it is one (/usr/local/bin/heartbeat-tools ->
+//     build/runner/heartbeat-tools);
+//  3. else command[0] as written, found on the host (/bin/sh).
+std::string program_for(const std::string& command0, const std::string& mapped_binary,
+                        const std::function<bool(const std::string&)>& executable = {});
 
 }  // namespace hb::local_kubelet

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <map>
+#include <set>
 
 #include "kube/kubeconfig.h"
 #include "tests/e2e/local_kubelet/image_map.h"
@@ -82,6 +83,14 @@ TEST(ImageMap, ProgramForCommand) {
   EXPECT_EQ(program_for("/usr/local/bin/heartbeat-runner", "/b/heartbeat-runner"),
             "/b/heartbeat-runner");
   EXPECT_EQ(program_for("/bin/sh", "/b/heartbeat-runner"), "/bin/sh");
+  // Another program of the image: looked up next to the mapped binary.
+  auto in_build = [](const std::string& path) { return path == "/b/heartbeat-tools"; };
+  EXPECT_EQ(program_for("/usr/local/bin/heartbeat-tools", "/b/heartbeat-runner", in_build),
+            "/b/heartbeat-tools");
+  EXPECT_EQ(program_for("heartbeat-tools", "/b/heartbeat-runner", in_build), "/b/heartbeat-tools");
+  EXPECT_EQ(program_for("/bin/sh", "/b/heartbeat-runner", in_build), "/bin/sh");
+  EXPECT_EQ(program_for("/usr/local/bin/heartbeat-tools", "/b/heartbeat-runner"),
+            "/usr/local/bin/heartbeat-tools");
 }
 
 TEST(Expand, KubernetesVariableReferences) {
@@ -198,8 +207,14 @@ ImageMap runner_images() {
   return images;
 }
 
-std::map<std::string, std::string> env_map(const LocalLaunch& l) {
+std::map<std::string, std::string> env_map(const ContainerLaunch& l) {
   return {l.env.begin(), l.env.end()};
+}
+
+std::map<std::string, std::pair<std::string, int>> files_of(const LocalLaunch& l) {
+  std::map<std::string, std::pair<std::string, int>> files;
+  for (const auto& f : l.files) files[f.path] = {f.content, f.mode};
+  return files;
 }
 
 TEST(Plan, RunnerPodBecomesALocalProcess) {
@@ -207,12 +222,16 @@ TEST(Plan, RunnerPodBecomesALocalProcess) {
   ImageMap images = runner_images();
   PlanResult result = plan_launch(runner_pod(), cluster.inputs(images));
   ASSERT_TRUE(std::holds_alternative<LocalLaunch>(result)) << std::get<PlanProblem>(result).message;
-  const LocalLaunch& l = std::get<LocalLaunch>(result);
+  const LocalLaunch& pod = std::get<LocalLaunch>(result);
+  ASSERT_EQ(pod.containers.size(), 1u);
+  const ContainerLaunch& l = pod.containers[0];
   const std::string dir = "/state/pods/default_example-1-abcde_u-1";
+  const std::string home = dir + "/containers/runner";
+  EXPECT_EQ(l.name, "runner");
   EXPECT_EQ(l.argv, std::vector<std::string>{"/build/runner/heartbeat-runner"});
   auto env = env_map(l);
   EXPECT_EQ(env["HEARTBEAT_CONTEXT_PATH"], dir + "/volumes/context/context.json");
-  EXPECT_EQ(env["HEARTBEAT_TERMINATION_PATH"], dir + "/termination-log");
+  EXPECT_EQ(env["HEARTBEAT_TERMINATION_PATH"], home + "/termination-log");
   EXPECT_EQ(env["HEARTBEAT_API_KEY"], "sk-123");
   EXPECT_EQ(env["POD"], "example-1-abcde");
   EXPECT_EQ(env["NODE"], "local-executor");
@@ -222,23 +241,292 @@ TEST(Plan, RunnerPodBecomesALocalProcess) {
   EXPECT_EQ(env.count("OPTIONAL"), 0u);
   EXPECT_EQ(env["GREETING"], "run example-1 on local-executor");
   EXPECT_EQ(env["TMPDIR"], dir + "/volumes/tmp");
-  EXPECT_EQ(env["HEARTBEAT_KUBECONFIG"], dir + "/kubeconfig");
-  EXPECT_EQ(env["KUBECONFIG"], dir + "/kubeconfig");
+  EXPECT_EQ(env["HEARTBEAT_KUBECONFIG"], home + "/kubeconfig");
+  EXPECT_EQ(env["KUBECONFIG"], home + "/kubeconfig");
   EXPECT_EQ(env["HOSTNAME"], "example-1-abcde");
+  EXPECT_EQ(env["HOME"], home + "/work");
   EXPECT_EQ(env["PATH"], kDefaultPath);
   EXPECT_EQ(env.count("KUBERNETES_SERVICE_HOST"), 0u);  // the runner must use the kubeconfig
-  EXPECT_EQ(l.termination_path, dir + "/termination-log");
+  EXPECT_EQ(l.termination_path, home + "/termination-log");
   EXPECT_EQ(l.termination_policy, "FallbackToLogsOnError");
-  EXPECT_EQ(l.log_path, dir + "/container.log");
-  EXPECT_EQ(l.working_dir, dir + "/work");
+  EXPECT_EQ(l.log_path, dir + "/runner.log");
+  EXPECT_EQ(l.working_dir, home + "/work");
+  EXPECT_FALSE(l.run_as.uid);  // no ids: the executor's own user, as before
 
-  std::map<std::string, std::pair<std::string, int>> files;
-  for (const auto& f : l.files) files[f.path] = {f.content, f.mode};
+  auto files = files_of(pod);
   EXPECT_EQ(files[dir + "/volumes/context/context.json"].first, "{\"kind\":\"ctx\"}");
   EXPECT_EQ(files[dir + "/volumes/example-heartbeat-token-x1/token"].first, "tok");
   EXPECT_EQ(files[dir + "/volumes/example-heartbeat-token-x1/ca.crt"].first, "CA");
-  EXPECT_EQ(files[dir + "/kubeconfig"], (std::pair<std::string, int>{"kubeconfig text", 0600}));
-  EXPECT_EQ(files.count(dir + "/termination-log"), 1u);
+  EXPECT_EQ(files[home + "/kubeconfig"], (std::pair<std::string, int>{"kubeconfig text", 0600}));
+  EXPECT_EQ(files[home + "/termination-log"], (std::pair<std::string, int>{"", 0600}));
+  for (const auto& d : pod.dirs) EXPECT_EQ(d.owner, Owner{}) << d.path;
+}
+
+// The heartbeat Pod as the operator builds it (api/heartbeat_pod.h): a
+// trusted runner and an untrusted tools container, as different users.
+Json heartbeat_pod() {
+  return Json::parse(R"json({
+    "metadata": {"name": "example-1-abcde", "namespace": "default", "uid": "u-2",
+                 "annotations": {"heartbeat.dev/context": "{\"kind\":\"ctx\"}"}},
+    "spec": {
+      "restartPolicy": "Never",
+      "automountServiceAccountToken": false,
+      "serviceAccountName": "example-heartbeat",
+      "securityContext": {"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+                          "fsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+      "containers": [{
+        "name": "runner",
+        "image": "heartbeat-runner:local",
+        "command": ["/usr/local/bin/heartbeat-runner"],
+        "env": [
+          {"name": "HEARTBEAT_API_KEY",
+           "valueFrom": {"secretKeyRef": {"name": "example-llm", "key": "api-key"}}},
+          {"name": "HEARTBEAT_TOOLS_SOCKET", "value": "/run/heartbeat-tools/tools.sock"},
+          {"name": "HEARTBEAT_CONTEXT_PATH", "value": "/etc/heartbeat/context.json"}
+        ],
+        "terminationMessagePath": "/dev/termination-log",
+        "volumeMounts": [
+          {"name": "context", "mountPath": "/etc/heartbeat", "readOnly": true},
+          {"name": "tmp", "mountPath": "/tmp"},
+          {"name": "tools-socket", "mountPath": "/run/heartbeat-tools"},
+          {"name": "kube-api-access", "readOnly": true,
+           "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount"}
+        ]
+      }, {
+        "name": "tools",
+        "image": "heartbeat-runner:local",
+        "command": ["/usr/local/bin/heartbeat-tools", "--socket=/run/heartbeat-tools/tools.sock"],
+        "securityContext": {"runAsUser": 65533, "runAsGroup": 65533,
+                            "readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false,
+                            "capabilities": {"drop": ["ALL"]}},
+        "workingDir": "/workspace",
+        "volumeMounts": [
+          {"name": "tools-socket", "mountPath": "/run/heartbeat-tools"},
+          {"name": "workspace", "mountPath": "/workspace"},
+          {"name": "tools-tmp", "mountPath": "/tmp"}
+        ]
+      }],
+      "volumes": [
+        {"name": "context", "downwardAPI": {"items": [{"path": "context.json",
+            "fieldRef": {"fieldPath": "metadata.annotations['heartbeat.dev/context']"}}]}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+        {"name": "tools-socket", "emptyDir": {}},
+        {"name": "workspace", "emptyDir": {}},
+        {"name": "tools-tmp", "emptyDir": {}},
+        {"name": "kube-api-access", "projected": {"sources": [
+          {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+          {"configMap": {"name": "kube-root-ca.crt",
+                         "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+          {"downwardAPI": {"items": [{"path": "namespace",
+              "fieldRef": {"fieldPath": "metadata.namespace"}}]}}]}}
+      ]
+    }
+  })json");
+}
+
+struct HeartbeatPlan {
+  std::string dir;
+  LocalLaunch pod;
+  const ContainerLaunch& runner() const { return pod.containers.at(0); }
+  const ContainerLaunch& tools() const { return pod.containers.at(1); }
+};
+
+HeartbeatPlan plan_heartbeat_pod(Json pod = heartbeat_pod()) {
+  Cluster cluster = full_cluster();
+  ImageMap images = runner_images();
+  PlanInputs in = cluster.inputs(images);
+  in.pod_dir = "/state/pods/u-2";
+  in.executable = [](const std::string& path) { return path == "/build/runner/heartbeat-tools"; };
+  in.cluster_ca_pem = "EXECUTOR-CA";
+  PlanResult result = plan_launch(pod, in);
+  if (auto* problem = std::get_if<PlanProblem>(&result)) {
+    ADD_FAILURE() << problem->reason << ": " << problem->message;
+    return {in.pod_dir, {}};
+  }
+  return {in.pod_dir, std::get<LocalLaunch>(result)};
+}
+
+TEST(Plan, HeartbeatPodRunsBothContainersWithTheirOwnEnvAndCommand) {
+  EXPECT_EQ(wants_service_account(heartbeat_pod()), "example-heartbeat");
+  HeartbeatPlan p = plan_heartbeat_pod();
+  ASSERT_EQ(p.pod.containers.size(), 2u);
+  const std::string socket = p.dir + "/volumes/tools-socket/tools.sock";
+  EXPECT_EQ(p.runner().argv, std::vector<std::string>{"/build/runner/heartbeat-runner"});
+  EXPECT_EQ(p.tools().argv,
+            (std::vector<std::string>{"/build/runner/heartbeat-tools", "--socket=" + socket}));
+
+  auto runner = env_map(p.runner());
+  EXPECT_EQ(runner["HEARTBEAT_API_KEY"], "sk-123");
+  EXPECT_EQ(runner["HEARTBEAT_TOOLS_SOCKET"], socket);
+  EXPECT_EQ(runner["HEARTBEAT_CONTEXT_PATH"], p.dir + "/volumes/context/context.json");
+  EXPECT_EQ(runner["KUBECONFIG"], p.dir + "/containers/runner/kubeconfig");
+  EXPECT_EQ(runner["HEARTBEAT_KUBECONFIG"], p.dir + "/containers/runner/kubeconfig");
+  EXPECT_EQ(runner["TMPDIR"], p.dir + "/volumes/tmp");
+  EXPECT_EQ(p.runner().working_dir, p.dir + "/containers/runner/work");
+
+  auto tools = env_map(p.tools());
+  for (const char* secret : {"HEARTBEAT_API_KEY", "KUBECONFIG", "HEARTBEAT_KUBECONFIG",
+                             "HEARTBEAT_TOOLS_SOCKET", "HEARTBEAT_CONTEXT_PATH"}) {
+    EXPECT_EQ(tools.count(secret), 0u) << secret;
+  }
+  EXPECT_EQ(tools["TMPDIR"], p.dir + "/volumes/tools-tmp");
+  EXPECT_EQ(tools["HOME"], p.dir + "/containers/tools/work");
+  EXPECT_EQ(p.tools().working_dir, p.dir + "/volumes/workspace");
+  EXPECT_EQ(p.tools().termination_path, p.dir + "/containers/tools/termination-log");
+  EXPECT_EQ(p.tools().log_path, p.dir + "/tools.log");
+  EXPECT_EQ(p.runner().log_path, p.dir + "/runner.log");
+}
+
+TEST(Plan, EachContainerSeesOnlyTheVolumesItMounts) {
+  HeartbeatPlan p = plan_heartbeat_pod();
+  ASSERT_EQ(p.pod.containers.size(), 2u);
+  const auto& runner = p.runner().rewrites;
+  const auto& tools = p.tools().rewrites;
+  EXPECT_EQ(rewrite_path("/etc/heartbeat/context.json", runner),
+            p.dir + "/volumes/context/context.json");
+  EXPECT_EQ(rewrite_path("/etc/heartbeat/context.json", tools), "/etc/heartbeat/context.json");
+  EXPECT_EQ(rewrite_path("/var/run/secrets/kubernetes.io/serviceaccount/token", tools),
+            "/var/run/secrets/kubernetes.io/serviceaccount/token");
+  EXPECT_EQ(rewrite_path("/tmp/x", runner), p.dir + "/volumes/tmp/x");
+  EXPECT_EQ(rewrite_path("/tmp/x", tools), p.dir + "/volumes/tools-tmp/x");
+  EXPECT_EQ(rewrite_path("/dev/termination-log", runner),
+            p.dir + "/containers/runner/termination-log");
+  EXPECT_EQ(rewrite_path("/dev/termination-log", tools),
+            p.dir + "/containers/tools/termination-log");
+  EXPECT_EQ(rewrite_path("/workspace/a", runner), "/workspace/a");
+  EXPECT_EQ(rewrite_path("/run/heartbeat-tools/tools.sock", runner),
+            rewrite_path("/run/heartbeat-tools/tools.sock", tools));
+}
+
+TEST(Plan, ContainersRunAsTheirUsersAndOwnTheirFiles) {
+  HeartbeatPlan p = plan_heartbeat_pod();
+  ASSERT_EQ(p.pod.containers.size(), 2u);
+  const RunAs& runner = p.runner().run_as;
+  const RunAs& tools = p.tools().run_as;
+  EXPECT_EQ(runner.uid, 65532);
+  EXPECT_EQ(runner.gid, 65532);
+  EXPECT_EQ(runner.groups, std::vector<int64_t>{65532});  // the fsGroup
+  EXPECT_FALSE(runner.no_new_privs);
+  EXPECT_EQ(tools.uid, 65533);
+  EXPECT_EQ(tools.gid, 65533);
+  EXPECT_EQ(tools.groups, std::vector<int64_t>{65532});
+  EXPECT_TRUE(tools.no_new_privs);
+
+  const Owner r{65532, 65532}, t{65533, 65533}, executor{}, fs_group{-1, 65532};
+  std::map<std::string, std::pair<int, Owner>> dirs;
+  for (const auto& d : p.pod.dirs) dirs[d.path] = {d.mode, d.owner};
+  auto dir = [&](const std::string& sub) { return dirs.at(p.dir + sub); };
+  using Expect = std::pair<int, Owner>;
+  EXPECT_EQ(dir(""), (Expect{0711, executor}));
+  EXPECT_EQ(dir("/volumes"), (Expect{0711, executor}));
+  EXPECT_EQ(dir("/containers"), (Expect{0711, executor}));
+  EXPECT_EQ(dir("/volumes/context"), (Expect{0700, r}));
+  EXPECT_EQ(dir("/volumes/tmp"), (Expect{0700, r}));
+  EXPECT_EQ(dir("/volumes/kube-api-access"), (Expect{0700, r}));
+  EXPECT_EQ(dir("/volumes/tools-socket"), (Expect{02770, fs_group}));
+  EXPECT_EQ(dir("/volumes/workspace"), (Expect{0700, t}));
+  EXPECT_EQ(dir("/volumes/tools-tmp"), (Expect{0700, t}));
+  EXPECT_EQ(dir("/containers/runner"), (Expect{0700, r}));
+  EXPECT_EQ(dir("/containers/runner/work"), (Expect{0700, r}));
+  EXPECT_EQ(dir("/containers/tools"), (Expect{0700, t}));
+  // Parents come first, so they can be created in order.
+  std::set<std::string> made = {p.pod.dirs.front().path};
+  for (std::size_t i = 1; i < p.pod.dirs.size(); ++i) {
+    const std::string& path = p.pod.dirs[i].path;
+    EXPECT_EQ(made.count(path.substr(0, path.rfind('/'))), 1u) << path;
+    made.insert(path);
+  }
+
+  std::map<std::string, std::pair<int, Owner>> files;
+  for (const auto& f : p.pod.files) files[f.path] = {f.mode, f.owner};
+  EXPECT_EQ(files.at(p.dir + "/containers/runner/termination-log"), (Expect{0600, r}));
+  EXPECT_EQ(files.at(p.dir + "/containers/tools/termination-log"), (Expect{0600, t}));
+  EXPECT_EQ(files.at(p.dir + "/containers/runner/kubeconfig"), (Expect{0600, r}));
+  EXPECT_EQ(files.at(p.dir + "/volumes/kube-api-access/token"), (Expect{0600, r}));
+  EXPECT_EQ(files.at(p.dir + "/volumes/context/context.json"), (Expect{0644, r}));
+}
+
+TEST(Plan, ServiceAccountFilesOnlyForTheContainerThatMountsThem) {
+  HeartbeatPlan p = plan_heartbeat_pod();
+  auto files = files_of(p.pod);
+  const std::string sa = p.dir + "/volumes/kube-api-access/";
+  EXPECT_EQ(files[sa + "token"].first, "tok");
+  EXPECT_EQ(files[sa + "ca.crt"].first, "EXECUTOR-CA");  // kube-root-ca.crt is missing
+  EXPECT_EQ(files[sa + "namespace"].first, "default");
+  EXPECT_EQ(files[p.dir + "/containers/runner/kubeconfig"].first, "kubeconfig text");
+  EXPECT_EQ(files.count(p.dir + "/containers/tools/kubeconfig"), 0u);
+  EXPECT_EQ(files[p.dir + "/volumes/context/context.json"].first, "{\"kind\":\"ctx\"}");
+  auto noted = [&](const std::string& text) {
+    return std::any_of(p.pod.notes.begin(), p.pod.notes.end(),
+                       [&](const std::string& n) { return n.find(text) != std::string::npos; });
+  };
+  EXPECT_TRUE(noted("kube-root-ca.crt"));
+  EXPECT_TRUE(noted("container tools: securityContext.readOnlyRootFilesystem"));
+
+  // A published kube-root-ca.crt is used as it is.
+  Cluster cluster = full_cluster();
+  cluster.config_maps["kube-root-ca.crt"] = {{"data", {{"ca.crt", "PUBLISHED"}}}};
+  ImageMap images = runner_images();
+  PlanInputs in = cluster.inputs(images);
+  auto l = std::get<LocalLaunch>(plan_launch(heartbeat_pod(), in));
+  EXPECT_EQ(files_of(l)[in.pod_dir + "/volumes/kube-api-access/ca.crt"].first, "PUBLISHED");
+
+  // Without automount and without a token volume, nobody gets a token.
+  Json pod = heartbeat_pod();
+  pod["spec"]["volumes"].erase(5);
+  pod["spec"]["containers"][0]["volumeMounts"].erase(3);
+  EXPECT_EQ(wants_service_account(pod), "");
+}
+
+TEST(Plan, AutomountGivesEveryContainerItsOwnKubeconfig) {
+  Cluster cluster = full_cluster();
+  ImageMap images = runner_images();
+  Json pod = runner_pod();
+  pod["spec"]["containers"].push_back(
+      {{"name", "sidecar"}, {"image", "heartbeat-runner:local"}, {"args", {"--x"}}});
+  PlanInputs in = cluster.inputs(images);
+  auto l = std::get<LocalLaunch>(plan_launch(pod, in));
+  ASSERT_EQ(l.containers.size(), 2u);
+  EXPECT_EQ(env_map(l.containers[1])["KUBECONFIG"], in.pod_dir + "/containers/sidecar/kubeconfig");
+  EXPECT_EQ(env_map(l.containers[1]).count("HEARTBEAT_API_KEY"), 0u);
+  EXPECT_EQ(l.containers[1].argv,
+            (std::vector<std::string>{"/build/runner/heartbeat-runner", "--x"}));
+}
+
+TEST(Plan, SharedVolumeWithoutFsGroupIsOpenAsKubernetesMakesIt) {
+  Json pod = heartbeat_pod();
+  pod["spec"]["securityContext"].erase("fsGroup");
+  HeartbeatPlan p = plan_heartbeat_pod(pod);
+  for (const auto& d : p.pod.dirs) {
+    if (d.path == p.dir + "/volumes/tools-socket") {
+      EXPECT_EQ(d.mode, 0777);
+      EXPECT_EQ(d.owner, Owner{});
+    }
+  }
+  ASSERT_EQ(p.pod.containers.size(), 2u);
+  EXPECT_TRUE(p.tools().run_as.groups.empty());
+}
+
+TEST(Plan, RunAsFromContainerOverPod) {
+  Json pod_sc = {{"runAsUser", 1000},
+                 {"runAsGroup", 2000},
+                 {"fsGroup", 3000},
+                 {"supplementalGroups", {4000, 3000}}};
+  RunAs pod_only = run_as_for(pod_sc, Json());
+  EXPECT_EQ(pod_only.uid, 1000);
+  EXPECT_EQ(pod_only.gid, 2000);
+  EXPECT_EQ(pod_only.groups, (std::vector<int64_t>{3000, 4000}));
+  EXPECT_EQ(pod_only.owner(), (Owner{1000, 2000}));
+  RunAs own = run_as_for(pod_sc, {{"runAsUser", 7}, {"allowPrivilegeEscalation", false}});
+  EXPECT_EQ(own.uid, 7);
+  EXPECT_EQ(own.gid, 2000);
+  EXPECT_TRUE(own.no_new_privs);
+  RunAs uid_only = run_as_for(Json(), {{"runAsUser", 9}});
+  EXPECT_EQ(uid_only.gid, 9);  // not the host's root group
+  RunAs none = run_as_for(Json(), Json());
+  EXPECT_FALSE(none.uid);
+  EXPECT_EQ(none.owner(), Owner{});
+  EXPECT_FALSE(run_as_for(Json(), {{"allowPrivilegeEscalation", true}}).no_new_privs);
 }
 
 TEST(Plan, MissingThingsWaitAndUnsupportedThingsFail) {
@@ -278,10 +566,19 @@ TEST(Plan, MissingThingsWaitAndUnsupportedThingsFail) {
   {
     Cluster cluster = full_cluster();
     Json pod = runner_pod();
+    pod["spec"]["initContainers"] = pod["spec"]["containers"];
+    auto p = std::get<PlanProblem>(plan_launch(pod, cluster.inputs(images)));
+    EXPECT_TRUE(p.fatal);
+    EXPECT_EQ(p.reason, "UnsupportedByLocalKubelet");
+    EXPECT_NE(p.message.find("initContainers"), std::string::npos);
+  }
+  {
+    Cluster cluster = full_cluster();
+    Json pod = runner_pod();
     pod["spec"]["containers"].push_back(pod["spec"]["containers"][0]);
     auto p = std::get<PlanProblem>(plan_launch(pod, cluster.inputs(images)));
     EXPECT_TRUE(p.fatal);
-    EXPECT_NE(p.message.find("single-container"), std::string::npos);
+    EXPECT_NE(p.message.find("unique"), std::string::npos);
   }
   {
     Cluster cluster = full_cluster();
@@ -290,6 +587,37 @@ TEST(Plan, MissingThingsWaitAndUnsupportedThingsFail) {
     auto p = std::get<PlanProblem>(plan_launch(pod, cluster.inputs(images)));
     EXPECT_TRUE(p.fatal);
     EXPECT_NE(p.message.find("hostPath"), std::string::npos);
+  }
+}
+
+TEST(Plan, ProblemsOfOneContainerNameIt) {
+  ImageMap images = runner_images();
+  {
+    Cluster cluster = full_cluster();
+    Json pod = heartbeat_pod();
+    pod["spec"]["containers"][1]["image"] = "custom-tools:1";
+    auto p = std::get<PlanProblem>(plan_launch(pod, cluster.inputs(images)));
+    EXPECT_FALSE(p.fatal);
+    EXPECT_EQ(p.container, "tools");
+    EXPECT_EQ(p.reason, "ErrImagePull");
+  }
+  {
+    Cluster cluster = full_cluster();
+    Json pod = heartbeat_pod();
+    pod["spec"]["containers"][1]["securityContext"]["runAsUser"] = 0;
+    auto p = std::get<PlanProblem>(plan_launch(pod, cluster.inputs(images)));
+    EXPECT_TRUE(p.fatal);
+    EXPECT_EQ(p.container, "tools");
+    EXPECT_NE(p.message.find("non-root"), std::string::npos);
+  }
+  {
+    Cluster cluster = full_cluster();
+    Json pod = heartbeat_pod();
+    auto in = cluster.inputs(images);
+    in.service_account_token.reset();
+    auto p = std::get<PlanProblem>(plan_launch(pod, in));
+    EXPECT_FALSE(p.fatal);
+    EXPECT_EQ(p.reason, "ContainerCreating");
   }
 }
 
@@ -314,7 +642,8 @@ TEST(Plan, CommandArgsWorkingDirAndDownwardApi) {
   EXPECT_EQ(wants_service_account(pod), "");
   auto in = cluster.inputs(images);
   in.service_account_kubeconfig.clear();
-  auto l = std::get<LocalLaunch>(plan_launch(pod, in));
+  auto planned = std::get<LocalLaunch>(plan_launch(pod, in));
+  const ContainerLaunch& l = planned.containers.at(0);
   const std::string dir = in.pod_dir;
   EXPECT_EQ(l.argv,
             (std::vector<std::string>{"/bin/sh", "-c",
@@ -323,11 +652,13 @@ TEST(Plan, CommandArgsWorkingDirAndDownwardApi) {
   EXPECT_EQ(l.working_dir, dir + "/volumes/tmp");
   EXPECT_EQ(env_map(l)["TMPDIR"], dir + "/volumes/tmp");
   EXPECT_EQ(env_map(l).count("KUBECONFIG"), 0u);
-  bool found = false;
-  for (const auto& f : l.files) {
-    if (f.path == dir + "/volumes/context/context.json") found = f.content == "example-1";
-  }
-  EXPECT_TRUE(found);
+  EXPECT_EQ(files_of(planned)[dir + "/volumes/context/context.json"].first, "example-1");
+
+  // A workingDir outside the mounts is made below the container's work dir.
+  c["workingDir"] = "/app/src";
+  planned = std::get<LocalLaunch>(plan_launch(pod, in));
+  EXPECT_EQ(planned.containers.at(0).working_dir, dir + "/containers/runner/work/app/src");
+  EXPECT_EQ(planned.dirs.back().path, dir + "/containers/runner/work/app/src");
 }
 
 TEST(Kubeconfig, TokenKubeconfigLoadsWithOurOwnParser) {
@@ -368,34 +699,107 @@ TEST(Status, LogTailKeepsLastLinesAndBytes) {
   EXPECT_EQ(log_tail(""), "");
 }
 
+ContainerState waiting(const std::string& name, const std::string& reason) {
+  ContainerState c;
+  c.info = {name, "heartbeat-runner:local", ""};
+  c.reason = reason;
+  return c;
+}
+ContainerState running(const std::string& name, const std::string& since) {
+  ContainerState c;
+  c.info = {name, "heartbeat-runner:local", "local://n/" + name};
+  c.phase = ContainerPhase::kRunning;
+  c.started_at = since;
+  return c;
+}
+ContainerState terminated(const std::string& name, int code, const std::string& message = "") {
+  ContainerState c = running(name, "s");
+  c.phase = ContainerPhase::kTerminated;
+  c.termination = {{code, std::nullopt}, "", message, "s", "f"};
+  return c;
+}
+
+TEST(Status, PodPhaseFromEveryContainer) {
+  EXPECT_EQ(pod_phase({}), "Pending");
+  EXPECT_EQ(pod_phase({waiting("runner", "ErrImagePull"), waiting("tools", "ContainerCreating")}),
+            "Pending");
+  EXPECT_EQ(pod_phase({running("runner", "t"), waiting("tools", "ContainerCreating")}), "Pending");
+  EXPECT_EQ(pod_phase({running("runner", "t"), running("tools", "t")}), "Running");
+  EXPECT_EQ(pod_phase({terminated("runner", 0), running("tools", "t")}), "Running");
+  EXPECT_EQ(pod_phase({terminated("runner", 1), running("tools", "t")}), "Running");
+  EXPECT_EQ(pod_phase({terminated("runner", 0), terminated("tools", 0)}), "Succeeded");
+  EXPECT_EQ(pod_phase({terminated("runner", 0), terminated("tools", 143)}), "Failed");
+  EXPECT_EQ(pod_phase({terminated("runner", 2)}), "Failed");
+}
+
 TEST(Status, PatchesLookLikeAKubeletsStatus) {
-  ContainerInfo c{"runner", "heartbeat-runner:local", "local://n/42"};
-  Json running = running_patch(c, "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z")["status"];
-  EXPECT_EQ(running["phase"], "Running");
-  EXPECT_EQ(running["podIP"], "127.0.0.1");
-  EXPECT_EQ(running["containerStatuses"][0]["state"]["running"]["startedAt"],
-            "2026-01-01T00:00:00Z");
-  EXPECT_EQ(running["containerStatuses"][0]["ready"], true);
+  Json both = status_patch({running("runner", "t0"), running("tools", "t0")}, "t0", "t1")["status"];
+  EXPECT_EQ(both["phase"], "Running");
+  EXPECT_EQ(both["podIP"], "127.0.0.1");
+  EXPECT_EQ(both["startTime"], "t0");
+  ASSERT_EQ(both["containerStatuses"].size(), 2u);
+  EXPECT_EQ(both["containerStatuses"][0]["name"], "runner");
+  EXPECT_EQ(both["containerStatuses"][1]["name"], "tools");
+  EXPECT_EQ(both["containerStatuses"][1]["containerID"], "local://n/tools");
+  EXPECT_EQ(both["containerStatuses"][0]["state"]["running"]["startedAt"], "t0");
+  EXPECT_EQ(both["containerStatuses"][0]["ready"], true);
+  EXPECT_EQ(both["conditions"][1]["type"], "Ready");
+  EXPECT_EQ(both["conditions"][1]["status"], "True");
 
-  Termination t{{143, SIGTERM}, "", "{\"stopReason\":\"cancelled\"}", "s", "f"};
-  Json done = terminated_patch(c, t, "f")["status"];
+  // One ended (its own message), the other still runs: Running, not ready.
+  Json half =
+      status_patch({terminated("runner", 0, "{\"r\":1}"), running("tools", "t0")}, "t0", "t1");
+  const Json& status = half["status"];
+  EXPECT_EQ(status["phase"], "Running");
+  EXPECT_EQ(status["conditions"][1]["status"], "False");
+  EXPECT_EQ(status["conditions"][1]["reason"], "ContainersNotReady");
+  const Json& term = status["containerStatuses"][0]["state"]["terminated"];
+  EXPECT_EQ(term["exitCode"], 0);
+  EXPECT_EQ(term["reason"], "Completed");
+  EXPECT_EQ(term["message"], "{\"r\":1}");
+  EXPECT_EQ(term["containerID"], "local://n/runner");
+  EXPECT_FALSE(status["containerStatuses"][1]["state"].contains("terminated"));
+
+  ContainerState killed = terminated("tools", 143);
+  killed.termination.exit.signal = SIGTERM;
+  Json done = status_patch({terminated("runner", 0), killed}, "t0", "t2")["status"];
   EXPECT_EQ(done["phase"], "Failed");
-  const Json& term = done["containerStatuses"][0]["state"]["terminated"];
-  EXPECT_EQ(term["exitCode"], 143);
-  EXPECT_EQ(term["signal"], SIGTERM);
-  EXPECT_EQ(term["reason"], "Error");
-  EXPECT_EQ(term["message"], "{\"stopReason\":\"cancelled\"}");
-  EXPECT_EQ(term["startedAt"], "s");
-  EXPECT_EQ(term["finishedAt"], "f");
+  EXPECT_EQ(done["conditions"][0]["reason"], "PodCompleted");
+  const Json& tools = done["containerStatuses"][1]["state"]["terminated"];
+  EXPECT_EQ(tools["exitCode"], 143);
+  EXPECT_EQ(tools["signal"], SIGTERM);
+  EXPECT_EQ(tools["reason"], "Error");
+  EXPECT_FALSE(done["containerStatuses"][0]["state"]["terminated"].contains("signal"));
 
-  Json ok = terminated_patch(c, {{0, std::nullopt}, "", "", "s", "f"}, "f")["status"];
-  EXPECT_EQ(ok["phase"], "Succeeded");
-  EXPECT_EQ(ok["containerStatuses"][0]["state"]["terminated"]["reason"], "Completed");
-  EXPECT_FALSE(ok["containerStatuses"][0]["state"]["terminated"].contains("signal"));
+  ContainerState failed = terminated("tools", 128);
+  failed.termination.reason = "StartError";
+  EXPECT_EQ(status_patch({terminated("runner", 0), failed}, "t0",
+                         "t2")["status"]["containerStatuses"][1]["state"]["terminated"]["reason"],
+            "StartError");
 
-  Json waiting = waiting_patch(c, "ErrImagePull", "not mapped", "now")["status"];
-  EXPECT_EQ(waiting["phase"], "Pending");
-  EXPECT_EQ(waiting["containerStatuses"][0]["state"]["waiting"]["reason"], "ErrImagePull");
+  Json pending =
+      status_patch({waiting("runner", "ContainerCreating"), waiting("tools", "ErrImagePull")}, "",
+                   "now")["status"];
+  EXPECT_EQ(pending["phase"], "Pending");
+  EXPECT_FALSE(pending.contains("podIP"));
+  EXPECT_FALSE(pending.contains("startTime"));
+  EXPECT_EQ(pending["containerStatuses"][1]["state"]["waiting"]["reason"], "ErrImagePull");
+  EXPECT_EQ(pending["containerStatuses"][1]["ready"], false);
+}
+
+TEST(Status, TerminationFromAnEarlierStatus) {
+  ContainerState c = terminated("runner", 143, "bye");
+  c.termination.exit.signal = SIGTERM;
+  const Json written = status_patch({c}, "s", "f")["status"]["containerStatuses"][0];
+  Termination t = termination_from_json(written["state"]["terminated"]);
+  EXPECT_EQ(t.exit.exit_code, 143);
+  EXPECT_EQ(t.exit.signal, SIGTERM);
+  EXPECT_EQ(t.reason, "Error");
+  EXPECT_EQ(t.message, "bye");
+  EXPECT_EQ(t.started_at, "s");
+  EXPECT_EQ(t.finished_at, "f");
+  EXPECT_EQ(termination_from_json(Json()).exit.exit_code, 0);
+  EXPECT_EQ(termination_from_json({{"exitCode", nullptr}, {"reason", 3}}).reason, "");
 }
 
 TEST(Node, ObjectIsReadyWithCapacity) {

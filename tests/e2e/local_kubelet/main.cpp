@@ -1,5 +1,5 @@
 // hb-local-kubelet: plays the kubelet on a control plane without nodes by
-// running each Pod's container as a local process. For the demo and the e2e
+// running each of a Pod's containers as a local process. For the demo and the e2e
 // tests; see launch_plan.h for what a local process cannot do like a container.
 //
 //   hb-local-kubelet --image=heartbeat-runner=/abs/build/runner/heartbeat-runner
@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -24,6 +25,26 @@
 namespace {
 constexpr int kExitUsage = 2;
 constexpr int kExitConfig = 78;
+constexpr mode_t kSearchableByOthers = S_IXOTH;
+
+// Containers with a runAsUser reach their files below the state dir only if
+// every directory above it lets other users pass: the state dir is ours to
+// fix, the rest is only reported.
+void check_state_dir_reachable(const std::filesystem::path& state_dir) {
+  struct stat st {};
+  if (::stat(state_dir.c_str(), &st) == 0 && (st.st_mode & kSearchableByOthers) == 0) {
+    ::chmod(state_dir.c_str(), (st.st_mode & 07777) | S_IXUSR | S_IXGRP | S_IXOTH);
+  }
+  for (auto dir = state_dir.parent_path(); !dir.empty(); dir = dir.parent_path()) {
+    if (::stat(dir.c_str(), &st) == 0 && (st.st_mode & kSearchableByOthers) == 0) {
+      spdlog::warn(
+          "--state-dir: {} is not searchable by other users; containers with a runAsUser will "
+          "fail to start (chmod o+x it, or choose another --state-dir)",
+          dir.string());
+    }
+    if (dir == dir.root_path()) break;
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -52,6 +73,7 @@ int main(int argc, char** argv) {
     return kExitConfig;
   }
   options.state_dir = std::filesystem::absolute(options.state_dir).lexically_normal().string();
+  check_state_dir_reachable(options.state_dir);
 
   std::shared_ptr<hb::kube::Client> client;
   try {

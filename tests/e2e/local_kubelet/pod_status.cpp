@@ -2,6 +2,8 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
+
 namespace hb::local_kubelet {
 namespace {
 
@@ -31,11 +33,36 @@ Json condition(const char* type, bool status, const std::string& now,
   return c;
 }
 
-Json container_status(const ContainerInfo& c, bool ready, Json state) {
-  Json s = {{"name", c.name},           {"image", c.image}, {"imageID", ""},
-            {"ready", ready},           {"started", ready}, {"restartCount", 0},
-            {"state", std::move(state)}};
-  if (!c.container_id.empty()) s["containerID"] = c.container_id;
+Json state_of(const ContainerState& c) {
+  switch (c.phase) {
+    case ContainerPhase::kWaiting: {
+      Json waiting = {{"reason", c.reason}};
+      if (!c.message.empty()) waiting["message"] = c.message;
+      return {{"waiting", waiting}};
+    }
+    case ContainerPhase::kRunning:
+      return {{"running", {{"startedAt", c.started_at}}}};
+    case ContainerPhase::kTerminated:
+      break;
+  }
+  const Termination& t = c.termination;
+  const bool ok = t.exit.exit_code == 0;
+  Json terminated = {{"exitCode", t.exit.exit_code},
+                     {"reason", t.reason.empty() ? (ok ? "Completed" : "Error") : t.reason},
+                     {"startedAt", t.started_at},
+                     {"finishedAt", t.finished_at}};
+  if (t.exit.signal) terminated["signal"] = *t.exit.signal;
+  if (!t.message.empty()) terminated["message"] = t.message;
+  if (!c.info.container_id.empty()) terminated["containerID"] = c.info.container_id;
+  return {{"terminated", terminated}};
+}
+
+Json container_status(const ContainerState& c) {
+  const bool running = c.phase == ContainerPhase::kRunning;
+  Json s = {{"name", c.info.name}, {"image", c.info.image}, {"imageID", ""},
+            {"ready", running},    {"started", running},    {"restartCount", 0},
+            {"state", state_of(c)}};
+  if (!c.info.container_id.empty()) s["containerID"] = c.info.container_id;
   return s;
 }
 
@@ -74,55 +101,62 @@ std::string termination_message(const std::string& file_content, const std::stri
   return "";
 }
 
-Json waiting_patch(const ContainerInfo& c, const std::string& reason, const std::string& message,
-                   const std::string& now) {
-  return {
-      {"status",
-       {{"phase", "Pending"},
-        {"hostIP", kPodIp},
-        {"conditions", Json::array({condition("Initialized", true, now),
-                                    condition("Ready", false, now, "ContainersNotReady"),
-                                    condition("ContainersReady", false, now, "ContainersNotReady"),
-                                    condition("PodScheduled", true, now)})},
-        {"containerStatuses",
-         Json::array({container_status(
-             c, false, {{"waiting", {{"reason", reason}, {"message", message}}}})})}}}};
+Termination termination_from_json(const Json& terminated) {
+  Termination t;
+  if (!terminated.is_object()) return t;
+  auto text = [&](const char* key) {
+    auto it = terminated.find(key);
+    return it != terminated.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto number = [&](const char* key) -> std::optional<int> {
+    auto it = terminated.find(key);
+    if (it == terminated.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int>();
+  };
+  t.exit.exit_code = number("exitCode").value_or(0);
+  t.exit.signal = number("signal");
+  t.reason = text("reason");
+  t.message = text("message");
+  t.started_at = text("startedAt");
+  t.finished_at = text("finishedAt");
+  return t;
 }
 
-Json running_patch(const ContainerInfo& c, const std::string& started_at, const std::string& now) {
-  return {{"status",
-           {{"phase", "Running"},
-            {"hostIP", kPodIp},
-            {"podIP", kPodIp},
-            {"podIPs", Json::array({{{"ip", kPodIp}}})},
-            {"startTime", started_at},
-            {"conditions",
-             Json::array({condition("Initialized", true, now), condition("Ready", true, now),
-                          condition("ContainersReady", true, now),
-                          condition("PodScheduled", true, now)})},
-            {"containerStatuses", Json::array({container_status(
-                                      c, true, {{"running", {{"startedAt", started_at}}}})})}}}};
+std::string pod_phase(const std::vector<ContainerState>& containers) {
+  auto count = [&](ContainerPhase phase) {
+    return std::count_if(containers.begin(), containers.end(),
+                         [&](const ContainerState& c) { return c.phase == phase; });
+  };
+  if (containers.empty() || count(ContainerPhase::kWaiting) > 0) return "Pending";
+  if (count(ContainerPhase::kRunning) > 0) return "Running";
+  const bool all_ok = std::all_of(containers.begin(), containers.end(),
+                                  [](const auto& c) { return c.termination.exit.exit_code == 0; });
+  return all_ok ? "Succeeded" : "Failed";
 }
 
-Json terminated_patch(const ContainerInfo& c, const Termination& t, const std::string& now) {
-  const bool ok = t.exit.exit_code == 0;
-  Json terminated = {{"exitCode", t.exit.exit_code},
-                     {"reason", t.reason.empty() ? (ok ? "Completed" : "Error") : t.reason},
-                     {"startedAt", t.started_at},
-                     {"finishedAt", t.finished_at}};
-  if (t.exit.signal) terminated["signal"] = *t.exit.signal;
-  if (!t.message.empty()) terminated["message"] = t.message;
-  if (!c.container_id.empty()) terminated["containerID"] = c.container_id;
+Json status_patch(const std::vector<ContainerState>& containers, const std::string& start_time,
+                  const std::string& now) {
+  const std::string phase = pod_phase(containers);
+  const bool done = phase == "Succeeded" || phase == "Failed";
+  const bool ready = !containers.empty() &&
+                     std::all_of(containers.begin(), containers.end(),
+                                 [](const auto& c) { return c.phase == ContainerPhase::kRunning; });
+  const char* not_ready = done ? "PodCompleted" : "ContainersNotReady";
+  Json statuses = Json::array();
+  for (const auto& c : containers) statuses.push_back(container_status(c));
   Json status = {
-      {"phase", ok ? "Succeeded" : "Failed"},
+      {"phase", phase},
       {"hostIP", kPodIp},
-      {"conditions", Json::array({condition("Initialized", true, now, "PodCompleted"),
-                                  condition("Ready", false, now, "PodCompleted"),
-                                  condition("ContainersReady", false, now, "PodCompleted"),
+      {"conditions", Json::array({condition("Initialized", true, now, done ? "PodCompleted" : ""),
+                                  condition("Ready", ready, now, ready ? "" : not_ready),
+                                  condition("ContainersReady", ready, now, ready ? "" : not_ready),
                                   condition("PodScheduled", true, now)})},
-      {"containerStatuses",
-       Json::array({container_status(c, false, {{"terminated", terminated}})})}};
-  if (!t.started_at.empty()) status["startTime"] = t.started_at;
+      {"containerStatuses", std::move(statuses)}};
+  if (!start_time.empty()) {
+    status["startTime"] = start_time;
+    status["podIP"] = kPodIp;
+    status["podIPs"] = Json::array({{{"ip", kPodIp}}});
+  }
   return {{"status", std::move(status)}};
 }
 

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hb::local_kubelet {
 
@@ -39,12 +40,6 @@ struct ContainerInfo {
   std::string container_id;  // "local://<node>/<pid>"
 };
 
-// Pending with the container waiting (ErrImagePull, CreateContainerConfigError, ...).
-Json waiting_patch(const ContainerInfo& c, const std::string& reason, const std::string& message,
-                   const std::string& now);
-// Running since started_at.
-Json running_patch(const ContainerInfo& c, const std::string& started_at, const std::string& now);
-
 struct Termination {
   ExitStatus exit;
   std::string reason;  // "" = Completed for 0, Error otherwise
@@ -52,7 +47,30 @@ struct Termination {
   std::string started_at;
   std::string finished_at;
 };
-// Succeeded (exit 0) or Failed, with state.terminated.
-Json terminated_patch(const ContainerInfo& c, const Termination& t, const std::string& now);
+
+enum class ContainerPhase { kWaiting, kRunning, kTerminated };
+
+// One container as its containerStatuses entry shows it.
+struct ContainerState {
+  ContainerInfo info;
+  ContainerPhase phase = ContainerPhase::kWaiting;
+  std::string reason, message;  // waiting
+  std::string started_at;       // running
+  Termination termination;      // terminated
+};
+
+// A containerStatuses entry's state.terminated as written earlier (for an
+// executor that restarted).
+Termination termination_from_json(const Json& terminated);
+
+// The phase a kubelet derives for restartPolicy Never: Pending while any
+// container waits, Running while any runs, then Succeeded when every one
+// exited 0, else Failed.
+std::string pod_phase(const std::vector<ContainerState>& containers);
+
+// The pods/status merge patch for the Pod's containers (all of them: the
+// patch replaces containerStatuses). start_time: "" until the first started.
+Json status_patch(const std::vector<ContainerState>& containers, const std::string& start_time,
+                  const std::string& now);
 
 }  // namespace hb::local_kubelet
