@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "api/json_depth.h"
 #include "runner/cost.h"
 #include "runner/errors.h"
 #include "runner/limits.h"
@@ -130,6 +131,10 @@ class Loop {
     }
     result_.usage += reply.usage;
     result_.cost_cents += cost_cents(reply.usage, config_.pricing);
+    // On the Lease at once: a runner killed after this call is still charged for it.
+    deps_.heartbeat.report_usage({"", result_.llm_calls, result_.usage.input_tokens,
+                                  result_.usage.output_tokens, result_.tool_calls,
+                                  result_.iterations});
     if (!reply.text.empty()) result_.output = reply.text;
     deps_.transcript.emit(
         {{"event", "model_reply"},
@@ -163,7 +168,7 @@ class Loop {
                         std::to_string(kRepeatedToolCallsMax) + " times in a row");
       }
       ToolOutcome outcome = answer(call);
-      if (stopped_) return;  // pause_heartbeats
+      if (stopped_) return;  // pause_heartbeats, tools_unavailable
       deps_.transcript.emit({{"event", "tool_result"},
                              {"id", call.id},
                              {"name", call.name},
@@ -187,6 +192,11 @@ class Loop {
       return {"tool \"" + call.name + "\" is not available to this agent (type " +
                   std::string(api::to_string(config_.agent_type)) +
                   "); available tools: " + offered_names(config_.tools),
+              true};
+    }
+    if (api::json_nested_deeper_than(call.arguments, kToolArgumentsDepthMax)) {
+      return {"arguments are nested deeper than " + std::to_string(kToolArgumentsDepthMax) +
+                  " levels; send a flat JSON object matching the tool's schema",
               true};
     }
     json arguments;
@@ -218,6 +228,7 @@ class Loop {
       outcome = {"tool failed: " + std::string(error.what()), true};
     }
     deps_.heartbeat.beat();
+    if (outcome.tools_unavailable) stop(StopReason::kToolsUnavailable, outcome.content);
     return outcome;
   }
 

@@ -6,11 +6,12 @@
 
 namespace hb::runner {
 
-inline constexpr int kExitFinished = 0;        // the loop finished; any bound's stopReason
-inline constexpr int kExitProviderError = 69;  // EX_UNAVAILABLE: the model provider failed
-inline constexpr int kExitInternalError = 70;  // EX_SOFTWARE: a bug
-inline constexpr int kExitConfigError = 78;    // EX_CONFIG: context document, flags, env
-inline constexpr int kExitCancelled = 143;     // 128 + SIGTERM, after writing the result
+inline constexpr int kExitFinished = 0;           // the loop finished; any bound's stopReason
+inline constexpr int kExitProviderError = 69;     // EX_UNAVAILABLE: the model provider failed
+inline constexpr int kExitInternalError = 70;     // EX_SOFTWARE: a bug
+inline constexpr int kExitToolsUnavailable = 75;  // EX_TEMPFAIL: the tools container is gone
+inline constexpr int kExitConfigError = 78;       // EX_CONFIG: context document, flags, env
+inline constexpr int kExitCancelled = 143;        // 128 + SIGTERM, after writing the result
 
 constexpr int exit_code_for(StopReason reason) {
   switch (reason) {
@@ -20,6 +21,8 @@ constexpr int exit_code_for(StopReason reason) {
       return kExitConfigError;
     case StopReason::kInternalError:
       return kExitInternalError;
+    case StopReason::kToolsUnavailable:
+      return kExitToolsUnavailable;
     case StopReason::kCancelled:
       return kExitCancelled;
     default:

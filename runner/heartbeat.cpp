@@ -21,6 +21,19 @@ void Heartbeat::beat() {
   for (const auto& callback : callbacks) callback(now);
 }
 
+void Heartbeat::report_usage(const api::UsageReport& usage) {
+  {
+    std::lock_guard lock(mutex_);
+    usage_ = usage;
+  }
+  beat();
+}
+
+api::UsageReport Heartbeat::usage() const {
+  std::lock_guard lock(mutex_);
+  return usage_;
+}
+
 std::optional<TimePoint> Heartbeat::last_beat() const {
   std::lock_guard lock(mutex_);
   return last_;
@@ -32,17 +45,23 @@ long long Heartbeat::beats() const {
 }
 
 LeaseExtender::LeaseExtender(LeaseRenewer& renewer, std::chrono::seconds renew_interval,
-                             std::chrono::seconds lease_duration, Log log_warning)
+                             std::chrono::seconds lease_duration, Log log_warning,
+                             UsageSource usage)
     : renewer_(renewer),
       interval_(renew_interval),
       duration_(lease_duration),
-      log_warning_(std::move(log_warning)) {}
+      log_warning_(std::move(log_warning)),
+      usage_(std::move(usage)) {}
 
 void LeaseExtender::on_beat(TimePoint now) {
+  std::optional<api::UsageReport> usage;
+  if (usage_) usage = usage_();
   {
     std::lock_guard lock(mutex_);
     if (in_flight_) return;
-    bool due = !last_attempt_ || now < *last_attempt_ || now - *last_attempt_ >= interval_;
+    const bool usage_changed = usage && usage != written_usage_;
+    bool due = !last_attempt_ || now < *last_attempt_ || now - *last_attempt_ >= interval_ ||
+               usage_changed;
     if (!due) return;
     last_attempt_ = now;
     in_flight_ = true;
@@ -50,7 +69,7 @@ void LeaseExtender::on_beat(TimePoint now) {
   }
   std::string error;
   try {
-    renewer_.renew(now, duration_);
+    renewer_.renew(now, duration_, usage ? &*usage : nullptr);
   } catch (const std::exception& e) {
     error = e.what();
   } catch (...) {
@@ -60,6 +79,7 @@ void LeaseExtender::on_beat(TimePoint now) {
     std::lock_guard lock(mutex_);
     in_flight_ = false;
     if (!error.empty()) ++failures_;
+    if (error.empty() && usage) written_usage_ = usage;
   }
   if (!error.empty() && log_warning_) log_warning_("lease renewal failed: " + error);
 }

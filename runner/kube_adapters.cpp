@@ -36,12 +36,19 @@ KubeLeaseRenewer::KubeLeaseRenewer(kube::Client& client, std::string ns, std::st
       holder_(std::move(holder)),
       agent_(std::move(agent_name)) {}
 
-void KubeLeaseRenewer::renew(TimePoint now, std::chrono::seconds duration) {
+void KubeLeaseRenewer::renew(TimePoint now, std::chrono::seconds duration,
+                             const api::UsageReport* usage) {
   nlohmann::json spec = {{"holderIdentity", holder_},
                          {"leaseDurationSeconds", duration.count()},
                          {"renewTime", format_micro_time(now)}};
+  nlohmann::json patch = {{"spec", spec}};
+  if (usage != nullptr) {
+    api::UsageReport named = *usage;
+    named.run = holder_;  // the holder is the run's name
+    patch["metadata"]["annotations"][api::kAnnotationUsage] = api::encode_usage_report(named);
+  }
   try {
-    client_.merge_patch(kube::resources::kLeases, ns_, name_, {{"spec", spec}});
+    client_.merge_patch(kube::resources::kLeases, ns_, name_, patch);
   } catch (const kube::ApiError& error) {
     if (error.kind() != kube::ErrorKind::kNotFound) throw;
     spec["acquireTime"] = format_micro_time(now);

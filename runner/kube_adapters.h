@@ -14,12 +14,13 @@ namespace hb::runner {
 std::string format_micro_time(TimePoint time);
 
 // Patches spec.renewTime (and holderIdentity, leaseDurationSeconds) of the
-// agent's Lease; creates the Lease when it does not exist.
+// agent's Lease, and the usage report annotation (api/usage_report.h) with
+// this run's name; creates the Lease when it does not exist.
 class KubeLeaseRenewer final : public LeaseRenewer {
  public:
   KubeLeaseRenewer(kube::Client& client, std::string ns, std::string lease_name, std::string holder,
                    std::string agent_name);
-  void renew(TimePoint now, std::chrono::seconds duration) override;
+  void renew(TimePoint now, std::chrono::seconds duration, const api::UsageReport* usage) override;
 
  private:
   kube::Client& client_;

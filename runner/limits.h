@@ -16,6 +16,10 @@ inline constexpr int kPauseMinutesMin = 1;
 inline constexpr int kPauseMinutesMax = 60;
 inline constexpr int kPauseMinutesDefault = 2;
 
+// Tool arguments nested deeper than this are refused before parsing (the
+// parser recurses per level; a hostile reply must not overflow the stack).
+inline constexpr std::size_t kToolArgumentsDepthMax = 32;
+
 // The same tool with the same arguments this many times in a row stops the run.
 inline constexpr int kRepeatedToolCallsMax = 3;
 

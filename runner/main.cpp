@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -22,9 +23,11 @@
 #include <string>
 #include <thread>
 
+#include "api/heartbeat_pod.h"
 #include "kube/client.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
+#include "runner/env_scrub.h"
 #include "runner/exit_codes.h"
 #include "runner/kube_adapters.h"
 #include "runner/runner_app.h"
@@ -59,7 +62,11 @@ void usage() {
   std::cerr
       << "usage: heartbeat-runner [--context PATH] [--termination-log PATH] [--ca-file PATH]\n"
          "  env: HEARTBEAT_API_KEY (secret), HEARTBEAT_CONTEXT_PATH, HEARTBEAT_TERMINATION_PATH,\n"
-         "       HEARTBEAT_CA_FILE, HEARTBEAT_KUBECONFIG (outside a cluster)\n";
+         "       HEARTBEAT_CA_FILE, HEARTBEAT_KUBECONFIG (outside a cluster),\n"
+         "       HEARTBEAT_TOOLS_SOCKET (the tools container's server; the shell tool runs "
+         "there),\n"
+         "       HEARTBEAT_TOOLS_LOCAL=1 (no tools container: run commands here; development "
+         "only)\n";
 }
 
 // In a pod: the service account; elsewhere HEARTBEAT_KUBECONFIG; else none.
@@ -82,6 +89,9 @@ std::unique_ptr<kube::Client> make_kube_client(const std::shared_ptr<spdlog::log
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before anything reads the key: no core dumps, no ptrace or /proc/PID/mem
+  // by processes of the same user.
+  ::prctl(PR_SET_DUMPABLE, 0);
   auto logger =
       std::make_shared<spdlog::logger>("runner", std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
@@ -114,9 +124,12 @@ int main(int argc, char** argv) {
       return runner::kExitConfigError;
     }
   }
-  // The key stays in this process's memory only: the shell tool never sees it.
-  options.api_key = env_or(runner::kApiKeyEnv, "");
-  ::unsetenv(runner::kApiKeyEnv);
+  // The key stays in this process's heap only: scrubbed from the environment
+  // block /proc/PID/environ shows, and the process is not dumpable (main's
+  // first line), so no other process of the user can read its memory.
+  options.api_key = runner::take_secret_env(runner::kApiKeyEnv).value_or("");
+  options.tools_socket = env_or(api::kEnvToolsSocket, "");
+  options.tools_local = options.tools_socket.empty() && env_or("HEARTBEAT_TOOLS_LOCAL", "") == "1";
 
   if (::pipe2(g_wake_pipe, O_CLOEXEC) != 0) {
     logger->error("cannot create the signal pipe: {}", std::strerror(errno));
@@ -168,5 +181,10 @@ int main(int argc, char** argv) {
   std::cout.flush();
   [[maybe_unused]] ssize_t woke = ::write(g_wake_pipe[1], "d", 1);
   watcher.join();
+#if defined(__SANITIZE_ADDRESS__)
+  // LeakSanitizer's exit-time check ptrace-attaches this process, which a
+  // non-dumpable process refuses; the heartbeat is over by now.
+  ::prctl(PR_SET_DUMPABLE, 1);
+#endif
   return outcome.exit_code;
 }

@@ -45,6 +45,16 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
   AppDeps deps = caller_deps;  // its log sinks get the agent/run prefix below
   JsonLinesTranscript transcript(deps.transcript_out, deps.clock);
   Heartbeat heartbeat(deps.clock);
+  // First, so the tools server sees the lifeline before anything can fail;
+  // it lives until the result is written.
+  std::unique_ptr<ToolsLifeline> lifeline;
+  std::unique_ptr<ShellExecutor> shell;
+  if (!options.tools_socket.empty()) {
+    lifeline = std::make_unique<ToolsLifeline>(options.tools_socket, kToolsConnectWait);
+    shell = std::make_unique<RemoteShell>(options.tools_socket, kToolsConnectWait, lifeline.get());
+  } else if (options.tools_local) {
+    shell = std::make_unique<LocalShell>();
+  }
   AppOutcome outcome;
   RunResult& result = outcome.result;
   TimePoint started = deps.clock.now();
@@ -68,7 +78,8 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
     if (doc.lease && deps.make_lease_renewer) renewer = deps.make_lease_renewer(doc);
     if (renewer) {
       extender = std::make_unique<LeaseExtender>(*renewer, doc.lease->renew_interval,
-                                                 doc.lease->duration, deps.log_warning);
+                                                 doc.lease->duration, deps.log_warning,
+                                                 [&heartbeat] { return heartbeat.usage(); });
       heartbeat.add_callback(extender->callback());
     }
     heartbeat.beat();
@@ -116,7 +127,7 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
                           [&] { heartbeat.beat(); });
 
     Toolbox tools({memory, archival.get(), heartbeat, deps.clock, doc.run.name, options.secret_env,
-                   deps.cancelled});
+                   deps.cancelled, shell.get()});
 
     LoopConfig config;
     config.model = doc.model.model;

@@ -27,6 +27,11 @@ struct AppOptions {
   std::string api_key;
   // Environment variables the shell tool must not pass on.
   std::vector<std::string> secret_env = {kApiKeyEnv};
+  // Where the shell tool's commands run: the tools server's socket
+  // (HEARTBEAT_TOOLS_SOCKET); else in this process when tools_local
+  // (HEARTBEAT_TOOLS_LOCAL=1, development only); else nowhere.
+  std::string tools_socket;
+  bool tools_local = false;
   Millis model_call_timeout = std::chrono::duration_cast<Millis>(std::chrono::seconds(120));
   int model_retries_max = 4;
 };

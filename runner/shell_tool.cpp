@@ -81,16 +81,22 @@ ShellResult run_shell(const std::string& command, const ShellOptions& options) {
   posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], 2);
   posix_spawnattr_t attributes;
   posix_spawnattr_init(&attributes);
+  if (!options.working_dir.empty()) {
+    posix_spawn_file_actions_addchdir_np(&actions, options.working_dir.c_str());
+  }
+  // A new session is also a new process group, so kill(-pid) reaches it.
+  const short group_flag = options.new_session ? POSIX_SPAWN_SETSID : POSIX_SPAWN_SETPGROUP;
   posix_spawnattr_setflags(&attributes,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  posix_spawnattr_setpgroup(&attributes, 0);
+                           group_flag | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  if (!options.new_session) posix_spawnattr_setpgroup(&attributes, 0);
   sigset_t empty, all;
   sigemptyset(&empty);
   sigfillset(&all);
   posix_spawnattr_setsigmask(&attributes, &empty);
   posix_spawnattr_setsigdefault(&attributes, &all);
 
-  std::vector<std::string> environment = child_environment(options.env_remove);
+  std::vector<std::string> environment =
+      options.environment.empty() ? child_environment(options.env_remove) : options.environment;
   std::vector<char*> envp;
   for (auto& item : environment) envp.push_back(item.data());
   envp.push_back(nullptr);

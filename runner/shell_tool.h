@@ -19,6 +19,12 @@ struct ShellOptions {
   std::function<bool()> cancelled;      // polled; kills the command when true
   std::vector<std::string> env_remove;  // variables the command must not see (the API key)
   std::chrono::milliseconds kill_grace{2000};
+  // The tools server's settings: a fixed environment ("NAME=value"; empty:
+  // this process's, less env_remove), a working directory (empty: ours),
+  // and a session of its own rather than only a process group.
+  std::vector<std::string> environment;
+  std::string working_dir;
+  bool new_session = false;
 };
 
 struct ShellResult {

@@ -29,6 +29,8 @@ std::string_view to_string(StopReason reason) {
       return "config_error";
     case StopReason::kInternalError:
       return "internal_error";
+    case StopReason::kToolsUnavailable:
+      return "tools_unavailable";
   }
   return "internal_error";
 }

@@ -21,11 +21,12 @@ enum class StopReason {
   kProviderError,     // the model provider failed after retries
   kConfigError,       // the context document or environment is wrong
   kInternalError,     // a bug
+  kToolsUnavailable,  // the tools container died or never answered
 };
 
 // Wire names in the result JSON: "completed", "max_tokens", "pause_heartbeats",
 // "max_iterations", "budget", "deadline", "repeated_tool_call", "cancelled",
-// "provider_error", "config_error", "internal_error".
+// "provider_error", "config_error", "internal_error", "tools_unavailable".
 std::string_view to_string(StopReason reason);
 
 // Counts identical consecutive tool calls (name plus canonical arguments).

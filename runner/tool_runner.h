@@ -13,6 +13,8 @@ namespace hb::runner {
 struct ToolOutcome {
   std::string content;  // shown to the model
   bool is_error = false;
+  // The tools container is gone for good: the loop stops (tools_unavailable).
+  bool tools_unavailable = false;
 };
 
 class ToolRunner {

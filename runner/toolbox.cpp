@@ -1,6 +1,7 @@
 #include "runner/toolbox.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "api/agent_types.h"
 #include "runner/limits.h"
@@ -98,9 +99,13 @@ ToolOutcome Toolbox::shell(const json& arguments, TimePoint deadline) {
   if (!command) return {error, true};
   std::chrono::seconds timeout = kShellTimeoutDefault;
   if (auto it = arguments.find("timeout_seconds"); it != arguments.end() && !it->is_null()) {
-    if (!it->is_number()) return {"argument \"timeout_seconds\" must be an integer", true};
-    auto seconds = static_cast<long long>(it->get<double>());
-    timeout = std::chrono::seconds(std::clamp<long long>(seconds, 1, kShellTimeoutMax.count()));
+    if (!it->is_number() || !std::isfinite(it->get<double>())) {
+      return {"argument \"timeout_seconds\" must be an integer", true};
+    }
+    // Clamped as a double first: a cast of 1e300 to an integer is undefined.
+    const double seconds =
+        std::clamp(it->get<double>(), 1.0, static_cast<double>(kShellTimeoutMax.count()));
+    timeout = std::chrono::seconds(static_cast<long long>(seconds));
   }
   auto remaining =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - deps_.clock.now());
@@ -113,9 +118,13 @@ ToolOutcome Toolbox::shell(const json& arguments, TimePoint deadline) {
   options.beat = [this] { deps_.heartbeat.beat(); };
   options.cancelled = deps_.cancelled;
   options.env_remove = deps_.shell_env_remove;
-  ShellResult result = run_shell(*command, options);
+  NoShell nowhere;
+  ShellExecutor& executor = deps_.shell != nullptr ? *deps_.shell : nowhere;
+  ShellResult result = executor.run(*command, options);
   bool failed = !result.spawn_error.empty() || result.timed_out;
-  return {format_shell_result(result), failed};
+  ToolOutcome outcome{format_shell_result(result), failed};
+  outcome.tools_unavailable = executor.unavailable();
+  return outcome;
 }
 
 }  // namespace hb::runner

@@ -13,6 +13,7 @@
 #include "runner/memory_tools.h"
 #include "runner/shell_tool.h"
 #include "runner/tool_runner.h"
+#include "runner/tools_client.h"
 
 namespace hb::runner {
 
@@ -24,6 +25,8 @@ struct ToolboxDeps {
   std::string run_name;
   std::vector<std::string> shell_env_remove;
   std::function<bool()> cancelled;
+  // Where shell commands run (the tools container); null: nowhere.
+  ShellExecutor* shell = nullptr;
 };
 
 class Toolbox final : public ToolRunner {

@@ -11,7 +11,7 @@
 # gpt-4o-mini).
 # Pods: the control plane has no kubelet, so tests/e2e/local_kubelet
 # (hb-local-kubelet) registers a node, binds the heartbeat Pods to it and runs
-# heartbeat-runner as a local process for each.
+# heartbeat-runner and heartbeat-tools (its two containers) as local processes for each.
 #
 # Env: HB_DEMO_DIR (state, default build/demo), HB_DEMO_SECONDS (stop by
 # itself after this many seconds; default: run until Ctrl-C), HB_BUILD_DIR
@@ -28,7 +28,7 @@ namespace=default
 bash scripts/install-deps.sh
 cmake -S . -B "$build" -G Ninja -DHB_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" \
-  --target heartbeat-operator heartbeat-runner hb-local-kubelet hb-fake-model 2>&1 | tail -n 3
+  --target heartbeat-operator heartbeat-runner heartbeat-tools hb-local-kubelet hb-fake-model 2>&1 | tail -n 3
 runner_bin="$build/runner/heartbeat-runner"
 kubelet_bin="$build/tests/e2e/local_kubelet/hb-local-kubelet"
 model_bin="$build/tests/e2e/fake_model/hb-fake-model"

@@ -89,11 +89,17 @@ struct ChildRun {
   double wall_ms = 0;  // spawn to reaped
   double cpu_ms = 0;   // user + system CPU of the runner (and its shell children)
   std::string termination;
+  double tools_max_rss_mib = 0;  // the tools server beside it, when there was one
 };
+
+// How the shell tool runs: a heartbeat-tools server started with the runner,
+// as the Pod's second container is, or in the runner's own process.
+enum class Tools { kContainer, kInProcess };
 
 class RunnerHarness {
  public:
-  explicit RunnerHarness(std::string runner) : runner_(std::move(runner)) {
+  RunnerHarness(std::string runner, std::string tools)
+      : runner_(std::move(runner)), tools_(std::move(tools)) {
     dir_ = fs::temp_directory_path() / ("hb-runner-bench-" + std::to_string(::getpid()));
     fs::create_directories(dir_);
     // A realistic document: persona, two memory blocks, three earlier outputs.
@@ -144,11 +150,17 @@ class RunnerHarness {
   FakeModelServer& server() { return server_; }
   const std::string& context_text() const { return context_text_; }
 
-  ChildRun run() {
+  ChildRun run(Tools where = Tools::kContainer) {
     std::string out = (dir_ / "stdout").string(), err = (dir_ / "stderr").string();
+    std::vector<std::string> env = env_;
+    const std::string socket = (dir_ / "tools.sock").string();
+    env.push_back(where == Tools::kContainer ? "HEARTBEAT_TOOLS_SOCKET=" + socket
+                                             : std::string("HEARTBEAT_TOOLS_LOCAL=1"));
     std::vector<char*> envp;
-    for (auto& item : env_) envp.push_back(item.data());
+    for (auto& item : env) envp.push_back(item.data());
     envp.push_back(nullptr);
+    // Both containers of a Pod start together: the server is not waited for.
+    const pid_t tools = where == Tools::kContainer ? spawn_tools(socket) : -1;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -174,6 +186,11 @@ class RunnerHarness {
       return static_cast<double>(tv.tv_sec) * 1e3 + static_cast<double>(tv.tv_usec) / 1e3;
     };
     run.cpu_ms = ms(usage.ru_utime) + ms(usage.ru_stime);
+    if (tools > 0) {  // it exits when the runner's lifeline closes
+      rusage tools_usage{};
+      ::wait4(tools, &status, 0, &tools_usage);
+      run.tools_max_rss_mib = static_cast<double>(tools_usage.ru_maxrss) / 1024.0;
+    }
     std::stringstream term;
     term << std::ifstream(dir_ / "termination-log").rdbuf();
     run.termination = term.str();
@@ -181,8 +198,28 @@ class RunnerHarness {
   }
 
  private:
+  pid_t spawn_tools(const std::string& socket) {
+    fs::create_directories(dir_ / "work");
+    std::string binary = tools_, socket_flag = "--socket=" + socket,
+                work_flag = "--workdir=" + (dir_ / "work").string();
+    char* argv[] = {binary.data(), socket_flag.data(), work_flag.data(), nullptr};
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    const std::string log = (dir_ / "tools.log").string();
+    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    const int error = posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (error != 0) {
+      std::fprintf(stderr, "cannot spawn %s: %s\n", binary.c_str(), std::strerror(error));
+      std::exit(1);
+    }
+    return pid;
+  }
+
   FakeModelServer server_;
   std::string runner_;
+  std::string tools_;
   fs::path dir_;
   std::string context_text_;
   std::vector<std::string> env_;
@@ -202,7 +239,7 @@ bool check(const ChildRun& run, int iterations) {
 }
 
 struct StepRuns {
-  std::vector<double> rss_mib, step_ms, wall_ms;
+  std::vector<double> rss_mib, step_ms, wall_ms, tools_rss_mib;
 };
 
 // kStepsPerRun model calls; tool_name/command shape the 9 tool steps.
@@ -222,6 +259,7 @@ StepRuns ten_step_runs(RunnerHarness& h, int runs, const std::string& tool_name)
     auto requests = h.server().requests();
     out.rss_mib.push_back(run.max_rss_mib);
     out.wall_ms.push_back(run.wall_ms);
+    out.tools_rss_mib.push_back(run.tools_max_rss_mib);
     // The fake server answers at once (no scripted delay), so the time from
     // one model request to the next is the runner's own work for the step.
     for (std::size_t i = before + 1; i < requests.size(); ++i) {
@@ -311,7 +349,8 @@ int main(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::printf(
-          "usage: hb_runner_bench [--runs N] [--step-runs N] [--loop-runs N] [--runner PATH]\n");
+          "usage: hb_runner_bench [--runs N] [--step-runs N] [--loop-runs N] [--runner PATH] "
+          "[--tools PATH]\n");
       return 0;
     }
   }
@@ -319,26 +358,38 @@ int main(int argc, char** argv) {
   const int step_runs = int_flag(argc, argv, "--step-runs", 20);
   const int loop_runs = int_flag(argc, argv, "--loop-runs", 500);
   const std::string runner = string_flag(argc, argv, "--runner", HB_RUNNER_BINARY);
+  const std::string tools = string_flag(argc, argv, "--tools", HB_TOOLS_BINARY);
 
-  RunnerHarness h(runner);
+  RunnerHarness h(runner, tools);
   // Warm the page cache and the fake server before sampling.
   for (int i = 0; i < 3; ++i) {
     h.server().push(FakeModelServer::openai_text("warm"));
     check(h.run(), 1);
   }
 
-  // (a) process start to first model request, and the 1-step run as a whole.
-  std::vector<double> first_request_ms, one_step_rss, one_step_wall, one_step_cpu;
+  // (a) process start to first model request, and the 1-step run as a whole,
+  // with the tools server started beside the runner (as in a Pod) and, for
+  // comparison, without one (the runner before the tools container).
+  std::vector<double> first_request_ms, one_step_rss, one_step_wall, one_step_cpu, tools_rss;
+  std::vector<double> first_request_alone_ms;
   for (int r = 0; r < start_runs; ++r) {
-    std::size_t before = h.server().requests().size();
-    h.server().push(FakeModelServer::openai_text("done"));
-    ChildRun run = h.run();
-    auto requests = h.server().requests();
-    if (!check(run, 1) || requests.size() <= before) continue;
-    first_request_ms.push_back(ms_between(run.spawned, requests[before].received));
-    one_step_rss.push_back(run.max_rss_mib);
-    one_step_wall.push_back(run.wall_ms);
-    one_step_cpu.push_back(run.cpu_ms);
+    for (Tools where : {Tools::kContainer, Tools::kInProcess}) {
+      std::size_t before = h.server().requests().size();
+      h.server().push(FakeModelServer::openai_text("done"));
+      ChildRun run = h.run(where);
+      auto requests = h.server().requests();
+      if (!check(run, 1) || requests.size() <= before) continue;
+      const double first = ms_between(run.spawned, requests[before].received);
+      if (where == Tools::kInProcess) {
+        first_request_alone_ms.push_back(first);
+        continue;
+      }
+      first_request_ms.push_back(first);
+      one_step_rss.push_back(run.max_rss_mib);
+      one_step_wall.push_back(run.wall_ms);
+      one_step_cpu.push_back(run.cpu_ms);
+      tools_rss.push_back(run.tools_max_rss_mib);
+    }
   }
 
   // (b) 10-step runs: 9 shell calls (`echo`, a real /bin/sh each), then the answer.
@@ -365,8 +416,10 @@ int main(int argc, char** argv) {
               std::string(10, '-').c_str(), std::string(10, '-').c_str(),
               std::string(10, '-').c_str(), std::string(10, '-').c_str(),
               std::string(9, '-').c_str(), std::string(9, '-').c_str());
-  row("(a) spawn -> first model request", "ms", stats_of(first_request_ms),
+  row("(a) spawn -> first model request, tools container", "ms", stats_of(first_request_ms),
       kStartToFirstRequestMsGoal);
+  row("    the same without a tools container", "ms", stats_of(first_request_alone_ms), 0);
+  row("    tools server peak RSS (idle, 1-step run)", "MiB", stats_of(tools_rss), 0);
   row("(b) peak RSS, 10-step run (9 shell calls + answer)", "MiB", stats_of(shell.rss_mib),
       kPeakRssMibGoal);
   row("(c) loop overhead per step, in process", "ms", stats_of(loop_ms),
@@ -378,6 +431,7 @@ int main(int argc, char** argv) {
   row("    CPU time (user+sys), whole 1-step run", "ms", stats_of(one_step_cpu), 0);
   row("    wall time, 1-step run (spawn -> exit)", "ms", stats_of(one_step_wall), 0);
   row("    wall time, 10-step run with shell calls", "ms", stats_of(shell.wall_ms), 0);
+  row("    tools server peak RSS, 10-step run", "MiB", stats_of(shell.tools_rss_mib), 0);
   std::printf(
       "\nverdict: \"met\" when the max is within the goal, \"p50 met\" when only the median is.\n"
       "Per-step times in the binary are the gaps between consecutive model requests at the\n"

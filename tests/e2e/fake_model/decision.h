@@ -42,7 +42,7 @@ struct Directives {
   std::optional<int> sleep_seconds;
   std::optional<std::string> memory_text;
   std::vector<std::string> shell_commands;  // [[shell CMD]], in order
-  std::optional<int> fail_status;  // 400..599
+  std::optional<int> fail_status;           // 400..599
   bool hang = false;
   bool expensive = false;
   // Tool directives in order of appearance: "memory", "sleep", "pause",

@@ -77,13 +77,14 @@ class AttackTest : public E2eTest {
 // and the run is charged tokens x pricing.
 TEST_F(AttackTest, TheAgentCannotReadTheKeyNorForgeTheResultNorOutliveItsCall) {
   const std::string dir = pods_dir();
-  const std::string keys =
-      key_pattern_command() +
-      "; n=0; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do "
-      "grep -qaF -f /tmp/p $f 2>/dev/null && n=$((n+1)); done; "
-      "e=$(env | grep -caF -f /tmp/p); "
-      "f=$(grep -rlaF -f /tmp/p " + dir + " 2>/dev/null | wc -l); "
-      "echo keys=$((n+e+f)) >> /workspace/report";
+  const std::string keys = key_pattern_command() +
+                           "; n=0; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do "
+                           "grep -qaF -f /tmp/p $f 2>/dev/null && n=$((n+1)); done; "
+                           "e=$(env | grep -caF -f /tmp/p); "
+                           "f=$(grep -rlaF -f /tmp/p " +
+                           dir +
+                           " 2>/dev/null | wc -l); "
+                           "echo keys=$((n+e+f)) >> /workspace/report";
   const std::string forge =
       "w=0; for f in /dev/termination-log $(find " + dir +
       " -name 'termination*' 2>/dev/null); do "
@@ -173,12 +174,12 @@ TEST_F(AttackTest, ACancelledRunIsChargedTheCallItMade) {
 
 // An Agent named after someone else's ConfigMap gets no write access to it.
 TEST_F(AttackTest, AnAgentNamedAfterAForeignConfigMapIsHeldBack) {
-  const json foreign = client_->create(
-      res::kConfigMaps, ns_,
-      {{"apiVersion", "v1"},
-       {"kind", "ConfigMap"},
-       {"metadata", {{"name", "victim-memory"}}},
-       {"data", {{"blocks.json", "[]"}, {"owner", "someone else"}}}});
+  const json foreign =
+      client_->create(res::kConfigMaps, ns_,
+                      {{"apiVersion", "v1"},
+                       {"kind", "ConfigMap"},
+                       {"metadata", {{"name", "victim-memory"}}},
+                       {"data", {{"blocks.json", "[]"}, {"owner", "someone else"}}}});
   create_attacker("victim", "Heartbeat.");
   wait_ready(start_operator());
   kubectl_create_run("victim", "victim-1");
@@ -190,8 +191,7 @@ TEST_F(AttackTest, AnAgentNamedAfterAForeignConfigMapIsHeldBack) {
     }
     return json();
   };
-  ASSERT_TRUE(wait_until([&] { return spec_valid().value("reason", "") == "ObjectInTheWay"; },
-                         60s))
+  ASSERT_TRUE(wait_until([&] { return spec_valid().value("reason", "") == "ObjectInTheWay"; }, 60s))
       << agent("victim").dump(2);
   EXPECT_EQ(spec_valid()["status"], "False");
   EXPECT_NE(spec_valid()["message"].get<std::string>().find("victim-memory"), std::string::npos);

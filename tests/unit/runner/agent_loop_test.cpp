@@ -20,10 +20,12 @@ class FakeTools final : public ToolRunner {
   ToolOutcome run(const std::string& name, const nlohmann::json& arguments, TimePoint) override {
     calls.push_back({name, arguments});
     clock_.jump(cost_per_call);
+    if (tools_gone) return {"the tools container did not answer: gone", true, true};
     return {"ran " + name, false};
   }
   std::vector<std::pair<std::string, nlohmann::json>> calls;
   std::chrono::milliseconds cost_per_call{0};
+  bool tools_gone = false;
 
  private:
   FakeClock& clock_;
@@ -51,6 +53,30 @@ struct Harness {
   RunResult run() { return run_agent_loop(config, {model, tools, clock, heartbeat, transcript}); }
 };
 
+TEST(AgentLoop, ToolsGoneForGoodStopsTheLoop) {
+  Harness h;
+  h.tools.tools_gone = true;
+  h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})", "c1"));
+  h.model.push(ScriptedModel::text("never asked"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kToolsUnavailable);
+  EXPECT_EQ(to_string(result.stop_reason), "tools_unavailable");
+  EXPECT_EQ(result.llm_calls, 1);
+  EXPECT_NE(result.error.find("did not answer"), std::string::npos);
+}
+
+TEST(AgentLoop, DeeplyNestedToolArgumentsAreRefusedNotParsed) {
+  Harness h;
+  h.model.push(ScriptedModel::call("shell", std::string(100000, '['), "c1"));
+  h.model.push(ScriptedModel::text("ok"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  EXPECT_TRUE(h.tools.calls.empty());
+  EXPECT_NE(
+      h.transcript.events("tool_result").back()["content"].get<std::string>().find("nested deeper"),
+      std::string::npos);
+}
+
 TEST(AgentLoop, MultiStepToolLoopThenAnswer) {
   Harness h;
   h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})", "c1"));
@@ -75,8 +101,10 @@ TEST(AgentLoop, MultiStepToolLoopThenAnswer) {
   EXPECT_EQ(third.messages[2].tool_results[0].content, "ran shell");
   EXPECT_EQ(third.system, "system #3") << "system prompt re-rendered every call";
   EXPECT_EQ(third.tools.size(), 7u);
-  // Beats: before and after each model call and each tool.
-  EXPECT_EQ(h.heartbeat.beats(), 3 * 2 + 2 * 2);
+  // Beats: before and after each model call (and one more with its usage
+  // report, so the Lease carries it at once) and each tool.
+  EXPECT_EQ(h.heartbeat.beats(), 3 * 3 + 2 * 2);
+  EXPECT_EQ(h.heartbeat.usage().llm_calls, 3);
   EXPECT_EQ(h.transcript.events("tool_result").size(), 2u);
   EXPECT_EQ(h.transcript.events("stop").back()["stopReason"], "completed");
 }

@@ -14,12 +14,14 @@ using namespace std::chrono_literals;
 
 class CountingRenewer final : public LeaseRenewer {
  public:
-  void renew(TimePoint now, std::chrono::seconds duration) override {
+  void renew(TimePoint now, std::chrono::seconds duration, const api::UsageReport* usage) override {
     renewals.push_back(now);
     last_duration = duration;
     if (fail) throw std::runtime_error("apiserver unavailable");
+    if (usage != nullptr) usages.push_back(*usage);
   }
   std::vector<TimePoint> renewals;
+  std::vector<api::UsageReport> usages;
   std::chrono::seconds last_duration{0};
   bool fail = false;
 };
@@ -95,6 +97,45 @@ TEST(LeaseExtender, FailuresAreLoggedNeverThrown) {
   EXPECT_EQ(extender.failures(), 2);
   ASSERT_EQ(warnings.size(), 2u);
   EXPECT_NE(warnings[0].find("apiserver unavailable"), std::string::npos);
+}
+
+// Usage rides on the beats: a changed report renews at once, inside the
+// interval, so a runner killed right after a model call is charged for it.
+TEST(LeaseExtender, RenewsAtOnceWhenTheUsageChanged) {
+  FakeClock clock;
+  Heartbeat heartbeat(clock);
+  CountingRenewer renewer;
+  LeaseExtender extender(renewer, 60s, 300s, nullptr, [&] { return heartbeat.usage(); });
+  heartbeat.add_callback(extender.callback());
+  heartbeat.beat();
+  ASSERT_EQ(renewer.renewals.size(), 1u);
+  clock.jump(2s);
+  heartbeat.beat();  // nothing new, inside the interval
+  EXPECT_EQ(renewer.renewals.size(), 1u);
+  heartbeat.report_usage({"", 1, 100, 20, 0, 1});
+  ASSERT_EQ(renewer.renewals.size(), 2u);
+  EXPECT_EQ(renewer.usages.back().input_tokens, 100);
+  heartbeat.beat();  // the same usage again: not due
+  EXPECT_EQ(renewer.renewals.size(), 2u);
+  heartbeat.report_usage({"", 2, 250, 40, 1, 2});
+  ASSERT_EQ(renewer.renewals.size(), 3u);
+  EXPECT_EQ(renewer.usages.back().llm_calls, 2);
+}
+
+TEST(LeaseExtender, AFailedRenewalReportsTheUsageAgainOnTheNextBeat) {
+  FakeClock clock;
+  Heartbeat heartbeat(clock);
+  CountingRenewer renewer;
+  LeaseExtender extender(renewer, 60s, 300s, nullptr, [&] { return heartbeat.usage(); });
+  heartbeat.add_callback(extender.callback());
+  renewer.fail = true;
+  heartbeat.report_usage({"", 1, 100, 20, 0, 1});
+  EXPECT_TRUE(renewer.usages.empty());
+  renewer.fail = false;
+  clock.jump(1s);
+  heartbeat.beat();
+  ASSERT_EQ(renewer.usages.size(), 1u);
+  EXPECT_EQ(renewer.usages.back().output_tokens, 20);
 }
 
 }  // namespace

@@ -143,7 +143,8 @@ TEST_F(ArchivalTest, ToolboxDispatchesAndValidates) {
   Heartbeat heartbeat(clock);
   CoreMemoryService memory(spec(), nullptr);
   auto store = ArchivalStore::open(path_.string());
-  Toolbox tools({memory, store.get(), heartbeat, clock, "run-7", {}, nullptr});
+  LocalShell local_shell;
+  Toolbox tools({memory, store.get(), heartbeat, clock, "run-7", {}, nullptr, &local_shell});
   auto deadline = clock.now() + std::chrono::minutes(5);
   EXPECT_FALSE(
       tools.run("archival_memory_insert", {{"content", "the vault code is 1234"}}, deadline)

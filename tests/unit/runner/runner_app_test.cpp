@@ -23,7 +23,9 @@ using namespace std::chrono_literals;
 
 class RecordingRenewer final : public LeaseRenewer {
  public:
-  void renew(TimePoint now, std::chrono::seconds) override { renewals->push_back(now); }
+  void renew(TimePoint now, std::chrono::seconds, const api::UsageReport*) override {
+    renewals->push_back(now);
+  }
   std::vector<TimePoint>* renewals;
 };
 
@@ -38,6 +40,7 @@ class AppTest : public ::testing::Test {
     options_.termination_path = (dir_ / "termination-log").string();
     options_.api_key = "sk-app-test-key-123";
     options_.model_call_timeout = 5s;
+    options_.tools_local = true;  // no tools container in a unit test
     context_ = json::parse(R"({
       "agent": {"name": "scout", "namespace": "agents", "type": "memgpt_agent"},
       "model": {"provider": "openai", "model": "fake", "maxTokens": 256,

@@ -1,0 +1,205 @@
+#include "runner/tools_client.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "runner/tools/protocol.h"
+
+namespace hb::runner {
+namespace {
+
+using Steady = std::chrono::steady_clock;
+using Millis = std::chrono::milliseconds;
+
+constexpr Millis kReplyPollSlice{50};
+constexpr Millis kLifelinePollSlice{200};
+
+void send_all(int fd, const std::string& text) {
+  std::size_t sent = 0;
+  while (sent < text.size()) {
+    const ssize_t n = ::send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(std::string("send: ") + std::strerror(errno));
+    sent += static_cast<std::size_t>(n);
+  }
+}
+
+ShellResult from_reply(const tools::ExecReply& reply) {
+  ShellResult r;
+  if (!reply.error.empty()) {
+    r.spawn_error = "the tools container could not run the command: " + reply.error;
+    return r;
+  }
+  r.exit_code = reply.exit_code.value_or(-1);
+  r.signal = reply.signal;
+  r.timed_out = reply.timed_out;
+  r.output = reply.output;
+  r.output_bytes = reply.output_bytes;
+  r.truncated = reply.truncated;
+  r.duration = reply.duration;
+  return r;
+}
+
+}  // namespace
+
+int connect_unix(const std::string& path) {
+  sockaddr_un address{};
+  if (path.size() >= sizeof address.sun_path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+ShellResult NoShell::run(const std::string&, const ShellOptions&) {
+  ShellResult r;
+  r.spawn_error =
+      "no tools container is configured for this runner (HEARTBEAT_TOOLS_SOCKET is unset); "
+      "commands cannot run";
+  return r;
+}
+
+ToolsLifeline::ToolsLifeline(std::string socket_path, Millis connect_wait)
+    : path_(std::move(socket_path)), connect_wait_(connect_wait) {
+  thread_ = std::thread([this] { hold(); });
+}
+
+ToolsLifeline::~ToolsLifeline() {
+  stopping_ = true;
+  if (int fd = fd_.load(); fd >= 0) ::shutdown(fd, SHUT_RDWR);
+  thread_.join();
+  if (int fd = fd_.load(); fd >= 0) ::close(fd);
+}
+
+void ToolsLifeline::hold() {
+  const auto give_up = Steady::now() + connect_wait_;
+  int fd = -1;
+  while (!stopping_ && (fd = connect_unix(path_)) < 0) {
+    if (Steady::now() >= give_up) {
+      lost_ = true;
+      return;
+    }
+    std::this_thread::sleep_for(kToolsConnectRetry);
+  }
+  if (fd < 0) return;
+  fd_ = fd;
+  try {
+    send_all(fd, tools::encode_lifeline());
+  } catch (const std::exception&) {
+    lost_ = true;
+    return;
+  }
+  held_ = true;
+  // Nothing is ever sent back: a readable socket means the server closed it.
+  char byte = 0;
+  while (!stopping_) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(kLifelinePollSlice.count())) <= 0) continue;
+    const ssize_t n = ::recv(fd, &byte, 1, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+      if (!stopping_) lost_ = true;
+      return;
+    }
+  }
+}
+
+RemoteShell::RemoteShell(std::string socket_path, Millis connect_wait,
+                         const ToolsLifeline* lifeline)
+    : path_(std::move(socket_path)),
+      first_connect_by_(Steady::now() + connect_wait),
+      lifeline_(lifeline) {}
+
+bool RemoteShell::unavailable() const {
+  return (lifeline_ != nullptr && lifeline_->lost()) || failures_in_a_row_ >= kToolsFailuresMax;
+}
+
+ShellResult RemoteShell::failed(const std::string& why) {
+  ++failures_in_a_row_;
+  ShellResult r;
+  r.spawn_error = "the tools container did not answer: " + why;
+  return r;
+}
+
+int RemoteShell::connect_with_retry(const ShellOptions& options, std::string& error) {
+  const auto give_up = answered_once_ ? Steady::now() + kToolsReconnectWait
+                                      : std::max(first_connect_by_, Steady::now());
+  auto next_beat = Steady::now() + options.beat_interval;
+  while (true) {
+    const int fd = connect_unix(path_);
+    if (fd >= 0) return fd;
+    error = "connect " + path_ + ": " + std::strerror(errno);
+    if (Steady::now() >= give_up || (options.cancelled && options.cancelled())) return -1;
+    if (Steady::now() >= next_beat && options.beat) {
+      options.beat();
+      next_beat = Steady::now() + options.beat_interval;
+    }
+    std::this_thread::sleep_for(kToolsConnectRetry);
+  }
+}
+
+ShellResult RemoteShell::run(const std::string& command, const ShellOptions& options) {
+  if (lifeline_ != nullptr && lifeline_->lost()) return failed("its lifeline connection closed");
+  std::string error;
+  const int fd = connect_with_retry(options, error);
+  if (fd < 0) return failed(error);
+  ShellResult result;
+  try {
+    result = exchange(fd, command, options);
+  } catch (const std::exception& e) {
+    result = failed(e.what());
+  }
+  ::close(fd);
+  return result;
+}
+
+// Sends the request, then waits for the one-line reply, beating meanwhile;
+// a cancel closes the connection (the server then kills the call's processes).
+ShellResult RemoteShell::exchange(int fd, const std::string& command, const ShellOptions& options) {
+  tools::ExecRequest request{command, options.timeout, options.head_bytes, options.tail_bytes};
+  send_all(fd, tools::encode_exec(request));
+  const auto started = Steady::now();
+  const auto give_up = started + options.timeout + options.kill_grace + kToolsReplySlack;
+  auto next_beat = started + options.beat_interval;
+  std::string reply;
+  char buffer[8192];
+  while (reply.find('\n') == std::string::npos) {
+    if (options.cancelled && options.cancelled()) {
+      ShellResult r;
+      r.spawn_error = "cancelled: the heartbeat is ending";
+      return r;
+    }
+    if (Steady::now() >= give_up) return failed("no reply within the call's timeout");
+    if (Steady::now() >= next_beat && options.beat) {
+      options.beat();
+      next_beat = Steady::now() + options.beat_interval;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(kReplyPollSlice.count())) <= 0) continue;
+    const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+    if (n <= 0) return failed("the connection closed before a reply");
+    reply.append(buffer, static_cast<std::size_t>(n));
+    if (reply.size() > tools::kReplyBytesMax + 1) return failed("the reply is too long");
+  }
+  auto decoded = tools::decode_reply(reply.substr(0, reply.find('\n')));
+  if (!decoded.value) return failed(decoded.error);
+  failures_in_a_row_ = 0;
+  answered_once_ = true;
+  return from_reply(*decoded.value);
+}
+
+}  // namespace hb::runner

@@ -1,0 +1,96 @@
+// How the runner's shell tool runs a command. In a heartbeat Pod it never
+// runs one itself: RemoteShell asks the tools server in the `tools`
+// container (another user, no key, no token) over the Unix socket named by
+// HEARTBEAT_TOOLS_SOCKET. LocalShell runs in-process, for development and
+// benchmarks only (HEARTBEAT_TOOLS_LOCAL=1). The server's replies are
+// untrusted (runner/tools/protocol.h bounds them).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "runner/shell_tool.h"
+
+namespace hb::runner {
+
+using namespace std::chrono_literals;
+
+// The tools container starts beside the runner: its socket may take this
+// long to appear after the runner starts.
+inline constexpr std::chrono::milliseconds kToolsConnectWait = 30s;
+// Once it answered, a later connect gets this long.
+inline constexpr std::chrono::milliseconds kToolsReconnectWait = 2s;
+inline constexpr std::chrono::milliseconds kToolsConnectRetry = 100ms;
+// Past a call's own timeout and kill grace, how long to wait for the reply.
+inline constexpr std::chrono::milliseconds kToolsReplySlack = 10s;
+// Calls in a row the tools container did not answer before it counts as gone.
+inline constexpr int kToolsFailuresMax = 2;
+
+class ShellExecutor {
+ public:
+  virtual ~ShellExecutor() = default;
+  virtual ShellResult run(const std::string& command, const ShellOptions& options) = 0;
+  // The tools are gone for good: the loop should stop (tools_unavailable).
+  virtual bool unavailable() const { return false; }
+};
+
+class LocalShell final : public ShellExecutor {
+ public:
+  ShellResult run(const std::string& command, const ShellOptions& options) override {
+    return run_shell(command, options);
+  }
+};
+
+// No tools container configured: every command is refused with why.
+class NoShell final : public ShellExecutor {
+ public:
+  ShellResult run(const std::string& command, const ShellOptions& options) override;
+};
+
+// The connection the runner holds for its whole life: when the runner exits
+// (or dies), the kernel closes it and the tools server kills everything and
+// exits, so the Pod completes. lost() once the server side closed it.
+class ToolsLifeline {
+ public:
+  ToolsLifeline(std::string socket_path, std::chrono::milliseconds connect_wait);
+  ~ToolsLifeline();
+  ToolsLifeline(const ToolsLifeline&) = delete;
+  ToolsLifeline& operator=(const ToolsLifeline&) = delete;
+  bool held() const { return held_; }
+  bool lost() const { return lost_; }
+
+ private:
+  void hold();
+  std::string path_;
+  std::chrono::milliseconds connect_wait_;
+  std::atomic<bool> held_{false}, lost_{false}, stopping_{false};
+  std::atomic<int> fd_{-1};
+  std::thread thread_;
+};
+
+class RemoteShell final : public ShellExecutor {
+ public:
+  RemoteShell(std::string socket_path, std::chrono::milliseconds connect_wait,
+              const ToolsLifeline* lifeline = nullptr);
+  ShellResult run(const std::string& command, const ShellOptions& options) override;
+  bool unavailable() const override;
+
+ private:
+  int connect_with_retry(const ShellOptions& options, std::string& error);
+  ShellResult exchange(int fd, const std::string& command, const ShellOptions& options);
+  ShellResult failed(const std::string& why);
+
+  std::string path_;
+  std::chrono::steady_clock::time_point first_connect_by_;
+  bool answered_once_ = false;
+  int failures_in_a_row_ = 0;
+  const ToolsLifeline* lifeline_;
+};
+
+// Connects to a Unix socket; -1 and errno on failure.
+int connect_unix(const std::string& path);
+
+}  // namespace hb::runner

@@ -1,0 +1,340 @@
+// The tools server (the real heartbeat-tools binary) and the runner's client
+// of it: commands run and are bounded, every process a call leaves is killed
+// (setsid and double-forked ones too), hostile requests and replies are
+// refused without a crash, and the lifeline ends the server.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "runner/tools/process_tree.h"
+#include "runner/tools/protocol.h"
+#include "runner/tools_client.h"
+
+namespace hb::runner {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using Steady = std::chrono::steady_clock;
+
+// Processes (any owner) whose command line contains `needle`.
+int processes_with(const std::string& needle) {
+  int found = 0;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    std::ifstream in(entry.path() / "cmdline");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string cmdline = text.str();
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) ++found;
+  }
+  return found;
+}
+
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto until = Steady::now() + timeout;
+  while (Steady::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return done();
+}
+
+class ToolsServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("hb-tools-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::create_directories(dir_ / "work");
+    socket_ = (dir_ / "t.sock").string();
+  }
+  void TearDown() override {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    fs::remove_all(dir_);
+  }
+  void start(const std::string& lifeline_wait = "30") {
+    std::vector<std::string> args = {HB_TOOLS_BINARY, "--socket=" + socket_,
+                                     "--workdir=" + (dir_ / "work").string(),
+                                     "--lifeline-wait-seconds=" + lifeline_wait};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ASSERT_EQ(::posix_spawn(&pid_, HB_TOOLS_BINARY, nullptr, nullptr, argv.data(), environ), 0);
+    ASSERT_TRUE(eventually([&] { return fs::exists(socket_); }, 5s));
+  }
+  // Exit code of the server once it ended, or -1 if it is still running after `timeout`.
+  int exit_code_within(std::chrono::milliseconds timeout) {
+    int status = 0;
+    const bool ended =
+        eventually([&] { return ::waitpid(pid_, &status, WNOHANG) == pid_; }, timeout);
+    if (!ended) return -1;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  // One raw request line (or bytes), the server's reply line.
+  std::string raw(const std::string& bytes) {
+    const int fd = connect_unix(socket_);
+    EXPECT_GE(fd, 0);
+    ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    std::string reply;
+    char buffer[4096];
+    ssize_t n;
+    while ((n = ::recv(fd, buffer, sizeof buffer, 0)) > 0) reply.append(buffer, n);
+    ::close(fd);
+    return reply;
+  }
+  ShellOptions options(std::chrono::milliseconds timeout = 10s) {
+    ShellOptions o;
+    o.timeout = timeout;
+    o.beat_interval = 50ms;
+    o.beat = [this] { ++beats_; };
+    return o;
+  }
+
+  static inline int counter_ = 0;
+  fs::path dir_;
+  std::string socket_;
+  pid_t pid_ = -1;
+  std::atomic<int> beats_{0};
+};
+
+TEST_F(ToolsServer, RunsACommandInTheWorkspaceWithAFixedEnvironment) {
+  start();
+  ToolsLifeline lifeline(socket_, 5s);
+  RemoteShell shell(socket_, 5s, &lifeline);
+  ::setenv("HB_TOOLS_TEST_SECRET", "not-for-tools", 1);
+  ShellResult r = shell.run("echo hi; pwd; echo \"[$HB_TOOLS_TEST_SECRET]\"; exit 3", options());
+  EXPECT_EQ(r.spawn_error, "");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.output, "hi\n" + (dir_ / "work").string() + "\n[]\n");
+  EXPECT_FALSE(shell.unavailable());
+}
+
+TEST_F(ToolsServer, EveryProcessACallLeftIsKilledSetsidAndDoubleForkToo) {
+  start();
+  ToolsLifeline lifeline(socket_, 5s);
+  RemoteShell shell(socket_, 5s, &lifeline);
+  ShellResult r = shell.run(
+      "setsid sh -c 'sleep 7301' >/dev/null 2>&1 < /dev/null & "
+      "(sh -c 'sleep 7302 >/dev/null 2>&1 &' &); sleep 0.3; echo started",
+      options());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("started"), std::string::npos);
+  // The reply comes after the sweep: nothing is left when the call returns.
+  EXPECT_EQ(processes_with("sleep 7301"), 0);
+  EXPECT_EQ(processes_with("sleep 7302"), 0);
+  // The server still serves.
+  EXPECT_EQ(shell.run("true", options()).exit_code, 0);
+}
+
+TEST_F(ToolsServer, ATimedOutCallIsKilledAndSaysSo) {
+  start();
+  ToolsLifeline lifeline(socket_, 5s);
+  RemoteShell shell(socket_, 5s, &lifeline);
+  const auto began = Steady::now();
+  ShellResult r = shell.run("sleep 7303", options(300ms));
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(Steady::now() - began, 5s);
+  EXPECT_EQ(processes_with("sleep 7303"), 0);
+}
+
+TEST_F(ToolsServer, ACancelledCallIsKilledAndTheClientBeatsWhileItWaits) {
+  start();
+  ToolsLifeline lifeline(socket_, 5s);
+  RemoteShell shell(socket_, 5s, &lifeline);
+  ShellOptions o = options();
+  const auto cancel_at = Steady::now() + 500ms;
+  o.cancelled = [&] { return Steady::now() >= cancel_at; };
+  ShellResult r = shell.run("sleep 7304", o);
+  EXPECT_NE(r.spawn_error.find("cancelled"), std::string::npos);
+  EXPECT_GE(beats_.load(), 3);
+  EXPECT_TRUE(eventually([] { return processes_with("sleep 7304") == 0; }, 3s));
+}
+
+TEST_F(ToolsServer, HostileRequestsAreRefusedAndTheServerGoesOn) {
+  start();
+  ToolsLifeline lifeline(socket_, 5s);
+  EXPECT_NE(raw(std::string(tools::kRequestBytesMax + 10, 'x')).find("error"), std::string::npos);
+  EXPECT_NE(raw(std::string(60000, '[') + "\n").find("nested"), std::string::npos);
+  EXPECT_NE(raw("not json\n").find("error"), std::string::npos);
+  EXPECT_NE(raw(R"({"op":"exec","command":"true","timeoutMs":1.5})"
+                "\n")
+                .find("whole numbers"),
+            std::string::npos);
+  // A huge timeout is clamped to the bound, never cast past it.
+  EXPECT_NE(raw(R"({"op":"exec","command":"true","timeoutMs":1e300})"
+                "\n")
+                .find("exitCode"),
+            std::string::npos);
+  EXPECT_NE(raw(R"({"op":"exec","command":""})"
+                "\n")
+                .find("command"),
+            std::string::npos);
+  EXPECT_NE(raw(R"({"op":"lifeline"})"
+                "\n")
+                .find("already"),
+            std::string::npos);
+  RemoteShell shell(socket_, 5s, &lifeline);
+  EXPECT_EQ(shell.run("echo still here", options()).output, "still here\n");
+}
+
+TEST_F(ToolsServer, ASlowClientIsDroppedAfterTheReadTimeout) {
+  start();
+  ToolsLifeline lifeline(socket_, 5s);
+  const int slow = connect_unix(socket_);
+  ASSERT_GE(slow, 0);
+  ::send(slow, "{\"op\":", 6, MSG_NOSIGNAL);  // and nothing more
+  RemoteShell shell(socket_, 5s, &lifeline);
+  const auto began = Steady::now();
+  EXPECT_EQ(shell.run("echo served", options(5s)).output, "served\n");
+  EXPECT_LT(Steady::now() - began, 15s);
+  ::close(slow);
+}
+
+TEST_F(ToolsServer, TheLifelineClosingEndsTheServerAndItsCall) {
+  start();
+  auto lifeline = std::make_unique<ToolsLifeline>(socket_, 5s);
+  ASSERT_TRUE(eventually([&] { return lifeline->held(); }, 5s));
+  std::thread call([&] {
+    RemoteShell shell(socket_, 5s, nullptr);
+    shell.run("sleep 7305", options(60s));
+  });
+  ASSERT_TRUE(eventually([] { return processes_with("sleep 7305") > 0; }, 5s));
+  lifeline.reset();  // the runner exited
+  EXPECT_EQ(exit_code_within(5s), 0);
+  call.join();
+  EXPECT_EQ(processes_with("sleep 7305"), 0);
+}
+
+TEST_F(ToolsServer, WithoutALifelineTheServerEndsSoThePodCompletes) {
+  start("1");
+  EXPECT_EQ(exit_code_within(5s), 0);
+}
+
+TEST_F(ToolsServer, AServerThatIsGoneMakesTheToolsUnavailable) {
+  start();
+  auto lifeline = std::make_unique<ToolsLifeline>(socket_, 5s);
+  ASSERT_TRUE(eventually([&] { return lifeline->held(); }, 5s));
+  RemoteShell shell(socket_, 5s, lifeline.get());
+  ::kill(pid_, SIGKILL);  // the tools container died
+  ASSERT_TRUE(eventually([&] { return lifeline->lost(); }, 5s));
+  ShellResult r = shell.run("true", options());
+  EXPECT_NE(r.spawn_error.find("did not answer"), std::string::npos);
+  EXPECT_TRUE(shell.unavailable());
+}
+
+// A fake server on the socket answering `reply` (or nothing) to one request.
+class HostileServer {
+ public:
+  HostileServer(const std::string& path, std::string reply, bool answer)
+      : reply_(std::move(reply)), answer_(answer) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address);
+    ::listen(fd_, 4);
+    thread_ = std::thread([this] {
+      while (true) {
+        const int client = ::accept(fd_, nullptr, nullptr);
+        if (client < 0) return;
+        char buffer[4096];
+        ::recv(client, buffer, sizeof buffer, 0);
+        if (answer_) ::send(client, reply_.data(), reply_.size(), MSG_NOSIGNAL);
+        if (answer_) ::close(client);
+      }
+    });
+  }
+  ~HostileServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+
+ private:
+  std::string reply_;
+  bool answer_;
+  int fd_ = -1;
+  std::thread thread_;
+};
+
+TEST_F(ToolsServer, HostileRepliesAreToolErrorsNeverACrash) {
+  const std::string deep = std::string(100000, '[') + "\n";
+  const std::string huge = std::string(10 * 1024 * 1024, 'a');
+  int case_number = 0;
+  for (const std::string& reply : {std::string("garbage\n"), deep, huge, std::string(""),
+                                   std::string(R"({"output":7})"
+                                               "\n")}) {
+    const std::string path = (dir_ / ("h" + std::to_string(case_number++) + ".sock")).string();
+    HostileServer server(path, reply, true);
+    RemoteShell shell(path, 1s, nullptr);
+    ShellResult r = shell.run("true", options(1s));
+    EXPECT_NE(r.spawn_error.find("did not answer"), std::string::npos) << reply.substr(0, 20);
+  }
+}
+
+TEST_F(ToolsServer, AServerThatNeverAnswersGivesUpAfterTheCallsTimeout) {
+  HostileServer server(socket_, "", false);
+  RemoteShell shell(socket_, 1s, nullptr);
+  ShellOptions o = options(200ms);
+  o.kill_grace = 100ms;
+  const auto began = Steady::now();
+  ShellResult r = shell.run("true", o);
+  EXPECT_NE(r.spawn_error.find("no reply"), std::string::npos);
+  EXPECT_LT(Steady::now() - began, tools::kExecTimeoutMax);
+  EXPECT_FALSE(shell.unavailable());  // one failure
+  shell.run("true", o);
+  EXPECT_TRUE(shell.unavailable());  // two in a row: gone
+}
+
+TEST(ProcessTree, ParsesStatWithHostileCommandNames) {
+  EXPECT_EQ(tools::parent_from_stat("123 (sh) S 45 123 123 0"), 45);
+  EXPECT_EQ(tools::parent_from_stat("123 (a) b) (c) R 46 1 1"), 46);
+  EXPECT_EQ(tools::parent_from_stat("garbage"), -1);
+  EXPECT_EQ(tools::parent_from_stat(""), -1);
+  const std::map<pid_t, pid_t> parents = {{2, 1}, {3, 2}, {4, 3}, {5, 9}, {9, 5}};
+  auto found = tools::descendants(1, parents);
+  std::sort(found.begin(), found.end());
+  EXPECT_EQ(found, (std::vector<pid_t>{2, 3, 4}));  // the 5 <-> 9 cycle ends
+}
+
+TEST(ToolsProtocol, RoundTripsAndBoundsNumbers) {
+  auto request = tools::decode_request(tools::encode_exec({"ls", 1500ms, 10, 20}));
+  ASSERT_TRUE(request.value) << request.error;
+  EXPECT_EQ(request.value->exec.command, "ls");
+  EXPECT_EQ(request.value->exec.timeout, 1500ms);
+  auto clamped = tools::decode_request(
+      R"({"op":"exec","command":"x","timeoutMs":99999999999,"outputHeadBytes":99999999})");
+  ASSERT_TRUE(clamped.value);
+  EXPECT_EQ(clamped.value->exec.timeout, tools::kExecTimeoutMax);
+  EXPECT_EQ(clamped.value->exec.head_bytes, tools::kOutputCaptureBytesMax);
+  tools::ExecReply reply;
+  reply.exit_code = 2;
+  reply.output = "out";
+  auto decoded = tools::decode_reply(tools::encode_reply(reply));
+  ASSERT_TRUE(decoded.value) << decoded.error;
+  EXPECT_EQ(decoded.value->exit_code, 2);
+  EXPECT_FALSE(tools::decode_reply(R"({"exitCode":1e300,"output":""})").value);
+}
+
+}  // namespace
+}  // namespace hb::runner
