@@ -125,19 +125,24 @@ RemoteShell::RemoteShell(std::string socket_path, Millis connect_wait,
       lifeline_(lifeline) {}
 
 bool RemoteShell::unavailable() const {
-  return (lifeline_ != nullptr && lifeline_->lost()) || failures_in_a_row_ >= kToolsFailuresMax;
+  return (lifeline_ != nullptr && lifeline_->lost()) ||
+         connect_failures_in_a_row_ >= kToolsFailuresMax;
 }
 
 ShellResult RemoteShell::failed(const std::string& why) {
-  ++failures_in_a_row_;
   ShellResult r;
   r.spawn_error = "the tools container did not answer: " + why;
   return r;
 }
 
+ShellResult RemoteShell::connect_failed(const std::string& why) {
+  ++connect_failures_in_a_row_;
+  return failed(why);
+}
+
 int RemoteShell::connect_with_retry(const ShellOptions& options, std::string& error) {
-  const auto give_up = answered_once_ ? Steady::now() + kToolsReconnectWait
-                                      : std::max(first_connect_by_, Steady::now());
+  const auto give_up = reached_once_ ? Steady::now() + kToolsReconnectWait
+                                     : std::max(first_connect_by_, Steady::now());
   auto next_beat = Steady::now() + options.beat_interval;
   while (true) {
     const int fd = connect_unix(path_);
@@ -156,7 +161,9 @@ ShellResult RemoteShell::run(const std::string& command, const ShellOptions& opt
   if (lifeline_ != nullptr && lifeline_->lost()) return failed("its lifeline connection closed");
   std::string error;
   const int fd = connect_with_retry(options, error);
-  if (fd < 0) return failed(error);
+  if (fd < 0) return connect_failed(error);
+  reached_once_ = true;
+  connect_failures_in_a_row_ = 0;
   ShellResult result;
   try {
     result = exchange(fd, command, options);
@@ -197,8 +204,6 @@ ShellResult RemoteShell::exchange(int fd, const std::string& command, const Shel
   }
   auto decoded = tools::decode_reply(reply.substr(0, reply.find('\n')));
   if (!decoded.value) return failed(decoded.error);
-  failures_in_a_row_ = 0;
-  answered_once_ = true;
   return from_reply(*decoded.value);
 }
 

@@ -21,12 +21,14 @@ using namespace std::chrono_literals;
 // The tools container starts beside the runner: its socket may take this
 // long to appear after the runner starts.
 inline constexpr std::chrono::milliseconds kToolsConnectWait = 30s;
-// Once it answered, a later connect gets this long.
+// Once it was reached, a later connect gets this long.
 inline constexpr std::chrono::milliseconds kToolsReconnectWait = 2s;
 inline constexpr std::chrono::milliseconds kToolsConnectRetry = 100ms;
 // Past a call's own timeout and kill grace, how long to wait for the reply.
 inline constexpr std::chrono::milliseconds kToolsReplySlack = 10s;
-// Calls in a row the tools container did not answer before it counts as gone.
+// Calls in a row that could not connect (each after its connect wait) before
+// the tools container counts as gone. A server that was reached but answered
+// badly or late fails that call only: the run goes on.
 inline constexpr int kToolsFailuresMax = 2;
 
 class ShellExecutor {
@@ -82,11 +84,12 @@ class RemoteShell final : public ShellExecutor {
   int connect_with_retry(const ShellOptions& options, std::string& error);
   ShellResult exchange(int fd, const std::string& command, const ShellOptions& options);
   ShellResult failed(const std::string& why);
+  ShellResult connect_failed(const std::string& why);
 
   std::string path_;
   std::chrono::steady_clock::time_point first_connect_by_;
-  bool answered_once_ = false;
-  int failures_in_a_row_ = 0;
+  bool reached_once_ = false;
+  int connect_failures_in_a_row_ = 0;
   const ToolsLifeline* lifeline_;
 };
 

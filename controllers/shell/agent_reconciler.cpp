@@ -142,15 +142,26 @@ std::string AgentReconciler::ensure_agent_objects(const Json& agent) {
   return "";
 }
 
-std::string AgentReconciler::object_in_the_way(const std::string& uid) {
-  std::lock_guard lock(mutex_);
-  auto it = in_the_way_.find(uid);
-  if (it == in_the_way_.end()) return "";
-  if (std::chrono::steady_clock::now() - it->second.at >= kObjectInTheWayRecheck) {
-    in_the_way_.erase(it);  // look again: the object may be gone
-    return "";
+std::string AgentReconciler::object_in_the_way(const Json& agent) {
+  const std::string uid = string_at(agent, "metadata/uid");
+  {
+    std::lock_guard lock(mutex_);
+    auto it = in_the_way_.find(uid);
+    if (it == in_the_way_.end()) return "";
+    if (std::chrono::steady_clock::now() - it->second.at < kObjectInTheWayRecheck) {
+      return it->second.object;
+    }
   }
-  return it->second.object;
+  // Looked at again before the decision, so the Agent's conditions do not
+  // flap to valid while the object is still there.
+  std::string blocking = ensure_agent_objects(agent);
+  std::lock_guard lock(mutex_);
+  if (blocking.empty()) {
+    in_the_way_.erase(uid);
+  } else {
+    in_the_way_[uid] = {blocking, std::chrono::steady_clock::now()};
+  }
+  return blocking;
 }
 
 void AgentReconciler::write_run_status(const Json& run, const Json& status, bool final_with_label) {
@@ -353,7 +364,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   const AgentSpec& spec = views.agent->spec.spec;
 
   SpecEnvironment env;
-  env.object_in_the_way = object_in_the_way(spec.uid);
+  env.object_in_the_way = object_in_the_way(agent);
   if (spec.api_key) {
     env.api_key_secret_exists = secret_has_key(ns, spec.api_key->name, spec.api_key->key);
   }

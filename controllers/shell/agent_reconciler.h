@@ -90,7 +90,9 @@ class AgentReconciler {
   std::string resolve_prompt(const Json& agent);
   // Creates the per-agent objects once; "" or the object in the way ("Kind ns/name").
   std::string ensure_agent_objects(const Json& agent);
-  std::string object_in_the_way(const std::string& agent_uid);
+  // The object in the way of this Agent's own, as last found; looked for
+  // again once kObjectInTheWayRecheck passed.
+  std::string object_in_the_way(const Json& agent);
   // False when an object in the way held the run back (it stays Queued).
   bool start_run(const Json& agent, const Json& run, const std::vector<Json>& runs, TimePoint now);
   void write_run_status(const Json& run, const Json& status, bool final_with_label);

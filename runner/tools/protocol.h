@@ -21,9 +21,16 @@ namespace hb::tools {
 using namespace std::chrono_literals;
 
 inline constexpr std::size_t kRequestBytesMax = 64 * 1024;
-inline constexpr std::size_t kReplyBytesMax = 64 * 1024;
 inline constexpr std::size_t kJsonDepthMax = 4;
 inline constexpr std::size_t kOutputCaptureBytesMax = 16 * 1024;  // head or tail, each
+// A reply's output is at most head + tail captured bytes, each of which may
+// grow up to 6-fold on the wire: an invalid UTF-8 byte becomes U+FFFD (3
+// bytes), a control byte "\u00XX" (6). So a legitimate reply (`cat` of a
+// binary file) fits; the other fields and the omitted-bytes marker are small.
+inline constexpr std::size_t kJsonEscapeGrowthMax = 6;
+inline constexpr std::size_t kReplyOverheadBytes = 1024;
+inline constexpr std::size_t kReplyBytesMax =
+    kJsonEscapeGrowthMax * 2 * kOutputCaptureBytesMax + kReplyOverheadBytes;
 inline constexpr std::chrono::milliseconds kExecTimeoutMax = 600s;
 inline constexpr std::chrono::milliseconds kExecTimeoutMin = 1ms;
 

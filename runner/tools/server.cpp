@@ -9,6 +9,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -33,6 +34,25 @@ ExecReply error_reply(const std::string& error) {
 }
 
 constexpr std::size_t kLoggedCommandBytesMax = 80;
+
+// SIGTERM (the Pod is deleted): end like a closed lifeline. Without this
+// the server would die at once, and the call's setsid children, orphaned to
+// init, would outlive it where no PID namespace ends them all.
+std::atomic<bool> g_terminate{false};
+
+void on_terminate(int) {
+  g_terminate = true;
+}
+
+// A short, one-line excerpt of an agent-chosen command: a newline or escape
+// in it must not forge or garble log lines.
+std::string loggable(const std::string& command) {
+  std::string out = command.substr(0, kLoggedCommandBytesMax);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '"') c = '?';
+  }
+  return command.size() > kLoggedCommandBytesMax ? out + "..." : out;
+}
 
 void log_line(const std::string& text) {
   std::cerr << "heartbeat-tools: " << text << std::endl;
@@ -106,6 +126,13 @@ bool peer_gone(int fd) {
   return ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
+// Nothing is meant to arrive on the lifeline; bytes that do are dropped (one
+// read per wake-up), or poll() would report them forever and the loop spin.
+void drop_pending(int fd) {
+  char buffer[4096];
+  [[maybe_unused]] const ssize_t n = ::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT);
+}
+
 ExecReply execute(const ExecRequest& request, const std::string& workdir,
                   const std::function<bool()>& cancelled) {
   ShellOptions options;
@@ -137,6 +164,7 @@ class Server {
   int run(int listener) {
     const auto lifeline_by = Steady::now() + options_.lifeline_wait;
     while (true) {
+      if (g_terminate) return finish("terminated by signal");
       if (lifeline_ >= 0 && peer_gone(lifeline_)) return finish("the runner's lifeline closed");
       if (lifeline_ < 0 && Steady::now() >= lifeline_by) {
         return finish("no lifeline within " + std::to_string(options_.lifeline_wait.count()) +
@@ -144,6 +172,7 @@ class Server {
       }
       pollfd p[2] = {{listener, POLLIN, 0}, {lifeline_, POLLIN, 0}};
       if (::poll(p, lifeline_ >= 0 ? 2 : 1, static_cast<int>(kPollSlice.count())) <= 0) continue;
+      if (lifeline_ >= 0 && (p[1].revents & POLLIN) != 0) drop_pending(lifeline_);
       if ((p[0].revents & POLLIN) == 0) continue;
       const int client = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
       if (client >= 0) serve(client);
@@ -168,12 +197,12 @@ class Server {
     bool lifeline_lost = false;
     ExecReply reply = execute(exec, options_.workdir, [&] {
       lifeline_lost = lifeline_ >= 0 && peer_gone(lifeline_);
-      return lifeline_lost || peer_gone(client);
+      return g_terminate || lifeline_lost || peer_gone(client);
     });
     const int killed = kill_all_descendants();
     send_all(client, encode_reply(reply));
     ::close(client);
-    log_line("exec \"" + exec.command.substr(0, kLoggedCommandBytesMax) +
+    log_line("exec \"" + loggable(exec.command) +
              "\" exit=" + (reply.exit_code ? std::to_string(*reply.exit_code) : "none") +
              " signal=" + std::to_string(reply.signal) + " ms=" +
              std::to_string(reply.duration.count()) + " left_killed=" + std::to_string(killed));
@@ -208,6 +237,11 @@ int run_server(const ServerOptions& options) {
     return kServerExitSocket;
   }
   ::signal(SIGPIPE, SIG_IGN);
+  struct sigaction action {};
+  action.sa_handler = on_terminate;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGTERM, &action, nullptr);
+  ::sigaction(SIGINT, &action, nullptr);
   std::string error;
   const int listener = listen_on(options.socket_path, error);
   if (listener < 0) {

@@ -109,12 +109,14 @@ Verbs are exactly what the operator calls; see controllers/shell and operator/.
   resources: ["secrets"]
   # Checks that an Agent's apiKeySecretRef key exists; never lists.
   verbs: ["get"]
+# The per-agent ServiceAccount, Role and RoleBinding: created; get because an
+# existing one is adopted only when it carries the Agent's ownerReference.
 - apiGroups: [""]
   resources: ["serviceaccounts"]
-  verbs: ["create"]
+  verbs: ["get", "create"]
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["roles", "rolebindings"]
-  verbs: ["create"]
+  verbs: ["get", "create"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

@@ -45,7 +45,6 @@ class AttackTest : public E2eTest {
  protected:
   // A Secret with a fresh key, and an Agent that uses it.
   json create_attacker(const std::string& name, const std::string& prompt) {
-    key_ = unique_key();
     client_->create(res::kSecrets, ns_,
                     {{"apiVersion", "v1"},
                      {"kind", "Secret"},
@@ -59,7 +58,8 @@ class AttackTest : public E2eTest {
   // any command line (theirs or ours), only in the file they write.
   std::string key_pattern_command() const {
     const std::size_t half = key_.size() / 2;
-    return "printf '%s%s' " + key_.substr(0, half) + " " + key_.substr(half) + " > /tmp/p";
+    return "printf '%s%s' " + key_.substr(0, half) + " " + key_.substr(half) +
+           " > $HOME/keypattern";
   }
   // Tokens x the e2e pricing, as the operator must have charged.
   static double expected_cost(const json& usage) {
@@ -68,7 +68,7 @@ class AttackTest : public E2eTest {
   }
   std::string pods_dir() const { return env_->dir() + "/pods"; }
 
-  std::string key_;
+  const std::string key_ = unique_key();
 };
 
 // The key through /proc, the environment or any file under the pod
@@ -79,17 +79,18 @@ TEST_F(AttackTest, TheAgentCannotReadTheKeyNorForgeTheResultNorOutliveItsCall) {
   const std::string dir = pods_dir();
   const std::string keys = key_pattern_command() +
                            "; n=0; for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do "
-                           "grep -qaF -f /tmp/p $f 2>/dev/null && n=$((n+1)); done; "
-                           "e=$(env | grep -caF -f /tmp/p); "
-                           "f=$(grep -rlaF -f /tmp/p " +
+                           "grep -qaF -f $HOME/keypattern $f 2>/dev/null && n=$((n+1)); done; "
+                           "e=$(env | grep -caF -f $HOME/keypattern); "
+                           "f=$(grep -rlaF --exclude=keypattern -f $HOME/keypattern " +
                            dir +
                            " 2>/dev/null | wc -l); "
-                           "echo keys=$((n+e+f)) >> /workspace/report";
+                           "c=$(grep -caF -f $HOME/keypattern $HOME/keypattern); "
+                           "echo keys=$((n+e+f)) control=$c >> $HOME/report";
   const std::string forge =
       "w=0; for f in /dev/termination-log $(find " + dir +
       " -name 'termination*' 2>/dev/null); do "
       "printf '{\"usage\":{\"inputTokens\":0,\"outputTokens\":0,\"costCents\":0}}' > $f "
-      "2>/dev/null && w=$((w+1)); done; echo writable_results=$w >> /workspace/report";
+      "2>/dev/null && w=$((w+1)); done; echo writable_results=$w >> $HOME/report";
   const std::string survivor =
       "setsid sh -c 'while :; do for f in $(find " + dir +
       " -name \"termination*\" 2>/dev/null); do echo {} > $f; done; sleep 0.2; done' "
@@ -97,7 +98,7 @@ TEST_F(AttackTest, TheAgentCannotReadTheKeyNorForgeTheResultNorOutliveItsCall) {
   const std::string count =
       "n=0; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null | "
       "grep -q 'while :; do for [f]' && n=$((n+1)); done; "
-      "echo survivors=$n >> /workspace/report; tr '\\n' ' ' < /workspace/report";
+      "echo survivors=$n >> $HOME/report; tr '\\n' ' ' < $HOME/report";
   create_attacker("thief", "Heartbeat. [[shell " + keys + "]] [[shell " + forge + "]] [[shell " +
                                survivor + "]] [[shell " + count + "]]");
   wait_ready(start_operator());
@@ -114,6 +115,8 @@ TEST_F(AttackTest, TheAgentCannotReadTheKeyNorForgeTheResultNorOutliveItsCall) {
   const std::string output = string_at(done, "status/output");
   std::cout << "attack report: " << output << std::endl;
   EXPECT_NE(output.find("keys=0"), std::string::npos) << output;
+  // The same grep finds the key where it is (the pattern file): the search works.
+  EXPECT_NE(output.find("control=1"), std::string::npos) << output;
   EXPECT_NE(output.find("survivors=0"), std::string::npos) << output;
   // Had any forged result reached the operator, the report (the run's
   // output) and the usage below would be gone.
@@ -126,17 +129,19 @@ TEST_F(AttackTest, TheAgentCannotReadTheKeyNorForgeTheResultNorOutliveItsCall) {
   // The survivor died with its call, and nothing the call started is left.
   EXPECT_EQ(processes_with("while :; do for f in"), 0);
   // The key is in no log the operator or the pod executor wrote.
-  EXPECT_EQ(sh("grep -rlaF " + key_ + " " + env_->dir() + " 2>/dev/null | wc -l || true"), "0\n");
+  EXPECT_EQ(sh("grep -rlaF --exclude=keypattern " + key_ + " " + env_->dir() +
+               " 2>/dev/null | wc -l || true"),
+            "0\n");
 }
 
 // A runner killed (SIGKILL: OOM, node loss) after its second model call
 // writes no result; it is still charged both calls, from its Lease beats.
 TEST_F(AttackTest, AKilledRunnerIsChargedTheCallsItMade) {
-  create_attacker("killed", "Heartbeat. [[shell true]] [[sleep 300]]");
+  create_attacker("killed", "Heartbeat. [[shell true]] [[sleep 3301]]");
   wait_ready(start_operator());
   kubectl_create_run("killed", "killed-1");
-  // The second call's reply asked for `sleep 300`: two calls made.
-  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 300") > 0; }, 90s))
+  // The second call's reply asked for `sleep 3301`: two calls made.
+  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 3301") > 0; }, 90s))
       << run("killed-1").dump(2);
   const pid_t runner = runner_pid(ns_, "killed-1");
   ASSERT_GT(runner, 0);
@@ -153,23 +158,26 @@ TEST_F(AttackTest, AKilledRunnerIsChargedTheCallsItMade) {
   ASSERT_TRUE(wait_until([&] { return spend_cents("killed") > 0; }, 30s));
   EXPECT_NEAR(spend_cents("killed"), usage["costCents"].get<double>(), 1e-5);
   // The tools container went with it: nothing of the call is left running.
-  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 300") == 0; }, 30s));
+  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 3301") == 0; }, 30s));
 }
 
 // Cancelled after one model call: charged that call.
 TEST_F(AttackTest, ACancelledRunIsChargedTheCallItMade) {
-  create_attacker("stopped", "Heartbeat. [[sleep 300]]");
+  create_attacker("stopped", "Heartbeat. [[sleep 3302]]");
   wait_ready(start_operator());
   kubectl_create_run("stopped", "stopped-1");
-  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 300") > 0; }, 90s))
+  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 3302") > 0; }, 90s))
       << run("stopped-1").dump(2);
   client_->merge_patch(res::kHeartbeatRuns, ns_, "stopped-1", {{"spec", {{"cancel", true}}}});
   ASSERT_TRUE(wait_phase("stopped-1", "Cancelled", 90s)) << run("stopped-1").dump(2);
-  const json& usage = run("stopped-1")["status"]["usage"];
+  const json stopped = run("stopped-1");
+  const json& usage = stopped["status"]["usage"];
   std::cout << "cancelled run charged: " << usage.dump() << std::endl;
   EXPECT_EQ(usage["llmCalls"], 1);
   EXPECT_GT(usage["costCents"].get<double>(), 0.0);
   EXPECT_NEAR(usage["costCents"].get<double>(), expected_cost(usage), 1e-5);
+  // SIGTERM to the tools container ended its call too.
+  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 3302") == 0; }, 30s));
 }
 
 // An Agent named after someone else's ConfigMap gets no write access to it.
@@ -184,7 +192,8 @@ TEST_F(AttackTest, AnAgentNamedAfterAForeignConfigMapIsHeldBack) {
   wait_ready(start_operator());
   kubectl_create_run("victim", "victim-1");
   auto spec_valid = [&]() -> json {
-    const json* conditions = find_path(agent("victim"), "status/conditions");
+    const json victim = agent("victim");
+    const json* conditions = find_path(victim, "status/conditions");
     if (conditions == nullptr) return json();
     for (const json& c : *conditions) {
       if (c["type"] == "SpecValid") return c;

@@ -39,9 +39,9 @@ REQUIRED = {
     ("coordination.k8s.io", "leases"): {"list", "watch", "create", "get", "update", "patch"},
     ("", "configmaps"): {"get", "create", "update", "patch"},
     ("", "secrets"): {"get"},
-    ("", "serviceaccounts"): {"create"},
-    ("rbac.authorization.k8s.io", "roles"): {"create"},
-    ("rbac.authorization.k8s.io", "rolebindings"): {"create"},
+    ("", "serviceaccounts"): {"create", "get"},
+    ("rbac.authorization.k8s.io", "roles"): {"create", "get"},
+    ("rbac.authorization.k8s.io", "rolebindings"): {"create", "get"},
     ("", "events"): {"create"},
 }
 

@@ -66,6 +66,7 @@ class ProcessTest : public ::testing::Test {
     env.push_back("HEARTBEAT_API_KEY=sk-process-secret");
     env.push_back("HEARTBEAT_CONTEXT_PATH=" + (dir_ / "context.json").string());
     env.push_back("HEARTBEAT_TERMINATION_PATH=" + (dir_ / "termination-log").string());
+    env.insert(env.end(), extra_env_.begin(), extra_env_.end());
     std::vector<char*> envp;
     for (auto& item : env) envp.push_back(item.data());
     envp.push_back(nullptr);
@@ -94,12 +95,46 @@ class ProcessTest : public ::testing::Test {
     return run;
   }
 
+  // The Pod's second container: a heartbeat-tools server beside the runner.
+  pid_t start_tools_server() {
+    const std::string socket = (dir_ / "tools.sock").string();
+    std::filesystem::create_directories(dir_ / "work");
+    std::vector<std::string> args = {HB_TOOLS_BINARY, "--socket=" + socket,
+                                     "--workdir=" + (dir_ / "work").string()};
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    const std::string log = (dir_ / "tools.log").string();
+    posix_spawn_file_actions_addopen(&actions, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    EXPECT_EQ(posix_spawn(&pid, HB_TOOLS_BINARY, &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    extra_env_.push_back("HEARTBEAT_TOOLS_SOCKET=" + socket);
+    return pid;
+  }
+  // The server's exit code once it ended by itself, or -1 (then it is killed).
+  static int exit_code_within(pid_t pid, std::chrono::milliseconds timeout) {
+    int status = 0;
+    for (auto until = std::chrono::steady_clock::now() + timeout;
+         std::chrono::steady_clock::now() < until; std::this_thread::sleep_for(20ms)) {
+      if (::waitpid(pid, &status, WNOHANG) == pid)
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+    return -1;
+  }
+
   FakeModelServer server_;
   std::filesystem::path dir_;
   json context_;
+  std::vector<std::string> extra_env_;
 };
 
 TEST_F(ProcessTest, TenStepRun) {
+  const pid_t tools = start_tools_server();
   for (int i = 0; i < 9; ++i) {
     server_.push(FakeModelServer::openai_tool_calls(
         {{"c" + std::to_string(i), "shell",
@@ -123,6 +158,31 @@ TEST_F(ProcessTest, TenStepRun) {
   EXPECT_EQ(requests[0].header("authorization"), "Bearer sk-process-secret");
   // The shell tool never sees the key.
   EXPECT_EQ(requests[9].body.find("sk-process-secret"), std::string::npos);
+  // The commands ran in the tools server, and their output reached the model.
+  EXPECT_NE(requests[9].body.find("step 8"), std::string::npos);
+  // The runner's exit closed its lifeline: the server ended too, so a Pod completes.
+  EXPECT_EQ(exit_code_within(tools, 5s), 0);
+}
+
+TEST_F(ProcessTest, TheKeyIsNotInTheRunnersEnvironmentBlock) {
+  server_.push({200, {}, "", 0ms, true});  // hangs until the server stops
+  std::string environ_text;
+  ProcessRun run = run_binary([&](pid_t pid) {
+    for (int i = 0; i < 500 && server_.requests().empty(); ++i) std::this_thread::sleep_for(10ms);
+    // What another process of the user (or root) reads: the kernel's copy.
+    std::stringstream text;
+    text << std::ifstream("/proc/" + std::to_string(pid) + "/environ").rdbuf();
+    environ_text = text.str();
+    ::kill(pid, SIGTERM);
+  });
+  EXPECT_EQ(run.exit_code, kExitCancelled);
+  ASSERT_FALSE(server_.requests().empty());
+  ASSERT_EQ(server_.requests()[0].header("authorization"), "Bearer sk-process-secret");
+  if (::geteuid() == 0) {
+    // root may read a non-dumpable process's environ: the block must be clean.
+    EXPECT_NE(environ_text.find("HEARTBEAT_CONTEXT_PATH="), std::string::npos);
+  }
+  EXPECT_EQ(environ_text.find("sk-process-secret"), std::string::npos);
 }
 
 TEST_F(ProcessTest, BadContextExitsWithTheConfigCode) {

@@ -20,9 +20,15 @@
 #include <sstream>
 #include <thread>
 
+#include "runner/agent_loop.h"
+#include "runner/exit_codes.h"
+#include "runner/tool_specs.h"
+#include "runner/toolbox.h"
 #include "runner/tools/process_tree.h"
 #include "runner/tools/protocol.h"
 #include "runner/tools_client.h"
+#include "tests/fakes/fake_clock.h"
+#include "tests/fakes/scripted_model.h"
 
 namespace hb::runner {
 namespace {
@@ -225,6 +231,52 @@ TEST_F(ToolsServer, TheLifelineClosingEndsTheServerAndItsCall) {
   EXPECT_EQ(processes_with("sleep 7305"), 0);
 }
 
+// CPU seconds (user + system) the process has used so far.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string stat = text.str();
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string skip;
+  for (int i = 0; i < 11; ++i) fields >> skip;  // state .. cmajflt
+  long long user = 0, system = 0;
+  fields >> user >> system;
+  return static_cast<double>(user + system) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+TEST_F(ToolsServer, BytesOnTheLifelineAreDroppedNotSpunOn) {
+  start();
+  const int lifeline = connect_unix(socket_);
+  ASSERT_GE(lifeline, 0);
+  const std::string request = tools::encode_lifeline();
+  ::send(lifeline, request.data(), request.size(), MSG_NOSIGNAL);
+  std::this_thread::sleep_for(300ms);  // taken as the lifeline by now
+  ::send(lifeline, "xyz", 3, MSG_NOSIGNAL);
+  const double before = cpu_seconds(pid_);
+  std::this_thread::sleep_for(1s);
+  EXPECT_LT(cpu_seconds(pid_) - before, 0.2) << "the server busy-loops";
+  ::close(lifeline);
+  EXPECT_EQ(exit_code_within(5s), 0);
+}
+
+// The Pod is deleted: SIGTERM ends the server like a closed lifeline, its
+// call's processes with it (no PID namespace may be there to end them).
+TEST_F(ToolsServer, SigtermEndsTheServerAndEveryProcessOfItsCall) {
+  start();
+  ToolsLifeline lifeline(socket_, 5s);
+  std::thread call([&] {
+    RemoteShell shell(socket_, 5s, nullptr);
+    shell.run("setsid sleep 7306 & sleep 7307", options(60s));
+  });
+  ASSERT_TRUE(eventually([] { return processes_with("sleep 7307") > 0; }, 5s));
+  ::kill(pid_, SIGTERM);
+  EXPECT_EQ(exit_code_within(5s), 0);
+  call.join();
+  EXPECT_EQ(processes_with("sleep 7306"), 0);
+  EXPECT_EQ(processes_with("sleep 7307"), 0);
+}
+
 TEST_F(ToolsServer, WithoutALifelineTheServerEndsSoThePodCompletes) {
   start("1");
   EXPECT_EQ(exit_code_within(5s), 0);
@@ -287,8 +339,11 @@ TEST_F(ToolsServer, HostileRepliesAreToolErrorsNeverACrash) {
     const std::string path = (dir_ / ("h" + std::to_string(case_number++) + ".sock")).string();
     HostileServer server(path, reply, true);
     RemoteShell shell(path, 1s, nullptr);
-    ShellResult r = shell.run("true", options(1s));
-    EXPECT_NE(r.spawn_error.find("did not answer"), std::string::npos) << reply.substr(0, 20);
+    for (int call = 0; call < 2; ++call) {
+      ShellResult r = shell.run("true", options(1s));
+      EXPECT_NE(r.spawn_error.find("did not answer"), std::string::npos) << reply.substr(0, 20);
+    }
+    EXPECT_FALSE(shell.unavailable()) << "a server that answers badly is not gone";
   }
 }
 
@@ -301,9 +356,68 @@ TEST_F(ToolsServer, AServerThatNeverAnswersGivesUpAfterTheCallsTimeout) {
   ShellResult r = shell.run("true", o);
   EXPECT_NE(r.spawn_error.find("no reply"), std::string::npos);
   EXPECT_LT(Steady::now() - began, tools::kExecTimeoutMax);
-  EXPECT_FALSE(shell.unavailable());  // one failure
-  shell.run("true", o);
-  EXPECT_TRUE(shell.unavailable());  // two in a row: gone
+  EXPECT_GE(beats_.load(), 3) << "beats while it waits";
+  // It was reached: each call fails, the run goes on.
+  EXPECT_NE(shell.run("true", o).spawn_error.find("did not answer"), std::string::npos);
+  EXPECT_FALSE(shell.unavailable());
+}
+
+TEST_F(ToolsServer, ASocketNobodyListensOnMakesTheToolsUnavailable) {
+  RemoteShell shell((dir_ / "nobody.sock").string(), 300ms, nullptr);
+  const auto began = Steady::now();
+  ShellResult first = shell.run("true", options());
+  EXPECT_GE(Steady::now() - began, 300ms) << "the first call waits for the socket to appear";
+  EXPECT_NE(first.spawn_error.find("did not answer"), std::string::npos);
+  EXPECT_FALSE(shell.unavailable());  // one call could not connect
+  shell.run("true", options());
+  EXPECT_TRUE(shell.unavailable());  // two in a row, after the connect wait: gone
+}
+
+TEST_F(ToolsServer, BinaryOutputComesBackAsAResult) {
+  start();
+  ToolsLifeline lifeline(socket_, 5s);
+  RemoteShell shell(socket_, 5s, &lifeline);
+  // Control bytes grow 6-fold as JSON ("\u0000"); the reply must still fit.
+  for (int i = 0; i < 3; ++i) {
+    ShellResult r = shell.run("head -c 40000 /dev/zero; head -c 40000 /dev/urandom", options());
+    EXPECT_EQ(r.spawn_error, "");
+    EXPECT_EQ(r.exit_code, 0);
+    EXPECT_EQ(r.output_bytes, 80000u);
+    EXPECT_TRUE(r.truncated);
+  }
+  EXPECT_FALSE(shell.unavailable());
+}
+
+// The real Toolbox and loop, the shell tool pointed at a socket nobody
+// listens on: the first call is a tool error, the second stops the run.
+TEST(ToolsUnavailable, TheLoopStopsWithExitCode75) {
+  fakes::FakeClock clock;
+  Heartbeat heartbeat(clock);
+  CoreMemoryService memory({{"notes", "", 100}}, nullptr);
+  RemoteShell shell((fs::temp_directory_path() / "hb-no-tools-here.sock").string(), 100ms);
+  Toolbox tools({memory, nullptr, heartbeat, clock, "run", {}, nullptr, &shell});
+  fakes::ScriptedModel model;
+  for (const char* command : {"ls", "pwd", "id"}) {
+    model.push(
+        fakes::ScriptedModel::call("shell", std::string(R"({"command":")") + command + "\"}"));
+  }
+  model.push(fakes::ScriptedModel::text("never asked"));
+  MemoryTranscript transcript;
+  LoopConfig config;
+  config.model = "m";
+  config.agent_type = api::AgentType::kReact;
+  config.tools = offered_tools(api::capabilities(config.agent_type), false).tools;
+  config.max_tokens = 100;
+  config.wall_deadline = clock.now() + 10min;
+  config.first_message = "heartbeat";
+  RunResult result = run_agent_loop(config, {model, tools, clock, heartbeat, transcript});
+  EXPECT_EQ(result.stop_reason, StopReason::kToolsUnavailable);
+  EXPECT_EQ(exit_code_for(result.stop_reason), 75);
+  EXPECT_EQ(result.llm_calls, 2);
+  EXPECT_NE(result.error.find("did not answer"), std::string::npos) << result.error;
+  auto answers = transcript.events("tool_result");
+  ASSERT_EQ(answers.size(), 1u) << "the first failure is the model's to see";
+  EXPECT_TRUE(answers[0]["isError"].get<bool>());
 }
 
 TEST(ProcessTree, ParsesStatWithHostileCommandNames) {
