@@ -109,6 +109,12 @@ SpecCheck parse_agent_spec(const Json& agent) {
     }
   }
   s.starting_deadline_seconds = int_at(heartbeat, "startingDeadlineSeconds");
+  if (s.starting_deadline_seconds && (*s.starting_deadline_seconds < 0 ||
+                                      *s.starting_deadline_seconds > kStartingDeadlineSecondsMax)) {
+    check.errors.push_back("spec.heartbeat.startingDeadlineSeconds: must be 0.." +
+                           std::to_string(kStartingDeadlineSecondsMax) + " (a year)");
+    s.starting_deadline_seconds.reset();
+  }
   s.context_runs = static_cast<int>(int_at(heartbeat, "contextRuns").value_or(kContextRunsDefault));
   const Json& limits = section(heartbeat, "historyLimits");
   s.history_succeeded =

@@ -17,6 +17,8 @@ namespace hb::controllers {
 inline constexpr int64_t kRuntimeTimeoutSecondsDefault = 600;
 inline constexpr int64_t kRuntimeGraceSecondsDefault = 30;
 inline constexpr int kContextRunsDefault = 3;
+// The CRD's maximum too (tests/unit/controllers: the two agree).
+inline constexpr int64_t kStartingDeadlineSecondsMax = 31'536'000;  // 365 days
 inline constexpr int kHistorySucceededDefault = 10;
 inline constexpr int kHistoryFailedDefault = 5;
 

@@ -165,7 +165,12 @@ std::optional<TimePoint> parse_rfc3339(std::string_view text) {
   const std::chrono::year_month_day ymd{std::chrono::year(year),
                                         std::chrono::month(static_cast<unsigned>(month)),
                                         std::chrono::day(static_cast<unsigned>(day))};
-  if (!ymd.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  // Years outside 1970..2200 are no time this operator meets (a Lease
+  // renewTime in 2262 would silence the stall watchdog); they also keep
+  // every later duration sum far from the clock's 2262 overflow.
+  if (!ymd.ok() || hour > 23 || minute > 59 || second > 60 || year < kYearMin || year > kYearMax) {
+    return std::nullopt;
+  }
   const auto days = std::chrono::sys_days(ymd);
   TimePoint t = std::chrono::time_point_cast<TimePoint::duration>(days + std::chrono::hours(hour) +
                                                                   std::chrono::minutes(minute) +

@@ -37,6 +37,9 @@ bool same_json(const Json& a, const Json& b);
 
 // RFC 3339 as Kubernetes writes it: "2024-02-29T12:00:00Z", with optional
 // fractional seconds (MicroTime) and a numeric offset. nullopt when malformed.
+inline constexpr int kYearMin = 1970;
+inline constexpr int kYearMax = 2200;
+// RFC 3339 with any offset; nullopt when malformed or outside kYearMin..kYearMax.
 std::optional<TimePoint> parse_rfc3339(std::string_view text);
 
 // "ns/name" of a namespaced object.

@@ -305,6 +305,7 @@ RunObservation observe_run(const RunObservationInput& in) {
       started + in.timeouts.timeout + in.timeouts.grace + kControllerDeadlineSlack;
   std::optional<TimePoint> renew =
       in.lease ? time_at(*in.lease, "spec/renewTime") : std::optional<TimePoint>();
+  if (renew && *renew > in.now + kLeaseRenewFutureSkewMax) renew.reset();
   const TimePoint last_alive = renew ? std::max(*renew, started) : started;
   const TimePoint stalled_at = last_alive + in.timeouts.stall;
 

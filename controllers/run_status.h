@@ -23,6 +23,10 @@ namespace hb::controllers {
 
 using namespace std::chrono_literals;
 
+// A Lease renewTime further ahead of the operator's clock than this is not a
+// beat (a clock that far off, or a forged time, must not hold off the stall
+// watchdog): the run is judged as if that beat never came.
+inline constexpr std::chrono::seconds kLeaseRenewFutureSkewMax = 60s;
 // A Job created moments ago may not be in the cache yet.
 inline constexpr std::chrono::seconds kJobCacheGrace = 30s;
 // The controller-side deadline: timeoutSeconds + graceSeconds + this after

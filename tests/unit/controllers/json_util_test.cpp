@@ -32,10 +32,29 @@ TEST(JsonUtil, FormatRfc3339WithoutAllocating) {
   const TimePoint t = *parse_rfc3339("2024-02-29T07:08:09.999Z");
   EXPECT_EQ(std::string_view(buf, schedule::format_rfc3339(t, buf)), "2024-02-29T07:08:09Z");
   EXPECT_EQ(schedule::format_rfc3339(TimePoint{}), "1970-01-01T00:00:00Z");
-  EXPECT_EQ(schedule::format_rfc3339(*parse_rfc3339("2262-04-11T23:47:16Z")),
+  EXPECT_EQ(schedule::format_rfc3339(TimePoint(std::chrono::seconds(9223372036))),
             "2262-04-11T23:47:16Z");  // the clock's last second
-  EXPECT_EQ(schedule::format_rfc3339(*parse_rfc3339("1677-09-21T00:12:44Z")),
+  EXPECT_EQ(schedule::format_rfc3339(TimePoint(std::chrono::seconds(-9223372036))),
             "1677-09-21T00:12:44Z");
+}
+
+// Times outside 1970..2200 are refused: a Lease renewTime in 2262 must not
+// hold off the stall watchdog, nor any time sum near the clock's end overflow.
+TEST(JsonUtil, Rfc3339YearsOutside1970To2200AreRefused) {
+  EXPECT_TRUE(parse_rfc3339("1970-01-01T00:00:00Z"));
+  EXPECT_TRUE(parse_rfc3339("2200-12-31T23:59:59Z"));
+  EXPECT_FALSE(parse_rfc3339("2262-04-11T23:47:16Z"));
+  EXPECT_FALSE(parse_rfc3339("9999-12-31T23:59:59Z"));
+  EXPECT_FALSE(parse_rfc3339("1969-12-31T23:59:59Z"));
+}
+
+// A number too large for an int64 saturates instead of wrapping or being UB.
+TEST(JsonUtil, IntAtSaturates) {
+  const Json doc = Json::parse(R"({"big":1e300,"neg":-1e300,"u":18446744073709551615,"ok":7})");
+  EXPECT_EQ(int_at(doc, "big"), INT64_MAX);
+  EXPECT_EQ(int_at(doc, "neg"), INT64_MIN);
+  EXPECT_EQ(int_at(doc, "u"), INT64_MAX);
+  EXPECT_EQ(int_at(doc, "ok"), 7);
 }
 
 }  // namespace

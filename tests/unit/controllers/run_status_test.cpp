@@ -149,6 +149,22 @@ TEST(RunStatus, ControllerSideDeadlineDeletesTheJob) {
   EXPECT_EQ(o.status["phase"], "TimedOut");
 }
 
+// A renewTime far in the future (a skewed clock, a forged Lease) is no beat:
+// the stall watchdog still fails a silent run.
+TEST(RunStatus, ARenewTimeInTheFutureIsNotABeat) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  Json lease = lease_renewed("2200-01-01T00:00:00.000000Z");
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:07:01Z"), &lease);
+  EXPECT_TRUE(o.delete_job);
+  EXPECT_EQ(o.events.at(0).reason, "Stalled");
+  // Within the skew allowance it counts.
+  lease = lease_renewed("2024-05-01T12:07:30.000000Z");
+  o = observe(r, &j, {&p}, at("2024-05-01T12:07:01Z"), &lease);
+  EXPECT_FALSE(o.delete_job);
+}
+
 TEST(RunStatus, StalledLeaseFailsTheRunAndDeletesItsJob) {
   Json r = running_run();
   Json j = job("r1");
