@@ -19,8 +19,10 @@ namespace hb::runner {
 using namespace std::chrono_literals;
 
 // The tools container starts beside the runner: its socket may take this
-// long to appear after the runner starts.
-inline constexpr std::chrono::milliseconds kToolsConnectWait = 30s;
+// long to appear after the runner starts (the kubelet starts a Pod's
+// containers in order, and a custom tools image may still be pulling).
+// Only a call that needs the tools waits for it; the model calls do not.
+inline constexpr std::chrono::milliseconds kToolsConnectWait = 300s;
 // Once it was reached, a later connect gets this long.
 inline constexpr std::chrono::milliseconds kToolsReconnectWait = 2s;
 inline constexpr std::chrono::milliseconds kToolsConnectRetry = 100ms;

@@ -243,7 +243,8 @@ struct StepRuns {
 };
 
 // kStepsPerRun model calls; tool_name/command shape the 9 tool steps.
-StepRuns ten_step_runs(RunnerHarness& h, int runs, const std::string& tool_name) {
+StepRuns ten_step_runs(RunnerHarness& h, int runs, const std::string& tool_name,
+                       Tools where = Tools::kContainer) {
   StepRuns out;
   for (int r = 0; r < runs; ++r) {
     std::size_t before = h.server().requests().size();
@@ -254,7 +255,7 @@ StepRuns ten_step_runs(RunnerHarness& h, int runs, const std::string& tool_name)
       h.server().push(FakeModelServer::openai_tool_calls({{id, tool_name, arguments}}));
     }
     h.server().push(FakeModelServer::openai_text("ten steps done"));
-    ChildRun run = h.run();
+    ChildRun run = h.run(where);
     if (!check(run, kStepsPerRun)) continue;
     auto requests = h.server().requests();
     out.rss_mib.push_back(run.max_rss_mib);
@@ -394,6 +395,8 @@ int main(int argc, char** argv) {
 
   // (b) 10-step runs: 9 shell calls (`echo`, a real /bin/sh each), then the answer.
   StepRuns shell = ten_step_runs(h, step_runs, "shell");
+  // For comparison: the same commands run by the runner itself (HEARTBEAT_TOOLS_LOCAL=1).
+  StepRuns shell_local = ten_step_runs(h, step_runs, "shell", Tools::kInProcess);
   // (c) the same 10 steps with a tool react_agent is not offered: each call is
   // refused with a tool error and nothing runs, so the step is the runner's
   // own work (HTTP to 127.0.0.1, decode, transcript, prompt, encode).
@@ -427,6 +430,7 @@ int main(int argc, char** argv) {
   row("(c) per step in binary, tool refused (HTTP incl.)", "ms", stats_of(refused.step_ms),
       kLoopOverheadPerStepMsGoal);
   row("    per step in the binary, shell `echo` tool", "ms", stats_of(shell.step_ms), 0);
+  row("    the same, run in the runner (TOOLS_LOCAL=1)", "ms", stats_of(shell_local.step_ms), 0);
   row("    peak RSS, 1-step run", "MiB", stats_of(one_step_rss), 0);
   row("    CPU time (user+sys), whole 1-step run", "ms", stats_of(one_step_cpu), 0);
   row("    wall time, 1-step run (spawn -> exit)", "ms", stats_of(one_step_wall), 0);
