@@ -9,9 +9,12 @@
 #include <cstring>
 
 #include "runner/tools/protocol.h"
+#include "runner/tools/unix_socket.h"
 
 namespace hb::runner {
 namespace {
+
+using tools::connect_unix;
 
 using Steady = std::chrono::steady_clock;
 using Millis = std::chrono::milliseconds;
@@ -46,25 +49,6 @@ ShellResult from_reply(const tools::ExecReply& reply) {
 }
 
 }  // namespace
-
-int connect_unix(const std::string& path) {
-  sockaddr_un address{};
-  if (path.size() >= sizeof address.sun_path) {
-    errno = ENAMETOOLONG;
-    return -1;
-  }
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    const int saved = errno;
-    ::close(fd);
-    errno = saved;
-    return -1;
-  }
-  return fd;
-}
 
 ShellResult NoShell::run(const std::string&, const ShellOptions&) {
   ShellResult r;

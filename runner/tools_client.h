@@ -95,7 +95,4 @@ class RemoteShell final : public ShellExecutor {
   const ToolsLifeline* lifeline_;
 };
 
-// Connects to a Unix socket; -1 and errno on failure.
-int connect_unix(const std::string& path);
-
 }  // namespace hb::runner

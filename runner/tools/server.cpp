@@ -18,6 +18,7 @@
 #include "runner/shell_tool.h"
 #include "runner/tools/process_tree.h"
 #include "runner/tools/protocol.h"
+#include "runner/tools/unix_socket.h"
 
 namespace hb::tools {
 namespace {
@@ -56,25 +57,6 @@ std::string loggable(const std::string& command) {
 
 void log_line(const std::string& text) {
   std::cerr << "heartbeat-tools: " << text << std::endl;
-}
-
-int listen_on(const std::string& path, std::string& error) {
-  sockaddr_un address{};
-  if (path.size() >= sizeof address.sun_path) {
-    error = "socket path longer than " + std::to_string(sizeof address.sun_path - 1) + " bytes";
-    return -1;
-  }
-  address.sun_family = AF_UNIX;
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ::unlink(path.c_str());  // a stale socket from an earlier start
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::chmod(path.c_str(), 0666) != 0 || ::listen(fd, kListenBacklog) != 0) {
-    error = std::string("cannot listen on ") + path + ": " + std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // The first line a client sends, within kRequestReadTimeout and
@@ -243,7 +225,7 @@ int run_server(const ServerOptions& options) {
   ::sigaction(SIGTERM, &action, nullptr);
   ::sigaction(SIGINT, &action, nullptr);
   std::string error;
-  const int listener = listen_on(options.socket_path, error);
+  const int listener = listen_unix(options.socket_path, kListenBacklog, 0666, error);
   if (listener < 0) {
     log_line(error);
     return kServerExitSocket;

@@ -26,6 +26,7 @@
 #include "runner/toolbox.h"
 #include "runner/tools/process_tree.h"
 #include "runner/tools/protocol.h"
+#include "runner/tools/unix_socket.h"
 #include "runner/tools_client.h"
 #include "tests/fakes/fake_clock.h"
 #include "tests/fakes/scripted_model.h"
@@ -36,6 +37,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using Steady = std::chrono::steady_clock;
+using tools::connect_unix;
 
 // Processes (any owner) whose command line contains `needle`.
 int processes_with(const std::string& needle) {
@@ -133,6 +135,19 @@ TEST_F(ToolsServer, RunsACommandInTheWorkspaceWithAFixedEnvironment) {
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_EQ(r.output, "hi\n" + (dir_ / "work").string() + "\n[]\n");
   EXPECT_FALSE(shell.unavailable());
+}
+
+// A kubelet's volume paths can pass sun_path's 107 bytes (Pod uid, volume
+// name): both sides reach such a socket through its directory.
+TEST_F(ToolsServer, ASocketPathLongerThanSunPathWorks) {
+  const fs::path deep = dir_ / std::string(60, 'd') / std::string(60, 'e');
+  fs::create_directories(deep);
+  socket_ = (deep / "tools.sock").string();
+  ASSERT_GT(socket_.size(), 108u);
+  start();
+  ToolsLifeline lifeline(socket_, 5s);
+  RemoteShell shell(socket_, 5s, &lifeline);
+  EXPECT_EQ(shell.run("echo far", options()).output, "far\n");
 }
 
 TEST_F(ToolsServer, EveryProcessACallLeftIsKilledSetsidAndDoubleForkToo) {
