@@ -118,10 +118,10 @@ ModelReply decode_response(const std::string& body) {
   auto usage = doc.find("usage");
   if (usage != doc.end() && usage->is_object()) {
     // Cache writes and reads are input too (billed at the input price here).
-    reply.usage.input_tokens = json_int(*usage, "input_tokens") +
-                               json_int(*usage, "cache_creation_input_tokens") +
-                               json_int(*usage, "cache_read_input_tokens");
-    reply.usage.output_tokens = json_int(*usage, "output_tokens");
+    reply.usage.input_tokens = json_token_count(*usage, "input_tokens") +
+                               json_token_count(*usage, "cache_creation_input_tokens") +
+                               json_token_count(*usage, "cache_read_input_tokens");
+    reply.usage.output_tokens = json_token_count(*usage, "output_tokens");
   } else {
     reply.usage_reported = false;
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "api/json_depth.h"
 #include "runner/errors.h"
 #include "runner/limits.h"
 #include "runner/rfc3339.h"
@@ -282,6 +283,9 @@ ContextDocument parse_context_document_text(std::string_view text) {
   if (text.size() > kContextDocumentBytesMax) {
     fail("(document)", "is " + std::to_string(text.size()) + " bytes, more than the limit of " +
                            std::to_string(kContextDocumentBytesMax));
+  }
+  if (api::json_nested_deeper_than(text, kWireJsonDepthMax)) {
+    fail("(document)", "is nested deeper than " + std::to_string(kWireJsonDepthMax) + " levels");
   }
   json doc;
   try {

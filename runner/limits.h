@@ -16,6 +16,10 @@ inline constexpr int kPauseMinutesMin = 1;
 inline constexpr int kPauseMinutesMax = 60;
 inline constexpr int kPauseMinutesDefault = 2;
 
+// Model replies (and any wire JSON) nested deeper than this are malformed:
+// refused before the parser recurses into them.
+inline constexpr std::size_t kWireJsonDepthMax = 128;
+
 // Tool arguments nested deeper than this are refused before parsing (the
 // parser recurses per level; a hostile reply must not overflow the stack).
 inline constexpr std::size_t kToolArgumentsDepthMax = 32;

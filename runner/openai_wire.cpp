@@ -201,8 +201,8 @@ ModelReply decode_response(const std::string& body) {
   reply.finish = map_finish(reply.finish_raw, !reply.tool_calls.empty());
   auto usage = doc.find("usage");
   if (usage != doc.end() && usage->is_object()) {
-    reply.usage.input_tokens = json_int(*usage, "prompt_tokens");
-    reply.usage.output_tokens = json_int(*usage, "completion_tokens");
+    reply.usage.input_tokens = json_token_count(*usage, "prompt_tokens");
+    reply.usage.output_tokens = json_token_count(*usage, "completion_tokens");
   } else {
     reply.usage_reported = false;
   }

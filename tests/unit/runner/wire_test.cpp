@@ -75,6 +75,19 @@ TEST(OpenAIWire, TextLengthAndMissingUsage) {
   EXPECT_THROW(openai::decode_response(R"({"choices":[]})"), ProviderError);
 }
 
+// Hostile replies: nesting that would overflow the parser's recursion, and
+// numbers no integer holds, are provider errors or clamped, never a crash.
+TEST(OpenAIWire, HostileRepliesNeverCrash) {
+  EXPECT_THROW(openai::decode_response(std::string(100000, '[')), ProviderError);
+  EXPECT_THROW(openai::decode_response(R"({"choices":)" + std::string(50000, '[')), ProviderError);
+  EXPECT_THROW(anthropic::decode_response(std::string(100000, '{')), ProviderError);
+  auto reply =
+      openai::decode_response(R"({"choices":[{"message":{"content":"x"},"finish_reason":"stop"}],)"
+                              R"("usage":{"prompt_tokens":1e300,"completion_tokens":-1e300}})");
+  EXPECT_GE(reply.usage.input_tokens, 0);
+  EXPECT_LE(reply.usage.input_tokens, 9'200'000'000'000'000'000LL);
+}
+
 TEST(OpenAIWire, ErrorsAndQuota) {
   std::string quota =
       R"({"error":{"message":"You exceeded your current quota","type":"insufficient_quota",
