@@ -157,6 +157,26 @@ bool monthly_budget_spent(const AgentView& agent, TimePoint now) {
   return schedule::evaluate_blocks(in, now).has(schedule::kReasonBudgetExceeded);
 }
 
+namespace {
+
+// The kubelet's complaint when the newest run failed because its container
+// could not be configured (a missing apiKeySecretRef key, say): the Agent's
+// Ready condition carries it until a newer run gets further.
+std::optional<std::string> newest_run_config_error(const std::vector<RunObservation>& runs) {
+  const RunObservation* newest = nullptr;
+  for (const RunObservation& run : runs) {
+    if (newest == nullptr || run.view->created > newest->view->created) newest = &run;
+  }
+  if (newest == nullptr || newest->phase != RunPhase::kFailed) return std::nullopt;
+  const bool fresh = newest->became_final;  // this pass decided it: read the new status
+  const std::string reason = fresh ? string_at(newest->status, "reason") : newest->view->reason;
+  if (reason != kReasonContainerConfigError) return std::nullopt;
+  return "run " + newest->view->name + ": " +
+         (fresh ? string_at(newest->status, "message") : newest->view->message);
+}
+
+}  // namespace
+
 AgentDecision decide_agent(const AgentDecisionInput& in) {
   assert(in.view != nullptr || in.agent != nullptr);
   std::optional<AgentView> viewed_here;
@@ -165,8 +185,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   AgentDecision d;
   const TimePoint now = in.now;
   const AgentSpec& spec = view.spec.spec;
-  if (!view.spec.errors.empty() || (spec.api_key && !in.env.api_key_secret_exists) ||
-      !in.env.object_in_the_way.empty()) {
+  if (!view.spec.errors.empty() || !in.env.object_in_the_way.empty()) {
     d.spec_errors = spec_errors(view.spec, in.env);
   }
   const bool spec_valid = d.spec_errors.empty();
@@ -358,6 +377,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   const std::string spec_message = spec_valid ? std::string() : join_errors(d.spec_errors);
   const std::string_view invalid_reason =
       in.env.object_in_the_way.empty() ? "InvalidSpec" : "ObjectInTheWay";
+  const std::optional<std::string> config_error = newest_run_config_error(in.runs);
   std::string_view ready_reason = "Ready", ready_message = "heartbeats are scheduled";
   if (!spec_valid) {
     ready_reason = invalid_reason;
@@ -365,6 +385,9 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   } else if (blocks.blocked()) {
     ready_reason = blocks.blocks.front().reason;
     ready_message = blocks.blocks.front().message;
+  } else if (config_error) {
+    ready_reason = kReasonContainerConfigError;
+    ready_message = *config_error;
   } else if (!spec.schedule) {
     ready_message = "no interval or schedule: manual and callback runs only";
   }

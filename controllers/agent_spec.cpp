@@ -19,13 +19,6 @@ std::string SpecCheck::message() const {
 
 std::vector<std::string> spec_errors(const SpecCheck& parsed, const SpecEnvironment& env) {
   std::vector<std::string> errors = parsed.errors;
-  if (parsed.spec.api_key && !env.api_key_secret_exists) {
-    const AgentSpec& s = parsed.spec;
-    const auto at = std::min(parsed.api_key_error_at, errors.size());
-    errors.insert(errors.begin() + static_cast<std::ptrdiff_t>(at),
-                  "spec.model.apiKeySecretRef: Secret \"" + s.api_key->name + "\" with key \"" +
-                      s.api_key->key + "\" not found in namespace " + s.ns);
-  }
   if (!env.object_in_the_way.empty()) {
     errors.push_back(env.object_in_the_way +
                      " exists and is not owned by this Agent; the operator never adopts it: "
@@ -84,7 +77,6 @@ SpecCheck parse_agent_spec(const Json& agent) {
   }
   if (const Json* key_ref = find_path(model, "apiKeySecretRef"); key_ref != nullptr) {
     s.api_key = KeyRef{string_at(*key_ref, "name"), string_at(*key_ref, "key")};
-    check.api_key_error_at = check.errors.size();
   } else if (s.provider == "anthropic") {
     check.errors.push_back("spec.model.apiKeySecretRef: is required for provider anthropic");
   }

@@ -69,7 +69,6 @@ struct AgentSpec {
 
 // What the caller looked up outside the object (so this stays pure).
 struct SpecEnvironment {
-  bool api_key_secret_exists = true;
   // An object the operator would own for this Agent (its memory ConfigMap,
   // Lease, ServiceAccount, Role, RoleBinding) exists without this Agent's
   // ownerReference, e.g. "ConfigMap team-a/x-memory". Never adopted.
@@ -79,8 +78,6 @@ struct SpecEnvironment {
 struct SpecCheck {
   AgentSpec spec;                   // filled as far as it parsed
   std::vector<std::string> errors;  // each names the field; empty = valid
-  // Where the missing-Secret error goes among `errors` (after the model's).
-  std::size_t api_key_error_at = 0;
   bool valid() const { return errors.empty(); }
   std::string message() const;  // errors joined by "; "
 };

@@ -72,6 +72,27 @@ std::string pod_waiting_detail(const Json* pod) {
   return {};
 }
 
+// The kubelet's message when it cannot configure the runner's container. The
+// operator never reads Secrets: this is where a missing API key shows up.
+std::optional<std::string> container_config_error(const Json* pod) {
+  if (pod == nullptr || pod_finished(*pod)) return std::nullopt;
+  const Json* status = runner_status(*pod);
+  const Json* waiting = status == nullptr ? nullptr : find_path(*status, "state/waiting");
+  if (waiting == nullptr || string_at(*waiting, "reason") != "CreateContainerConfigError") {
+    return std::nullopt;
+  }
+  return truncate_utf8(
+      "the kubelet cannot start the runner: " + string_at(*waiting, "message") +
+          "; check that spec.model.apiKeySecretRef names a Secret and key in this namespace",
+      kRunMessageBytesMax);
+}
+
+// When a config error fails the run: its grace after the Pod was created.
+std::optional<TimePoint> config_error_deadline(const Json* pod, TimePoint started) {
+  if (!container_config_error(pod)) return std::nullopt;
+  return time_at(*pod, "metadata/creationTimestamp").value_or(started) + kContainerConfigErrorGrace;
+}
+
 std::string stall_message(std::chrono::seconds stall, const Json* pod, std::string_view tail = {}) {
   std::string message =
       "no beat renewed the agent's Lease for " + std::to_string(stall.count()) + "s";
@@ -298,6 +319,7 @@ RunObservation observe_run(const RunObservationInput& in) {
   if (obs.view->job_name.empty() || obs.view->phase != RunPhase::kRunning) {
     obs.status["phase"] = std::string(to_string(RunPhase::kRunning));
     obs.status["jobName"] = job_name_for_run(obs.view->name);
+    if (in.job != nullptr) obs.status["jobUID"] = string_at(*in.job, "metadata/uid");
     obs.status["startedAt"] = schedule::format_rfc3339(started);
     obs.phase = RunPhase::kRunning;
   }
@@ -422,6 +444,8 @@ RunObservation observe_run(const RunObservationInput& in) {
                      "the run passed runtime.timeoutSeconds (" +
                          std::to_string(in.timeouts.timeout.count()) + "s)",
                      f.pod_name);
+    } else if (auto config_error = container_config_error(pod)) {
+      f = make_final(RunPhase::kFailed, kReasonContainerConfigError, *config_error, f.pod_name);
     } else if (in.now > stalled_at) {
       f = make_final(RunPhase::kFailed, kReasonStalled, stall_message(in.timeouts.stall, pod),
                      f.pod_name);
@@ -440,6 +464,7 @@ RunObservation observe_run(const RunObservationInput& in) {
   }
 
   // The Job is running.
+  const std::optional<TimePoint> config_error_at = config_error_deadline(pod, started);
   if (cancel) {
     obs.delete_job = true;
   } else if (in.now > deadline_at) {
@@ -450,8 +475,13 @@ RunObservation observe_run(const RunObservationInput& in) {
     obs.delete_job = true;
     obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonStalled,
                           stall_message(in.timeouts.stall, pod, "; deleting its Job")});
+  } else if (config_error_at && in.now > *config_error_at) {
+    obs.delete_job = true;
+    obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonContainerConfigError,
+                          *container_config_error(pod) + "; deleting its Job"});
   } else {
-    obs.recheck_at = std::min(deadline_at, stalled_at) + std::chrono::seconds(1);
+    obs.recheck_at = std::min({deadline_at, stalled_at, config_error_at.value_or(deadline_at)}) +
+                     std::chrono::seconds(1);
   }
   return obs;
 }

@@ -36,6 +36,11 @@ inline constexpr std::chrono::seconds kControllerDeadlineSlack = 30s;
 // After the Job is gone, how long a terminating Pod may take past its
 // deletion deadline before the run is finished without its result.
 inline constexpr std::chrono::seconds kPodGoneSlack = 10s;
+// A runner container the kubelet cannot configure (CreateContainerConfigError:
+// the apiKeySecretRef Secret or key is missing, say) is given this long from
+// its Pod's creation (a GitOps apply may create the Secret a moment after the
+// Agent) before the run fails and its Job is deleted.
+inline constexpr std::chrono::seconds kContainerConfigErrorGrace = 30s;
 // Output excerpt kept in run status.
 inline constexpr std::size_t kRunOutputExcerptBytesMax = 1024;
 inline constexpr std::size_t kRunMessageBytesMax = 1024;
@@ -50,6 +55,7 @@ inline constexpr const char* kReasonAgentNotFound = "AgentNotFound";
 inline constexpr const char* kReasonBudgetExceeded = "BudgetExceeded";
 inline constexpr const char* kReasonResultUnreadable = "ResultUnreadable";
 inline constexpr const char* kReasonJobDeleted = "JobDeleted";
+inline constexpr const char* kReasonContainerConfigError = "ContainerConfigError";
 
 struct RunTimeouts {
   std::chrono::seconds timeout{600};

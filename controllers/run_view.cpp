@@ -65,10 +65,13 @@ RunView view_run(const Json& run) {
   v.phase = parse_run_phase(string_view_at(status, "phase")).value_or(RunPhase::kQueued);
   v.cost_recorded = bool_at(status, "costRecorded");
   v.job_name = string_view_at(status, "jobName");
+  v.job_uid = string_view_at(status, "jobUID");
   v.started_at = time_at(status, "startedAt");
   v.finished_at = time_at(status, "finishedAt");
   v.pause_until = time_at(status, "pauseUntil");
   v.exit_code = int_at(status, "exitCode");
+  v.reason = string_at(status, "reason");
+  v.message = string_at(status, "message");
   v.usage = usage_from_status(status);
   return v;
 }

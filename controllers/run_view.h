@@ -39,10 +39,12 @@ struct RunView {
   RunPhase phase = RunPhase::kQueued;  // stored; Queued when unset
   bool cost_recorded = false;
   std::string job_name;  // status.jobName: set once the Job was created
+  std::string job_uid;   // status.jobUID: that Job's UID (its Pods are matched by it)
   std::optional<TimePoint> started_at;
   std::optional<TimePoint> finished_at;
   std::optional<TimePoint> pause_until;
   std::optional<int64_t> exit_code;
+  std::string reason, message;  // status.reason / status.message
   RunUsage usage;
 };
 

@@ -21,7 +21,7 @@ namespace hb::http {
 inline constexpr std::chrono::seconds kRequestTimeoutDefault{30};
 
 struct TlsOptions {
-  std::string ca_file;          // PEM bundle; empty = system CAs
+  std::string ca_file;          // PEM bundle, the only CAs trusted; with ca_pem empty too: system CAs
   std::string ca_pem;           // inline PEM, used when ca_file is empty
   std::string client_cert_pem;  // client certificate (mutual TLS)
   std::string client_key_pem;   // its private key; never logged

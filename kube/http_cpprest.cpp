@@ -2,6 +2,8 @@
 // about cpprestsdk; everything else talks to hb::http::Client and Server.
 #include <cpprest/http_client.h>
 #include <cpprest/http_listener.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include <boost/asio/ssl.hpp>
 #include <fstream>
@@ -78,6 +80,11 @@ class CpprestClient final : public Client {
     TlsOptions tls = options_.tls;
     config.set_ssl_context_callback([tls](boost::asio::ssl::context& ctx) {
       // Errors here surface as handshake failures, named with the CA below.
+      // cpprestsdk has already loaded the system CA store into this context;
+      // with a configured CA, only that CA may vouch for the API server.
+      if (!tls.ca_file.empty() || !tls.ca_pem.empty()) {
+        SSL_CTX_set_cert_store(ctx.native_handle(), X509_STORE_new());
+      }
       if (!tls.ca_file.empty()) {
         ctx.load_verify_file(tls.ca_file);
       } else if (!tls.ca_pem.empty()) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "controllers/job_pods.h"
 #include "controllers/names.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/text_util.h"
@@ -76,28 +77,6 @@ Json AgentReconciler::create_run(const std::string& ns, const Json& run) {
   count_write(kWriteRunCreate);
   overlay_.put(kKindRuns, created);
   return created;
-}
-
-bool AgentReconciler::secret_has_key(const std::string& ns, const std::string& name,
-                                     const std::string& key) {
-  const std::string cache_key = ns + "/" + name + "/" + key;
-  const auto now = std::chrono::steady_clock::now();
-  {
-    std::lock_guard lock(mutex_);
-    auto it = secrets_.find(cache_key);
-    if (it != secrets_.end() && now - it->second.at < kSecretCheckTtl) return it->second.has_key;
-  }
-  bool has_key = false;
-  try {
-    Json secret = client_->get(res::kSecrets, ns, name);
-    const Json* data = find_path(secret, "data");
-    has_key = data != nullptr && data->is_object() && data->contains(key);
-  } catch (const ApiError& e) {
-    if (!is(e, ErrorKind::kNotFound)) throw;
-  }
-  std::lock_guard lock(mutex_);
-  secrets_[cache_key] = SecretCheck{has_key, now};
-  return has_key;
 }
 
 std::string AgentReconciler::resolve_prompt(const Json& agent) {
@@ -289,12 +268,21 @@ bool AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
       count_write(kWriteContextCreate);
     } catch (const ApiError& e) {
       if (!is(e, ErrorKind::kAlreadyExists)) throw;
+      // Someone else's ConfigMap under this name would become the agent's context.
+      const std::string cm_name = name_of(*plan.context_config_map);
+      if (!owned_by(client_->get(res::kConfigMaps, ns, cm_name), string_at(run, "metadata/uid"))) {
+        throw std::runtime_error("ConfigMap " + ns + "/" + cm_name +
+                                 " exists and is not owned by run " + run_name +
+                                 "; the operator never uses it as a context document");
+      }
     }
   }
   const std::string job_name = name_of(plan.job);
   std::optional<TimePoint> job_created_at;  // unset when an earlier pass created it
+  std::string job_uid;
   try {
     Json job = client_->create(res::kJobs, ns, plan.job);
+    job_uid = string_at(job, "metadata/uid");
     job_created_at = clock_();
     count_write(kWriteJobCreate);
     overlay_.put(kKindJobs, job);
@@ -305,11 +293,13 @@ bool AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
       throw std::runtime_error("Job " + ns + "/" + job_name + " exists and is not owned by run " +
                                run_name);
     }
+    job_uid = string_at(existing, "metadata/uid");
     overlay_.put(kKindJobs, existing);
   }
   Json status = find_path(run, "status") ? run["status"] : Json::object();
   status["phase"] = "Running";
   status["jobName"] = job_name;
+  status["jobUID"] = job_uid;
   status["startedAt"] = schedule::format_rfc3339(now);
   status.erase("message");
   write_run_status(run, status, false);
@@ -334,7 +324,9 @@ void AgentReconciler::reconcile_orphans(const std::string& ns, const std::string
     in.run = &run;
     const std::string job_name = job_name_for_run(name_of(run));
     auto job = overlay_.merge(kKindJobs, object_key(ns, job_name), view_.job(ns, job_name));
-    std::vector<Json> pods = view_.pods_of(ns, name_of(run));
+    std::vector<Json> pods =
+        pods_of_job(view_.pods_of(ns, name_of(run)),
+                    job_uid_of(job ? &*job : nullptr, string_at(run, "status/jobUID")));
     in.job = job ? &*job : nullptr;
     for (const Json& p : pods) in.pods.push_back(&p);
     in.agent_missing = true;
@@ -365,9 +357,6 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
 
   SpecEnvironment env;
   env.object_in_the_way = object_in_the_way(agent);
-  if (spec.api_key) {
-    env.api_key_secret_exists = secret_has_key(ns, spec.api_key->name, spec.api_key->key);
-  }
   RunTimeouts timeouts;
   timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
   timeouts.grace = std::chrono::seconds(spec.grace_seconds);
@@ -386,7 +375,8 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string job_name = job_name_for_run(name_of(runs[i]));
     jobs[i] = overlay_.merge(kKindJobs, object_key(ns, job_name), view_.job(ns, job_name));
-    pods[i] = view_.pods_of(ns, name_of(runs[i]));
+    pods[i] = pods_of_job(view_.pods_of(ns, name_of(runs[i])),
+                          job_uid_of(jobs[i] ? &*jobs[i] : nullptr, views.runs[i]->job_uid));
     RunObservationInput in;
     in.run = &runs[i];
     in.view = views.runs[i];

@@ -33,7 +33,6 @@
 
 namespace hb::controllers {
 
-inline constexpr std::chrono::seconds kSecretCheckTtl{60};
 // An object in the way of an Agent's own (not owned by it) is looked for again after this.
 inline constexpr std::chrono::seconds kObjectInTheWayRecheck{60};
 inline constexpr std::size_t kEventMessageBytesMax = 1024;
@@ -86,7 +85,6 @@ class AgentReconciler {
   Json create_run(const std::string& ns, const Json& run);
 
  private:
-  bool secret_has_key(const std::string& ns, const std::string& name, const std::string& key);
   std::string resolve_prompt(const Json& agent);
   // Creates the per-agent objects once; "" or the object in the way ("Kind ns/name").
   std::string ensure_agent_objects(const Json& agent);
@@ -112,11 +110,6 @@ class AgentReconciler {
 
   std::mutex mutex_;
   std::set<std::string> ensured_agents_;  // agent uids whose per-agent objects exist
-  struct SecretCheck {
-    bool has_key = false;
-    std::chrono::steady_clock::time_point at;
-  };
-  std::map<std::string, SecretCheck> secrets_;  // "ns/name/key"
   struct InTheWay {
     std::string object;
     std::chrono::steady_clock::time_point at;

@@ -8,6 +8,7 @@
 #include "controllers/json_util.h"
 #include "controllers/names.h"
 #include "controllers/schedule/utc_time.h"
+#include "kube/errors.h"
 #include "operator/leader_election.h"
 
 namespace hb::testing {
@@ -22,6 +23,31 @@ constexpr auto kBeatInterval = 1s;
 std::string now_text() {
   return schedule::format_rfc3339(std::chrono::system_clock::now());
 }
+// What a kubelet says when it cannot build the runner container's env: a
+// secretKeyRef to a Secret or key that does not exist. Empty when it can.
+std::string secret_env_error(kube::Client& client, const std::string& ns, const json& pod) {
+  const json* containers = controllers::find_path(pod, "spec/containers");
+  if (containers == nullptr || !containers->is_array()) return {};
+  for (const json& c : *containers) {
+    if (controllers::string_at(c, "name") != api::kRunnerContainerName) continue;
+    for (const json& e : c.value("env", json::array())) {
+      const json* ref = controllers::find_path(e, "valueFrom/secretKeyRef");
+      if (ref == nullptr) continue;
+      const std::string name = controllers::string_at(*ref, "name");
+      const std::string key = controllers::string_at(*ref, "key");
+      try {
+        const json secret = client.get(kube::resources::kSecrets, ns, name);
+        if (!secret.contains("data") || !secret["data"].contains(key)) {
+          return "couldn't find key " + key + " in Secret " + ns + "/" + name;
+        }
+      } catch (const kube::ApiError&) {
+        return "secret \"" + name + "\" not found";
+      }
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 FakeKubelet::FakeKubelet(std::shared_ptr<kube::Client> client, std::string ns, Script script)
@@ -60,8 +86,7 @@ std::string FakeKubelet::result(double cost_cents, std::optional<int> pause_minu
             {"stopReason", stop_reason},
             {"usage",
              {{"inputTokens", 1200},
-              {"outputTokens",
-               std::llround(cost_cents * 1e6 / kFakeOutputCentsPerMillionTokens)},
+              {"outputTokens", std::llround(cost_cents * 1e6 / kFakeOutputCentsPerMillionTokens)},
               {"costCents", cost_cents},
               {"llmCalls", 2},
               {"toolCalls", 1},
@@ -144,6 +169,20 @@ void FakeKubelet::step(const json& pod) {
   }
   if (state.finished) return;
   if (!state.running_written) {
+    if (std::string error = secret_env_error(*client_, ns_, pod); !error.empty()) {
+      json waiting = {{"reason", "CreateContainerConfigError"}, {"message", error}};
+      client_->merge_patch_status(
+          kube::resources::kPods, ns_, name,
+          {{"status",
+            {{"phase", "Pending"},
+             {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
+                                                 {"ready", false},
+                                                 {"restartCount", 0},
+                                                 {"image", "runner"},
+                                                 {"imageID", ""},
+                                                 {"state", {{"waiting", waiting}}}}})}}}});
+      return;  // like a kubelet: tried again on the next pass
+    }
     const json patch = {
         {"status",
          {{"phase", "Running"},

@@ -105,10 +105,8 @@ Verbs are exactly what the operator calls; see controllers/shell and operator/.
   # Prompt (get), context and memory ConfigMaps (create); update/patch because
   # the per-agent Role grants them on the memory ConfigMap.
   verbs: ["get", "create", "update", "patch"]
-- apiGroups: [""]
-  resources: ["secrets"]
-  # Checks that an Agent's apiKeySecretRef key exists; never lists.
-  verbs: ["get"]
+# No Secrets: the operator never reads key data. A missing apiKeySecretRef
+# shows up as the heartbeat Pod's CreateContainerConfigError.
 # The per-agent ServiceAccount, Role and RoleBinding: created; get because an
 # existing one is adopted only when it carries the Agent's ownerReference.
 - apiGroups: [""]

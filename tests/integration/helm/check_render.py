@@ -38,7 +38,6 @@ REQUIRED = {
     ("", "pods"): {"list", "watch"},
     ("coordination.k8s.io", "leases"): {"list", "watch", "create", "get", "update", "patch"},
     ("", "configmaps"): {"get", "create", "update", "patch"},
-    ("", "secrets"): {"get"},
     ("", "serviceaccounts"): {"create", "get"},
     ("rbac.authorization.k8s.io", "roles"): {"create", "get"},
     ("rbac.authorization.k8s.io", "rolebindings"): {"create", "get"},
@@ -71,6 +70,40 @@ def no_wildcards(obj):
                     problem(f"{name}: rules[{i}].{field} has a wildcard {v!r}")
 
 
+def check_network_policies(policies, a, watched):
+    """With --network-policy: the operator admits metrics from the monitoring
+    namespace only, and every watched namespace denies heartbeat Pods ingress."""
+    if a.network_policy == "false":
+        if policies:
+            problem(f"{len(policies)} NetworkPolicy objects rendered though networkPolicy is off")
+        return
+    ops = [p for p in policies if p["metadata"]["namespace"] == a.release_namespace
+           and "heartbeat-pods" not in p["metadata"]["name"]]
+    if len(ops) != 1:
+        problem(f"expected one operator NetworkPolicy in {a.release_namespace}, got {len(ops)}")
+    for p in ops:
+        rules = p["spec"].get("ingress", [])
+        if p["spec"].get("policyTypes") != ["Ingress"]:
+            problem("the operator NetworkPolicy does not restrict Ingress")
+        for rule in rules:
+            if not rule.get("from"):
+                problem(f"the operator NetworkPolicy admits anyone on {rule.get('ports')}")
+            ports = [x.get("port") for x in rule.get("ports", [])]
+            if "metrics" in ports:
+                want = [{"namespaceSelector": {"matchLabels": {
+                    "kubernetes.io/metadata.name": a.metrics_namespace}}}]
+                if rule.get("from") != want:
+                    problem(f"metrics is admitted from {rule.get('from')}, not {want}")
+    pods = {p["metadata"]["namespace"]: p for p in policies
+            if "heartbeat-pods" in p["metadata"]["name"]}
+    for ns in watched:
+        p = pods.get(ns)
+        if p is None:
+            problem(f"no heartbeat-Pod NetworkPolicy in watched namespace {ns}")
+        elif p["spec"].get("ingress") or p["spec"].get("policyTypes") != ["Ingress"]:
+            problem(f"the heartbeat-Pod NetworkPolicy in {ns} admits ingress")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("list_json")
@@ -79,6 +112,8 @@ def main():
                     default="")
     ap.add_argument("--release-namespace", required=True)
     ap.add_argument("--lease-id", default="heartbeat-operator-leader")
+    ap.add_argument("--network-policy", default="false", choices=["true", "false"])
+    ap.add_argument("--metrics-namespace", default="monitoring")
     a = ap.parse_args()
     watched = []  # de-duplicated, in the order given, as the chart does
     for ns in a.watch_namespaces.split(","):
@@ -191,6 +226,17 @@ def main():
             subjects = [(s["kind"], s.get("namespace")) for s in b.get("subjects", [])]
             if subjects != [("ServiceAccount", a.release_namespace)]:
                 problem(f"{where}: binding {b['metadata']['name']} subjects are {subjects}")
+
+    # Secrets: never in the operator's own roles; only the wakeup token, by name.
+    for where, role, _ in grants:
+        if granted(role["rules"], "", "secrets", named_only_ok=True):
+            problem(f"{where}: {role['kind']} {role['metadata']['name']} grants access to Secrets")
+    for r in roles:
+        for x in r["rules"]:
+            if "secrets" in x.get("resources", []) and not x.get("resourceNames"):
+                problem(f"Role {r['metadata']['name']} grants Secrets without resourceNames")
+
+    check_network_policies(by_kind.get("NetworkPolicy", []), a, watched)
 
     # The leader Lease.
     if a.leader_elect == "true":

@@ -5,11 +5,13 @@
 #  3. bad values fail with a clear message (schema, namespace names, wakeup secret);
 #  4. renders with default values, with watchNamespaces=[one] + replicaCount=2
 #     (+ serviceMonitor off), with watchNamespaces=[two, one of them repeated]
-#     and with the wakeup endpoint are accepted by
+#     with the wakeup endpoint, and with NetworkPolicies on are accepted by
 #     `kubectl apply --dry-run=server`, and the server's objects have the
 #     restricted securityContext and least-privilege RBAC without wildcards
 #     (check_render.py: --namespace=<the list in order>, a Role and RoleBinding
-#     in each watched namespace, no ClusterRole); the two-namespace RBAC,
+#     in each watched namespace, no ClusterRole, no Secret access beyond the
+#     wakeup token by name; the operator's NetworkPolicy admits metrics only
+#     from the monitoring namespace, heartbeat Pods admit nothing); the two-namespace RBAC,
 #     applied, lets the chart's ServiceAccount act in both namespaces only;
 #  5. live: the one-namespace render is applied, then the real operator binary
 #     runs as the chart's ServiceAccount (its token, the rendered args) and
@@ -70,6 +72,7 @@ lint
 lint --set "watchNamespaces={$watch_ns}" --set replicaCount=2
 lint --set "watchNamespaces={$watch_ns_c,$watch_ns_b}"
 lint --set wakeup.enabled=true --set wakeup.existingSecret=wakeup-token --set serviceMonitor.enabled=true
+lint --set networkPolicy.enabled=true --set "watchNamespaces={$watch_ns}"
 
 echo "== 3. bad values are refused, naming the problem"
 expect_refused() {  # expect_refused TEXT HELM_ARGS...
@@ -121,6 +124,12 @@ grep -qxF -- "            - --namespace=$watch_ns_c,$watch_ns_b" "$tmp/two-names
   fail "the two-namespace render lacks --namespace=$watch_ns_c,$watch_ns_b (in the order given, once each)"
 dry_run wakeup --leader-elect=false -- \
   --set wakeup.enabled=true --set wakeup.existingSecret=wakeup-token
+dry_run network-policies --leader-elect=false --watch-namespaces="$watch_ns_c,$watch_ns_b" \
+  --network-policy=true -- \
+  --set "watchNamespaces={$watch_ns_c,$watch_ns_b}" --set networkPolicy.enabled=true \
+  --set wakeup.enabled=true --set wakeup.existingSecret=wakeup-token \
+  --set 'networkPolicy.wakeupFrom[0].namespaceSelector.matchLabels.team=ci'
+grep -q 'team: ci' "$tmp/network-policies.yaml" || fail "networkPolicy.wakeupFrom is not rendered"
 grep -q -- '--wakeup-token-secret=wakeup-token' "$tmp/wakeup.yaml" || fail "the wakeup render lacks --wakeup-token-secret"
 
 echo "== 4b. the two-namespace RBAC, applied: both namespaces, nothing else"
@@ -159,7 +168,7 @@ for i in json.load(open(sys.argv[1]))["items"]:
     if i["kind"] == "Deployment": print(i["spec"]["template"]["spec"]["serviceAccountName"])' "$tmp/one-namespace.json")"
 as_sa=(--as="system:serviceaccount:$rel_ns:$sa")
 # What it must not do.
-for denied in "list secrets -n $watch_ns" "list agents.heartbeat.dev -n default" \
+for denied in "list secrets -n $watch_ns" "get secrets -n $watch_ns" "list agents.heartbeat.dev -n default" \
   "create clusterroles" "delete pods -n $watch_ns" "escalate roles -n $watch_ns" \
   "bind roles -n $watch_ns" "update leases -n $rel_ns"; do
   # shellcheck disable=SC2086

@@ -1,5 +1,7 @@
 // The Kubernetes client against a real kube-apiserver: CRUD of both CRDs,
 // status subresource, conflicts, validation, paging, watch and informer.
+#include <unistd.h>
+
 #include "kube/informer.h"
 #include "tests/integration/kube/cluster.h"
 
@@ -238,6 +240,37 @@ TEST_F(ApiTest, WrongCertificateAuthorityIsNamed) {
     EXPECT_NE(std::string(e.what()).find("/etc/ssl/certs/ca-certificates.crt"), std::string::npos)
         << e.what();
   }
+}
+
+// A configured CA is the only one trusted: the system store (here pointed
+// at the cluster's own CA through SSL_CERT_FILE, which OpenSSL's default
+// paths honour) must not vouch for the API server behind the configured one.
+TEST_F(ApiTest, ConfiguredCertificateAuthorityIsTheOnlyOneTrusted) {
+  const std::string dir = ::testing::TempDir() + "hb-unrelated-ca-" + std::to_string(::getpid());
+  const std::string make_ca = "mkdir -p " + dir + " && openssl req -x509 -newkey rsa:2048 -nodes " +
+                              "-keyout " + dir + "/ca.key -out " + dir + "/ca.crt -days 1 " +
+                              "-subj /CN=unrelated-ca >/dev/null 2>&1";
+  ASSERT_EQ(std::system(make_ca.c_str()), 0);
+  const std::string cluster_ca = std::string(std::getenv("HB_CONTROL_PLANE_DIR")) + "/pki/ca.crt";
+  ::setenv("SSL_CERT_FILE", cluster_ca.c_str(), 1);
+  ClusterConfig config = client_->config();
+  config.tls.ca_pem.clear();
+  config.tls.ca_file = dir + "/ca.crt";
+  config.ca_description = config.tls.ca_file;
+  Client unrelated(config);
+  bool refused = false;
+  try {
+    unrelated.get(resources::kNamespaces, "", "default");
+  } catch (const http::TransportError& e) {
+    refused = e.kind() == http::TransportError::Kind::kTls;
+  }
+  // Control: with no CA configured the system store is used, and it trusts the cluster.
+  config.tls.ca_file.clear();
+  config.ca_description = "system CAs";
+  Client system_store(config);
+  EXPECT_NO_THROW(system_store.get(resources::kNamespaces, "", "default"));
+  ::unsetenv("SSL_CERT_FILE");
+  EXPECT_TRUE(refused) << "a CA outside the configured one was trusted";
 }
 
 TEST_F(ApiTest, UnknownTokenIsUnauthorized) {

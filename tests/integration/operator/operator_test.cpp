@@ -357,19 +357,46 @@ TEST_F(OperatorTest, InvalidSpecNamesTheFieldAndRunsNothing) {
   start_operator();
   create_agent(agent_manifest(
       "lambda", {{"prompt", "Heartbeat."}, {"interval", "30s"}, {"schedule", "* * * * *"}}));
-  json missing = agent_manifest("mu", {{"prompt", "Heartbeat."}, {"interval", "30s"}});
-  missing["spec"]["model"]["apiKeySecretRef"]["name"] = "nope";
-  create_agent(missing);
   ASSERT_TRUE(wait_until([&] { return condition(agent("lambda"), "SpecValid", "False"); }, 20s));
-  ASSERT_TRUE(wait_until([&] { return condition(agent("mu"), "SpecValid", "False"); }, 20s));
-  const json mu = agent("mu");  // keep it alive: the loop walks into it
+  EXPECT_EQ(agent("lambda")["status"]["phase"], "Invalid");
+  EXPECT_TRUE(runs_of("lambda").empty());
+}
+
+// The operator may not read Secrets: a missing API key shows up as the
+// kubelet's CreateContainerConfigError, which fails the run with its words
+// and makes the Agent not Ready, while the spec stays valid.
+TEST_F(OperatorTest, AMissingApiKeyIsNamedFromTheKubeletNotByReadingTheSecret) {
+  start_kubelet([](const json&) { return finishes_with(0.1); });
+  start_operator();
+  json missing = agent_manifest("mu", {{"prompt", "Heartbeat."}});
+  missing["spec"]["model"]["apiKeySecretRef"]["name"] = "nope";
+  missing["metadata"]["annotations"] = {{"heartbeat.dev/invoke", "check the key"}};
+  create_agent(missing);
+  std::string failed;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const json& r : runs_of("mu")) {
+          if (r.contains("status") && r["status"].value("reason", "") == "ContainerConfigError") {
+            failed = r["metadata"]["name"];
+            return r["status"]["phase"] == "Failed";
+          }
+        }
+        return false;
+      },
+      90s));
+  EXPECT_NE(run(failed)["status"]["message"].get<std::string>().find("secret \"nope\" not found"),
+            std::string::npos);
+  ASSERT_TRUE(wait_until([&] { return condition(agent("mu"), "Ready", "False"); }, 20s));
+  const json mu = agent("mu");
   for (const json& c : mu["status"]["conditions"]) {
+    if (c["type"] == "Ready") {
+      EXPECT_EQ(c["reason"], "ContainerConfigError");
+      EXPECT_NE(c["message"].get<std::string>().find("nope"), std::string::npos);
+    }
     if (c["type"] == "SpecValid") {
-      EXPECT_NE(c["message"].get<std::string>().find("spec.model.apiKeySecretRef"),
-                std::string::npos);
+      EXPECT_EQ(c["status"], "True");
     }
   }
-  EXPECT_EQ(agent("lambda")["status"]["phase"], "Invalid");
 }
 
 TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {

@@ -2,6 +2,7 @@
 // with a fake clock.
 #include "controllers/agent_decision.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "controllers/schedule/run_name.h"
@@ -275,10 +276,6 @@ TEST(AgentDecision, SpecValidChecksTheSchemaCannotDo) {
   EXPECT_NE(join_errors(d.spec_errors).find("spec.model.provider \"gemini\""), std::string::npos);
   EXPECT_FALSE(d.create_run);
 
-  d = decide(agent(), {}, at("2024-05-01T12:05:00Z"), /*secret_exists=*/false);
-  EXPECT_NE(join_errors(d.spec_errors).find("spec.model.apiKeySecretRef"), std::string::npos);
-  EXPECT_NE(join_errors(d.spec_errors).find("\"llm\""), std::string::npos);
-  EXPECT_FALSE(d.create_run);
   EXPECT_EQ((*condition(d.status_json(), "SpecValid"))["reason"], "InvalidSpec");
   EXPECT_EQ((*condition(d.status_json(), "SpecValid"))["observedGeneration"], 1);
 
@@ -316,6 +313,34 @@ TEST(AgentDecision, AnObjectInTheWayIsNamedAndBlocksRuns) {
                 "ConfigMap default/bot-memory exists and is not owned by this Agent"),
             std::string::npos);
   EXPECT_TRUE(has_event(d, "ObjectInTheWay"));
+}
+
+// A missing API key (seen only as the kubelet's CreateContainerConfigError,
+// never by reading the Secret) makes Ready False on the Agent until a newer
+// run gets further; the spec itself stays valid and heartbeats keep coming.
+TEST(AgentDecision, ANewestRunTheKubeletCouldNotConfigureMakesTheAgentNotReady) {
+  const Json failed =
+      with_status(run("bot-1", "scheduler", std::nullopt, "2024-05-01T12:05:00Z"),
+                  {{"phase", "Failed"},
+                   {"reason", "ContainerConfigError"},
+                   {"message",
+                    "the kubelet cannot start the runner: couldn't find key api-key in Secret "
+                    "ns/llm"},
+                   {"costRecorded", true}});
+  AgentDecision d = decide(agent(), {failed}, at("2024-05-01T12:07:00Z"));
+  Json status = d.status_json();
+  EXPECT_EQ((*condition(status, "Ready"))["status"], "False");
+  EXPECT_EQ((*condition(status, "Ready"))["reason"], "ContainerConfigError");
+  EXPECT_THAT((*condition(status, "Ready"))["message"].get<std::string>(),
+              ::testing::HasSubstr("run bot-1: the kubelet cannot start the runner: couldn't "
+                                   "find key api-key in Secret ns/llm"));
+  EXPECT_EQ((*condition(status, "SpecValid"))["status"], "True");
+
+  const Json later =
+      with_status(run("bot-2", "scheduler", std::nullopt, "2024-05-01T12:10:00Z"),
+                  {{"phase", "Succeeded"}, {"reason", "Completed"}, {"costRecorded", true}});
+  d = decide(agent(), {failed, later}, at("2024-05-01T12:11:00Z"));
+  EXPECT_EQ((*condition(d.status_json(), "Ready"))["status"], "True");
 }
 
 TEST(AgentDecision, InvalidSpecKeepsManualRunsQueued) {

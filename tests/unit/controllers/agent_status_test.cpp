@@ -86,17 +86,17 @@ TEST(AgentStatus, EqualityComparesListsByContentAndSharesNothingItNeedNot) {
   EXPECT_FALSE(a == c);
 }
 
-TEST(AgentView, SpecChecksThatNeedTheSecretAreAddedAtDecisionTime) {
+TEST(AgentView, SpecChecksThatNeedTheClusterAreAddedAtDecisionTime) {
   Json a = agent();
   a["spec"]["model"]["provider"] = "gemini";
   const AgentView view = view_agent(a);
-  ASSERT_EQ(view.spec.errors.size(), 1u);  // the provider only: the Secret is not known here
+  ASSERT_EQ(view.spec.errors.size(), 1u);  // the provider only: the cluster is not known here
   SpecEnvironment env;
-  env.api_key_secret_exists = false;
+  env.object_in_the_way = "ConfigMap ns/a-memory";
   const std::vector<std::string> errors = spec_errors(view.spec, env);
   ASSERT_EQ(errors.size(), 2u);
   EXPECT_NE(errors[0].find("spec.model.provider"), std::string::npos);
-  EXPECT_NE(errors[1].find("spec.model.apiKeySecretRef"), std::string::npos);
+  EXPECT_NE(errors[1].find("ConfigMap ns/a-memory"), std::string::npos);
   EXPECT_EQ(check_agent_spec(a, env).errors, errors);
 }
 

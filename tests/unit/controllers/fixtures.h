@@ -148,12 +148,10 @@ inline std::vector<RunObservation> observe_all(const std::vector<Json>& runs, Ti
 }
 
 inline AgentDecision decide(const Json& a, const std::vector<Json>& runs, TimePoint now,
-                            bool secret_exists = true,
                             std::chrono::seconds coalesce = std::chrono::seconds(0)) {
   AgentDecisionInput in;
   in.agent = &a;
   in.runs = observe_all(runs, now);
-  in.env.api_key_secret_exists = secret_exists;
   in.now = now;
   in.status_coalesce = coalesce;
   return decide_agent(in);
@@ -186,8 +184,8 @@ struct World {
   std::vector<Json> runs;
   std::chrono::seconds coalesce{0};  // AgentDecisionInput::status_coalesce
 
-  AgentDecision step(TimePoint now, bool secret_exists = true) {
-    AgentDecision d = decide(agent, runs, now, secret_exists, coalesce);
+  AgentDecision step(TimePoint now) {
+    AgentDecision d = decide(agent, runs, now, coalesce);
     if (d.create_run) {
       Json r = created_run(agent, d);
       r["metadata"]["uid"] = "uid-" + r["metadata"]["name"].get<std::string>();

@@ -219,6 +219,48 @@ TEST(RunStatus, StallOfAPodThatNeverStartedSaysWhyItWaits) {
       ::testing::HasSubstr("its Pod is not scheduled: Unschedulable (0/3 nodes are available)"));
 }
 
+// The operator never reads Secrets: a missing API key shows up as the
+// kubelet's CreateContainerConfigError, which fails the run after a grace.
+TEST(RunStatus, AContainerTheKubeletCannotConfigureFailsTheRunAfterItsGrace) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc", "2024-05-01T12:05:01Z");
+  p["status"]["phase"] = "Pending";
+  p["status"]["containerStatuses"] =
+      Json::array({{{"name", "tools"}, {"state", {{"running", Json::object()}}}},
+                   {{"name", "runner"},
+                    {"state",
+                     {{"waiting",
+                       {{"reason", "CreateContainerConfigError"},
+                        {"message", "couldn't find key api-key in Secret ns/llm"}}}}}}});
+  // Within the grace (the Secret may be created a moment after the Agent).
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:05:30Z"));
+  EXPECT_FALSE(o.delete_job);
+  ASSERT_TRUE(o.recheck_at);
+  EXPECT_EQ(*o.recheck_at, at("2024-05-01T12:05:32Z"));
+  // Past it: the Job goes, with the kubelet's words.
+  o = observe(r, &j, {&p}, at("2024-05-01T12:05:32Z"));
+  ASSERT_TRUE(o.delete_job);
+  EXPECT_EQ(o.events.at(0).reason, "ContainerConfigError");
+  EXPECT_THAT(o.events.at(0).message,
+              ::testing::HasSubstr("couldn't find key api-key in Secret ns/llm"));
+  // The Job and the Pod are gone (the Pod's last state kept): Failed, named.
+  p["metadata"]["deletionTimestamp"] = "2024-05-01T12:05:33Z";
+  o = observe(r, nullptr, {&p}, at("2024-05-01T12:05:50Z"));
+  EXPECT_EQ(o.status["phase"], "Failed");
+  EXPECT_EQ(o.status["reason"], "ContainerConfigError");
+  EXPECT_THAT(o.status["message"].get<std::string>(),
+              ::testing::HasSubstr("couldn't find key api-key in Secret ns/llm"));
+  EXPECT_THAT(o.status["message"].get<std::string>(),
+              ::testing::HasSubstr("spec.model.apiKeySecretRef"));
+  // Only the runner container counts: the tools container waiting is not it.
+  Json tools_waiting = pod("r1-abc");
+  tools_waiting["status"]["containerStatuses"] = Json::array(
+      {{{"name", "tools"}, {"state", {{"waiting", {{"reason", "CreateContainerConfigError"}}}}}}});
+  o = observe(r, &j, {&tools_waiting}, at("2024-05-01T12:05:40Z"));
+  EXPECT_FALSE(o.delete_job);
+}
+
 TEST(RunStatus, OldLeaseFromAnEarlierRunDoesNotStallANewOne) {
   Json r = running_run();
   Json j = job("r1");
