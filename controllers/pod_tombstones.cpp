@@ -4,16 +4,18 @@
 
 namespace hb::controllers {
 
-bool has_terminated_container(const Json& pod) {
+bool tells_an_outcome(const Json& pod) {
   const Json* statuses = find_path(pod, "status/containerStatuses");
   if (statuses == nullptr || !statuses->is_array()) return false;
-  return std::any_of(statuses->begin(), statuses->end(),
-                     [](const Json& s) { return find_path(s, "state/terminated") != nullptr; });
+  return std::any_of(statuses->begin(), statuses->end(), [](const Json& s) {
+    return find_path(s, "state/terminated") != nullptr ||
+           string_at(s, "state/waiting/reason") == "CreateContainerConfigError";
+  });
 }
 
 void PodTombstones::remember(const std::string& run_key, const Json& pod, Clock::time_point now) {
   expire(now);
-  if (run_key.empty() || !has_terminated_container(pod)) return;
+  if (run_key.empty() || !tells_an_outcome(pod)) return;
   const std::string name = string_at(pod, "metadata/name");
   auto& pods = by_run_[run_key];
   if (!pods.count(name)) order_.push_back({run_key, name, now});

@@ -27,8 +27,9 @@ class PodTombstones {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Keeps `pod` (its last state) under `run_key` when a container of it
-  // terminated; Pods that never ran tell nothing worth keeping.
+  // Keeps `pod` (its last state) under `run_key` when it tells an outcome: a
+  // container terminated, or the kubelet could not configure one (a missing
+  // Secret key); other Pods that never ran tell nothing worth keeping.
   void remember(const std::string& run_key, const Json& pod, Clock::time_point now);
   // The kept Pods of a run, minus those named in `live` (still in the cache).
   std::vector<Json> of(const std::string& run_key, const std::vector<Json>& live) const;
@@ -47,7 +48,7 @@ class PodTombstones {
   std::deque<Entry> order_;                                    // oldest first
 };
 
-// A container of the Pod has a terminated state.
-bool has_terminated_container(const Json& pod);
+// A container of the Pod terminated, or waits on CreateContainerConfigError.
+bool tells_an_outcome(const Json& pod);
 
 }  // namespace hb::controllers

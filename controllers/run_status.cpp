@@ -471,17 +471,21 @@ RunObservation observe_run(const RunObservationInput& in) {
     obs.delete_job = true;
     obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonDeadlineExceeded,
                           "the run passed its deadline; deleting its Job"});
+  } else if (config_error_at) {
+    // A runner that cannot start cannot beat: the kubelet's reason, not a stall.
+    if (in.now > *config_error_at) {
+      obs.delete_job = true;
+      obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonContainerConfigError,
+                            *container_config_error(pod) + "; deleting its Job"});
+    } else {
+      obs.recheck_at = std::min(deadline_at, *config_error_at) + std::chrono::seconds(1);
+    }
   } else if (in.now > stalled_at) {
     obs.delete_job = true;
     obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonStalled,
                           stall_message(in.timeouts.stall, pod, "; deleting its Job")});
-  } else if (config_error_at && in.now > *config_error_at) {
-    obs.delete_job = true;
-    obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonContainerConfigError,
-                          *container_config_error(pod) + "; deleting its Job"});
   } else {
-    obs.recheck_at = std::min({deadline_at, stalled_at, config_error_at.value_or(deadline_at)}) +
-                     std::chrono::seconds(1);
+    obs.recheck_at = std::min(deadline_at, stalled_at) + std::chrono::seconds(1);
   }
   return obs;
 }

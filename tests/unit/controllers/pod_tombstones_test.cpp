@@ -37,6 +37,21 @@ TEST(PodTombstones, APodThatNeverRanIsNotKept) {
   EXPECT_EQ(t.size(), 0u);
 }
 
+// The kubelet could not configure the runner (a missing Secret key): that is
+// the run's outcome, and its Pod is deleted with the Job before it is read.
+TEST(PodTombstones, APodWaitingOnAContainerConfigErrorIsKept) {
+  PodTombstones t;
+  Json pod = {
+      {"metadata", {{"name", "r1-a"}}},
+      {"status",
+       {{"phase", "Pending"},
+        {"containerStatuses",
+         Json::array({{{"name", "runner"},
+                       {"state", {{"waiting", {{"reason", "CreateContainerConfigError"}}}}}}})}}}};
+  t.remember("ns/r1", pod, Clock::now());
+  EXPECT_EQ(t.of("ns/r1", {}).size(), 1u);
+}
+
 TEST(PodTombstones, ALivePodOfTheSameNameWins) {
   PodTombstones t;
   t.remember("ns/r1", finished_pod("r1-a"), Clock::now());
