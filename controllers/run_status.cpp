@@ -446,6 +446,10 @@ RunObservation observe_run(const RunObservationInput& in) {
                      f.pod_name);
     } else if (auto config_error = container_config_error(pod)) {
       f = make_final(RunPhase::kFailed, kReasonContainerConfigError, *config_error, f.pod_name);
+    } else if (obs.view->reason == kReasonContainerConfigError) {
+      // Decided before the Job was deleted; its Pod may be gone from every
+      // cache since (a restarted operator keeps no tombstones).
+      f = make_final(RunPhase::kFailed, kReasonContainerConfigError, obs.view->message, f.pod_name);
     } else if (in.now > stalled_at) {
       f = make_final(RunPhase::kFailed, kReasonStalled, stall_message(in.timeouts.stall, pod),
                      f.pod_name);
@@ -474,9 +478,13 @@ RunObservation observe_run(const RunObservationInput& in) {
   } else if (config_error_at) {
     // A runner that cannot start cannot beat: the kubelet's reason, not a stall.
     if (in.now > *config_error_at) {
+      // The decision is written down with the delete, so it outlives the Pod.
+      const std::string config_error = *container_config_error(pod);
       obs.delete_job = true;
+      obs.status["reason"] = kReasonContainerConfigError;
+      obs.status["message"] = config_error;
       obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonContainerConfigError,
-                            *container_config_error(pod) + "; deleting its Job"});
+                            config_error + "; deleting its Job"});
     } else {
       obs.recheck_at = std::min(deadline_at, *config_error_at) + std::chrono::seconds(1);
     }

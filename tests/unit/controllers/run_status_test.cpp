@@ -253,6 +253,18 @@ TEST(RunStatus, AContainerTheKubeletCannotConfigureFailsTheRunAfterItsGrace) {
               ::testing::HasSubstr("couldn't find key api-key in Secret ns/llm"));
   EXPECT_THAT(o.status["message"].get<std::string>(),
               ::testing::HasSubstr("spec.model.apiKeySecretRef"));
+  // The decision is recorded with the delete: the run stays Failed with the
+  // kubelet's words when the Pod is gone from every cache (operator restart).
+  o = observe(r, &j, {&p}, at("2024-05-01T12:05:32Z"));
+  EXPECT_EQ(o.status["phase"], "Running");
+  EXPECT_EQ(o.status["reason"], "ContainerConfigError");
+  Json recorded = r;
+  recorded["status"] = o.status;
+  o = observe(recorded, nullptr, {}, at("2024-05-01T12:05:50Z"));
+  EXPECT_EQ(o.status["phase"], "Failed");
+  EXPECT_EQ(o.status["reason"], "ContainerConfigError");
+  EXPECT_THAT(o.status["message"].get<std::string>(),
+              ::testing::HasSubstr("couldn't find key api-key in Secret ns/llm"));
   // Only the runner container counts: the tools container waiting is not it.
   Json tools_waiting = pod("r1-abc");
   tools_waiting["status"]["containerStatuses"] = Json::array(
