@@ -15,6 +15,7 @@
 #include "kube/kubeconfig.h"
 #include "operator/leader_election.h"
 #include "operator/wakeup.h"
+#include "operator/wakeup_token.h"
 
 namespace hb::operator_ {
 
@@ -30,45 +31,11 @@ std::string watched_namespaces(const std::vector<std::string>& namespaces) {
 using controllers::Json;
 
 constexpr const char* kController = "agent";
-constexpr std::chrono::seconds kTokenRereadInterval = 60s;
 
 std::pair<std::string, std::string> split_key(const std::string& key) {
   const size_t slash = key.find('/');
   return {key.substr(0, slash), key.substr(slash + 1)};
 }
-
-// The wakeup token, read from a Secret and re-read every minute.
-class TokenCache {
- public:
-  TokenCache(std::shared_ptr<kube::Client> client, std::string ns, std::string name)
-      : client_(std::move(client)), ns_(std::move(ns)), name_(std::move(name)) {}
-  std::optional<std::string> get() {
-    if (name_.empty()) return std::nullopt;
-    std::lock_guard lock(mutex_);
-    const auto now = std::chrono::steady_clock::now();
-    if (read_at_ && now - *read_at_ < kTokenRereadInterval) return token_;
-    try {
-      Json secret = client_->get(kube::resources::kSecrets, ns_, name_);
-      const std::string encoded = controllers::string_at(secret, "data/token");
-      token_ = encoded.empty() ? std::nullopt : std::optional(kube::base64_decode(encoded));
-      while (token_ && !token_->empty() && (token_->back() == '\n' || token_->back() == '\r')) {
-        token_->pop_back();
-      }
-    } catch (const std::exception& e) {
-      spdlog::warn("event=wakeup_token_unreadable secret={}/{} error=\"{}\"", ns_, name_, e.what());
-      token_.reset();
-    }
-    read_at_ = now;
-    return token_;
-  }
-
- private:
-  std::shared_ptr<kube::Client> client_;
-  std::string ns_, name_;
-  std::mutex mutex_;
-  std::optional<std::string> token_;
-  std::optional<std::chrono::steady_clock::time_point> read_at_;
-};
 
 }  // namespace
 
@@ -123,7 +90,17 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
     }
   });
 
-  TokenCache token(client, config.leader_election_namespace, config.wakeup_token_secret);
+  WakeupToken token([&]() -> std::optional<std::string> {
+    if (config.wakeup_token_secret.empty()) return std::nullopt;
+    const std::string& ns = config.leader_election_namespace;
+    const std::string& name = config.wakeup_token_secret;
+    try {
+      return wakeup_token_from_secret(client->get(kube::resources::kSecrets, ns, name));
+    } catch (const std::exception& e) {
+      spdlog::warn("event=wakeup_token_unreadable secret={}/{} error=\"{}\"", ns, name, e.what());
+      return std::nullopt;
+    }
+  });
   WakeupService wakeup(
       reconciler, [&token] { return token.get(); },
       [&queue](const std::string& key) { queue.add(key); });

@@ -1,0 +1,43 @@
+#pragma once
+// The wakeup endpoint's bearer token, read from a Secret and re-read every
+// minute. A read is an API call that can hang for the client's timeout: it is
+// made outside the lock by one caller while every other caller answers with
+// the token read before, so a slow API server never queues wakeup requests.
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "controllers/json_util.h"
+
+namespace hb::operator_ {
+
+inline constexpr std::chrono::seconds kWakeupTokenRereadInterval{60};
+
+// The token in a Secret's data/token (base64), trailing newlines dropped
+// (`kubectl create secret --from-file` keeps them). nullopt when absent/empty.
+std::optional<std::string> wakeup_token_from_secret(const controllers::Json& secret);
+
+class WakeupToken {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Reads the token (I/O); nullopt when the Secret is missing or unreadable.
+  using Read = std::function<std::optional<std::string>()>;
+  using Now = std::function<Clock::time_point()>;
+
+  explicit WakeupToken(Read read, Now now = Clock::now);
+
+  // The current token; re-read when the last read is older than the interval.
+  std::optional<std::string> get();
+
+ private:
+  Read read_;
+  Now now_;
+  std::mutex mutex_;  // guards the members below, never held across read_()
+  std::optional<std::string> token_;
+  std::optional<Clock::time_point> read_at_;
+  bool reading_ = false;
+};
+
+}  // namespace hb::operator_
