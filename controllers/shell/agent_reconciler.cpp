@@ -79,7 +79,8 @@ Json AgentReconciler::create_run(const std::string& ns, const Json& run) {
   return created;
 }
 
-std::string AgentReconciler::resolve_prompt(const Json& agent) {
+std::optional<std::string> AgentReconciler::resolve_prompt(const Json& agent,
+                                                           std::string& missing) {
   const std::string prompt = string_at(agent, "spec/heartbeat/prompt");
   if (!prompt.empty()) return prompt;
   const std::string cm = string_at(agent, "spec/heartbeat/promptFrom/configMapKeyRef/name");
@@ -91,8 +92,9 @@ std::string AgentReconciler::resolve_prompt(const Json& agent) {
   } catch (const ApiError& e) {
     if (!is(e, ErrorKind::kNotFound)) throw;
   }
-  throw std::runtime_error("spec.heartbeat.promptFrom.configMapKeyRef: ConfigMap \"" + cm +
-                           "\" has no key \"" + key + "\"");
+  missing = "spec.heartbeat.promptFrom.configMapKeyRef: ConfigMap \"" + cm + "\" has no key \"" +
+            key + "\"";
+  return std::nullopt;
 }
 
 std::string AgentReconciler::ensure_agent_objects(const Json& agent) {
@@ -224,14 +226,13 @@ bool AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
                                 TimePoint now) {
   const std::string ns = string_at(run, "metadata/namespace");
   const std::string run_name = name_of(run);
-  std::string prompt;
-  try {
-    prompt = resolve_prompt(agent);
-  } catch (const std::runtime_error& e) {
+  std::string missing;
+  const std::optional<std::string> resolved = resolve_prompt(agent, missing);
+  if (!resolved) {
     // The run cannot start: finish it (cost 0; the ledger marks it next time).
     Json status = {{"phase", "Failed"},
                    {"reason", "PromptNotFound"},
-                   {"message", e.what()},
+                   {"message", missing},
                    {"startedAt", schedule::format_rfc3339(now)},
                    {"finishedAt", schedule::format_rfc3339(now)},
                    {"durationSeconds", 0},
@@ -260,7 +261,7 @@ bool AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
   }
   std::vector<const Json*> history;
   for (const Json& r : runs) history.push_back(&r);
-  const Json context = render_context({&agent, &run, prompt, history, now}, config_.job);
+  const Json context = render_context({&agent, &run, *resolved, history, now}, config_.job);
   const JobPlan plan = build_job(run, agent, context.dump(), config_.job);
   if (plan.context_config_map) {
     try {

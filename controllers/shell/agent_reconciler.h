@@ -85,7 +85,11 @@ class AgentReconciler {
   Json create_run(const std::string& ns, const Json& run);
 
  private:
-  std::string resolve_prompt(const Json& agent);
+  // The heartbeat prompt; nullopt with `missing` set when the Agent names a
+  // ConfigMap or key that does not exist (the run fails PromptNotFound).
+  // Other API errors (429, 5xx, timeouts) propagate: the pass is retried and
+  // the run is not failed for good.
+  std::optional<std::string> resolve_prompt(const Json& agent, std::string& missing);
   // Creates the per-agent objects once; "" or the object in the way ("Kind ns/name").
   std::string ensure_agent_objects(const Json& agent);
   // The object in the way of this Agent's own, as last found; looked for
