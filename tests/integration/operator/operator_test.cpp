@@ -399,6 +399,44 @@ TEST_F(OperatorTest, AMissingApiKeyIsNamedFromTheKubeletNotByReadingTheSecret) {
   }
 }
 
+// A prompt read from a ConfigMap: a missing one fails that run, named; the
+// next run after the ConfigMap appears reads it.
+TEST_F(OperatorTest, PromptFromAConfigMapIsReadAndAMissingOneIsNamed) {
+  start_kubelet([](const json&) { return finishes_with(0.1); });
+  start_operator();
+  json ref = {{"configMapKeyRef", {{"name", "prompts"}, {"key", "beat"}}}};
+  json manifest = agent_manifest("pf", {{"promptFrom", ref}});
+  manifest["metadata"]["annotations"] = {{"heartbeat.dev/invoke", "first"}};
+  create_agent(manifest);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto runs = runs_of("pf");
+        return runs.size() == 1 && string_at(runs[0], "status/phase") == "Failed";
+      },
+      30s));
+  const json failed = runs_of("pf")[0];
+  EXPECT_EQ(string_at(failed, "status/reason"), "PromptNotFound");
+  EXPECT_NE(string_at(failed, "status/message").find("ConfigMap \"prompts\" has no key \"beat\""),
+            std::string::npos);
+  client_->create(res::kConfigMaps, ns_,
+                  {{"apiVersion", "v1"},
+                   {"kind", "ConfigMap"},
+                   {"metadata", {{"name", "prompts"}}},
+                   {"data", {{"beat", "Check the queue."}}}});
+  client_->merge_patch(res::kAgents, ns_, "pf",
+                       {{"metadata", {{"annotations", {{"heartbeat.dev/invoke", "second"}}}}}});
+  ASSERT_TRUE(wait_until(
+      [&] {
+        for (const json& r : runs_of("pf")) {
+          if (string_at(r, "spec/triggerDetail") == "second") {
+            return string_at(r, "status/phase") == "Succeeded";
+          }
+        }
+        return false;
+      },
+      40s));
+}
+
 TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
   start_kubelet([](const json&) {
     PodScript s = finishes_with(0.1);
