@@ -1,6 +1,6 @@
 // The project's one HTTP interface. cpprestsdk (in maintenance mode upstream)
-// sits behind it, so a different transport could replace it without touching
-// the Kubernetes client, the controllers or the runner.
+// is the client behind it, Boost.Beast the server, so either could be replaced
+// without touching the Kubernetes client, the controllers or the runner.
 #pragma once
 
 #include <chrono>
@@ -21,8 +21,8 @@ namespace hb::http {
 inline constexpr std::chrono::seconds kRequestTimeoutDefault{30};
 
 struct TlsOptions {
-  std::string ca_file;          // PEM bundle, the only CAs trusted; with ca_pem empty too: system CAs
-  std::string ca_pem;           // inline PEM, used when ca_file is empty
+  std::string ca_file;  // PEM bundle, the only CAs trusted; with ca_pem empty too: system CAs
+  std::string ca_pem;   // inline PEM, used when ca_file is empty
   std::string client_cert_pem;  // client certificate (mutual TLS)
   std::string client_key_pem;   // its private key; never logged
   bool insecure_skip_verify = false;
@@ -116,18 +116,37 @@ struct ServerResponse {
   int status = 200;
   std::string content_type = "text/plain; charset=utf-8";
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;  // extra ones (Retry-After, say)
 };
 
 using Handler = std::function<ServerResponse(const ServerRequest&)>;
 
+// What one listener lets a client take. Every request path is reachable from
+// the pod network, where the agent (an attacker already inside a Pod) lives:
+// a slow or large request is refused with a status, never waited for.
+struct ServerLimits {
+  std::chrono::seconds head_timeout{10};  // request line + headers, else 408
+  std::chrono::seconds body_timeout{10};  // the body after its head, else 408
+  std::chrono::seconds idle_timeout{30};  // a kept-alive connection between requests
+  std::chrono::seconds write_timeout{10};
+  std::size_t head_bytes_max = 8 * 1024;   // else 431
+  std::size_t body_bytes_max = 64 * 1024;  // declared or read, else 413 (before reading it)
+  std::size_t connections_max = 256;       // open at once, else 503 + Retry-After
+  std::size_t handler_threads = 4;         // handlers run here, never on the I/O thread
+};
+
 class Server {
  public:
   virtual ~Server() = default;
+  // Stops accepting, closes every connection, waits for running handlers.
   virtual void stop() = 0;
+  virtual int port() const = 0;  // the bound port (useful with port 0)
 };
 
-// Listens on address "host:port" (port 0 is not supported by the transport;
-// pick a port). Throws TransportError when the port cannot be bound.
-std::unique_ptr<Server> make_server(const std::string& address, Handler handler);
+// Listens on address "host:port" with its own I/O thread and handler threads
+// (Boost.Beast; cpprestsdk stays the client). Throws TransportError when the
+// port cannot be bound.
+std::unique_ptr<Server> make_server(const std::string& address, Handler handler,
+                                    const ServerLimits& limits = {});
 
 }  // namespace hb::http

@@ -1,7 +1,6 @@
-// cpprestsdk + OpenSSL implementation of hb::http. The only file that knows
-// about cpprestsdk; everything else talks to hb::http::Client and Server.
+// cpprestsdk + OpenSSL implementation of hb::http::Client. The only file that
+// knows about cpprestsdk; the server side is Boost.Beast (http_server.cpp).
 #include <cpprest/http_client.h>
-#include <cpprest/http_listener.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 
@@ -197,74 +196,10 @@ class CpprestClient final : public Client {
   std::map<std::string, std::shared_ptr<cclient::http_client>> clients_;
 };
 
-class CpprestServer final : public Server {
- public:
-  CpprestServer(const std::string& address, Handler handler)
-      : listener_("http://" + address), handler_(std::move(handler)) {
-    listener_.support([this](chttp::http_request req) { handle(std::move(req)); });
-    try {
-      listener_.open().wait();
-    } catch (const std::exception& e) {
-      throw TransportError(TransportError::Kind::kConnect,
-                           "cannot listen on " + address + ": " + e.what());
-    }
-  }
-
-  ~CpprestServer() override { stop(); }
-
-  void stop() override {
-    std::lock_guard lock(mutex_);
-    if (stopped_) return;
-    stopped_ = true;
-    try {
-      listener_.close().wait();
-    } catch (const std::exception&) {
-      // Closing a listener that failed half-way has nothing left to release.
-    }
-  }
-
- private:
-  void handle(chttp::http_request req) {
-    ServerRequest in;
-    in.method = req.method();
-    in.path = web::uri::decode(req.relative_uri().path());
-    in.query = req.relative_uri().query();
-    in.headers = lower_headers(req.headers());
-    ServerResponse out;
-    try {
-      auto bytes = req.extract_vector().get();
-      in.body.assign(bytes.begin(), bytes.end());
-      out = handler_(in);
-    } catch (const std::exception& e) {
-      out.status = 500;
-      out.content_type = "application/json";
-      out.body = R"({"error":"internal error"})";
-    }
-    chttp::http_response resp(static_cast<chttp::status_code>(out.status));
-    resp.set_body(out.body, out.content_type);
-    req.reply(resp).then([](pplx::task<void> t) {
-      try {
-        t.get();
-      } catch (const std::exception&) {
-        // The peer went away before the reply; nothing to do.
-      }
-    });
-  }
-
-  web::http::experimental::listener::http_listener listener_;
-  Handler handler_;
-  std::mutex mutex_;
-  bool stopped_ = false;
-};
-
 }  // namespace
 
 std::unique_ptr<Client> make_client(const ClientOptions& options) {
   return std::make_unique<CpprestClient>(options);
-}
-
-std::unique_ptr<Server> make_server(const std::string& address, Handler handler) {
-  return std::make_unique<CpprestServer>(address, std::move(handler));
 }
 
 }  // namespace hb::http

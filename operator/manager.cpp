@@ -139,7 +139,10 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
          {config.health_address, config.metrics_address, config.wakeup_address}) {
       if (address.empty() || bound[address]) continue;
       bound[address] = true;
-      servers.push_back(http::make_server(address, handler(address)));
+      http::ServerLimits limits;
+      // Only the wakeup endpoint takes a body; GETs of metrics and health none.
+      limits.body_bytes_max = address == config.wakeup_address ? kWakeupBodyBytesMax : 0;
+      servers.push_back(http::make_server(address, handler(address), limits));
       spdlog::info("event=listening address={}", address);
     }
   } catch (const std::exception& e) {

@@ -1,0 +1,316 @@
+// hb::http::make_server on Boost.Beast: one I/O thread per listener reads and
+// writes every connection without blocking; handlers run on the listener's
+// own small thread pool (never the Kubernetes client's), so a slow handler
+// never stops the reading, and a slow client never holds a handler thread.
+// Every read has a deadline and a size cap; over the cap on connections the
+// excess is answered 503 and closed.
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
+#include <thread>
+
+#include "kube/http.h"
+#include "kube/http_server_util.h"
+
+namespace hb::http {
+
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+constexpr std::chrono::milliseconds kAcceptRetryDelay{100};  // after EMFILE and the like
+constexpr int kRetryAfterSeconds = 1;
+
+// What every connection of one listener shares; outlives them all (the
+// listener destroys its io_context, and with it every session, first).
+struct ListenerContext {
+  std::string address;
+  Handler handler;
+  ServerLimits limits;
+  asio::thread_pool* handlers = nullptr;
+  std::atomic<std::size_t> connections{0};
+  RefusalLog refusals;
+};
+
+ServerRequest to_server_request(bhttp::request<bhttp::string_body>&& in) {
+  ServerRequest out;
+  out.method = std::string(in.method_string());
+  Target target = split_target(std::string_view(in.target().data(), in.target().size()));
+  out.path = std::move(target.path);
+  out.query = std::move(target.query);
+  for (const auto& field : in) {
+    std::string name(field.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.headers.emplace(std::move(name), std::string(field.value()));  // first one wins
+  }
+  out.body = std::move(in.body());
+  return out;
+}
+
+ServerResponse call_handler(const Handler& handler, const ServerRequest& request) {
+  try {
+    return handler(request);
+  } catch (const std::exception&) {
+    ServerResponse out;
+    out.status = 500;
+    out.content_type = "application/json";
+    out.body = refusal_body("internal error");
+    return out;
+  }
+}
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, ListenerContext& context)
+      : socket_(std::move(socket)), deadline_(socket_.get_executor()), context_(context) {}
+  ~Session() { context_.connections.fetch_sub(1); }
+
+  void start(bool over_capacity) {
+    if (over_capacity) {
+      refuse(503, "too many connections to " + context_.address + "; retry later");
+      return;
+    }
+    read_head(context_.limits.head_timeout);
+  }
+
+ private:
+  const ServerLimits& limits() const { return context_.limits; }
+
+  // A deadline cancels the operation in flight rather than closing the
+  // socket, so a slow client still hears why (408) before the close.
+  void arm(std::chrono::seconds timeout) {
+    timed_out_ = false;
+    deadline_.expires_after(timeout);
+    deadline_.async_wait([weak = weak_from_this()](beast::error_code ec) {
+      auto self = weak.lock();
+      if (ec || !self) return;
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->socket_.cancel(ignored);
+    });
+  }
+
+  bool expired(beast::error_code ec) {
+    deadline_.cancel();
+    return timed_out_ && ec == asio::error::operation_aborted;
+  }
+
+  void read_head(std::chrono::seconds timeout) {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(limits().head_bytes_max));
+    parser_->body_limit(limits().body_bytes_max);
+    arm(timeout);
+    bhttp::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_head(ec); });
+  }
+
+  void on_head(beast::error_code ec) {
+    if (expired(ec)) {
+      // Quiet between two requests is a client done with us; quiet inside a
+      // head is a slow one.
+      if (buffer_.size() == 0 && requests_ > 0) return close();
+      return refuse(408, "the request head took longer than " +
+                             std::to_string(limits().head_timeout.count()) + "s");
+    }
+    if (ec == bhttp::error::header_limit) {
+      return refuse(
+          431, "request head larger than " + std::to_string(limits().head_bytes_max) + " bytes");
+    }
+    // A declared Content-Length over the cap fails the head already.
+    if (ec == bhttp::error::body_limit) return refuse_large_body();
+    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
+        ec == asio::error::connection_reset) {
+      return close();
+    }
+    if (ec) return refuse(400, "malformed request: " + ec.message());
+    const auto declared = parser_->content_length();
+    if (declared && *declared > limits().body_bytes_max) return refuse_large_body();
+    arm(limits().body_timeout);
+    bhttp::async_read(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
+  }
+
+  void on_body(beast::error_code ec) {
+    if (expired(ec)) {
+      return refuse(408, "the request body took longer than " +
+                             std::to_string(limits().body_timeout.count()) + "s");
+    }
+    if (ec == bhttp::error::body_limit) return refuse_large_body();
+    if (ec) return close();
+    ++requests_;
+    const bool keep_alive = parser_->keep_alive();
+    auto request = std::make_shared<ServerRequest>(to_server_request(parser_->release()));
+    asio::post(*context_.handlers, [self = shared_from_this(), request, keep_alive] {
+      ServerResponse out = call_handler(self->context_.handler, *request);
+      asio::post(self->socket_.get_executor(), [self, out = std::move(out), keep_alive]() mutable {
+        self->write(std::move(out), keep_alive);
+      });
+    });
+  }
+
+  void refuse_large_body() {
+    refuse(413, "request body larger than " + std::to_string(limits().body_bytes_max) + " bytes");
+  }
+
+  void refuse(int status, const std::string& why) {
+    if (auto folded = context_.refusals.should_log(status, std::chrono::steady_clock::now())) {
+      spdlog::warn("event=http_refused address={} status={} count={} reason=\"{}\"",
+                   context_.address, status, *folded, why);
+    }
+    ServerResponse out;
+    out.status = status;
+    out.content_type = "application/json";
+    out.body = refusal_body(why);
+    if (status == 503) out.headers.emplace_back("Retry-After", std::to_string(kRetryAfterSeconds));
+    write(std::move(out), /*keep_alive=*/false);
+  }
+
+  void write(ServerResponse out, bool keep_alive) {
+    auto response = std::make_shared<bhttp::response<bhttp::string_body>>(
+        static_cast<bhttp::status>(out.status), 11);
+    response->set(bhttp::field::content_type, out.content_type);
+    for (const auto& [name, value] : out.headers) {
+      if (!unsafe_header_value(name) && !unsafe_header_value(value)) response->set(name, value);
+    }
+    response->body() = std::move(out.body);
+    response->keep_alive(keep_alive);
+    response->prepare_payload();
+    arm(limits().write_timeout);
+    bhttp::async_write(socket_, *response,
+                       [self = shared_from_this(), response](beast::error_code ec, std::size_t) {
+                         self->deadline_.cancel();
+                         if (ec || !response->keep_alive()) return self->close();
+                         self->read_head(self->limits().idle_timeout);
+                       });
+  }
+
+  void close() {
+    deadline_.cancel();
+    beast::error_code ignored;
+    socket_.shutdown(tcp::socket::shutdown_both, ignored);
+    socket_.close(ignored);
+  }
+
+  tcp::socket socket_;
+  asio::steady_timer deadline_;
+  bool timed_out_ = false;
+  ListenerContext& context_;
+  beast::flat_buffer buffer_;
+  std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
+  int requests_ = 0;
+};
+
+tcp::endpoint parse_endpoint(const std::string& address) {
+  const std::size_t colon = address.rfind(':');
+  if (colon == std::string::npos) {
+    throw TransportError(TransportError::Kind::kConnect,
+                         "cannot listen on \"" + address + "\": want host:port");
+  }
+  std::string host = address.substr(0, colon);
+  if (host.empty()) host = "0.0.0.0";
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  beast::error_code ec;
+  const auto ip = asio::ip::make_address(host, ec);
+  int port = -1;
+  try {
+    port = std::stoi(address.substr(colon + 1));
+  } catch (const std::exception&) {
+  }
+  if (ec || port < 0 || port > 65535) {
+    throw TransportError(TransportError::Kind::kConnect,
+                         "cannot listen on \"" + address + "\": want IP:port (0.0.0.0:8080)");
+  }
+  return {ip, static_cast<unsigned short>(port)};
+}
+
+class BeastServer final : public Server {
+ public:
+  BeastServer(const std::string& address, Handler handler, const ServerLimits& limits)
+      : pool_(std::max<std::size_t>(limits.handler_threads, 1)),
+        acceptor_(ioc_),
+        retry_timer_(ioc_) {
+    context_.address = address;
+    context_.handler = std::move(handler);
+    context_.limits = limits;
+    context_.handlers = &pool_;
+    open(parse_endpoint(address));
+    accept();
+    io_thread_ = std::thread([this] { ioc_.run(); });
+  }
+
+  ~BeastServer() override { stop(); }
+
+  void stop() override {
+    if (stopped_.exchange(true)) return;
+    asio::post(ioc_, [this] {
+      beast::error_code ignored;
+      acceptor_.close(ignored);
+    });
+    ioc_.stop();
+    if (io_thread_.joinable()) io_thread_.join();
+    pool_.join();
+  }
+
+  int port() const override { return port_; }
+
+ private:
+  void open(const tcp::endpoint& endpoint) {
+    beast::error_code ec;
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      throw TransportError(TransportError::Kind::kConnect,
+                           "cannot listen on " + context_.address + ": " + ec.message());
+    }
+    port_ = acceptor_.local_endpoint().port();
+  }
+
+  void accept() {
+    acceptor_.async_accept(ioc_, [this](beast::error_code ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted) return;
+      if (ec) {  // out of descriptors, say: try again shortly rather than spin
+        retry_timer_.expires_after(kAcceptRetryDelay);
+        retry_timer_.async_wait([this](beast::error_code wait_ec) {
+          if (!wait_ec) accept();
+        });
+        return;
+      }
+      const bool over = context_.connections.fetch_add(1) >= context_.limits.connections_max;
+      std::make_shared<Session>(std::move(socket), context_)->start(over);
+      accept();
+    });
+  }
+
+  // Destroyed in reverse: the io_context (and every session) before the
+  // context they point to.
+  ListenerContext context_;
+  asio::thread_pool pool_;
+  asio::io_context ioc_;
+  tcp::acceptor acceptor_;
+  asio::steady_timer retry_timer_;
+  std::thread io_thread_;
+  std::atomic<bool> stopped_{false};
+  int port_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Server> make_server(const std::string& address, Handler handler,
+                                    const ServerLimits& limits) {
+  return std::make_unique<BeastServer>(address, std::move(handler), limits);
+}
+
+}  // namespace hb::http
