@@ -162,6 +162,9 @@ class OperatorProcess {
     return client->send(r);
   }
   bool ready() { return get(health_port_, "/readyz") == "ok"; }
+  int metrics_port() const { return metrics_port_; }
+  int health_port() const { return health_port_; }
+  int wakeup_port() const { return wakeup_port_; }
   double metric(const std::string& line_prefix) {
     const std::string text = get(metrics_port_, "/metrics");
     size_t pos = 0;

@@ -2,10 +2,13 @@
 // garbage-collector controllers) and a fake kubelet.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "controllers/json_util.h"
 #include "controllers/schedule/run_name.h"
 #include "controllers/schedule/utc_time.h"
 #include "tests/integration/operator/harness.h"
+#include "tests/support/raw_client.h"
 
 namespace hb::testing {
 namespace {
@@ -478,6 +481,58 @@ TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
   ASSERT_TRUE(wait_until([&] { return run_phase(cb, "Succeeded"); }, 30s));
   EXPECT_EQ(run(cb)["spec"]["invocationSource"], "callback");
   EXPECT_EQ(runs_of("nu").size(), 2u);
+}
+
+long rss_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// The attack from the pod network: clients on every port hold a
+// request head open with a promised body that never comes, and one declares
+// a 1 GiB body. The operator keeps answering, reconciling and its memory.
+TEST_F(OperatorTest, SlowAndLargeClientsDoNotStallTheOperator) {
+  constexpr int kSlowClientsPerPort = 60;
+  constexpr long kBigBodyGrowthKibMax = 64 * 1024;  // the bound
+  start_kubelet([](const json&) { return finishes_with(0.1); });
+  start_operator();
+  ASSERT_TRUE(wait_until([&] { return operator_->ready(); }, 30s));
+  std::vector<std::unique_ptr<test_support::RawClient>> slow;
+  for (int port : {operator_->health_port(), operator_->metrics_port(), operator_->wakeup_port()}) {
+    for (int i = 0; i < kSlowClientsPerPort; ++i) {
+      slow.push_back(std::make_unique<test_support::RawClient>(port));
+      // A head never finished; on the wakeup port, a body promised and never sent.
+      slow.back()->send(port == operator_->wakeup_port()
+                            ? "POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n"
+                            : "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+    }
+  }
+  const long rss_before = rss_kib(operator_->pid());
+  test_support::RawClient big(operator_->wakeup_port());
+  big.send("POST /api/v1/namespaces/" + ns_ +
+           "/agents/a/wakeup HTTP/1.1\r\nHost: x\r\nContent-Length: 1073741824\r\n\r\n");
+  big.send(std::string(4 << 20, 'x'));  // the server may have closed already
+  EXPECT_EQ(test_support::status_of(big.read_all()), 413);
+  EXPECT_EQ(operator_->get(operator_->health_port(), "/healthz"), "ok");
+  json manifest = agent_manifest("sc", {{"prompt", "Heartbeat."}});
+  manifest["metadata"]["annotations"] = {{"heartbeat.dev/invoke", "while under attack"}};
+  create_agent(manifest);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto runs = runs_of("sc");
+        return runs.size() == 1 && string_at(runs[0], "status/phase") == "Succeeded";
+      },
+      60s));
+  const long growth = rss_kib(operator_->pid()) - rss_before;
+  std::printf("[ edge ] RSS growth after a 1 GiB body and %zu slow clients: %ld KiB\n", slow.size(),
+              growth);
+  EXPECT_LT(growth, kBigBodyGrowthKibMax);
+  EXPECT_EQ(test_support::status_of(slow.front()->read_all()), 408);
+  EXPECT_EQ(test_support::status_of(slow.back()->read_all()), 408);
 }
 
 TEST_F(OperatorTest, SigtermShutsDownCleanly) {
