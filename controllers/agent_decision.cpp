@@ -100,11 +100,10 @@ Condition make_condition(const Conditions& existing, std::string_view type, bool
                    std::string(reason), std::string(message)};
 }
 
-std::string invoke_run_name(const AgentSpec& agent, std::string_view reason,
-                            std::string_view resource_version) {
-  const std::string hash =
-      short_hash(agent.uid + "/" + std::string(reason) + "/" + std::string(resource_version));
-  return derived_name(agent.name, "invoke-" + hash);
+std::string invoke_run_name(const AgentSpec& agent, std::string_view value) {
+  // The value alone names the run: a pass repeated after a failed annotation
+  // removal (a 409, a crash) finds the run it made instead of making another.
+  return derived_name(agent.name, "invoke-" + long_hash(agent.uid + "/" + std::string(value)));
 }
 
 Json make_run_object(const AgentSpec& agent, std::string_view source, std::string_view name,
@@ -254,6 +253,12 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
     return a->view->created != b->view->created ? a->view->created < b->view->created
                                                 : a->view->name < b->view->name;
   });
+  // Later queued callbacks fold into the first: they never start.
+  d.coalesce = coalesce_callbacks(queued);
+  std::erase_if(queued, [&](const RunObservation* q) {
+    return std::any_of(d.coalesce.begin(), d.coalesce.end(),
+                       [&](const Coalescing& c) { return c.run == q->view->name; });
+  });
   if (valid && spec.schedule) {
     const schedule::SlotDecision slot = schedule::decide_slot(
         *spec.schedule, spec.created, last_scheduled, spec.starting_deadline_seconds, now);
@@ -335,9 +340,8 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   // 5. Manual invocation by annotation.
   if (view.invoke && !spec.deleting) {
     const std::string& reason = *view.invoke;
-    d.invoke_run =
-        RunRequest{invoke_run_name(spec, reason, view.resource_version), kSourceManual,
-                   std::nullopt, reason.empty() ? "kubectl annotate heartbeat.dev/invoke" : reason};
+    d.invoke_run = RunRequest{invoke_run_name(spec, reason), kSourceManual, std::nullopt,
+                              reason.empty() ? "kubectl annotate heartbeat.dev/invoke" : reason};
   }
 
   // 6. History: keep historyLimits finished runs whose cost is recorded.

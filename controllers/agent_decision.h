@@ -14,6 +14,7 @@
 #include "controllers/agent_spec.h"
 #include "controllers/agent_status.h"
 #include "controllers/agent_view.h"
+#include "controllers/coalesce.h"
 #include "controllers/event.h"
 #include "controllers/json_util.h"
 #include "controllers/run_status.h"
@@ -73,6 +74,7 @@ struct AgentDecision {
   std::optional<RunRequest> invoke_run;  // a manual run asked for by annotation
   std::optional<std::string> start_run;  // a Queued run to start now (Job)
   std::vector<std::string> mark;         // write final status + costRecorded after the status
+  std::vector<Coalescing> coalesce;      // queued callback runs folded into an earlier one
   std::map<std::string, std::string> queued_messages;  // Queued runs: why they wait
   std::vector<std::string> delete_runs;                // beyond historyLimits
   std::vector<Event> events;
@@ -101,7 +103,6 @@ Condition make_condition(const Conditions& existing, std::string_view type, bool
 bool monthly_budget_spent(const AgentView& agent, TimePoint now);
 
 // Deterministic name for the manual run an invoke annotation asks for.
-std::string invoke_run_name(const AgentSpec& agent, std::string_view reason,
-                            std::string_view resource_version);
+std::string invoke_run_name(const AgentSpec& agent, std::string_view value);
 
 }  // namespace hb::controllers

@@ -19,6 +19,17 @@ std::string short_hash(std::string_view text) {
   return std::string(buffer, kNameHashChars);
 }
 
+std::string long_hash(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash));
+  return std::string(buffer, 16);
+}
+
 namespace {
 
 std::string trim_dashes(std::string text) {

@@ -54,5 +54,9 @@ std::string service_account_name(std::string_view agent_name);  // also Role and
 
 // 8 lowercase hex digits of FNV-1a 32.
 std::string short_hash(std::string_view text);
+// 16 hex chars (FNV-1a 64): for names where distinct inputs must stay
+// distinct among many (idempotency keys), not only readable.
+std::string long_hash(std::string_view text);
+inline constexpr const char* kAnnotationIdempotencyKey = "heartbeat.dev/idempotency-key";
 
 }  // namespace hb::controllers

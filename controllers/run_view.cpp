@@ -51,6 +51,7 @@ RunView view_run(const Json& run) {
   v.uid = string_view_at(metadata, "uid");
   v.agent_name = string_view_at(spec, "agentRef/name");
   v.source = string_view_at(spec, "invocationSource", kSourceManual);
+  v.trigger_detail = string_view_at(spec, "triggerDetail");
   v.scheduled_time = time_at(spec, "scheduledTime");
   v.created = time_at(metadata, "creationTimestamp").value_or(TimePoint{});
   v.cancel = bool_at(spec, "cancel");

@@ -31,7 +31,8 @@ struct RunUsage {
 struct RunView {
   std::string name, ns, uid;
   std::string agent_name;
-  std::string source;  // scheduler | manual | callback
+  std::string source;          // scheduler | manual | callback
+  std::string trigger_detail;  // spec.triggerDetail: the annotation's or the caller's reason
   std::optional<TimePoint> scheduled_time;
   TimePoint created{};
   bool cancel = false;

@@ -103,7 +103,7 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   });
   WakeupService wakeup(
       reconciler, [&token] { return token.get(); },
-      [&queue](const std::string& key) { queue.add(key); });
+      [&queue](const std::string& key) { queue.add(key); }, [&leader] { return leader.load(); });
 
   auto handler = [&](const std::string& address) {
     return [&, address](const http::ServerRequest& request) -> http::ServerResponse {

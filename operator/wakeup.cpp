@@ -4,6 +4,7 @@
 #include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
+#include "controllers/agent_decision.h"
 #include "controllers/names.h"
 #include "controllers/run_view.h"
 #include "controllers/text_util.h"
@@ -47,7 +48,7 @@ http::ServerResponse json_response(int status, const Json& body) {
   http::ServerResponse r;
   r.status = status;
   r.content_type = "application/json";
-  r.body = body.dump();
+  r.body = body.dump(-1, ' ', false, Json::error_handler_t::replace);
   return r;
 }
 
@@ -57,14 +58,67 @@ http::ServerResponse error(int status, const std::string& message) {
 
 }  // namespace
 
+std::string idempotency_key_problem(const std::string& key) {
+  if (key.empty() || key.size() > kIdempotencyKeyCharsMax) {
+    return "Idempotency-Key must be 1 to " + std::to_string(kIdempotencyKeyCharsMax) +
+           " characters (a UUID, say)";
+  }
+  for (unsigned char c : key) {
+    if (c < 0x20 || c > 0x7e) return "Idempotency-Key must be printable ASCII (a UUID, say)";
+  }
+  return "";
+}
+
+std::string idempotent_run_name(const std::string& agent_name, const std::string& agent_uid,
+                                const std::string& key) {
+  return controllers::derived_name(agent_name,
+                                   "callback-" + controllers::long_hash(agent_uid + "/" + key));
+}
+
+// A retried POST: the run its key named exists. Ours (same agent, same key):
+// 200 with it. Anything else under that name: 409.
+http::ServerResponse WakeupService::existing(const WakeupPath& path, const std::string& name,
+                                             const std::string& agent_uid, const std::string& key) {
+  Json run;
+  try {
+    run = reconciler_.get_run(path.ns, name);
+  } catch (const kube::ApiError& e) {
+    return error(502, "could not read run " + name + ": " + e.reason());
+  }
+  const std::string* stored_key = nullptr;
+  if (const Json* annotations = controllers::find_path(run, "metadata/annotations")) {
+    auto it = annotations->find(controllers::kAnnotationIdempotencyKey);
+    if (it != annotations->end() && it->is_string())
+      stored_key = &it->get_ref<const std::string&>();
+  }
+  bool owned = false;
+  if (const Json* owners = controllers::find_path(run, "metadata/ownerReferences")) {
+    for (const Json& o : *owners) owned = owned || controllers::string_at(o, "uid") == agent_uid;
+  }
+  if (stored_key == nullptr || *stored_key != key || !owned) {
+    return error(409, "run " + name + " exists and was not made for this Idempotency-Key");
+  }
+  spdlog::info("event=wakeup_repeated agent={}/{} run={}", path.ns, path.name, name);
+  return json_response(200, {{"run", name}, {"created", false}});
+}
+
 WakeupService::WakeupService(controllers::AgentReconciler& reconciler, TokenSource token,
-                             Enqueue enqueue)
-    : reconciler_(reconciler), token_(std::move(token)), enqueue_(std::move(enqueue)) {}
+                             Enqueue enqueue, IsLeader is_leader)
+    : reconciler_(reconciler),
+      token_(std::move(token)),
+      enqueue_(std::move(enqueue)),
+      is_leader_(std::move(is_leader)) {}
 
 http::ServerResponse WakeupService::handle(const http::ServerRequest& request) {
   auto path = parse_wakeup_path(request.path);
   if (!path) return error(404, "not found");
   if (request.method != "POST") return error(405, "use POST");
+  if (!is_leader_()) {
+    // Before the token: a standby makes no API call for anyone.
+    http::ServerResponse r = error(503, "this replica is a standby; retry (the leader acts)");
+    r.headers.emplace_back("Retry-After", std::to_string(kStandbyRetryAfterSeconds));
+    return r;
+  }
   const std::optional<std::string> expected = token_();
   if (!expected || expected->empty()) {
     return error(503, "the wakeup endpoint has no token configured (--wakeup-token-secret)");
@@ -78,40 +132,52 @@ http::ServerResponse WakeupService::handle(const http::ServerRequest& request) {
     return error(401, "wrong bearer token");
   }
   if (request.body.size() > kWakeupBodyBytesMax) return error(413, "body larger than 64 KiB");
+  std::string key;
+  if (auto it = request.headers.find("idempotency-key"); it != request.headers.end()) {
+    key = it->second;
+    if (std::string problem = idempotency_key_problem(key); !problem.empty()) {
+      return error(400, problem);
+    }
+  }
   std::string reason;
   if (!request.body.empty()) {
     Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded() || !body.is_object())
+    if (body.is_discarded() || !body.is_object()) {
       return error(400, "the body must be a JSON object");
+    }
     if (auto it = body.find("reason"); it != body.end()) {
       if (!it->is_string()) return error(400, "reason must be a string");
       reason = controllers::truncate_utf8(it->get<std::string>(), kWakeupReasonBytesMax);
     }
   }
-  std::lock_guard lock(mutex_);
   auto agent = reconciler_.agent(path->ns, path->name);
   if (!agent) return error(404, "agent " + path->ns + "/" + path->name + " not found");
-  for (const Json& run : reconciler_.runs_of(path->ns, path->name)) {
-    const controllers::RunView v = controllers::view_run(run);
-    if (v.phase == controllers::RunPhase::kQueued && v.job_name.empty() && !v.cancel) {
-      spdlog::info("event=wakeup_coalesced agent={}/{} run={}", path->ns, path->name, v.name);
-      return json_response(200, {{"run", v.name}, {"coalesced", true}});
-    }
-  }
+  return create(*path, *agent, reason, key);
+}
+
+http::ServerResponse WakeupService::create(const WakeupPath& path, const Json& agent,
+                                           const std::string& reason, const std::string& key) {
   const controllers::AgentSpec spec =
-      controllers::check_agent_spec(*agent, controllers::SpecEnvironment{}).spec;
-  Json run = controllers::make_run_object(
-      spec, controllers::kSourceCallback, "",
-      controllers::derived_name(path->name, "callback-", controllers::kObjectNameCharsMax - 5),
-      std::nullopt, reason.empty() ? "wakeup" : reason);
+      controllers::check_agent_spec(agent, controllers::SpecEnvironment{}).spec;
+  const std::string name =
+      key.empty()
+          ? controllers::derived_name(path.name, "callback-", controllers::kObjectNameCharsMax - 5)
+          : idempotent_run_name(path.name, spec.uid, key);
+  // Without a key the API server completes the name (generateName).
+  Json run = controllers::make_run_object(spec, controllers::kSourceCallback,
+                                          key.empty() ? "" : name, key.empty() ? name : "",
+                                          std::nullopt, reason.empty() ? "wakeup" : reason);
+  if (!key.empty()) run["metadata"]["annotations"][controllers::kAnnotationIdempotencyKey] = key;
   try {
-    Json created = reconciler_.create_run(path->ns, run);
-    const std::string name = controllers::string_at(created, "metadata/name");
-    enqueue_(controllers::object_key(path->ns, path->name));
-    spdlog::info("event=wakeup agent={}/{} run={}", path->ns, path->name, name);
-    return json_response(201, {{"run", name}, {"coalesced", false}});
+    Json created = reconciler_.create_run(path.ns, run);
+    const std::string created_name = controllers::string_at(created, "metadata/name");
+    enqueue_(controllers::object_key(path.ns, path.name));
+    spdlog::info("event=wakeup agent={}/{} run={}", path.ns, path.name, created_name);
+    return json_response(201, {{"run", created_name}, {"created", true}});
   } catch (const kube::ApiError& e) {
-    spdlog::warn("event=wakeup_failed agent={}/{} error=\"{}\"", path->ns, path->name, e.what());
+    if (!key.empty() && e.kind() == kube::ErrorKind::kAlreadyExists)
+      return existing(path, name, spec.uid, key);
+    spdlog::warn("event=wakeup_failed agent={}/{} error=\"{}\"", path.ns, path.name, e.what());
     return error(502, "could not create the run: " + e.reason());
   }
 }

@@ -145,6 +145,8 @@ void describe_operator_metrics(Metrics& m) {
   m.describe("leader_election_master_status", "gauge",
              "1 while this replica is the leader, else 0.");
   m.describe("heartbeat_runs_total", "counter", "HeartbeatRuns finished, by final phase.");
+  m.describe("heartbeat_runs_coalesced_total", "counter",
+             "Callback runs folded into an earlier queued callback run (wakeup coalescing).");
   m.describe("heartbeat_runs_started_total", "counter",
              "HeartbeatRuns started (Job created), by source.");
   m.describe("heartbeat_cost_cents_total", "counter",

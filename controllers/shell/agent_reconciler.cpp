@@ -72,6 +72,12 @@ std::vector<Json> AgentReconciler::runs_of(const std::string& ns, const std::str
   });
 }
 
+Json AgentReconciler::get_run(const std::string& ns, const std::string& name) {
+  Json run = client_->get(res::kHeartbeatRuns, ns, name);
+  overlay_.put(kKindRuns, run);
+  return run;
+}
+
 Json AgentReconciler::create_run(const std::string& ns, const Json& run) {
   Json created = client_->create(res::kHeartbeatRuns, ns, run);
   count_write(kWriteRunCreate);
@@ -169,6 +175,68 @@ void AgentReconciler::write_run_status(const Json& run, const Json& status, bool
       updated = client_->merge_patch(res::kHeartbeatRuns, ns, name, patch);
       count_write(kWriteRunLabel);
       overlay_.put(kKindRuns, updated);
+    }
+  }
+}
+
+// The kept run records what folds into it before each folded run ends, so a
+// crash in between loses no wakeup's reason (the record is by run name).
+void AgentReconciler::write_coalesced(const std::string& ns, const std::string& agent_name,
+                                      const std::vector<Json>& runs,
+                                      const std::vector<Coalescing>& folds, TimePoint now) {
+  auto find = [&](const std::string& run_name) -> const Json* {
+    for (const Json& r : runs) {
+      if (name_of(r) == run_name) return &r;
+    }
+    return nullptr;
+  };
+  std::map<std::string, std::vector<Coalescing>> by_kept;
+  for (const Coalescing& c : folds) by_kept[c.into].push_back(c);
+  for (const auto& [into, group] : by_kept) {
+    const Json* kept = find(into);
+    if (kept == nullptr) continue;
+    const Json* stored = find_path(*kept, "status");
+    Json status = stored != nullptr && stored->is_object() ? *stored : Json::object();
+    status["coalesced"] = coalesced_record(status, group);
+    write_run_status(*kept, status, false);
+    for (const Coalescing& c : group) {
+      const Json* run = find(c.run);
+      if (run == nullptr) continue;
+      const Json* run_status = find_path(*run, "status");
+      write_run_status(
+          *run, coalesced_final_status(run_status ? *run_status : Json::object(), into, now), true);
+      metrics_.counter_add("heartbeat_runs_coalesced_total", {});
+      spdlog::info("event=wakeup_coalesced agent={}/{} run={} into={}", ns, agent_name, c.run,
+                   into);
+    }
+  }
+}
+
+// Conditional on the Agent's version (an annotation set again meanwhile is a
+// new request); a 409 is retried once against a fresh read, then left to the
+// next pass, which re-derives the same run name and makes no second run.
+Json AgentReconciler::remove_invoke_annotation(const std::string& ns, const std::string& name,
+                                               const Json& agent) {
+  auto invoke_value = [](const Json& object) {
+    const Json* annotations = find_path(object, "metadata/annotations");
+    return annotations != nullptr && annotations->is_object()
+               ? annotations->value(kAnnotationInvoke, Json())
+               : Json();
+  };
+  const Json value = invoke_value(agent);
+  std::string version = string_at(agent, "metadata/resourceVersion");
+  for (int attempt = 0;; ++attempt) {
+    Json patch = {
+        {"metadata",
+         {{"resourceVersion", version}, {"annotations", {{kAnnotationInvoke, nullptr}}}}}};
+    try {
+      return client_->merge_patch(res::kAgents, ns, name, patch);
+    } catch (const ApiError& e) {
+      if (!is(e, ErrorKind::kConflict) || attempt > 0) throw;
+      const Json fresh = client_->get(res::kAgents, ns, name);
+      if (invoke_value(fresh) != value)
+        return fresh;  // removed, or a new value: the next pass handles it
+      version = string_at(fresh, "metadata/resourceVersion");
     }
   }
 }
@@ -447,11 +515,14 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
       create_run(ns, make_run_object(spec, *d.invoke_run));
     } catch (const ApiError& e) {
       if (!is(e, ErrorKind::kAlreadyExists)) throw;
+      record_event(agent, nullptr,
+                   {EventTarget::kAgent, name, false, "InvokeAlreadyRun",
+                    "run " + d.invoke_run->name +
+                        " was made for this heartbeat.dev/invoke value already; set a new value "
+                        "to invoke again"},
+                   now);
     }
-    Json patch = {{"metadata",
-                   {{"resourceVersion", string_at(agent, "metadata/resourceVersion")},
-                    {"annotations", {{kAnnotationInvoke, nullptr}}}}}};
-    Json updated = client_->merge_patch(res::kAgents, ns, name, patch);
+    Json updated = remove_invoke_annotation(ns, name, agent);
     count_write(kWriteAgentAnnotation);
     overlay_.put(kKindAgents, updated);
     agent["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"];
@@ -494,6 +565,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   }
 
   record_events(EventTarget::kRun);
+  write_coalesced(ns, name, runs, d.coalesce, now);
 
   // 5. Start the next run.
   bool blocked = false;

@@ -83,8 +83,14 @@ class AgentReconciler {
   std::optional<Json> agent(const std::string& ns, const std::string& name);
   // Creates a run and remembers it (read-your-writes).
   Json create_run(const std::string& ns, const Json& run);
+  // Reads a run from the API server (after an AlreadyExists, say).
+  Json get_run(const std::string& ns, const std::string& name);
 
  private:
+  Json remove_invoke_annotation(const std::string& ns, const std::string& name, const Json& agent);
+  void write_coalesced(const std::string& ns, const std::string& agent_name,
+                       const std::vector<Json>& runs, const std::vector<Coalescing>& folds,
+                       TimePoint now);
   // The heartbeat prompt; nullopt with `missing` set when the Agent names a
   // ConfigMap or key that does not exist (the run fails PromptNotFound).
   // Other API errors (429, 5xx, timeouts) propagate: the pass is retried and

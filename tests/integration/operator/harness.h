@@ -150,7 +150,8 @@ class OperatorProcess {
     last_status_ = resp.status;
     return resp.body;
   }
-  http::Response post(const std::string& path, const std::string& body, const std::string& token) {
+  http::Response post(const std::string& path, const std::string& body, const std::string& token,
+                      const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     auto client = http::make_client({});
     http::Request r;
     r.method = "POST";
@@ -158,6 +159,7 @@ class OperatorProcess {
     r.body = body;
     r.headers.push_back({"Content-Type", "application/json"});
     if (!token.empty()) r.headers.push_back({"Authorization", "Bearer " + token});
+    r.headers.insert(r.headers.end(), headers.begin(), headers.end());
     r.timeout = 5s;
     return client->send(r);
   }

@@ -43,13 +43,18 @@ class OperatorTest : public ::testing::Test {
     }
   }
 
-  void start_operator(std::vector<std::string> extra = {}) {
+  std::vector<std::string> operator_args(const std::vector<std::string>& extra = {}) const {
     std::vector<std::string> args = {
         "--namespace=" + ns_,      "--leader-election-namespace=" + ns_,
         "--leader-election-id=op", "--wakeup-token-secret=llm",
         "--stall-timeout=10",      "--runner-image=runner:test",
         "--log-level=debug"};
     args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+
+  void start_operator(std::vector<std::string> extra = {}) {
+    const std::vector<std::string> args = operator_args(extra);
     const std::string log =
         env("HB_OPERATOR_LOG", env("HB_BUILD_DIR", ".") + "/Testing/operator-" + ns_ + ".log");
     operator_ = std::make_unique<OperatorProcess>(args, log);
@@ -459,28 +464,50 @@ TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
       },
       10s));
   const std::string path = "/api/v1/namespaces/" + ns_ + "/agents/nu/wakeup";
+  const std::string token = "s3cret-token";
   EXPECT_EQ(operator_->post(path, "{}", "").status, 401);
   EXPECT_EQ(operator_->post(path, "{}", "wrong").status, 401);
-  EXPECT_EQ(operator_->post(path, "{not json", "s3cret-token").status, 400);
+  EXPECT_EQ(operator_->post(path, "{not json", token).status, 400);
+  EXPECT_EQ(operator_->post(path, "{}", token, {{"Idempotency-Key", std::string(129, 'k')}}).status,
+            400);
   EXPECT_EQ(
-      operator_->post("/api/v1/namespaces/" + ns_ + "/agents/ghost/wakeup", "{}", "s3cret-token")
-          .status,
+      operator_->post("/api/v1/namespaces/" + ns_ + "/agents/ghost/wakeup", "{}", token).status,
       404);
   EXPECT_EQ(runs_of("nu").size(), 1u);  // nothing created by the bad calls
-  // The callback run must queue behind an active run to be coalesced into,
-  // so wait until the annotation's run has left Queued (it runs for 6 s).
+  // Callback runs queue behind the annotation's run (it runs for 6 s).
   const std::string manual = runs_of("nu")[0]["metadata"]["name"];
   ASSERT_TRUE(wait_until([&] { return run_phase(manual, "Running"); }, 20s));
-  http::Response first = operator_->post(path, R"({"reason":"webhook fired"})", "s3cret-token");
+  http::Response first = operator_->post(path, R"({"reason":"webhook fired"})", token,
+                                         {{"Idempotency-Key", "delivery-1"}});
   EXPECT_EQ(first.status, 201) << first.body;
-  http::Response second = operator_->post(path, R"({"reason":"again"})", "s3cret-token");
-  EXPECT_EQ(second.status, 200) << second.body;
-  EXPECT_EQ(json::parse(second.body)["coalesced"], true);
-  EXPECT_EQ(json::parse(second.body)["run"], json::parse(first.body)["run"]);
+  // A retried delivery: the same run, not another.
+  http::Response retried = operator_->post(path, R"({"reason":"webhook fired"})", token,
+                                           {{"Idempotency-Key", "delivery-1"}});
+  EXPECT_EQ(retried.status, 200) << retried.body;
+  EXPECT_EQ(json::parse(retried.body)["run"], json::parse(first.body)["run"]);
+  EXPECT_EQ(json::parse(retried.body)["created"], false);
+  // A second wakeup while the first is queued folds into it in the reconcile.
+  http::Response second = operator_->post(path, R"({"reason":"again"})", token);
+  EXPECT_EQ(second.status, 201) << second.body;
   const std::string cb = json::parse(first.body)["run"];
+  const std::string folded = json::parse(second.body)["run"];
+  ASSERT_TRUE(wait_until([&] { return run_phase(folded, "Cancelled"); }, 20s));
+  EXPECT_EQ(string_at(run(folded), "status/reason"), "Coalesced");
+  EXPECT_EQ(run(folded)["status"]["costRecorded"], true);
   ASSERT_TRUE(wait_until([&] { return run_phase(cb, "Succeeded"); }, 30s));
   EXPECT_EQ(run(cb)["spec"]["invocationSource"], "callback");
-  EXPECT_EQ(runs_of("nu").size(), 2u);
+  EXPECT_EQ(run(cb)["status"]["coalesced"]["count"], 1);
+  EXPECT_EQ(run(cb)["status"]["coalesced"]["runs"][0]["reason"], "again");
+  EXPECT_EQ(runs_of("nu").size(), 3u);
+  EXPECT_EQ(operator_->metric("heartbeat_runs_coalesced_total"), 1);
+  // A standby replica acts on nothing: 503 with Retry-After, no run.
+  OperatorProcess standby(operator_args(), operator_->log_path() + ".standby");
+  standby.start();
+  ASSERT_TRUE(wait_until([&] { return standby.ready(); }, 30s));
+  http::Response refused = standby.post(path, "{}", token);
+  EXPECT_EQ(refused.status, 503) << refused.body;
+  EXPECT_EQ(refused.header("retry-after"), "2");
+  EXPECT_EQ(runs_of("nu").size(), 3u);
 }
 
 long rss_kib(pid_t pid) {

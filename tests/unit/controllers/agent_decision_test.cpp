@@ -447,9 +447,14 @@ TEST(AgentDecision, InvokeAnnotationAsksForAManualRunWithAStableName) {
   EXPECT_EQ(run["metadata"]["name"], d1.invoke_run->name);
   EXPECT_EQ(run["metadata"]["ownerReferences"][0]["uid"], "uid-bot");
   EXPECT_EQ(d1.invoke_run->name, d2.invoke_run->name);
+  // The value alone names it: the Agent changing meanwhile (a 409 on the
+  // annotation's removal, a crash) re-derives the same run, never a second.
   a["metadata"]["resourceVersion"] = "101";
   AgentDecision d3 = decide(a, {}, kCreated);
-  EXPECT_NE(d1.invoke_run->name, d3.invoke_run->name);
+  EXPECT_EQ(d1.invoke_run->name, d3.invoke_run->name);
+  a["metadata"]["annotations"]["heartbeat.dev/invoke"] = "check it again";
+  AgentDecision d4 = decide(a, {}, kCreated);
+  EXPECT_NE(d1.invoke_run->name, d4.invoke_run->name);
 }
 
 TEST(AgentDecision, ManualOnlyAgentWithoutScheduleIsValidAndNeverSchedules) {
