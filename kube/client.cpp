@@ -101,6 +101,11 @@ http::Response Client::call(const std::string& verb, const std::string& method,
   // One retry after a 401: a rotated service-account token is re-read.
   for (int attempt = 0;; ++attempt) {
     wait_for_token();
+    // After the rate limiter's wait: leadership may have ended during it.
+    const bool write = counter != &counts_.get && counter != &counts_.list;
+    if (write && write_gate_ && !write_gate_()) {
+      throw NotLeaderError("not the leader: " + verb + " refused (" + context + ")");
+    }
     http::Request req = make_request(method, path);
     if (!content_type.empty()) req.headers.emplace_back("Content-Type", content_type);
     req.body = body;

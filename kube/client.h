@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -64,6 +65,13 @@ struct RequestCounts {
   uint64_t total() const { return get + list + watch + writes(); }
 };
 
+// A write refused by the client's write gate: this replica no longer holds
+// (or never held) the leader Lease.
+class NotLeaderError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class Client {
  public:
   Client(ClusterConfig config, ClientOptions options = {},
@@ -98,6 +106,11 @@ class Client {
   // GET of an arbitrary path (e.g. "/readyz"), body returned as text.
   std::string get_raw(const std::string& path);
 
+  // Checked before every write (create, replace, patch, delete): false
+  // refuses it with NotLeaderError, before it is sent. Set before use.
+  using WriteGate = std::function<bool()>;
+  void set_write_gate(WriteGate gate) { write_gate_ = std::move(gate); }
+
   const ClusterConfig& config() const { return config_; }
   const RequestCounts& counts() const { return counts_; }
 
@@ -114,6 +127,7 @@ class Client {
   std::shared_ptr<http::Client> transport_;
   TokenSource tokens_;
   RequestCounts counts_;
+  WriteGate write_gate_;
 
   std::mutex limiter_mutex_;
   double tokens_available_;

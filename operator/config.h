@@ -22,6 +22,8 @@ inline constexpr int kWorkersMax = 64;
 inline constexpr std::chrono::seconds kLeaseDurationDefault = 15s;
 inline constexpr std::chrono::seconds kRenewDeadlineDefault = 10s;
 inline constexpr std::chrono::seconds kRetryPeriodDefault = 2s;
+// One Lease read or write; two of them fit well inside the renew deadline.
+inline constexpr std::chrono::seconds kLeaseCallTimeout = 3s;
 inline constexpr std::chrono::seconds kCacheSyncTimeout = 120s;
 
 struct Config {

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <cassert>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -38,8 +39,8 @@ std::string make_identity() {
 }
 
 std::optional<Json> lease_update(const std::optional<Json>& lease, const LeaderElectionConfig& c,
-                                 TimePoint now) {
-  const std::string stamp = format_micro_time(now);
+                                 TimePoint wall_now, bool held_by_another) {
+  const std::string stamp = format_micro_time(wall_now);
   if (!lease) {
     return Json{{"apiVersion", "coordination.k8s.io/v1"},
                 {"kind", "Lease"},
@@ -51,13 +52,8 @@ std::optional<Json> lease_update(const std::optional<Json>& lease, const LeaderE
                   {"renewTime", stamp},
                   {"leaseTransitions", 0}}}};
   }
-  const std::string holder = controllers::string_at(*lease, "spec/holderIdentity");
-  const auto renewed = controllers::time_at(*lease, "spec/renewTime");
-  const auto duration = std::chrono::seconds(
-      controllers::int_at(*lease, "spec/leaseDurationSeconds").value_or(c.lease_duration.count()));
-  const bool ours = holder == c.identity;
-  const bool expired = holder.empty() || !renewed || *renewed + duration < now;
-  if (!ours && !expired) return std::nullopt;
+  if (held_by_another) return std::nullopt;
+  const bool ours = controllers::string_at(*lease, "spec/holderIdentity") == c.identity;
   Json updated = *lease;
   updated["spec"]["holderIdentity"] = c.identity;
   updated["spec"]["leaseDurationSeconds"] = c.lease_duration.count();
@@ -70,8 +66,30 @@ std::optional<Json> lease_update(const std::optional<Json>& lease, const LeaderE
   return updated;
 }
 
+namespace {
+
+constexpr std::chrono::milliseconds kWatchdogPeriod{20};
+
+int64_t steady_ns(MonoTime t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+// Sleeps up to `period`, waking early on stop.
+void nap(std::chrono::milliseconds period, const std::atomic<bool>& stop) {
+  constexpr std::chrono::milliseconds kStep{50};
+  for (auto waited = std::chrono::milliseconds(0); waited < period && !stop; waited += kStep) {
+    std::this_thread::sleep_for(kStep);
+  }
+}
+
+}  // namespace
+
 LeaderElector::LeaderElector(std::shared_ptr<kube::Client> client, LeaderElectionConfig config)
-    : client_(std::move(client)), config_(std::move(config)) {}
+    : client_(std::move(client)), config_(std::move(config)) {
+  assert(valid_lease_timing(config_.lease_duration, config_.renew_deadline, config_.retry_period));
+}
+
+LeaderElector::~LeaderElector() = default;
 
 bool LeaderElector::try_acquire_or_renew() {
   std::optional<Json> lease;
@@ -80,7 +98,13 @@ bool LeaderElector::try_acquire_or_renew() {
   } catch (const kube::ApiError& e) {
     if (e.kind() != kube::ErrorKind::kNotFound) throw;
   }
-  auto update = lease_update(lease, config_, std::chrono::system_clock::now());
+  const MonoTime now = std::chrono::steady_clock::now();
+  bool another = false;
+  if (lease) {
+    observed_ = observe_lease(observed_, *lease, now);
+    another = held_by_another(*observed_, config_.identity, now);
+  }
+  auto update = lease_update(lease, config_, std::chrono::system_clock::now(), another);
   if (!update) return false;
   if (!lease) {
     client_->create(kube::resources::kLeases, config_.lease_namespace, *update);
@@ -89,7 +113,17 @@ bool LeaderElector::try_acquire_or_renew() {
     client_->replace(kube::resources::kLeases, config_.lease_namespace, config_.lease_name,
                      *update);
   }
+  // Counted from before the write was sent: the deadline can only come early.
+  renewed_at_ns_ = steady_ns(now);
   return true;
+}
+
+bool LeaderElector::holding() const {
+  const int64_t at = renewed_at_ns_.load();
+  if (at == 0) return false;
+  const int64_t deadline =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(config_.renew_deadline).count();
+  return steady_ns(std::chrono::steady_clock::now()) - at < deadline;
 }
 
 bool LeaderElector::acquire(const std::atomic<bool>& stop) {
@@ -105,38 +139,38 @@ bool LeaderElector::acquire(const std::atomic<bool>& stop) {
     } catch (const std::exception& e) {
       spdlog::debug("event=leader_acquire_failed error=\"{}\"", e.what());
     }
-    for (auto waited = std::chrono::milliseconds(0); waited < config_.retry_period && !stop;
-         waited += std::chrono::milliseconds(100)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    nap(config_.retry_period, stop);
   }
   return false;
 }
 
-bool LeaderElector::hold(const std::atomic<bool>& stop) {
-  auto last_renew = std::chrono::steady_clock::now();
-  while (!stop) {
-    for (auto waited = std::chrono::milliseconds(0); waited < config_.retry_period && !stop;
-         waited += std::chrono::milliseconds(100)) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+bool LeaderElector::hold(const std::atomic<bool>& stop, const std::function<void()>& on_lost) {
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    while (!done) {
+      if (!holding()) {
+        spdlog::error("event=leader_lost lease={}/{} identity={} renew_deadline_seconds={}",
+                      config_.lease_namespace, config_.lease_name, config_.identity,
+                      config_.renew_deadline.count());
+        on_lost();
+        return;
+      }
+      std::this_thread::sleep_for(kWatchdogPeriod);
     }
+  });
+  while (!stop && holding()) {
+    nap(config_.retry_period, stop);
     if (stop) break;
-    bool renewed = false;
     try {
-      renewed = try_acquire_or_renew();
+      if (!try_acquire_or_renew()) spdlog::warn("event=leader_renew_refused");
     } catch (const std::exception& e) {
       spdlog::warn("event=leader_renew_failed error=\"{}\"", e.what());
     }
-    const auto now = std::chrono::steady_clock::now();
-    if (renewed) {
-      last_renew = now;
-    } else if (now - last_renew > config_.renew_deadline) {
-      spdlog::error("event=leader_lost lease={}/{} identity={}", config_.lease_namespace,
-                    config_.lease_name, config_.identity);
-      return false;
-    }
   }
-  return true;
+  const bool kept = holding();
+  done = true;
+  watchdog.join();
+  return kept;
 }
 
 void LeaderElector::release() {

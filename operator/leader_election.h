@@ -13,6 +13,7 @@
 
 #include "controllers/json_util.h"
 #include "kube/client.h"
+#include "operator/lease_decision.h"
 
 namespace hb::operator_ {
 
@@ -25,22 +26,35 @@ struct LeaderElectionConfig {
   std::chrono::seconds retry_period{2};
 };
 
-// What to write to take or keep the Lease now; nullopt while another holder's
-// Lease is still valid. `lease` is the current object (nullopt: none yet).
+// What to write to take or keep the Lease now; nullopt while another
+// holder's Lease still holds (`held_by_another`, lease_decision.h). `lease`
+// is the current object (nullopt: none yet); `wall_now` is what renewTime says.
 std::optional<controllers::Json> lease_update(const std::optional<controllers::Json>& lease,
                                               const LeaderElectionConfig& config,
-                                              controllers::TimePoint now);
+                                              controllers::TimePoint wall_now,
+                                              bool held_by_another);
 
 std::string make_identity();  // "<hostname>_<16 hex>"
 std::string format_micro_time(controllers::TimePoint t);
 
+// Acquires and renews the Lease through its own client (no rate limit shared
+// with the workers, each call bounded well under the renew deadline). A
+// watchdog fences on time alone: once renewDeadline passed since the last
+// successful renewal, `holding()` turns false at once (the workers' client
+// checks it before every write) and `on_lost` runs (the manager exits), even
+// while a renew call hangs. Since renewDeadline < leaseDuration, that happens
+// before any other candidate may take the Lease.
 class LeaderElector {
  public:
   LeaderElector(std::shared_ptr<kube::Client> client, LeaderElectionConfig config);
+  ~LeaderElector();
   // Blocks until leader (true) or `stop` (false).
   bool acquire(const std::atomic<bool>& stop);
-  // Blocks renewing until `stop` (returns true) or a renewal deadline is missed (false).
-  bool hold(const std::atomic<bool>& stop);
+  // Renews until `stop` (returns true); calls on_lost from the watchdog when
+  // the renew deadline passes (it is expected not to return).
+  bool hold(const std::atomic<bool>& stop, const std::function<void()>& on_lost);
+  // True while the last renewal is younger than the renew deadline.
+  bool holding() const;
   // Best effort on shutdown: clears the holder so a successor need not wait.
   void release();
   const LeaderElectionConfig& config() const { return config_; }
@@ -49,6 +63,10 @@ class LeaderElector {
   bool try_acquire_or_renew();
   std::shared_ptr<kube::Client> client_;
   LeaderElectionConfig config_;
+  std::optional<ObservedLease> observed_;
+  // Nanoseconds since the steady clock's epoch of the last successful write
+  // of the Lease (0: never).
+  std::atomic<int64_t> renewed_at_ns_{0};
 };
 
 }  // namespace hb::operator_

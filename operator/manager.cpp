@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <thread>
 #include <vector>
@@ -35,6 +36,25 @@ constexpr const char* kController = "agent";
 std::pair<std::string, std::string> split_key(const std::string& key) {
   const size_t slash = key.find('/');
   return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+// The elector's own client: no rate limit shared with the workers, and each
+// Lease call bounded well under the renew deadline.
+std::unique_ptr<LeaderElector> make_elector(const Config& config,
+                                            const kube::ClusterConfig& cluster) {
+  static_assert(
+      valid_lease_timing(kLeaseDurationDefault, kRenewDeadlineDefault, kRetryPeriodDefault));
+  kube::ClientOptions options;
+  options.qps = 0;
+  options.timeout = kLeaseCallTimeout;
+  LeaderElectionConfig le;
+  le.lease_namespace = config.leader_election_namespace;
+  le.lease_name = config.leader_election_id;
+  le.identity = make_identity();
+  le.lease_duration = kLeaseDurationDefault;
+  le.renew_deadline = kRenewDeadlineDefault;
+  le.retry_period = kRetryPeriodDefault;
+  return std::make_unique<LeaderElector>(std::make_shared<kube::Client>(cluster, options), le);
 }
 
 }  // namespace
@@ -101,9 +121,11 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
       return std::nullopt;
     }
   });
+  std::unique_ptr<LeaderElector> elector;  // made once the servers listen
+  const auto is_leader = [&] { return leader.load() && (!elector || elector->holding()); };
   WakeupService wakeup(
       reconciler, [&token] { return token.get(); },
-      [&queue](const std::string& key) { queue.add(key); }, [&leader] { return leader.load(); });
+      [&queue](const std::string& key) { queue.add(key); }, is_leader);
 
   auto handler = [&](const std::string& address) {
     return [&, address](const http::ServerRequest& request) -> http::ServerResponse {
@@ -151,17 +173,11 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   }
 
   cache.start();
-  std::unique_ptr<LeaderElector> elector;
   int exit_code = kExitOk;
   if (config.leader_elect) {
-    LeaderElectionConfig le;
-    le.lease_namespace = config.leader_election_namespace;
-    le.lease_name = config.leader_election_id;
-    le.identity = make_identity();
-    le.lease_duration = kLeaseDurationDefault;
-    le.renew_deadline = kRenewDeadlineDefault;
-    le.retry_period = kRetryPeriodDefault;
-    elector = std::make_unique<LeaderElector>(client, le);
+    elector = make_elector(config, cluster);
+    // Every write of the workers' client is fenced by the Lease.
+    client->set_write_gate([&elector] { return elector->holding(); });
     if (!elector->acquire(stop)) {
       cache.stop();
       return kExitOk;
@@ -215,7 +231,13 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   }
 
   if (elector) {
-    if (!elector->hold(stop)) exit_code = kExitLostLeadership;
+    // client-go's OnStoppedLeading: exit at once (the Deployment restarts
+    // this replica as a standby), without waiting for a hung renew call.
+    const auto exit_now = [] {
+      spdlog::default_logger()->flush();
+      std::_Exit(kExitLostLeadership);
+    };
+    if (!elector->hold(stop, exit_now)) exit_code = kExitLostLeadership;
   } else {
     while (!stop) std::this_thread::sleep_for(100ms);
   }

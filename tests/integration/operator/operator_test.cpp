@@ -562,6 +562,42 @@ TEST_F(OperatorTest, SlowAndLargeClientsDoNotStallTheOperator) {
   EXPECT_EQ(test_support::status_of(slow.back()->read_all()), 408);
 }
 
+// A leader frozen mid-term (kill -STOP): the standby takes over after the
+// lease duration of not seeing it renew, and the old leader, thawed, fences
+// itself (exit 3) before a single write: never two actors, no duplicate run.
+TEST_F(OperatorTest, AFrozenLeaderIsReplacedAndFencesItselfWhenThawed) {
+  start_kubelet([](const json&) { return finishes_with(0.1); });
+  start_operator();
+  OperatorProcess standby(operator_args(), operator_->log_path() + ".standby");
+  standby.start();
+  ASSERT_TRUE(wait_until([&] { return standby.ready(); }, 30s));
+  auto holder = [&] {
+    return string_at(client_->get(res::kLeases, ns_, "op"), "spec/holderIdentity");
+  };
+  const std::string first = holder();
+  ASSERT_FALSE(first.empty());
+  ::kill(operator_->pid(), SIGSTOP);
+  const auto frozen_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_until([&] { return holder() != first; }, 40s));
+  std::printf("[ leader ] failover after kill -STOP: %.1f s (lease 15 s + retry 2 s)\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - frozen_at).count());
+  json manifest = agent_manifest("ha", {{"prompt", "Heartbeat."}});
+  manifest["metadata"]["annotations"] = {{"heartbeat.dev/invoke", "after failover"}};
+  create_agent(manifest);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const auto runs = runs_of("ha");
+        return runs.size() == 1 && string_at(runs[0], "status/phase") == "Succeeded";
+      },
+      30s));
+  ::kill(operator_->pid(), SIGCONT);
+  ASSERT_TRUE(wait_until([&] { return !operator_->alive(); }, 10s));
+  EXPECT_EQ(operator_->exit_status(), 3);
+  EXPECT_NE(tail_of_file(operator_->log_path(), 4096).find("event=leader_lost"), std::string::npos);
+  EXPECT_EQ(runs_of("ha").size(), 1u);
+  EXPECT_TRUE(standby.alive());
+}
+
 TEST_F(OperatorTest, SigtermShutsDownCleanly) {
   start_operator({"--leader-elect=true"});
   operator_->kill(SIGTERM);

@@ -1,0 +1,52 @@
+// The workers' client refuses every write once this replica is not the
+// leader, before anything is sent; reads still go through.
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "kube/client.h"
+#include "kube/resource.h"
+
+namespace hb::kube {
+namespace {
+
+class CountingTransport : public http::Client {
+ public:
+  http::Response send(const http::Request& request) override {
+    ++sent;
+    last_method = request.method;
+    return {200, {}, R"({"metadata":{"name":"x"}})"};
+  }
+  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
+    return {200, {}, ""};
+  }
+  std::atomic<int> sent{0};
+  std::string last_method;
+};
+
+TEST(WriteGate, AClosedGateRefusesWritesBeforeSendingAndLetsReadsThrough) {
+  auto transport = std::make_shared<CountingTransport>();
+  ClusterConfig cluster;
+  cluster.server = "https://api.invalid";
+  ClientOptions options;
+  options.qps = 0;
+  Client client(cluster, options, transport);
+  std::atomic<bool> leader{true};
+  client.set_write_gate([&] { return leader.load(); });
+  const Json cm = {{"metadata", {{"name", "x"}}}};
+  client.create(resources::kConfigMaps, "ns", cm);
+  EXPECT_EQ(transport->sent, 1);
+  leader = false;
+  EXPECT_THROW(client.create(resources::kConfigMaps, "ns", cm), NotLeaderError);
+  EXPECT_THROW(client.replace(resources::kConfigMaps, "ns", "x", cm), NotLeaderError);
+  EXPECT_THROW(client.merge_patch(resources::kConfigMaps, "ns", "x", cm), NotLeaderError);
+  EXPECT_THROW(client.merge_patch_status(resources::kConfigMaps, "ns", "x", cm), NotLeaderError);
+  EXPECT_THROW(client.remove(resources::kConfigMaps, "ns", "x"), NotLeaderError);
+  EXPECT_EQ(transport->sent, 1);  // nothing left the process
+  client.get(resources::kConfigMaps, "ns", "x");
+  EXPECT_EQ(transport->sent, 2);
+  EXPECT_EQ(transport->last_method, "GET");
+}
+
+}  // namespace
+}  // namespace hb::kube
