@@ -3,6 +3,8 @@
 // cache may come from an older or newer schema.
 #pragma once
 
+#include "api/time_bounds.h"
+
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -37,8 +39,8 @@ bool same_json(const Json& a, const Json& b);
 
 // RFC 3339 as Kubernetes writes it: "2024-02-29T12:00:00Z", with optional
 // fractional seconds (MicroTime) and a numeric offset. nullopt when malformed.
-inline constexpr int kYearMin = 1970;
-inline constexpr int kYearMax = 2200;
+inline constexpr int kYearMin = api::kTimestampYearMin;
+inline constexpr int kYearMax = api::kTimestampYearMax;
 // RFC 3339 with any offset; nullopt when malformed or outside kYearMin..kYearMax.
 std::optional<TimePoint> parse_rfc3339(std::string_view text);
 

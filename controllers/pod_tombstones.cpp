@@ -28,11 +28,12 @@ std::vector<Json> PodTombstones::of(const std::string& run_key,
   std::vector<Json> out;
   auto it = by_run_.find(run_key);
   if (it == by_run_.end()) return out;
-  for (const auto& [name, pod] : it->second) {
+  for (const auto& entry : it->second) {
+    const std::string& name = entry.first;  // a plain reference: clang 14 cannot capture bindings
     const bool is_live = std::any_of(live.begin(), live.end(), [&](const Json& p) {
       return string_at(p, "metadata/name") == name;
     });
-    if (!is_live) out.push_back(pod);
+    if (!is_live) out.push_back(entry.second);
   }
   return out;
 }

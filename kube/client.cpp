@@ -124,7 +124,7 @@ namespace {
 Json parse_body(const http::Response& resp, const std::string& context) {
   try {
     return Json::parse(resp.body);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, or out_of_range on a number overflow
     throw ApiError(ErrorKind::kOther, resp.status, "",
                    std::string("answer is not JSON: ") + e.what(), {}, std::nullopt, context);
   }

@@ -202,7 +202,7 @@ class Loop {
     json arguments;
     try {
       arguments = json::parse(call.arguments);
-    } catch (const json::parse_error& error) {
+    } catch (const json::exception& error) {  // parse_error, or out_of_range on a number overflow
       return {"arguments are not valid JSON (" + std::string(error.what()) +
                   "); send a JSON object matching the tool's schema",
               true};

@@ -290,7 +290,7 @@ ContextDocument parse_context_document_text(std::string_view text) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& error) {
+  } catch (const json::exception& error) {  // parse_error, or out_of_range on a number overflow
     fail("(document)", std::string("is not valid JSON: ") + error.what());
   }
   return parse_context_document(doc);

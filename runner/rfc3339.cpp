@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdio>
 
+#include "api/time_bounds.h"
+
 namespace hb::runner {
 namespace {
 
@@ -58,6 +60,7 @@ std::optional<TimePoint> parse_rfc3339(std::string_view s) {
   }
   if (pos != s.size()) return std::nullopt;
   if (month < 1 || month > 12 || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  if (year < api::kTimestampYearMin || year > api::kTimestampYearMax) return std::nullopt;
   std::chrono::year_month_day ymd{std::chrono::year(year), std::chrono::month(month),
                                   std::chrono::day(day)};
   if (!ymd.ok()) return std::nullopt;

@@ -13,6 +13,7 @@ build_packages=(
 packages=(
   "${build_packages[@]}" clang-format git rsync libgtest-dev libgmock-dev libbenchmark-dev
   golang-go golang-github-modern-go-reflect2-dev etcd-server etcd-client dpkg-dev curl openssl procps unzip python3
+  clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
 )
 
 [ "${HB_DEPS:-all}" = build ] && packages=("${build_packages[@]}")

@@ -7,7 +7,8 @@
 #   scripts/test.sh            everything
 #   scripts/test.sh -L unit    only tests with that ctest label (no control plane)
 #
-# Env: HB_TEST_SANITIZE=0 skips the sanitizer pass; HB_JOBS sets build jobs.
+# Env: HB_TEST_SANITIZE=0 skips the sanitizer pass; HB_TEST_FUZZ_SECONDS sets
+# each fuzzer's time (default 20, 0 skips); HB_JOBS sets build jobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -35,6 +36,13 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS... -- CTEST_ARGS...
 heavy_labels='^(images)$'
 
 run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -- "$@"
+# Every parser's fuzzer for a short while, once (they run under ASan+UBSan
+# already), so a parser regression shows up; 0 skips. Not with a label filter.
+fuzz_seconds="${HB_TEST_FUZZ_SECONDS:-20}"
+if [ "$fuzz_seconds" != 0 ] && [ $# -eq 0 ]; then
+  echo "== every parser's fuzzer for ${fuzz_seconds}s (scripts/fuzz.sh) =="
+  HB_JOBS="$jobs" bash scripts/fuzz.sh "$fuzz_seconds"
+fi
 if [ "${HB_TEST_SANITIZE:-1}" = "1" ]; then
   echo "== the same tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"

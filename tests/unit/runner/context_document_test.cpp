@@ -123,6 +123,9 @@ TEST(ContextDocument, ErrorsNameTheField) {
 TEST(ContextDocument, MalformedTextIsAConfigError) {
   EXPECT_THROW(parse_context_document_text("{not json"), ConfigError);
   EXPECT_THROW(parse_context_document_text("[]"), ConfigError);
+  // Found by context_document_fuzz: a number too large for a double threw
+  // json's out_of_range past the parser.
+  EXPECT_THROW(parse_context_document_text(R"({"kind":44e444444444444444})"), ConfigError);
 }
 
 TEST(Rfc3339, RoundTripsAndRejects) {
@@ -133,6 +136,12 @@ TEST(Rfc3339, RoundTripsAndRejects) {
   EXPECT_FALSE(parse_rfc3339("2023-02-29T00:00:00Z").has_value());
   EXPECT_FALSE(parse_rfc3339("2024-05-01 12:00").has_value());
   EXPECT_FALSE(parse_rfc3339("2024-05-01T12:00:00").has_value());
+  // Found by context_document_fuzz: years the nanosecond clock cannot hold
+  // overflowed (UB); every year outside 1970..2200 is malformed now.
+  EXPECT_FALSE(parse_rfc3339("1618-05-01T12:00:00Z").has_value());
+  EXPECT_FALSE(parse_rfc3339("9999-05-01T12:00:00Z").has_value());
+  EXPECT_FALSE(parse_rfc3339("2201-01-01T00:00:00Z").has_value());
+  EXPECT_TRUE(parse_rfc3339("2200-12-31T23:59:59Z").has_value());
 }
 
 }  // namespace
