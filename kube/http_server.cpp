@@ -126,8 +126,8 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     // A declared Content-Length over the cap fails the head already.
     if (ec == bhttp::error::body_limit) return refuse_large_body();
-    if (ec == bhttp::error::end_of_stream || ec == asio::error::eof ||
-        ec == asio::error::connection_reset) {
+    if (ec == bhttp::error::end_of_stream || ec == bhttp::error::partial_message ||
+        ec == asio::error::eof || ec == asio::error::connection_reset) {  // the client left
       return close();
     }
     if (ec) return refuse(400, "malformed request: " + ec.message());
