@@ -9,6 +9,7 @@
 #include "controllers/schedule/utc_time.h"
 #include "tests/integration/operator/harness.h"
 #include "tests/support/raw_client.h"
+#include "tests/support/tcp_proxy.h"
 
 namespace hb::testing {
 namespace {
@@ -595,6 +596,46 @@ TEST_F(OperatorTest, AFrozenLeaderIsReplacedAndFencesItselfWhenThawed) {
   EXPECT_EQ(operator_->exit_status(), 3);
   EXPECT_NE(tail_of_file(operator_->log_path(), 4096).find("event=leader_lost"), std::string::npos);
   EXPECT_EQ(runs_of("ha").size(), 1u);
+  EXPECT_TRUE(standby.alive());
+}
+
+// A leader whose API server stops answering (connections hang, nothing is
+// refused) fences itself at the renew deadline while its calls still hang:
+// it exits 3 before the standby may take over, and the standby then leads.
+TEST_F(OperatorTest, ALeaderWhoseApiCallsHangFencesItself) {
+  std::ifstream in(env("KUBECONFIG", ""));
+  std::string kubeconfig((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string marker = "server: https://127.0.0.1:";
+  const size_t at = kubeconfig.find(marker);
+  ASSERT_NE(at, std::string::npos);
+  const size_t port_at = at + marker.size();
+  const size_t port_end = kubeconfig.find_first_not_of("0123456789", port_at);
+  test_support::TcpProxy proxy(std::stoi(kubeconfig.substr(port_at, port_end - port_at)));
+  kubeconfig.replace(port_at, port_end - port_at, std::to_string(proxy.port()));
+  const std::string path = env("HB_BUILD_DIR", ".") + "/Testing/kubeconfig-" + ns_;
+  std::ofstream(path) << kubeconfig;
+  start_operator({"--kubeconfig=" + path});
+  OperatorProcess standby(operator_args(), operator_->log_path() + ".standby");
+  standby.start();
+  ASSERT_TRUE(wait_until([&] { return standby.ready(); }, 30s));
+  auto holder = [&] {
+    return string_at(client_->get(res::kLeases, ns_, "op"), "spec/holderIdentity");
+  };
+  const std::string first = holder();
+  proxy.pause();
+  const auto paused_at = std::chrono::steady_clock::now();
+  auto since_pause = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - paused_at).count();
+  };
+  ASSERT_TRUE(wait_until([&] { return !operator_->alive(); }, 30s));
+  const double fenced = since_pause();
+  EXPECT_EQ(operator_->exit_status(), 3);
+  EXPECT_EQ(holder(), first);  // fenced before anyone may take over
+  ASSERT_TRUE(wait_until([&] { return holder() != first; }, 30s));
+  std::printf(
+      "[ leader ] API hung: leader fenced (exit 3) after %.1f s, standby led after %.1f s\n",
+      fenced, since_pause());
+  EXPECT_EQ(proxy.forwarded_after_pause(), 0);
   EXPECT_TRUE(standby.alive());
 }
 
