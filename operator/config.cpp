@@ -137,6 +137,11 @@ std::optional<std::vector<std::string>> parse_namespace_list(std::string_view te
   return out;
 }
 
+// Recognized, never listed in --help: for tests only.
+constexpr const char* kHiddenFlags[] = {
+    "testing-clock-offset-seconds",  // shifts the renewTime this replica writes (clock skew)
+};
+
 std::string usage() {
   std::string out = "usage: heartbeat-operator [--flag=value ...]\n";
   for (const Flag& f : kFlags) {
@@ -177,6 +182,7 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
     }
     bool known = false;
     for (const Flag& f : kFlags) known = known || name == f.name;
+    for (const char* hidden : kHiddenFlags) known = known || name == hidden;
     if (!known) {
       result.error = "unknown flag --" + name + " (see --help)";
       return result;
@@ -237,6 +243,13 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
         return fail(name, "use whole seconds between 10 and 86400");
       }
       c.job.lease_duration = std::chrono::seconds(seconds);
+    } else if (name == "testing-clock-offset-seconds") {
+      int64_t seconds = 0;
+      if (!parse_number(value, seconds) || seconds < -kClockOffsetSecondsMax ||
+          seconds > kClockOffsetSecondsMax) {
+        return fail(name, "use whole seconds between -3600 and 3600");
+      }
+      c.testing_clock_offset = std::chrono::seconds(seconds);
     } else if (name == "context-transport") {
       if (value == "configmap")
         c.job.context_transport = controllers::ContextTransport::kConfigMap;

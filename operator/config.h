@@ -24,9 +24,13 @@ inline constexpr std::chrono::seconds kRenewDeadlineDefault = 10s;
 inline constexpr std::chrono::seconds kRetryPeriodDefault = 2s;
 // One Lease read or write; two of them fit well inside the renew deadline.
 inline constexpr std::chrono::seconds kLeaseCallTimeout = 3s;
+inline constexpr int64_t kClockOffsetSecondsMax = 3600;
 inline constexpr std::chrono::seconds kCacheSyncTimeout = 120s;
 
 struct Config {
+  // Tests only (hidden flag): added to the wall clock this replica writes
+  // into the leader Lease, to play a node whose clock is off.
+  std::chrono::seconds testing_clock_offset{0};
   std::string kubeconfig;  // "" = $KUBECONFIG, ~/.kube/config, then in-cluster
   std::string context;
   std::vector<std::string> watch_namespaces;  // empty = all namespaces

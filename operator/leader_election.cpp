@@ -104,7 +104,8 @@ bool LeaderElector::try_acquire_or_renew() {
     observed_ = observe_lease(observed_, *lease, now);
     another = held_by_another(*observed_, config_.identity, now);
   }
-  auto update = lease_update(lease, config_, std::chrono::system_clock::now(), another);
+  auto update = lease_update(lease, config_,
+                             std::chrono::system_clock::now() + config_.wall_clock_offset, another);
   if (!update) return false;
   if (!lease) {
     client_->create(kube::resources::kLeases, config_.lease_namespace, *update);

@@ -24,6 +24,7 @@ struct LeaderElectionConfig {
   std::chrono::seconds lease_duration{15};
   std::chrono::seconds renew_deadline{10};
   std::chrono::seconds retry_period{2};
+  std::chrono::seconds wall_clock_offset{0};  // tests: a node whose clock is off
 };
 
 // What to write to take or keep the Lease now; nullopt while another

@@ -54,6 +54,7 @@ std::unique_ptr<LeaderElector> make_elector(const Config& config,
   le.lease_duration = kLeaseDurationDefault;
   le.renew_deadline = kRenewDeadlineDefault;
   le.retry_period = kRetryPeriodDefault;
+  le.wall_clock_offset = config.testing_clock_offset;
   return std::make_unique<LeaderElector>(std::make_shared<kube::Client>(cluster, options), le);
 }
 

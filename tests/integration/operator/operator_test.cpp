@@ -639,6 +639,26 @@ TEST_F(OperatorTest, ALeaderWhoseApiCallsHangFencesItself) {
   EXPECT_TRUE(standby.alive());
 }
 
+// A healthy leader whose node clock runs 40 s behind writes renewTimes that
+// look expired to everyone else; judged by observed time, it keeps the Lease.
+TEST_F(OperatorTest, ALeaderWithASkewedClockIsNotDeposed) {
+  start_operator({"--testing-clock-offset-seconds=-40"});
+  OperatorProcess other(operator_args({"--testing-clock-offset-seconds=40"}),
+                        operator_->log_path() + ".other");
+  other.start();
+  ASSERT_TRUE(wait_until([&] { return other.ready(); }, 30s));
+  auto holder = [&] {
+    return string_at(client_->get(res::kLeases, ns_, "op"), "spec/holderIdentity");
+  };
+  const std::string first = holder();
+  // Longer than the lease duration plus a retry: a wall-clock judge would
+  // have taken it at once (renewTime 40 s old on arrival).
+  std::this_thread::sleep_for(20s);
+  EXPECT_EQ(holder(), first);
+  EXPECT_TRUE(operator_->alive());
+  EXPECT_TRUE(other.alive());
+}
+
 TEST_F(OperatorTest, SigtermShutsDownCleanly) {
   start_operator({"--leader-elect=true"});
   operator_->kill(SIGTERM);

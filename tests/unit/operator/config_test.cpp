@@ -65,3 +65,16 @@ TEST(OperatorConfig, StatusCoalescingAndContextTransportDefaultsSaveWrites) {
 
 }  // namespace
 }  // namespace hb::operator_
+
+namespace hb::operator_ {
+namespace {
+
+TEST(OperatorConfig, TheTestClockOffsetIsHiddenAndBounded) {
+  EXPECT_EQ(parse({"--testing-clock-offset-seconds=-40"}).config->testing_clock_offset,
+            std::chrono::seconds(-40));
+  EXPECT_NE(parse({"--testing-clock-offset-seconds=99999"}).error, "");
+  EXPECT_EQ(usage().find("testing-clock-offset"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hb::operator_
