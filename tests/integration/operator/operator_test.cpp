@@ -54,6 +54,37 @@ class OperatorTest : public ::testing::Test {
     return args;
   }
 
+  // A second replica with the same flags (plus `extra`), ready: a standby
+  // while the first leads.
+  std::unique_ptr<OperatorProcess> start_second_operator(
+      const std::vector<std::string>& extra = {}) {
+    auto second =
+        std::make_unique<OperatorProcess>(operator_args(extra), operator_->log_path() + ".second");
+    second->start();
+    if (!wait_until([&] { return second->ready(); }, 30s)) {
+      throw std::runtime_error("the second operator did not become ready");
+    }
+    return second;
+  }
+
+  std::string lease_holder() {
+    return string_at(client_->get(res::kLeases, ns_, "op"), "spec/holderIdentity");
+  }
+
+  // Creates an Agent invoked by annotation; true once its one run succeeded.
+  bool invoke_new_agent_until_succeeded(const std::string& name, const std::string& value,
+                                        std::chrono::seconds timeout) {
+    json manifest = agent_manifest(name, {{"prompt", "Heartbeat."}});
+    manifest["metadata"]["annotations"] = {{"heartbeat.dev/invoke", value}};
+    create_agent(manifest);
+    return wait_until(
+        [&] {
+          const auto runs = runs_of(name);
+          return runs.size() == 1 && string_at(runs[0], "status/phase") == "Succeeded";
+        },
+        timeout);
+  }
+
   void start_operator(std::vector<std::string> extra = {}) {
     const std::vector<std::string> args = operator_args(extra);
     const std::string log =
@@ -502,10 +533,8 @@ TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
   EXPECT_EQ(runs_of("nu").size(), 3u);
   EXPECT_EQ(operator_->metric("heartbeat_runs_coalesced_total"), 1);
   // A standby replica acts on nothing: 503 with Retry-After, no run.
-  OperatorProcess standby(operator_args(), operator_->log_path() + ".standby");
-  standby.start();
-  ASSERT_TRUE(wait_until([&] { return standby.ready(); }, 30s));
-  http::Response refused = standby.post(path, "{}", token);
+  const auto standby = start_second_operator();
+  http::Response refused = standby->post(path, "{}", token);
   EXPECT_EQ(refused.status, 503) << refused.body;
   EXPECT_EQ(refused.header("retry-after"), "2");
   EXPECT_EQ(runs_of("nu").size(), 3u);
@@ -546,15 +575,7 @@ TEST_F(OperatorTest, SlowAndLargeClientsDoNotStallTheOperator) {
   big.send(std::string(4 << 20, 'x'));  // the server may have closed already
   EXPECT_EQ(test_support::status_of(big.read_all()), 413);
   EXPECT_EQ(operator_->get(operator_->health_port(), "/healthz"), "ok");
-  json manifest = agent_manifest("sc", {{"prompt", "Heartbeat."}});
-  manifest["metadata"]["annotations"] = {{"heartbeat.dev/invoke", "while under attack"}};
-  create_agent(manifest);
-  ASSERT_TRUE(wait_until(
-      [&] {
-        const auto runs = runs_of("sc");
-        return runs.size() == 1 && string_at(runs[0], "status/phase") == "Succeeded";
-      },
-      60s));
+  ASSERT_TRUE(invoke_new_agent_until_succeeded("sc", "while under attack", 60s));
   const long growth = rss_kib(operator_->pid()) - rss_before;
   std::printf("[ edge ] RSS growth after a 1 GiB body and %zu slow clients: %ld KiB\n", slow.size(),
               growth);
@@ -569,34 +590,21 @@ TEST_F(OperatorTest, SlowAndLargeClientsDoNotStallTheOperator) {
 TEST_F(OperatorTest, AFrozenLeaderIsReplacedAndFencesItselfWhenThawed) {
   start_kubelet([](const json&) { return finishes_with(0.1); });
   start_operator();
-  OperatorProcess standby(operator_args(), operator_->log_path() + ".standby");
-  standby.start();
-  ASSERT_TRUE(wait_until([&] { return standby.ready(); }, 30s));
-  auto holder = [&] {
-    return string_at(client_->get(res::kLeases, ns_, "op"), "spec/holderIdentity");
-  };
-  const std::string first = holder();
+  const auto standby = start_second_operator();
+  const std::string first = lease_holder();
   ASSERT_FALSE(first.empty());
   ::kill(operator_->pid(), SIGSTOP);
   const auto frozen_at = std::chrono::steady_clock::now();
-  ASSERT_TRUE(wait_until([&] { return holder() != first; }, 40s));
+  ASSERT_TRUE(wait_until([&] { return lease_holder() != first; }, 40s));
   std::printf("[ leader ] failover after kill -STOP: %.1f s (lease 15 s + retry 2 s)\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - frozen_at).count());
-  json manifest = agent_manifest("ha", {{"prompt", "Heartbeat."}});
-  manifest["metadata"]["annotations"] = {{"heartbeat.dev/invoke", "after failover"}};
-  create_agent(manifest);
-  ASSERT_TRUE(wait_until(
-      [&] {
-        const auto runs = runs_of("ha");
-        return runs.size() == 1 && string_at(runs[0], "status/phase") == "Succeeded";
-      },
-      30s));
+  ASSERT_TRUE(invoke_new_agent_until_succeeded("ha", "after failover", 30s));
   ::kill(operator_->pid(), SIGCONT);
   ASSERT_TRUE(wait_until([&] { return !operator_->alive(); }, 10s));
   EXPECT_EQ(operator_->exit_status(), 3);
   EXPECT_NE(tail_of_file(operator_->log_path(), 4096).find("event=leader_lost"), std::string::npos);
   EXPECT_EQ(runs_of("ha").size(), 1u);
-  EXPECT_TRUE(standby.alive());
+  EXPECT_TRUE(standby->alive());
 }
 
 // A leader whose API server stops answering (connections hang, nothing is
@@ -615,13 +623,8 @@ TEST_F(OperatorTest, ALeaderWhoseApiCallsHangFencesItself) {
   const std::string path = env("HB_BUILD_DIR", ".") + "/Testing/kubeconfig-" + ns_;
   std::ofstream(path) << kubeconfig;
   start_operator({"--kubeconfig=" + path});
-  OperatorProcess standby(operator_args(), operator_->log_path() + ".standby");
-  standby.start();
-  ASSERT_TRUE(wait_until([&] { return standby.ready(); }, 30s));
-  auto holder = [&] {
-    return string_at(client_->get(res::kLeases, ns_, "op"), "spec/holderIdentity");
-  };
-  const std::string first = holder();
+  const auto standby = start_second_operator();
+  const std::string first = lease_holder();
   proxy.pause();
   const auto paused_at = std::chrono::steady_clock::now();
   auto since_pause = [&] {
@@ -630,33 +633,27 @@ TEST_F(OperatorTest, ALeaderWhoseApiCallsHangFencesItself) {
   ASSERT_TRUE(wait_until([&] { return !operator_->alive(); }, 30s));
   const double fenced = since_pause();
   EXPECT_EQ(operator_->exit_status(), 3);
-  EXPECT_EQ(holder(), first);  // fenced before anyone may take over
-  ASSERT_TRUE(wait_until([&] { return holder() != first; }, 30s));
+  EXPECT_EQ(lease_holder(), first);  // fenced before anyone may take over
+  ASSERT_TRUE(wait_until([&] { return lease_holder() != first; }, 30s));
   std::printf(
       "[ leader ] API hung: leader fenced (exit 3) after %.1f s, standby led after %.1f s\n",
       fenced, since_pause());
   EXPECT_EQ(proxy.forwarded_after_pause(), 0);
-  EXPECT_TRUE(standby.alive());
+  EXPECT_TRUE(standby->alive());
 }
 
 // A healthy leader whose node clock runs 40 s behind writes renewTimes that
 // look expired to everyone else; judged by observed time, it keeps the Lease.
 TEST_F(OperatorTest, ALeaderWithASkewedClockIsNotDeposed) {
   start_operator({"--testing-clock-offset-seconds=-40"});
-  OperatorProcess other(operator_args({"--testing-clock-offset-seconds=40"}),
-                        operator_->log_path() + ".other");
-  other.start();
-  ASSERT_TRUE(wait_until([&] { return other.ready(); }, 30s));
-  auto holder = [&] {
-    return string_at(client_->get(res::kLeases, ns_, "op"), "spec/holderIdentity");
-  };
-  const std::string first = holder();
+  const auto other = start_second_operator({"--testing-clock-offset-seconds=40"});
+  const std::string first = lease_holder();
   // Longer than the lease duration plus a retry: a wall-clock judge would
   // have taken it at once (renewTime 40 s old on arrival).
   std::this_thread::sleep_for(20s);
-  EXPECT_EQ(holder(), first);
+  EXPECT_EQ(lease_holder(), first);
   EXPECT_TRUE(operator_->alive());
-  EXPECT_TRUE(other.alive());
+  EXPECT_TRUE(other->alive());
 }
 
 TEST_F(OperatorTest, SigtermShutsDownCleanly) {
