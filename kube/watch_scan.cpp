@@ -1,6 +1,8 @@
 #include "kube/watch_scan.h"
 
+#include <cctype>
 #include <functional>
+#include <string_view>
 
 namespace hb::kube {
 namespace {
@@ -29,23 +31,85 @@ class Scanner {
   }
 
   // A string's contents (without quotes); escaped tells whether it had '\'.
+  // Accepts exactly what the full decoder accepts (valid escapes, valid
+  // UTF-8), so a line the scanner takes never fails a later full parse.
   bool string(std::string_view* out, bool* escaped) {
     skip_ws();
     if (p_ >= end_ || *p_ != '"') return false;
     const char* start = ++p_;
     *escaped = false;
     while (p_ < end_ && *p_ != '"') {
-      if (*p_ == '\\') {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '\\') {
         *escaped = true;
-        if (++p_ >= end_) return false;
-      } else if (static_cast<unsigned char>(*p_) < 0x20) {
+        if (!escape()) return false;
+      } else if (c < 0x20) {
         return false;  // control characters must be escaped
+      } else if (c >= 0x80) {
+        if (!utf8_sequence()) return false;
+      } else {
+        ++p_;
       }
-      ++p_;
     }
     if (p_ >= end_) return false;
     *out = std::string_view(start, static_cast<size_t>(p_ - start));
     ++p_;
+    return true;
+  }
+
+  // One escape at p_ ('\\'); a \u surrogate must come as a high-low pair.
+  bool escape() {
+    if (++p_ >= end_) return false;
+    const char e = *p_++;
+    if (e != 'u')
+      return e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' ||
+             e == 't';
+    int unit = hex4();
+    if (unit >= 0xDC00 && unit <= 0xDFFF) return false;  // a low surrogate alone
+    if (unit < 0xD800 || unit > 0xDBFF) return unit >= 0;
+    if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return false;
+    p_ += 2;
+    unit = hex4();
+    return unit >= 0xDC00 && unit <= 0xDFFF;
+  }
+
+  // Four hex digits at p_ as a number, or -1.
+  int hex4() {
+    if (end_ - p_ < 4) return -1;
+    int value = 0;
+    for (int i = 0; i < 4; ++i, ++p_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (!std::isxdigit(c)) return -1;
+      value = value * 16 + (std::isdigit(c) ? c - '0' : (std::tolower(c) - 'a' + 10));
+    }
+    return value;
+  }
+
+  // One well-formed UTF-8 sequence of 2..4 bytes at p_ (RFC 3629: no
+  // overlongs, no surrogates, nothing above U+10FFFF).
+  bool utf8_sequence() {
+    const auto lead = static_cast<unsigned char>(*p_);
+    int length = 0;
+    unsigned char low = 0x80, high = 0xBF;  // the second byte's range
+    if (lead >= 0xC2 && lead <= 0xDF) {
+      length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+      length = 3;
+      if (lead == 0xE0) low = 0xA0;
+      if (lead == 0xED) high = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+      length = 4;
+      if (lead == 0xF0) low = 0x90;
+      if (lead == 0xF4) high = 0x8F;
+    } else {
+      return false;
+    }
+    if (end_ - p_ < length) return false;
+    for (int i = 1; i < length; ++i) {
+      const auto b = static_cast<unsigned char>(p_[i]);
+      if (b < (i == 1 ? low : 0x80) || b > (i == 1 ? high : 0xBF)) return false;
+    }
+    p_ += length;
     return true;
   }
 
@@ -93,18 +157,39 @@ class Scanner {
     return consume('}');
   }
 
-  // A number, true, false or null.
+  // A number (JSON's grammar: -?(0|[1-9]d*)(.d+)?([eE][+-]?d+)?), true,
+  // false or null.
   bool scalar() {
-    const char* start = p_;
-    while (p_ < end_ && (std::isalnum(static_cast<unsigned char>(*p_)) || *p_ == '-' ||
-                         *p_ == '+' || *p_ == '.')) {
-      ++p_;
+    for (std::string_view word : {"true", "false", "null"}) {
+      if (static_cast<size_t>(end_ - p_) >= word.size() &&
+          std::string_view(p_, word.size()) == word) {
+        p_ += word.size();
+        return true;
+      }
     }
-    std::string_view token(start, static_cast<size_t>(p_ - start));
-    if (token.empty()) return false;
-    if (token == "true" || token == "false" || token == "null") return true;
-    char c = token.front();
-    return c == '-' || (c >= '0' && c <= '9');
+    if (p_ < end_ && *p_ == '-') ++p_;
+    if (p_ < end_ && *p_ == '0') {
+      ++p_;
+    } else if (!digits()) {
+      return false;
+    }
+    if (p_ < end_ && *p_ == '.') {
+      ++p_;
+      if (!digits()) return false;
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      ++p_;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (!digits()) return false;
+    }
+    return true;
+  }
+
+  // One or more decimal digits.
+  bool digits() {
+    const char* start = p_;
+    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') ++p_;
+    return p_ > start;
   }
 
   // An unescaped string value into *out; escapes are refused (fall back).

@@ -105,5 +105,32 @@ TEST(WatchScan, StoreApplyOfScannedEventsMatchesDecodedPath) {
   EXPECT_EQ(keys, (std::vector<std::string>{"n/a", "n/a"}));
 }
 
+// Found by tests/fuzz/watch_scan_fuzz: the scanner took lines the full JSON
+// decoder refuses, so the store held text that fails a later parse. Each line
+// below has a valid name and resourceVersion and one defect elsewhere.
+TEST(WatchScan, RefusesWhatTheFullDecoderRefuses) {
+  const std::string head =
+      R"({"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"1"},"x":)";
+  for (std::string bad :
+       {std::string("\"\xff\xfe\""),      // invalid UTF-8
+        std::string("\"\xc0\xaf\""),      // overlong UTF-8
+        std::string("\"\xed\xa0\x80\""),  // UTF-8 surrogate
+        std::string(R"("\x")"),           // unknown escape
+        std::string(R"("\u12")"),         // short \u
+        std::string(R"("\udc00")"),       // lone low surrogate
+        std::string(R"("\ud800x")"),      // high surrogate alone
+        std::string("1abc"), std::string("-"), std::string("01"), std::string("1."),
+        std::string("1e"), std::string("truex"), std::string("+1"), std::string(".5")}) {
+    const std::string line = head + bad + "}}";
+    EXPECT_THROW(decode_watch_event(line), WatchDecodeError) << line;
+    EXPECT_FALSE(scan_watch_event(line).has_value()) << line;
+  }
+  for (std::string good :
+       {std::string("\"caf\xc3\xa9 \xf0\x9f\x98\x80\""), std::string(R"("\ud83d\ude00\n\u00e9")"),
+        std::string("-0.5e+3"), std::string("0"), std::string("null")}) {
+    EXPECT_TRUE(scan_watch_event(head + good + "}}").has_value()) << good;
+  }
+}
+
 }  // namespace
 }  // namespace hb::kube
