@@ -1,7 +1,10 @@
 #include "kube/watch_scan.h"
 
 #include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <functional>
+#include <string>
 #include <string_view>
 
 namespace hb::kube {
@@ -167,6 +170,7 @@ class Scanner {
         return true;
       }
     }
+    const char* start = p_;
     if (p_ < end_ && *p_ == '-') ++p_;
     if (p_ < end_ && *p_ == '0') {
       ++p_;
@@ -181,8 +185,17 @@ class Scanner {
       ++p_;
       if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
       if (!digits()) return false;
+      return finite(start);
     }
-    return true;
+    return static_cast<size_t>(p_ - start) < kPlainNumberCharsMax || finite(start);
+  }
+
+  // The full decoder refuses a number past double's range; only one with an
+  // exponent or hundreds of digits can be, so only those pay for strtod.
+  static constexpr size_t kPlainNumberCharsMax = 300;
+  bool finite(const char* start) const {
+    const std::string token(start, p_);
+    return std::isfinite(std::strtod(token.c_str(), nullptr));
   }
 
   // One or more decimal digits.

@@ -120,7 +120,8 @@ TEST(WatchScan, RefusesWhatTheFullDecoderRefuses) {
         std::string(R"("\udc00")"),       // lone low surrogate
         std::string(R"("\ud800x")"),      // high surrogate alone
         std::string("1abc"), std::string("-"), std::string("01"), std::string("1."),
-        std::string("1e"), std::string("truex"), std::string("+1"), std::string(".5")}) {
+        std::string("1e"), std::string("truex"), std::string("+1"), std::string(".5"),
+        std::string("1e400"), std::string("-2.5E+999"), std::string(400, '9')}) {
     const std::string line = head + bad + "}}";
     EXPECT_THROW(decode_watch_event(line), WatchDecodeError) << line;
     EXPECT_FALSE(scan_watch_event(line).has_value()) << line;
