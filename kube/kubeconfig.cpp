@@ -38,6 +38,8 @@ class Reader {
 
   std::string scalar(const YAML::Node& node, const std::string& key,
                      const std::string& where) const {
+    // Subscripting a scalar or list throws YAML::BadSubscript; say what is wrong instead.
+    if (!node.IsMap()) fail(where, "must be a map");
     YAML::Node value = node[key];
     if (!value) return "";
     if (!value.IsScalar()) fail(where + "." + key, "must be a string");
@@ -51,6 +53,7 @@ class Reader {
     if (entries && !entries.IsSequence()) fail(list, "must be a list");
     if (entries) {
       for (const auto& entry : entries) {
+        if (!entry.IsMap()) fail(list, "every entry must be a map with name and " + inner);
         if (entry["name"] && entry["name"].IsScalar() && entry["name"].as<std::string>() == name) {
           YAML::Node body = entry[inner];
           if (!body || !body.IsMap())

@@ -160,6 +160,20 @@ users: [{name: u, user: {exec: {command: aws}}}]
                {"users[name=u].user", "exec"});
 }
 
+// Found by tests/fuzz/kubeconfig_fuzz: a list entry that is not a map made
+// yaml-cpp throw BadSubscript (not a ConfigError) out of parse_kubeconfig.
+TEST_F(KubeconfigTest, ListEntriesThatAreNotMapsAreConfigErrors) {
+  expect_error("current-context: a\ncontexts: [just-a-name]\n",
+               {"contexts", "every entry must be a map"});
+  expect_error(R"(
+current-context: a
+contexts: [{name: a, context: {cluster: c, user: u}}]
+clusters: [{name: c, cluster: {server: "https://h"}}]
+users: [[u]]
+)",
+               {"users", "every entry must be a map"});
+}
+
 TEST_F(KubeconfigTest, MissingFileNamesIt) {
   try {
     load_kubeconfig_file((dir_ / "nope").string());
