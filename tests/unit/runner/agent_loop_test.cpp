@@ -146,6 +146,20 @@ TEST(AgentLoop, PauseUsesTheInjectedClockAfterAJump) {
   EXPECT_EQ(result.pause_until, h.clock.now() + 2min);
 }
 
+// A number past double's range made nlohmann::json throw out_of_range (not
+// parse_error), which escaped the loop instead of answering the model.
+TEST(AgentLoop, ArgumentsWithAnOutOfRangeNumberAreAnsweredWithAToolError) {
+  Harness h;
+  h.model.push(ScriptedModel::call("shell", R"({"command": "ls", "x": 1e999})", "big"));
+  h.model.push(ScriptedModel::text("sorry"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  EXPECT_TRUE(h.tools.calls.empty());
+  const auto& answer = h.model.requests()[1].messages[2].tool_results[0];
+  EXPECT_TRUE(answer.is_error);
+  EXPECT_NE(answer.content.find("not valid JSON"), std::string::npos);
+}
+
 TEST(AgentLoop, MalformedArgumentsAreAnsweredWithAToolError) {
   Harness h;
   h.model.push(ScriptedModel::call("shell", R"({"command": "ls")", "bad"));
