@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -16,8 +17,10 @@ inline std::string_view as_text(const uint8_t* data, size_t size) {
 }
 
 // An invariant the parser promises; abort() makes libFuzzer keep the input.
-inline void require(bool holds) {
-  if (!holds) std::abort();
+inline void require(bool holds, const char* what = "invariant") {
+  if (holds) return;
+  std::fprintf(stderr, "fuzz invariant violated: %s\n", what);
+  std::abort();
 }
 
 }  // namespace hb::fuzz
