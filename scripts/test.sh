@@ -8,7 +8,7 @@
 #   scripts/test.sh -L unit    only tests with that ctest label (no control plane)
 #
 # Env: HB_TEST_SANITIZE=0 skips the sanitizer pass; HB_TEST_FUZZ_SECONDS sets
-# each fuzzer's time (default 20, 0 skips); HB_JOBS sets build jobs.
+# each fuzzer's time (default 10, 0 skips); HB_JOBS sets build jobs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="$PWD"
@@ -38,7 +38,7 @@ heavy_labels='^(images)$'
 run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -- "$@"
 # Every parser's fuzzer for a short while, once (they run under ASan+UBSan
 # already), so a parser regression shows up; 0 skips. Not with a label filter.
-fuzz_seconds="${HB_TEST_FUZZ_SECONDS:-20}"
+fuzz_seconds="${HB_TEST_FUZZ_SECONDS:-10}"
 if [ "$fuzz_seconds" != 0 ] && [ $# -eq 0 ]; then
   echo "== every parser's fuzzer for ${fuzz_seconds}s (scripts/fuzz.sh) =="
   HB_JOBS="$jobs" bash scripts/fuzz.sh "$fuzz_seconds"
