@@ -3,14 +3,13 @@
 // cache may come from an older or newer schema.
 #pragma once
 
-#include "api/time_bounds.h"
-
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "api/time_bounds.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::controllers {
