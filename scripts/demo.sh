@@ -94,7 +94,7 @@ kubelet_pid=$!
 echo "demo: hb-local-kubelet running heartbeat-runner:local as $runner_bin (log: $state/kubelet.log, pod logs: $state/kubelet/pods/*/runner.log and tools.log)"
 
 # --- the operator ---
-free_port() { for _ in $(seq 100); do p=$((20000 + RANDOM % 40000)); (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }; done; }
+free_port() { python3 scripts/free-port.py; }
 "$operator_bin" --kubeconfig="$KUBECONFIG" --leader-elect=false \
   --metrics-address="127.0.0.1:$(free_port)" --health-address="127.0.0.1:$(free_port)" \
   --wakeup-address="127.0.0.1:$(free_port)" --log-format=text \

@@ -28,13 +28,11 @@ ready_timeout_seconds="${HB_CONTROL_PLANE_READY_TIMEOUT_SECONDS:-120}"
 
 log() { echo "control-plane: $*" >&2; }
 
-port_is_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
 pick_port() {
   local p
   for _ in $(seq 1 200); do
-    p=$((20000 + RANDOM % 40000))
-    if port_is_free "$p" && ! grep -qs ":$p\$" "$dir"/ports.* 2>/dev/null; then echo "$p"; return 0; fi
+    p=$(python3 "$repo/scripts/free-port.py") || return 1
+    if ! grep -qsx "$p" "$dir"/ports.* 2>/dev/null; then echo "$p"; return 0; fi
   done
   log "no free loopback port found"; return 1
 }

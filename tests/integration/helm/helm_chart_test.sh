@@ -201,9 +201,8 @@ contexts:
   context: {cluster: c, user: operator}
 current-context: c
 EOF
-free_port() { for _ in $(seq 100); do p=$((20000 + RANDOM % 40000)); (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }; done; }
-health="127.0.0.1:$(free_port)"
-metrics="127.0.0.1:$(free_port)"
+health="127.0.0.1:$(python3 "$src/scripts/free-port.py")"
+metrics="127.0.0.1:$(python3 "$src/scripts/free-port.py")"
 mapfile -t args < <(python3 -c 'import json,sys
 for i in json.load(open(sys.argv[1]))["items"]:
     if i["kind"] == "Deployment":

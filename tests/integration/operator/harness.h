@@ -12,15 +12,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,21 +61,38 @@ inline bool wait_until(const std::function<bool()>& done, std::chrono::milliseco
   }
 }
 
-// A port the kernel just handed out, so it is outside anything listening
-// now (a random pick can land on the API server's or an ephemeral port).
+// A loopback port nothing is bound to now, picked below the kernel's
+// ephemeral range: a port bind(0) hands out is in that range, so another
+// test's outgoing connection can take it before the operator listens
+// (seen in CI as "Address already in use"). scripts/free-port.py is the
+// shell scripts' twin.
 inline int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("socket() failed");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  ::close(fd);
-  if (!ok) throw std::runtime_error("could not get a free loopback port");
-  return ntohs(addr.sin_port);
+  constexpr int kLowestPort = 10000;
+  constexpr int kEphemeralLowDefault = 32768;
+  constexpr int kAttemptsMax = 500;
+  int ephemeral_low = kEphemeralLowDefault;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> ephemeral_low;
+  // Never the same port twice in one test process (two operators' three
+  // ports each are picked before either listens).
+  static std::mutex handed_out_mutex;
+  static std::set<int> handed_out;
+  std::lock_guard<std::mutex> lock(handed_out_mutex);
+  std::mt19937 random{std::random_device{}()};
+  std::uniform_int_distribution<int> pick(kLowestPort,
+                                          std::max(kLowestPort + 1, ephemeral_low - 1));
+  for (int attempt = 0; attempt < kAttemptsMax; ++attempt) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) throw std::runtime_error("socket() failed");
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(pick(random)));
+    const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+    ::close(fd);
+    const int port = ntohs(addr.sin_port);
+    if (bound && handed_out.insert(port).second) return port;
+  }
+  throw std::runtime_error("could not find a free loopback port below the ephemeral range");
 }
 
 inline std::string tail_of_file(const std::string& path, size_t max_bytes = 4000) {
