@@ -121,7 +121,7 @@ bool LeaderElector::try_acquire_or_renew() {
 
 bool LeaderElector::holding() const {
   const int64_t at = renewed_at_ns_.load();
-  if (at == 0) return false;
+  if (at == 0 || displaced_) return false;
   const int64_t deadline =
       std::chrono::duration_cast<std::chrono::nanoseconds>(config_.renew_deadline).count();
   return steady_ns(std::chrono::steady_clock::now()) - at < deadline;
@@ -146,32 +146,38 @@ bool LeaderElector::acquire(const std::atomic<bool>& stop) {
 }
 
 bool LeaderElector::hold(const std::atomic<bool>& stop, const std::function<void()>& on_lost) {
-  std::atomic<bool> done{false};
+  // The watchdog is the one place that decides the term is over: on time
+  // (the renew deadline, even while a renew call hangs) or on a renewal that
+  // found another holder.
+  std::atomic<bool> done{false}, lost{false};
   std::thread watchdog([&] {
     while (!done) {
       if (!holding()) {
-        spdlog::error("event=leader_lost lease={}/{} identity={} renew_deadline_seconds={}",
-                      config_.lease_namespace, config_.lease_name, config_.identity,
-                      config_.renew_deadline.count());
+        spdlog::error(
+            "event=leader_lost reason={} lease={}/{} identity={} renew_deadline_seconds={}",
+            displaced_ ? "lease_held_by_another" : "renew_deadline", config_.lease_namespace,
+            config_.lease_name, config_.identity, config_.renew_deadline.count());
+        lost = true;
         on_lost();
         return;
       }
       std::this_thread::sleep_for(kWatchdogPeriod);
     }
   });
-  while (!stop && holding()) {
+  while (!stop && !lost) {
     nap(config_.retry_period, stop);
-    if (stop) break;
+    if (stop || lost) break;
     try {
-      if (!try_acquire_or_renew()) spdlog::warn("event=leader_renew_refused");
+      // Refused: another identity holds the Lease now. Stop acting at once,
+      // not at the renew deadline (the watchdog sees it within 20 ms).
+      if (!try_acquire_or_renew()) displaced_ = true;
     } catch (const std::exception& e) {
       spdlog::warn("event=leader_renew_failed error=\"{}\"", e.what());
     }
   }
-  const bool kept = holding();
   done = true;
   watchdog.join();
-  return kept;
+  return !lost;
 }
 
 void LeaderElector::release() {

@@ -54,7 +54,8 @@ class LeaderElector {
   // Renews until `stop` (returns true); calls on_lost from the watchdog when
   // the renew deadline passes (it is expected not to return).
   bool hold(const std::atomic<bool>& stop, const std::function<void()>& on_lost);
-  // True while the last renewal is younger than the renew deadline.
+  // True while the last renewal is younger than the renew deadline and no
+  // renewal found the Lease held by another identity.
   bool holding() const;
   // Best effort on shutdown: clears the holder so a successor need not wait.
   void release();
@@ -68,6 +69,7 @@ class LeaderElector {
   // Nanoseconds since the steady clock's epoch of the last successful write
   // of the Lease (0: never).
   std::atomic<int64_t> renewed_at_ns_{0};
+  std::atomic<bool> displaced_{false};  // a renewal found another holder
 };
 
 }  // namespace hb::operator_

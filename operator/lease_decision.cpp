@@ -1,5 +1,7 @@
 #include "operator/lease_decision.h"
 
+#include <algorithm>
+
 namespace hb::operator_ {
 
 using controllers::Json;
@@ -8,11 +10,12 @@ ObservedLease observe_lease(const std::optional<ObservedLease>& previous, const 
                             MonoTime now) {
   ObservedLease seen;
   seen.holder = controllers::string_at(lease, "spec/holderIdentity");
+  const int64_t claimed = controllers::int_at(lease, "spec/leaseDurationSeconds").value_or(0);
   seen.duration =
-      std::chrono::seconds(controllers::int_at(lease, "spec/leaseDurationSeconds").value_or(0));
+      std::chrono::seconds(std::clamp<int64_t>(claimed, 0, kObservedLeaseDurationMax.count()));
   seen.record = seen.holder + "\n" + controllers::string_at(lease, "spec/renewTime") + "\n" +
-                controllers::string_at(lease, "spec/acquireTime") + "\n" +
-                std::to_string(seen.duration.count()) + "\n" +
+                controllers::string_at(lease, "spec/acquireTime") + "\n" + std::to_string(claimed) +
+                "\n" +
                 std::to_string(controllers::int_at(lease, "spec/leaseTransitions").value_or(0));
   const bool unchanged = previous && previous->record == seen.record;
   seen.observed_at = unchanged ? previous->observed_at : now;

@@ -15,6 +15,11 @@ namespace hb::operator_ {
 
 using MonoTime = std::chrono::steady_clock::time_point;
 
+// The longest leaseDurationSeconds a Lease is believed: any longer (up to
+// int64, which would overflow the clock) and a hostile or broken writer
+// could keep every candidate waiting for good.
+inline constexpr std::chrono::seconds kObservedLeaseDurationMax{3600};
+
 // The Lease record as last seen, and when it was first seen that way.
 struct ObservedLease {
   std::string holder;

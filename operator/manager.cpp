@@ -174,6 +174,14 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   }
 
   cache.start();
+  // Synced before the Lease is taken, so renewals start with the term (a
+  // slow sync after acquiring would outlast the renew deadline).
+  if (!cache.wait_for_sync(kCacheSyncTimeout)) {
+    spdlog::error("event=cache_sync_timeout seconds={}", kCacheSyncTimeout.count());
+    cache.stop();
+    return kExitStartup;
+  }
+  spdlog::info("event=caches_synced agents={}", cache.agents().size());
   int exit_code = kExitOk;
   if (config.leader_elect) {
     elector = make_elector(config, cluster);
@@ -185,12 +193,6 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
     }
     leader = true;
   }
-  if (!cache.wait_for_sync(kCacheSyncTimeout)) {
-    spdlog::error("event=cache_sync_timeout seconds={}", kCacheSyncTimeout.count());
-    cache.stop();
-    return kExitStartup;
-  }
-  spdlog::info("event=caches_synced agents={}", cache.agents().size());
 
   std::vector<std::thread> workers;
   for (int i = 0; i < config.workers; ++i) {

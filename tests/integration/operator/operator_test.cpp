@@ -658,6 +658,32 @@ TEST_F(OperatorTest, ALeaderWithASkewedClockIsNotDeposed) {
   EXPECT_TRUE(other->alive());
 }
 
+// A renewal that finds the Lease held by another identity (written over by
+// hand, or by a replica that judged it expired) stops acting at once, not at
+// the renew deadline.
+TEST_F(OperatorTest, ALeaderThatFindsAnotherHolderStopsAtOnce) {
+  start_operator();
+  // The leader renews every 2 s: retry a replace that lost to a renewal.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        json lease = client_->get(res::kLeases, ns_, "op");
+        lease["spec"]["holderIdentity"] = "intruder";
+        try {
+          client_->replace(res::kLeases, ns_, "op", lease);
+          return true;
+        } catch (const kube::ApiError&) {
+          return false;
+        }
+      },
+      10s));
+  ASSERT_TRUE(wait_until([&] { return !operator_->alive(); }, 30s));
+  EXPECT_EQ(operator_->exit_status(), 3);
+  EXPECT_NE(tail_of_file(operator_->log_path(), 4096)
+                .find("event=leader_lost reason=lease_held_by_another"),
+            std::string::npos);
+  EXPECT_EQ(lease_holder(), "intruder");  // it never took the Lease back
+}
+
 TEST_F(OperatorTest, SigtermShutsDownCleanly) {
   start_operator({"--leader-elect=true"});
   operator_->kill(SIGTERM);

@@ -46,6 +46,22 @@ TEST(LeaseDecision, AHolderThatStopsRenewingIsTakenOverAfterItsDurationOfObserva
   EXPECT_FALSE(held_by_another(*seen, "b", t0 + 15s));
 }
 
+TEST(LeaseDecision, AClaimedDurationIsBelievedForAnHourAtMost) {
+  const MonoTime t0{};
+  // int64's maximum would overflow the clock; ten years would block forever.
+  for (int64_t claimed : {int64_t{9223372036854775807}, int64_t{315360000}}) {
+    const ObservedLease seen = observe_lease(std::nullopt, lease("a", "x", 0), t0);
+    Json hostile = lease("a", "x");
+    hostile["spec"]["leaseDurationSeconds"] = claimed;
+    const ObservedLease o = observe_lease(seen, hostile, t0);
+    EXPECT_TRUE(held_by_another(o, "b", t0 + kObservedLeaseDurationMax - 1s));
+    EXPECT_FALSE(held_by_another(o, "b", t0 + kObservedLeaseDurationMax));
+  }
+  Json negative = lease("a", "x");
+  negative["spec"]["leaseDurationSeconds"] = -5;
+  EXPECT_FALSE(held_by_another(observe_lease(std::nullopt, negative, t0), "b", t0));
+}
+
 TEST(LeaseDecision, OursOrReleasedIsNotHeldByAnother) {
   const MonoTime t0{};
   EXPECT_FALSE(held_by_another(observe_lease(std::nullopt, lease("b", "x"), t0), "b", t0));
