@@ -19,6 +19,9 @@ bool flag_value(const std::string& arg, const char* name, std::string& out) {
   return true;
 }
 
+constexpr const char* kUsage =
+    "usage: heartbeat-tools --socket=PATH [--workdir=DIR] [--lifeline-wait-seconds=N]\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -39,10 +42,11 @@ int main(int argc, char** argv) {
         return hb::tools::kServerExitUsage;
       }
       options.lifeline_wait = std::chrono::seconds(seconds);
+    } else if (arg == "--help" || arg == "-h") {
+      std::cout << kUsage;
+      return 0;
     } else {
-      std::cerr << "heartbeat-tools: unknown argument " << arg
-                << "\nusage: heartbeat-tools --socket=PATH [--workdir=DIR] "
-                   "[--lifeline-wait-seconds=N]\n";
+      std::cerr << "heartbeat-tools: unknown argument " << arg << "\n" << kUsage;
       return hb::tools::kServerExitUsage;
     }
   }

@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
-# The Dockerfile, checked statically (this machine has no container engine):
-#  - stages builder, runtime, runner, operator; builder FROM debian:bookworm,
-#    final stages on debian:bookworm-slim;
+# The Dockerfile, checked statically in a second (tests/images/images_test.sh
+# builds and runs the images for real, in the normal pass only):
+#  - stages builder, runner, operator; builder FROM debian:bookworm, the final
+#    stages FROM scratch holding only the root filesystem the builder
+#    assembled with scripts/image-rootfs.sh; the operator is the default;
 #  - the builder installs with `HB_DEPS=build scripts/install-deps.sh` and
 #    compiles with scripts/build.sh (the script CI uses), which exist;
-#  - runner and operator run as uid 65532 with ENTRYPOINT the binary, and the
-#    runner's path is the one the operator's Jobs call (controllers/job_builder.h);
-#  - every package the runtime stages apt-get install exists in Debian
-#    (`apt-cache show`), and covers, with its dependencies, every shared
-#    library the built binaries link (ldd + dpkg -S), when they are built;
+#  - runner and operator run as uid 65532 with ENTRYPOINT the binary, at the
+#    paths the operator's Jobs call (controllers/job_builder.h, api/heartbeat_pod.h);
 #  - .dockerignore keeps build trees and .git out of the context.
 set -euo pipefail
 src="${HB_SOURCE_DIR:?run under ctest}"
-build="${HB_BUILD_DIR:-$src/build}"
 dockerfile="$src/Dockerfile"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -f "$dockerfile" ] || fail "no Dockerfile at the repository root"
@@ -57,13 +55,15 @@ PY
 stages_json="$(parse)"
 q() { python3 -c "import json,sys; s={x['name']: x for x in json.loads(sys.argv[1])}; print(eval(sys.argv[2]))" "$stages_json" "$1"; }
 
-for stage in builder runtime runner operator; do
+for stage in builder runner operator; do
   [ "$(q "'$stage' in s")" = True ] || fail "the Dockerfile has no stage '$stage'"
 done
 [ "$(q "s['builder']['from']")" = "debian:bookworm" ] || fail "builder is not FROM debian:bookworm"
-[ "$(q "s['runtime']['from']")" = "debian:bookworm-slim" ] || fail "runtime is not FROM debian:bookworm-slim"
 for stage in runner operator; do
-  [ "$(q "s['$stage']['from']")" = runtime ] || fail "$stage is not FROM the runtime stage"
+  [ "$(q "s['$stage']['from']")" = scratch ] || fail "$stage is not FROM scratch"
+  [ "$(q "s['$stage']['copy'] == ['--from=builder /rootfs/$stage/ /']")" = True ] ||
+    fail "$stage does not copy exactly the builder's /rootfs/$stage/"
+  [ "$(q "s['$stage']['run']")" = "[]" ] || fail "$stage has RUN steps (a scratch stage has no shell)"
 done
 # The last stage is the default target: the operator.
 [ "$(q "json.loads(sys.argv[1])[-1]['name']")" = operator ] || fail "the last (default) stage is not operator"
@@ -73,13 +73,22 @@ echo "$builder_runs" | grep -Eq 'HB_DEPS=build bash scripts/install-deps\.sh' ||
   fail "builder does not run 'HB_DEPS=build bash scripts/install-deps.sh'"
 echo "$builder_runs" | grep -Eq 'bash scripts/build\.sh ' ||
   fail "builder does not build with scripts/build.sh (the build script CI shares)"
-for script in install-deps.sh build.sh; do
+echo "$builder_runs" | grep -Eq 'scripts/image-rootfs\.sh /rootfs/operator /out/heartbeat-operator' ||
+  fail "builder does not assemble /rootfs/operator with scripts/image-rootfs.sh"
+echo "$builder_runs" | grep -Eq 'scripts/image-rootfs\.sh --shell /rootfs/runner /out/heartbeat-runner /out/heartbeat-tools' ||
+  fail "builder does not assemble /rootfs/runner (with a shell, both runner binaries)"
+for script in install-deps.sh build.sh image-rootfs.sh images.sh; do
   [ -f "$src/scripts/$script" ] || fail "scripts/$script does not exist"
 done
 grep -q 'HB_DEPS' "$src/scripts/install-deps.sh" || fail "scripts/install-deps.sh does not know HB_DEPS"
 
+# What the operator's Jobs run and the chart deploys (the image-rootfs script
+# puts every binary in /usr/local/bin).
 runner_path="$(grep -o 'runner_command = {"[^"]*"' "$src/controllers/job_builder.h" | sed 's/.*{"//; s/"$//')"
-[ -n "$runner_path" ] || fail "no runner_command in controllers/job_builder.h"
+[ "$runner_path" = /usr/local/bin/heartbeat-runner ] ||
+  fail "controllers/job_builder.h runs '$runner_path', not /usr/local/bin/heartbeat-runner"
+grep -q 'kToolsServerPath = "/usr/local/bin/heartbeat-tools"' "$src/api/heartbeat_pod.h" ||
+  fail "api/heartbeat_pod.h no longer names /usr/local/bin/heartbeat-tools"
 [ "$(q "s['runner']['entrypoint']")" = "$runner_path" ] ||
   fail "runner ENTRYPOINT is not $runner_path (what the operator's Jobs run)"
 [ "$(q "s['operator']['entrypoint']")" = /usr/local/bin/heartbeat-operator ] ||
@@ -88,82 +97,8 @@ for stage in runner operator; do
   user="$(q "s['$stage']['user']")"
   [ "${user%%:*}" = 65532 ] || fail "$stage does not run as USER 65532 (has '$user')"
 done
-{ grep -q 'groupadd --gid 65532' "$dockerfile" && grep -q 'useradd --uid 65532' "$dockerfile"; } ||
-  fail "the runtime stage does not create the uid/gid 65532 user"
-
-# apt lists are needed for apt-cache; a machine that never ran apt-get update has none.
-if ! apt-cache show libc6 >/dev/null 2>&1; then
-  [ "$(id -u)" = 0 ] || fail "apt-cache knows no packages (run apt-get update)"
-  apt-get update -qq
-fi
-grep -q 'VERSION_CODENAME=bookworm' /etc/os-release ||
-  echo "note: this machine is not Debian bookworm; package names are checked against its apt sources"
-stage_packages() {  # the runtime packages of a final stage (its own + the runtime stage's)
-  q "' '.join(s['runtime']['packages'] + s['$1']['packages'])"
-}
-for stage in runner operator; do
-  pkgs="$(stage_packages "$stage")"
-  [ -n "$pkgs" ] || fail "$stage installs no runtime packages"
-  for p in $pkgs; do
-    apt-cache show "$p" >/dev/null 2>&1 || fail "$stage installs '$p', which apt does not know"
-  done
-  echo "ok: $stage packages exist in apt: $pkgs"
-done
-
-# The libraries the binaries really link, against what the stages install.
-# The dependency closure is walked from dpkg's status database (packages
-# installed here, where the binaries were linked) and apt's lists only for
-# packages not installed, first alternative of each dependency, as apt would.
-dependency_closure() {  # dependency_closure PACKAGE... -> one package per line
-  python3 - "$@" <<'PY2'
-import re, subprocess, sys
-def depends_of(pkg):
-    q = subprocess.run(["dpkg-query", "-W", "-f=${db:Status-Status}\n${Pre-Depends}, ${Depends}", pkg],
-                       capture_output=True, text=True)
-    if q.returncode == 0 and q.stdout.startswith("installed\n"):
-        return q.stdout.split("\n", 1)[1]
-    a = subprocess.run(["apt-cache", "show", "--no-all-versions", pkg], capture_output=True, text=True)
-    if a.returncode != 0:
-        return ""  # virtual package: nothing to walk
-    fields = re.findall(r"^(?:Pre-)?Depends: (.*)$", a.stdout, re.M)
-    return ", ".join(fields)
-seen, todo = set(), list(sys.argv[1:])
-while todo:
-    pkg = todo.pop()
-    if pkg in seen:
-        continue
-    seen.add(pkg)
-    for dep in depends_of(pkg).split(","):
-        first = dep.split("|")[0].strip()
-        name = re.sub(r"\s*\(.*\)", "", first).split(":")[0].strip()
-        if name and name not in seen:
-            todo.append(name)
-print("\n".join(sorted(seen)))
-PY2
-}
-check_links() {  # check_links STAGE BINARY
-  local stage=$1 bin=$2 closure missing=() p
-  if [ ! -x "$bin" ]; then echo "skip: $bin not built, library coverage of $stage unchecked"; return; fi
-  # shellcheck disable=SC2046
-  closure=" $(dependency_closure $(stage_packages "$stage") | tr '\n' ' ') "
-  while read -r lib; do
-    p="$(dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null || true)"
-    p="${p%%:*}"
-    [ -n "$p" ] || fail "$bin links $lib, which no Debian package owns"
-    [[ "$closure" == *" $p "* ]] || missing+=("$p ($lib)")
-  done < <(ldd "$bin" | awk '$3 ~ /^\// {print $3}')
-  [ ${#missing[@]} -eq 0 ] ||
-    fail "$stage image lacks packages for libraries $bin links: ${missing[*]} (its packages bring:$closure)"
-  echo "ok: every library $bin links comes with the $stage stage's packages"
-}
-check_links operator "$build/operator/heartbeat-operator"
-check_links runner "$build/runner/heartbeat-runner"
-check_links runner "$build/runner/heartbeat-tools"
-# The tools server is where the operator's Jobs run it (api/heartbeat_pod.h).
-grep -q 'kToolsServerPath = "/usr/local/bin/heartbeat-tools"' "$src/api/heartbeat_pod.h" ||
-  fail "api/heartbeat_pod.h no longer names /usr/local/bin/heartbeat-tools"
-grep -q 'COPY --from=builder /out/heartbeat-tools /usr/local/bin/heartbeat-tools' "$dockerfile" ||
-  fail "the runner image does not install heartbeat-tools at /usr/local/bin/heartbeat-tools"
+grep -q '^nonroot:x:65532:65532:' "$src/scripts/image-rootfs.sh" ||
+  fail "scripts/image-rootfs.sh does not name the uid 65532 user"
 
 ignore="$src/.dockerignore"
 [ -f "$ignore" ] || fail "no .dockerignore"
