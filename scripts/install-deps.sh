@@ -14,6 +14,8 @@ packages=(
   "${build_packages[@]}" clang-format git rsync libgtest-dev libgmock-dev libbenchmark-dev
   golang-go golang-github-modern-go-reflect2-dev etcd-server etcd-client dpkg-dev curl openssl procps unzip python3
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
+  podman runc debootstrap uidmap  # scripts/images.sh
+  containerd conntrack containernetworking-plugins iptables iproute2 jq  # tests/cluster: a real node
 )
 
 [ "${HB_DEPS:-all}" = build ] && packages=("${build_packages[@]}")

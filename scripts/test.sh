@@ -15,9 +15,9 @@ root="$PWD"
 jobs="${HB_JOBS:-$(nproc)}"
 
 bash scripts/install-deps.sh
-# Build the control-plane binaries up front (cached after the first time), so
-# the time goes to the build log rather than a test's timeout.
-bash scripts/build-kube.sh >/dev/null
+# Build the control-plane and node binaries up front (cached after the first
+# time), so the time goes to the build log rather than a test's timeout.
+bash scripts/build-kube.sh node >/dev/null
 
 run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS... -- CTEST_ARGS...
   local dir=$1; shift

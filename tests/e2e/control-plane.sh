@@ -15,16 +15,24 @@
 # Env: HB_KCM_API_QPS / HB_KCM_API_BURST set kube-controller-manager's own
 # API rate (Kubernetes' defaults, 20 / 30, unless set; the fleet bench raises
 # them: the Job controller creates every heartbeat's Pod).
+# HB_CONTROL_PLANE_ADDRESS (at `up`): serve on this local IPv4 address instead
+# of 127.0.0.1, one a real node and its Pods can reach (tests/cluster/node.sh
+# sets it), and run what a node needs: kube-scheduler, the endpoint and
+# node-lifecycle controllers, kubelet client credentials.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cmd="${1:-}"
 dir="${2:-${HB_CONTROL_PLANE_DIR:-}}"
-[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,15p' "$0" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,19p' "$0" >&2; exit 2; }
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 ready_timeout_seconds="${HB_CONTROL_PLANE_READY_TIMEOUT_SECONDS:-120}"
+# The serving address is fixed at `up` and read back by every other command.
+if [ "$cmd" = up ]; then echo "${HB_CONTROL_PLANE_ADDRESS:-127.0.0.1}" > "$dir/address"; fi
+address="$(cat "$dir/address" 2>/dev/null || echo 127.0.0.1)"
+node_mode() { [ "$address" != 127.0.0.1 ]; }
 
 log() { echo "control-plane: $*" >&2; }
 
@@ -68,14 +76,15 @@ start_daemon() {  # start_daemon NAME ARGS...: detached, output to DIR/logs/NAME
 
 make_certs() {
   local c="$dir/pki"
-  [ -f "$c/admin.crt" ] && return 0
-  mkdir -p "$c"
+  [ -f "$c/admin.crt" ] && [ "$(cat "$c/served-address" 2>/dev/null)" = "$address" ] && return 0
+  rm -rf "$c" && mkdir -p "$c"
+  echo "$address" > "$c/served-address"
   (
     cd "$c"
     openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 3650 \
       -subj "/CN=heartbeat-local-ca" 2>/dev/null
     cat > apiserver.ext <<EXT
-subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
+subjectAltName=IP:127.0.0.1,IP:$address,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
 extendedKeyUsage=serverAuth
 EXT
     openssl req -newkey rsa:2048 -nodes -keyout apiserver.key -out apiserver.csr -subj "/CN=kube-apiserver" 2>/dev/null
@@ -104,7 +113,7 @@ kind: Config
 clusters:
 - name: local
   cluster:
-    server: https://127.0.0.1:$port
+    server: https://$address:$port
     certificate-authority-data: $(base64 -w0 < "$c/ca.crt")
 users:
 - name: admin
@@ -121,7 +130,7 @@ apiVersion: v1
 kind: Config
 clusters:
 - name: local
-  cluster: {server: "https://127.0.0.1:$port", certificate-authority: $c/ca.crt}
+  cluster: {server: "https://$address:$port", certificate-authority: $c/ca.crt}
 users:
 - name: cm
   user: {token: $(cat "$c/admin.token")}
@@ -143,10 +152,13 @@ start_etcd() {
 }
 
 start_apiserver() {
-  local c="$dir/pki"
-  start_daemon apiserver "$bin/kube-apiserver" \
+  local c="$dir/pki" node_flags=()
+  # Logs and exec reach the kubelet by its InternalIP, as the admin user.
+  node_mode && node_flags=(--kubelet-preferred-address-types InternalIP
+    --kubelet-client-certificate "$c/admin.crt" --kubelet-client-key "$c/admin.key")
+  start_daemon apiserver "$bin/kube-apiserver" "${node_flags[@]}" \
     --etcd-servers "http://127.0.0.1:$(cat "$dir/ports.etcd")" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
+    --bind-address "$address" --advertise-address "$address" \
     --secure-port "$(cat "$dir/ports.apiserver")" --insecure-port 0 \
     --cert-dir "$dir/apiserver-certs" \
     --tls-cert-file "$c/apiserver.crt" --tls-private-key-file "$c/apiserver.key" \
@@ -161,18 +173,29 @@ start_apiserver() {
 
 start_controller_manager() {
   local c="$dir/pki"
+  local controllers=job,garbagecollector,serviceaccount,serviceaccount-token,namespace,ttl-after-finished,root-ca-cert-publisher
+  # A real node: Service endpoints for kube-proxy; node lifecycle lifts the
+  # not-ready taint (Pods stay Pending without it); Deployments (the chart's
+  # operator runs in-cluster there).
+  node_mode && controllers+=,endpoint,endpointslice,nodelifecycle,deployment,replicaset
   start_daemon controller-manager "$bin/kube-controller-manager" \
     --kubeconfig "$dir/controller-manager.kubeconfig" \
-    --controllers job,garbagecollector,serviceaccount,serviceaccount-token,namespace,ttl-after-finished,root-ca-cert-publisher \
+    --controllers "$controllers" \
     --service-account-private-key-file "$c/sa.key" --root-ca-file "$c/ca.crt" \
     --kube-api-qps "${HB_KCM_API_QPS:-20}" --kube-api-burst "${HB_KCM_API_BURST:-30}" \
+    --leader-elect=false --port 0 --secure-port 0 --logtostderr=true --v=1
+}
+
+start_scheduler() {  # only with a real node: nothing binds Pods otherwise
+  start_daemon scheduler "$bin/kube-scheduler" \
+    --kubeconfig "$dir/controller-manager.kubeconfig" \
     --leader-elect=false --port 0 --secure-port 0 --logtostderr=true --v=1
 }
 
 curl_api() {
   curl -sS --max-time 5 --cacert "$dir/pki/ca.crt" \
     -H "Authorization: Bearer $(cat "$dir/pki/admin.token")" \
-    "https://127.0.0.1:$(cat "$dir/ports.apiserver")$1"
+    "https://$address:$(cat "$dir/ports.apiserver")$1"
 }
 
 wait_for() {  # wait_for WHAT CMD...
@@ -198,16 +221,21 @@ print_env() {
   echo "export HB_ETCD_ENDPOINT=127.0.0.1:$(cat "$dir/ports.etcd")"
 }
 
-find_bin() { bin="$("$repo/scripts/build-kube.sh" | tail -n 1)"; }
+find_bin() {
+  if node_mode; then bin="$("$repo/scripts/build-kube.sh" node | tail -n 1)"
+  else bin="$("$repo/scripts/build-kube.sh" | tail -n 1)"; fi
+}
+daemons="scheduler controller-manager apiserver etcd"  # in stop order
 
 case "$cmd" in
   up)
     exec 8>"$dir/.lock"; flock 8
-    if pid_alive etcd && pid_alive apiserver && pid_alive controller-manager && apiserver_ready; then
+    if pid_alive etcd && pid_alive apiserver && pid_alive controller-manager && apiserver_ready &&
+      { ! node_mode || pid_alive scheduler; }; then
       log "already up in $dir"; print_env; exit 0
     fi
     find_bin
-    for name in controller-manager apiserver etcd; do stop_one "$name"; done
+    for name in $daemons; do stop_one "$name"; done
     [ -f "$dir/ports.etcd" ] || pick_port > "$dir/ports.etcd"
     [ -f "$dir/ports.etcd-peer" ] || pick_port > "$dir/ports.etcd-peer"
     [ -f "$dir/ports.apiserver" ] || pick_port > "$dir/ports.apiserver"
@@ -219,12 +247,13 @@ case "$cmd" in
     wait_for kube-apiserver apiserver_ready
     start_controller_manager
     wait_for "default service account" default_sa_ready
-    log "up: kube-apiserver https://127.0.0.1:$(cat "$dir/ports.apiserver"), kubeconfig $dir/kubeconfig"
+    if node_mode; then start_scheduler; fi
+    log "up: kube-apiserver https://$address:$(cat "$dir/ports.apiserver"), kubeconfig $dir/kubeconfig"
     print_env
     ;;
   down)
     exec 8>"$dir/.lock"; flock 8
-    for name in controller-manager apiserver etcd; do stop_one "$name"; done
+    for name in $daemons; do stop_one "$name"; done
     rm -rf "$dir/etcd" "$dir"/ports.*
     ;;
   env) print_env ;;
@@ -247,9 +276,9 @@ case "$cmd" in
     echo "$rev"
     ;;
   status)
-    for name in etcd apiserver controller-manager; do
+    for name in etcd apiserver controller-manager scheduler; do
       if pid_alive "$name"; then echo "$name: running (pid $(cat "$dir/pids/$name.pid"))"; else echo "$name: stopped"; fi
     done
     ;;
-  *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,19p' "$0" >&2; exit 2 ;;
 esac

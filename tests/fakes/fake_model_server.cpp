@@ -71,19 +71,20 @@ void write_all(int fd, const std::string& data) {
 
 }  // namespace
 
-FakeModelServer::FakeModelServer(int port) {
+FakeModelServer::FakeModelServer(int port, const std::string& address_text)
+    : address_(address_text) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   if (listen_fd_ < 0) throw std::runtime_error("fake model server: socket failed");
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in address{};
   address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = htons(static_cast<uint16_t>(port));
-  if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+  if (::inet_pton(AF_INET, address_.c_str(), &address.sin_addr) != 1 ||
+      ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
       ::listen(listen_fd_, kListenBacklog) != 0) {
     ::close(listen_fd_);
-    throw std::runtime_error("fake model server: cannot listen on 127.0.0.1:" +
+    throw std::runtime_error("fake model server: cannot listen on " + address_ + ":" +
                              std::to_string(port));
   }
   socklen_t length = sizeof address;
@@ -97,7 +98,7 @@ FakeModelServer::~FakeModelServer() {
 }
 
 std::string FakeModelServer::url() const {
-  return "http://127.0.0.1:" + std::to_string(port_);
+  return "http://" + address_ + ":" + std::to_string(port_);
 }
 
 void FakeModelServer::push(ScriptedResponse response) {

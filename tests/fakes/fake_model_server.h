@@ -62,15 +62,16 @@ class FakeModelServer {
   // Decides a reply from the request; used when the script is empty.
   using Responder = std::function<ScriptedResponse(const RecordedRequest&)>;
 
-  // Listens on 127.0.0.1:port; 0 picks an ephemeral port. Throws
-  // std::runtime_error naming the port when it cannot listen.
-  explicit FakeModelServer(int port = 0);
+  // Listens on address:port (an IPv4 literal; loopback unless a real
+  // node's Pods must reach it); 0 picks an ephemeral port. Throws
+  // std::runtime_error naming the address when it cannot listen.
+  explicit FakeModelServer(int port = 0, const std::string& address = "127.0.0.1");
   ~FakeModelServer();
   FakeModelServer(const FakeModelServer&) = delete;
   FakeModelServer& operator=(const FakeModelServer&) = delete;
 
   int port() const { return port_; }
-  std::string url() const;  // "http://127.0.0.1:PORT"
+  std::string url() const;  // "http://ADDRESS:PORT"
 
   void push(ScriptedResponse response);
   // Without a responder an empty script answers 500 "script exhausted".
@@ -100,6 +101,7 @@ class FakeModelServer {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
   };
+  std::string address_;
   void accept_loop();
   void serve(int fd);
   void reap_finished_workers();

@@ -4,10 +4,11 @@
 // each request's prompt (directives: decision.h). Every reply is labelled as
 // a stand-in (model "hb-fake-model").
 //
-//   hb-fake-model [--port N] [--port-file PATH]
+//   hb-fake-model [--port N] [--port-file PATH] [--address IPV4]
 //
 // --port 0 (the default) picks a free port. The first stdout line is
-// "listening on 127.0.0.1:PORT"; --port-file also gets the port. One log line
+// "listening on ADDRESS:PORT"; --port-file also gets the port. --address
+// (default 127.0.0.1) lets a real node's Pods reach it. One log line
 // per request goes to stderr. SIGTERM or SIGINT stops it (exit 0).
 #include <signal.h>
 
@@ -42,8 +43,9 @@ std::string utc_text(std::time_t t, bool millis, int ms = 0) {
 }
 
 void usage(std::ostream& out) {
-  out << "usage: hb-fake-model [--port N] [--port-file PATH]\n"
-         "  a scripted stand-in model server (OpenAI and Anthropic wire formats) on 127.0.0.1;\n"
+  out << "usage: hb-fake-model [--port N] [--port-file PATH] [--address IPV4]\n"
+         "  a scripted stand-in model server (OpenAI and Anthropic wire formats) on 127.0.0.1\n"
+         "  (--address: another local IPv4 address, e.g. one a real node's Pods can reach);\n"
          "  prompt directives: [[pause N]] [[sleep N]] [[memory TEXT]] [[fail STATUS]] [[hang]]\n";
 }
 
@@ -52,6 +54,7 @@ void usage(std::ostream& out) {
 int main(int argc, char** argv) {
   int port = 0;
   std::string port_file;
+  std::string address = "127.0.0.1";
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string& flag) -> std::optional<std::string> {
@@ -74,6 +77,8 @@ int main(int argc, char** argv) {
         std::cerr << "hb-fake-model: --port: \"" << *v << "\" is not a port number 0..65535\n";
         return kExitUsage;
       }
+    } else if (auto a = value("--address")) {
+      address = *a;
     } else if (auto f = value("--port-file")) {
       port_file = *f;
     } else if (arg == "--help" || arg == "-h") {
@@ -96,9 +101,10 @@ int main(int argc, char** argv) {
 
   std::optional<hb::fakes::FakeModelServer> server;
   try {
-    server.emplace(port);
+    server.emplace(port, address);
   } catch (const std::exception& error) {
-    std::cerr << "hb-fake-model: " << error.what() << " (--port " << port << ")\n";
+    std::cerr << "hb-fake-model: " << error.what() << " (--address " << address << " --port "
+              << port << ")\n";
     return 1;
   }
   server->set_recording(false);
@@ -124,7 +130,7 @@ int main(int argc, char** argv) {
     return out;
   });
 
-  std::cout << "listening on 127.0.0.1:" << server->port() << std::endl;
+  std::cout << "listening on " << address << ":" << server->port() << std::endl;
   if (!port_file.empty()) {
     const std::string temp = port_file + ".tmp";
     std::ofstream out(temp, std::ios::trunc);
