@@ -5,6 +5,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -59,11 +60,14 @@ ShellResult NoShell::run(const std::string&, const ShellOptions&) {
 }
 
 ToolsLifeline::ToolsLifeline(std::string socket_path, Millis connect_wait)
-    : path_(std::move(socket_path)), connect_wait_(connect_wait) {
+    : path_(std::move(socket_path)), give_up_(Steady::now() + connect_wait) {
   thread_ = std::thread([this] { hold(); });
 }
 
 ToolsLifeline::~ToolsLifeline() {
+  const auto goodbye_by = std::min(Steady::now() + kToolsGoodbyeWait, give_up_);
+  goodbye_by_ns_ =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(goodbye_by.time_since_epoch()).count();
   stopping_ = true;
   if (int fd = fd_.load(); fd >= 0) ::shutdown(fd, SHUT_RDWR);
   thread_.join();
@@ -71,16 +75,18 @@ ToolsLifeline::~ToolsLifeline() {
 }
 
 void ToolsLifeline::hold() {
-  const auto give_up = Steady::now() + connect_wait_;
+  auto past_goodbye = [this] {
+    return stopping_ &&
+           Steady::now().time_since_epoch() >= std::chrono::nanoseconds(goodbye_by_ns_.load());
+  };
   int fd = -1;
-  while (!stopping_ && (fd = connect_unix(path_)) < 0) {
-    if (Steady::now() >= give_up) {
-      lost_ = true;
+  while ((fd = connect_unix(path_)) < 0) {
+    if (Steady::now() >= give_up_ || past_goodbye()) {
+      if (!stopping_) lost_ = true;
       return;
     }
     std::this_thread::sleep_for(kToolsConnectRetry);
   }
-  if (fd < 0) return;
   fd_ = fd;
   try {
     send_all(fd, tools::encode_lifeline());

@@ -26,6 +26,12 @@ inline constexpr std::chrono::milliseconds kToolsConnectWait = 300s;
 // Once it was reached, a later connect gets this long.
 inline constexpr std::chrono::milliseconds kToolsReconnectWait = 2s;
 inline constexpr std::chrono::milliseconds kToolsConnectRetry = 100ms;
+// A runner that ends before the tools server listens (a heartbeat that never
+// used the shell, seen on a real node where both containers start together)
+// still connects its lifeline for up to this long after the result is
+// written, so the server sees it close and exits: without it the server
+// waits its whole lifeline wait and the Pod lingers.
+inline constexpr std::chrono::milliseconds kToolsGoodbyeWait = 10s;
 // Past a call's own timeout and kill grace, how long to wait for the reply.
 inline constexpr std::chrono::milliseconds kToolsReplySlack = 10s;
 // Calls in a row that could not connect (each after its connect wait) before
@@ -56,7 +62,8 @@ class NoShell final : public ShellExecutor {
 
 // The connection the runner holds for its whole life: when the runner exits
 // (or dies), the kernel closes it and the tools server kills everything and
-// exits, so the Pod completes. lost() once the server side closed it.
+// exits, so the Pod completes. lost() once the server side closed it. The
+// destructor waits up to kToolsGoodbyeWait for a lifeline not yet connected.
 class ToolsLifeline {
  public:
   ToolsLifeline(std::string socket_path, std::chrono::milliseconds connect_wait);
@@ -69,9 +76,11 @@ class ToolsLifeline {
  private:
   void hold();
   std::string path_;
-  std::chrono::milliseconds connect_wait_;
+  std::chrono::steady_clock::time_point give_up_;  // no server by then: lost()
   std::atomic<bool> held_{false}, lost_{false}, stopping_{false};
   std::atomic<int> fd_{-1};
+  // While stopping, connecting goes on until this steady-clock time (ns).
+  std::atomic<int64_t> goodbye_by_ns_{0};
   std::thread thread_;
 };
 

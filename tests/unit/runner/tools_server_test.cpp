@@ -79,7 +79,9 @@ class ToolsServer : public ::testing::Test {
     }
     fs::remove_all(dir_);
   }
-  void start(const std::string& lifeline_wait = "30") {
+  // wait_for_socket false: the server may already be gone again by the
+  // time the test looks (it removes its socket when it ends).
+  void start(const std::string& lifeline_wait = "30", bool wait_for_socket = true) {
     std::vector<std::string> args = {HB_TOOLS_BINARY, "--socket=" + socket_,
                                      "--workdir=" + (dir_ / "work").string(),
                                      "--lifeline-wait-seconds=" + lifeline_wait};
@@ -87,7 +89,9 @@ class ToolsServer : public ::testing::Test {
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     ASSERT_EQ(::posix_spawn(&pid_, HB_TOOLS_BINARY, nullptr, nullptr, argv.data(), environ), 0);
-    ASSERT_TRUE(eventually([&] { return fs::exists(socket_); }, 5s));
+    if (wait_for_socket) {
+      ASSERT_TRUE(eventually([&] { return fs::exists(socket_); }, 5s));
+    }
   }
   // Exit code of the server once it ended, or -1 if it is still running after `timeout`.
   int exit_code_within(std::chrono::milliseconds timeout) {
@@ -295,6 +299,25 @@ TEST_F(ToolsServer, SigtermEndsTheServerAndEveryProcessOfItsCall) {
 TEST_F(ToolsServer, WithoutALifelineTheServerEndsSoThePodCompletes) {
   start("1");
   EXPECT_EQ(exit_code_within(5s), 0);
+}
+
+// Seen on a real node: a heartbeat that never used the shell ended before
+// the tools container listened. The lifeline still reaches the server and
+// closes, or the server waits its whole lifeline wait and the Pod lingers.
+TEST_F(ToolsServer, ARunnerDoneBeforeTheServerListensStillEndsIt) {
+  auto lifeline = std::make_unique<ToolsLifeline>(socket_, 30s);
+  std::thread runner_exits([&] { lifeline.reset(); });  // waits for the server
+  std::this_thread::sleep_for(300ms);
+  start("120", false);
+  runner_exits.join();
+  EXPECT_EQ(exit_code_within(5s), 0) << "the server did not see the lifeline close";
+}
+
+TEST_F(ToolsServer, WithNoServerTheGoodbyeIsBoundedByTheConnectWait) {
+  auto lifeline = std::make_unique<ToolsLifeline>(socket_, 1s);
+  const auto began = Steady::now();
+  lifeline.reset();
+  EXPECT_LT(Steady::now() - began, 3s);
 }
 
 TEST_F(ToolsServer, AServerThatIsGoneMakesTheToolsUnavailable) {

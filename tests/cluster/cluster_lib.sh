@@ -1,0 +1,82 @@
+# Helpers for cluster_test.sh (sourced; it sets k, ns, model_url, state and
+# the HB_NODE_* variables from node.sh env).
+
+# apply_agent NAME PROMPT [EXTRA_JSON]: an Agent on the stand-in model,
+# EXTRA_JSON merged into its spec.
+apply_agent() {
+  local name=$1 prompt=$2 extra=${3:-'{}'}
+  jq -n --arg name "$name" --arg prompt "$prompt" --arg url "$model_url" --argjson extra "$extra" '{
+    apiVersion: "heartbeat.dev/v1alpha1", kind: "Agent", metadata: {name: $name},
+    spec: ({
+      type: "memgpt_agent",
+      model: {provider: "openai", model: "gpt-4o-mini", baseURL: $url,
+              apiKeySecretRef: {name: "llm", key: "api-key"}, maxTokens: 256,
+              pricing: {inputCentsPerMillionTokens: 15, outputCentsPerMillionTokens: 60}},
+      persona: "You are a test agent on a real node.",
+      heartbeat: {prompt: $prompt, interval: "1h"},
+      runtime: {timeoutSeconds: 300, graceSeconds: 5}
+    } * $extra)}' | k -n "$ns" apply -f - >/dev/null
+}
+
+create_run() {  # create_run AGENT RUN: a manual run, as a user makes one
+  printf 'apiVersion: heartbeat.dev/v1alpha1\nkind: HeartbeatRun\nmetadata: {name: %s}\nspec:\n  agentRef: {name: %s}\n  invocationSource: manual\n' \
+    "$2" "$1" | k -n "$ns" create -f - >/dev/null
+}
+
+run_field() { k -n "$ns" get hbr "$1" -o json 2>/dev/null | jq -r "$2"; }
+agent_field() { k -n "$ns" get agent "$1" -o json 2>/dev/null | jq -r "$2"; }
+runs_of() { k -n "$ns" get hbr -l "heartbeat.dev/agent=$1" -o name | wc -l; }
+
+wait_until() {  # wait_until SECONDS DESCRIPTION CMD...
+  local seconds=$1 what=$2; shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || fail "$what: not within ${seconds}s"
+    sleep 0.5
+  done
+}
+
+phase_is() { [[ "$(run_field "$1" .status.phase)" =~ ^($2)$ ]]; }
+wait_phase() {  # wait_phase RUN PHASE_REGEX SECONDS
+  local deadline=$((SECONDS + $3))
+  until phase_is "$1" "$2"; do
+    [ $SECONDS -lt $deadline ] ||
+      fail "run $1 did not reach $2 within $3 s; its status: $(show_run "$1" | tr -d '\n')"
+    sleep 0.5
+  done
+}
+
+show_run() { run_field "$1" '.status | del(.output)'; }
+
+expect() {  # expect DESCRIPTION CMD...: a check that must hold now
+  local what=$1; shift
+  "$@" || fail "$what"
+}
+
+# The host pid of a run's container, from containerd (the node's view).
+container_pid() {  # container_pid RUN CONTAINER
+  local pod id
+  pod="$(run_field "$1" .status.podName)"
+  id="$(k -n "$ns" get pod "$pod" -o json |
+    jq -r --arg c "$2" '.status.containerStatuses[] | select(.name == $c) | .containerID' |
+    sed 's#^containerd://##')"
+  [ -n "$id" ] && [ "$id" != null ] || return 1
+  ctr --address "$HB_NODE_CONTAINERD_SOCKET" -n k8s.io tasks ls | awk -v id="$id" '$1 == id {print $2}'
+}
+
+runner_beat() { [ "$(run_field "$1" '.status.lastBeatTime // empty')" != "" ]; }
+
+# Predicates for wait_until (evaluated afresh on every try).
+has_runs() { [ "$(runs_of "$1")" -gt 0 ]; }
+cost_recorded() { [ "$(run_field "$1" .status.costRecorded)" = true ]; }
+agent_phase_is() { [ "$(agent_field "$1" .status.phase)" = "$2" ]; }
+agent_condition_true() {
+  [ "$(agent_field "$1" ".status.conditions[] | select(.type == \"$2\") | .status")" = True ]
+}
+spend_is() { [ "$(agent_field "$1" .status.spend.cents)" = "$2" ]; }
+job_gone() { ! k -n "$ns" get job "$1" >/dev/null 2>&1; }
+operator_ready_besides() {  # a ready operator Pod other than $1
+  k -n "$release_ns" get pods -l app.kubernetes.io/name=heartbeat-operator \
+    -o jsonpath='{range .items[*]}{.metadata.name} {.status.containerStatuses[0].ready}{"\n"}{end}' |
+    grep -v "^$1 " | grep -q ' true$'
+}

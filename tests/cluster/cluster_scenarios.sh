@@ -1,0 +1,143 @@
+# The scenarios of cluster_test.sh (sourced after cluster_lib.sh).
+
+# Pod create -> the runner's first model request, three manual runs one after
+# another (nothing else runs): the Pod is seen in the API by polling, the
+# request by the stand-in model's own log (milliseconds, UTC).
+scenario_first_model_request() {
+  step "Pod create -> first model request"
+  apply_agent timing "Say hello."
+  local i pod_seen request_at samples=()
+  for i in 1 2 3; do
+    create_run timing "timing-$i"
+    pod_seen=""
+    for _ in $(seq 600); do
+      if k -n "$ns" get pods -l "heartbeat.dev/run=timing-$i" -o name 2>/dev/null | grep -q .; then
+        pod_seen="$(date -u +%s.%N)"
+        break
+      fi
+      sleep 0.05
+    done
+    [ -n "$pod_seen" ] || fail "no Pod for run timing-$i within 30 s"
+    wait_phase "timing-$i" Succeeded 90
+    request_at="$(awk -v t="$pod_seen" '
+      { cmd = "date -u -d " $1 " +%s.%N"; cmd | getline s; close(cmd);
+        if (s + 0 >= t + 0 && $2 == "POST") { print s; exit } }' "$state/model.log")"
+    [ -n "$request_at" ] || fail "the stand-in model logged no request after run timing-$i's Pod appeared"
+    samples+=("$(awk -v a="$pod_seen" -v b="$request_at" 'BEGIN { printf "%.0f", (b - a) * 1000 }')")
+  done
+  echo "Pod create -> runner's first model request on the real node: ${samples[*]} ms (3 runs)"
+}
+
+# One scheduled heartbeat whose shell calls look around the tools container.
+scenario_pod_as_the_kubelet_runs_it() {
+  step "a scheduled run; the Pod as the kubelet runs it"
+  apply_agent probe "Look around. [[shell id]] [[shell ls /var/run/secrets/kubernetes.io/serviceaccount]] [[shell env]] [[shell ps]] [[shell touch /probe-was-here]]" \
+    '{"heartbeat": {"interval": "30s"}}'
+  local run=""
+  wait_until 90 "a scheduled run of probe" has_runs probe
+  run="$(k -n "$ns" get hbr -l heartbeat.dev/agent=probe -o jsonpath='{.items[0].metadata.name}')"
+  wait_phase "$run" Succeeded 120
+  expect "probe's run is not from the scheduler" [ "$(run_field "$run" .spec.invocationSource)" = scheduler ]
+  local job logs tools_logs out
+  job="$(run_field "$run" .status.jobName)"
+  logs="$(k -n "$ns" logs "job/$job" -c runner)"
+  tools_logs="$(k -n "$ns" logs "job/$job" -c tools)"
+  # What the tools container said, as the runner's transcript (kubectl logs) shows it.
+  out="$(jq -Rr 'fromjson? | select(.event == "tool_result") | .content' <<<"$logs")"
+  expect "kubectl logs shows no transcript with tool results: $logs" [ "$(grep -c '"tool_result"' <<<"$logs")" -ge 5 ]
+  expect "the tools container does not run as uid 65533: $out" grep -q 'uid=65533' <<<"$out"
+  expect "the tools container sees a ServiceAccount token: $out" grep -q 'serviceaccount: No such file or directory' <<<"$out"
+  if grep -q 'sk-cluster-stand-in\|HEARTBEAT_API_KEY' <<<"$out"; then fail "the key is in the tools container's environment"; fi
+  if grep -q 'heartbeat-runner' <<<"$out"; then fail "the tools container sees the runner's process: $out"; fi
+  expect "the tools container's root filesystem is writable: $out" grep -q 'Read-only file system' <<<"$out"
+  expect "kubectl logs -c tools shows nothing of the calls: $tools_logs" grep -q 'probe-was-here' <<<"$tools_logs"
+  local pod
+  pod="$(run_field "$run" .status.podName)"
+  expect "the runner does not run as 65532" [ "$(k -n "$ns" get pod "$pod" -o jsonpath='{.spec.containers[?(@.name=="runner")].securityContext.runAsUser}')" = 65532 ]
+  echo "ok: scheduled run $run: tools as 65533, no token, no key, no runner process, read-only root; transcript in kubectl logs"
+}
+
+# pause_heartbeats, a budget stop, a timeout and a cancel, side by side.
+scenario_lifecycle() {
+  step "pause_heartbeats, budget, timeout, cancel"
+  apply_agent pauser "Rest a while. [[pause 30]]"
+  apply_agent spender "Spend. [[expensive]]" \
+    '{"budget": {"monthlyCents": 1}, "model": {"maxTokens": 100, "pricing": {"inputCentsPerMillionTokens": 0, "outputCentsPerMillionTokens": 10000}}}'
+  apply_agent slow "Work long. [[sleep 120]]" '{"runtime": {"timeoutSeconds": 20, "graceSeconds": 2}}'
+  apply_agent canceller "Work long. [[sleep 120]]"
+  create_run pauser pauser-1
+  create_run spender spender-1
+  create_run slow slow-1
+  create_run canceller canceller-1
+
+  wait_phase canceller-1 Running 90
+  wait_until 60 "a beat from canceller-1's runner" runner_beat canceller-1
+  k -n "$ns" patch hbr canceller-1 --type=merge -p '{"spec":{"cancel":true}}' >/dev/null
+  wait_phase canceller-1 Cancelled 60
+  wait_until 60 "canceller-1's cost recorded" cost_recorded canceller-1
+  expect "canceller-1 charged no model call: $(show_run canceller-1)" [ "$(run_field canceller-1 '.status.usage.llmCalls // 0')" -ge 1 ]
+  echo "ok: cancel: $(run_field canceller-1 '.status | {phase, reason, stopReason, exitCode, usage: {llmCalls: .usage.llmCalls, costCents: .usage.costCents}}' | tr -d '\n ')"
+
+  wait_phase pauser-1 Succeeded 90
+  expect "pauser-1 did not stop for pause_heartbeats" [ "$(run_field pauser-1 .status.stopReason)" = pause_heartbeats ]
+  wait_until 30 "pauser Paused" agent_phase_is pauser Paused
+  expect "pauser has no pausedUntil" [ -n "$(agent_field pauser '.status.pausedUntil // empty')" ]
+  echo "ok: pause_heartbeats: pauser Paused until $(agent_field pauser .status.pausedUntil)"
+
+  wait_phase spender-1 'Succeeded|Failed' 90
+  expect "spender-1 cost $(run_field spender-1 .status.usage.costCents), not 1 cent" [ "$(run_field spender-1 .status.usage.costCents)" = 1 ]
+  wait_until 30 "spender's BudgetExceeded condition" agent_condition_true spender BudgetExceeded
+  create_run spender spender-2
+  sleep 10
+  expect "a run started past the budget: $(show_run spender-2)" [ "$(run_field spender-2 .status.phase)" = Queued ]
+  echo "ok: budget: spender-1 cost 1 cent; BudgetExceeded; spender-2 waits Queued"
+
+  wait_phase slow-1 'TimedOut|Failed|Succeeded' 120
+  if [ "$(run_field slow-1 .status.phase)" = TimedOut ]; then
+    expect "slow-1 timed out for another reason" [ "$(run_field slow-1 .status.reason)" = DeadlineExceeded ]
+  else
+    expect "slow-1 did not stop at its deadline: $(show_run slow-1)" [ "$(run_field slow-1 .status.stopReason)" = deadline ]
+  fi
+  echo "ok: timeout: slow-1 $(run_field slow-1 '.status | {phase, reason, stopReason}' | tr -d '\n ')"
+}
+
+# A runner frozen in its container (SIGSTOP to its host pid): the lease
+# watchdog fails the run as Stalled and its Job goes.
+scenario_stall() {
+  step "a frozen runner"
+  apply_agent staller "Work long. [[sleep 120]]" '{"runtime": {"graceSeconds": 2}}'
+  create_run staller staller-1
+  wait_phase staller-1 Running 90
+  wait_until 60 "a beat from staller-1's runner" runner_beat staller-1
+  local pid job
+  pid="$(container_pid staller-1 runner)"
+  [ -n "$pid" ] || fail "no host pid for staller-1's runner container"
+  job="$(run_field staller-1 .status.jobName)"
+  kill -STOP "$pid"
+  wait_phase staller-1 'Failed|Succeeded' 90
+  kill -CONT "$pid" 2>/dev/null || true
+  expect "staller-1 did not fail as Stalled: $(show_run staller-1)" [ "$(run_field staller-1 .status.reason)" = Stalled ]
+  wait_until 60 "staller-1's Job deleted" job_gone "$job"
+  echo "ok: stall: runner pid $pid frozen; run Failed/Stalled; Job deleted"
+}
+
+# The operator's Pod deleted while a heartbeat runs: the Deployment's next
+# Pod picks the run up; one run, its cost counted once.
+scenario_operator_pod_deleted() {
+  step "the operator's Pod deleted mid-run"
+  apply_agent survivor "Work a bit. [[sleep 15]]"
+  create_run survivor survivor-1
+  wait_phase survivor-1 Running 90
+  local old
+  old="$(k -n "$release_ns" get pods -l app.kubernetes.io/name=heartbeat-operator -o jsonpath='{.items[0].metadata.name}')"
+  k -n "$release_ns" delete pod "$old" --wait=false >/dev/null
+  wait_until 120 "a new operator Pod ready" operator_ready_besides "$old"
+  wait_phase survivor-1 Succeeded 120
+  wait_until 30 "survivor-1's cost recorded" cost_recorded survivor-1
+  expect "survivor has $(runs_of survivor) runs, not 1" [ "$(runs_of survivor)" = 1 ]
+  local cost spend
+  cost="$(run_field survivor-1 .status.usage.costCents)"
+  wait_until 30 "survivor's spend = its one run's cost ($cost)" spend_is survivor "$cost"
+  spend="$(agent_field survivor .status.spend.cents)"
+  echo "ok: operator Pod $old deleted mid-run: 1 run, cost $cost cents, spend $spend cents"
+}

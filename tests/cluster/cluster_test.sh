@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Heartbeats as real Pods on a real node (tests/cluster/node.sh: kubelet,
+# containerd + runc, kube-proxy, kube-scheduler): the chart installed with
+# Helm, the operator running in-cluster from its image, every heartbeat in
+# the runner image (two containers) talking to the stand-in model on the
+# host. What the local pod executor cannot prove:
+#   - the pod spec as a kubelet applies it: the runner as 65532 and the tools
+#     as 65533, no token and no key in the tools container, no shared process
+#     namespace, read-only root filesystems; the transcript in `kubectl logs`;
+#   - a scheduled run, a manual run, pause_heartbeats, a budget stop, a
+#     timeout, a cancel (SIGTERM reaches the runner in its container and the
+#     result is still written), a runner frozen with SIGSTOP (Stalled), the
+#     operator's Pod deleted mid-run (no duplicate, cost counted once);
+#   - and it prints Pod create -> the runner's first model request.
+set -euo pipefail
+src="${HB_SOURCE_DIR:?run under ctest}"
+build="${HB_BUILD_DIR:?run under ctest}"
+here="$src/tests/cluster"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+bash "$here/node.sh" preflight || fail "no real node on this machine (see above)"
+
+images_out="$(bash "$src/scripts/images.sh")" || fail "scripts/images.sh failed"
+runner_image="$(awk '/heartbeat-runner:/ {print $1}' <<<"$images_out")"
+operator_image="$(awk '/heartbeat-operator:/ {print $1}' <<<"$images_out")"
+[ -n "$runner_image" ] && [ -n "$operator_image" ] || fail "images.sh did not name both images"
+
+state="$build/Testing/cluster"
+mkdir -p "$state"
+node_up_started=$SECONDS
+eval "$(bash "$here/node.sh" up "$state" "$runner_image" "$operator_image")" || fail "the node did not come up"
+echo "node up in $((SECONDS - node_up_started)) s (control plane, containerd, kubelet, kube-proxy, images imported)"
+kubectl_bin="$(bash "$src/scripts/build-kube.sh" | tail -1)/kubectl"
+helm_bin="$(bash "$src/scripts/install-helm.sh" | tail -1)"
+k() { "$kubectl_bin" "$@"; }
+ns=agents
+release_ns=heartbeat-system
+
+on_exit() {
+  local status=$?
+  if [ $status -ne 0 ]; then
+    echo "--- diagnostics"
+    k get hbr,jobs,pods -A -o wide 2>&1 | tail -40
+    k -n "$release_ns" logs deploy/hb-heartbeat-operator --tail=30 2>&1 || true
+    grep -E '^[EW][0-9]{4}' "$state/node/logs/kubelet.log" 2>/dev/null | tail -n 10 || true
+    tail -n 10 "$state/model.log" 2>/dev/null || true
+  fi
+  [ -n "${model_pid:-}" ] && kill "$model_pid" 2>/dev/null
+  [ "${HB_CLUSTER_KEEP:-0}" = 1 ] || bash "$here/node.sh" down "$state" || true
+  exit $status
+}
+trap on_exit EXIT
+
+# --- the stand-in model where Pods can reach it ------------------------------
+"$build/tests/e2e/fake_model/hb-fake-model" --address "$HB_NODE_HOST_ADDRESS" --port 0 \
+  --port-file "$state/model.port" >/dev/null 2>"$state/model.log" &
+model_pid=$!
+for _ in $(seq 50); do [ -s "$state/model.port" ] && break; sleep 0.1; done
+[ -s "$state/model.port" ] || fail "hb-fake-model did not start"
+model_url="http://$HB_NODE_HOST_ADDRESS:$(cat "$state/model.port")/v1"
+
+# --- the chart, with the images built above ----------------------------------
+step "helm install (operator in-cluster from $operator_image)"
+repo_of() { echo "${1%:*}"; }
+tag_of() { echo "${1##*:}"; }
+"$helm_bin" upgrade --install hb "$src/helm/heartbeat-operator" -n "$release_ns" --create-namespace \
+  --set image.repository="$(repo_of "$operator_image")" --set image.tag="$(tag_of "$operator_image")" \
+  --set runner.image.repository="$(repo_of "$runner_image")" \
+  --set runner.image.tag="$(tag_of "$runner_image")" \
+  --set operator.stallTimeoutSeconds=15 --set logFormat=text \
+  --wait --timeout 180s >/dev/null || fail "helm install did not become ready"
+k -n "$release_ns" get pods -o wide
+
+source "$here/cluster_lib.sh"
+k create namespace "$ns" >/dev/null
+k -n "$ns" create secret generic llm --from-literal=api-key=sk-cluster-stand-in >/dev/null
+
+source "$here/cluster_scenarios.sh"
+scenario_first_model_request
+scenario_pod_as_the_kubelet_runs_it
+scenario_lifecycle
+scenario_stall
+scenario_operator_pod_deleted
+echo "cluster test: passed"
