@@ -366,17 +366,22 @@ RunObservation observe_run(const RunObservationInput& in) {
     const TimePoint at = f.finished_at.value_or(in.now);
     ParsedResult parsed = parse_run_result(message);
     f.result = parsed.result;
-    if (exit_code == 0) {
+    // A Pod we stopped for a cancel is Cancelled even when its runner still
+    // exited 0: on a real node the kubelet signals both containers at once,
+    // so the tools server can end the agent's last call before the runner's
+    // own SIGTERM lands, and the heartbeat "completes" only because it was
+    // cut short. Its result and cost are kept either way.
+    if (cancel_finished && (exit_code != 0 || stopped_by_us)) {
+      f.phase = RunPhase::kCancelled;
+      f.reason = cancel_reason;
+      f.message = cancel_message;
+    } else if (exit_code == 0) {
       f.phase = RunPhase::kSucceeded;
       f.reason = parsed.result
                      ? camel_case(parsed.result->stop_reason.empty() ? "completed"
                                                                      : parsed.result->stop_reason)
                      : "Completed";
       if (parsed.result && parsed.result->stop_reason == "budget") f.reason = "BudgetExhausted";
-    } else if (cancel_finished) {
-      f.phase = RunPhase::kCancelled;
-      f.reason = cancel_reason;
-      f.message = cancel_message;
     } else if (job_deadline || at > deadline_at) {
       f.phase = RunPhase::kTimedOut;
       f.reason = kReasonDeadlineExceeded;

@@ -309,6 +309,28 @@ TEST(RunStatus, CancelDeletesTheJobAndWaitsForTheResult) {
   EXPECT_EQ(o.status["phase"], "Cancelled");
 }
 
+// Seen on a real node: the kubelet signals both containers at once, the
+// tools server's SIGTERM ends the agent's call, and the runner finishes with
+// exit 0 before its own SIGTERM lands. A Pod we stopped for the cancel is
+// Cancelled, its result's cost kept; one that ended before we stopped it
+// (no deletionTimestamp) keeps its own outcome.
+TEST(RunStatus, ACancelledPodWhoseRunnerStillExitedZeroIsCancelled) {
+  const TimePoint now = at("2024-05-01T12:06:05Z");
+  Json r = running_run();
+  r["spec"]["cancel"] = true;
+  Json stopped = terminated(pod("r1-abc"), 0, result_json(0.02, 2, 1));
+  stopped["metadata"]["deletionTimestamp"] = fmt(now - std::chrono::seconds(1));
+  RunObservation o = observe(r, nullptr, {&stopped}, now);
+  EXPECT_EQ(o.status["phase"], "Cancelled");
+  EXPECT_EQ(o.status["reason"], "Cancelled");
+  EXPECT_EQ(o.status["exitCode"], 0);
+  EXPECT_EQ(o.status["usage"]["llmCalls"], 2);  // charged from its result
+  EXPECT_GT(o.status["usage"]["costCents"].get<double>(), 0.0);
+  Json ended_alone = terminated(pod("r1-abc"), 0, result_json(0.02, 2, 1));
+  o = observe(r, nullptr, {&ended_alone}, now);
+  EXPECT_EQ(o.status["phase"], "Succeeded");
+}
+
 TEST(RunStatus, SpentBudgetCancelsARunningRunButNotAQueuedOne) {
   const TimePoint now = at("2024-05-01T12:06:00Z");
   Json queued = run("q1", "manual");
