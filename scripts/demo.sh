@@ -13,10 +13,21 @@
 # (hb-local-kubelet) registers a node, binds the heartbeat Pods to it and runs
 # heartbeat-runner and heartbeat-tools (its two containers) as local processes for each.
 #
+# --real-node (root): the same on a real node instead (tests/cluster/node.sh:
+# kubelet, containerd + runc, kube-proxy, kube-scheduler), with the images
+# built by scripts/images.sh and the operator installed in-cluster by the
+# Helm chart; every heartbeat is a real Pod (`kubectl logs job/...`).
+#
 # Env: HB_DEMO_DIR (state, default build/demo), HB_DEMO_SECONDS (stop by
 # itself after this many seconds; default: run until Ctrl-C), HB_BUILD_DIR
 # (build tree, default build).
 set -euo pipefail
+real_node=0
+case "${1:-}" in
+  "") ;;
+  --real-node) real_node=1 ;;
+  *) echo "usage: scripts/demo.sh [--real-node]" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 root="$PWD"
 build="${HB_BUILD_DIR:-build}"
@@ -54,12 +65,27 @@ cleanup() {
   stop_pid "$kubelet_pid" hb-local-kubelet
   stop_pid "$operator_pid" heartbeat-operator
   stop_pid "$model_pid" hb-fake-model
-  bash tests/e2e/control-plane.sh down "$state/control-plane" || true
+  if [ "$real_node" = 1 ]; then
+    bash tests/cluster/node.sh down "$state/node" || true
+  else
+    bash tests/e2e/control-plane.sh down "$state/control-plane" || true
+  fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-eval "$(bash tests/e2e/control-plane.sh up "$state/control-plane")"
+model_address=127.0.0.1
+if [ "$real_node" = 1 ]; then
+  bash tests/cluster/node.sh preflight
+  images="$(bash scripts/images.sh)"
+  echo "$images"
+  runner_image="$(awk '/heartbeat-runner:/ {print $1}' <<<"$images")"
+  operator_image="$(awk '/heartbeat-operator:/ {print $1}' <<<"$images")"
+  eval "$(bash tests/cluster/node.sh up "$state/node" "$runner_image" "$operator_image")"
+  model_address="$HB_NODE_HOST_ADDRESS"  # where the node's Pods reach the host
+else
+  eval "$(bash tests/e2e/control-plane.sh up "$state/control-plane")"
+fi
 kubectl_bin="$(command -v kubectl || echo "$(bash scripts/build-kube.sh | tail -n 1)/kubectl")"
 k() { "$kubectl_bin" "$@"; }
 
@@ -74,33 +100,43 @@ if [ -n "${OPENAI_BASE_URL:-}" ] && [ -n "${OPENAI_API_KEY:-}" ]; then
   echo "demo: model: $model at $base_url (from OPENAI_BASE_URL/OPENAI_API_KEY; costs are real)"
 else
   rm -f "$state/fake-model.port"
-  "$model_bin" --port 0 --port-file "$state/fake-model.port" \
+  "$model_bin" --address "$model_address" --port 0 --port-file "$state/fake-model.port" \
     >"$state/fake-model.out" 2>"$state/fake-model.log" &
   model_pid=$!
   for _ in $(seq 100); do [ -s "$state/fake-model.port" ] && break; sleep 0.1; done
   [ -s "$state/fake-model.port" ] || { echo "demo: hb-fake-model did not start:"; cat "$state/fake-model.log"; exit 1; }
-  base_url="http://127.0.0.1:$(cat "$state/fake-model.port")/v1"
+  base_url="http://$model_address:$(cat "$state/fake-model.port")/v1"
   model="gpt-4o-mini"
   api_key="sk-local-stand-in"
   echo "demo: model: scripted stand-in (hb-fake-model) — set OPENAI_BASE_URL/OPENAI_API_KEY for a real endpoint"
   echo "demo:   stand-in at $base_url (log: $state/fake-model.log)"
 fi
 
-# --- the local pod executor (plays the kubelet) ---
-"$kubelet_bin" --kubeconfig="$KUBECONFIG" --namespace="$namespace" --node-name=local-executor \
-  --state-dir="$state/kubelet" --image=heartbeat-runner="$runner_bin" \
-  >"$state/kubelet.log" 2>&1 &
-kubelet_pid=$!
-echo "demo: hb-local-kubelet running heartbeat-runner:local as $runner_bin (log: $state/kubelet.log, pod logs: $state/kubelet/pods/*/runner.log and tools.log)"
+if [ "$real_node" = 1 ]; then
+  # --- the operator in-cluster, from its image, by the Helm chart ---
+  helm_bin="$(bash scripts/install-helm.sh | tail -n 1)"
+  "$helm_bin" upgrade --install hb helm/heartbeat-operator -n heartbeat-system --create-namespace \
+    --set image.repository="${operator_image%:*}" --set image.tag="${operator_image##*:}" \
+    --set runner.image.repository="${runner_image%:*}" --set runner.image.tag="${runner_image##*:}" \
+    --set logFormat=text --wait --timeout 180s >/dev/null
+  echo "demo: operator running in-cluster on node $HB_NODE_NAME (kubectl -n heartbeat-system logs deploy/hb-heartbeat-operator)"
+else
+  # --- the local pod executor (plays the kubelet) ---
+  "$kubelet_bin" --kubeconfig="$KUBECONFIG" --namespace="$namespace" --node-name=local-executor \
+    --state-dir="$state/kubelet" --image=heartbeat-runner="$runner_bin" \
+    >"$state/kubelet.log" 2>&1 &
+  kubelet_pid=$!
+  echo "demo: hb-local-kubelet running heartbeat-runner:local as $runner_bin (log: $state/kubelet.log, pod logs: $state/kubelet/pods/*/runner.log and tools.log)"
 
-# --- the operator ---
-free_port() { python3 scripts/free-port.py; }
-"$operator_bin" --kubeconfig="$KUBECONFIG" --leader-elect=false \
-  --metrics-address="127.0.0.1:$(free_port)" --health-address="127.0.0.1:$(free_port)" \
-  --wakeup-address="127.0.0.1:$(free_port)" --log-format=text \
-  --runner-image=heartbeat-runner:local >"$state/operator.log" 2>&1 &
-operator_pid=$!
-echo "demo: operator running (log: $state/operator.log)"
+  # --- the operator ---
+  free_port() { python3 scripts/free-port.py; }
+  "$operator_bin" --kubeconfig="$KUBECONFIG" --leader-elect=false \
+    --metrics-address="127.0.0.1:$(free_port)" --health-address="127.0.0.1:$(free_port)" \
+    --wakeup-address="127.0.0.1:$(free_port)" --log-format=text \
+    --runner-image=heartbeat-runner:local >"$state/operator.log" 2>&1 &
+  operator_pid=$!
+  echo "demo: operator running (log: $state/operator.log)"
+fi
 
 # --- the demo agent and a first heartbeat at once ---
 k -n "$namespace" create secret generic example-llm --from-literal=api-key="$api_key" \
@@ -125,8 +161,10 @@ while :; do
   echo "---- $(date -u +%H:%M:%S) ----"
   k -n "$namespace" get hba,hbr -o wide 2>&1 || true
   if [ "$deadline" -gt 0 ] && [ "$SECONDS" -ge "$deadline" ]; then break; fi
-  if ! kill -0 "$kubelet_pid" 2>/dev/null; then echo "demo: hb-local-kubelet exited; see $state/kubelet.log"; break; fi
-  if ! kill -0 "$operator_pid" 2>/dev/null; then echo "demo: the operator exited; see $state/operator.log"; break; fi
+  if [ "$real_node" = 0 ]; then
+    if ! kill -0 "$kubelet_pid" 2>/dev/null; then echo "demo: hb-local-kubelet exited; see $state/kubelet.log"; break; fi
+    if ! kill -0 "$operator_pid" 2>/dev/null; then echo "demo: the operator exited; see $state/operator.log"; break; fi
+  fi
   sleep 10
 done
 

@@ -27,13 +27,16 @@ run_field() { k -n "$ns" get hbr "$1" -o json 2>/dev/null | jq -r "$2"; }
 agent_field() { k -n "$ns" get agent "$1" -o json 2>/dev/null | jq -r "$2"; }
 runs_of() { k -n "$ns" get hbr -l "heartbeat.dev/agent=$1" -o name | wc -l; }
 
-wait_until() {  # wait_until SECONDS DESCRIPTION CMD...
-  local seconds=$1 what=$2; shift 2
-  local deadline=$((SECONDS + seconds))
+poll_until() {  # poll_until SECONDS CMD...: false if CMD never held
+  local deadline=$((SECONDS + $1)); shift
   until "$@" >/dev/null 2>&1; do
-    [ $SECONDS -lt $deadline ] || fail "$what: not within ${seconds}s"
+    [ $SECONDS -lt $deadline ] || return 1
     sleep 0.5
   done
+}
+wait_until() {  # wait_until SECONDS DESCRIPTION CMD...: fails the test if CMD never held
+  local seconds=$1 what=$2; shift 2
+  poll_until "$seconds" "$@" || fail "$what: not within ${seconds}s"
 }
 
 phase_is() { [[ "$(run_field "$1" .status.phase)" =~ ^($2)$ ]]; }
@@ -55,16 +58,20 @@ expect() {  # expect DESCRIPTION CMD...: a check that must hold now
 
 # The host pid of a run's container, from containerd (the node's view).
 container_pid() {  # container_pid RUN CONTAINER
-  local pod id
-  pod="$(run_field "$1" .status.podName)"
-  id="$(k -n "$ns" get pod "$pod" -o json |
-    jq -r --arg c "$2" '.status.containerStatuses[] | select(.name == $c) | .containerID' |
+  local id
+  id="$(k -n "$ns" get pods -l "heartbeat.dev/run=$1" -o json |
+    jq -r --arg c "$2" '.items[0].status.containerStatuses[]? | select(.name == $c) | .containerID // empty' |
     sed 's#^containerd://##')"
-  [ -n "$id" ] && [ "$id" != null ] || return 1
+  [ -n "$id" ] || return 1
   ctr --address "$HB_NODE_CONTAINERD_SOCKET" -n k8s.io tasks ls | awk -v id="$id" '$1 == id {print $2}'
 }
 
-runner_beat() { [ "$(run_field "$1" '.status.lastBeatTime // empty')" != "" ]; }
+runner_beat() {  # runner_beat AGENT RUN: the run's runner renewed its agent's Lease
+  local lease
+  lease="$(k -n "$ns" get lease "$1-heartbeat" -o json 2>/dev/null)" || return 1
+  [ "$(jq -r '.spec.holderIdentity' <<<"$lease")" = "$2" ] &&
+    [ -n "$(jq -r '.spec.renewTime // empty' <<<"$lease")" ]
+}
 
 # Predicates for wait_until (evaluated afresh on every try).
 has_runs() { [ "$(runs_of "$1")" -gt 0 ]; }
@@ -79,4 +86,13 @@ operator_ready_besides() {  # a ready operator Pod other than $1
   k -n "$release_ns" get pods -l app.kubernetes.io/name=heartbeat-operator \
     -o jsonpath='{range .items[*]}{.metadata.name} {.status.containerStatuses[0].ready}{"\n"}{end}' |
     grep -v "^$1 " | grep -q ' true$'
+}
+job_complete() { [ "$(k -n "$ns" get job "$1" -o jsonpath='{.status.succeeded}')" = 1 ]; }
+pod_states() {  # each container's state in a run's Pod, for messages
+  k -n "$ns" get pods -l "heartbeat.dev/run=$1" -o json |
+    jq -c '[.items[].status.containerStatuses[] | {name, state}]' 2>/dev/null
+}
+uid_of() { awk '/^Uid:/ {print $2}' "/proc/$1/status"; }
+root_read_only() {  # the mount at / in the process's mount namespace is read-only
+  awk '$5 == "/" {print $6}' "/proc/$1/mountinfo" | tail -1 | grep -q '^ro'
 }

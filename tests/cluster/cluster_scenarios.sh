@@ -19,6 +19,9 @@ scenario_first_model_request() {
     done
     [ -n "$pod_seen" ] || fail "no Pod for run timing-$i within 30 s"
     wait_phase "timing-$i" Succeeded 90
+    # Both containers end: the tools server exits when the runner's lifeline closes.
+    poll_until 30 job_complete "timing-$i" ||
+      fail "Job timing-$i not complete; its Pod: $(pod_states "timing-$i")"
     request_at="$(awk -v t="$pod_seen" '
       { cmd = "date -u -d " $1 " +%s.%N"; cmd | getline s; close(cmd);
         if (s + 0 >= t + 0 && $2 == "POST") { print s; exit } }' "$state/model.log")"
@@ -51,9 +54,6 @@ scenario_pod_as_the_kubelet_runs_it() {
   if grep -q 'heartbeat-runner' <<<"$out"; then fail "the tools container sees the runner's process: $out"; fi
   expect "the tools container's root filesystem is writable: $out" grep -q 'Read-only file system' <<<"$out"
   expect "kubectl logs -c tools shows nothing of the calls: $tools_logs" grep -q 'probe-was-here' <<<"$tools_logs"
-  local pod
-  pod="$(run_field "$run" .status.podName)"
-  expect "the runner does not run as 65532" [ "$(k -n "$ns" get pod "$pod" -o jsonpath='{.spec.containers[?(@.name=="runner")].securityContext.runAsUser}')" = 65532 ]
   echo "ok: scheduled run $run: tools as 65533, no token, no key, no runner process, read-only root; transcript in kubectl logs"
 }
 
@@ -71,7 +71,7 @@ scenario_lifecycle() {
   create_run canceller canceller-1
 
   wait_phase canceller-1 Running 90
-  wait_until 60 "a beat from canceller-1's runner" runner_beat canceller-1
+  wait_until 60 "a beat from canceller-1's runner" runner_beat canceller canceller-1
   k -n "$ns" patch hbr canceller-1 --type=merge -p '{"spec":{"cancel":true}}' >/dev/null
   wait_phase canceller-1 Cancelled 60
   wait_until 60 "canceller-1's cost recorded" cost_recorded canceller-1
@@ -108,11 +108,23 @@ scenario_stall() {
   apply_agent staller "Work long. [[sleep 120]]" '{"runtime": {"graceSeconds": 2}}'
   create_run staller staller-1
   wait_phase staller-1 Running 90
-  wait_until 60 "a beat from staller-1's runner" runner_beat staller-1
+  wait_until 60 "a beat from staller-1's runner" runner_beat staller staller-1
   local pid job
   pid="$(container_pid staller-1 runner)"
   [ -n "$pid" ] || fail "no host pid for staller-1's runner container"
   job="$(run_field staller-1 .status.jobName)"
+  # The containers as the kernel sees them (the kubelet's doing, not the spec's).
+  local tools_pid
+  tools_pid="$(container_pid staller-1 tools)"
+  [ -n "$tools_pid" ] || fail "no host pid for staller-1's tools container"
+  expect "the runner runs as uid $(uid_of "$pid"), not 65532" [ "$(uid_of "$pid")" = 65532 ]
+  expect "the tools server runs as uid $(uid_of "$tools_pid"), not 65533" [ "$(uid_of "$tools_pid")" = 65533 ]
+  expect "runner and tools share a pid namespace" [ "$(readlink "/proc/$pid/ns/pid")" != "$(readlink "/proc/$tools_pid/ns/pid")" ]
+  expect "the tools container mounts a ServiceAccount token" bash -c "! grep -q serviceaccount /proc/$tools_pid/mountinfo"
+  expect "the runner has no ServiceAccount token" grep -q serviceaccount "/proc/$pid/mountinfo"
+  expect "the runner's root filesystem is writable" root_read_only "$pid"
+  expect "the tools' root filesystem is writable" root_read_only "$tools_pid"
+  echo "ok: runner pid $pid uid 65532, tools pid $tools_pid uid 65533, separate pid namespaces, token only in the runner, read-only roots"
   kill -STOP "$pid"
   wait_phase staller-1 'Failed|Succeeded' 90
   kill -CONT "$pid" 2>/dev/null || true

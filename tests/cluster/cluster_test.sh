@@ -53,6 +53,7 @@ on_exit() {
 trap on_exit EXIT
 
 # --- the stand-in model where Pods can reach it ------------------------------
+rm -f "$state/model.port"
 "$build/tests/e2e/fake_model/hb-fake-model" --address "$HB_NODE_HOST_ADDRESS" --port 0 \
   --port-file "$state/model.port" >/dev/null 2>"$state/model.log" &
 model_pid=$!
