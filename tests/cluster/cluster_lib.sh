@@ -63,7 +63,8 @@ container_pid() {  # container_pid RUN CONTAINER
     jq -r --arg c "$2" '.items[0].status.containerStatuses[]? | select(.name == $c) | .containerID // empty' |
     sed 's#^containerd://##')"
   [ -n "$id" ] || return 1
-  ctr --address "$HB_NODE_CONTAINERD_SOCKET" -n k8s.io tasks ls | awk -v id="$id" '$1 == id {print $2}'
+  ctr --address "$HB_NODE_CONTAINERD_SOCKET" -n k8s.io tasks ls |
+    awk -v id="$id" '$1 == id && $3 == "RUNNING" {print $2; found = 1} END {exit !found}'
 }
 
 runner_beat() {  # runner_beat AGENT RUN: the run's runner renewed its agent's Lease

@@ -110,12 +110,15 @@ scenario_stall() {
   wait_phase staller-1 Running 90
   wait_until 60 "a beat from staller-1's runner" runner_beat staller staller-1
   local pid job
-  pid="$(container_pid staller-1 runner)"
+  # The kubelet reports container IDs to the API a moment after they start.
+  wait_until 30 "staller-1's containers in its Pod's status" container_pid staller-1 tools
+  wait_until 30 "staller-1's containers in its Pod's status" container_pid staller-1 runner
+  pid="$(container_pid staller-1 runner || true)"
   [ -n "$pid" ] || fail "no host pid for staller-1's runner container"
   job="$(run_field staller-1 .status.jobName)"
   # The containers as the kernel sees them (the kubelet's doing, not the spec's).
   local tools_pid
-  tools_pid="$(container_pid staller-1 tools)"
+  tools_pid="$(container_pid staller-1 tools || true)"
   [ -n "$tools_pid" ] || fail "no host pid for staller-1's tools container"
   expect "the runner runs as uid $(uid_of "$pid"), not 65532" [ "$(uid_of "$pid")" = 65532 ]
   expect "the tools server runs as uid $(uid_of "$tools_pid"), not 65533" [ "$(uid_of "$tools_pid")" = 65533 ]

@@ -12,7 +12,9 @@
 #     result is still written), a runner frozen with SIGSTOP (Stalled), the
 #     operator's Pod deleted mid-run (no duplicate, cost counted once);
 #   - and it prints Pod create -> the runner's first model request.
-set -euo pipefail
+set -eEuo pipefail
+# A command that fails outside an explicit check still says where.
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR
 src="${HB_SOURCE_DIR:?run under ctest}"
 build="${HB_BUILD_DIR:?run under ctest}"
 here="$src/tests/cluster"
@@ -28,6 +30,16 @@ operator_image="$(awk '/heartbeat-operator:/ {print $1}' <<<"$images_out")"
 
 state="$build/Testing/cluster"
 mkdir -p "$state"
+bash "$here/node.sh" down "$state" 2>/dev/null || true  # a killed run's leftovers
+# What teardown must give back (checked at the end).
+host_snapshot() {
+  sysctl -n vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops \
+    kernel.keys.root_maxkeys kernel.keys.root_maxbytes | tr '\n' ' '
+  # Our own names only: podman (the images test, maybe running beside) adds its own.
+  echo "links=$(ip -o link | grep -c ' hbh-' || true) netns=$(ip netns list | grep -c '^hb-node-' || true) kube_chains=$(iptables-save | grep -c '^:KUBE' || true)"
+  echo "pod_logs=$(ls /var/log/pods 2>/dev/null | wc -l) mounts=$(grep -c "$state" /proc/self/mountinfo || true)"
+}
+before_up="$(host_snapshot)"
 node_up_started=$SECONDS
 eval "$(bash "$here/node.sh" up "$state" "$runner_image" "$operator_image")" || fail "the node did not come up"
 echo "node up in $((SECONDS - node_up_started)) s (control plane, containerd, kubelet, kube-proxy, images imported)"
@@ -83,4 +95,15 @@ scenario_pod_as_the_kubelet_runs_it
 scenario_lifecycle
 scenario_stall
 scenario_operator_pod_deleted
+
+step "teardown gives everything back"
+kill "$model_pid" 2>/dev/null || true
+model_pid=""
+bash "$here/node.sh" down "$state"
+after_down="$(host_snapshot)"
+[ "$after_down" = "$before_up" ] || fail "the host differs after teardown: before: $before_up; after: $after_down"
+if pgrep -f -- "$state/" >/dev/null; then fail "processes of the node outlived teardown: $(pgrep -af -- "$state/")"; fi
+if ls -d /sys/fs/cgroup/*/"hb-node-$(cat "$state/node-id")" >/dev/null 2>&1; then fail "the node's cgroups outlived teardown"; fi
+echo "ok: after teardown: $after_down"
+HB_CLUSTER_KEEP=1  # nothing left for on_exit to remove
 echo "cluster test: passed"

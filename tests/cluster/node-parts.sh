@@ -154,7 +154,7 @@ YAML
     --container-runtime remote --container-runtime-endpoint "unix://$sock" \
     --pod-infra-container-image "$pause_image" --node-ip "$node_address" \
     --hostname-override "$node_name" --root-dir "$k/root" --cert-dir "$k/pki" \
-    --logtostderr=true --v=1
+    --logtostderr=true --v=2  # 2: "SyncLoop (ADD ...)" names every Pod's UID (teardown)
 }
 
 start_kube_proxy() {
@@ -235,8 +235,11 @@ remove_pod_netns() {  # sandboxes' network namespaces, known by our Pod subnet
 
 remove_pod_logs() {  # the kubelet writes them to host-wide folders, by Pod UID
   local uid link
-  [ -d "$state/kubelet/root/pods" ] || return 0
-  for uid in $(ls "$state/kubelet/root/pods"); do
+  # Every Pod the kubelet ever ran, deleted ones too (whose log folders it
+  # leaves for a later garbage collection that will never come).
+  for uid in $( { ls "$state/kubelet/root/pods" 2>/dev/null
+      grep -ho 'SyncLoop (ADD, "api"): ".*' "$state/logs/kubelet.log" 2>/dev/null |
+        grep -Eo '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'; } | sort -u); do
     rm -rf /var/log/pods/*_"$uid"
   done
   for link in /var/log/containers/*.log; do
