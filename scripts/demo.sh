@@ -81,7 +81,8 @@ if [ "$real_node" = 1 ]; then
   echo "$images"
   runner_image="$(awk '/heartbeat-runner:/ {print $1}' <<<"$images")"
   operator_image="$(awk '/heartbeat-operator:/ {print $1}' <<<"$images")"
-  eval "$(bash tests/cluster/node.sh up "$state/node" "$runner_image" "$operator_image")"
+  node_env="$(bash tests/cluster/node.sh up "$state/node" "$runner_image" "$operator_image")"
+  eval "$node_env"
   model_address="$HB_NODE_HOST_ADDRESS"  # where the node's Pods reach the host
 else
   eval "$(bash tests/e2e/control-plane.sh up "$state/control-plane")"

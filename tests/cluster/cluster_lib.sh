@@ -97,3 +97,7 @@ uid_of() { awk '/^Uid:/ {print $2}' "/proc/$1/status"; }
 root_read_only() {  # the mount at / in the process's mount namespace is read-only
   awk '$5 == "/" {print $6}' "/proc/$1/mountinfo" | tail -1 | grep -q '^ro'
 }
+lease_reports_calls() {  # lease_reports_calls AGENT N: the runner's usage beat counts N calls
+  k -n "$ns" get lease "$1-heartbeat" -o json 2>/dev/null |
+    jq -e --argjson n "$2" '.metadata.annotations["heartbeat.dev/usage"] // "{}" | fromjson | (.llmCalls // 0) >= $n' >/dev/null
+}

@@ -40,9 +40,7 @@ host_snapshot() {
   echo "pod_logs=$(ls /var/log/pods 2>/dev/null | wc -l) mounts=$(grep -c "$state" /proc/self/mountinfo || true)"
 }
 before_up="$(host_snapshot)"
-node_up_started=$SECONDS
-eval "$(bash "$here/node.sh" up "$state" "$runner_image" "$operator_image")" || fail "the node did not come up"
-echo "node up in $((SECONDS - node_up_started)) s (control plane, containerd, kubelet, kube-proxy, images imported)"
+# Set before `up`, so a node that fails half way is torn down too.
 kubectl_bin="$(bash "$src/scripts/build-kube.sh" | tail -1)/kubectl"
 helm_bin="$(bash "$src/scripts/install-helm.sh" | tail -1)"
 k() { "$kubectl_bin" "$@"; }
@@ -63,6 +61,11 @@ on_exit() {
   exit $status
 }
 trap on_exit EXIT
+node_up_started=$SECONDS
+node_env="$(bash "$here/node.sh" up "$state" "$runner_image" "$operator_image")" ||
+  fail "the node did not come up (its logs: $state/node/logs)"
+eval "$node_env"
+echo "node up in $((SECONDS - node_up_started)) s (control plane, containerd, kubelet, kube-proxy, images imported)"
 
 # --- the stand-in model where Pods can reach it ------------------------------
 rm -f "$state/model.port"
@@ -93,7 +96,9 @@ source "$here/cluster_scenarios.sh"
 scenario_first_model_request
 scenario_pod_as_the_kubelet_runs_it
 scenario_lifecycle
+scenario_attacks_from_the_tools_container
 scenario_stall
+scenario_runner_killed
 scenario_operator_pod_deleted
 
 step "teardown gives everything back"
