@@ -250,8 +250,8 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   std::optional<TimePoint> next_heartbeat;
   std::optional<TimePoint> record_slot;  // lastScheduleTime to write
   std::sort(queued.begin(), queued.end(), [](const RunObservation* a, const RunObservation* b) {
-    return a->view->created != b->view->created ? a->view->created < b->view->created
-                                                : a->view->name < b->view->name;
+    return a->view->requested != b->view->requested ? a->view->requested < b->view->requested
+                                                    : a->view->name < b->view->name;
   });
   // Later queued callbacks fold into the first: they never start.
   d.coalesce = coalesce_callbacks(queued);

@@ -58,5 +58,9 @@ std::string short_hash(std::string_view text);
 // distinct among many (idempotency keys), not only readable.
 std::string long_hash(std::string_view text);
 inline constexpr const char* kAnnotationIdempotencyKey = "heartbeat.dev/idempotency-key";
+// When the wakeup endpoint was asked for a callback run, in microseconds:
+// creationTimestamp has whole seconds only, and coalescing must keep the
+// first of two wakeups that came in the same second.
+inline constexpr const char* kAnnotationRequestedAt = "heartbeat.dev/requested-at";
 
 }  // namespace hb::controllers

@@ -1,6 +1,9 @@
 #include "controllers/run_view.h"
 
 #include <array>
+#include <chrono>
+
+#include "controllers/names.h"
 
 namespace hb::controllers {
 
@@ -54,6 +57,18 @@ RunView view_run(const Json& run) {
   v.trigger_detail = string_view_at(spec, "triggerDetail");
   v.scheduled_time = time_at(spec, "scheduledTime");
   v.created = time_at(metadata, "creationTimestamp").value_or(TimePoint{});
+  v.requested = v.created;
+  if (const Json* at = find_path(metadata, "annotations"); at != nullptr && at->is_object()) {
+    auto it = at->find(kAnnotationRequestedAt);
+    const auto requested =
+        it != at->end() && it->is_string() ? parse_rfc3339(it->get<std::string>()) : std::nullopt;
+    // Believed only near creationTimestamp (whole seconds, stamped a moment
+    // after the request), so a hand-written value cannot move a run far.
+    if (requested && *requested >= v.created - kRequestedAtBeforeCreatedMax &&
+        *requested < v.created + std::chrono::seconds(1)) {
+      v.requested = *requested;
+    }
+  }
   v.cancel = bool_at(spec, "cancel");
   if (const Json* owners = find_path(metadata, "ownerReferences"); owners && owners->is_array()) {
     for (const Json& owner : *owners) {

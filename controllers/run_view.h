@@ -1,6 +1,7 @@
 // A HeartbeatRun as the decisions read it. Pure.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,6 +29,11 @@ struct RunUsage {
   double cost_cents = 0;
 };
 
+// How far before its creationTimestamp a run's requested-at stamp may lie
+// (the stamp is the operator's clock at the request, before the API server
+// stamped the second it stored it in).
+inline constexpr std::chrono::seconds kRequestedAtBeforeCreatedMax{2};
+
 struct RunView {
   std::string name, ns, uid;
   std::string agent_name;
@@ -35,6 +41,9 @@ struct RunView {
   std::string trigger_detail;  // spec.triggerDetail: the annotation's or the caller's reason
   std::optional<TimePoint> scheduled_time;
   TimePoint created{};
+  // The order runs were asked for in: the wakeup endpoint's microsecond
+  // stamp (kAnnotationRequestedAt) when there is one, else `created`.
+  TimePoint requested{};
   bool cancel = false;
   bool owned_by_agent = false;         // has a controller ownerReference to an Agent
   RunPhase phase = RunPhase::kQueued;  // stored; Queued when unset

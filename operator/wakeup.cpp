@@ -9,6 +9,7 @@
 #include "controllers/run_view.h"
 #include "controllers/text_util.h"
 #include "kube/errors.h"
+#include "operator/leader_election.h"  // format_micro_time
 
 namespace hb::operator_ {
 
@@ -168,6 +169,8 @@ http::ServerResponse WakeupService::create(const WakeupPath& path, const Json& a
                                           key.empty() ? "" : name, key.empty() ? name : "",
                                           std::nullopt, reason.empty() ? "wakeup" : reason);
   if (!key.empty()) run["metadata"]["annotations"][controllers::kAnnotationIdempotencyKey] = key;
+  run["metadata"]["annotations"][controllers::kAnnotationRequestedAt] =
+      format_micro_time(reconciler_.now());
   try {
     Json created = reconciler_.create_run(path.ns, run);
     const std::string created_name = controllers::string_at(created, "metadata/name");

@@ -81,6 +81,7 @@ class AgentReconciler {
   // Reads through the overlay (also used by the wakeup endpoint).
   std::vector<Json> runs_of(const std::string& ns, const std::string& agent);
   std::optional<Json> agent(const std::string& ns, const std::string& name);
+  TimePoint now() const { return clock_(); }  // the injected clock
   // Creates a run and remembers it (read-your-writes).
   Json create_run(const std::string& ns, const Json& run);
   // Reads a run from the API server (after an AlreadyExists, say).

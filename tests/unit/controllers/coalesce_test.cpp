@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "controllers/names.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {
@@ -42,6 +43,28 @@ TEST(Coalesce, LaterQueuedCallbacksFoldIntoTheOldestAndNeverStart) {
   const AgentDecision free = decide(a, {runs[1], runs[2], runs[3]}, at("2024-05-01T12:06:00Z"));
   ASSERT_TRUE(free.start_run);
   EXPECT_EQ(*free.start_run, "bot-cb-1");
+}
+
+// Seen in CI: two wakeups in the same second (creationTimestamp has whole
+// seconds) kept the one whose name sorted first, not the first asked for.
+// The wakeup endpoint's microsecond stamp orders them; a stamp far from
+// creationTimestamp (hand-written) is not believed.
+TEST(Coalesce, WakeupsInTheSameSecondKeepTheFirstAskedFor) {
+  const Json a = agent();
+  Json first = callback("bot-callback-zz", "2024-05-01T12:05:01Z", "first");
+  first["metadata"]["annotations"][kAnnotationRequestedAt] = "2024-05-01T12:05:00.843000Z";
+  Json second = callback("bot-callback-aa", "2024-05-01T12:05:01Z", "second");
+  second["metadata"]["annotations"][kAnnotationRequestedAt] = "2024-05-01T12:05:00.853000Z";
+  AgentDecision d = decide(a, {second, first}, at("2024-05-01T12:06:00Z"));
+  ASSERT_EQ(d.coalesce.size(), 1u);
+  EXPECT_EQ(d.coalesce[0].run, "bot-callback-aa");
+  EXPECT_EQ(d.coalesce[0].into, "bot-callback-zz");
+  // A stamp an hour early is ignored: the names decide the tie.
+  second["metadata"]["annotations"][kAnnotationRequestedAt] = "2024-05-01T11:05:00.000000Z";
+  first["metadata"]["annotations"].erase(kAnnotationRequestedAt);
+  d = decide(a, {first, second}, at("2024-05-01T12:06:00Z"));
+  ASSERT_EQ(d.coalesce.size(), 1u);
+  EXPECT_EQ(d.coalesce[0].into, "bot-callback-aa");
 }
 
 TEST(Coalesce, StartedOrCancelledCallbacksDoNotFold) {
