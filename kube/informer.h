@@ -36,23 +36,38 @@ struct InformerStats {
   std::atomic<uint64_t> errors{0};
 };
 
-class Informer {
+// What a cache reads: a Store that something keeps current. The Informer
+// keeps it from the API server on its own thread; the deterministic
+// simulation feeds one step by step from its in-memory server.
+class CachedResource {
+ public:
+  virtual ~CachedResource() = default;
+  // Set before start().
+  virtual void set_handlers(StoreHandlers handlers) = 0;
+  virtual void start() = 0;
+  virtual void stop() = 0;
+  // True once the first complete list is in the cache.
+  virtual bool has_synced() const = 0;
+  virtual bool wait_for_sync(std::chrono::milliseconds timeout) const = 0;
+  virtual const Store& store() const = 0;
+};
+
+class Informer final : public CachedResource {
  public:
   Informer(std::shared_ptr<Client> client, Resource resource, InformerOptions options = {});
-  ~Informer();
+  ~Informer() override;
   Informer(const Informer&) = delete;
   Informer& operator=(const Informer&) = delete;
 
   // Set before start().
-  void set_handlers(StoreHandlers handlers) { store_.set_handlers(std::move(handlers)); }
-  void start();
-  void stop();
+  void set_handlers(StoreHandlers handlers) override { store_.set_handlers(std::move(handlers)); }
+  void start() override;
+  void stop() override;
 
-  // True once the first complete list is in the cache.
-  bool has_synced() const { return synced_; }
-  bool wait_for_sync(std::chrono::milliseconds timeout) const;
+  bool has_synced() const override { return synced_; }
+  bool wait_for_sync(std::chrono::milliseconds timeout) const override;
 
-  const Store& store() const { return store_; }
+  const Store& store() const override { return store_; }
   const Resource& resource() const { return resource_; }
   const InformerStats& stats() const { return stats_; }
   std::string last_resource_version() const;

@@ -51,12 +51,15 @@ std::string name_of(const Json& o) {
 }  // namespace
 
 AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client, const ClusterView& view,
-                                 ReconcilerConfig config, Metrics& metrics, Clock clock)
+                                 ReconcilerConfig config, Metrics& metrics, Clock clock,
+                                 SteadyClock steady)
     : client_(std::move(client)),
       view_(view),
       config_(std::move(config)),
       metrics_(metrics),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      steady_(std::move(steady)),
+      overlay_(steady_) {}
 
 void AgentReconciler::count_write(const char* kind) {
   metrics_.counter_add("heartbeat_api_writes_total", {{"kind", kind}});
@@ -135,7 +138,7 @@ std::string AgentReconciler::object_in_the_way(const Json& agent) {
     std::lock_guard lock(mutex_);
     auto it = in_the_way_.find(uid);
     if (it == in_the_way_.end()) return "";
-    if (std::chrono::steady_clock::now() - it->second.at < kObjectInTheWayRecheck) {
+    if (steady_() - it->second.at < kObjectInTheWayRecheck) {
       return it->second.object;
     }
   }
@@ -146,7 +149,7 @@ std::string AgentReconciler::object_in_the_way(const Json& agent) {
   if (blocking.empty()) {
     in_the_way_.erase(uid);
   } else {
-    in_the_way_[uid] = {blocking, std::chrono::steady_clock::now()};
+    in_the_way_[uid] = {blocking, steady_()};
   }
   return blocking;
 }
@@ -312,7 +315,7 @@ bool AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
   }
   if (std::string blocking = ensure_agent_objects(agent); !blocking.empty()) {
     std::lock_guard lock(mutex_);
-    in_the_way_[string_at(agent, "metadata/uid")] = {blocking, std::chrono::steady_clock::now()};
+    in_the_way_[string_at(agent, "metadata/uid")] = {blocking, steady_()};
     spdlog::warn("event=object_in_the_way agent={}/{} run={} object=\"{}\"", ns, name_of(agent),
                  run_name, blocking);
     return false;

@@ -71,9 +71,12 @@ struct ReconcileResult {
 class AgentReconciler {
  public:
   using Clock = std::function<TimePoint()>;
+  // Measures how long things were remembered (not wall time).
+  using SteadyClock = std::function<std::chrono::steady_clock::time_point()>;
   AgentReconciler(
       std::shared_ptr<kube::Client> client, const ClusterView& view, ReconcilerConfig config,
-      Metrics& metrics, Clock clock = [] { return std::chrono::system_clock::now(); });
+      Metrics& metrics, Clock clock = [] { return std::chrono::system_clock::now(); },
+      SteadyClock steady = std::chrono::steady_clock::now);
 
   // Throws kube::ApiError / http::TransportError on a failed write: retry with backoff.
   ReconcileResult reconcile(const std::string& ns, const std::string& name);
@@ -116,6 +119,7 @@ class AgentReconciler {
   ReconcilerConfig config_;
   Metrics& metrics_;
   Clock clock_;
+  SteadyClock steady_;
   WriteOverlay overlay_;
   ViewCache views_;
 

@@ -30,7 +30,14 @@ std::string ns_of(const Json& object) {
 
 ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions options,
                            Enqueue enqueue)
-    : enqueue_(std::move(enqueue)) {
+    : ClusterCache(
+          [client](const kube::Resource& r, const kube::InformerOptions& o) {
+            return std::make_unique<kube::Informer>(client, r, o);
+          },
+          std::move(options), std::move(enqueue)) {}
+
+ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqueue enqueue)
+    : enqueue_(std::move(enqueue)), steady_now_(options.steady_now) {
   const std::string selector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
   const std::vector<std::string> namespaces =
       options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
@@ -44,7 +51,7 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
       o.watch_timeout_seconds = options.watch_timeout_seconds;
       o.dropped_string_members = dropped;
       set.namespaces.push_back(ns);
-      set.informers.push_back(std::make_unique<kube::Informer>(client, r, o));
+      set.informers.push_back(make_source(r, o));
     }
     return set;
   };
@@ -117,7 +124,7 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
   pod_handlers.on_delete = [this, pod_run_key, named_agent_key](const Json& o) {
     if (auto k = pod_run_key(o); !k.empty()) {
       std::lock_guard lock(mutex_);
-      tombstones_.remember(k, o, PodTombstones::Clock::now());
+      tombstones_.remember(k, o, steady_now_());
     }
     if (auto k = pod_run_key(o); !k.empty()) index(pods_by_run_, k, object_key(o), false);
     if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
@@ -148,7 +155,7 @@ void ClusterCache::stop() {
 
 bool ClusterCache::wait_for_sync(std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (auto* i : informers()) {
+  for (auto* i : sources()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (!i->wait_for_sync(std::max(left, std::chrono::milliseconds(0)))) return false;
@@ -157,21 +164,21 @@ bool ClusterCache::wait_for_sync(std::chrono::milliseconds timeout) const {
 }
 
 bool ClusterCache::synced() const {
-  for (auto* i : informers()) {
+  for (auto* i : sources()) {
     if (!i->has_synced()) return false;
   }
   return true;
 }
 
-std::vector<const kube::Informer*> ClusterCache::informers() const {
-  std::vector<const kube::Informer*> out;
+std::vector<const kube::CachedResource*> ClusterCache::sources() const {
+  std::vector<const kube::CachedResource*> out;
   for (const InformerSet* set : {&agents_, &runs_, &jobs_, &pods_, &leases_}) {
     for (const auto& informer : set->informers) out.push_back(informer.get());
   }
   return out;
 }
 
-const kube::Informer* ClusterCache::InformerSet::in(const std::string& ns) const {
+const kube::CachedResource* ClusterCache::InformerSet::in(const std::string& ns) const {
   for (std::size_t i = 0; i < namespaces.size(); ++i) {
     if (namespaces[i].empty() || namespaces[i] == ns) return informers[i].get();
   }
@@ -197,7 +204,7 @@ void ClusterCache::index(Index& idx, const std::string& index_key, const std::st
 
 std::vector<Json> ClusterCache::lookup(const InformerSet& set, const std::string& ns,
                                        const Index& idx, const std::string& index_key) const {
-  const kube::Informer* informer = set.in(ns);
+  const kube::CachedResource* informer = set.in(ns);
   if (informer == nullptr) return {};
   std::vector<std::string> keys;
   {
@@ -213,7 +220,7 @@ std::vector<Json> ClusterCache::lookup(const InformerSet& set, const std::string
 }
 
 namespace {
-std::optional<Json> get_from(const kube::Informer* informer, const std::string& ns,
+std::optional<Json> get_from(const kube::CachedResource* informer, const std::string& ns,
                              const std::string& name) {
   if (informer == nullptr) return std::nullopt;
   return informer->store().get(object_key(ns, name));

@@ -23,12 +23,18 @@ struct CacheOptions {
   // The server ends each watch after this long; it is reopened from its
   // resourceVersion (events arrive as they happen meanwhile).
   int watch_timeout_seconds = 290;
+  // How long deleted Pods' last states are kept is measured on this clock.
+  std::function<PodTombstones::Clock::time_point()> steady_now = PodTombstones::Clock::now;
 };
 
 class ClusterCache final : public ClusterView {
  public:
   using Enqueue = std::function<void(const std::string& agent_key)>;
+  // Makes the cache of one resource; the default is an Informer over `client`.
+  using SourceFactory = std::function<std::unique_ptr<kube::CachedResource>(
+      const kube::Resource&, const kube::InformerOptions&)>;
   ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions options, Enqueue enqueue);
+  ClusterCache(SourceFactory make_source, CacheOptions options, Enqueue enqueue);
   ~ClusterCache() override;
 
   void start();
@@ -44,15 +50,15 @@ class ClusterCache final : public ClusterView {
   std::optional<Json> lease(const std::string& ns, const std::string& name) const override;
   bool synced() const override;
 
-  std::vector<const kube::Informer*> informers() const;
+  std::vector<const kube::CachedResource*> sources() const;
 
  private:
   using Index = std::map<std::string, std::set<std::string>>;
   // One resource's informers: one for all namespaces, or one per namespace.
   struct InformerSet {
     std::vector<std::string> namespaces;  // parallel to `informers`; {""} = all
-    std::vector<std::unique_ptr<kube::Informer>> informers;
-    const kube::Informer* in(const std::string& ns) const;  // nullptr: not watched
+    std::vector<std::unique_ptr<kube::CachedResource>> informers;
+    const kube::CachedResource* in(const std::string& ns) const;  // nullptr: not watched
     void set_handlers(const kube::StoreHandlers& handlers);
   };
   void forget_pods_of(const std::string& run_key);
@@ -61,6 +67,7 @@ class ClusterCache final : public ClusterView {
                            const std::string& index_key) const;
 
   Enqueue enqueue_;
+  std::function<PodTombstones::Clock::time_point()> steady_now_;
   InformerSet agents_, runs_, jobs_, pods_, leases_;
   mutable std::mutex mutex_;
   Index runs_by_agent_;  // "ns/agent" -> run keys

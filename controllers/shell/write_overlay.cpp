@@ -10,14 +10,14 @@ void WriteOverlay::expire_locked(Clock::time_point now) {
 
 void WriteOverlay::put(const std::string& kind, const Json& object) {
   std::lock_guard lock(mutex_);
-  const auto now = Clock::now();
+  const auto now = now_();
   expire_locked(now);
   entries_[kind + "|" + object_key(object)] = Entry{object, now};
 }
 
 void WriteOverlay::erase(const std::string& kind, const std::string& key) {
   std::lock_guard lock(mutex_);
-  entries_[kind + "|" + key] = Entry{std::nullopt, Clock::now()};
+  entries_[kind + "|" + key] = Entry{std::nullopt, now_()};
 }
 
 std::optional<Json> WriteOverlay::merge(const std::string& kind, const std::string& key,
@@ -25,7 +25,7 @@ std::optional<Json> WriteOverlay::merge(const std::string& kind, const std::stri
   std::lock_guard lock(mutex_);
   auto it = entries_.find(kind + "|" + key);
   if (it == entries_.end()) return cached;
-  if (Clock::now() - it->second.at > kOverlayTtl) {
+  if (now_() - it->second.at > kOverlayTtl) {
     entries_.erase(it);
     return cached;
   }

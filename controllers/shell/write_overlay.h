@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,8 @@ inline constexpr std::chrono::seconds kOverlayTtl{60};
 class WriteOverlay {
  public:
   using Clock = std::chrono::steady_clock;
+  using Now = std::function<Clock::time_point()>;
+  explicit WriteOverlay(Now now = Clock::now) : now_(std::move(now)) {}
   void put(const std::string& kind, const Json& object);        // after create/update
   void erase(const std::string& kind, const std::string& key);  // after delete
   // The fresher of the cached object and our write.
@@ -37,6 +40,7 @@ class WriteOverlay {
     Clock::time_point at;
   };
   void expire_locked(Clock::time_point now);
+  Now now_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> entries_;  // "kind|ns/name"
 };

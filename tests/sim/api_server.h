@@ -1,0 +1,113 @@
+// The simulation's API server: objects in memory with resourceVersions,
+// 409 on a stale write, AlreadyExists, status subresources, merge patches,
+// graceful Pod deletion, a garbage collector and one ordered change log the
+// simulated watches read. Single-threaded: the simulation steps it.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hb::sim {
+
+using Json = nlohmann::json;
+using TimePoint = std::chrono::system_clock::time_point;
+
+// Who sent a request: the checks only hold the operator to its promises.
+enum class Actor { kOperator, kRunner, kNode, kUser };
+
+// One change, as every watch of its resource sees it (in rv order).
+struct Change {
+  uint64_t rv = 0;
+  std::string resource;  // plural, e.g. "heartbeatruns"
+  std::string ns;
+  std::string type;  // ADDED | MODIFIED | DELETED
+  Json object;
+  std::optional<Json> before;  // MODIFIED: the object it replaced
+  TimePoint at{};
+};
+
+// What the server answers: a status and a body (the object, a list or a Status).
+struct Answer {
+  int status = 200;
+  Json body;
+  bool ok() const { return status >= 200 && status < 300; }
+};
+
+// Called after every accepted write with the object before and after
+// (nullopt: created or removed).
+using WriteObserver =
+    std::function<void(Actor, const std::string& resource, const std::optional<Json>& before,
+                       const std::optional<Json>& after)>;
+
+class ApiServer {
+ public:
+  explicit ApiServer(std::function<TimePoint()> now) : now_(std::move(now)) {}
+
+  Answer get(const std::string& resource, const std::string& ns, const std::string& name) const;
+  // ns "" = all namespaces; selector: "k=v,k!=v,k" (the subset the operator uses).
+  Answer list(const std::string& resource, const std::string& ns,
+              const std::string& selector) const;
+  Answer create(Actor actor, const std::string& resource, const std::string& ns, Json object);
+  // PUT; `status`: the /status subresource.
+  Answer replace(Actor actor, const std::string& resource, const std::string& ns,
+                 const std::string& name, Json object, bool status);
+  Answer merge_patch(Actor actor, const std::string& resource, const std::string& ns,
+                     const std::string& name, const Json& patch, bool status);
+  // options: a DeleteOptions body (preconditions honoured).
+  Answer remove(Actor actor, const std::string& resource, const std::string& ns,
+                const std::string& name, const Json& options);
+
+  // The node's and the checks' direct access (no HTTP, no faults).
+  std::vector<Json> objects(const std::string& resource, const std::string& ns = "") const;
+  // The same without copies: fn(object) for each, in name order.
+  template <typename Fn>
+  void for_each(const std::string& resource, Fn fn) const {
+    auto it = objects_.find(resource);
+    if (it == objects_.end()) return;
+    for (const auto& [key, object] : it->second) fn(object);
+  }
+  // Something was removed since the last garbage collection.
+  bool removed_since_collection() const { return removed_; }
+  std::optional<Json> object(const std::string& resource, const std::string& ns,
+                             const std::string& name) const;
+  // Stores the node's change (Pod status, Job status), bumping the version.
+  void node_update(const std::string& resource, Json object);
+  // Removes a Pod whose deletion the kubelet finished.
+  void finalize_pod(const std::string& ns, const std::string& name);
+  // Dependents whose every owner is gone are deleted (Background propagation).
+  void collect_garbage();
+
+  const std::vector<Change>& changes() const { return changes_; }
+  uint64_t resource_version() const { return rv_; }
+  void set_observer(WriteObserver observer) { observer_ = std::move(observer); }
+
+ private:
+  Json* find(const std::string& resource, const std::string& ns, const std::string& name);
+  const Json* find(const std::string& resource, const std::string& ns,
+                   const std::string& name) const;
+  Answer store(Actor actor, const std::string& resource, const std::optional<Json>& before,
+               Json after);
+  Answer erase(Actor actor, const std::string& resource, const Json& object);
+  void record(const std::string& resource, const std::string& type, const Json& object,
+              std::optional<Json> before);
+
+  std::function<TimePoint()> now_;
+  std::map<std::string, std::map<std::string, Json>> objects_;  // resource -> "ns/name"
+  bool removed_ = false;
+  std::vector<Change> changes_;
+  uint64_t rv_ = 1000;
+  uint64_t uids_ = 0;
+  uint64_t generated_names_ = 0;
+  WriteObserver observer_;
+};
+
+// Whether labels satisfy a selector of the form "k=v,k!=v,k".
+bool selector_matches(const std::string& selector, const Json& object);
+Answer status_answer(int code, const std::string& reason, const std::string& message);
+
+}  // namespace hb::sim

@@ -1,0 +1,162 @@
+#include "tests/sim/checker.h"
+
+#include <cmath>
+
+#include "controllers/json_util.h"
+#include "controllers/run_status.h"
+#include "controllers/schedule/utc_time.h"
+
+namespace hb::sim {
+
+namespace {
+
+using controllers::string_at;
+using controllers::time_at;
+using schedule::format_rfc3339;
+
+constexpr double kCentsTolerance = 1e-5;
+
+std::string key_of(const Json& o) {
+  return string_at(o, "metadata/namespace") + "/" + string_at(o, "metadata/name");
+}
+std::string agent_key_of_run(const Json& run) {
+  return string_at(run, "metadata/namespace") + "/" + string_at(run, "spec/agentRef/name");
+}
+bool is_final_phase(const std::string& phase) {
+  return phase == "Succeeded" || phase == "Failed" || phase == "Cancelled" || phase == "TimedOut";
+}
+bool cost_recorded(const std::optional<Json>& run) {
+  return run && controllers::bool_at(*run, "status/costRecorded");
+}
+
+}  // namespace
+
+double Checker::spend_of(const Json& agent) const {
+  return controllers::number_at(agent, "status/spend/cents").value_or(0);
+}
+
+double Checker::counted_sum(const std::string& agent_key, const std::string& period) const {
+  double sum = 0;
+  for (const auto& [uid, c] : counted_) {
+    if (c.agent_key == agent_key && c.period == period) sum += c.cents;
+  }
+  return sum;
+}
+
+void Checker::on_write(Actor actor, const std::string& resource, const std::optional<Json>& before,
+                       const std::optional<Json>& after, TimePoint now) {
+  if (resource == "agents" && actor == Actor::kOperator && before && after &&
+      (*before)["spec"] != (*after)["spec"]) {
+    violation("the operator wrote the spec of Agent " + key_of(*after));
+  }
+  if (resource == "heartbeatruns") on_run_write(actor, before, after, now);
+}
+
+void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
+                           const std::optional<Json>& after, TimePoint now) {
+  if (!before && after && string_at(*after, "spec/invocationSource") == "scheduler") {
+    const std::string slot =
+        agent_key_of_run(*after) + "|" + string_at(*after, "spec/scheduledTime");
+    if (!slots_.insert(slot).second) violation("a second scheduler run for slot " + slot);
+  }
+  if (!after) return;
+  const std::string name = key_of(*after);
+  if (actor == Actor::kOperator && string_at(*after, "status/phase") == "Running" &&
+      (!before || string_at(*before, "status/phase") != "Running")) {
+    on_run_start(*after, now);
+  }
+  if (cost_recorded(before) && !cost_recorded(after)) {
+    violation("run " + name + " lost costRecorded");
+  }
+  if (cost_recorded(before) &&
+      (*before)["status"].value("usage", Json()) != (*after)["status"].value("usage", Json())) {
+    violation("run " + name + " changed its usage after it was counted");
+  }
+  if (!cost_recorded(before) && cost_recorded(after)) {
+    const std::string uid = string_at(*after, "metadata/uid");
+    const std::string agent_ns = string_at(*after, "metadata/namespace");
+    std::optional<Json> agent =
+        server_.object("agents", agent_ns, string_at(*after, "spec/agentRef/name"));
+    Counted c;
+    c.agent_key = agent_key_of_run(*after);
+    c.period = agent ? string_at(*agent, "status/spend/period") : "";
+    c.cents = controllers::number_at(*after, "status/usage/costCents").value_or(0);
+    if (!std::isfinite(c.cents) || c.cents < 0) violation("run " + name + " counted a bad cost");
+    if (!counted_.emplace(uid, c).second) violation("run " + name + " counted twice");
+  }
+}
+
+void Checker::on_run_start(const Json& run, TimePoint now) {
+  const std::string name = key_of(run);
+  std::optional<Json> agent = server_.object("agents", string_at(run, "metadata/namespace"),
+                                             string_at(run, "spec/agentRef/name"));
+  if (!agent) return;
+  if (controllers::bool_at(*agent, "spec/paused") &&
+      time_at(*agent, "metadata/annotations/sim-paused-at").value_or(now) <
+          now - kUserChangeSeenWithin) {
+    violation("run " + name + " started while its Agent is paused");
+  }
+  if (auto until = time_at(*agent, "status/pausedUntil"); until && *until > now) {
+    violation("run " + name + " started at " + format_rfc3339(now) + " before pausedUntil " +
+              format_rfc3339(*until));
+  }
+  const double budget = controllers::number_at(*agent, "spec/budget/monthlyCents").value_or(0);
+  if (budget > 0 && std::floor(spend_of(*agent)) >= budget) {
+    violation("run " + name + " started over budget (" + std::to_string(spend_of(*agent)) + " of " +
+              std::to_string(budget) + " cents)");
+  }
+}
+
+void Checker::check_state(TimePoint now, TimePoint operator_up_since) {
+  std::map<std::string, int> queued;  // scheduler runs waiting, by agent
+  server_.for_each("heartbeatruns", [&](const Json& run) {
+    const std::string phase = string_at(run, "status/phase");
+    if (string_at(run, "spec/invocationSource") == "scheduler" && !is_final_phase(phase) &&
+        phase != "Running" && ++queued[agent_key_of_run(run)] > 1) {
+      violation("Agent " + agent_key_of_run(run) + " has more than one queued scheduler run");
+    }
+    if (phase != "Running") return;
+    auto started = time_at(run, "status/startedAt");
+    std::optional<Json> agent = server_.object("agents", string_at(run, "metadata/namespace"),
+                                               string_at(run, "spec/agentRef/name"));
+    if (!started || !agent) return;
+    const auto limit = std::chrono::seconds(
+        controllers::int_at(*agent, "spec/runtime/timeoutSeconds").value_or(600) +
+        controllers::int_at(*agent, "spec/runtime/graceSeconds").value_or(30));
+    const TimePoint deadline = *started + limit + controllers::kControllerDeadlineSlack +
+                               config_.stall_window + config_.overrun_allowance;
+    if (now > deadline && now - operator_up_since > config_.overrun_allowance) {
+      violation("run " + key_of(run) + " still Running at " + format_rfc3339(now) + ", started " +
+                format_rfc3339(*started));
+    }
+  });
+  server_.for_each("agents", [&](const Json& agent) {
+    const std::string period = string_at(agent, "status/spend/period");
+    if (counted_sum(key_of(agent), period) > spend_of(agent) + kCentsTolerance) {
+      violation("Agent " + key_of(agent) + " spend " + std::to_string(spend_of(agent)) +
+                " is less than its counted runs' " +
+                std::to_string(counted_sum(key_of(agent), period)));
+    }
+  });
+}
+
+void Checker::check_settled() {
+  for (const Json& run : server_.objects("heartbeatruns")) {
+    const std::string phase = string_at(run, "status/phase");
+    // Queued runs wait for their paused Agent; nothing else may be left open.
+    const bool waiting = phase.empty() || phase == "Queued";
+    if (!waiting && (!is_final_phase(phase) || !cost_recorded(run))) {
+      violation("run " + key_of(run) + " not settled after the drain: phase " + phase +
+                (is_final_phase(phase) ? ", cost not recorded" : ""));
+    }
+  }
+  for (const Json& agent : server_.objects("agents")) {
+    const double want = counted_sum(key_of(agent), string_at(agent, "status/spend/period"));
+    if (std::fabs(want - spend_of(agent)) > kCentsTolerance) {
+      violation("Agent " + key_of(agent) + " spend " + std::to_string(spend_of(agent)) +
+                " differs from the sum of its counted runs " + std::to_string(want));
+    }
+  }
+}
+
+}  // namespace hb::sim

@@ -1,0 +1,63 @@
+// The invariants the operator promises, checked as the simulation runs:
+// on every write the API server accepts (the observer) and on the whole
+// state after every step. A violation names the object and what broke.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/sim/api_server.h"
+
+namespace hb::sim {
+
+// A user's change (spec.paused) may take this long to reach the operator's
+// caches; a run started in that window started before the change was seen.
+inline constexpr std::chrono::seconds kUserChangeSeenWithin{10};
+
+struct CheckerConfig {
+  std::chrono::seconds stall_window{60};
+  // A run's overrun allowed past timeout + grace + the controller's slack +
+  // the stall window (reconcile retries after faults).
+  std::chrono::seconds overrun_allowance{120};
+};
+
+class Checker {
+ public:
+  Checker(const ApiServer& server, CheckerConfig config) : server_(server), config_(config) {}
+
+  // ApiServer's WriteObserver.
+  void on_write(Actor actor, const std::string& resource, const std::optional<Json>& before,
+                const std::optional<Json>& after, TimePoint now);
+  // The state after a step. `operator_up_since`: deadlines are only held
+  // against an operator that has been running long enough to act.
+  void check_state(TimePoint now, TimePoint operator_up_since);
+  // After the drain: every run final and counted once, spend equal to the sum.
+  void check_settled();
+
+  const std::vector<std::string>& violations() const { return violations_; }
+  uint64_t runs_counted() const { return counted_.size(); }
+
+ private:
+  void violation(const std::string& what) {
+    if (violations_.size() < 20) violations_.push_back(what);
+  }
+  void on_run_write(Actor actor, const std::optional<Json>& before,
+                    const std::optional<Json>& after, TimePoint now);
+  void on_run_start(const Json& run, TimePoint now);
+  double spend_of(const Json& agent) const;
+  double counted_sum(const std::string& agent_key, const std::string& period) const;
+
+  const ApiServer& server_;
+  CheckerConfig config_;
+  std::vector<std::string> violations_;
+  std::set<std::string> slots_;  // "ns/agent|slot" of every scheduler run ever made
+  struct Counted {
+    std::string agent_key, period;
+    double cents = 0;
+  };
+  std::map<std::string, Counted> counted_;  // by run uid
+};
+
+}  // namespace hb::sim

@@ -1,0 +1,57 @@
+// A simulated watch cache: a real kube::Store (and the real ClusterCache's
+// handlers on it) fed from the ApiServer's change log, each change arriving
+// after a lag drawn from the seed, in order, filtered by namespace and label
+// selector as a watch is. A dropped watch relists (the informer's 410 path).
+#pragma once
+
+#include <optional>
+
+#include "kube/informer.h"
+#include "tests/sim/api_server.h"
+
+namespace hb::sim {
+
+// Lag of one change to one feed: a pure function of (feed, change) so a
+// seed replays exactly.
+using LagFn = std::function<std::chrono::milliseconds(uint64_t feed_id, uint64_t rv)>;
+
+class Feed final : public kube::CachedResource {
+ public:
+  Feed(const ApiServer& server, uint64_t id, std::string resource, std::string ns,
+       std::string selector, LagFn lag);
+
+  void set_handlers(kube::StoreHandlers handlers) override {
+    store_.set_handlers(std::move(handlers));
+  }
+  void start() override { started_ = true; }
+  void stop() override { started_ = false; }
+  bool has_synced() const override { return synced_; }
+  bool wait_for_sync(std::chrono::milliseconds) const override { return synced_; }
+  const kube::Store& store() const override { return store_; }
+
+  // The list (first sync or after a drop): the server's state now.
+  void relist(TimePoint now);
+  // Applies every change that has arrived by `now`.
+  void deliver(TimePoint now);
+  // When the next pending change arrives (nullopt: none pending); skips
+  // past changes that are not for this watch.
+  std::optional<TimePoint> next_arrival();
+  bool started() const { return started_; }
+
+ private:
+  // The change at log index i as this watch sees it (nullopt: not for it).
+  std::optional<kube::WatchEvent> view(const Change& change) const;
+  TimePoint arrival(std::size_t index) const;
+
+  const ApiServer& server_;
+  uint64_t id_;
+  std::string resource_, ns_, selector_;
+  LagFn lag_;
+  kube::Store store_;
+  bool started_ = false;
+  bool synced_ = false;
+  std::size_t next_ = 0;  // index in the change log of the next change to look at
+  TimePoint last_arrival_{};
+};
+
+}  // namespace hb::sim

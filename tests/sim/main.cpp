@@ -1,0 +1,91 @@
+// heartbeat-sim: runs the deterministic simulation for a range of seeds and
+// prints what it found; a failing seed prints the one command that replays it.
+//   heartbeat-sim [--seed=S] [--seeds=N] [--hours=H] [--agents=K] [--no-faults] [--verbose]
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "tests/sim/world.h"
+
+namespace {
+
+bool flag(const char* arg, const char* name, std::string& value) {
+  const std::size_t n = std::strlen(name);
+  if (std::strncmp(arg, name, n) != 0 || arg[n] != '=') return false;
+  value = arg + n + 1;
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  hb::sim::SimOptions options;
+  uint64_t seeds = 1;
+  for (int i = 1; i < argc; ++i) {
+    std::string v;
+    if (flag(argv[i], "--seed", v)) {
+      options.seed = std::stoull(v);
+    } else if (flag(argv[i], "--seeds", v)) {
+      seeds = std::stoull(v);
+    } else if (flag(argv[i], "--hours", v)) {
+      options.hours = std::stod(v);
+    } else if (flag(argv[i], "--agents", v)) {
+      options.agents = std::stoi(v);
+    } else if (std::strcmp(argv[i], "--no-faults") == 0) {
+      options.faults = false;
+    } else if (std::strcmp(argv[i], "--verbose") == 0) {
+      options.verbose = true;
+    } else {
+      std::fprintf(stderr,
+                   "usage: %s [--seed=S] [--seeds=N] [--hours=H] [--agents=K] [--no-faults] "
+                   "[--verbose]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  spdlog::set_level(options.verbose ? spdlog::level::info : spdlog::level::off);
+  uint64_t failed = 0, runs = 0, counted = 0, reconciles = 0, crashes = 0, faults = 0, pods = 0;
+  double wall = 0;
+  const uint64_t first = options.seed;
+  for (uint64_t s = first; s < first + seeds; ++s) {
+    options.seed = s;
+    const hb::sim::SimReport r = hb::sim::simulate(options);
+    runs += r.runs_created;
+    counted += r.runs_counted;
+    reconciles += r.reconciles;
+    crashes += r.crashes;
+    faults += r.api_faults;
+    pods += r.node.pods;
+    wall += r.wall_seconds;
+    if (options.verbose || !r.violations.empty()) {
+      std::printf(
+          "seed %llu: %zu violation(s), %llu runs, %llu counted, %llu reconciles "
+          "(%llu failed), %llu crashes, %llu relists, %llu API faults, %llu steps, %.2f s\n",
+          static_cast<unsigned long long>(s), r.violations.size(),
+          static_cast<unsigned long long>(r.runs_created),
+          static_cast<unsigned long long>(r.runs_counted),
+          static_cast<unsigned long long>(r.reconciles),
+          static_cast<unsigned long long>(r.reconcile_errors),
+          static_cast<unsigned long long>(r.crashes), static_cast<unsigned long long>(r.relists),
+          static_cast<unsigned long long>(r.api_faults), static_cast<unsigned long long>(r.steps),
+          r.wall_seconds);
+    }
+    for (const std::string& v : r.violations) std::printf("  violation: %s\n", v.c_str());
+    if (!r.violations.empty()) {
+      ++failed;
+      std::printf("  replay: %s\n", hb::sim::replay_command(argv[0], options).c_str());
+    }
+  }
+  std::printf(
+      "simulated %llu seed(s) x %.1f h, %d agents: %llu violating seed(s); %llu runs "
+      "(%llu Pods), %llu counted, %llu reconciles, %llu crashes, %llu API faults; "
+      "%.2f s wall, %.0f heartbeats/s\n",
+      static_cast<unsigned long long>(seeds), options.hours, options.agents,
+      static_cast<unsigned long long>(failed), static_cast<unsigned long long>(runs),
+      static_cast<unsigned long long>(pods), static_cast<unsigned long long>(counted),
+      static_cast<unsigned long long>(reconciles), static_cast<unsigned long long>(crashes),
+      static_cast<unsigned long long>(faults), wall, wall > 0 ? runs / wall : 0.0);
+  return failed == 0 ? 0 : 1;
+}

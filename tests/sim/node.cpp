@@ -1,0 +1,336 @@
+#include "tests/sim/node.h"
+
+#include <cstdio>
+
+#include "api/heartbeat_pod.h"
+#include "api/usage_report.h"
+#include "controllers/job_pods.h"
+#include "controllers/json_util.h"
+#include "controllers/names.h"
+#include "controllers/schedule/utc_time.h"
+
+namespace hb::sim {
+
+namespace {
+
+using schedule::format_rfc3339;
+using namespace std::chrono_literals;
+
+constexpr auto kPodCreateDelayMax = 2000ms;
+constexpr auto kPodStartDelayMax = 3000ms;
+constexpr auto kRunnerBeatEvery = 10s;
+constexpr auto kRunnerWorkMax = 90s;
+constexpr auto kPodDeleteGrace = 1s;
+constexpr auto kStallAfter = 5s;  // a stalling runner's last beat comes this soon
+// Pricing every simulated Agent declares (cents per million tokens).
+constexpr double kInputCentsPerMillion = 15, kOutputCentsPerMillion = 60;
+
+std::string micro_time(TimePoint t) {
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch());
+  std::string s = format_rfc3339(t);
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%06lldZ", static_cast<long long>(us.count() % 1000000));
+  return s.substr(0, s.size() - 1) + frac;
+}
+
+std::string ns_of(const Json& o) {
+  return controllers::string_at(o, "metadata/namespace");
+}
+std::string name_of(const Json& o) {
+  return controllers::string_at(o, "metadata/name");
+}
+
+bool job_finished(const Json& job) {
+  const Json* conditions = controllers::find_path(job, "status/conditions");
+  return conditions != nullptr && conditions->is_array() && !conditions->empty();
+}
+
+RunnerBehaviour draw_behaviour(std::mt19937_64& rng) {
+  const int roll = std::uniform_int_distribution<int>(0, 99)(rng);
+  if (roll < 55) return RunnerBehaviour::kSucceeds;
+  if (roll < 67) return RunnerBehaviour::kPauses;
+  if (roll < 77) return RunnerBehaviour::kFails;
+  if (roll < 83) return RunnerBehaviour::kKilled;
+  if (roll < 88) return RunnerBehaviour::kStalls;
+  if (roll < 94) return RunnerBehaviour::kForges;
+  return RunnerBehaviour::kOverruns;
+}
+
+}  // namespace
+
+const char* to_string(RunnerBehaviour b) {
+  static const char* names[] = {"succeeds", "pauses", "fails",   "killed",
+                                "stalls",   "forges", "overruns"};
+  return names[static_cast<int>(b)];
+}
+
+Node::Node(ApiServer& server, std::shared_ptr<kube::Client> runner_client, std::mt19937_64& rng,
+           std::chrono::seconds runner_skew)
+    : server_(server),
+      runner_client_(std::move(runner_client)),
+      rng_(rng),
+      runner_skew_(runner_skew) {}
+
+void Node::step(TimePoint now) {
+  if (server_.removed_since_collection()) server_.collect_garbage();
+  job_deadlines(now);
+  start_pods(now);
+  for (auto it = runners_.begin(); it != runners_.end();) {
+    advance(it->first, it->second, now);
+    if (it->second.finalize_at && *it->second.finalize_at <= now) {
+      const auto slash = it->first.find('/');
+      server_.finalize_pod(it->first.substr(0, slash), it->first.substr(slash + 1));
+      it = runners_.erase(it);
+    } else if (!server_.object("pods", it->first.substr(0, it->first.find('/')),
+                               it->first.substr(it->first.find('/') + 1))) {
+      it = runners_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+std::optional<TimePoint> Node::next_due() const {
+  std::optional<TimePoint> next;
+  auto take = [&](TimePoint t) { next = next ? std::min(*next, t) : t; };
+  for (const auto& [key, at] : job_seen_) take(at);
+  for (const auto& [key, r] : runners_) {
+    if (r.finalize_at) take(*r.finalize_at);
+    if (r.finished) continue;
+    if (!r.started) {
+      take(r.running_at);
+    } else if (r.behaviour == RunnerBehaviour::kStalls) {
+      if (!r.silent) take(std::min(r.next_beat, r.running_at + kStallAfter));
+    } else {
+      take(std::min(r.ends_at, r.next_beat));
+    }
+  }
+  return next;
+}
+
+void Node::start_pods(TimePoint now) {
+  std::vector<Json> waiting;  // Jobs without their Pod yet
+  server_.for_each("jobs", [&](const Json& job) {
+    if (!job_finished(job) && controllers::find_path(job, "status/startTime") == nullptr) {
+      waiting.push_back(job);
+    }
+  });
+  for (const Json& job : waiting) {
+    const std::string key = ns_of(job) + "/" + name_of(job);
+    auto seen = job_seen_.find(key);
+    if (seen == job_seen_.end()) {
+      const auto delay = std::uniform_int_distribution<int>(100, kPodCreateDelayMax.count())(rng_);
+      job_seen_[key] = now + std::chrono::milliseconds(delay);
+      continue;
+    }
+    if (seen->second > now) continue;
+    job_seen_.erase(seen);
+    create_pod(job, now);
+  }
+  for (auto it = job_seen_.begin(); it != job_seen_.end();) {  // Jobs deleted meanwhile
+    const auto slash = it->first.find('/');
+    it = server_.object("jobs", it->first.substr(0, slash), it->first.substr(slash + 1))
+             ? std::next(it)
+             : job_seen_.erase(it);
+  }
+}
+
+void Node::create_pod(const Json& job, TimePoint now) {
+  const std::string ns = ns_of(job), uid = controllers::string_at(job, "metadata/uid");
+  Json meta = job["spec"]["template"].value("metadata", Json::object());
+  meta["generateName"] = name_of(job) + "-";
+  meta["labels"][controllers::kLabelControllerUid] = uid;
+  meta["labels"][controllers::kLabelBatchControllerUid] = uid;
+  meta["labels"][controllers::kLabelJobName] = name_of(job);
+  meta["ownerReferences"] = Json::array({{{"apiVersion", "batch/v1"},
+                                          {"kind", "Job"},
+                                          {"name", name_of(job)},
+                                          {"uid", uid},
+                                          {"controller", true}}});
+  Json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", meta},
+              {"spec", job["spec"]["template"].value("spec", Json::object())},
+              {"status", {{"phase", "Pending"}}}};
+  const Answer made = server_.create(Actor::kNode, "pods", ns, pod);
+  Json started = job;
+  started["status"]["startTime"] = format_rfc3339(now);
+  started["status"]["active"] = 1;
+  server_.node_update("jobs", started);
+
+  Runner r;
+  r.behaviour = draw_behaviour(rng_);
+  r.ns = ns;
+  r.agent = controllers::string_at(
+      made.body, std::string("metadata/annotations/") + controllers::kAnnotationAgentName);
+  r.run = controllers::string_at(
+      made.body, std::string("metadata/annotations/") + controllers::kAnnotationRunName);
+  r.running_at = now + std::chrono::milliseconds(std::uniform_int_distribution<int>(
+                           200, kPodStartDelayMax.count())(rng_));
+  auto work = std::chrono::milliseconds(std::uniform_int_distribution<int>(
+      1000, std::chrono::milliseconds(kRunnerWorkMax).count())(rng_));
+  if (r.behaviour == RunnerBehaviour::kOverruns) {
+    work = std::chrono::seconds(job["spec"].value("activeDeadlineSeconds", 600) * 3);
+  }
+  r.ends_at = r.running_at + work;
+  r.next_beat = r.running_at;
+  r.input_tokens = std::uniform_int_distribution<int64_t>(100, 30000)(rng_);
+  r.output_tokens = std::uniform_int_distribution<int64_t>(10, 3000)(rng_);
+  ++stats_.pods;
+  ++stats_.by_behaviour[static_cast<int>(r.behaviour)];
+  runners_[ns + "/" + name_of(made.body)] = r;
+}
+
+void Node::advance(const std::string& key, Runner& r, TimePoint now) {
+  const auto slash = key.find('/');
+  std::optional<Json> pod = server_.object("pods", key.substr(0, slash), key.substr(slash + 1));
+  if (!pod) return;
+  if ((*pod)["metadata"].contains("deletionTimestamp")) {
+    if (!r.finished) terminate(*pod, r, 143, result_message(r, 143), now);
+    if (!r.finalize_at) r.finalize_at = now + kPodDeleteGrace;
+    return;
+  }
+  if (r.finished) return;
+  if (!r.started) {
+    if (now < r.running_at) return;
+    r.started = true;
+    Json running = *pod;
+    running["status"] = {
+        {"phase", "Running"},
+        {"startTime", format_rfc3339(now)},
+        {"containerStatuses",
+         Json::array({{{"name", api::kRunnerContainerName},
+                       {"ready", true},
+                       {"state", {{"running", {{"startedAt", format_rfc3339(now)}}}}}}})}};
+    server_.node_update("pods", running);
+  }
+  const bool stalled = r.behaviour == RunnerBehaviour::kStalls && now > r.running_at + kStallAfter;
+  r.silent = stalled;  // then nothing until it is killed
+  if (!stalled && now >= r.next_beat) {
+    beat(r, now);
+    r.next_beat = now + kRunnerBeatEvery;
+  }
+  if (r.behaviour == RunnerBehaviour::kStalls || now < r.ends_at) return;
+  int exit_code = 0;
+  if (r.behaviour == RunnerBehaviour::kFails) exit_code = 1;
+  if (r.behaviour == RunnerBehaviour::kKilled) exit_code = 137;
+  terminate(*pod, r, exit_code, result_message(r, exit_code), now);
+}
+
+std::string Node::result_message(const Runner& r, int exit_code) {
+  if (exit_code == 137) return "";  // SIGKILL: the runner wrote nothing
+  const double cents =
+      (r.input_tokens * kInputCentsPerMillion + r.output_tokens * kOutputCentsPerMillion) / 1e6;
+  Json usage = {{"inputTokens", r.input_tokens},
+                {"outputTokens", r.output_tokens},
+                {"llmCalls", 3},
+                {"toolCalls", 2},
+                {"iterations", 3},
+                {"costCents", cents}};
+  Json result = {{"stopReason", exit_code == 0 ? "done" : "error"},
+                 {"usage", usage},
+                 {"output", "simulated heartbeat of " + r.run}};
+  if (r.behaviour == RunnerBehaviour::kPauses) {
+    result["pauseMinutes"] = std::uniform_int_distribution<int>(1, 45)(rng_);
+  }
+  if (r.behaviour != RunnerBehaviour::kForges) return result.dump();
+  switch (std::uniform_int_distribution<int>(0, 4)(rng_)) {
+    case 0:
+      return "{\"usage\": not json";
+    case 1:
+      result["usage"]["inputTokens"] = 1000000000000000LL;  // bill someone else's month
+      return result.dump();
+    case 2:
+      result["usage"]["inputTokens"] = -5000000;  // a refund
+      return result.dump();
+    case 3:
+      result["usage"]["costCents"] = 0;  // "it was free"
+      return result.dump();
+    default:
+      result["output"] = std::string(5000, 'x');  // past the 4096-byte limit
+      return result.dump();
+  }
+}
+
+void Node::terminate(Json pod, Runner& r, int exit_code, const std::string& message,
+                     TimePoint now) {
+  r.finished = true;
+  Json terminated = {{"exitCode", exit_code},
+                     {"reason", exit_code == 0 ? "Completed" : "Error"},
+                     {"startedAt", format_rfc3339(r.running_at)},
+                     {"finishedAt", format_rfc3339(now)}};
+  // The kubelet keeps at most 4096 bytes of a termination message.
+  if (!message.empty()) terminated["message"] = message.substr(0, 4096);
+  pod["status"]["phase"] = exit_code == 0 ? "Succeeded" : "Failed";
+  pod["status"]["containerStatuses"] = Json::array({{{"name", api::kRunnerContainerName},
+                                                     {"ready", false},
+                                                     {"state", {{"terminated", terminated}}}}});
+  server_.node_update("pods", pod);
+  settle_job(pod, exit_code);
+}
+
+void Node::settle_job(const Json& pod, int exit_code) {
+  const std::string job_name =
+      controllers::string_at(pod, std::string("metadata/labels/") + controllers::kLabelJobName);
+  std::optional<Json> job = server_.object("jobs", ns_of(pod), job_name);
+  if (!job || job_finished(*job)) return;
+  const bool ok = exit_code == 0;
+  (*job)["status"]["active"] = 0;
+  (*job)["status"][ok ? "succeeded" : "failed"] = 1;
+  (*job)["status"]["conditions"] =
+      Json::array({{{"type", ok ? "Complete" : "Failed"},
+                    {"status", "True"},
+                    {"reason", ok ? "" : "BackoffLimitExceeded"},
+                    {"message", ok ? "" : "Job has reached the specified backoff limit"}}});
+  server_.node_update("jobs", *job);
+}
+
+void Node::job_deadlines(TimePoint now) {
+  std::vector<Json> overdue;
+  server_.for_each("jobs", [&](const Json& job) {
+    const auto started = controllers::time_at(job, "status/startTime");
+    const Json* deadline = controllers::find_path(job, "spec/activeDeadlineSeconds");
+    if (job_finished(job) || !started || deadline == nullptr || !deadline->is_number_integer()) {
+      return;
+    }
+    if (now >= *started + std::chrono::seconds(deadline->get<int64_t>())) overdue.push_back(job);
+  });
+  for (Json job : overdue) {
+    job["status"]["conditions"] =
+        Json::array({{{"type", "Failed"},
+                      {"status", "True"},
+                      {"reason", "DeadlineExceeded"},
+                      {"message", "Job was active longer than specified deadline"}}});
+    job["status"]["active"] = 0;
+    job["status"]["failed"] = 1;
+    server_.node_update("jobs", job);
+    for (const Json& pod : server_.objects("pods", ns_of(job))) {
+      if (controllers::controlled_by_job(pod, controllers::string_at(job, "metadata/uid"))) {
+        server_.remove(Actor::kNode, "pods", ns_of(pod), name_of(pod), Json::object());
+      }
+    }
+  }
+}
+
+void Node::beat(Runner& r, TimePoint now) {
+  const TimePoint runner_now = now + runner_skew_;
+  const std::string lease = controllers::lease_name_for_agent(r.agent);
+  api::UsageReport usage;
+  usage.run = r.run;
+  usage.llm_calls = 1;
+  usage.input_tokens = r.input_tokens / 2;  // what it has used so far
+  usage.output_tokens = r.output_tokens / 2;
+  Json spec = {{"holderIdentity", r.run},
+               {"leaseDurationSeconds", 60},
+               {"renewTime", micro_time(runner_now)}};
+  Json patch = {
+      {"spec", spec},
+      {"metadata", {{"annotations", {{api::kAnnotationUsage, encode_usage_report(usage)}}}}}};
+  try {
+    runner_client_->merge_patch(kube::resources::kLeases, r.ns, lease, patch);
+  } catch (const std::exception&) {
+    // The runner beats again next time; a missed beat is what the stall window is for.
+  }
+}
+
+}  // namespace hb::sim

@@ -1,0 +1,72 @@
+// The simulation's node: the Job controller (a Pod per Job, the Job's
+// deadline, its conditions), the kubelet (Pending -> Running -> terminated,
+// graceful deletion) and the runner inside (what it does is drawn from the
+// seed: succeeds, fails, pauses the agent, stalls, is killed, forges its
+// result, overruns its deadline), beating the agent's Lease on its own
+// skewed clock through its own faulty client.
+#pragma once
+
+#include <map>
+#include <random>
+
+#include "kube/client.h"
+#include "tests/sim/api_server.h"
+
+namespace hb::sim {
+
+enum class RunnerBehaviour {
+  kSucceeds,
+  kPauses,    // succeeds and asks for pause_heartbeats
+  kFails,     // exit 1 with a result
+  kKilled,    // SIGKILL mid-run: no result
+  kStalls,    // stops beating and never ends by itself
+  kForges,    // a termination message meant to cheat the ledger
+  kOverruns,  // runs past its deadline
+};
+const char* to_string(RunnerBehaviour b);
+
+struct NodeStats {
+  uint64_t pods = 0;
+  uint64_t by_behaviour[7] = {};
+};
+
+class Node {
+ public:
+  // `runner_client` is the runner's own kube::Client (its Lease beats).
+  Node(ApiServer& server, std::shared_ptr<kube::Client> runner_client, std::mt19937_64& rng,
+       std::chrono::seconds runner_skew);
+
+  // Everything due by `now`.
+  void step(TimePoint now);
+  // The next time something is due here.
+  std::optional<TimePoint> next_due() const;
+  const NodeStats& stats() const { return stats_; }
+
+ private:
+  struct Runner {
+    RunnerBehaviour behaviour = RunnerBehaviour::kSucceeds;
+    TimePoint running_at{}, ends_at{}, next_beat{};
+    bool started = false, finished = false, silent = false;
+    std::optional<TimePoint> finalize_at;  // deleted: removed from the API at this time
+    int64_t input_tokens = 0, output_tokens = 0;
+    std::string ns, agent, run;
+  };
+  void start_pods(TimePoint now);
+  void create_pod(const Json& job, TimePoint now);
+  void advance(const std::string& key, Runner& r, TimePoint now);
+  void terminate(Json pod, Runner& r, int exit_code, const std::string& message, TimePoint now);
+  void beat(Runner& r, TimePoint now);
+  void job_deadlines(TimePoint now);
+  void settle_job(const Json& pod, int exit_code);
+  std::string result_message(const Runner& r, int exit_code);
+
+  ApiServer& server_;
+  std::shared_ptr<kube::Client> runner_client_;
+  std::mt19937_64& rng_;
+  std::chrono::seconds runner_skew_;
+  std::map<std::string, Runner> runners_;      // by "ns/pod"
+  std::map<std::string, TimePoint> job_seen_;  // "ns/job" -> when its Pod is made
+  NodeStats stats_;
+};
+
+}  // namespace hb::sim

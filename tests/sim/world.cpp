@@ -1,0 +1,354 @@
+#include "tests/sim/world.h"
+
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
+#include "controllers/runtime/metrics.h"
+#include "controllers/runtime/workqueue.h"
+#include "controllers/schedule/utc_time.h"
+#include "controllers/shell/agent_reconciler.h"
+#include "controllers/shell/cluster_cache.h"
+#include "tests/sim/checker.h"
+#include "tests/sim/feed.h"
+#include "tests/sim/transport.h"
+
+namespace hb::sim {
+
+namespace {
+
+using namespace std::chrono_literals;
+using schedule::format_rfc3339;
+
+constexpr auto kStepMax = 5s;
+constexpr auto kStallWindow = 60s;
+constexpr auto kDrain = 20min;
+constexpr int kReconcilesPerInstantMax = 10000;
+const char* const kNamespaces[] = {"team-a", "team-b"};
+
+uint64_t mix(uint64_t x) {  // splitmix64: lags as pure functions of (seed, feed, rv)
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+struct OperatorProcess {
+  controllers::Metrics metrics;
+  controllers::WorkQueue queue;
+  std::vector<Feed*> feeds;
+  std::unique_ptr<controllers::ClusterCache> cache;
+  std::unique_ptr<controllers::AgentReconciler> reconciler;
+  explicit OperatorProcess(controllers::WorkQueue::Clock steady) : queue(std::move(steady)) {}
+};
+
+std::shared_ptr<kube::Client> client_over(std::shared_ptr<Transport> transport) {
+  kube::ClusterConfig config;
+  config.server = "http://sim.invalid";
+  kube::ClientOptions options;
+  options.qps = 0;  // the limiter sleeps in real time; the simulation has none
+  return std::make_shared<kube::Client>(config, options, std::move(transport));
+}
+
+}  // namespace
+
+class World {
+ public:
+  explicit World(const SimOptions& o);
+  SimReport run();
+
+ private:
+  TimePoint operator_now() const { return now_ + operator_skew_; }
+  std::chrono::steady_clock::time_point steady_now() const {
+    return std::chrono::steady_clock::time_point(now_ - start_);
+  }
+  std::chrono::milliseconds lag(uint64_t feed, uint64_t rv) const;
+  void start_operator();
+  void crash_operator();
+  void drain_queue();
+  void step();
+  void user_action();
+  void create_agents();
+  TimePoint next_time();
+  bool draw(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
+
+  SimOptions options_;
+  std::mt19937_64 rng_;
+  TimePoint start_, now_;
+  std::chrono::milliseconds operator_skew_{0};
+  ApiServer server_;
+  Checker checker_;
+  std::shared_ptr<Transport> operator_transport_, runner_transport_;
+  Node node_;
+  std::unique_ptr<OperatorProcess> op_;
+  TimePoint up_since_, next_crash_, restart_at_, next_user_, next_relist_;
+  bool faults_ = true;
+  SimReport report_;
+};
+
+World::World(const SimOptions& o)
+    : options_(o),
+      rng_(o.seed),
+      // A mid-month start so the simulated days stay in one spend period.
+      start_(*controllers::parse_rfc3339("2026-03-10T08:00:00Z") +
+             std::chrono::seconds(std::uniform_int_distribution<int>(0, 86400)(rng_))),
+      now_(start_),
+      server_([this] { return now_; }),
+      checker_(server_, {kStallWindow, 120s}),
+      operator_transport_(std::make_shared<Transport>(server_, Actor::kOperator, rng_)),
+      runner_transport_(std::make_shared<Transport>(server_, Actor::kRunner, rng_)),
+      node_(server_, client_over(runner_transport_), rng_,
+            std::chrono::seconds(o.faults ? std::uniform_int_distribution<int>(-30, 30)(rng_) : 0)),
+      faults_(o.faults) {
+  if (faults_) {
+    operator_skew_ =
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(-2000, 2000)(rng_));
+    operator_transport_->set_faults({0.02, 0.01, 0.01, 0.01, 0.01});
+    runner_transport_->set_faults({0.05, 0.02, 0.02, 0.02, 0.02});
+  }
+  server_.set_observer([this](Actor a, const std::string& r, const std::optional<Json>& before,
+                              const std::optional<Json>& after) {
+    if (r == "heartbeatruns" && !before && after) ++report_.runs_created;
+    checker_.on_write(a, r, before, after, operator_now());
+  });
+  report_.seed = o.seed;
+}
+
+std::chrono::milliseconds World::lag(uint64_t feed, uint64_t rv) const {
+  const uint64_t h = mix(options_.seed ^ mix(feed * 1000003 + rv));
+  if (!faults_) return std::chrono::milliseconds(h % 50);
+  const uint64_t pct = h % 100;
+  if (pct < 90) return std::chrono::milliseconds((h >> 8) % 200);
+  if (pct < 99) return std::chrono::milliseconds(200 + (h >> 8) % 1800);
+  return std::chrono::milliseconds(2000 + (h >> 8) % 6000);
+}
+
+void World::start_operator() {
+  op_ = std::make_unique<OperatorProcess>([this] { return steady_now(); });
+  OperatorProcess* op = op_.get();
+  const uint64_t generation = report_.crashes * 100;
+  auto make_feed = [this, op, generation](const kube::Resource& r, const kube::InformerOptions& o) {
+    auto feed = std::make_unique<Feed>(server_, generation + op->feeds.size() + 1, r.resource,
+                                       o.namespace_, o.label_selector,
+                                       [this](uint64_t f, uint64_t rv) { return lag(f, rv); });
+    op->feeds.push_back(feed.get());
+    return feed;
+  };
+  controllers::CacheOptions cache_options;
+  cache_options.steady_now = [this] { return steady_now(); };
+  op->cache = std::make_unique<controllers::ClusterCache>(
+      make_feed, cache_options, [op](const std::string& key) { op->queue.add(key); });
+  controllers::describe_operator_metrics(op->metrics);
+  controllers::ReconcilerConfig config;
+  config.job.lease_duration = kStallWindow;
+  op->reconciler = std::make_unique<controllers::AgentReconciler>(
+      client_over(operator_transport_), *op->cache, config, op->metrics,
+      [this] { return operator_now(); }, [this] { return steady_now(); });
+  op->cache->start();
+  for (Feed* f : op->feeds) f->relist(now_);
+  up_since_ = now_;
+}
+
+void World::crash_operator() {
+  op_.reset();  // everything it knew is gone; the API server keeps the rest
+  ++report_.crashes;
+  restart_at_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(0, 30)(rng_));
+  if (options_.verbose) spdlog::info("sim crash at {}", format_rfc3339(now_));
+}
+
+void World::drain_queue() {
+  for (int i = 0; i < kReconcilesPerInstantMax; ++i) {
+    std::optional<std::string> key = op_->queue.try_get();
+    if (!key) return;
+    const auto slash = key->find('/');
+    ++report_.reconciles;
+    try {
+      auto result = op_->reconciler->reconcile(key->substr(0, slash), key->substr(slash + 1));
+      op_->queue.forget(*key);
+      if (result.requeue_after) op_->queue.add_after(*key, *result.requeue_after);
+    } catch (const std::exception& e) {
+      ++report_.reconcile_errors;
+      if (options_.verbose) spdlog::info("sim reconcile {} failed: {}", *key, e.what());
+      op_->queue.add_rate_limited(*key);
+    }
+    op_->queue.done(*key);
+  }
+  report_.violations.push_back("livelock: more than " + std::to_string(kReconcilesPerInstantMax) +
+                               " reconciles at " + format_rfc3339(now_));
+}
+
+void World::create_agents() {
+  for (int i = 0; i < options_.agents; ++i) {
+    Json heartbeat = {{"prompt", "Heartbeat."},
+                      {"startingDeadlineSeconds", 120},
+                      {"contextRuns", 2},
+                      {"historyLimits", {{"succeeded", 3}, {"failed", 2}}}};
+    const int kind = std::uniform_int_distribution<int>(0, 2)(rng_);
+    if (kind == 0) heartbeat["interval"] = "1m";
+    if (kind == 1) heartbeat["interval"] = "3m";
+    if (kind == 2) heartbeat["schedule"] = "*/2 * * * *";
+    Json agent = {
+        {"apiVersion", "heartbeat.dev/v1alpha1"},
+        {"kind", "Agent"},
+        {"metadata", {{"name", "agent-" + std::to_string(i)}}},
+        {"spec",
+         {{"type", "memgpt_agent"},
+          {"model",
+           {{"provider", "openai"},
+            {"model", "sim"},
+            {"maxTokens", 4096},
+            {"apiKeySecretRef", {{"name", "llm"}, {"key", "api-key"}}},
+            {"pricing",
+             {{"inputCentsPerMillionTokens", 15}, {"outputCentsPerMillionTokens", 60}}}}},
+          {"heartbeat", heartbeat},
+          {"budget", {{"monthlyCents", std::uniform_int_distribution<int>(20, 400)(rng_)}}},
+          {"runtime", {{"timeoutSeconds", 120}, {"graceSeconds", 10}}}}}};
+    server_.create(Actor::kUser, "agents", kNamespaces[i % 2], agent);
+  }
+}
+
+// What a person does with kubectl: pause or resume, invoke, change the budget.
+void World::user_action() {
+  std::vector<Json> agents = server_.objects("agents");
+  if (agents.empty()) return;
+  Json agent = agents[std::uniform_int_distribution<std::size_t>(0, agents.size() - 1)(rng_)];
+  const std::string ns = controllers::string_at(agent, "metadata/namespace");
+  const std::string name = controllers::string_at(agent, "metadata/name");
+  ++report_.user_actions;
+  Json patch;
+  switch (std::uniform_int_distribution<int>(0, 3)(rng_)) {
+    case 0: {
+      const bool pause = !controllers::bool_at(agent, "spec/paused");
+      patch = {{"spec", {{"paused", pause}}},
+               {"metadata", {{"annotations", {{"sim-paused-at", format_rfc3339(now_)}}}}}};
+      break;
+    }
+    case 1:
+      patch = {{"metadata",
+                {{"annotations",
+                  {{"heartbeat.dev/invoke", "sim-" + std::to_string(report_.user_actions)}}}}}};
+      break;
+    case 2:
+      patch = {
+          {"spec",
+           {{"budget", {{"monthlyCents", std::uniform_int_distribution<int>(20, 400)(rng_)}}}}}};
+      break;
+    default: {  // kubectl create -f run.yaml
+      Json run = {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                  {"kind", "HeartbeatRun"},
+                  {"metadata", {{"generateName", name + "-manual-"}}},
+                  {"spec", {{"agentRef", {{"name", name}}}, {"invocationSource", "manual"}}}};
+      server_.create(Actor::kUser, "heartbeatruns", ns, run);
+      return;
+    }
+  }
+  server_.merge_patch(Actor::kUser, "agents", ns, name, patch, false);
+}
+
+TimePoint World::next_time() {
+  TimePoint next = now_ + kStepMax;
+  const char* who = "max";
+  auto take = [&](std::optional<TimePoint> t, const char* name) {
+    if (t && *t < next) {
+      next = *t;
+      who = name;
+    }
+  };
+  take(node_.next_due(), "node");
+  take(next_user_, "user");
+  if (op_) {
+    for (Feed* f : op_->feeds) take(f->next_arrival(), "feed");
+    if (auto ready = op_->queue.next_ready_at()) take(now_ + (*ready - steady_now()), "queue");
+    if (faults_) {
+      take(next_crash_, "crash");
+      take(next_relist_, "relist");
+    }
+  } else {
+    take(restart_at_, "restart");
+  }
+  if (getenv("HB_SIM_DEBUG") && next <= now_) spdlog::warn("sim stuck on {}", who);
+  return std::max(next, now_ + 1ms);
+}
+
+void World::step() {
+  ++report_.steps;
+  node_.step(now_);
+  if (!op_ && now_ >= restart_at_) start_operator();
+  if (op_) {
+    if (faults_ && now_ >= next_relist_) {  // a watch ended with 410: that resource relists
+      op_->feeds[std::uniform_int_distribution<std::size_t>(0, op_->feeds.size() - 1)(rng_)]
+          ->relist(now_);
+      ++report_.relists;
+      next_relist_ =
+          now_ + std::chrono::seconds(std::uniform_int_distribution<int>(60, 1800)(rng_));
+    }
+    for (Feed* f : op_->feeds) f->deliver(now_);
+    drain_queue();
+    if (faults_ && now_ >= next_crash_) {
+      crash_operator();
+      next_crash_ =
+          now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
+    }
+  }
+  if (now_ >= next_user_) {
+    user_action();
+    next_user_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(60, 900)(rng_));
+  }
+  checker_.check_state(operator_now(), op_ ? up_since_ : now_);
+}
+
+SimReport World::run() {
+  const auto wall_start = std::chrono::steady_clock::now();
+  create_agents();
+  start_operator();
+  next_user_ = now_ + 5min;
+  next_crash_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
+  next_relist_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(60, 1800)(rng_));
+  const TimePoint end = start_ + std::chrono::seconds(static_cast<int64_t>(options_.hours * 3600));
+  while (now_ < end && checker_.violations().empty() && report_.violations.empty()) {
+    step();
+    now_ = next_time();
+  }
+  // The drain: no faults, every Agent paused; what runs ends and is counted.
+  faults_ = false;
+  operator_transport_->set_faults({});
+  runner_transport_->set_faults({});
+  for (const Json& a : server_.objects("agents")) {
+    server_.merge_patch(
+        Actor::kUser, "agents", controllers::string_at(a, "metadata/namespace"),
+        controllers::string_at(a, "metadata/name"),
+        {{"spec", {{"paused", true}}},
+         {"metadata", {{"annotations", {{"sim-paused-at", format_rfc3339(now_)}}}}}},
+        false);
+  }
+  next_user_ = end + kDrain * 2;
+  if (!op_) start_operator();
+  const TimePoint drained = now_ + kDrain;
+  while (now_ < drained && checker_.violations().empty() && report_.violations.empty()) {
+    step();
+    now_ = next_time();
+  }
+  if (checker_.violations().empty()) checker_.check_settled();
+  report_.violations.insert(report_.violations.end(), checker_.violations().begin(),
+                            checker_.violations().end());
+  report_.runs_counted = checker_.runs_counted();
+  report_.api_faults = operator_transport_->stats().faults + runner_transport_->stats().faults;
+  report_.node = node_.stats();
+  report_.wall_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return report_;
+}
+
+SimReport simulate(const SimOptions& options) {
+  World world(options);
+  return world.run();
+}
+
+std::string replay_command(const std::string& program, const SimOptions& o) {
+  std::ostringstream out;
+  out << program << " --seed=" << o.seed << " --seeds=1 --hours=" << o.hours
+      << " --agents=" << o.agents << (o.faults ? "" : " --no-faults") << " --verbose";
+  return out.str();
+}
+
+}  // namespace hb::sim

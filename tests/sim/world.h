@@ -1,0 +1,39 @@
+// One seeded run of the whole operator: the real AgentReconciler, decisions,
+// WorkQueue and ClusterCache over the simulated API server, node and
+// runners, on a simulated clock, with faults (API errors, lost answers,
+// watch lag and relists, operator crashes and restarts, clock skew) and a
+// user who pauses, invokes and changes budgets. The same seed replays the
+// same run exactly: one thread, every choice drawn from the seed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/sim/node.h"
+
+namespace hb::sim {
+
+struct SimOptions {
+  uint64_t seed = 1;
+  double hours = 6;  // simulated time before the drain
+  int agents = 3;
+  bool faults = true;  // API faults, watch relists, crashes, skew
+  bool verbose = false;
+};
+
+struct SimReport {
+  uint64_t seed = 0;
+  std::vector<std::string> violations;
+  uint64_t runs_created = 0, runs_counted = 0, reconciles = 0, reconcile_errors = 0;
+  uint64_t crashes = 0, relists = 0, api_faults = 0, user_actions = 0, steps = 0;
+  NodeStats node;
+  double wall_seconds = 0;
+};
+
+SimReport simulate(const SimOptions& options);
+
+// The command that replays one seed.
+std::string replay_command(const std::string& program, const SimOptions& options);
+
+}  // namespace hb::sim
