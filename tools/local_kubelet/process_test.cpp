@@ -11,6 +11,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <sstream>
 #include <thread>
 
 #include "tools/local_kubelet/launch_plan.h"
@@ -21,6 +23,34 @@ namespace hb::local_kubelet {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Polls `done` until it holds or `timeout` passes.
+bool eventually(const std::function<bool()>& done,
+                std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+// Whether a live process of session `sid` runs in a process group of its own.
+bool session_has_another_group(pid_t sid) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string text;
+    if (!std::getline(stat, text)) continue;
+    const auto paren = text.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream fields(text.substr(paren + 1));
+    std::string state;
+    long ppid = 0, pgrp = 0, session = 0;
+    if (!(fields >> state >> ppid >> pgrp >> session)) continue;
+    if (session == sid && pgrp != sid && state != "Z") return true;
+  }
+  return false;
+}
 
 class ProcessTest : public ::testing::Test {
  protected:
@@ -72,15 +102,16 @@ TEST_F(ProcessTest, SignalGroupAndSessionSweep) {
   // The grandchild moves to its own process group, as the runner's shell tool does.
   Spawned p = spawn(shell("perl -e 'setpgrp(0,0); sleep 60' & exec sleep 60"));
   ASSERT_GT(p.pid, 0) << p.error;
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // perl has moved to a group of its own.
+  ASSERT_TRUE(eventually([&] { return session_has_another_group(p.pid); }));
   signal_group(p.pid, SIGTERM);
   ExitStatus exit = exit_from_wait_status(wait_for(p.pid));
   EXPECT_EQ(exit.exit_code, 128 + SIGTERM);
   EXPECT_EQ(exit.signal, SIGTERM);
   // perl's sleep is in another group of the same session: only the sweep gets it.
   EXPECT_GE(kill_session(p.pid), 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_EQ(kill_session(p.pid), 0);
+  // Gone (or a zombie) once SIGKILL is delivered: the sweep finds no one left.
+  EXPECT_TRUE(eventually([&] { return kill_session(p.pid) == 0; }));
 }
 
 TEST_F(ProcessTest, MaterializeAndRemoveSecrets) {
