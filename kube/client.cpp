@@ -248,8 +248,4 @@ void Client::watch(const Resource& r, const std::string& ns, const WatchOptions&
   }
 }
 
-std::string Client::get_raw(const std::string& path) {
-  return call("get", "GET", path, "", "", "get " + path).body;
-}
-
 }  // namespace hb::kube

@@ -103,9 +103,6 @@ class Client {
              const http::ChunkHandler& on_chunk,
              std::shared_ptr<http::CancelSource> cancel = nullptr);
 
-  // GET of an arbitrary path (e.g. "/readyz"), body returned as text.
-  std::string get_raw(const std::string& path);
-
   // Checked before every write (create, replace, patch, delete): false
   // refuses it with NotLeaderError, before it is sent. Set before use.
   using WriteGate = std::function<bool()>;

@@ -162,13 +162,4 @@ size_t Store::size() const {
   return items_.size();
 }
 
-size_t Store::payload_bytes() const {
-  std::lock_guard lock(mutex_);
-  size_t total = 0;
-  for (const auto& [key, entry] : items_) {
-    total += key.capacity() + entry.text.capacity() + entry.resource_version.capacity();
-  }
-  return total;
-}
-
 }  // namespace hb::kube

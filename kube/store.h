@@ -53,8 +53,6 @@ class Store {
   std::vector<nlohmann::json> list() const;
   std::vector<std::string> keys() const;
   size_t size() const;
-  // Bytes held by cached texts and keys (for the memory benchmark).
-  size_t payload_bytes() const;
 
  private:
   struct Entry {

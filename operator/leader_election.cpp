@@ -84,8 +84,9 @@ void nap(std::chrono::milliseconds period, const std::atomic<bool>& stop) {
 
 }  // namespace
 
-LeaderElector::LeaderElector(std::shared_ptr<kube::Client> client, LeaderElectionConfig config)
-    : client_(std::move(client)), config_(std::move(config)) {
+LeaderElector::LeaderElector(std::shared_ptr<kube::Client> client, LeaderElectionConfig config,
+                             LeaderClocks clocks)
+    : client_(std::move(client)), config_(std::move(config)), clocks_(std::move(clocks)) {
   assert(valid_lease_timing(config_.lease_duration, config_.renew_deadline, config_.retry_period));
 }
 
@@ -98,14 +99,13 @@ bool LeaderElector::try_acquire_or_renew() {
   } catch (const kube::ApiError& e) {
     if (e.kind() != kube::ErrorKind::kNotFound) throw;
   }
-  const MonoTime now = std::chrono::steady_clock::now();
+  const MonoTime now = clocks_.steady();
   bool another = false;
   if (lease) {
     observed_ = observe_lease(observed_, *lease, now);
     another = held_by_another(*observed_, config_.identity, now);
   }
-  auto update = lease_update(lease, config_,
-                             std::chrono::system_clock::now() + config_.wall_clock_offset, another);
+  auto update = lease_update(lease, config_, clocks_.wall() + config_.wall_clock_offset, another);
   if (!update) return false;
   if (!lease) {
     client_->create(kube::resources::kLeases, config_.lease_namespace, *update);
@@ -124,7 +124,7 @@ bool LeaderElector::holding() const {
   if (at == 0 || displaced_) return false;
   const int64_t deadline =
       std::chrono::duration_cast<std::chrono::nanoseconds>(config_.renew_deadline).count();
-  return steady_ns(std::chrono::steady_clock::now()) - at < deadline;
+  return steady_ns(clocks_.steady()) - at < deadline;
 }
 
 bool LeaderElector::acquire(const std::atomic<bool>& stop) {

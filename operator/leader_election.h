@@ -27,6 +27,13 @@ struct LeaderElectionConfig {
   std::chrono::seconds wall_clock_offset{0};  // tests: a node whose clock is off
 };
 
+// The elector's clocks: the steady one times the term (renewals, the renew
+// deadline), the wall one is what renewTime says. Tests inject fakes.
+struct LeaderClocks {
+  std::function<MonoTime()> steady = [] { return std::chrono::steady_clock::now(); };
+  std::function<controllers::TimePoint()> wall = [] { return std::chrono::system_clock::now(); };
+};
+
 // What to write to take or keep the Lease now; nullopt while another
 // holder's Lease still holds (`held_by_another`, lease_decision.h). `lease`
 // is the current object (nullopt: none yet); `wall_now` is what renewTime says.
@@ -47,7 +54,8 @@ std::string format_micro_time(controllers::TimePoint t);
 // before any other candidate may take the Lease.
 class LeaderElector {
  public:
-  LeaderElector(std::shared_ptr<kube::Client> client, LeaderElectionConfig config);
+  LeaderElector(std::shared_ptr<kube::Client> client, LeaderElectionConfig config,
+                LeaderClocks clocks = {});
   ~LeaderElector();
   // Blocks until leader (true) or `stop` (false).
   bool acquire(const std::atomic<bool>& stop);
@@ -65,6 +73,7 @@ class LeaderElector {
   bool try_acquire_or_renew();
   std::shared_ptr<kube::Client> client_;
   LeaderElectionConfig config_;
+  LeaderClocks clocks_;
   std::optional<ObservedLease> observed_;
   // Nanoseconds since the steady clock's epoch of the last successful write
   // of the Lease (0: never).

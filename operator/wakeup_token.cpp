@@ -1,5 +1,7 @@
 #include "operator/wakeup_token.h"
 
+#include <spdlog/spdlog.h>
+
 #include "kube/kubeconfig.h"
 
 namespace hb::operator_ {
@@ -11,6 +13,19 @@ std::optional<std::string> wakeup_token_from_secret(const controllers::Json& sec
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
   if (token.empty()) return std::nullopt;
   return token;
+}
+
+WakeupToken::Read wakeup_token_reader(GetSecret get_secret, std::string ns, std::string name) {
+  return [get_secret = std::move(get_secret), ns = std::move(ns),
+          name = std::move(name)]() -> std::optional<std::string> {
+    if (name.empty()) return std::nullopt;
+    try {
+      return wakeup_token_from_secret(get_secret(ns, name));
+    } catch (const std::exception& e) {
+      spdlog::warn("event=wakeup_token_unreadable secret={}/{} error=\"{}\"", ns, name, e.what());
+      return std::nullopt;
+    }
+  };
 }
 
 WakeupToken::WakeupToken(Read read, Now now) : read_(std::move(read)), now_(std::move(now)) {}

@@ -19,6 +19,8 @@ inline constexpr std::chrono::seconds kWakeupTokenRereadInterval{60};
 // (`kubectl create secret --from-file` keeps them). nullopt when absent/empty.
 std::optional<std::string> wakeup_token_from_secret(const controllers::Json& secret);
 
+// The cache: one token (a bounded cache of one value), re-read once it is
+// older than kWakeupTokenRereadInterval by the injected clock.
 class WakeupToken {
  public:
   using Clock = std::chrono::steady_clock;
@@ -39,5 +41,11 @@ class WakeupToken {
   std::optional<Clock::time_point> read_at_;
   bool reading_ = false;
 };
+
+// A WakeupToken::Read of the Secret ns/name through `get_secret` (an API
+// GET). A Secret that cannot be read is logged (never its data) and means no
+// token; an empty name means none configured (nothing is read).
+using GetSecret = std::function<controllers::Json(const std::string& ns, const std::string& name)>;
+WakeupToken::Read wakeup_token_reader(GetSecret get_secret, std::string ns, std::string name);
 
 }  // namespace hb::operator_

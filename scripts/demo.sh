@@ -5,11 +5,11 @@
 # minute) plus one manual HeartbeatRun, and show the agents and their
 # heartbeat runs until Ctrl-C; then stop all it started.
 #
-# Model: the scripted stand-in tests/e2e/fake_model (hb-fake-model) on
+# Model: the scripted stand-in tools/fake_model (hb-fake-model) on
 # 127.0.0.1, unless OPENAI_BASE_URL and OPENAI_API_KEY are set (any
 # OpenAI-compatible endpoint; OPENAI_MODEL picks the model, default
 # gpt-4o-mini).
-# Pods: the control plane has no kubelet, so tests/e2e/local_kubelet
+# Pods: the control plane has no kubelet, so tools/local_kubelet
 # (hb-local-kubelet) registers a node, binds the heartbeat Pods to it and runs
 # heartbeat-runner and heartbeat-tools (its two containers) as local processes for each.
 #
@@ -41,8 +41,8 @@ cmake -S . -B "$build" -G Ninja -DHB_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build "$build" -j "$(nproc)" \
   --target heartbeat-operator heartbeat-runner heartbeat-tools hb-local-kubelet hb-fake-model 2>&1 | tail -n 3
 runner_bin="$build/runner/heartbeat-runner"
-kubelet_bin="$build/tests/e2e/local_kubelet/hb-local-kubelet"
-model_bin="$build/tests/e2e/fake_model/hb-fake-model"
+kubelet_bin="$build/tools/local_kubelet/hb-local-kubelet"
+model_bin="$build/tools/fake_model/hb-fake-model"
 operator_bin="$build/operator/heartbeat-operator"
 
 # Processes we started, stopped in this order: the executor first (it stops

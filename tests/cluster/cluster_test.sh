@@ -69,7 +69,7 @@ echo "node up in $((SECONDS - node_up_started)) s (control plane, containerd, ku
 
 # --- the stand-in model where Pods can reach it ------------------------------
 rm -f "$state/model.port"
-"$build/tests/e2e/fake_model/hb-fake-model" --address "$HB_NODE_HOST_ADDRESS" --port 0 \
+"$build/tools/fake_model/hb-fake-model" --address "$HB_NODE_HOST_ADDRESS" --port 0 \
   --port-file "$state/model.port" >/dev/null 2>"$state/model.log" &
 model_pid=$!
 for _ in $(seq 50); do [ -s "$state/model.port" ] && break; sleep 0.1; done

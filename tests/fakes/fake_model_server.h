@@ -7,7 +7,7 @@
 // It is a small POSIX-socket HTTP/1.1 server rather than hb::http::make_server
 // because a fake needs response headers, hung replies and an ephemeral port.
 //
-// For a long-lived stand-in (tests/e2e/fake_model) a responder can decide
+// For a long-lived stand-in (tools/fake_model) a responder can decide
 // each reply from the request instead of the script, recording can be turned
 // off, and a hung or delayed reply ends early when the client disconnects.
 #pragma once

@@ -63,7 +63,7 @@ cat "$tmp/runner.files" "$tmp/operator.files" | grep -Eq '^usr/bin/(apt|apt-get|
 echo "ok: contents ($(wc -l <"$tmp/runner.files") paths in the runner image, $(wc -l <"$tmp/operator.files") in the operator image)"
 
 # --- 3. a heartbeat in the runner image -------------------------------------
-model_bin="$build/tests/e2e/fake_model/hb-fake-model"
+model_bin="$build/tools/fake_model/hb-fake-model"
 [ -x "$model_bin" ] || fail "$model_bin is not built"
 "$model_bin" --port 0 --port-file "$tmp/model.port" 2>"$tmp/model.log" &
 model_pid=$!

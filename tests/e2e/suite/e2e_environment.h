@@ -183,7 +183,7 @@ class E2eEnvironment : public ::testing::Environment {
     const std::string port_file = dir_ + "/fake-model.port";
     std::remove(port_file.c_str());
     model_.start(
-        {build_ + "/tests/e2e/fake_model/hb-fake-model", "--port=0", "--port-file=" + port_file},
+        {build_ + "/tools/fake_model/hb-fake-model", "--port=0", "--port-file=" + port_file},
         dir_ + "/fake-model.log");
     ASSERT_TRUE(wait_until([&] { return !read_file(port_file).empty(); }, std::chrono::seconds(10)))
         << "hb-fake-model did not start; see " << model_.log_path();
@@ -192,7 +192,7 @@ class E2eEnvironment : public ::testing::Environment {
 
   void start_local_kubelet() {
     std::vector<std::string> argv = {
-        build_ + "/tests/e2e/local_kubelet/hb-local-kubelet", "--kubeconfig=" + env("KUBECONFIG"),
+        build_ + "/tools/local_kubelet/hb-local-kubelet", "--kubeconfig=" + env("KUBECONFIG"),
         "--state-dir=" + dir_ + "/pods", "--node-name=e2e-local",
         "--image=heartbeat-runner=" + build_ + "/runner/heartbeat-runner"};
     // A sanitizer build's runner needs the tests' sanitizer settings too

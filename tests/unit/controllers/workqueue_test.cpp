@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -16,6 +19,25 @@ struct FakeSteadyClock {
     return [this] { return now; };
   }
 };
+
+// Read by the workers' threads while the test moves it.
+struct SharedFakeClock {
+  std::atomic<std::chrono::steady_clock::time_point> now{std::chrono::steady_clock::time_point{}};
+  WorkQueue::Clock fn() {
+    return [this] { return now.load(); };
+  }
+  void advance(std::chrono::milliseconds d) { now = now.load() + d; }
+};
+
+// Polls `done` until it holds or `timeout` (real time) passes.
+bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout = 10s) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
 
 TEST(WorkQueue, DeduplicatesQueuedKeys) {
   FakeSteadyClock clock;
@@ -85,19 +107,39 @@ TEST(WorkQueue, PerKeyExponentialBackoffFrom5msTo1000s) {
   EXPECT_GE(q.stats().retries, 62u);
 }
 
+// Blocked workers (one waits for a delayed key, the other for any key) see
+// a delayed key when the clock reaches it, and wake on shutdown.
 TEST(WorkQueue, ShutdownWakesBlockedWorkers) {
-  WorkQueue q;
+  SharedFakeClock clock;
+  WorkQueue q(clock.fn());
   std::atomic<int> stopped{0};
+  std::mutex m;
+  std::vector<std::string> processed;
   std::vector<std::thread> workers;
   for (int i = 0; i < 2; ++i) {
     workers.emplace_back([&] {
-      while (auto key = q.get()) q.done(*key);
+      while (auto key = q.get()) {
+        {
+          std::lock_guard lock(m);
+          processed.push_back(*key);
+        }
+        q.done(*key);
+      }
       ++stopped;
     });
   }
+  const auto count = [&] {
+    std::lock_guard lock(m);
+    return processed.size();
+  };
   q.add("x");
   q.add_after("y", 5ms);
-  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(wait_until([&] { return count() == 1; }));
+  EXPECT_EQ(q.stats().waiting, 1u) << "y is not due on the fake clock";
+  clock.advance(5ms);
+  ASSERT_TRUE(wait_until([&] { return count() == 2; }));
+  EXPECT_EQ(processed, (std::vector<std::string>{"x", "y"}));
+  q.add_after("z", 1h);  // a worker now waits for it
   q.shutdown();
   for (auto& t : workers) t.join();
   EXPECT_EQ(stopped, 2);
@@ -130,11 +172,17 @@ TEST(WorkQueue, ConcurrentWorkersNeverShareAKey) {
     });
   }
   for (int i = 0; i < 2000; ++i) q.add("k" + std::to_string(i % 7));
-  std::this_thread::sleep_for(200ms);
+  // Drained: nothing queued or in a worker's hands (done() re-queues a key
+  // added while it was processed, so this holds only once all is through).
+  ASSERT_TRUE(wait_until([&] {
+    const WorkQueueStats s = q.stats();
+    return s.depth == 0 && s.processing == 0;
+  }));
   q.shutdown();
   for (auto& t : workers) t.join();
   EXPECT_FALSE(overlap);
-  EXPECT_GT(processed, 0);
+  EXPECT_GE(processed, 7) << "every key at least once";
+  EXPECT_LE(processed, 2000);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The cpprestsdk transport against a server of our own on loopback.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -101,11 +103,33 @@ TEST(HttpClient, RefusedConnectionNamesTheUrl) {
   }
 }
 
+// A server that stays silent: its handler waits until the gate opens (at
+// the end of the test) instead of sleeping a fixed time. `reached` is ready
+// once a request is in the handler.
+struct Gate {
+  std::promise<void> open_promise, reached_promise;
+  std::shared_future<void> opened = open_promise.get_future().share();
+  std::shared_future<void> reached = reached_promise.get_future().share();
+  std::atomic<bool> any{false};
+  static Handler silent(const std::shared_ptr<Gate>& gate) {
+    return [gate](const ServerRequest&) {
+      if (!gate->any.exchange(true)) gate->reached_promise.set_value();
+      gate->opened.wait();
+      return ServerResponse{};
+    };
+  }
+};
+// Declared after the server: opens the gate before the server stops (its
+// stop waits for running handlers), also when a test fails early.
+struct OpenOnExit {
+  std::shared_ptr<Gate> gate;
+  ~OpenOnExit() { gate->open_promise.set_value(); }
+};
+
 TEST(HttpClient, SilentServerTimesOut) {
-  auto srv = start([](const ServerRequest&) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-    return ServerResponse{};
-  });
+  auto gate = std::make_shared<Gate>();
+  auto srv = start(Gate::silent(gate));
+  OpenOnExit open{gate};
   auto client = make_client({});
   auto started = std::chrono::steady_clock::now();
   try {
@@ -118,14 +142,14 @@ TEST(HttpClient, SilentServerTimesOut) {
 }
 
 TEST(HttpClient, CancelAbortsAWaitingRequest) {
-  auto srv = start([](const ServerRequest&) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-    return ServerResponse{};
-  });
+  auto gate = std::make_shared<Gate>();
+  auto srv = start(Gate::silent(gate));
+  OpenOnExit open{gate};
   auto client = make_client({});
   auto cancel = std::make_shared<CancelSource>();
-  std::thread canceller([cancel] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Cancelled while the request waits for its answer (or after 10 s).
+  std::thread canceller([cancel, gate] {
+    gate->reached.wait_for(std::chrono::seconds(10));
     cancel->cancel();
   });
   try {

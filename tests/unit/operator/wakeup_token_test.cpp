@@ -72,5 +72,64 @@ TEST(WakeupToken, AHangingReadDoesNotBlockOtherCallers) {
   EXPECT_EQ(reads, 2);
 }
 
+TEST(WakeupTokenReader, ReadsTheNamedSecretInTheGivenNamespace) {
+  std::string asked;
+  auto read = wakeup_token_reader(
+      [&](const std::string& ns, const std::string& name) {
+        asked = ns + "/" + name;
+        return controllers::Json{{"data", {{"token", "czNjcjN0Cg=="}}}};
+      },
+      "ops", "wakeup-token");
+  EXPECT_EQ(read(), "s3cr3t");
+  EXPECT_EQ(asked, "ops/wakeup-token");
+}
+
+TEST(WakeupTokenReader, NoSecretNamedMeansNoTokenAndNoRead) {
+  int reads = 0;
+  auto read = wakeup_token_reader(
+      [&](const std::string&, const std::string&) {
+        ++reads;
+        return controllers::Json::object();
+      },
+      "ops", "");
+  EXPECT_EQ(read(), std::nullopt);
+  EXPECT_EQ(reads, 0);
+}
+
+TEST(WakeupTokenReader, AnUnreadableSecretMeansNoToken) {
+  auto read = wakeup_token_reader(
+      [](const std::string&, const std::string&) -> controllers::Json {
+        throw std::runtime_error("secrets \"wakeup-token\" is forbidden");
+      },
+      "ops", "wakeup-token");
+  EXPECT_EQ(read(), std::nullopt);
+  auto empty = wakeup_token_reader(
+      [](const std::string&, const std::string&) { return controllers::Json::object(); }, "ops",
+      "wakeup-token");
+  EXPECT_EQ(empty(), std::nullopt);
+}
+
+// The cache over the reader, as the manager wires it: one GET a minute by
+// the injected clock, whatever the number of requests.
+TEST(WakeupTokenReader, CachedTheSecretIsReadOnceAnInterval) {
+  Clock::time_point now{};
+  int reads = 0;
+  WakeupToken token(wakeup_token_reader(
+                        [&](const std::string&, const std::string&) {
+                          ++reads;
+                          return controllers::Json{{"data", {{"token", "czNjcjN0"}}}};
+                        },
+                        "ops", "wakeup-token"),
+                    [&] { return now; });
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(token.get(), "s3cr3t");
+  EXPECT_EQ(reads, 1);
+  now += kWakeupTokenRereadInterval - std::chrono::seconds(1);
+  EXPECT_EQ(token.get(), "s3cr3t");
+  EXPECT_EQ(reads, 1);
+  now += std::chrono::seconds(1);
+  EXPECT_EQ(token.get(), "s3cr3t");
+  EXPECT_EQ(reads, 2);
+}
+
 }  // namespace
 }  // namespace hb::operator_

@@ -406,8 +406,13 @@ TEST(Cancellation, SigtermAbortsACallInFlight) {
   ModelRequest request;
   request.model = "m";
   request.deadline = clock.now() + std::chrono::minutes(5);
+  // Cancelled once the request reached the server (the call is in flight),
+  // or after 10 s at most if it never does.
   std::thread canceller([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (server.requests().empty() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     cancel->cancel();
   });
   auto started = std::chrono::steady_clock::now();
@@ -418,6 +423,7 @@ TEST(Cancellation, SigtermAbortsACallInFlight) {
     EXPECT_EQ(error.kind(), ProviderError::Kind::kCancelled) << error.what();
   }
   canceller.join();
+  EXPECT_EQ(server.requests().size(), 1u) << "cancelled in flight, not before sending";
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
 }
 

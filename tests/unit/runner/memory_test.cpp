@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "runner/archival_store.h"
+#include "runner/limits.h"
 #include "runner/memory_tools.h"
 #include "runner/toolbox.h"
 #include "tests/fakes/fake_clock.h"
@@ -164,9 +165,38 @@ TEST_F(ArchivalTest, ToolboxDispatchesAndValidates) {
   auto shell = tools.run("shell", {{"command", "echo hi"}}, deadline);
   EXPECT_FALSE(shell.is_error);
   EXPECT_NE(shell.content.find("exit_code: 0"), std::string::npos);
-  EXPECT_GE(heartbeat.beats(), 0);
+  // A quick command does not beat: the loop beats per tool call, the shell
+  // only every kShellBeatInterval while a command runs
+  // (Toolbox.AShellCommandBeatsTheHeartbeatWhileItRuns).
+  EXPECT_EQ(heartbeat.beats(), 0);
   EXPECT_TRUE(tools.run("shell", {{"command", 5}}, deadline).is_error);
   EXPECT_TRUE(tools.run("shell", {{"command", "true"}}, clock.now()).is_error) << "no time left";
+}
+
+// A shell that runs long: beats as run_shell does, every beat_interval.
+class LongShell final : public ShellExecutor {
+ public:
+  ShellResult run(const std::string&, const ShellOptions& options) override {
+    interval = options.beat_interval;
+    for (int i = 0; i < 3; ++i) options.beat();
+    ShellResult r;
+    r.exit_code = 0;
+    return r;
+  }
+  std::chrono::milliseconds interval{0};
+};
+
+TEST(Toolbox, AShellCommandBeatsTheHeartbeatWhileItRuns) {
+  FakeClock clock;
+  Heartbeat heartbeat(clock);
+  CoreMemoryService memory(spec(), nullptr);
+  LongShell shell;
+  Toolbox tools({memory, nullptr, heartbeat, clock, "run", {}, nullptr, &shell});
+  auto outcome = tools.run("shell", {{"command", "make"}}, clock.now() + std::chrono::minutes(5));
+  EXPECT_FALSE(outcome.is_error) << outcome.content;
+  EXPECT_EQ(heartbeat.beats(), 3);
+  EXPECT_EQ(heartbeat.last_beat(), clock.now());
+  EXPECT_EQ(shell.interval, kShellBeatInterval);
 }
 
 TEST(Toolbox, NoArchivalStorageAnswersWithAnError) {

@@ -4,8 +4,10 @@
 // refused without a crash, and the lifeline ends the server.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <linux/sockios.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -250,6 +252,12 @@ TEST_F(ToolsServer, TheLifelineClosingEndsTheServerAndItsCall) {
   EXPECT_EQ(processes_with("sleep 7305"), 0);
 }
 
+// Bytes sent on a Unix stream socket that the peer has not read yet.
+int unread_by_peer(int fd) {
+  int bytes = -1;
+  return ::ioctl(fd, SIOCOUTQ, &bytes) == 0 ? bytes : -1;
+}
+
 // CPU seconds (user + system) the process has used so far.
 double cpu_seconds(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
@@ -270,10 +278,11 @@ TEST_F(ToolsServer, BytesOnTheLifelineAreDroppedNotSpunOn) {
   ASSERT_GE(lifeline, 0);
   const std::string request = tools::encode_lifeline();
   ::send(lifeline, request.data(), request.size(), MSG_NOSIGNAL);
-  std::this_thread::sleep_for(300ms);  // taken as the lifeline by now
+  // The server read the request: it holds the connection as the lifeline.
+  ASSERT_TRUE(eventually([&] { return unread_by_peer(lifeline) == 0; }, 5s));
   ::send(lifeline, "xyz", 3, MSG_NOSIGNAL);
   const double before = cpu_seconds(pid_);
-  std::this_thread::sleep_for(1s);
+  std::this_thread::sleep_for(1s);  // the window the CPU use is measured over
   EXPECT_LT(cpu_seconds(pid_) - before, 0.2) << "the server busy-loops";
   ::close(lifeline);
   EXPECT_EQ(exit_code_within(5s), 0);
@@ -306,8 +315,14 @@ TEST_F(ToolsServer, WithoutALifelineTheServerEndsSoThePodCompletes) {
 // closes, or the server waits its whole lifeline wait and the Pod lingers.
 TEST_F(ToolsServer, ARunnerDoneBeforeTheServerListensStillEndsIt) {
   auto lifeline = std::make_unique<ToolsLifeline>(socket_, 30s);
-  std::thread runner_exits([&] { lifeline.reset(); });  // waits for the server
-  std::this_thread::sleep_for(300ms);
+  std::atomic<bool> exiting{false};
+  std::thread runner_exits([&] {
+    exiting = true;
+    lifeline.reset();  // waits for the server
+  });
+  // The runner is leaving before the server is even spawned (a spawn and a
+  // listen take far longer than entering the destructor).
+  EXPECT_TRUE(eventually([&] { return exiting.load(); }, 5s));
   start("120", false);
   runner_exits.join();
   EXPECT_EQ(exit_code_within(5s), 0) << "the server did not see the lifeline close";
