@@ -52,7 +52,9 @@ struct StartPlan {
 StartPlan plan_start(std::string why_waiting, const RunObservation* running,
                      const std::vector<const RunObservation*>& waiting, const std::string* new_run);
 
-// Finished runs with their cost recorded beyond historyLimits, oldest ones.
+// Finished runs with their cost recorded beyond historyLimits, oldest ones:
+// Succeeded counts against historyLimits.succeeded, the other final phases
+// against .failed.
 std::vector<std::string> runs_beyond_history(const std::vector<RunObservation>& runs,
                                              int keep_succeeded, int keep_failed);
 
