@@ -69,8 +69,7 @@ struct AgentDecision {
   // window (status_changed is false; requeue_at is no later than the window's end).
   bool status_deferred = false;
   bool ledger_changed = false;           // spend/recentRuns grew: the write must be conditional
-  std::optional<RunRequest> create_run;  // a scheduler run for `scheduled_slot`
-  std::optional<TimePoint> scheduled_slot;
+  std::optional<RunRequest> create_run;  // a scheduler run for the due slot
   std::optional<RunRequest> invoke_run;  // a manual run asked for by annotation
   std::optional<std::string> start_run;  // a Queued run to start now (Job)
   std::vector<std::string> mark;         // write final status + costRecorded after the status

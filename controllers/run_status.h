@@ -17,6 +17,7 @@
 #include "controllers/event.h"
 #include "controllers/json_util.h"
 #include "controllers/run_cost.h"
+#include "controllers/run_pod_state.h"  // pick_pod
 #include "controllers/run_view.h"
 
 namespace hb::controllers {
@@ -98,9 +99,6 @@ struct RunObservation {
 };
 
 RunObservation observe_run(const RunObservationInput& input);
-
-// The run's Pod that tells the most: a terminated one first, else the newest.
-const Json* pick_pod(const std::vector<const Json*>& pods);
 
 // The usage the runner reported on its last Lease beat, when the Lease's
 // report names this run (api/usage_report.h); nullopt otherwise.

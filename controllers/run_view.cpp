@@ -26,9 +26,6 @@ std::optional<RunPhase> parse_run_phase(std::string_view text) {
 bool is_final(RunPhase phase) {
   return phase != RunPhase::kQueued && phase != RunPhase::kRunning;
 }
-bool counts_as_failed(RunPhase phase) {
-  return is_final(phase) && phase != RunPhase::kSucceeded;
-}
 
 RunUsage usage_from_status(const Json& status) {
   RunUsage usage;

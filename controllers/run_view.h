@@ -16,8 +16,6 @@ enum class RunPhase { kQueued, kRunning, kSucceeded, kFailed, kCancelled, kTimed
 std::string_view to_string(RunPhase phase);
 std::optional<RunPhase> parse_run_phase(std::string_view text);
 bool is_final(RunPhase phase);
-// Succeeded counts against historyLimits.succeeded; the other final phases against .failed.
-bool counts_as_failed(RunPhase phase);
 
 inline constexpr std::string_view kSourceScheduler = "scheduler";
 inline constexpr std::string_view kSourceManual = "manual";

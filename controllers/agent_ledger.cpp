@@ -1,0 +1,52 @@
+#include "controllers/agent_ledger.h"
+
+#include <cmath>
+
+#include "controllers/agent_decision.h"
+#include "controllers/schedule/spend.h"
+
+namespace hb::controllers {
+
+Spend spend_this_month(const std::optional<Spend>& stored, TimePoint now) {
+  std::string period = schedule::spend_period(now);
+  if (stored && stored->period == period) return *stored;
+  return Spend{std::move(period), 0, 0, 0};
+}
+
+CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<FinishedRun> uncounted,
+                                  TimePoint now) {
+  CountedLedger counted;
+  if (uncounted.empty()) {
+    counted.ledger.spend = spend_this_month(stored.spend, now);
+    counted.ledger.last_heartbeat = stored.last_heartbeat_time;
+    counted.ledger.paused_until = stored.paused_until;
+    counted.recent_runs = stored.recent_runs != nullptr
+                              ? stored.recent_runs
+                              : std::make_shared<const std::vector<LedgerEntry>>();
+    return counted;
+  }
+  LedgerInput in;
+  in.now = now;
+  in.finished = std::move(uncounted);
+  in.spend = stored.spend.value_or(Spend{});
+  if (stored.recent_runs != nullptr) in.recent = *stored.recent_runs;
+  in.last_heartbeat = stored.last_heartbeat_time;
+  in.paused_until = stored.paused_until;
+  counted.ledger = apply_ledger(in);
+  counted.recent_runs =
+      std::make_shared<const std::vector<LedgerEntry>>(std::move(counted.ledger.recent));
+  return counted;
+}
+
+schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,
+                                   TimePoint now) {
+  schedule::BlockInput in;
+  in.paused = spec.paused;
+  in.paused_until = ledger.paused_until;
+  in.monthly_budget_cents = spec.monthly_budget_cents;
+  in.spent_cents_this_period = saturating_int64(std::floor(ledger.spend.cents));
+  in.spend_period = ledger.spend.period;
+  return schedule::evaluate_blocks(in, now);
+}
+
+}  // namespace hb::controllers

@@ -1,0 +1,33 @@
+// The agent's spend as the Agent decision reads it: final runs counted into
+// the ledger (spend_ledger.h) and the blocks that follow from it (board
+// pause, pause_heartbeats, budget). Pure steps of decide_agent.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "controllers/agent_spec.h"
+#include "controllers/agent_status.h"
+#include "controllers/schedule/blocks.h"
+#include "controllers/spend_ledger.h"
+
+namespace hb::controllers {
+
+// The spend as of now's UTC month: an earlier month's counts as nothing.
+Spend spend_this_month(const std::optional<Spend>& stored, TimePoint now);
+
+struct CountedLedger {
+  LedgerResult ledger;  // its `recent` is moved into `recent_runs`
+  RecentRuns recent_runs;
+};
+
+// Counts `uncounted` into the stored ledger. With nothing to count (the
+// steady state) the stored ledger is rolled to this month and its
+// recentRuns list shared rather than copied.
+CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<FinishedRun> uncounted,
+                                  TimePoint now);
+
+schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,
+                                   TimePoint now);
+
+}  // namespace hb::controllers

@@ -1,0 +1,151 @@
+#include "controllers/run_final_status.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "controllers/names.h"
+#include "controllers/schedule/utc_time.h"
+#include "controllers/text_util.h"
+
+namespace hb::controllers {
+
+namespace {
+
+constexpr int kExitProviderError = 69;
+constexpr int kExitInternalError = 70;
+constexpr int kExitToolsUnavailable = 75;
+constexpr int kExitConfigError = 78;
+constexpr int kExitSigkill = 137;
+constexpr int kExitSigterm = 143;
+
+Json build_final_status(const Json& stored, const Final& f, const Charge& c, TimePoint started,
+                        const std::string& job_name, std::optional<TimePoint> lease_renew,
+                        TimePoint now) {
+  Json status = stored.is_object() ? stored : Json::object();
+  const TimePoint finished = f.finished_at.value_or(now);
+  status["phase"] = std::string(to_string(f.phase));
+  status["reason"] = f.reason;
+  if (f.message.empty()) {
+    status.erase("message");
+  } else {
+    status["message"] = truncate_utf8(f.message, kRunMessageBytesMax);
+  }
+  if (!job_name.empty()) status["jobName"] = job_name;
+  if (!f.pod_name.empty()) status["podName"] = f.pod_name;
+  status["startedAt"] = schedule::format_rfc3339(started);
+  status["finishedAt"] = schedule::format_rfc3339(finished);
+  status["durationSeconds"] =
+      std::max<int64_t>(0, schedule::unix_seconds(finished) - schedule::unix_seconds(started));
+  if (f.exit_code) status["exitCode"] = *f.exit_code;
+  if (f.signal) status["signal"] = *f.signal;
+  Json usage = {{"inputTokens", c.usage.input_tokens}, {"outputTokens", c.usage.output_tokens},
+                {"costCents", c.cost_cents},           {"llmCalls", c.usage.llm_calls},
+                {"toolCalls", c.usage.tool_calls},     {"iterations", c.usage.iterations}};
+  if (c.runner_cost_cents && std::isfinite(*c.runner_cost_cents) && *c.runner_cost_cents >= 0) {
+    usage["reportedCostCents"] = *c.runner_cost_cents;
+  }
+  if (f.result) {
+    const RunResult& r = *f.result;
+    if (!r.stop_reason.empty()) status["stopReason"] = r.stop_reason;
+    if (!r.output.empty()) status["output"] = truncate_utf8(r.output, kRunOutputExcerptBytesMax);
+    if (r.pause_minutes) {
+      status["pauseUntil"] = schedule::format_rfc3339(now + std::chrono::minutes(*r.pause_minutes));
+    }
+    if (auto beat = parse_rfc3339(r.last_beat_time)) {
+      status["lastBeatTime"] = schedule::format_rfc3339(*beat);
+    }
+  }
+  if (!status.contains("lastBeatTime") && lease_renew && *lease_renew >= started) {
+    status["lastBeatTime"] = schedule::format_rfc3339(*lease_renew);
+  }
+  status["usage"] = usage;
+  return status;
+}
+
+ChargeInput charge_input(const std::optional<RunResult>& result, const RunObservationInput& in,
+                         const std::string& run_name) {
+  ChargeInput charge;
+  if (result) {
+    charge.result = UsageCounts{result->llm_calls, result->input_tokens, result->output_tokens,
+                                result->tool_calls, result->iterations};
+    charge.result_usage_problem = result->usage_problem;
+    charge.runner_cost_cents = result->cost_cents;
+  }
+  charge.beat = beat_usage(in.lease, run_name);
+  charge.pricing = in.pricing;
+  charge.bounds = in.bounds;
+  return charge;
+}
+
+// The charge for `f`; usage out of bounds is charged the bound and becomes
+// the reason (the outcome's reason kept in the message).
+Charge charge_final(Final& f, const RunObservationInput& in, const std::string& run_name) {
+  Charge charge = charge_run(charge_input(f.result, in, run_name));
+  if (!charge.out_of_bounds.empty()) {
+    f.message = truncate_utf8(charge.out_of_bounds + "; charged the bound; " + f.reason +
+                                  (f.message.empty() ? "" : ": " + f.message),
+                              kRunMessageBytesMax);
+    f.reason = kReasonUsageOutOfBounds;
+  }
+  return charge;
+}
+
+Event final_event(const std::string& run_name, const Final& f) {
+  if (f.phase == RunPhase::kSucceeded) {
+    return {EventTarget::kRun, run_name, false, "RunSucceeded", "run finished: " + f.reason,
+            /*routine=*/true};
+  }
+  return {EventTarget::kRun, run_name, true, f.reason,
+          "run " + std::string(to_string(f.phase)) + (f.message.empty() ? "" : ": " + f.message)};
+}
+
+}  // namespace
+
+std::string reason_for_exit(int64_t exit_code, const std::string& terminated_reason) {
+  switch (exit_code) {
+    case kExitProviderError:
+      return "ProviderError";
+    case kExitInternalError:
+      return "InternalError";
+    case kExitConfigError:
+      return "ConfigError";
+    case kExitToolsUnavailable:
+      return kReasonToolsUnavailable;
+    case kExitSigkill:
+      return terminated_reason == "OOMKilled" ? "OOMKilled" : "Killed";
+    case kExitSigterm:
+      return "Terminated";
+    default:
+      return terminated_reason == "OOMKilled" ? "OOMKilled" : "Error";
+  }
+}
+
+Final make_final(RunPhase phase, std::string reason, std::string message, std::string pod_name) {
+  Final f{};
+  f.phase = phase;
+  f.reason = std::move(reason);
+  f.message = std::move(message);
+  f.pod_name = std::move(pod_name);
+  return f;
+}
+
+RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput& in,
+                          TimePoint started, std::optional<TimePoint> lease_renew) {
+  const std::string& name = obs.view->name;
+  const Charge charge = charge_final(f, in, name);
+  if (charge.cost_mismatch) {
+    obs.cost_mismatch = true;
+    obs.events.push_back({EventTarget::kRun, name, true, kReasonCostMismatch,
+                          "the runner reported a cost that differs from tokens x "
+                          "spec.model.pricing; charged the operator's figure"});
+  }
+  obs.phase = f.phase;
+  obs.became_final = true;
+  const std::string job_name =
+      obs.view->job_name.empty() ? job_name_for_run(name) : obs.view->job_name;
+  obs.status = build_final_status(obs.status, f, charge, started, job_name, lease_renew, in.now);
+  obs.events.push_back(final_event(name, f));
+  return obs;
+}
+
+}  // namespace hb::controllers
