@@ -39,19 +39,30 @@ std::string reconcile_key(const ReconcileWorkerDeps& deps, const std::string& ke
 
 }  // namespace
 
-bool process_next_key(const ReconcileWorkerDeps& deps) {
-  const std::optional<std::string> key = deps.queue.get();
-  if (!key) return false;
+void process_key(const ReconcileWorkerDeps& deps, const std::string& key) {
   ++deps.active_workers;
   const auto started = deps.now();
-  const std::string result = reconcile_key(deps, *key);
+  const std::string result = reconcile_key(deps, key);
   deps.metrics.counter_add("controller_runtime_reconcile_total",
                            {{"controller", deps.controller}, {"result", result}});
   deps.metrics.observe("controller_runtime_reconcile_time_seconds",
                        {{"controller", deps.controller}},
                        std::chrono::duration<double>(deps.now() - started).count());
   --deps.active_workers;
-  deps.queue.done(*key);
+  deps.queue.done(key);
+}
+
+bool process_next_key(const ReconcileWorkerDeps& deps) {
+  const std::optional<std::string> key = deps.queue.get();
+  if (!key) return false;
+  process_key(deps, *key);
+  return true;
+}
+
+bool process_ready_key(const ReconcileWorkerDeps& deps) {
+  const std::optional<std::string> key = deps.queue.try_get();
+  if (!key) return false;
+  process_key(deps, *key);
   return true;
 }
 

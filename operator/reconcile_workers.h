@@ -33,6 +33,11 @@ struct ReconcileWorkerDeps {
 
 // Takes one key (blocking) and reconciles it; false once the queue shut down.
 bool process_next_key(const ReconcileWorkerDeps& deps);
+// The same without blocking (the simulation's single thread): false when no
+// key is ready now.
+bool process_ready_key(const ReconcileWorkerDeps& deps);
+// Reconciles a key taken from the queue and settles it (done, forget, retry).
+void process_key(const ReconcileWorkerDeps& deps, const std::string& key);
 
 // `count` threads running process_next_key until the queue shuts down; shut
 // the queue down, then join them.

@@ -9,6 +9,7 @@
 #include "controllers/schedule/utc_time.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "controllers/shell/cluster_cache.h"
+#include "operator/reconcile_workers.h"
 #include "tests/sim/checker.h"
 #include "tests/sim/feed.h"
 #include "tests/sim/transport.h"
@@ -156,22 +157,24 @@ void World::crash_operator() {
   if (options_.verbose) spdlog::info("sim crash at {}", format_rfc3339(now_));
 }
 
+// The operator's own worker step (operator/reconcile_workers.h), on one thread.
 void World::drain_queue() {
+  std::atomic<int> active{0};
+  operator_::ReconcileWorkerDeps deps{
+      op_->queue,
+      [this](const std::string& ns, const std::string& name) {
+        ++report_.reconciles;
+        try {
+          return op_->reconciler->reconcile(ns, name);
+        } catch (const std::exception& e) {
+          ++report_.reconcile_errors;
+          if (options_.verbose) spdlog::info("sim reconcile {}/{} failed: {}", ns, name, e.what());
+          throw;
+        }
+      },
+      op_->metrics, "agent", active, [this] { return steady_now(); }};
   for (int i = 0; i < kReconcilesPerInstantMax; ++i) {
-    std::optional<std::string> key = op_->queue.try_get();
-    if (!key) return;
-    const auto slash = key->find('/');
-    ++report_.reconciles;
-    try {
-      auto result = op_->reconciler->reconcile(key->substr(0, slash), key->substr(slash + 1));
-      op_->queue.forget(*key);
-      if (result.requeue_after) op_->queue.add_after(*key, *result.requeue_after);
-    } catch (const std::exception& e) {
-      ++report_.reconcile_errors;
-      if (options_.verbose) spdlog::info("sim reconcile {} failed: {}", *key, e.what());
-      op_->queue.add_rate_limited(*key);
-    }
-    op_->queue.done(*key);
+    if (!operator_::process_ready_key(deps)) return;
   }
   report_.violations.push_back("livelock: more than " + std::to_string(kReconcilesPerInstantMax) +
                                " reconciles at " + format_rfc3339(now_));
