@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/exit_codes.h"
 #include "api/heartbeat_pod.h"
+#include "api/run_result.h"
 #include "api/usage_report.h"
+#include "api/utf8.h"
 #include "controllers/names.h"
-#include "controllers/run_result.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/text_util.h"
 
@@ -14,14 +16,9 @@ namespace hb::controllers {
 
 namespace {
 
-constexpr int kSignalExitBase = 128;
 constexpr int kSignalMax = 64;
-constexpr int kExitProviderError = 69;
-constexpr int kExitInternalError = 70;
-constexpr int kExitToolsUnavailable = 75;
-constexpr int kExitConfigError = 78;
-constexpr int kExitSigkill = 137;
-constexpr int kExitSigterm = 143;
+// The kernel's, not the runner's: a runner killed outright (OOM, grace ran out).
+constexpr int kExitSigkill = api::kExitSignalBase + 9;
 
 // The runner container's status, by name only: the tools container's own
 // termination message is the agent's to write and must never be read as
@@ -81,10 +78,10 @@ std::optional<std::string> container_config_error(const Json* pod) {
   if (waiting == nullptr || string_at(*waiting, "reason") != "CreateContainerConfigError") {
     return std::nullopt;
   }
-  return truncate_utf8(
+  return std::string(api::utf8_prefix(
       "the kubelet cannot start the runner: " + string_at(*waiting, "message") +
           "; check that spec.model.apiKeySecretRef names a Secret and key in this namespace",
-      kRunMessageBytesMax);
+      kRunMessageBytesMax));
 }
 
 // When a config error fails the run: its grace after the Pod was created.
@@ -93,12 +90,13 @@ std::optional<TimePoint> config_error_deadline(const Json* pod, TimePoint starte
   return time_at(*pod, "metadata/creationTimestamp").value_or(started) + kContainerConfigErrorGrace;
 }
 
-std::string stall_message(std::chrono::seconds stall, const Json* pod, std::string_view tail = {}) {
+std::string stall_message(std::chrono::seconds stall_window, const Json* pod,
+                          std::string_view tail = {}) {
   std::string message =
-      "no beat renewed the agent's Lease for " + std::to_string(stall.count()) + "s";
+      "no beat renewed the agent's Lease for " + std::to_string(stall_window.count()) + "s";
   if (std::string detail = pod_waiting_detail(pod); !detail.empty()) message += "; " + detail;
   message += tail;
-  return truncate_utf8(message, kRunMessageBytesMax);
+  return std::string(api::utf8_prefix(message, kRunMessageBytesMax));
 }
 
 bool job_condition(const Json* job, std::string_view type, std::string* reason = nullptr,
@@ -118,17 +116,17 @@ bool job_condition(const Json* job, std::string_view type, std::string* reason =
 
 std::string reason_for_exit(int64_t exit_code, const std::string& terminated_reason) {
   switch (exit_code) {
-    case kExitProviderError:
+    case api::kExitProviderError:
       return "ProviderError";
-    case kExitInternalError:
+    case api::kExitInternalError:
       return "InternalError";
-    case kExitConfigError:
+    case api::kExitConfigError:
       return "ConfigError";
-    case kExitToolsUnavailable:
+    case api::kExitToolsUnavailable:
       return kReasonToolsUnavailable;
     case kExitSigkill:
       return terminated_reason == "OOMKilled" ? "OOMKilled" : "Killed";
-    case kExitSigterm:
+    case api::kExitCancelled:
       return "Terminated";
     default:
       return terminated_reason == "OOMKilled" ? "OOMKilled" : "Error";
@@ -143,7 +141,7 @@ struct Final {
   std::optional<int64_t> signal;
   std::string pod_name;
   std::optional<TimePoint> finished_at;
-  std::optional<RunResult> result;
+  std::optional<api::RunResult> result;
   Charge charge;
 };
 
@@ -167,7 +165,7 @@ Json build_final_status(const Json& stored, const Final& f, TimePoint started,
   if (f.message.empty()) {
     status.erase("message");
   } else {
-    status["message"] = truncate_utf8(f.message, kRunMessageBytesMax);
+    status["message"] = std::string(api::utf8_prefix(f.message, kRunMessageBytesMax));
   }
   if (!job_name.empty()) status["jobName"] = job_name;
   if (!f.pod_name.empty()) status["podName"] = f.pod_name;
@@ -185,15 +183,14 @@ Json build_final_status(const Json& stored, const Final& f, TimePoint started,
     usage["reportedCostCents"] = *c.runner_cost_cents;
   }
   if (f.result) {
-    const RunResult& r = *f.result;
+    const api::RunResult& r = *f.result;
     if (!r.stop_reason.empty()) status["stopReason"] = r.stop_reason;
-    if (!r.output.empty()) status["output"] = truncate_utf8(r.output, kRunOutputExcerptBytesMax);
+    if (!r.output.empty())
+      status["output"] = std::string(api::utf8_prefix(r.output, kRunOutputExcerptBytesMax));
     if (r.pause_minutes) {
       status["pauseUntil"] = schedule::format_rfc3339(now + std::chrono::minutes(*r.pause_minutes));
     }
-    if (auto beat = parse_rfc3339(r.last_beat_time)) {
-      status["lastBeatTime"] = schedule::format_rfc3339(*beat);
-    }
+    if (r.last_beat) status["lastBeatTime"] = schedule::format_rfc3339(*r.last_beat);
   }
   if (!status.contains("lastBeatTime") && lease_renew && *lease_renew >= started) {
     status["lastBeatTime"] = schedule::format_rfc3339(*lease_renew);
@@ -202,7 +199,7 @@ Json build_final_status(const Json& stored, const Final& f, TimePoint started,
   return status;
 }
 
-ChargeInput charge_input(const std::optional<RunResult>& result, const RunObservationInput& in,
+ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunObservationInput& in,
                          const std::string& run_name) {
   ChargeInput charge;
   if (result) {
@@ -276,9 +273,10 @@ RunObservation observe_run(const RunObservationInput& in) {
   auto finish = [&](Final f, TimePoint started, std::optional<TimePoint> renew) {
     f.charge = charge_run(charge_input(f.result, in, obs.view->name));
     if (!f.charge.out_of_bounds.empty()) {
-      f.message = truncate_utf8(f.charge.out_of_bounds + "; charged the bound; " + f.reason +
-                                    (f.message.empty() ? "" : ": " + f.message),
-                                kRunMessageBytesMax);
+      f.message =
+          std::string(api::utf8_prefix(f.charge.out_of_bounds + "; charged the bound; " + f.reason +
+                                           (f.message.empty() ? "" : ": " + f.message),
+                                       kRunMessageBytesMax));
       f.reason = kReasonUsageOutOfBounds;
     }
     if (f.charge.cost_mismatch) {
@@ -329,7 +327,7 @@ RunObservation observe_run(const RunObservationInput& in) {
       in.lease ? time_at(*in.lease, "spec/renewTime") : std::optional<TimePoint>();
   if (renew && *renew > in.now + kLeaseRenewFutureSkewMax) renew.reset();
   const TimePoint last_alive = renew ? std::max(*renew, started) : started;
-  const TimePoint stalled_at = last_alive + in.timeouts.stall;
+  const TimePoint stalled_at = last_alive + in.timeouts.stall_window;
 
   std::string job_fail_reason, job_fail_message;
   const bool job_complete = job_condition(in.job, "Complete");
@@ -359,12 +357,13 @@ RunObservation observe_run(const RunObservationInput& in) {
       exit_code = pod_phase == "Succeeded" ? 0 : 1;
       term_reason = string_at(*pod, "status/reason");
     }
-    if (!f.signal && exit_code > kSignalExitBase && exit_code <= kSignalExitBase + kSignalMax) {
-      f.signal = exit_code - kSignalExitBase;
+    if (!f.signal && exit_code > api::kExitSignalBase &&
+        exit_code <= api::kExitSignalBase + kSignalMax) {
+      f.signal = exit_code - api::kExitSignalBase;
     }
     f.exit_code = exit_code;
     const TimePoint at = f.finished_at.value_or(in.now);
-    ParsedResult parsed = parse_run_result(message);
+    api::ParsedResult parsed = api::parse_run_result(message);
     f.result = parsed.result;
     // A Pod we stopped for a cancel is Cancelled even when its runner still
     // exited 0: on a real node the kubelet signals both containers at once,
@@ -377,11 +376,13 @@ RunObservation observe_run(const RunObservationInput& in) {
       f.message = cancel_message;
     } else if (exit_code == 0) {
       f.phase = RunPhase::kSucceeded;
-      f.reason = parsed.result
-                     ? camel_case(parsed.result->stop_reason.empty() ? "completed"
-                                                                     : parsed.result->stop_reason)
-                     : "Completed";
-      if (parsed.result && parsed.result->stop_reason == "budget") f.reason = "BudgetExhausted";
+      f.reason = parsed.result ? camel_case(parsed.result->stop_reason.empty()
+                                                ? api::to_string(api::StopReason::kCompleted)
+                                                : parsed.result->stop_reason)
+                               : "Completed";
+      if (parsed.result && parsed.result->stop_reason == api::to_string(api::StopReason::kBudget)) {
+        f.reason = "BudgetExhausted";
+      }
     } else if (job_deadline || at > deadline_at) {
       f.phase = RunPhase::kTimedOut;
       f.reason = kReasonDeadlineExceeded;
@@ -390,7 +391,7 @@ RunObservation observe_run(const RunObservationInput& in) {
     } else if (at > stalled_at) {
       f.phase = RunPhase::kFailed;
       f.reason = kReasonStalled;
-      f.message = stall_message(in.timeouts.stall, pod);
+      f.message = stall_message(in.timeouts.stall_window, pod);
     } else {
       f.phase = RunPhase::kFailed;
       f.reason = reason_for_exit(exit_code, term_reason);
@@ -456,8 +457,8 @@ RunObservation observe_run(const RunObservationInput& in) {
       // cache since (a restarted operator keeps no tombstones).
       f = make_final(RunPhase::kFailed, kReasonContainerConfigError, obs.view->message, f.pod_name);
     } else if (in.now > stalled_at) {
-      f = make_final(RunPhase::kFailed, kReasonStalled, stall_message(in.timeouts.stall, pod),
-                     f.pod_name);
+      f = make_final(RunPhase::kFailed, kReasonStalled,
+                     stall_message(in.timeouts.stall_window, pod), f.pod_name);
     } else if (job_complete) {
       f = make_final(RunPhase::kSucceeded, kReasonResultUnreadable,
                      "the Job completed but no Pod result was seen", f.pod_name);
@@ -496,7 +497,7 @@ RunObservation observe_run(const RunObservationInput& in) {
   } else if (in.now > stalled_at) {
     obs.delete_job = true;
     obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonStalled,
-                          stall_message(in.timeouts.stall, pod, "; deleting its Job")});
+                          stall_message(in.timeouts.stall_window, pod, "; deleting its Job")});
   } else {
     obs.recheck_at = std::min(deadline_at, stalled_at) + std::chrono::seconds(1);
   }
