@@ -279,7 +279,7 @@ std::vector<double> in_process_loop_per_step_ms(const std::string& context_text,
       return {"exit_code: 0\nok", false};
     }
   } tools;
-  api::ContextDocument doc = api::parse_context_document_text(context_text);
+  hb::api::ContextDocument doc = hb::api::parse_context_document_text(context_text);
   SystemClock clock;
   std::ofstream devnull("/dev/null");
   JsonLinesTranscript transcript(devnull, clock);
@@ -306,10 +306,12 @@ std::vector<double> in_process_loop_per_step_ms(const std::string& context_text,
       return render_system_prompt(doc, doc.memory_blocks, offered, clock.now());
     };
     auto started = Steady::now();
-    api::RunResult result = run_agent_loop(config, {model, tools, clock, heartbeat, transcript});
+    hb::api::RunResult result =
+        run_agent_loop(config, {model, tools, clock, heartbeat, transcript});
     double elapsed = ms_between(started, Steady::now());
     if (result.iterations != kStepsPerRun) {
-      std::fprintf(stderr, "warning: in-process loop ran %d steps\n", result.iterations);
+      std::fprintf(stderr, "warning: in-process loop ran %lld steps\n",
+                   static_cast<long long>(result.iterations));
       continue;
     }
     per_step.push_back(elapsed / kStepsPerRun);
