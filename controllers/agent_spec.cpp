@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "api/context_document.h"
+
 namespace hb::controllers {
 
 std::string join_errors(const std::vector<std::string>& errors) {
@@ -67,7 +69,8 @@ SpecCheck parse_agent_spec(const Json& agent) {
   }
 
   s.provider = string_view_at(model, "provider");
-  if (s.provider != "openai" && s.provider != "anthropic") {
+  const std::optional<api::Provider> provider = api::parse_provider(s.provider);
+  if (!provider) {
     check.errors.push_back("spec.model.provider \"" + s.provider +
                            "\": unknown provider; use openai (any OpenAI-compatible endpoint) "
                            "or anthropic");
@@ -77,7 +80,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
   }
   if (const Json* key_ref = find_path(model, "apiKeySecretRef"); key_ref != nullptr) {
     s.api_key = KeyRef{string_at(*key_ref, "name"), string_at(*key_ref, "key")};
-  } else if (s.provider == "anthropic") {
+  } else if (provider == api::Provider::kAnthropic) {
     check.errors.push_back("spec.model.apiKeySecretRef: is required for provider anthropic");
   }
 

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "api/utf8.h"
 #include "controllers/names.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/utc_time.h"
-#include "controllers/text_util.h"
 
 namespace hb::controllers {
 
@@ -32,7 +32,7 @@ Json env_var(const std::string& name, const std::string& value) {
 }
 
 bool reserved_env(const std::string& name) {
-  return name.rfind("HEARTBEAT_", 0) == 0;
+  return name.rfind(api::kEnvReservedPrefix, 0) == 0;
 }
 
 }  // namespace
@@ -45,83 +45,119 @@ Json controller_ref(const Json& owner) {
           {"controller", true}};
 }
 
-Json render_context(const ContextInput& in, const JobConfig& config) {
-  const Json& agent = *in.agent;
-  const Json& run = *in.run;
-  const Json& spec = spec_of(agent);
-  const std::string agent_name = string_at(agent, "metadata/name");
-  const std::string ns = string_at(agent, "metadata/namespace");
-  Json doc = {{"kind", "HeartbeatContext"}, {"version", 1}};
-  doc["agent"] = {
-      {"name", agent_name}, {"namespace", ns}, {"type", string_at(spec, "type", "memgpt_agent")}};
-  Json model = {{"provider", string_at(spec, "model/provider")},
-                {"model", string_at(spec, "model/model")}};
-  if (auto base = string_at(spec, "model/baseURL"); !base.empty()) model["baseURL"] = base;
-  if (auto tokens = int_at(spec, "model/maxTokens")) model["maxTokens"] = *tokens;
-  if (const Json* pricing = find_path(spec, "model/pricing")) model["pricing"] = *pricing;
-  doc["model"] = std::move(model);
-  doc["persona"] = string_at(spec, "persona");
-  Json blocks = Json::array();
-  if (const Json* b = find_path(spec, "memory/blocks"); b != nullptr && b->is_array()) blocks = *b;
-  doc["memory"] = {{"configMapName", memory_config_map_name(agent_name)}, {"blocks", blocks}};
-  doc["heartbeat"] = {{"prompt", in.heartbeat_prompt}};
-  if (!string_at(spec, "memory/archival/persistentVolumeClaimName").empty()) {
-    doc["archival"] = {{"path", std::string(kArchivalMountDir) + "/" + kArchivalFile}};
-  }
+namespace {
 
-  Json budget = Json::object();
-  if (auto per_run = number_at(spec, "budget/perRunCents")) budget["perRunCents"] = *per_run;
+api::ModelConfig model_config(const Json& spec) {
+  api::ModelConfig model;
+  const std::string provider = string_at(spec, "model/provider");
+  auto parsed = api::parse_provider(provider);
+  // The Agent's spec is checked before any run starts (agent_spec.h).
+  if (!parsed) throw std::invalid_argument("unknown model provider \"" + provider + "\"");
+  model.provider = *parsed;
+  model.model = string_at(spec, "model/model");
+  model.base_url = string_at(spec, "model/baseURL");
+  if (auto tokens = int_at(spec, "model/maxTokens")) model.max_tokens = static_cast<int>(*tokens);
+  model.pricing.input_cents_per_million_tokens =
+      number_at(spec, "model/pricing/inputCentsPerMillionTokens").value_or(0);
+  model.pricing.output_cents_per_million_tokens =
+      number_at(spec, "model/pricing/outputCentsPerMillionTokens").value_or(0);
+  return model;
+}
+
+std::vector<api::MemoryBlock> memory_blocks(const Json& spec) {
+  std::vector<api::MemoryBlock> blocks;
+  const Json* b = find_path(spec, "memory/blocks");
+  if (b == nullptr || !b->is_array()) return blocks;
+  for (const Json& block : *b) {
+    blocks.push_back(
+        {string_at(block, "label"), string_at(block, "value"),
+         static_cast<int>(int_at(block, "limit").value_or(api::kCoreMemoryBlockLimitDefault))});
+  }
+  return blocks;
+}
+
+api::Budget budget(const Json& agent, const Json& spec, TimePoint now) {
+  api::Budget out;
+  out.per_run_cents = number_at(spec, "budget/perRunCents");
   if (auto monthly = int_at(spec, "budget/monthlyCents"); monthly && *monthly > 0) {
     const Json* status = find_path(agent, "status");
     double spent = 0;
-    if (status != nullptr && string_at(*status, "spend/period") == schedule::spend_period(in.now)) {
+    if (status != nullptr && string_at(*status, "spend/period") == schedule::spend_period(now)) {
       spent = number_at(*status, "spend/cents").value_or(0);
     }
-    budget["monthRemainingCents"] = std::max(0.0, static_cast<double>(*monthly) - spent);
+    out.month_remaining_cents = std::max(0.0, static_cast<double>(*monthly) - spent);
   }
-  doc["budget"] = std::move(budget);
+  return out;
+}
 
-  // The last contextRuns finished runs, newest first.
-  const int64_t context_runs = int_at(spec, "heartbeat/contextRuns").value_or(kContextRunsDefault);
-  std::vector<const Json*> finished;
-  for (const Json* r : in.recent_runs) {
-    if (r != nullptr && time_at(*r, "status/finishedAt") &&
-        string_at(*r, "metadata/name") != string_at(run, "metadata/name")) {
-      finished.push_back(r);
-    }
-  }
-  std::sort(finished.begin(), finished.end(), [](const Json* a, const Json* b) {
-    return time_at(*a, "status/finishedAt") > time_at(*b, "status/finishedAt");
-  });
-  Json recent = Json::array();
-  for (const Json* r : finished) {
-    if (static_cast<int64_t>(recent.size()) >= context_runs) break;
-    recent.push_back(
-        {{"name", string_at(*r, "metadata/name")},
-         {"finishedAt", string_at(*r, "status/finishedAt")},
-         {"phase", string_at(*r, "status/phase")},
-         {"stopReason", string_at(*r, "status/stopReason")},
-         {"output", truncate_utf8(string_at(*r, "status/output"), kRecentRunOutputBytesMax)}});
-  }
-  doc["recentRuns"] = std::move(recent);
+}  // namespace
 
+std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Json*>& runs,
+                                                     const std::string& current_run,
+                                                     int64_t context_runs) {
+  std::vector<std::pair<TimePoint, const Json*>> finished;
+  for (const Json* r : runs) {
+    if (r == nullptr || string_at(*r, "metadata/name") == current_run) continue;
+    if (auto at = time_at(*r, "status/finishedAt")) finished.emplace_back(*at, r);
+  }
+  // The newest contextRuns of them, then in the order they finished.
+  std::stable_sort(finished.begin(), finished.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (static_cast<int64_t>(finished.size()) > context_runs) {
+    finished.resize(static_cast<std::size_t>(std::max<int64_t>(0, context_runs)));
+  }
+  std::reverse(finished.begin(), finished.end());
+  std::vector<api::RecentRun> out;
+  for (const auto& [at, r] : finished) {
+    out.push_back({string_at(*r, "metadata/name"), string_at(*r, "status/finishedAt"),
+                   string_at(*r, "status/phase"), string_at(*r, "status/stopReason"),
+                   std::string(api::utf8_prefix(string_view_at(*r, "status/output"),
+                                                api::kRecentRunOutputBytesMax))});
+  }
+  return out;
+}
+
+api::ContextDocument context_document(const ContextInput& in, const JobConfig& config) {
+  const Json& agent = *in.agent;
+  const Json& run = *in.run;
+  const Json& spec = spec_of(agent);
+  api::ContextDocument doc;
+  doc.agent_name = string_at(agent, "metadata/name");
+  doc.agent_namespace = string_at(agent, "metadata/namespace");
+  const std::string type = string_at(spec, "type", "memgpt_agent");
+  auto agent_type = api::parse_agent_type(type);
+  if (!agent_type) throw std::invalid_argument("unknown agent type \"" + type + "\"");
+  doc.agent_type = *agent_type;
+  doc.model = model_config(spec);
+  doc.persona = string_at(spec, "persona");
+  doc.memory_blocks = memory_blocks(spec);
+  doc.memory_config_map = memory_config_map_name(doc.agent_name);
+  doc.heartbeat_prompt = in.heartbeat_prompt;
+  if (!string_at(spec, "memory/archival/persistentVolumeClaimName").empty()) {
+    doc.archival_path = std::string(kArchivalMountDir) + "/" + kArchivalFile;
+  }
+  doc.budget = budget(agent, spec, in.now);
+  doc.recent_runs =
+      recent_runs_oldest_first(in.recent_runs, string_at(run, "metadata/name"),
+                               int_at(spec, "heartbeat/contextRuns").value_or(kContextRunsDefault));
   const int64_t timeout =
       int_at(spec, "runtime/timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
-  Json run_doc = {{"name", string_at(run, "metadata/name")},
-                  {"uid", string_at(run, "metadata/uid")},
-                  {"invocationSource", string_at(run, "spec/invocationSource", "manual")},
-                  {"deadline", format_rfc3339(in.now + std::chrono::seconds(timeout))}};
-  if (auto detail = string_at(run, "spec/triggerDetail"); !detail.empty())
-    run_doc["triggerDetail"] = detail;
-  if (auto slot = string_at(run, "spec/scheduledTime"); !slot.empty())
-    run_doc["scheduledTime"] = slot;
-  doc["run"] = std::move(run_doc);
-
-  const int64_t lease_seconds = std::max(config.lease_duration, kLeaseDurationMin).count();
-  doc["lease"] = {{"name", lease_name_for_agent(agent_name)},
-                  {"durationSeconds", lease_seconds},
-                  {"renewIntervalSeconds", std::max<int64_t>(1, lease_seconds / 5)}};
+  doc.run.name = string_at(run, "metadata/name");
+  doc.run.uid = string_at(run, "metadata/uid");
+  doc.run.invocation_source = string_at(run, "spec/invocationSource", "manual");
+  doc.run.trigger_detail = string_at(run, "spec/triggerDetail");
+  doc.run.scheduled_time = time_at(run, "spec/scheduledTime");
+  // Whole seconds, as Kubernetes times are.
+  doc.run.deadline =
+      std::chrono::floor<std::chrono::seconds>(in.now) + std::chrono::seconds(timeout);
+  const std::chrono::seconds stall_window = std::max(config.stall_window, api::kRunStallWindowMin);
+  doc.lease = api::LeaseConfig{lease_name_for_agent(doc.agent_name), stall_window,
+                               std::max<std::chrono::seconds>(1s, stall_window / 5)};
   return doc;
+}
+
+Json render_context(const ContextInput& in, const JobConfig& config) {
+  return api::render_context_document(context_document(in, config));
 }
 
 namespace {
@@ -175,16 +211,17 @@ Json runner_env(const Json& run, const Json& spec, const std::string& agent_name
       if (!reserved_env(string_at(e, "name"))) env.push_back(e);
     }
   }
-  env.push_back(env_var(kEnvRunName, string_at(run, "metadata/name")));
-  env.push_back(env_var(kEnvRunUid, string_at(run, "metadata/uid")));
-  env.push_back(env_var(kEnvAgentName, agent_name));
-  env.push_back(env_var(kEnvNamespace, string_at(run, "metadata/namespace")));
-  env.push_back(env_var(kEnvInvocationSource, string_at(run, "spec/invocationSource", "manual")));
-  env.push_back(env_var(kEnvContextPath, std::string(kContextMountDir) + "/" + kContextKey));
-  env.push_back(env_var(kEnvTerminationPath, kTerminationPath));
+  env.push_back(env_var(api::kEnvRunName, string_at(run, "metadata/name")));
+  env.push_back(env_var(api::kEnvRunUid, string_at(run, "metadata/uid")));
+  env.push_back(env_var(api::kEnvAgentName, agent_name));
+  env.push_back(env_var(api::kEnvNamespace, string_at(run, "metadata/namespace")));
+  env.push_back(
+      env_var(api::kEnvInvocationSource, string_at(run, "spec/invocationSource", "manual")));
+  env.push_back(env_var(api::kEnvContextPath, std::string(kContextMountDir) + "/" + kContextKey));
+  env.push_back(env_var(api::kEnvTerminationPath, kTerminationPath));
   if (builtin) env.push_back(env_var(api::kEnvToolsSocket, tools_socket_path()));
   if (find_path(spec, "model/apiKeySecretRef") != nullptr) {
-    env.push_back({{"name", kEnvApiKey},
+    env.push_back({{"name", api::kEnvApiKey},
                    {"valueFrom",
                     {{"secretKeyRef",
                       {{"name", string_at(spec, "model/apiKeySecretRef/name")},
@@ -298,10 +335,11 @@ Json pod_volumes(Json context_volume, const Json& spec, bool builtin) {
 
 JobPlan build_job(const Json& run, const Json& agent, const std::string& context_text,
                   const JobConfig& config) {
-  if (context_text.size() > kContextDocumentBytesMax) {
+  if (context_text.size() > api::kContextDocumentBytesMax) {
     throw std::invalid_argument("the context document is " + std::to_string(context_text.size()) +
                                 " bytes, more than the " +
-                                std::to_string(kContextDocumentBytesMax) + " a ConfigMap holds");
+                                std::to_string(api::kContextDocumentBytesMax) +
+                                " a ConfigMap holds");
   }
   const Json& spec = spec_of(agent);
   const std::string run_name = string_at(run, "metadata/name");
@@ -417,7 +455,7 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
                         {"metadata", metadata(lease)},
                         {"spec",
                          {{"leaseDurationSeconds",
-                           std::max(config.lease_duration, kLeaseDurationMin).count()}}}});
+                           std::max(config.stall_window, api::kRunStallWindowMin).count()}}}});
   Json blocks = Json::array();
   if (const Json* b = find_path(spec_of(agent), "memory/blocks"); b != nullptr && b->is_array()) {
     for (const Json& block : *b) {

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "api/context_document.h"
+#include "api/contract_limits.h"
+#include "api/env_names.h"
 #include "api/heartbeat_pod.h"
 #include "controllers/agent_spec.h"
 #include "controllers/json_util.h"
@@ -26,19 +29,7 @@ inline constexpr const char* kWorkspaceSizeLimitDefault = "1Gi";
 // A pod-template annotation may carry the context up to this size (all
 // annotations of an object together may not pass 256 KiB).
 inline constexpr std::size_t kContextAnnotationBytesMax = 128 * 1024;
-inline constexpr std::size_t kContextDocumentBytesMax = 1024 * 1024;  // ConfigMap limit
-inline constexpr std::size_t kRecentRunOutputBytesMax = 4000;
-inline constexpr std::chrono::seconds kLeaseDurationDefault = 300s;
-inline constexpr std::chrono::seconds kLeaseDurationMin = 10s;  // the runner's minimum
 
-inline constexpr const char* kEnvApiKey = "HEARTBEAT_API_KEY";
-inline constexpr const char* kEnvContextPath = "HEARTBEAT_CONTEXT_PATH";
-inline constexpr const char* kEnvTerminationPath = "HEARTBEAT_TERMINATION_PATH";
-inline constexpr const char* kEnvRunName = "HEARTBEAT_RUN_NAME";
-inline constexpr const char* kEnvRunUid = "HEARTBEAT_RUN_UID";
-inline constexpr const char* kEnvAgentName = "HEARTBEAT_AGENT_NAME";
-inline constexpr const char* kEnvNamespace = "HEARTBEAT_NAMESPACE";
-inline constexpr const char* kEnvInvocationSource = "HEARTBEAT_INVOCATION_SOURCE";
 inline constexpr const char* kTerminationPath = "/dev/termination-log";
 
 enum class ContextTransport {
@@ -51,7 +42,9 @@ struct JobConfig {
   std::string default_image = "ghcr.io/heartbeat-operator/heartbeat-runner:latest";
   std::vector<std::string> runner_command = {"/usr/local/bin/heartbeat-runner"};
   std::string image_pull_policy = "IfNotPresent";
-  std::chrono::seconds lease_duration = kLeaseDurationDefault;  // the stall window
+  // Seconds without a beat before a run is failed as Stalled (--stall-timeout);
+  // written as the agent Lease's duration.
+  std::chrono::seconds stall_window = api::kRunStallWindowDefault;
   ContextTransport context_transport = ContextTransport::kAnnotation;
   // The tools container (builtin mode): its image (empty: the runner's) and
   // resources (a Pod container's `resources`; empty: none set), unless the
@@ -68,8 +61,18 @@ struct ContextInput {
   TimePoint now{};
 };
 
-// The JSON document the runner reads (docs/context-document.md).
+// The document the runner reads (docs/context-document.md). Throws
+// std::invalid_argument on a provider or agent type the spec check rejects.
+api::ContextDocument context_document(const ContextInput& input, const JobConfig& config);
+// The same as JSON (api::render_context_document).
 Json render_context(const ContextInput& input, const JobConfig& config);
+
+// The last `context_runs` finished runs other than `current_run`, oldest
+// first (the order the runner shows them to the model), outputs cut to
+// api::kRecentRunOutputBytesMax.
+std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Json*>& runs,
+                                                     const std::string& current_run,
+                                                     int64_t context_runs);
 
 struct JobPlan {
   Json job;

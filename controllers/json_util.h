@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "api/time_bounds.h"
+#include "api/rfc3339.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::controllers {
@@ -36,12 +36,9 @@ std::optional<TimePoint> time_at(const Json& object, std::string_view path);
 // (1.0 and 1 print differently) and floats compare bit for bit.
 bool same_json(const Json& a, const Json& b);
 
-// RFC 3339 as Kubernetes writes it: "2024-02-29T12:00:00Z", with optional
-// fractional seconds (MicroTime) and a numeric offset. nullopt when malformed.
-inline constexpr int kYearMin = api::kTimestampYearMin;
-inline constexpr int kYearMax = api::kTimestampYearMax;
-// RFC 3339 with any offset; nullopt when malformed or outside kYearMin..kYearMax.
-std::optional<TimePoint> parse_rfc3339(std::string_view text);
+// RFC 3339 as Kubernetes writes it (api/rfc3339.h; the runner reads times
+// with the same parser).
+using api::parse_rfc3339;
 
 // "ns/name" of a namespaced object.
 std::string object_key(const Json& object);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/exit_codes.h"
+#include "api/utf8.h"
 #include "controllers/names.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/text_util.h"
@@ -11,12 +13,8 @@ namespace hb::controllers {
 
 namespace {
 
-constexpr int kExitProviderError = 69;
-constexpr int kExitInternalError = 70;
-constexpr int kExitToolsUnavailable = 75;
-constexpr int kExitConfigError = 78;
-constexpr int kExitSigkill = 137;
-constexpr int kExitSigterm = 143;
+// The kernel's, not the runner's: a runner killed outright (OOM, grace ran out).
+constexpr int kExitSigkill = api::kExitSignalBase + 9;
 
 Json build_final_status(const Json& stored, const Final& f, const Charge& c, TimePoint started,
                         const std::string& job_name, std::optional<TimePoint> lease_renew,
@@ -28,7 +26,7 @@ Json build_final_status(const Json& stored, const Final& f, const Charge& c, Tim
   if (f.message.empty()) {
     status.erase("message");
   } else {
-    status["message"] = truncate_utf8(f.message, kRunMessageBytesMax);
+    status["message"] = api::utf8_prefix_string(f.message, kRunMessageBytesMax);
   }
   if (!job_name.empty()) status["jobName"] = job_name;
   if (!f.pod_name.empty()) status["podName"] = f.pod_name;
@@ -45,15 +43,14 @@ Json build_final_status(const Json& stored, const Final& f, const Charge& c, Tim
     usage["reportedCostCents"] = *c.runner_cost_cents;
   }
   if (f.result) {
-    const RunResult& r = *f.result;
+    const api::RunResult& r = *f.result;
     if (!r.stop_reason.empty()) status["stopReason"] = r.stop_reason;
-    if (!r.output.empty()) status["output"] = truncate_utf8(r.output, kRunOutputExcerptBytesMax);
+    if (!r.output.empty())
+      status["output"] = api::utf8_prefix_string(r.output, kRunOutputExcerptBytesMax);
     if (r.pause_minutes) {
       status["pauseUntil"] = schedule::format_rfc3339(now + std::chrono::minutes(*r.pause_minutes));
     }
-    if (auto beat = parse_rfc3339(r.last_beat_time)) {
-      status["lastBeatTime"] = schedule::format_rfc3339(*beat);
-    }
+    if (r.last_beat) status["lastBeatTime"] = schedule::format_rfc3339(*r.last_beat);
   }
   if (!status.contains("lastBeatTime") && lease_renew && *lease_renew >= started) {
     status["lastBeatTime"] = schedule::format_rfc3339(*lease_renew);
@@ -62,7 +59,7 @@ Json build_final_status(const Json& stored, const Final& f, const Charge& c, Tim
   return status;
 }
 
-ChargeInput charge_input(const std::optional<RunResult>& result, const RunObservationInput& in,
+ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunObservationInput& in,
                          const std::string& run_name) {
   ChargeInput charge;
   if (result) {
@@ -82,9 +79,9 @@ ChargeInput charge_input(const std::optional<RunResult>& result, const RunObserv
 Charge charge_final(Final& f, const RunObservationInput& in, const std::string& run_name) {
   Charge charge = charge_run(charge_input(f.result, in, run_name));
   if (!charge.out_of_bounds.empty()) {
-    f.message = truncate_utf8(charge.out_of_bounds + "; charged the bound; " + f.reason +
-                                  (f.message.empty() ? "" : ": " + f.message),
-                              kRunMessageBytesMax);
+    f.message = api::utf8_prefix_string(charge.out_of_bounds + "; charged the bound; " + f.reason +
+                                            (f.message.empty() ? "" : ": " + f.message),
+                                        kRunMessageBytesMax);
     f.reason = kReasonUsageOutOfBounds;
   }
   return charge;
@@ -103,17 +100,17 @@ Event final_event(const std::string& run_name, const Final& f) {
 
 std::string reason_for_exit(int64_t exit_code, const std::string& terminated_reason) {
   switch (exit_code) {
-    case kExitProviderError:
+    case api::kExitProviderError:
       return "ProviderError";
-    case kExitInternalError:
+    case api::kExitInternalError:
       return "InternalError";
-    case kExitConfigError:
+    case api::kExitConfigError:
       return "ConfigError";
-    case kExitToolsUnavailable:
+    case api::kExitToolsUnavailable:
       return kReasonToolsUnavailable;
     case kExitSigkill:
       return terminated_reason == "OOMKilled" ? "OOMKilled" : "Killed";
-    case kExitSigterm:
+    case api::kExitCancelled:
       return "Terminated";
     default:
       return terminated_reason == "OOMKilled" ? "OOMKilled" : "Error";

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "api/run_result.h"
 #include "controllers/run_cost.h"
-#include "controllers/run_result.h"
 #include "controllers/run_status.h"
 
 namespace hb::controllers {
@@ -24,7 +24,7 @@ struct Final {
   std::optional<int64_t> signal;
   std::string pod_name;
   std::optional<TimePoint> finished_at;
-  std::optional<RunResult> result;
+  std::optional<api::RunResult> result;
 };
 
 Final make_final(RunPhase phase, std::string reason, std::string message,

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "api/exit_codes.h"
 #include "api/heartbeat_pod.h"
+#include "api/utf8.h"
 #include "controllers/run_status.h"
 #include "controllers/text_util.h"
 
@@ -11,7 +13,6 @@ namespace hb::controllers {
 namespace {
 
 // An exit code past this is 128 + the signal that ended the process.
-constexpr int kSignalExitBase = 128;
 constexpr int kSignalMax = 64;
 
 // The runner container's status, by name only: the tools container's own
@@ -114,9 +115,9 @@ PodExit pod_exit(const Json& pod) {
     exit.exit_code = string_at(pod, "status/phase") == "Succeeded" ? 0 : 1;
     exit.terminated_reason = string_at(pod, "status/reason");
   }
-  if (!exit.signal && exit.exit_code > kSignalExitBase &&
-      exit.exit_code <= kSignalExitBase + kSignalMax) {
-    exit.signal = exit.exit_code - kSignalExitBase;
+  if (!exit.signal && exit.exit_code > api::kExitSignalBase &&
+      exit.exit_code <= api::kExitSignalBase + kSignalMax) {
+    exit.signal = exit.exit_code - api::kExitSignalBase;
   }
   return exit;
 }
@@ -128,7 +129,7 @@ std::optional<std::string> container_config_error(const Json* pod) {
   if (waiting == nullptr || string_at(*waiting, "reason") != "CreateContainerConfigError") {
     return std::nullopt;
   }
-  return truncate_utf8(
+  return api::utf8_prefix_string(
       "the kubelet cannot start the runner: " + string_at(*waiting, "message") +
           "; check that spec.model.apiKeySecretRef names a Secret and key in this namespace",
       kRunMessageBytesMax);
@@ -144,7 +145,7 @@ std::string stall_message(std::chrono::seconds stall, const Json* pod, std::stri
       "no beat renewed the agent's Lease for " + std::to_string(stall.count()) + "s";
   if (std::string detail = pod_waiting_detail(pod); !detail.empty()) message += "; " + detail;
   message += tail;
-  return truncate_utf8(message, kRunMessageBytesMax);
+  return api::utf8_prefix_string(message, kRunMessageBytesMax);
 }
 
 PodsGoingAway pods_going_away(const std::vector<const Json*>& pods, TimePoint now) {

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
+#include "api/run_result.h"
 #include "api/usage_report.h"
 #include "controllers/names.h"
 #include "controllers/run_final_status.h"
 #include "controllers/run_pod_state.h"
-#include "controllers/run_result.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/text_util.h"
 
@@ -64,7 +64,7 @@ RunClock run_clock(const RunView& view, const RunObservationInput& in) {
   }
   const TimePoint last_alive =
       clock.lease_renew ? std::max(*clock.lease_renew, clock.started) : clock.started;
-  clock.stalled_at = last_alive + in.timeouts.stall;
+  clock.stalled_at = last_alive + in.timeouts.stall_window;
   return clock;
 }
 
@@ -83,7 +83,7 @@ Json running_status(Json status, const RunView& view, const Json* job, TimePoint
   return status;
 }
 
-std::string succeeded_reason(const ParsedResult& parsed) {
+std::string succeeded_reason(const api::ParsedResult& parsed) {
   if (!parsed.result) return "Completed";
   const std::string& stop = parsed.result->stop_reason;
   if (stop == "budget") return "BudgetExhausted";
@@ -93,7 +93,7 @@ std::string succeeded_reason(const ParsedResult& parsed) {
 // The runner's result on the outcome: its error joins a failure's message.
 // An unreadable one renames an outcome read from the exit code; cancel,
 // deadline and stall keep their reason.
-Final with_result(Final f, ParsedResult parsed) {
+Final with_result(Final f, api::ParsedResult parsed) {
   if (!parsed.result) {
     const bool decided_by_operator = f.phase == RunPhase::kCancelled ||
                                      f.phase == RunPhase::kTimedOut || f.reason == kReasonStalled;
@@ -117,7 +117,7 @@ Final finished_pod_outcome(const Json& pod, const CancelCause& cancel, const Job
   const bool stopped_by_us = find_path(pod, "metadata/deletionTimestamp") != nullptr;
   const bool cancelled = cancel.before_start || (in.budget_exceeded && stopped_by_us);
   const TimePoint at = exit.finished_at.value_or(in.now);
-  ParsedResult parsed = parse_run_result(exit.message);
+  api::ParsedResult parsed = api::parse_run_result(exit.message);
   Final f{};
   // A Pod we stopped for a cancel is Cancelled even when its runner still
   // exited 0: on a real node the kubelet signals both containers at once,
@@ -131,7 +131,8 @@ Final finished_pod_outcome(const Json& pod, const CancelCause& cancel, const Job
   } else if (job.deadline || at > clock.deadline_at) {
     f = make_final(RunPhase::kTimedOut, kReasonDeadlineExceeded, timed_out_message(in));
   } else if (at > clock.stalled_at) {
-    f = make_final(RunPhase::kFailed, kReasonStalled, stall_message(in.timeouts.stall, &pod));
+    f = make_final(RunPhase::kFailed, kReasonStalled,
+                   stall_message(in.timeouts.stall_window, &pod));
   } else {
     f = make_final(RunPhase::kFailed, reason_for_exit(exit.exit_code, exit.terminated_reason),
                    "the runner exited with code " + std::to_string(exit.exit_code));
@@ -163,8 +164,8 @@ Final outcome_without_result(const Json* pod, const CancelCause& cancel, const J
     return make_final(RunPhase::kFailed, kReasonContainerConfigError, view.message, pod_name);
   }
   if (in.now > clock.stalled_at) {
-    return make_final(RunPhase::kFailed, kReasonStalled, stall_message(in.timeouts.stall, pod),
-                      pod_name);
+    return make_final(RunPhase::kFailed, kReasonStalled,
+                      stall_message(in.timeouts.stall_window, pod), pod_name);
   }
   if (job.complete) {
     return make_final(RunPhase::kSucceeded, kReasonResultUnreadable,
@@ -209,7 +210,7 @@ RunningJobVerdict watch_running_job(const Json* pod, const CancelCause& cancel,
   } else if (in.now > clock.stalled_at) {
     v.delete_job = true;
     v.event = Event{EventTarget::kRun, view.name, true, kReasonStalled,
-                    stall_message(in.timeouts.stall, pod, "; deleting its Job")};
+                    stall_message(in.timeouts.stall_window, pod, "; deleting its Job")};
   } else {
     v.recheck_at = std::min(clock.deadline_at, clock.stalled_at) + kRecheckPast;
   }

@@ -14,6 +14,7 @@
 #include <optional>
 #include <vector>
 
+#include "api/contract_limits.h"
 #include "controllers/event.h"
 #include "controllers/json_util.h"
 #include "controllers/run_cost.h"
@@ -61,7 +62,8 @@ inline constexpr const char* kReasonContainerConfigError = "ContainerConfigError
 struct RunTimeouts {
   std::chrono::seconds timeout{600};
   std::chrono::seconds grace{30};
-  std::chrono::seconds stall{300};  // the Lease duration the runner renews within
+  // Without a beat renewing the agent's Lease this long, the run is Stalled.
+  std::chrono::seconds stall_window = api::kRunStallWindowDefault;
 };
 
 struct RunObservationInput {

@@ -2,14 +2,6 @@
 
 namespace hb::controllers {
 
-std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {
-  if (text.size() <= max_bytes) return std::string(text);
-  std::size_t cut = max_bytes;
-  // Step back over continuation bytes (10xxxxxx) to a character start.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return std::string(text.substr(0, cut));
-}
-
 std::string camel_case(std::string_view snake) {
   std::string out;
   bool upper = true;

@@ -1,4 +1,4 @@
-// Text helpers for status fields: bounded, valid UTF-8.
+// Text helpers for status fields (cutting UTF-8 text: api/utf8.h).
 #pragma once
 
 #include <cstddef>
@@ -6,9 +6,6 @@
 #include <string_view>
 
 namespace hb::controllers {
-
-// At most max_bytes, cut at a UTF-8 character boundary.
-std::string truncate_utf8(std::string_view text, std::size_t max_bytes);
 
 // "pause_heartbeats" -> "PauseHeartbeats" (a CamelCase Event/condition reason).
 std::string camel_case(std::string_view snake);

@@ -238,11 +238,11 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
       c.job.image_pull_policy = value;
     } else if (name == "stall-timeout") {
       int64_t seconds = 0;
-      if (!parse_number(value, seconds) || seconds < controllers::kLeaseDurationMin.count() ||
-          seconds > 86400) {
+      if (!parse_number(value, seconds) || seconds < api::kRunStallWindowMin.count() ||
+          seconds > api::kRunStallWindowMax.count()) {
         return fail(name, "use whole seconds between 10 and 86400");
       }
-      c.job.lease_duration = std::chrono::seconds(seconds);
+      c.job.stall_window = std::chrono::seconds(seconds);
     } else if (name == "testing-clock-offset-seconds") {
       int64_t seconds = 0;
       if (!parse_number(value, seconds) || seconds < -kClockOffsetSecondsMax ||

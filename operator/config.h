@@ -18,8 +18,10 @@ using namespace std::chrono_literals;
 
 inline constexpr int kWorkersDefault = 4;
 inline constexpr int kWorkersMax = 64;
-// Leader election (client-go defaults): lease 15 s, renew deadline 10 s, retry 2 s.
-inline constexpr std::chrono::seconds kLeaseDurationDefault = 15s;
+// Leader election (client-go defaults): the operator's own leader Lease lasts
+// 15 s, renew deadline 10 s, retry 2 s. (A run's stall window is another
+// Lease: api::kRunStallWindowDefault.)
+inline constexpr std::chrono::seconds kLeaderLeaseDurationDefault = 15s;
 inline constexpr std::chrono::seconds kRenewDeadlineDefault = 10s;
 inline constexpr std::chrono::seconds kRetryPeriodDefault = 2s;
 // One Lease read or write; two of them fit well inside the renew deadline.

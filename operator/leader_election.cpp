@@ -8,25 +8,13 @@
 #include <random>
 #include <thread>
 
+#include "api/rfc3339.h"
 #include "kube/errors.h"
 
 namespace hb::operator_ {
 
 using controllers::Json;
 using controllers::TimePoint;
-
-std::string format_micro_time(TimePoint t) {
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(micros / 1000000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buffer[96];
-  std::snprintf(buffer, sizeof buffer, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<long long>(micros % 1000000));
-  return buffer;
-}
 
 std::string make_identity() {
   char host[256] = {0};
@@ -40,7 +28,7 @@ std::string make_identity() {
 
 std::optional<Json> lease_update(const std::optional<Json>& lease, const LeaderElectionConfig& c,
                                  TimePoint wall_now, bool held_by_another) {
-  const std::string stamp = format_micro_time(wall_now);
+  const std::string stamp = api::format_micro_time(wall_now);
   if (!lease) {
     return Json{{"apiVersion", "coordination.k8s.io/v1"},
                 {"kind", "Lease"},

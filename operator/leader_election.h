@@ -43,7 +43,6 @@ std::optional<controllers::Json> lease_update(const std::optional<controllers::J
                                               bool held_by_another);
 
 std::string make_identity();  // "<hostname>_<16 hex>"
-std::string format_micro_time(controllers::TimePoint t);
 
 // Acquires and renews the Lease through its own client (no rate limit shared
 // with the workers, each call bounded well under the renew deadline). A

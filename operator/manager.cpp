@@ -53,7 +53,7 @@ std::shared_ptr<kube::Client> connect(const Config& config, kube::ClusterConfig&
 std::unique_ptr<LeaderElector> make_elector(const Config& config,
                                             const kube::ClusterConfig& cluster) {
   static_assert(
-      valid_lease_timing(kLeaseDurationDefault, kRenewDeadlineDefault, kRetryPeriodDefault));
+      valid_lease_timing(kLeaderLeaseDurationDefault, kRenewDeadlineDefault, kRetryPeriodDefault));
   kube::ClientOptions options;
   options.qps = 0;
   options.timeout = kLeaseCallTimeout;
@@ -61,7 +61,7 @@ std::unique_ptr<LeaderElector> make_elector(const Config& config,
   le.lease_namespace = config.leader_election_namespace;
   le.lease_name = config.leader_election_id;
   le.identity = make_identity();
-  le.lease_duration = kLeaseDurationDefault;
+  le.lease_duration = kLeaderLeaseDurationDefault;
   le.renew_deadline = kRenewDeadlineDefault;
   le.retry_period = kRetryPeriodDefault;
   le.wall_clock_offset = config.testing_clock_offset;

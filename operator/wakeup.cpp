@@ -4,12 +4,13 @@
 #include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
+#include "api/rfc3339.h"
+#include "api/utf8.h"
 #include "controllers/agent_decision.h"
 #include "controllers/names.h"
 #include "controllers/run_view.h"
 #include "controllers/text_util.h"
 #include "kube/errors.h"
-#include "operator/leader_election.h"  // format_micro_time
 
 namespace hb::operator_ {
 
@@ -148,7 +149,7 @@ http::ServerResponse WakeupService::handle(const http::ServerRequest& request) {
     }
     if (auto it = body.find("reason"); it != body.end()) {
       if (!it->is_string()) return error(400, "reason must be a string");
-      reason = controllers::truncate_utf8(it->get<std::string>(), kWakeupReasonBytesMax);
+      reason = std::string(api::utf8_prefix(it->get<std::string>(), kWakeupReasonBytesMax));
     }
   }
   auto agent = reconciler_.agent(path->ns, path->name);
@@ -170,7 +171,7 @@ http::ServerResponse WakeupService::create(const WakeupPath& path, const Json& a
                                           std::nullopt, reason.empty() ? "wakeup" : reason);
   if (!key.empty()) run["metadata"]["annotations"][controllers::kAnnotationIdempotencyKey] = key;
   run["metadata"]["annotations"][controllers::kAnnotationRequestedAt] =
-      format_micro_time(reconciler_.now());
+      api::format_micro_time(reconciler_.now());
   try {
     Json created = reconciler_.create_run(path.ns, run);
     const std::string created_name = controllers::string_at(created, "metadata/name");

@@ -5,12 +5,12 @@
 #include <cstdlib>
 
 #include "api/json_depth.h"
+#include "api/rfc3339.h"
+#include "api/utf8.h"
 #include "runner/cost.h"
 #include "runner/errors.h"
 #include "runner/limits.h"
-#include "runner/rfc3339.h"
 #include "runner/stop_rules.h"
-#include "runner/text.h"
 #include "runner/wire_util.h"
 
 namespace hb::runner {
@@ -22,7 +22,7 @@ json calls_to_json(const std::vector<ToolCall>& calls) {
   json out = json::array();
   for (const auto& call : calls) {
     out.push_back(
-        {{"id", call.id}, {"name", call.name}, {"arguments", sanitize_utf8(call.arguments)}});
+        {{"id", call.id}, {"name", call.name}, {"arguments", api::sanitize_utf8(call.arguments)}});
   }
   return out;
 }
@@ -37,11 +37,12 @@ class Loop {
  public:
   Loop(const LoopConfig& config, LoopDeps deps) : config_(config), deps_(deps) {}
 
-  RunResult run() {
+  api::RunResult run() {
     result_.started_at = deps_.clock.now();
+    result_.cost_cents = 0.0;
     messages_.push_back({Message::Role::kUser, config_.first_message, {}, {}});
     deps_.transcript.emit(
-        {{"event", "user_message"}, {"text", sanitize_utf8(config_.first_message)}});
+        {{"event", "user_message"}, {"text", api::sanitize_utf8(config_.first_message)}});
     try {
       step_until_stop();
     } catch (const ProviderError& error) {
@@ -56,9 +57,9 @@ class Loop {
     result_.finished_at = deps_.clock.now();
     result_.last_beat = deps_.heartbeat.last_beat();
     deps_.transcript.emit({{"event", "stop"},
-                           {"stopReason", std::string(to_string(result_.stop_reason))},
+                           {"stopReason", result_.stop_reason},
                            {"iterations", result_.iterations},
-                           {"costCents", result_.cost_cents},
+                           {"costCents", spent_cents_},
                            {"error", result_.error}});
     return result_;
   }
@@ -66,7 +67,7 @@ class Loop {
  private:
   void stop(StopReason reason, std::string error = {}) {
     stopped_ = true;
-    result_.stop_reason = reason;
+    result_.stop_reason = to_string(reason);
     result_.error = std::move(error);
   }
 
@@ -75,9 +76,12 @@ class Loop {
       if (config_.cancelled && config_.cancelled())
         return stop(StopReason::kCancelled, "terminated by signal");
       ModelRequest request = build_request();
-      BoundsInput bounds{result_.iterations,  api::capabilities(config_.agent_type).max_iterations,
-                         deps_.clock.now(),   config_.wall_deadline,
-                         result_.cost_cents,  worst_case_call_cents(request, config_.pricing),
+      BoundsInput bounds{static_cast<int>(result_.iterations),
+                         api::capabilities(config_.agent_type).max_iterations,
+                         deps_.clock.now(),
+                         config_.wall_deadline,
+                         spent_cents_,
+                         worst_case_call_cents(request, config_.pricing),
                          config_.budget_cents};
       if (auto reason = check_bounds_before_call(bounds)) {
         if (*reason == StopReason::kBudget) {
@@ -129,22 +133,23 @@ class Loop {
         usage_note_added_ = true;
       }
     }
-    result_.usage += reply.usage;
-    result_.cost_cents += cost_cents(reply.usage, config_.pricing);
+    result_.input_tokens += reply.usage.input_tokens;
+    result_.output_tokens += reply.usage.output_tokens;
+    spent_cents_ += cost_cents(reply.usage, config_.pricing);
+    result_.cost_cents = spent_cents_;
     // On the Lease at once: a runner killed after this call is still charged for it.
-    deps_.heartbeat.report_usage({"", result_.llm_calls, result_.usage.input_tokens,
-                                  result_.usage.output_tokens, result_.tool_calls,
-                                  result_.iterations});
+    deps_.heartbeat.report_usage({"", result_.llm_calls, result_.input_tokens,
+                                  result_.output_tokens, result_.tool_calls, result_.iterations});
     if (!reply.text.empty()) result_.output = reply.text;
     deps_.transcript.emit(
         {{"event", "model_reply"},
          {"iteration", result_.iterations},
-         {"text", sanitize_utf8(reply.text)},
+         {"text", api::sanitize_utf8(reply.text)},
          {"toolCalls", calls_to_json(reply.tool_calls)},
          {"finishReason", reply.finish_raw},
          {"usage",
           {{"inputTokens", reply.usage.input_tokens}, {"outputTokens", reply.usage.output_tokens}}},
-         {"costCents", result_.cost_cents}});
+         {"costCents", spent_cents_}});
     messages_.push_back({Message::Role::kAssistant, reply.text, reply.tool_calls, {}});
     return reply;
   }
@@ -161,7 +166,7 @@ class Loop {
       deps_.transcript.emit({{"event", "tool_call"},
                              {"id", call.id},
                              {"name", call.name},
-                             {"arguments", sanitize_utf8(call.arguments)}});
+                             {"arguments", api::sanitize_utf8(call.arguments)}});
       if (detector_.record(call.name, call.arguments)) {
         return stop(StopReason::kRepeatedToolCall,
                     "the model called " + call.name + " with the same arguments " +
@@ -173,9 +178,9 @@ class Loop {
                              {"id", call.id},
                              {"name", call.name},
                              {"isError", outcome.is_error},
-                             {"content", sanitize_utf8(outcome.content)}});
+                             {"content", api::sanitize_utf8(outcome.content)}});
       results.tool_results.push_back(
-          {call.id, call.name, sanitize_utf8(outcome.content), outcome.is_error});
+          {call.id, call.name, api::sanitize_utf8(outcome.content), outcome.is_error});
     }
     messages_.push_back(std::move(results));
   }
@@ -216,7 +221,7 @@ class Loop {
       result_.pause_until = deps_.clock.now() + std::chrono::minutes(minutes);
       deps_.transcript.emit({{"event", "pause_heartbeats"},
                              {"minutes", minutes},
-                             {"pauseUntil", format_rfc3339(*result_.pause_until)}});
+                             {"pauseUntil", api::format_rfc3339_millis(*result_.pause_until)}});
       stop(StopReason::kPauseHeartbeats);
       return {"heartbeats paused for " + std::to_string(minutes) + " minutes", false};
     }
@@ -234,7 +239,8 @@ class Loop {
 
   const LoopConfig& config_;
   LoopDeps deps_;
-  RunResult result_;
+  api::RunResult result_;
+  double spent_cents_ = 0;  // written into result_.cost_cents
   std::vector<Message> messages_;
   RepeatedCallDetector detector_;
   bool stopped_ = false;
@@ -244,7 +250,7 @@ class Loop {
 }  // namespace
 
 int pause_minutes_from_arguments(const json& arguments) {
-  double minutes = kPauseMinutesDefault;
+  double minutes = api::kPauseMinutesDefault;
   auto it = arguments.find("minutes");
   if (it != arguments.end()) {
     if (it->is_number()) {
@@ -256,12 +262,13 @@ int pause_minutes_from_arguments(const json& arguments) {
       if (end != text.c_str() && *end == '\0') minutes = parsed;
     }
   }
-  if (!std::isfinite(minutes)) minutes = kPauseMinutesDefault;
-  minutes = std::clamp(std::round(minutes), double(kPauseMinutesMin), double(kPauseMinutesMax));
+  if (!std::isfinite(minutes)) minutes = api::kPauseMinutesDefault;
+  minutes =
+      std::clamp(std::round(minutes), double(api::kPauseMinutesMin), double(api::kPauseMinutesMax));
   return static_cast<int>(minutes);
 }
 
-RunResult run_agent_loop(const LoopConfig& config, LoopDeps deps) {
+api::RunResult run_agent_loop(const LoopConfig& config, LoopDeps deps) {
   return Loop(config, deps).run();
 }
 

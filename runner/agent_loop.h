@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "api/agent_types.h"
+#include "api/context_document.h"
+#include "api/run_result.h"
 #include "runner/clock.h"
-#include "runner/context_document.h"
 #include "runner/conversation.h"
 #include "runner/heartbeat.h"
-#include "runner/run_result.h"
 #include "runner/tool_runner.h"
 #include "runner/transcript.h"
 
@@ -25,7 +25,7 @@ struct LoopConfig {
   api::AgentType agent_type = api::kAgentTypeDefault;
   std::vector<ToolSpec> tools;  // offered (allowed and available)
   int max_tokens = 0;
-  Pricing pricing;
+  api::Pricing pricing;
   std::optional<double> budget_cents;  // per-run limit (min of per-run and month left)
   TimePoint wall_deadline;             // the Job's deadline less kDeadlineMargin
   std::string first_message;           // earlier outputs + heartbeat prompt
@@ -46,11 +46,11 @@ struct LoopDeps {
 };
 
 // pause_heartbeats' minutes: integer (or numeric string) clamped to
-// [kPauseMinutesMin, kPauseMinutesMax]; kPauseMinutesDefault when absent or
+// [api::kPauseMinutesMin, api::kPauseMinutesMax]; api::kPauseMinutesDefault when absent or
 // not a number.
 int pause_minutes_from_arguments(const nlohmann::json& arguments);
 
 // Never throws for model, tool or bound failures: they end up in the result.
-RunResult run_agent_loop(const LoopConfig& config, LoopDeps deps);
+api::RunResult run_agent_loop(const LoopConfig& config, LoopDeps deps);
 
 }  // namespace hb::runner

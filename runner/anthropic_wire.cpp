@@ -1,7 +1,7 @@
 #include "runner/anthropic_wire.h"
 
+#include "api/utf8.h"
 #include "runner/errors.h"
-#include "runner/text.h"
 #include "runner/wire_util.h"
 
 namespace hb::runner::anthropic {
@@ -134,9 +134,10 @@ std::string error_message(const std::string& body) {
     const json& error = doc["error"];
     std::string message = json_string(error, "message");
     std::string type = json_string(error, "type");
-    return truncate_utf8(type.empty() ? message : message + " (" + type + ")", kErrorBodyBytesMax);
+    return api::truncate_utf8(type.empty() ? message : message + " (" + type + ")",
+                              kErrorBodyBytesMax);
   }
-  return truncate_utf8(sanitize_utf8(body), kErrorBodyBytesMax);
+  return api::truncate_utf8(api::sanitize_utf8(body), kErrorBodyBytesMax);
 }
 
 }  // namespace hb::runner::anthropic

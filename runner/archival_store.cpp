@@ -5,7 +5,7 @@
 #include <cctype>
 #include <stdexcept>
 
-#include "runner/rfc3339.h"
+#include "api/rfc3339.h"
 
 namespace hb::runner {
 namespace {
@@ -107,7 +107,7 @@ void ArchivalStore::insert_passage(const std::string& content, const std::string
                       path_);
   statement.bind(1, content);
   statement.bind(2, run);
-  statement.bind(3, format_rfc3339(created));
+  statement.bind(3, api::format_rfc3339_millis(created));
   if (statement.step() != SQLITE_DONE) {
     throw std::runtime_error("archival store " + path_ + ": insert failed: " + statement.error());
   }

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-#include "runner/text.h"
+#include "api/utf8.h"
 
 namespace hb::runner {
 namespace {
@@ -18,27 +18,27 @@ std::string labels_of(const MemoryBlocks& blocks) {
   return out.empty() ? "(none)" : out;
 }
 
-MemoryEditError too_long(const MemoryBlock& block, const std::string& new_value, int room) {
-  return {"block \"" + block.label + "\" would have " + std::to_string(utf8_length(new_value)) +
-          " characters, over its limit of " + std::to_string(block.limit) + "; " +
-          std::to_string(room) + " characters of room are left. Shorten the text or replace " +
-          "older content first."};
+MemoryEditError too_long(const api::MemoryBlock& block, const std::string& new_value, int room) {
+  return {"block \"" + block.label + "\" would have " +
+          std::to_string(api::utf8_length(new_value)) + " characters, over its limit of " +
+          std::to_string(block.limit) + "; " + std::to_string(room) +
+          " characters of room are left. Shorten the text or replace " + "older content first."};
 }
 
 }  // namespace
 
-int block_chars(const MemoryBlock& block) {
-  return static_cast<int>(utf8_length(block.value));
+int block_chars(const api::MemoryBlock& block) {
+  return static_cast<int>(api::utf8_length(block.value));
 }
 
 MemoryEditResult apply_memory_edit(const MemoryBlocks& blocks, const MemoryEdit& edit) {
   auto it = std::find_if(blocks.begin(), blocks.end(),
-                         [&](const MemoryBlock& b) { return b.label == edit.label; });
+                         [&](const api::MemoryBlock& b) { return b.label == edit.label; });
   if (it == blocks.end()) {
     return MemoryEditError{"no memory block labelled \"" + edit.label +
                            "\"; blocks are: " + labels_of(blocks)};
   }
-  const MemoryBlock& block = *it;
+  const api::MemoryBlock& block = *it;
   int room = std::max(0, block.limit - block_chars(block));
   std::string new_value;
   if (edit.kind == MemoryEdit::Kind::kAppend) {
@@ -57,7 +57,7 @@ MemoryEditResult apply_memory_edit(const MemoryBlocks& blocks, const MemoryEdit&
     new_value = block.value;
     new_value.replace(pos, edit.old_content.size(), edit.content);
   }
-  if (static_cast<int>(utf8_length(new_value)) > block.limit)
+  if (static_cast<int>(api::utf8_length(new_value)) > block.limit)
     return too_long(block, new_value, room);
   MemoryBlocks out = blocks;
   out[static_cast<std::size_t>(it - blocks.begin())].value = std::move(new_value);
@@ -68,14 +68,15 @@ MemoryBlocks merge_memory_blocks(const MemoryBlocks& spec, const MemoryBlocks& s
   MemoryBlocks out;
   for (const auto& spec_block : spec) {
     auto it = std::find_if(stored.begin(), stored.end(),
-                           [&](const MemoryBlock& b) { return b.label == spec_block.label; });
-    MemoryBlock block = spec_block;
+                           [&](const api::MemoryBlock& b) { return b.label == spec_block.label; });
+    api::MemoryBlock block = spec_block;
     if (it != stored.end()) block.value = it->value;
     out.push_back(std::move(block));
   }
   for (const auto& stored_block : stored) {
-    auto it = std::find_if(spec.begin(), spec.end(),
-                           [&](const MemoryBlock& b) { return b.label == stored_block.label; });
+    auto it = std::find_if(spec.begin(), spec.end(), [&](const api::MemoryBlock& b) {
+      return b.label == stored_block.label;
+    });
     if (it == spec.end()) out.push_back(stored_block);
   }
   return out;
@@ -112,7 +113,7 @@ MemoryBlocks decode_memory_blocks(const std::string& text) {
     if (!item.is_object() || !item.contains("label") || !item["label"].is_string()) {
       throw std::runtime_error("memory ConfigMap key blocks.json has a block without a label");
     }
-    MemoryBlock block;
+    api::MemoryBlock block;
     block.label = item["label"].get<std::string>();
     block.value = item.value("value", std::string());
     block.limit = item.value("limit", 2000);

@@ -7,11 +7,11 @@
 #include <variant>
 #include <vector>
 
-#include "runner/context_document.h"
+#include "api/context_document.h"
 
 namespace hb::runner {
 
-using MemoryBlocks = std::vector<MemoryBlock>;
+using MemoryBlocks = std::vector<api::MemoryBlock>;
 
 struct MemoryEditError {
   std::string message;  // shown to the model as the tool error
@@ -33,7 +33,7 @@ using MemoryEditResult = std::variant<MemoryBlocks, MemoryEditError>;
 MemoryEditResult apply_memory_edit(const MemoryBlocks& blocks, const MemoryEdit& edit);
 
 // Characters used by a block's value (Unicode code points).
-int block_chars(const MemoryBlock& block);
+int block_chars(const api::MemoryBlock& block);
 
 // The blocks the heartbeat starts from: stored blocks (the agent's edits from
 // earlier heartbeats) win for values; the spec's blocks add missing labels and

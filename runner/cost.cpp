@@ -5,7 +5,7 @@
 
 namespace hb::runner {
 
-double cost_cents(const Usage& usage, const Pricing& pricing) {
+double cost_cents(const Usage& usage, const api::Pricing& pricing) {
   return (static_cast<double>(usage.input_tokens) * pricing.input_cents_per_million_tokens +
           static_cast<double>(usage.output_tokens) * pricing.output_cents_per_million_tokens) /
          1e6;
@@ -26,7 +26,7 @@ long long estimate_input_tokens(const ModelRequest& request) {
   return static_cast<long long>((bytes + kPromptBytesPerTokenMin - 1) / kPromptBytesPerTokenMin);
 }
 
-double worst_case_call_cents(const ModelRequest& request, const Pricing& pricing) {
+double worst_case_call_cents(const ModelRequest& request, const api::Pricing& pricing) {
   return cost_cents({estimate_input_tokens(request), request.max_tokens}, pricing);
 }
 

@@ -2,12 +2,12 @@
 // budget check.
 #pragma once
 
-#include "runner/context_document.h"
+#include "api/context_document.h"
 #include "runner/conversation.h"
 
 namespace hb::runner {
 
-double cost_cents(const Usage& usage, const Pricing& pricing);
+double cost_cents(const Usage& usage, const api::Pricing& pricing);
 
 // Upper estimate of a request's input tokens from its size: every byte of the
 // system prompt, messages and tool schemas, at kPromptBytesPerTokenMin bytes
@@ -15,6 +15,6 @@ double cost_cents(const Usage& usage, const Pricing& pricing);
 long long estimate_input_tokens(const ModelRequest& request);
 
 // The most the call can cost: estimated input plus max_tokens of output.
-double worst_case_call_cents(const ModelRequest& request, const Pricing& pricing);
+double worst_case_call_cents(const ModelRequest& request, const api::Pricing& pricing);
 
 }  // namespace hb::runner

@@ -45,11 +45,10 @@ long long Heartbeat::beats() const {
 }
 
 LeaseExtender::LeaseExtender(LeaseRenewer& renewer, std::chrono::seconds renew_interval,
-                             std::chrono::seconds lease_duration, Log log_warning,
-                             UsageSource usage)
+                             std::chrono::seconds stall_window, Log log_warning, UsageSource usage)
     : renewer_(renewer),
       interval_(renew_interval),
-      duration_(lease_duration),
+      stall_window_(stall_window),
       log_warning_(std::move(log_warning)),
       usage_(std::move(usage)) {}
 
@@ -69,7 +68,7 @@ void LeaseExtender::on_beat(TimePoint now) {
   }
   std::string error;
   try {
-    renewer_.renew(now, duration_, usage ? &*usage : nullptr);
+    renewer_.renew(now, stall_window_, usage ? &*usage : nullptr);
   } catch (const std::exception& e) {
     error = e.what();
   } catch (...) {

@@ -57,7 +57,7 @@ class LeaseExtender {
   using Log = std::function<void(const std::string&)>;
   using UsageSource = std::function<api::UsageReport()>;
   LeaseExtender(LeaseRenewer& renewer, std::chrono::seconds renew_interval,
-                std::chrono::seconds lease_duration, Log log_warning, UsageSource usage = {});
+                std::chrono::seconds stall_window, Log log_warning, UsageSource usage = {});
 
   // The Heartbeat callback. Renews when no attempt was made yet, when the
   // interval has passed since the last attempt, when the clock went
@@ -72,7 +72,7 @@ class LeaseExtender {
  private:
   LeaseRenewer& renewer_;
   std::chrono::seconds interval_;
-  std::chrono::seconds duration_;
+  std::chrono::seconds stall_window_;  // written as the Lease's leaseDurationSeconds
   Log log_warning_;
   UsageSource usage_;
   mutable std::mutex mutex_;

@@ -30,10 +30,10 @@ Millis attempt_timeout(Millis configured, Millis remaining) {
 
 }  // namespace
 
-std::string model_endpoint(Provider provider, const std::string& base_url) {
+std::string model_endpoint(api::Provider provider, const std::string& base_url) {
   std::string base = base_url;
   while (!base.empty() && base.back() == '/') base.pop_back();
-  return provider == Provider::kOpenAI ? base + "/chat/completions" : base + "/v1/messages";
+  return provider == api::Provider::kOpenAI ? base + "/chat/completions" : base + "/v1/messages";
 }
 
 HttpModelClient::HttpModelClient(HttpModelClientOptions options, http::Client& http, Clock& clock,
@@ -59,7 +59,7 @@ http::Request HttpModelClient::build(const ModelRequest& request,
   out.method = "POST";
   out.url = url_;
   out.headers.emplace_back("Content-Type", "application/json");
-  if (options_.provider == Provider::kOpenAI) {
+  if (options_.provider == api::Provider::kOpenAI) {
     if (!options_.api_key.empty())
       out.headers.emplace_back("Authorization", "Bearer " + options_.api_key);
     out.body = dump_json(openai::encode_request(request, field));
@@ -72,12 +72,12 @@ http::Request HttpModelClient::build(const ModelRequest& request,
 }
 
 ModelReply HttpModelClient::decode(const std::string& body) const {
-  return options_.provider == Provider::kOpenAI ? openai::decode_response(body)
-                                                : anthropic::decode_response(body);
+  return options_.provider == api::Provider::kOpenAI ? openai::decode_response(body)
+                                                     : anthropic::decode_response(body);
 }
 
 std::string HttpModelClient::describe_error(const http::Response& response) const {
-  std::string message = options_.provider == Provider::kOpenAI
+  std::string message = options_.provider == api::Provider::kOpenAI
                             ? openai::error_message(response.body)
                             : anthropic::error_message(response.body);
   // Never echo the key, even if a server does.
@@ -116,10 +116,11 @@ ModelReply HttpModelClient::complete(const ModelRequest& request) {
       if (response.status >= 200 && response.status < 300) return decode(response.body);
       last_status = response.status;
       last_error = describe_error(response);
-      if (options_.provider == Provider::kOpenAI && openai::is_insufficient_quota(response.body)) {
+      if (options_.provider == api::Provider::kOpenAI &&
+          openai::is_insufficient_quota(response.body)) {
         throw ProviderError(Kind::kQuota, response.status, last_error);
       }
-      if (options_.provider == Provider::kOpenAI && !field_switched &&
+      if (options_.provider == api::Provider::kOpenAI && !field_switched &&
           openai::rejects_token_limit_field(response.status, response.body, field)) {
         // Once per call, at once, not counted as a retry: the rejected request
         // was not run, so it has no usage to charge.

@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 
+#include "api/context_document.h"
 #include "kube/http.h"
 #include "runner/clock.h"
-#include "runner/context_document.h"
 #include "runner/conversation.h"
 #include "runner/openai_wire.h"
 #include "runner/transcript.h"
@@ -22,7 +22,7 @@
 namespace hb::runner {
 
 struct HttpModelClientOptions {
-  Provider provider = Provider::kOpenAI;
+  api::Provider provider = api::Provider::kOpenAI;
   std::string base_url;  // OpenAI: ".../v1"; Anthropic: without "/v1"
   std::string api_key;   // sent in a header only; never logged
   Millis call_timeout = std::chrono::duration_cast<Millis>(std::chrono::seconds(120));
@@ -34,7 +34,7 @@ struct HttpModelClientOptions {
 };
 
 // The endpoint URL for a provider and base URL.
-std::string model_endpoint(Provider provider, const std::string& base_url);
+std::string model_endpoint(api::Provider provider, const std::string& base_url);
 
 class HttpModelClient final : public ModelClient {
  public:

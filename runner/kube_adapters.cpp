@@ -1,7 +1,6 @@
 #include "runner/kube_adapters.h"
 
-#include <cstdio>
-
+#include "api/rfc3339.h"
 #include "kube/errors.h"
 #include "kube/resource.h"
 
@@ -12,21 +11,6 @@ constexpr const char* kBlocksKey = "blocks.json";
 constexpr const char* kAgentLabel = "heartbeat.dev/agent";
 
 }  // namespace
-
-std::string format_micro_time(TimePoint time) {
-  auto seconds = std::chrono::floor<std::chrono::seconds>(time);
-  auto micros = std::chrono::duration_cast<std::chrono::microseconds>(time - seconds).count();
-  auto days = std::chrono::floor<std::chrono::days>(seconds);
-  std::chrono::year_month_day ymd{days};
-  std::chrono::hh_mm_ss hms{seconds - days};
-  char buffer[48];
-  std::snprintf(buffer, sizeof buffer, "%04d-%02u-%02uT%02d:%02d:%02d.%06lldZ",
-                static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
-                static_cast<unsigned>(ymd.day()), static_cast<int>(hms.hours().count()),
-                static_cast<int>(hms.minutes().count()), static_cast<int>(hms.seconds().count()),
-                static_cast<long long>(micros));
-  return buffer;
-}
 
 KubeLeaseRenewer::KubeLeaseRenewer(kube::Client& client, std::string ns, std::string lease_name,
                                    std::string holder, std::string agent_name)
@@ -40,7 +24,7 @@ void KubeLeaseRenewer::renew(TimePoint now, std::chrono::seconds duration,
                              const api::UsageReport* usage) {
   nlohmann::json spec = {{"holderIdentity", holder_},
                          {"leaseDurationSeconds", duration.count()},
-                         {"renewTime", format_micro_time(now)}};
+                         {"renewTime", api::format_micro_time(now)}};
   nlohmann::json patch = {{"spec", spec}};
   if (usage != nullptr) {
     api::UsageReport named = *usage;
@@ -51,7 +35,7 @@ void KubeLeaseRenewer::renew(TimePoint now, std::chrono::seconds duration,
     client_.merge_patch(kube::resources::kLeases, ns_, name_, patch);
   } catch (const kube::ApiError& error) {
     if (error.kind() != kube::ErrorKind::kNotFound) throw;
-    spec["acquireTime"] = format_micro_time(now);
+    spec["acquireTime"] = api::format_micro_time(now);
     nlohmann::json lease = {
         {"apiVersion", "coordination.k8s.io/v1"},
         {"kind", "Lease"},

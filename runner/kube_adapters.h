@@ -10,9 +10,6 @@
 
 namespace hb::runner {
 
-// MicroTime as a Lease wants it: "2024-05-01T12:00:00.000000Z".
-std::string format_micro_time(TimePoint time);
-
 // Patches spec.renewTime (and holderIdentity, leaseDurationSeconds) of the
 // agent's Lease, and the usage report annotation (api/usage_report.h) with
 // this run's name; creates the Lease when it does not exist.

@@ -1,20 +1,15 @@
-// Every bound the runner enforces, with its unit in its name.
+// Every bound the runner alone enforces, with its unit in its name. The
+// bounds it shares with the operator are in api/contract_limits.h.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 
+#include "api/contract_limits.h"
+
 namespace hb::runner {
 
 using namespace std::chrono_literals;
-
-// Termination message (Kubernetes reads at most 4096 bytes of it).
-inline constexpr std::size_t kResultBytesMax = 4096;
-
-// pause_heartbeats (Kelpie ADR-010).
-inline constexpr int kPauseMinutesMin = 1;
-inline constexpr int kPauseMinutesMax = 60;
-inline constexpr int kPauseMinutesDefault = 2;
 
 // Model replies (and any wire JSON) nested deeper than this are malformed:
 // refused before the parser recurses into them.
@@ -30,9 +25,7 @@ inline constexpr int kRepeatedToolCallsMax = 3;
 // Stop this long before the Job's deadline so the result is always written.
 inline constexpr std::chrono::seconds kDeadlineMargin = 20s;
 
-// Model calls.
-inline constexpr int kMaxTokensDefault = 1024;
-inline constexpr int kMaxTokensMax = 200000;
+// Model calls (max_tokens bounds: api/contract_limits.h).
 inline constexpr std::chrono::seconds kModelCallTimeout = 120s;
 inline constexpr int kProviderRetriesMax = 4;  // retries after the first attempt
 inline constexpr std::chrono::milliseconds kRetryDelayInitial = 500ms;
@@ -50,18 +43,9 @@ inline constexpr std::size_t kShellOutputHeadBytes = 8 * 1024;
 inline constexpr std::size_t kShellOutputTailBytes = 8 * 1024;
 inline constexpr std::chrono::seconds kShellBeatInterval = 5s;
 
-// Heartbeat / Lease (LeaseExtender defaults).
-inline constexpr std::chrono::seconds kLeaseRenewIntervalDefault = 60s;
-inline constexpr std::chrono::seconds kLeaseDurationDefault = 300s;
-
 // Memory.
-inline constexpr int kCoreMemoryBlockLimitDefault = 2000;  // characters
-inline constexpr int kMemorySaveAttemptsMax = 3;           // on 409 Conflict
+inline constexpr int kMemorySaveAttemptsMax = 3;  // on 409 Conflict
 inline constexpr int kSearchResultsMax = 5;
 inline constexpr std::size_t kSearchResultBytesMax = 1000;  // per hit shown to the model
-
-// Context document.
-inline constexpr std::size_t kContextDocumentBytesMax = 1024 * 1024;
-inline constexpr std::size_t kRecentRunOutputBytesMax = 4000;  // per run, in the prompt
 
 }  // namespace hb::runner

@@ -23,12 +23,13 @@
 #include <string>
 #include <thread>
 
+#include "api/env_names.h"
+#include "api/exit_codes.h"
 #include "api/heartbeat_pod.h"
 #include "kube/client.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "runner/env_scrub.h"
-#include "runner/exit_codes.h"
 #include "runner/kube_adapters.h"
 #include "runner/runner_app.h"
 
@@ -98,8 +99,8 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(logger);
 
   runner::AppOptions options;
-  options.context_path = env_or("HEARTBEAT_CONTEXT_PATH", kContextPathDefault);
-  options.termination_path = env_or("HEARTBEAT_TERMINATION_PATH", kTerminationPathDefault);
+  options.context_path = env_or(api::kEnvContextPath, kContextPathDefault);
+  options.termination_path = env_or(api::kEnvTerminationPath, kTerminationPathDefault);
   std::string ca_file = env_or("HEARTBEAT_CA_FILE", "");
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -121,19 +122,19 @@ int main(int argc, char** argv) {
     } else {
       usage();
       logger->error("unknown argument {}", arg);
-      return runner::kExitConfigError;
+      return api::kExitConfigError;
     }
   }
   // The key stays in this process's heap only: scrubbed from the environment
   // block /proc/PID/environ shows, and the process is not dumpable (main's
   // first line), so no other process of the user can read its memory.
-  options.api_key = runner::take_secret_env(runner::kApiKeyEnv).value_or("");
+  options.api_key = runner::take_secret_env(api::kEnvApiKey).value_or("");
   options.tools_socket = env_or(api::kEnvToolsSocket, "");
   options.tools_local = options.tools_socket.empty() && env_or("HEARTBEAT_TOOLS_LOCAL", "") == "1";
 
   if (::pipe2(g_wake_pipe, O_CLOEXEC) != 0) {
     logger->error("cannot create the signal pipe: {}", std::strerror(errno));
-    return runner::kExitInternalError;
+    return api::kExitInternalError;
   }
   struct sigaction action {};
   action.sa_handler = on_sigterm;
@@ -153,12 +154,12 @@ int main(int argc, char** argv) {
       clock,
       std::cout,
       *http,
-      [&](const runner::ContextDocument& doc) -> std::unique_ptr<runner::LeaseRenewer> {
+      [&](const api::ContextDocument& doc) -> std::unique_ptr<runner::LeaseRenewer> {
         if (!kube_client || !doc.lease) return nullptr;
         return std::make_unique<runner::KubeLeaseRenewer>(
             *kube_client, doc.agent_namespace, doc.lease->name, doc.run.name, doc.agent_name);
       },
-      [&](const runner::ContextDocument& doc) -> std::unique_ptr<runner::MemoryStore> {
+      [&](const api::ContextDocument& doc) -> std::unique_ptr<runner::MemoryStore> {
         if (!kube_client) return nullptr;
         return std::make_unique<runner::KubeMemoryStore>(*kube_client, doc.agent_namespace,
                                                          doc.memory_config_map, doc.agent_name);

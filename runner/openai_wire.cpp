@@ -4,8 +4,8 @@
 #include <array>
 #include <cctype>
 
+#include "api/utf8.h"
 #include "runner/errors.h"
-#include "runner/text.h"
 #include "runner/wire_util.h"
 
 namespace hb::runner::openai {
@@ -221,12 +221,12 @@ std::string error_message(const std::string& body) {
       if (error.contains("code") && error["code"].is_string()) {
         detail += (detail.empty() ? "" : ", ") + error["code"].get<std::string>();
       }
-      return truncate_utf8(detail.empty() ? message : message + " (" + detail + ")",
-                           kErrorBodyBytesMax);
+      return api::truncate_utf8(detail.empty() ? message : message + " (" + detail + ")",
+                                kErrorBodyBytesMax);
     }
-    if (error.is_string()) return truncate_utf8(error.get<std::string>(), kErrorBodyBytesMax);
+    if (error.is_string()) return api::truncate_utf8(error.get<std::string>(), kErrorBodyBytesMax);
   }
-  return truncate_utf8(sanitize_utf8(body), kErrorBodyBytesMax);
+  return api::truncate_utf8(api::sanitize_utf8(body), kErrorBodyBytesMax);
 }
 
 bool is_insufficient_quota(const std::string& body) {

@@ -1,6 +1,6 @@
 #include "runner/output_capture.h"
 
-#include "runner/text.h"
+#include "api/utf8.h"
 
 namespace hb::runner {
 
@@ -18,13 +18,13 @@ void OutputCapture::append(std::string_view data) {
 
 std::string OutputCapture::text() const {
   std::string tail = tail_.size() > tail_max_ ? tail_.substr(tail_.size() - tail_max_) : tail_;
-  if (!truncated()) return sanitize_utf8(head_ + tail);
+  if (!truncated()) return api::sanitize_utf8(head_ + tail);
   std::size_t omitted = total_ - head_.size() - tail.size();
-  std::string head_part(utf8_prefix(head_, head_.size()));
-  std::string tail_part(utf8_suffix(tail, tail.size()));
+  std::string head_part(api::utf8_prefix(head_, head_.size()));
+  std::string tail_part(api::utf8_suffix(tail, tail.size()));
   // Cutting may have split a character at the seams; sanitize covers it.
-  return sanitize_utf8(head_part) + "\n[... " + std::to_string(omitted) + " bytes omitted ...]\n" +
-         sanitize_utf8(tail_part);
+  return api::sanitize_utf8(head_part) + "\n[... " + std::to_string(omitted) +
+         " bytes omitted ...]\n" + api::sanitize_utf8(tail_part);
 }
 
 }  // namespace hb::runner

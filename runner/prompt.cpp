@@ -1,12 +1,12 @@
 #include "runner/prompt.h"
 
+#include "api/rfc3339.h"
+#include "api/utf8.h"
 #include "runner/limits.h"
-#include "runner/rfc3339.h"
-#include "runner/text.h"
 
 namespace hb::runner {
 
-std::string render_system_prompt(const ContextDocument& doc, const MemoryBlocks& blocks,
+std::string render_system_prompt(const api::ContextDocument& doc, const MemoryBlocks& blocks,
                                  const std::vector<ToolSpec>& tools, TimePoint now) {
   std::string out;
   out.reserve(doc.persona.size() + 2048);
@@ -34,7 +34,7 @@ std::string render_system_prompt(const ContextDocument& doc, const MemoryBlocks&
     out += render_memory_blocks(blocks) + "\n";
   }
   out += "\n### This heartbeat\n";
-  out += "- time: " + format_rfc3339(now) + "\n";
+  out += "- time: " + api::format_rfc3339_millis(now) + "\n";
   out += "- run: " + doc.run.name + " (" + doc.run.invocation_source;
   if (!doc.run.trigger_detail.empty()) out += ": " + doc.run.trigger_detail;
   out += ")\n";
@@ -46,15 +46,16 @@ std::string render_system_prompt(const ContextDocument& doc, const MemoryBlocks&
   return out;
 }
 
-std::string render_heartbeat_message(const ContextDocument& doc) {
+std::string render_heartbeat_message(const api::ContextDocument& doc) {
   std::string out;
   if (!doc.recent_runs.empty()) {
+    // The operator writes them oldest first (api::ContextDocument::recent_runs).
     out += "Outputs of your earlier heartbeats (oldest first):\n";
     for (const auto& run : doc.recent_runs) {
       out += "--- " + (run.name.empty() ? std::string("run") : run.name);
       if (!run.finished_at.empty()) out += " at " + run.finished_at;
       if (!run.stop_reason.empty()) out += " (" + run.stop_reason + ")";
-      out += "\n" + truncate_utf8(run.output, kRecentRunOutputBytesMax) + "\n";
+      out += "\n" + api::truncate_utf8(run.output, api::kRecentRunOutputBytesMax) + "\n";
     }
     out += "---\n\n";
   }

@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "runner/context_document.h"
+#include "api/context_document.h"
 #include "runner/conversation.h"
 #include "runner/core_memory.h"
 
 namespace hb::runner {
 
-std::string render_system_prompt(const ContextDocument& doc, const MemoryBlocks& blocks,
+std::string render_system_prompt(const api::ContextDocument& doc, const MemoryBlocks& blocks,
                                  const std::vector<ToolSpec>& tools, TimePoint now);
 
-std::string render_heartbeat_message(const ContextDocument& doc);
+std::string render_heartbeat_message(const api::ContextDocument& doc);
 
 }  // namespace hb::runner

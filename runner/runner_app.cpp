@@ -3,15 +3,16 @@
 #include <fstream>
 #include <sstream>
 
+#include "api/exit_codes.h"
+#include "api/rfc3339.h"
 #include "runner/agent_loop.h"
 #include "runner/archival_store.h"
 #include "runner/errors.h"
-#include "runner/exit_codes.h"
 #include "runner/http_model_client.h"
 #include "runner/limits.h"
 #include "runner/memory_tools.h"
 #include "runner/prompt.h"
-#include "runner/rfc3339.h"
+#include "runner/stop_rules.h"
 #include "runner/tool_specs.h"
 #include "runner/toolbox.h"
 #include "runner/transcript.h"
@@ -25,6 +26,16 @@ std::string read_file(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// A document that does not parse is a configuration error (exit 78).
+api::ContextDocument read_context_document(const std::string& path) {
+  const std::string text = read_file(path);
+  try {
+    return api::parse_context_document_text(text);
+  } catch (const api::ContextDocumentError& error) {
+    throw ConfigError(error.what());
+  }
 }
 
 void write_result(const std::string& path, const std::string& text, AppDeps& deps) {
@@ -56,10 +67,10 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
     shell = std::make_unique<LocalShell>();
   }
   AppOutcome outcome;
-  RunResult& result = outcome.result;
+  api::RunResult& result = outcome.result;
   TimePoint started = deps.clock.now();
   try {
-    ContextDocument doc = parse_context_document_text(read_file(options.context_path));
+    api::ContextDocument doc = read_context_document(options.context_path);
     // Every log line from here on names the agent and the run.
     std::string prefix =
         "agent=" + doc.agent_namespace + "/" + doc.agent_name + " run=" + doc.run.name + " ";
@@ -67,8 +78,9 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
       if (*sink)
         *sink = [inner = *sink, prefix](const std::string& message) { inner(prefix + message); };
     }
-    if (doc.model.provider == Provider::kAnthropic && options.api_key.empty()) {
-      throw ConfigError(std::string("the Anthropic provider needs an API key in ") + kApiKeyEnv);
+    if (doc.model.provider == api::Provider::kAnthropic && options.api_key.empty()) {
+      throw ConfigError(std::string("the Anthropic provider needs an API key in ") +
+                        api::kEnvApiKey);
     }
     std::vector<std::string> notes;
 
@@ -78,7 +90,7 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
     if (doc.lease && deps.make_lease_renewer) renewer = deps.make_lease_renewer(doc);
     if (renewer) {
       extender = std::make_unique<LeaseExtender>(*renewer, doc.lease->renew_interval,
-                                                 doc.lease->duration, deps.log_warning,
+                                                 doc.lease->stall_window, deps.log_warning,
                                                  [&heartbeat] { return heartbeat.usage(); });
       heartbeat.add_callback(extender->callback());
     }
@@ -153,7 +165,7 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
                      {"provider", std::string(to_string(doc.model.provider))},
                      {"model", doc.model.model},
                      {"tools", tool_names},
-                     {"wallDeadline", format_rfc3339(config.wall_deadline)},
+                     {"wallDeadline", api::format_rfc3339_millis(config.wall_deadline)},
                      {"system", config.system_prompt()}});
     log(deps.log_info, "heartbeat started: type " + std::string(api::to_string(doc.agent_type)) +
                            ", " + std::to_string(offered.tools.size()) + " tools");
@@ -163,34 +175,35 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
     if (memory.saves() > 0) transcript.emit({{"event", "memory_saved"}, {"saves", memory.saves()}});
     if (archival) {
       try {
-        archival->record_run_output(doc.run.name, result.output, format_rfc3339(deps.clock.now()));
+        archival->record_run_output(doc.run.name, result.output,
+                                    api::format_rfc3339_millis(deps.clock.now()));
       } catch (const std::exception& error) {
         log(deps.log_warning,
             std::string("could not record the output for conversation_search: ") + error.what());
       }
     }
   } catch (const ConfigError& error) {
-    result = RunResult{};
-    result.stop_reason = StopReason::kConfigError;
+    result = api::RunResult{};
+    result.stop_reason = to_string(StopReason::kConfigError);
     result.error = error.what();
     result.started_at = started;
   } catch (const std::exception& error) {
-    result.stop_reason = StopReason::kInternalError;
+    result.stop_reason = to_string(StopReason::kInternalError);
     result.error = std::string("internal error: ") + error.what();
   }
   if (!result.finished_at) result.finished_at = deps.clock.now();
   if (!result.last_beat) result.last_beat = heartbeat.last_beat();
-  outcome.exit_code = exit_code_for(result.stop_reason);
-  outcome.result_json = render_result(result);
+  outcome.exit_code = api::exit_code_for(
+      api::parse_stop_reason(result.stop_reason).value_or(StopReason::kInternalError));
+  outcome.result_json = api::render_result(result);
   transcript.emit({{"event", "result"},
                    {"exitCode", outcome.exit_code},
                    {"result", nlohmann::json::parse(outcome.result_json)}});
   write_result(options.termination_path, outcome.result_json, deps);
-  std::string summary = "heartbeat finished: stopReason " +
-                        std::string(to_string(result.stop_reason)) + ", exit " +
+  std::string summary = "heartbeat finished: stopReason " + result.stop_reason + ", exit " +
                         std::to_string(outcome.exit_code);
   if (!result.error.empty()) summary += ", error: " + result.error;
-  log(outcome.exit_code == kExitFinished ? deps.log_info : deps.log_warning, summary);
+  log(outcome.exit_code == api::kExitFinished ? deps.log_info : deps.log_warning, summary);
   return outcome;
 }
 

@@ -10,23 +10,22 @@
 #include <string>
 #include <vector>
 
+#include "api/context_document.h"
+#include "api/env_names.h"
+#include "api/run_result.h"
 #include "kube/http.h"
 #include "runner/clock.h"
-#include "runner/context_document.h"
 #include "runner/heartbeat.h"
 #include "runner/memory_store.h"
-#include "runner/run_result.h"
 
 namespace hb::runner {
-
-inline constexpr const char* kApiKeyEnv = "HEARTBEAT_API_KEY";
 
 struct AppOptions {
   std::string context_path;
   std::string termination_path;  // empty: do not write
   std::string api_key;
   // Environment variables the shell tool must not pass on.
-  std::vector<std::string> secret_env = {kApiKeyEnv};
+  std::vector<std::string> secret_env = {api::kEnvApiKey};
   // Where the shell tool's commands run: the tools server's socket
   // (HEARTBEAT_TOOLS_SOCKET); else in this process when tools_local
   // (HEARTBEAT_TOOLS_LOCAL=1, development only); else nowhere.
@@ -42,8 +41,8 @@ struct AppDeps {
   http::Client& http;            // to the model provider
   // Each may return null (no Kubernetes access): no Lease renewal / memory
   // edits last only for this heartbeat.
-  std::function<std::unique_ptr<LeaseRenewer>(const ContextDocument&)> make_lease_renewer;
-  std::function<std::unique_ptr<MemoryStore>(const ContextDocument&)> make_memory_store;
+  std::function<std::unique_ptr<LeaseRenewer>(const api::ContextDocument&)> make_lease_renewer;
+  std::function<std::unique_ptr<MemoryStore>(const api::ContextDocument&)> make_memory_store;
   std::function<bool()> cancelled;
   std::function<void(const std::string&)> log_info;
   std::function<void(const std::string&)> log_warning;
@@ -52,7 +51,7 @@ struct AppDeps {
 
 struct AppOutcome {
   int exit_code = 0;
-  RunResult result;
+  api::RunResult result;
   std::string result_json;  // as written to the termination path
 };
 

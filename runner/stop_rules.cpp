@@ -5,36 +5,6 @@
 
 namespace hb::runner {
 
-std::string_view to_string(StopReason reason) {
-  switch (reason) {
-    case StopReason::kCompleted:
-      return "completed";
-    case StopReason::kMaxTokens:
-      return "max_tokens";
-    case StopReason::kPauseHeartbeats:
-      return "pause_heartbeats";
-    case StopReason::kMaxIterations:
-      return "max_iterations";
-    case StopReason::kBudget:
-      return "budget";
-    case StopReason::kDeadline:
-      return "deadline";
-    case StopReason::kRepeatedToolCall:
-      return "repeated_tool_call";
-    case StopReason::kCancelled:
-      return "cancelled";
-    case StopReason::kProviderError:
-      return "provider_error";
-    case StopReason::kConfigError:
-      return "config_error";
-    case StopReason::kInternalError:
-      return "internal_error";
-    case StopReason::kToolsUnavailable:
-      return "tools_unavailable";
-  }
-  return "internal_error";
-}
-
 std::string canonical_arguments(const std::string& arguments) {
   auto parsed = parse_json_or_discarded(arguments);
   if (parsed.is_discarded()) return arguments;

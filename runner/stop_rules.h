@@ -1,33 +1,17 @@
-// Why a heartbeat's loop ended, and the pure checks that end it.
+// The pure checks that end a heartbeat's loop (why it ended: api/stop_reason.h).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "api/stop_reason.h"
 #include "runner/clock.h"
 
 namespace hb::runner {
 
-enum class StopReason {
-  kCompleted,         // the model answered without calling a tool
-  kMaxTokens,         // the model's last answer was cut at max_tokens
-  kPauseHeartbeats,   // the model called pause_heartbeats
-  kMaxIterations,     // the agent type's model-call limit
-  kBudget,            // the next call's worst case could pass the run's budget
-  kDeadline,          // the wall deadline (the Job's, less kDeadlineMargin)
-  kRepeatedToolCall,  // the same tool and arguments kRepeatedToolCallsMax times in a row
-  kCancelled,         // SIGTERM (Job deleted, run cancelled, deadline)
-  kProviderError,     // the model provider failed after retries
-  kConfigError,       // the context document or environment is wrong
-  kInternalError,     // a bug
-  kToolsUnavailable,  // the tools container died or never answered
-};
-
-// Wire names in the result JSON: "completed", "max_tokens", "pause_heartbeats",
-// "max_iterations", "budget", "deadline", "repeated_tool_call", "cancelled",
-// "provider_error", "config_error", "internal_error", "tools_unavailable".
-std::string_view to_string(StopReason reason);
+// The reason a loop ended is part of the contract with the operator.
+using api::StopReason;
 
 // Counts identical consecutive tool calls (name plus canonical arguments).
 class RepeatedCallDetector {

@@ -75,9 +75,9 @@ ToolSpec tool_spec(std::string_view name) {
             "to do; the next heartbeat comes after the pause.",
             object_schema({{"minutes",
                             {{"type", "integer"},
-                             {"minimum", kPauseMinutesMin},
-                             {"maximum", kPauseMinutesMax},
-                             {"default", kPauseMinutesDefault},
+                             {"minimum", api::kPauseMinutesMin},
+                             {"maximum", api::kPauseMinutesMax},
+                             {"default", api::kPauseMinutesDefault},
                              {"description", "Minutes to pause heartbeats (1-60, default 2)."}}}},
                           json::array())};
   }

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "api/agent_types.h"
+#include "api/utf8.h"
 #include "runner/limits.h"
-#include "runner/text.h"
 
 namespace hb::runner {
 namespace {
@@ -36,7 +36,7 @@ std::string format_hits(const std::vector<SearchHit>& hits, bool with_run) {
     out += "[" + std::to_string(++index) + "]";
     if (with_run && !hit.run.empty()) out += " " + hit.run;
     if (!hit.created.empty()) out += " " + hit.created;
-    out += "\n" + truncate_utf8(hit.content, kSearchResultBytesMax) + "\n";
+    out += "\n" + api::truncate_utf8(hit.content, kSearchResultBytesMax) + "\n";
   }
   return out;
 }

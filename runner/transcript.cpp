@@ -1,12 +1,12 @@
 #include "runner/transcript.h"
 
-#include "runner/rfc3339.h"
+#include "api/rfc3339.h"
 #include "runner/wire_util.h"
 
 namespace hb::runner {
 
 void JsonLinesTranscript::emit(nlohmann::json event) {
-  nlohmann::json line = {{"time", format_rfc3339(clock_.now())}};
+  nlohmann::json line = {{"time", api::format_rfc3339_millis(clock_.now())}};
   line.update(event);
   std::string text = dump_json(line);
   std::lock_guard lock(mutex_);

@@ -30,10 +30,10 @@
 #include <string>
 #include <vector>
 
+#include "api/context_document.h"
+#include "api/rfc3339.h"
 #include "runner/agent_loop.h"
-#include "runner/context_document.h"
 #include "runner/prompt.h"
-#include "runner/rfc3339.h"
 #include "runner/stop_rules.h"
 #include "runner/tool_specs.h"
 #include "runner/transcript.h"
@@ -123,8 +123,8 @@ class RunnerHarness {
         {"run",
          {{"name", "bench-1"},
           {"invocationSource", "manual"},
-          {"deadline",
-           hb::runner::format_rfc3339(std::chrono::system_clock::now() + std::chrono::hours(1))}}}};
+          {"deadline", hb::api::format_rfc3339_millis(std::chrono::system_clock::now() +
+                                                      std::chrono::hours(1))}}}};
     for (int i = 0; i < 3; ++i) {
       context["recentRuns"].push_back({{"name", "bench-0" + std::to_string(i)},
                                        {"stopReason", "completed"},
@@ -279,7 +279,7 @@ std::vector<double> in_process_loop_per_step_ms(const std::string& context_text,
       return {"exit_code: 0\nok", false};
     }
   } tools;
-  ContextDocument doc = parse_context_document_text(context_text);
+  hb::api::ContextDocument doc = hb::api::parse_context_document_text(context_text);
   SystemClock clock;
   std::ofstream devnull("/dev/null");
   JsonLinesTranscript transcript(devnull, clock);
@@ -306,10 +306,12 @@ std::vector<double> in_process_loop_per_step_ms(const std::string& context_text,
       return render_system_prompt(doc, doc.memory_blocks, offered, clock.now());
     };
     auto started = Steady::now();
-    RunResult result = run_agent_loop(config, {model, tools, clock, heartbeat, transcript});
+    hb::api::RunResult result =
+        run_agent_loop(config, {model, tools, clock, heartbeat, transcript});
     double elapsed = ms_between(started, Steady::now());
     if (result.iterations != kStepsPerRun) {
-      std::fprintf(stderr, "warning: in-process loop ran %d steps\n", result.iterations);
+      std::fprintf(stderr, "warning: in-process loop ran %lld steps\n",
+                   static_cast<long long>(result.iterations));
       continue;
     }
     per_step.push_back(elapsed / kStepsPerRun);

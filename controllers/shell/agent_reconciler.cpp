@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "api/utf8.h"
 #include "controllers/job_pods.h"
 #include "controllers/names.h"
 #include "controllers/schedule/utc_time.h"
@@ -265,25 +266,25 @@ void AgentReconciler::record_event(const Json& agent, const Json* run, const Eve
   char suffix[17];
   std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
   const std::string stamp = schedule::format_rfc3339(now);
-  Json object = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata",
-       {{"name", truncate_utf8(name_of(target), 200) + "." + suffix}, {"namespace", ns}}},
-      {"involvedObject",
-       {{"apiVersion", std::string(kApiVersion)},
-        {"kind", run != nullptr ? std::string(kRunKind) : std::string(kAgentKind)},
-        {"name", name_of(target)},
-        {"namespace", ns},
-        {"uid", string_at(target, "metadata/uid")}}},
-      {"reason", event.reason},
-      {"message", truncate_utf8(event.message, kEventMessageBytesMax)},
-      {"type", event.warning ? "Warning" : "Normal"},
-      {"source", {{"component", "heartbeat-operator"}}},
-      {"reportingComponent", "heartbeat-operator"},
-      {"firstTimestamp", stamp},
-      {"lastTimestamp", stamp},
-      {"count", 1}};
+  Json object = {{"apiVersion", "v1"},
+                 {"kind", "Event"},
+                 {"metadata",
+                  {{"name", std::string(api::utf8_prefix(name_of(target), 200)) + "." + suffix},
+                   {"namespace", ns}}},
+                 {"involvedObject",
+                  {{"apiVersion", std::string(kApiVersion)},
+                   {"kind", run != nullptr ? std::string(kRunKind) : std::string(kAgentKind)},
+                   {"name", name_of(target)},
+                   {"namespace", ns},
+                   {"uid", string_at(target, "metadata/uid")}}},
+                 {"reason", event.reason},
+                 {"message", std::string(api::utf8_prefix(event.message, kEventMessageBytesMax))},
+                 {"type", event.warning ? "Warning" : "Normal"},
+                 {"source", {{"component", "heartbeat-operator"}}},
+                 {"reportingComponent", "heartbeat-operator"},
+                 {"firstTimestamp", stamp},
+                 {"lastTimestamp", stamp},
+                 {"count", 1}};
   try {
     client_->create(res::kEvents, ns, object);
     count_write(kWriteEvent);
@@ -432,7 +433,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   RunTimeouts timeouts;
   timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
   timeouts.grace = std::chrono::seconds(spec.grace_seconds);
-  timeouts.stall = std::max(config_.job.lease_duration, kLeaseDurationMin);
+  timeouts.stall_window = std::max(config_.job.stall_window, api::kRunStallWindowMin);
   const std::optional<Json> lease = view_.lease(ns, lease_name_for_agent(name));
 
   // Observe every run.

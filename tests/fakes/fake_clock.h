@@ -5,14 +5,14 @@
 #include <mutex>
 #include <vector>
 
+#include "api/rfc3339.h"
 #include "runner/clock.h"
-#include "runner/rfc3339.h"
 
 namespace hb::fakes {
 
 class FakeClock final : public runner::Clock {
  public:
-  explicit FakeClock(runner::TimePoint start = *runner::parse_rfc3339("2024-05-01T12:00:00Z"))
+  explicit FakeClock(runner::TimePoint start = *api::parse_rfc3339("2024-05-01T12:00:00Z"))
       : now_(start) {}
 
   runner::TimePoint now() const override {

@@ -2,7 +2,9 @@
 
 #include <cstdio>
 
+#include "api/exit_codes.h"
 #include "api/heartbeat_pod.h"
+#include "api/run_result.h"
 #include "api/usage_report.h"
 #include "controllers/job_pods.h"
 #include "controllers/json_util.h"
@@ -21,7 +23,9 @@ constexpr auto kPodStartDelayMax = 3000ms;
 constexpr auto kRunnerBeatEvery = 10s;
 constexpr auto kRunnerWorkMax = 90s;
 constexpr auto kPodDeleteGrace = 1s;
-constexpr auto kStallAfter = 5s;  // a stalling runner's last beat comes this soon
+constexpr auto kStallAfter = 5s;
+constexpr int kExitSigkill =
+    api::kExitSignalBase + 9;  // a stalling runner's last beat comes this soon
 // Pricing every simulated Agent declares (cents per million tokens).
 constexpr double kInputCentsPerMillion = 15, kOutputCentsPerMillion = 60;
 
@@ -186,7 +190,8 @@ void Node::advance(const std::string& key, Runner& r, TimePoint now) {
   std::optional<Json> pod = server_.object("pods", key.substr(0, slash), key.substr(slash + 1));
   if (!pod) return;
   if ((*pod)["metadata"].contains("deletionTimestamp")) {
-    if (!r.finished) terminate(*pod, r, 143, result_message(r, 143), now);
+    if (!r.finished)
+      terminate(*pod, r, api::kExitCancelled, result_message(r, api::kExitCancelled), now);
     if (!r.finalize_at) r.finalize_at = now + kPodDeleteGrace;
     return;
   }
@@ -213,42 +218,44 @@ void Node::advance(const std::string& key, Runner& r, TimePoint now) {
   if (r.behaviour == RunnerBehaviour::kStalls || now < r.ends_at) return;
   int exit_code = 0;
   if (r.behaviour == RunnerBehaviour::kFails) exit_code = 1;
-  if (r.behaviour == RunnerBehaviour::kKilled) exit_code = 137;
+  if (r.behaviour == RunnerBehaviour::kKilled) exit_code = kExitSigkill;
   terminate(*pod, r, exit_code, result_message(r, exit_code), now);
 }
 
+// The real runner's result, rendered by the one render function; a forging
+// runner writes what it likes instead.
 std::string Node::result_message(const Runner& r, int exit_code) {
-  if (exit_code == 137) return "";  // SIGKILL: the runner wrote nothing
-  const double cents =
+  if (exit_code == kExitSigkill) return "";  // the runner wrote nothing
+  api::RunResult result;
+  result.stop_reason = exit_code == api::kExitFinished ? "done" : "error";
+  result.input_tokens = r.input_tokens;
+  result.output_tokens = r.output_tokens;
+  result.cost_cents =
       (r.input_tokens * kInputCentsPerMillion + r.output_tokens * kOutputCentsPerMillion) / 1e6;
-  Json usage = {{"inputTokens", r.input_tokens},
-                {"outputTokens", r.output_tokens},
-                {"llmCalls", 3},
-                {"toolCalls", 2},
-                {"iterations", 3},
-                {"costCents", cents}};
-  Json result = {{"stopReason", exit_code == 0 ? "done" : "error"},
-                 {"usage", usage},
-                 {"output", "simulated heartbeat of " + r.run}};
+  result.llm_calls = 3;
+  result.tool_calls = 2;
+  result.iterations = 3;
+  result.output = "simulated heartbeat of " + r.run;
   if (r.behaviour == RunnerBehaviour::kPauses) {
-    result["pauseMinutes"] = std::uniform_int_distribution<int>(1, 45)(rng_);
+    result.pause_minutes = std::uniform_int_distribution<int>(1, 45)(rng_);
   }
-  if (r.behaviour != RunnerBehaviour::kForges) return result.dump();
+  if (r.behaviour != RunnerBehaviour::kForges) return api::render_result(result);
+  Json forged = api::result_to_json(result);
   switch (std::uniform_int_distribution<int>(0, 4)(rng_)) {
     case 0:
       return "{\"usage\": not json";
     case 1:
-      result["usage"]["inputTokens"] = 1000000000000000LL;  // bill someone else's month
-      return result.dump();
+      forged["usage"]["inputTokens"] = 1000000000000000LL;  // bill someone else's month
+      return forged.dump();
     case 2:
-      result["usage"]["inputTokens"] = -5000000;  // a refund
-      return result.dump();
+      forged["usage"]["inputTokens"] = -5000000;  // a refund
+      return forged.dump();
     case 3:
-      result["usage"]["costCents"] = 0;  // "it was free"
-      return result.dump();
+      forged["usage"]["costCents"] = 0;  // "it was free"
+      return forged.dump();
     default:
-      result["output"] = std::string(5000, 'x');  // past the 4096-byte limit
-      return result.dump();
+      forged["output"] = std::string(5000, 'x');  // past the 4096-byte limit
+      return forged.dump();
   }
 }
 
@@ -260,7 +267,7 @@ void Node::terminate(Json pod, Runner& r, int exit_code, const std::string& mess
                      {"startedAt", format_rfc3339(r.running_at)},
                      {"finishedAt", format_rfc3339(now)}};
   // The kubelet keeps at most 4096 bytes of a termination message.
-  if (!message.empty()) terminated["message"] = message.substr(0, 4096);
+  if (!message.empty()) terminated["message"] = message.substr(0, api::kTerminationMessageBytesMax);
   pod["status"]["phase"] = exit_code == 0 ? "Succeeded" : "Failed";
   pod["status"]["containerStatuses"] = Json::array({{{"name", api::kRunnerContainerName},
                                                      {"ready", false},

@@ -141,7 +141,7 @@ void World::start_operator() {
       make_feed, cache_options, [op](const std::string& key) { op->queue.add(key); });
   controllers::describe_operator_metrics(op->metrics);
   controllers::ReconcilerConfig config;
-  config.job.lease_duration = kStallWindow;
+  config.job.stall_window = kStallWindow;
   op->reconciler = std::make_unique<controllers::AgentReconciler>(
       client_over(operator_transport_), *op->cache, config, op->metrics,
       [this] { return operator_now(); }, [this] { return steady_now(); });
@@ -160,19 +160,23 @@ void World::crash_operator() {
 // The operator's own worker step (operator/reconcile_workers.h), on one thread.
 void World::drain_queue() {
   std::atomic<int> active{0};
-  operator_::ReconcileWorkerDeps deps{
-      op_->queue,
-      [this](const std::string& ns, const std::string& name) {
-        ++report_.reconciles;
-        try {
-          return op_->reconciler->reconcile(ns, name);
-        } catch (const std::exception& e) {
-          ++report_.reconcile_errors;
-          if (options_.verbose) spdlog::info("sim reconcile {}/{} failed: {}", ns, name, e.what());
-          throw;
-        }
-      },
-      op_->metrics, "agent", active, [this] { return steady_now(); }};
+  operator_::ReconcileWorkerDeps deps{op_->queue,
+                                      [this](const std::string& ns, const std::string& name) {
+                                        ++report_.reconciles;
+                                        try {
+                                          return op_->reconciler->reconcile(ns, name);
+                                        } catch (const std::exception& e) {
+                                          ++report_.reconcile_errors;
+                                          if (options_.verbose)
+                                            spdlog::info("sim reconcile {}/{} failed: {}", ns, name,
+                                                         e.what());
+                                          throw;
+                                        }
+                                      },
+                                      op_->metrics,
+                                      "agent",
+                                      active,
+                                      [this] { return steady_now(); }};
   for (int i = 0; i < kReconcilesPerInstantMax; ++i) {
     if (!operator_::process_ready_key(deps)) return;
   }

@@ -5,11 +5,11 @@
 #include <cmath>
 
 #include "api/heartbeat_pod.h"
+#include "api/rfc3339.h"
 #include "controllers/json_util.h"
 #include "controllers/names.h"
 #include "controllers/schedule/utc_time.h"
 #include "kube/errors.h"
-#include "operator/leader_election.h"
 
 namespace hb::testing {
 
@@ -114,10 +114,9 @@ void FakeKubelet::beat(const json& pod) {
   const json* annotations = controllers::find_path(pod, "metadata/annotations");
   if (annotations == nullptr || !annotations->contains(controllers::kAnnotationAgentName)) return;
   const std::string agent_name = (*annotations)[controllers::kAnnotationAgentName];
-  const json patch = {
-      {"spec",
-       {{"holderIdentity", controllers::string_at(pod, "metadata/name")},
-        {"renewTime", operator_::format_micro_time(std::chrono::system_clock::now())}}}};
+  const json patch = {{"spec",
+                       {{"holderIdentity", controllers::string_at(pod, "metadata/name")},
+                        {"renewTime", api::format_micro_time(std::chrono::system_clock::now())}}}};
   client_->merge_patch(kube::resources::kLeases, ns_, controllers::lease_name_for_agent(agent_name),
                        patch);
 }

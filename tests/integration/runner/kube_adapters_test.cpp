@@ -138,23 +138,23 @@ TEST_F(RunnerKubeTest, RenewerCreatesAMissingLeaseThenRenewsIt) {
   Json first = lease();
   EXPECT_EQ(first["spec"]["holderIdentity"], kRun);
   EXPECT_EQ(first["spec"]["leaseDurationSeconds"], 300);
-  EXPECT_EQ(first["spec"]["renewTime"], format_micro_time(t0));
-  EXPECT_EQ(first["spec"]["acquireTime"], format_micro_time(t0));
+  EXPECT_EQ(first["spec"]["renewTime"], api::format_micro_time(t0));
+  EXPECT_EQ(first["spec"]["acquireTime"], api::format_micro_time(t0));
   EXPECT_EQ(first["metadata"]["labels"]["heartbeat.dev/agent"], kAgent);
 
   TimePoint t1 = t0 + 1500ms;
   renewer.renew(t1, 120s, nullptr);
   Json second = lease();
-  EXPECT_EQ(second["spec"]["renewTime"], format_micro_time(t1));
+  EXPECT_EQ(second["spec"]["renewTime"], api::format_micro_time(t1));
   EXPECT_EQ(second["spec"]["leaseDurationSeconds"], 120);
-  EXPECT_EQ(second["spec"]["acquireTime"], format_micro_time(t0)) << "a renewal keeps it";
+  EXPECT_EQ(second["spec"]["acquireTime"], api::format_micro_time(t0)) << "a renewal keeps it";
   EXPECT_NE(second["metadata"]["resourceVersion"], first["metadata"]["resourceVersion"]);
 
   // The next run of the agent takes the Lease over.
   KubeLeaseRenewer next(*admin_, ns_, lease_name(), "scout-run-2", kAgent);
   next.renew(t1 + 60s, 300s, nullptr);
   EXPECT_EQ(lease()["spec"]["holderIdentity"], "scout-run-2");
-  EXPECT_EQ(lease()["spec"]["renewTime"], format_micro_time(t1 + 60s));
+  EXPECT_EQ(lease()["spec"]["renewTime"], api::format_micro_time(t1 + 60s));
 }
 
 TEST_F(RunnerKubeTest, BeatsRenewTheOperatorsLeaseAtMostOncePerInterval) {
@@ -172,20 +172,20 @@ TEST_F(RunnerKubeTest, BeatsRenewTheOperatorsLeaseAtMostOncePerInterval) {
 
   heartbeat.beat();
   EXPECT_EQ(lease()["spec"]["holderIdentity"], kRun);
-  EXPECT_EQ(lease()["spec"]["renewTime"], format_micro_time(t0));
+  EXPECT_EQ(lease()["spec"]["renewTime"], api::format_micro_time(t0));
   EXPECT_EQ(lease()["spec"]["leaseDurationSeconds"], 300);
 
   clock.jump(10s);
   heartbeat.beat();  // within the interval: no request
-  EXPECT_EQ(lease()["spec"]["renewTime"], format_micro_time(t0));
+  EXPECT_EQ(lease()["spec"]["renewTime"], api::format_micro_time(t0));
 
   clock.jump(55s);
   heartbeat.beat();
-  EXPECT_EQ(lease()["spec"]["renewTime"], format_micro_time(t0 + 65s));
+  EXPECT_EQ(lease()["spec"]["renewTime"], api::format_micro_time(t0 + 65s));
 
   clock.jump(-30s);  // the clock went backwards: renew at once
   heartbeat.beat();
-  EXPECT_EQ(lease()["spec"]["renewTime"], format_micro_time(t0 + 35s));
+  EXPECT_EQ(lease()["spec"]["renewTime"], api::format_micro_time(t0 + 35s));
 
   EXPECT_EQ(extender.attempts(), 3);
   EXPECT_EQ(extender.failures(), 0);
@@ -223,7 +223,7 @@ TEST_F(RunnerKubeTest, RenewalErrorsAreLoggedAndNeverFailTheRun) {
   clock.jump(61s);
   heartbeat.beat();
   EXPECT_EQ(extender.failures(), 1);
-  EXPECT_EQ(lease()["spec"]["renewTime"], format_micro_time(clock.now()));
+  EXPECT_EQ(lease()["spec"]["renewTime"], api::format_micro_time(clock.now()));
 
   // A Lease the Role does not name: the PATCH itself is Forbidden.
   KubeLeaseRenewer other(*client, ns_, "someone-elses-lease", kRun, kAgent);

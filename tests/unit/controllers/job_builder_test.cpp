@@ -113,7 +113,7 @@ TEST(JobBuilder, ContextAsAnnotationWhenItFitsElseConfigMap) {
             "metadata.annotations['heartbeat.dev/context']");
   const std::string big(kContextAnnotationBytesMax + 1, 'x');
   EXPECT_TRUE(build_job(r, a, big, config).context_config_map);
-  EXPECT_THROW(build_job(r, a, std::string(kContextDocumentBytesMax + 1, 'x'), config),
+  EXPECT_THROW(build_job(r, a, std::string(api::kContextDocumentBytesMax + 1, 'x'), config),
                std::invalid_argument);
 }
 
@@ -206,8 +206,10 @@ TEST(ContextDocument, CarriesWhatTheRunnerReads) {
   EXPECT_EQ(doc["heartbeat"]["prompt"], "Heartbeat.");
   EXPECT_EQ(doc["budget"]["perRunCents"], 5);
   EXPECT_EQ(doc["budget"]["monthRemainingCents"], 379.5);
-  ASSERT_EQ(doc["recentRuns"].size(), 3u);  // contextRuns default 3, newest first
-  EXPECT_EQ(doc["recentRuns"][0]["name"], "old-4");
+  // contextRuns default 3: the newest three, oldest first.
+  ASSERT_EQ(doc["recentRuns"].size(), 3u);
+  EXPECT_EQ(doc["recentRuns"][0]["name"], "old-2");
+  EXPECT_EQ(doc["recentRuns"][2]["name"], "old-4");
   EXPECT_EQ(doc["run"]["name"], "bot-1");
   EXPECT_EQ(doc["run"]["invocationSource"], "callback");
   EXPECT_EQ(doc["run"]["triggerDetail"], "webhook");

@@ -2,7 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "runner/rfc3339.h"
+#include "api/rfc3339.h"
+#include "runner/stop_rules.h"
 #include "runner/tool_specs.h"
 #include "tests/fakes/fake_clock.h"
 #include "tests/fakes/scripted_model.h"
@@ -50,7 +51,9 @@ struct Harness {
     config.first_message = "heartbeat";
     config.system_prompt = [this] { return "system #" + std::to_string(++prompts_rendered); };
   }
-  RunResult run() { return run_agent_loop(config, {model, tools, clock, heartbeat, transcript}); }
+  api::RunResult run() {
+    return run_agent_loop(config, {model, tools, clock, heartbeat, transcript});
+  }
 };
 
 TEST(AgentLoop, ToolsGoneForGoodStopsTheLoop) {
@@ -59,8 +62,8 @@ TEST(AgentLoop, ToolsGoneForGoodStopsTheLoop) {
   h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})", "c1"));
   h.model.push(ScriptedModel::text("never asked"));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kToolsUnavailable);
-  EXPECT_EQ(to_string(result.stop_reason), "tools_unavailable");
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kToolsUnavailable));
+  EXPECT_EQ(result.stop_reason, "tools_unavailable");
   EXPECT_EQ(result.llm_calls, 1);
   EXPECT_NE(result.error.find("did not answer"), std::string::npos);
 }
@@ -70,7 +73,7 @@ TEST(AgentLoop, DeeplyNestedToolArgumentsAreRefusedNotParsed) {
   h.model.push(ScriptedModel::call("shell", std::string(100000, '['), "c1"));
   h.model.push(ScriptedModel::text("ok"));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kCompleted));
   EXPECT_TRUE(h.tools.calls.empty());
   EXPECT_NE(
       h.transcript.events("tool_result").back()["content"].get<std::string>().find("nested deeper"),
@@ -84,13 +87,13 @@ TEST(AgentLoop, MultiStepToolLoopThenAnswer) {
       ScriptedModel::call("core_memory_append", R"({"label":"human","content":"x"})", "c2"));
   h.model.push(ScriptedModel::text("All done."));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kCompleted));
   EXPECT_EQ(result.output, "All done.");
   EXPECT_EQ(result.iterations, 3);
   EXPECT_EQ(result.llm_calls, 3);
   EXPECT_EQ(result.tool_calls, 2);
-  EXPECT_EQ(result.usage.input_tokens, 300);
-  EXPECT_NEAR(result.cost_cents, 360 * 100 / 1e6, 1e-12);
+  EXPECT_EQ(result.input_tokens, 300);
+  EXPECT_NEAR(*result.cost_cents, 360 * 100 / 1e6, 1e-12);
   ASSERT_EQ(h.tools.calls.size(), 2u);
   EXPECT_EQ(h.tools.calls[0].second["command"], "ls");
   // The third request carries the whole conversation, each call answered.
@@ -118,7 +121,7 @@ TEST(AgentLoop, PauseHeartbeatsEndsTheLoopAtOnce) {
   };
   h.model.push(step);
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kPauseHeartbeats);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kPauseHeartbeats));
   EXPECT_EQ(result.pause_minutes, 15);
   EXPECT_EQ(result.pause_until, h.clock.now() + 15min);
   EXPECT_TRUE(h.tools.calls.empty()) << "calls after pause_heartbeats are not run";
@@ -153,7 +156,7 @@ TEST(AgentLoop, ArgumentsWithAnOutOfRangeNumberAreAnsweredWithAToolError) {
   h.model.push(ScriptedModel::call("shell", R"({"command": "ls", "x": 1e999})", "big"));
   h.model.push(ScriptedModel::text("sorry"));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kCompleted));
   EXPECT_TRUE(h.tools.calls.empty());
   const auto& answer = h.model.requests()[1].messages[2].tool_results[0];
   EXPECT_TRUE(answer.is_error);
@@ -166,7 +169,7 @@ TEST(AgentLoop, MalformedArgumentsAreAnsweredWithAToolError) {
   h.model.push(ScriptedModel::call("shell", R"([1,2])", "array"));
   h.model.push(ScriptedModel::text("sorry"));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kCompleted));
   EXPECT_TRUE(h.tools.calls.empty());
   const auto& answer = h.model.requests()[1].messages[2].tool_results[0];
   EXPECT_TRUE(answer.is_error);
@@ -183,7 +186,7 @@ TEST(AgentLoop, ForbiddenToolIsRefusedLoggedAndNeverRun) {
   h.model.push(ScriptedModel::call("pause_heartbeats", R"({"minutes":5})"));
   h.model.push(ScriptedModel::text("ok"));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kCompleted));
   EXPECT_FALSE(result.pause_minutes.has_value()) << "react agents cannot pause";
   EXPECT_TRUE(h.tools.calls.empty());
   EXPECT_EQ(h.model.requests()[0].tools.size(), 1u) << "only shell offered";
@@ -212,7 +215,7 @@ TEST(AgentLoop, IterationLimitOfTheType) {
     h.model.push(
         ScriptedModel::call("shell", R"({"command":"echo )" + std::to_string(i) + R"("})"));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kMaxIterations);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kMaxIterations));
   EXPECT_EQ(result.iterations, 5);
   EXPECT_EQ(h.model.requests().size(), 5u);
 
@@ -232,9 +235,9 @@ TEST(AgentLoop, BudgetStopsBeforeACallThatCouldPassIt) {
   h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})", "c1", 900, 10));
   h.model.push(ScriptedModel::text("unreached"));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kBudget);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kBudget));
   EXPECT_EQ(result.llm_calls, 1);
-  EXPECT_DOUBLE_EQ(result.cost_cents, 910);
+  EXPECT_DOUBLE_EQ(*result.cost_cents, 910);
   auto stop = h.transcript.events("budget_stop");
   ASSERT_EQ(stop.size(), 1u);
   EXPECT_GT(stop[0]["spentCents"].get<double>() + stop[0]["nextCallWorstCents"].get<double>(),
@@ -245,7 +248,7 @@ TEST(AgentLoop, BudgetTooSmallForTheFirstCallMakesNoCall) {
   Harness h;
   h.config.budget_cents = 0.0001;
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kBudget);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kBudget));
   EXPECT_EQ(result.llm_calls, 0);
   EXPECT_TRUE(h.model.requests().empty());
 }
@@ -254,7 +257,7 @@ TEST(AgentLoop, RepeatedIdenticalCallStops) {
   Harness h;
   for (int i = 0; i < 3; ++i) h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})"));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kRepeatedToolCall);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kRepeatedToolCall));
   EXPECT_EQ(h.tools.calls.size(), 2u) << "the third identical call is not run";
   EXPECT_NE(result.error.find("3 times in a row"), std::string::npos);
 }
@@ -266,7 +269,7 @@ TEST(AgentLoop, WallDeadlineStopsBeforeTheNextCall) {
   h.model.push(ScriptedModel::call("shell", R"({"command":"b"})"));
   h.model.push(ScriptedModel::text("unreached"));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kDeadline);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kDeadline));
   EXPECT_EQ(result.llm_calls, 2);
 }
 
@@ -277,9 +280,9 @@ TEST(AgentLoop, ProviderErrorEndsTheRunWithUsageSoFar) {
     throw ProviderError(ProviderError::Kind::kHttpStatus, 401, "HTTP 401: invalid x-api-key");
   });
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kProviderError);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kProviderError));
   EXPECT_NE(result.error.find("401"), std::string::npos);
-  EXPECT_EQ(result.usage.input_tokens, 100);
+  EXPECT_EQ(result.input_tokens, 100);
 }
 
 TEST(AgentLoop, MaxTokensAnswerIsReported) {
@@ -287,7 +290,7 @@ TEST(AgentLoop, MaxTokensAnswerIsReported) {
   auto reply = ScriptedModel::text("cut off");
   reply.finish = ModelReply::Finish::kMaxTokens;
   h.model.push(reply);
-  EXPECT_EQ(h.run().stop_reason, StopReason::kMaxTokens);
+  EXPECT_EQ(h.run().stop_reason, to_string(StopReason::kMaxTokens));
 }
 
 TEST(AgentLoop, CancelledBetweenSteps) {
@@ -296,7 +299,7 @@ TEST(AgentLoop, CancelledBetweenSteps) {
   h.config.cancelled = [&] { return ++polls > 1; };
   h.model.push(ScriptedModel::call("shell", R"({"command":"a"})"));
   auto result = h.run();
-  EXPECT_EQ(result.stop_reason, StopReason::kCancelled);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kCancelled));
   EXPECT_EQ(result.llm_calls, 1);
 }
 
@@ -307,7 +310,7 @@ TEST(AgentLoop, MissingUsageIsEstimatedAndNoted) {
   reply.usage_reported = false;
   h.model.push(reply);
   auto result = h.run();
-  EXPECT_GT(result.usage.input_tokens, 0);
+  EXPECT_GT(result.input_tokens, 0);
   ASSERT_EQ(result.notes.size(), 1u);
 }
 

@@ -65,9 +65,9 @@ TEST(CoreMemory, MergeStoredValuesWithSpecLimits) {
   MemoryBlocks stored = {{"human", "edited", 20}, {"extra", "kept", 30}};
   auto merged = merge_memory_blocks(spec, stored);
   ASSERT_EQ(merged.size(), 3u);
-  EXPECT_EQ(merged[0], (MemoryBlock{"human", "edited", 50}));
-  EXPECT_EQ(merged[1], (MemoryBlock{"new", "fresh", 10}));
-  EXPECT_EQ(merged[2], (MemoryBlock{"extra", "kept", 30}));
+  EXPECT_EQ(merged[0], (api::MemoryBlock{"human", "edited", 50}));
+  EXPECT_EQ(merged[1], (api::MemoryBlock{"new", "fresh", 10}));
+  EXPECT_EQ(merged[2], (api::MemoryBlock{"extra", "kept", 30}));
 }
 
 TEST(CoreMemory, EncodeDecodeRoundTrip) {

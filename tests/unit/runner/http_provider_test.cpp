@@ -5,6 +5,7 @@
 #include "runner/agent_loop.h"
 #include "runner/errors.h"
 #include "runner/http_model_client.h"
+#include "runner/stop_rules.h"
 #include "runner/tool_specs.h"
 #include "tests/fakes/fake_clock.h"
 #include "tests/fakes/fake_model_server.h"
@@ -32,12 +33,12 @@ struct HttpHarness {
   std::unique_ptr<http::Client> http = http::make_client({});
   MemoryTranscript transcript;
 
-  HttpModelClient client(Provider provider, Millis timeout = 5s, int retries = 4,
+  HttpModelClient client(api::Provider provider, Millis timeout = 5s, int retries = 4,
                          std::optional<openai::TokenLimitField> field = std::nullopt) {
     HttpModelClientOptions options;
     options.token_limit_field = field;
     options.provider = provider;
-    options.base_url = provider == Provider::kOpenAI ? server.url() + "/v1" : server.url();
+    options.base_url = provider == api::Provider::kOpenAI ? server.url() + "/v1" : server.url();
     options.api_key = "sk-test-secret-key";
     options.call_timeout = timeout;
     options.retries_max = retries;
@@ -56,7 +57,7 @@ struct HttpHarness {
     return r;
   }
 
-  RunResult loop(Provider provider, api::AgentType type = api::AgentType::kMemgpt) {
+  api::RunResult loop(api::Provider provider, api::AgentType type = api::AgentType::kMemgpt) {
     auto model = client(provider);
     Heartbeat heartbeat(clock);
     LoopConfig config;
@@ -76,7 +77,7 @@ struct HttpHarness {
 TEST(OpenAIProvider, SendsChatCompletionsWithBearerKey) {
   HttpHarness h;
   h.server.push(FakeModelServer::openai_text("hi there", 11, 3));
-  auto reply = h.client(Provider::kOpenAI).complete(h.request());
+  auto reply = h.client(api::Provider::kOpenAI).complete(h.request());
   EXPECT_EQ(reply.text, "hi there");
   EXPECT_EQ(reply.usage.input_tokens, 11);
   auto requests = h.server.requests();
@@ -97,8 +98,8 @@ TEST(OpenAIProvider, MultiStepToolLoopOverHttp) {
        {"call_b", "core_memory_append", R"({"label":"x","content":"y"})"}}));
   h.server.push(FakeModelServer::openai_tool_calls({{"call_c", "shell", R"({"command":"df"})"}}));
   h.server.push(FakeModelServer::openai_text("Disk is fine."));
-  auto result = h.loop(Provider::kOpenAI);
-  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  auto result = h.loop(api::Provider::kOpenAI);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kCompleted));
   EXPECT_EQ(result.output, "Disk is fine.");
   EXPECT_EQ(result.llm_calls, 3);
   EXPECT_EQ(h.tools.calls.size(), 3u);
@@ -108,15 +109,15 @@ TEST(OpenAIProvider, MultiStepToolLoopOverHttp) {
   EXPECT_EQ(third["messages"][3]["tool_call_id"], "call_a");
   EXPECT_EQ(third["messages"][4]["tool_call_id"], "call_b");
   EXPECT_EQ(third["messages"][6]["content"], "output of shell");
-  EXPECT_NEAR(result.cost_cents, (300 * 100 + 60 * 200) / 1e6, 1e-12);
+  EXPECT_NEAR(*result.cost_cents, (300 * 100 + 60 * 200) / 1e6, 1e-12);
 }
 
 TEST(OpenAIProvider, MalformedArgumentsGetAToolErrorNotACrash) {
   HttpHarness h;
   h.server.push(FakeModelServer::openai_tool_calls({{"call_bad", "shell", R"({"command": "ls)"}}));
   h.server.push(FakeModelServer::openai_text("oops"));
-  auto result = h.loop(Provider::kOpenAI);
-  EXPECT_EQ(result.stop_reason, StopReason::kCompleted);
+  auto result = h.loop(api::Provider::kOpenAI);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kCompleted));
   EXPECT_TRUE(h.tools.calls.empty());
   auto second = h.server.requests()[1].json();
   EXPECT_EQ(second["messages"][2]["tool_calls"][0]["function"]["arguments"], R"({"command": "ls)");
@@ -133,7 +134,7 @@ TEST(OpenAIProvider, RetriesA429HonouringRetryAfter) {
   h.server.push(FakeModelServer::error(429, R"({"error":{"message":"Rate limit"}})",
                                        {{"retry-after-ms", "1250"}}));
   h.server.push(FakeModelServer::openai_text("finally"));
-  auto reply = h.client(Provider::kOpenAI).complete(h.request());
+  auto reply = h.client(api::Provider::kOpenAI).complete(h.request());
   EXPECT_EQ(reply.text, "finally");
   EXPECT_EQ(h.server.requests().size(), 3u);
   EXPECT_EQ(h.clock.sleeps(), (std::vector<Millis>{7000ms, 1250ms}));
@@ -148,7 +149,7 @@ TEST(OpenAIProvider, ServerErrorThenSuccessBacksOff) {
       FakeModelServer::error(500, R"({"error":{"message":"boom","type":"server_error"}})"));
   h.server.push(FakeModelServer::error(503, "<html>unavailable</html>"));
   h.server.push(FakeModelServer::openai_text("ok"));
-  auto reply = h.client(Provider::kOpenAI).complete(h.request());
+  auto reply = h.client(api::Provider::kOpenAI).complete(h.request());
   EXPECT_EQ(reply.text, "ok");
   EXPECT_EQ(h.clock.sleeps(), (std::vector<Millis>{500ms, 1000ms}));
 }
@@ -159,7 +160,7 @@ TEST(OpenAIProvider, InsufficientQuotaIsNeverRetried) {
       429,
       R"({"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}})"));
   try {
-    h.client(Provider::kOpenAI).complete(h.request());
+    h.client(api::Provider::kOpenAI).complete(h.request());
     FAIL() << "expected ProviderError";
   } catch (const ProviderError& error) {
     EXPECT_EQ(error.kind(), ProviderError::Kind::kQuota);
@@ -175,7 +176,7 @@ TEST(OpenAIProvider, ClientErrorsAreNotRetriedAndNeverEchoTheKey) {
   h.server.push(FakeModelServer::error(
       401, R"({"error":{"message":"Incorrect API key provided: sk-test-secret-key"}})"));
   try {
-    h.client(Provider::kOpenAI).complete(h.request());
+    h.client(api::Provider::kOpenAI).complete(h.request());
     FAIL() << "expected ProviderError";
   } catch (const ProviderError& error) {
     std::string message = error.what();
@@ -190,7 +191,7 @@ TEST(OpenAIProvider, RetriesAreBounded) {
   HttpHarness h;
   for (int i = 0; i < 4; ++i) h.server.push(FakeModelServer::error(502, "bad gateway"));
   try {
-    h.client(Provider::kOpenAI, 5s, 2).complete(h.request());
+    h.client(api::Provider::kOpenAI, 5s, 2).complete(h.request());
     FAIL() << "expected ProviderError";
   } catch (const ProviderError& error) {
     EXPECT_EQ(error.status(), 502);
@@ -205,7 +206,7 @@ TEST(OpenAIProvider, NoRetryWaitPastTheDeadline) {
   h.server.push(FakeModelServer::error(429, "{}", {{"retry-after", "50"}}));
   auto request = h.request();
   request.deadline = h.clock.now() + 30s;
-  EXPECT_THROW(h.client(Provider::kOpenAI).complete(request), ProviderError);
+  EXPECT_THROW(h.client(api::Provider::kOpenAI).complete(request), ProviderError);
   EXPECT_TRUE(h.clock.sleeps().empty());
 }
 
@@ -215,7 +216,7 @@ TEST(OpenAIProvider, HungServerTimesOut) {
   h.server.push({200, {}, "", 0ms, true});
   auto started = std::chrono::steady_clock::now();
   try {
-    h.client(Provider::kOpenAI, 300ms, 1).complete(h.request());
+    h.client(api::Provider::kOpenAI, 300ms, 1).complete(h.request());
     FAIL() << "expected ProviderError";
   } catch (const ProviderError& error) {
     EXPECT_EQ(error.kind(), ProviderError::Kind::kTimeout) << error.what();
@@ -254,7 +255,7 @@ TEST(OpenAIProvider, OtherServersGetMaxTokens) {
   h.server.push(FakeModelServer::openai_text("hi"));
   auto request = h.request();
   request.model = "o3-mini";  // a reasoning model's name, but not api.openai.com
-  h.client(Provider::kOpenAI).complete(request);
+  h.client(api::Provider::kOpenAI).complete(request);
   auto body = h.server.requests().at(0).json();
   EXPECT_EQ(body["max_tokens"], 64);
   EXPECT_FALSE(body.contains("max_completion_tokens"));
@@ -268,7 +269,7 @@ TEST(OpenAIProvider, RejectedMaxTokensIsSentOnceMoreAsMaxCompletionTokens) {
   h.server.push(FakeModelServer::error(400, kMaxTokensUnsupported));
   h.server.push(FakeModelServer::openai_text("thought hard", 30, 9));
   h.server.push(FakeModelServer::openai_text("again", 5, 2));
-  auto model = h.client(Provider::kOpenAI);
+  auto model = h.client(api::Provider::kOpenAI);
   auto reply = model.complete(h.request());
   EXPECT_EQ(reply.text, "thought hard");
   // Usage is the answered request's only: the 400 carried none.
@@ -297,8 +298,9 @@ TEST(OpenAIProvider, RejectedMaxCompletionTokensFallsBackToMaxTokens) {
       400,
       R"({"error":{"message":"Unrecognized request argument supplied: max_completion_tokens","type":"invalid_request_error"}})"));
   h.server.push(FakeModelServer::openai_text("ok"));
-  auto reply = h.client(Provider::kOpenAI, 5s, 4, openai::TokenLimitField::kMaxCompletionTokens)
-                   .complete(h.request());
+  auto reply =
+      h.client(api::Provider::kOpenAI, 5s, 4, openai::TokenLimitField::kMaxCompletionTokens)
+          .complete(h.request());
   EXPECT_EQ(reply.text, "ok");
   auto requests = h.server.requests();
   ASSERT_EQ(requests.size(), 2u);
@@ -315,7 +317,7 @@ TEST(OpenAIProvider, TokenLimitFieldIsSwitchedOnlyOnce) {
       R"({"error":{"message":"Unsupported parameter: 'max_completion_tokens' is not supported with this model.","code":"unsupported_parameter"}})"));
   h.server.push(FakeModelServer::openai_text("never asked for"));
   try {
-    h.client(Provider::kOpenAI).complete(h.request());
+    h.client(api::Provider::kOpenAI).complete(h.request());
     FAIL() << "expected ProviderError";
   } catch (const ProviderError& error) {
     EXPECT_EQ(error.kind(), ProviderError::Kind::kHttpStatus);
@@ -331,7 +333,7 @@ TEST(OpenAIProvider, SwitchingTheFieldDoesNotUseARetry) {
   h.server.push(FakeModelServer::error(502, "bad gateway"));
   h.server.push(FakeModelServer::error(400, kMaxTokensUnsupported));
   h.server.push(FakeModelServer::openai_text("ok"));
-  auto reply = h.client(Provider::kOpenAI, 5s, 1).complete(h.request());
+  auto reply = h.client(api::Provider::kOpenAI, 5s, 1).complete(h.request());
   EXPECT_EQ(reply.text, "ok");
   EXPECT_EQ(h.server.requests().size(), 3u);
   EXPECT_EQ(h.clock.sleeps(), (std::vector<Millis>{500ms}));
@@ -340,7 +342,7 @@ TEST(OpenAIProvider, SwitchingTheFieldDoesNotUseARetry) {
 TEST(AnthropicProvider, SendsMessagesWithVersionHeaderAndKey) {
   HttpHarness h;
   h.server.push(FakeModelServer::anthropic_text("hello", 9, 2));
-  auto reply = h.client(Provider::kAnthropic).complete(h.request());
+  auto reply = h.client(api::Provider::kAnthropic).complete(h.request());
   EXPECT_EQ(reply.text, "hello");
   EXPECT_EQ(reply.usage.output_tokens, 2);
   auto requests = h.server.requests();
@@ -361,8 +363,8 @@ TEST(AnthropicProvider, EveryToolUseAnsweredInTheNextMessage) {
       {{"toolu_1", "shell", R"({"command":"id"})"}, {"toolu_2", "not_a_tool", R"({})"}}));
   h.server.push(
       FakeModelServer::anthropic_tool_use({{"toolu_3", "pause_heartbeats", R"({"minutes":90})"}}));
-  auto result = h.loop(Provider::kAnthropic);
-  EXPECT_EQ(result.stop_reason, StopReason::kPauseHeartbeats);
+  auto result = h.loop(api::Provider::kAnthropic);
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kPauseHeartbeats));
   EXPECT_EQ(result.pause_minutes, 60) << "clamped";
   ASSERT_EQ(h.server.requests().size(), 2u);
   auto second = h.server.requests()[1].json();
@@ -382,7 +384,7 @@ TEST(AnthropicProvider, OverloadedIsRetried) {
   h.server.push(FakeModelServer::error(
       529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})"));
   h.server.push(FakeModelServer::anthropic_text("back"));
-  EXPECT_EQ(h.client(Provider::kAnthropic).complete(h.request()).text, "back");
+  EXPECT_EQ(h.client(api::Provider::kAnthropic).complete(h.request()).text, "back");
   EXPECT_EQ(h.server.requests().size(), 2u);
 }
 

@@ -5,8 +5,8 @@
 
 #include <deque>
 
+#include "api/rfc3339.h"
 #include "kube/client.h"
-#include "runner/rfc3339.h"
 
 namespace hb::runner {
 namespace {
@@ -62,7 +62,7 @@ TEST(KubeLeaseRenewer, PatchesRenewTime) {
   KubeHarness h;
   h.transport->responses.push_back({200, {}, "{}"});
   KubeLeaseRenewer renewer(h.client, "agents", "scout-heartbeat", "scout-2", "scout");
-  renewer.renew(*parse_rfc3339("2024-05-01T12:00:00.5Z"), std::chrono::seconds(300), nullptr);
+  renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00.5Z"), std::chrono::seconds(300), nullptr);
   ASSERT_EQ(h.transport->requests.size(), 1u);
   EXPECT_EQ(h.method(0), "PATCH");
   EXPECT_NE(h.url(0).find("/apis/coordination.k8s.io/v1/namespaces/agents/leases/scout-heartbeat"),
@@ -78,7 +78,7 @@ TEST(KubeLeaseRenewer, CreatesAMissingLease) {
   h.transport->responses.push_back(status(404, "NotFound"));
   h.transport->responses.push_back({201, {}, "{}"});
   KubeLeaseRenewer renewer(h.client, "agents", "scout-heartbeat", "scout-2", "scout");
-  renewer.renew(*parse_rfc3339("2024-05-01T12:00:00Z"), std::chrono::seconds(300), nullptr);
+  renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00Z"), std::chrono::seconds(300), nullptr);
   ASSERT_EQ(h.transport->requests.size(), 2u);
   EXPECT_EQ(h.method(1), "POST");
   auto lease = h.body(1);
@@ -91,9 +91,9 @@ TEST(KubeLeaseRenewer, OtherErrorsThrow) {
   KubeHarness h;
   h.transport->responses.push_back(status(403, "Forbidden"));
   KubeLeaseRenewer renewer(h.client, "agents", "l", "r", "a");
-  EXPECT_THROW(
-      renewer.renew(*parse_rfc3339("2024-05-01T12:00:00Z"), std::chrono::seconds(300), nullptr),
-      std::exception);
+  EXPECT_THROW(renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00Z"), std::chrono::seconds(300),
+                             nullptr),
+               std::exception);
 }
 
 TEST(KubeMemoryStore, MissingConfigMapIsCreatedOnFirstSave) {

@@ -14,9 +14,9 @@
 #include <sstream>
 #include <thread>
 
-#include "runner/exit_codes.h"
+#include "api/exit_codes.h"
+#include "api/rfc3339.h"
 #include "runner/limits.h"
-#include "runner/rfc3339.h"
 #include "tests/fakes/fake_model_server.h"
 
 extern char** environ;
@@ -49,7 +49,7 @@ class ProcessTest : public ::testing::Test {
         {"heartbeat", {{"prompt", "Do ten steps."}}},
         {"run",
          {{"name", "bench-1"},
-          {"deadline", format_rfc3339(std::chrono::system_clock::now() + 10min)}}}};
+          {"deadline", api::format_rfc3339_millis(std::chrono::system_clock::now() + 10min)}}}};
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -142,11 +142,11 @@ TEST_F(ProcessTest, TenStepRun) {
   }
   server_.push(FakeModelServer::openai_text("ten steps done"));
   ProcessRun run = run_binary();
-  EXPECT_EQ(run.exit_code, kExitFinished);
+  EXPECT_EQ(run.exit_code, api::kExitFinished);
   auto result = json::parse(run.termination);
   EXPECT_EQ(result["stopReason"], "completed");
   EXPECT_EQ(result["usage"]["iterations"], 10);
-  EXPECT_LE(run.termination.size(), kResultBytesMax);
+  EXPECT_LE(run.termination.size(), api::kTerminationMessageBytesMax);
   std::istringstream lines(run.stdout_text);
   int count = 0;
   for (std::string line; std::getline(lines, line); ++count)
@@ -175,7 +175,7 @@ TEST_F(ProcessTest, TheKeyIsNotInTheRunnersEnvironmentBlock) {
     environ_text = text.str();
     ::kill(pid, SIGTERM);
   });
-  EXPECT_EQ(run.exit_code, kExitCancelled);
+  EXPECT_EQ(run.exit_code, api::kExitCancelled);
   ASSERT_FALSE(server_.requests().empty());
   ASSERT_EQ(server_.requests()[0].header("authorization"), "Bearer sk-process-secret");
   if (::geteuid() == 0) {
@@ -188,14 +188,14 @@ TEST_F(ProcessTest, TheKeyIsNotInTheRunnersEnvironmentBlock) {
 TEST_F(ProcessTest, BadContextExitsWithTheConfigCode) {
   context_["model"]["provider"] = "palm";
   ProcessRun run = run_binary();
-  EXPECT_EQ(run.exit_code, kExitConfigError);
+  EXPECT_EQ(run.exit_code, api::kExitConfigError);
   EXPECT_EQ(json::parse(run.termination)["stopReason"], "config_error");
 }
 
 TEST_F(ProcessTest, ProviderFailureExitsWithTheProviderCode) {
   server_.push(FakeModelServer::error(403, R"({"error":{"message":"forbidden"}})"));
   ProcessRun run = run_binary();
-  EXPECT_EQ(run.exit_code, kExitProviderError);
+  EXPECT_EQ(run.exit_code, api::kExitProviderError);
 }
 
 }  // namespace
@@ -210,7 +210,7 @@ TEST_F(ProcessTest, SigtermDuringAModelCallWritesTheResult) {
     for (int i = 0; i < 500 && server_.requests().empty(); ++i) std::this_thread::sleep_for(10ms);
     ::kill(pid, SIGTERM);
   });
-  EXPECT_EQ(run.exit_code, kExitCancelled);
+  EXPECT_EQ(run.exit_code, api::kExitCancelled);
   ASSERT_FALSE(run.termination.empty());
   EXPECT_EQ(json::parse(run.termination)["stopReason"], "cancelled");
 }

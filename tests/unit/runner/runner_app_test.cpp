@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "runner/exit_codes.h"
-#include "runner/rfc3339.h"
+#include "api/exit_codes.h"
+#include "api/rfc3339.h"
 #include "tests/fakes/fake_clock.h"
 #include "tests/fakes/fake_model_server.h"
 #include "tests/fakes/memory_store_fake.h"
@@ -53,7 +53,7 @@ class AppTest : public ::testing::Test {
       "lease": {"name": "scout-heartbeat", "durationSeconds": 300, "renewIntervalSeconds": 60}
     })");
     context_["model"]["baseURL"] = server_.url() + "/v1";
-    context_["run"]["deadline"] = format_rfc3339(clock_.now() + 10min);
+    context_["run"]["deadline"] = api::format_rfc3339_millis(clock_.now() + 10min);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
@@ -62,12 +62,12 @@ class AppTest : public ::testing::Test {
     AppDeps deps{clock_,
                  stdout_,
                  *http_,
-                 [this](const ContextDocument&) -> std::unique_ptr<LeaseRenewer> {
+                 [this](const api::ContextDocument&) -> std::unique_ptr<LeaseRenewer> {
                    auto renewer = std::make_unique<RecordingRenewer>();
                    renewer->renewals = &renewals_;
                    return renewer;
                  },
-                 [this](const ContextDocument&) -> std::unique_ptr<MemoryStore> {
+                 [this](const api::ContextDocument&) -> std::unique_ptr<MemoryStore> {
                    return std::make_unique<StoreRef>(store_);
                  },
                  nullptr,
@@ -120,7 +120,7 @@ TEST_F(AppTest, ToolLoopWithMemoryEditWritesResultAndTranscript) {
   server_.push(
       FakeModelServer::openai_tool_calls({{"c3", "pause_heartbeats", R"({"minutes":30})"}}));
   auto outcome = run();
-  EXPECT_EQ(outcome.exit_code, kExitFinished);
+  EXPECT_EQ(outcome.exit_code, api::kExitFinished);
   auto result = json::parse(termination_log());
   EXPECT_EQ(result["stopReason"], "pause_heartbeats");
   EXPECT_EQ(result["pauseMinutes"], 30);
@@ -158,7 +158,7 @@ TEST_F(AppTest, ArchivalStorageOffersAllSevenTools) {
       FakeModelServer::openai_tool_calls({{"c1", "conversation_search", R"({"query":"disk"})"}}));
   server_.push(FakeModelServer::openai_text("Disk was 70% last time."));
   auto outcome = run();
-  EXPECT_EQ(outcome.exit_code, kExitFinished);
+  EXPECT_EQ(outcome.exit_code, api::kExitFinished);
   EXPECT_EQ(server_.requests()[0].json()["tools"].size(), 7u);
   std::string answer = server_.requests()[1].json()["messages"][3]["content"];
   EXPECT_NE(answer.find("disk 70% full"), std::string::npos) << answer;
@@ -168,7 +168,7 @@ TEST_F(AppTest, ArchivalStorageOffersAllSevenTools) {
 TEST_F(AppTest, ConfigErrorExitsWithItsCodeAndNamesTheField) {
   context_["agent"]["type"] = "super_agent";
   auto outcome = run();
-  EXPECT_EQ(outcome.exit_code, kExitConfigError);
+  EXPECT_EQ(outcome.exit_code, api::kExitConfigError);
   auto result = json::parse(termination_log());
   EXPECT_EQ(result["stopReason"], "config_error");
   EXPECT_NE(result["error"].get<std::string>().find("agent.type"), std::string::npos);
@@ -179,14 +179,14 @@ TEST_F(AppTest, MissingContextFileIsAConfigError) {
   options_.context_path = (dir_ / "nope.json").string();
   AppDeps deps{clock_, stdout_, *http_, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   auto outcome = run_heartbeat(options_, deps);
-  EXPECT_EQ(outcome.exit_code, kExitConfigError);
+  EXPECT_EQ(outcome.exit_code, api::kExitConfigError);
 }
 
 TEST_F(AppTest, ProviderFailureExitsWithItsCode) {
   server_.push(FakeModelServer::error(
       401, R"({"error":{"message":"bad key","type":"invalid_request_error"}})"));
   auto outcome = run();
-  EXPECT_EQ(outcome.exit_code, kExitProviderError);
+  EXPECT_EQ(outcome.exit_code, api::kExitProviderError);
   auto result = json::parse(termination_log());
   EXPECT_EQ(result["stopReason"], "provider_error");
   EXPECT_NE(result["error"].get<std::string>().find("401"), std::string::npos);
@@ -197,9 +197,9 @@ TEST_F(AppTest, HugeModelOutputStillFitsTheTerminationMessage) {
   for (int i = 0; i < 20000; ++i) huge += "line \"" + std::to_string(i) + "\"\n";
   server_.push(FakeModelServer::openai_text(huge));
   auto outcome = run();
-  EXPECT_EQ(outcome.exit_code, kExitFinished);
+  EXPECT_EQ(outcome.exit_code, api::kExitFinished);
   std::string text = termination_log();
-  EXPECT_LE(text.size(), kResultBytesMax);
+  EXPECT_LE(text.size(), api::kTerminationMessageBytesMax);
   auto result = json::parse(text);
   EXPECT_EQ(result["outputTruncated"], true);
   EXPECT_EQ(result["outputBytes"], huge.size());
@@ -210,7 +210,7 @@ TEST_F(AppTest, HugeModelOutputStillFitsTheTerminationMessage) {
 TEST_F(AppTest, AnthropicNeedsAKey) {
   context_["model"]["provider"] = "anthropic";
   options_.api_key.clear();
-  EXPECT_EQ(run().exit_code, kExitConfigError);
+  EXPECT_EQ(run().exit_code, api::kExitConfigError);
 }
 
 }  // namespace

@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "api/rfc3339.h"
 #include "runner/cost.h"
 #include "runner/retry_policy.h"
-#include "runner/rfc3339.h"
 
 namespace hb::runner {
 namespace {
@@ -34,7 +34,7 @@ TEST(RepeatedCalls, KeyOrderDoesNotMatterMalformedComparedAsText) {
 }
 
 TEST(Bounds, OrderAndEdges) {
-  TimePoint now = *parse_rfc3339("2024-05-01T12:00:00Z");
+  TimePoint now = *api::parse_rfc3339("2024-05-01T12:00:00Z");
   BoundsInput input{0, 5, now, now + 1min, 0, 1, 10.0};
   EXPECT_FALSE(check_bounds_before_call(input).has_value());
   input.iterations_done = 5;
@@ -60,7 +60,7 @@ TEST(Bounds, StopReasonNames) {
 }
 
 TEST(Cost, FromUsageAndWorstCase) {
-  Pricing pricing{300, 1500};  // cents per million tokens
+  api::Pricing pricing{300, 1500};  // cents per million tokens
   EXPECT_DOUBLE_EQ(cost_cents({1'000'000, 0}, pricing), 300);
   EXPECT_DOUBLE_EQ(cost_cents({1000, 1000}, pricing), 1.8);
   ModelRequest request;
@@ -81,7 +81,7 @@ TEST(Retry, RetryableStatuses) {
 }
 
 TEST(Retry, ParsesRetryAfterForms) {
-  TimePoint now = *parse_rfc3339("2015-10-21T07:28:00Z");
+  TimePoint now = *api::parse_rfc3339("2015-10-21T07:28:00Z");
   EXPECT_EQ(parse_retry_after({{"retry-after-ms", "1500"}}, now), 1500ms);
   EXPECT_EQ(parse_retry_after({{"retry-after-ms", "12.2"}, {"retry-after", "9"}}, now), 13ms);
   EXPECT_EQ(parse_retry_after({{"retry-after", "3"}}, now), 3000ms);

@@ -22,8 +22,9 @@
 #include <sstream>
 #include <thread>
 
+#include "api/exit_codes.h"
 #include "runner/agent_loop.h"
-#include "runner/exit_codes.h"
+#include "runner/stop_rules.h"
 #include "runner/tool_specs.h"
 #include "runner/toolbox.h"
 #include "runner/tools/process_tree.h"
@@ -463,9 +464,9 @@ TEST(ToolsUnavailable, TheLoopStopsWithExitCode75) {
   config.max_tokens = 100;
   config.wall_deadline = clock.now() + 10min;
   config.first_message = "heartbeat";
-  RunResult result = run_agent_loop(config, {model, tools, clock, heartbeat, transcript});
-  EXPECT_EQ(result.stop_reason, StopReason::kToolsUnavailable);
-  EXPECT_EQ(exit_code_for(result.stop_reason), 75);
+  api::RunResult result = run_agent_loop(config, {model, tools, clock, heartbeat, transcript});
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kToolsUnavailable));
+  EXPECT_EQ(api::exit_code_for(*api::parse_stop_reason(result.stop_reason)), 75);
   EXPECT_EQ(result.llm_calls, 2);
   EXPECT_NE(result.error.find("did not answer"), std::string::npos) << result.error;
   auto answers = transcript.events("tool_result");

@@ -1,11 +1,11 @@
-#include "runner/context_document.h"
-
+// The runner's side of the context document: every field, its default, and
+// errors that name the field.
 #include <gtest/gtest.h>
 
-#include "runner/errors.h"
-#include "runner/rfc3339.h"
+#include "api/context_document.h"
+#include "api/rfc3339.h"
 
-namespace hb::runner {
+namespace hb::api {
 namespace {
 
 using nlohmann::json;
@@ -33,7 +33,7 @@ json valid_document() {
 std::string error_for(const json& doc) {
   try {
     parse_context_document(doc);
-  } catch (const ConfigError& error) {
+  } catch (const ContextDocumentError& error) {
     return error.what();
   }
   return "";
@@ -43,7 +43,7 @@ TEST(ContextDocument, ParsesEveryField) {
   auto doc = parse_context_document(valid_document());
   EXPECT_EQ(doc.agent_name, "scout");
   EXPECT_EQ(doc.agent_namespace, "agents");
-  EXPECT_EQ(doc.agent_type, api::AgentType::kLettaV1);
+  EXPECT_EQ(doc.agent_type, AgentType::kLettaV1);
   EXPECT_EQ(doc.model.provider, Provider::kAnthropic);
   EXPECT_EQ(doc.model.base_url, "https://api.anthropic.com");
   EXPECT_EQ(doc.model.max_tokens, 512);
@@ -67,7 +67,7 @@ TEST(ContextDocument, DefaultsForOptionalFields) {
     "agent": {"name": "a"}, "model": {"provider": "openai", "model": "llama3",
     "baseURL": "http://ollama:11434/v1/"}, "heartbeat": {"prompt": "p"},
     "run": {"name": "r", "deadline": "2024-05-01T12:10:00+02:00"}})"));
-  EXPECT_EQ(doc.agent_type, api::AgentType::kMemgpt);
+  EXPECT_EQ(doc.agent_type, AgentType::kMemgpt);
   EXPECT_EQ(doc.model.base_url, "http://ollama:11434/v1");
   EXPECT_EQ(doc.model.max_tokens, 1024);
   EXPECT_FALSE(doc.budget.run_limit_cents().has_value());
@@ -120,19 +120,19 @@ TEST(ContextDocument, ErrorsNameTheField) {
   EXPECT_NE(error_for(doc).find("model.baseURL"), std::string::npos);
 }
 
-TEST(ContextDocument, MalformedTextIsAConfigError) {
-  EXPECT_THROW(parse_context_document_text("{not json"), ConfigError);
-  EXPECT_THROW(parse_context_document_text("[]"), ConfigError);
+TEST(ContextDocument, MalformedTextIsAnError) {
+  EXPECT_THROW(parse_context_document_text("{not json"), ContextDocumentError);
+  EXPECT_THROW(parse_context_document_text("[]"), ContextDocumentError);
   // Found by context_document_fuzz: a number too large for a double threw
   // json's out_of_range past the parser.
-  EXPECT_THROW(parse_context_document_text(R"({"kind":44e444444444444444})"), ConfigError);
+  EXPECT_THROW(parse_context_document_text(R"({"kind":44e444444444444444})"), ContextDocumentError);
 }
 
 TEST(Rfc3339, RoundTripsAndRejects) {
   auto time = parse_rfc3339("2024-02-29T23:59:59.250Z");
   ASSERT_TRUE(time.has_value());
-  EXPECT_EQ(format_rfc3339(*time), "2024-02-29T23:59:59.250Z");
-  EXPECT_EQ(format_rfc3339(*parse_rfc3339("2024-05-01T12:00:00Z")), "2024-05-01T12:00:00Z");
+  EXPECT_EQ(format_rfc3339_millis(*time), "2024-02-29T23:59:59.250Z");
+  EXPECT_EQ(format_rfc3339_millis(*parse_rfc3339("2024-05-01T12:00:00Z")), "2024-05-01T12:00:00Z");
   EXPECT_FALSE(parse_rfc3339("2023-02-29T00:00:00Z").has_value());
   EXPECT_FALSE(parse_rfc3339("2024-05-01 12:00").has_value());
   EXPECT_FALSE(parse_rfc3339("2024-05-01T12:00:00").has_value());
@@ -145,4 +145,4 @@ TEST(Rfc3339, RoundTripsAndRejects) {
 }
 
 }  // namespace
-}  // namespace hb::runner
+}  // namespace hb::api

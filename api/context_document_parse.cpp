@@ -1,14 +1,12 @@
-#include "runner/context_document.h"
-
-#include <algorithm>
+// The runner's side of api/context_document.h. The operator writes the
+// document, but the runner checks every field anyway: an error names the
+// field, so a broken operator or a hand-made document is easy to fix.
 #include <set>
 
+#include "api/context_document.h"
 #include "api/json_depth.h"
-#include "runner/errors.h"
-#include "runner/limits.h"
-#include "runner/rfc3339.h"
 
-namespace hb::runner {
+namespace hb::api {
 namespace {
 
 using nlohmann::json;
@@ -17,7 +15,7 @@ constexpr std::string_view kOpenAIBaseURLDefault = "https://api.openai.com/v1";
 constexpr std::string_view kAnthropicBaseURLDefault = "https://api.anthropic.com";
 
 [[noreturn]] void fail(const std::string& field, const std::string& problem) {
-  throw ConfigError("context document: " + field + ": " + problem);
+  throw ContextDocumentError("context document: " + field + ": " + problem);
 }
 
 std::string join(const std::string& parent, const std::string& key) {
@@ -131,15 +129,13 @@ void parse_agent(const json& doc, ContextDocument& out) {
 void parse_model(const json& doc, ContextDocument& out) {
   const json& model = require_object(doc, "", "model");
   std::string provider = require_string(model, "model", "provider");
-  if (provider == "openai") {
-    out.model.provider = Provider::kOpenAI;
-  } else if (provider == "anthropic") {
-    out.model.provider = Provider::kAnthropic;
-  } else {
+  auto parsed = parse_provider(provider);
+  if (!parsed) {
     fail("model.provider",
          "must be \"openai\" (any OpenAI-compatible endpoint) or \"anthropic\", got \"" + provider +
              "\"");
   }
+  out.model.provider = *parsed;
   out.model.model = require_string(model, "model", "model");
   out.model.base_url = optional_string(model, "model", "baseURL").value_or("");
   if (out.model.base_url.empty()) {
@@ -180,8 +176,9 @@ void parse_memory(const json& doc, ContextDocument& out) {
     if (!labels.insert(parsed.label).second)
       fail(path + ".label", "duplicate label \"" + parsed.label + "\"");
     parsed.value = optional_string(block, path, "value").value_or("");
-    parsed.limit = static_cast<int>(
-        optional_integer(block, path, "limit", 1, 1000000).value_or(kCoreMemoryBlockLimitDefault));
+    parsed.limit =
+        static_cast<int>(optional_integer(block, path, "limit", 1, kCoreMemoryBlockLimitMax)
+                             .value_or(kCoreMemoryBlockLimitDefault));
     out.memory_blocks.push_back(std::move(parsed));
   }
 }
@@ -205,6 +202,7 @@ void parse_recent_runs(const json& doc, ContextDocument& out) {
     RecentRun parsed;
     parsed.name = optional_string(run, path, "name").value_or("");
     parsed.finished_at = optional_string(run, path, "finishedAt").value_or("");
+    parsed.phase = optional_string(run, path, "phase").value_or("");
     parsed.stop_reason = optional_string(run, path, "stopReason").value_or("");
     parsed.output = optional_string(run, path, "output").value_or("");
     out.recent_runs.push_back(std::move(parsed));
@@ -214,6 +212,7 @@ void parse_recent_runs(const json& doc, ContextDocument& out) {
 void parse_run(const json& doc, ContextDocument& out) {
   const json& run = require_object(doc, "", "run");
   out.run.name = require_string(run, "run", "name");
+  out.run.uid = optional_string(run, "run", "uid").value_or("");
   out.run.invocation_source = optional_string(run, "run", "invocationSource").value_or("scheduler");
   static const std::set<std::string> kSources = {"scheduler", "manual", "callback"};
   if (!kSources.count(out.run.invocation_source)) {
@@ -230,36 +229,26 @@ void parse_lease(const json& doc, ContextDocument& out) {
   if (!lease) return;
   LeaseConfig parsed;
   parsed.name = require_string(*lease, "lease", "name");
-  parsed.duration =
-      std::chrono::seconds(optional_integer(*lease, "lease", "durationSeconds", 10, 86400)
-                               .value_or(kLeaseDurationDefault.count()));
-  parsed.renew_interval =
-      std::chrono::seconds(optional_integer(*lease, "lease", "renewIntervalSeconds", 1, 86400)
-                               .value_or(kLeaseRenewIntervalDefault.count()));
-  if (parsed.renew_interval >= parsed.duration) {
+  parsed.stall_window =
+      std::chrono::seconds(optional_integer(*lease, "lease", "durationSeconds",
+                                            kRunStallWindowMin.count(), kRunStallWindowMax.count())
+                               .value_or(kRunStallWindowDefault.count()));
+  parsed.renew_interval = std::chrono::seconds(
+      optional_integer(*lease, "lease", "renewIntervalSeconds", 1, kRunStallWindowMax.count())
+          .value_or(kLeaseRenewIntervalDefault.count()));
+  if (parsed.renew_interval >= parsed.stall_window) {
     fail("lease.renewIntervalSeconds", "must be shorter than lease.durationSeconds (" +
-                                           std::to_string(parsed.duration.count()) + ")");
+                                           std::to_string(parsed.stall_window.count()) + ")");
   }
   out.lease = parsed;
 }
 
 }  // namespace
 
-std::string_view to_string(Provider provider) {
-  return provider == Provider::kOpenAI ? "openai" : "anthropic";
-}
-
-std::optional<double> Budget::run_limit_cents() const {
-  if (per_run_cents && month_remaining_cents)
-    return std::min(*per_run_cents, *month_remaining_cents);
-  if (per_run_cents) return per_run_cents;
-  return month_remaining_cents;
-}
-
 ContextDocument parse_context_document(const json& doc) {
   if (!doc.is_object())
     fail("(document)", std::string("must be a JSON object, not ") + type_name(doc));
-  if (auto kind = optional_string(doc, "", "kind"); kind && *kind != "HeartbeatContext") {
+  if (auto kind = optional_string(doc, "", "kind"); kind && *kind != kContextDocumentKind) {
     fail("kind", "must be HeartbeatContext, got \"" + *kind + "\"");
   }
   ContextDocument out;
@@ -284,8 +273,9 @@ ContextDocument parse_context_document_text(std::string_view text) {
     fail("(document)", "is " + std::to_string(text.size()) + " bytes, more than the limit of " +
                            std::to_string(kContextDocumentBytesMax));
   }
-  if (api::json_nested_deeper_than(text, kWireJsonDepthMax)) {
-    fail("(document)", "is nested deeper than " + std::to_string(kWireJsonDepthMax) + " levels");
+  if (api::json_nested_deeper_than(text, kContextDocumentDepthMax)) {
+    fail("(document)",
+         "is nested deeper than " + std::to_string(kContextDocumentDepthMax) + " levels");
   }
   json doc;
   try {
@@ -296,4 +286,4 @@ ContextDocument parse_context_document_text(std::string_view text) {
   return parse_context_document(doc);
 }
 
-}  // namespace hb::runner
+}  // namespace hb::api

@@ -1,21 +1,24 @@
-#include "runner/run_result.h"
-
+// The runner's side of api/run_result.h: render and shape to the limit.
+#include <algorithm>
 #include <cmath>
 
-#include "runner/rfc3339.h"
-#include "runner/text.h"
-#include "runner/wire_util.h"
+#include "api/run_result.h"
+#include "api/utf8.h"
 
-namespace hb::runner {
+namespace hb::api {
 namespace {
 
 using nlohmann::json;
+
+std::string dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 double round_cents(double cents) {
   return std::round(cents * 1e6) / 1e6;
 }
 
-// Largest prefix length of `text` for which `fits(prefix)` holds.
+// Largest prefix of `text` (cut by truncate_utf8) for which `fits(prefix)` holds.
 template <typename Fits>
 std::string longest_fitting(const std::string& text, Fits fits) {
   std::size_t low = 0, high = text.size();
@@ -38,19 +41,19 @@ std::string longest_fitting(const std::string& text, Fits fits) {
 
 json result_to_json(const RunResult& result) {
   json out = {{"version", kResultSchemaVersion},
-              {"stopReason", std::string(to_string(result.stop_reason))},
+              {"stopReason", result.stop_reason},
               {"usage",
-               {{"inputTokens", result.usage.input_tokens},
-                {"outputTokens", result.usage.output_tokens},
-                {"costCents", round_cents(result.cost_cents)},
+               {{"inputTokens", result.input_tokens},
+                {"outputTokens", result.output_tokens},
+                {"costCents", round_cents(result.cost_cents.value_or(0))},
                 {"llmCalls", result.llm_calls},
                 {"toolCalls", result.tool_calls},
                 {"iterations", result.iterations}}}};
   if (result.pause_minutes) out["pauseMinutes"] = *result.pause_minutes;
-  if (result.pause_until) out["pauseUntil"] = format_rfc3339(*result.pause_until);
-  if (result.started_at) out["startedAt"] = format_rfc3339(*result.started_at);
-  if (result.finished_at) out["finishedAt"] = format_rfc3339(*result.finished_at);
-  if (result.last_beat) out["lastBeatTime"] = format_rfc3339(*result.last_beat);
+  if (result.pause_until) out["pauseUntil"] = format_rfc3339_millis(*result.pause_until);
+  if (result.started_at) out["startedAt"] = format_rfc3339_millis(*result.started_at);
+  if (result.finished_at) out["finishedAt"] = format_rfc3339_millis(*result.finished_at);
+  if (result.last_beat) out["lastBeatTime"] = format_rfc3339_millis(*result.last_beat);
   out["output"] = sanitize_utf8(result.output);
   out["outputBytes"] = result.output.size();
   if (!result.error.empty()) out["error"] = sanitize_utf8(result.error);
@@ -65,7 +68,7 @@ json result_to_json(const RunResult& result) {
 std::string render_result(const RunResult& result, std::size_t max_bytes) {
   max_bytes = std::max<std::size_t>(max_bytes, 256);
   json out = result_to_json(result);
-  std::string text = dump_json(out);
+  std::string text = dump(out);
   if (text.size() <= max_bytes) return text;
 
   // 1. Shorten the output excerpt.
@@ -73,18 +76,16 @@ std::string render_result(const RunResult& result, std::size_t max_bytes) {
   out["outputTruncated"] = true;
   auto fits_with_output = [&](const std::string& excerpt) {
     out["output"] = excerpt;
-    return dump_json(out).size() <= max_bytes;
+    return dump(out).size() <= max_bytes;
   };
-  std::string excerpt = longest_fitting(output, fits_with_output);
-  out["output"] = excerpt;
-  text = dump_json(out);
+  out["output"] = longest_fitting(output, fits_with_output);
+  text = dump(out);
   if (text.size() <= max_bytes) return text;
 
   // 2. Drop the notes.
   out.erase("notes");
-  excerpt = longest_fitting(output, fits_with_output);
-  out["output"] = excerpt;
-  text = dump_json(out);
+  out["output"] = longest_fitting(output, fits_with_output);
+  text = dump(out);
   if (text.size() <= max_bytes) return text;
 
   // 3. Shorten the error.
@@ -92,18 +93,18 @@ std::string render_result(const RunResult& result, std::size_t max_bytes) {
     const std::string error = out["error"].get<std::string>();
     out["error"] = longest_fitting(error, [&](const std::string& shorter) {
       out["error"] = shorter;
-      return dump_json(out).size() <= max_bytes;
+      return dump(out).size() <= max_bytes;
     });
-    text = dump_json(out);
+    text = dump(out);
     if (text.size() <= max_bytes) return text;
   }
 
-  // 4. Never reached with kResultBytesMax; a minimal object keeps the contract.
+  // 4. Never reached with kTerminationMessageBytesMax; a minimal object keeps the contract.
   json minimal = {{"version", kResultSchemaVersion},
                   {"stopReason", out["stopReason"]},
                   {"usage", out["usage"]},
                   {"outputTruncated", true}};
-  return dump_json(minimal);
+  return dump(minimal);
 }
 
-}  // namespace hb::runner
+}  // namespace hb::api

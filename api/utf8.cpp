@@ -1,6 +1,6 @@
-#include "runner/text.h"
+#include "api/utf8.h"
 
-namespace hb::runner {
+namespace hb::api {
 namespace {
 
 // Length of the valid UTF-8 sequence starting at text[i], or 0 when invalid.
@@ -86,4 +86,4 @@ std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {
   return out;
 }
 
-}  // namespace hb::runner
+}  // namespace hb::api

@@ -1,18 +1,20 @@
+// The runner's side of the result: shaped to the limit, never cut JSON.
 #include <gtest/gtest.h>
 
-#include "runner/rfc3339.h"
-#include "runner/run_result.h"
-#include "runner/text.h"
+#include "api/rfc3339.h"
+#include "api/run_result.h"
+#include "api/utf8.h"
 
-namespace hb::runner {
+namespace hb::api {
 namespace {
 
 using nlohmann::json;
 
 RunResult sample() {
   RunResult result;
-  result.stop_reason = StopReason::kPauseHeartbeats;
-  result.usage = {1200, 340};
+  result.stop_reason = "pause_heartbeats";
+  result.input_tokens = 1200;
+  result.output_tokens = 340;
   result.cost_cents = 0.123456789;
   result.llm_calls = 2;
   result.tool_calls = 3;
@@ -43,7 +45,7 @@ TEST(RunResult, LongOutputIsShortenedNeverTheJson) {
     RunResult result = sample();
     result.output = std::string(size, 'x');
     auto text = render_result(result);
-    EXPECT_LE(text.size(), kResultBytesMax);
+    EXPECT_LE(text.size(), kTerminationMessageBytesMax);
     auto doc = json::parse(text);  // valid JSON
     EXPECT_EQ(doc["outputTruncated"], true);
     EXPECT_EQ(doc["outputBytes"], size);
@@ -62,7 +64,7 @@ TEST(RunResult, EscapingHeavyAndMultibyteOutputStillFits) {
   result.error = std::string(500, 'e');
   result.notes = {"note one", std::string(2000, 'n')};
   auto text = render_result(result);
-  EXPECT_LE(text.size(), kResultBytesMax);
+  EXPECT_LE(text.size(), kTerminationMessageBytesMax);
   auto doc = json::parse(text);
   EXPECT_EQ(doc["stopReason"], "pause_heartbeats");
 }
@@ -73,7 +75,7 @@ TEST(RunResult, HugeErrorAndNotesAreShortenedAfterOutput) {
   result.error = std::string(10000, 'e');
   result.notes = {std::string(3000, 'n')};
   auto text = render_result(result);
-  EXPECT_LE(text.size(), kResultBytesMax);
+  EXPECT_LE(text.size(), kTerminationMessageBytesMax);
   auto doc = json::parse(text);
   EXPECT_FALSE(doc.contains("notes"));
   EXPECT_GT(doc["error"].get<std::string>().size(), 1000u);
@@ -87,7 +89,7 @@ TEST(RunResult, FuzzedSizesNeverPassTheLimit) {
     for (int i = 0; i < n * 37; ++i) result.output += pieces[(i * 7 + n) % 6];
     result.error = std::string(static_cast<std::size_t>(n * 13), '!');
     auto text = render_result(result);
-    ASSERT_LE(text.size(), kResultBytesMax) << n;
+    ASSERT_LE(text.size(), kTerminationMessageBytesMax) << n;
     ASSERT_TRUE(json::accept(text)) << n;
   }
 }
@@ -105,4 +107,4 @@ TEST(Text, TruncateKeepsCharactersWhole) {
 }
 
 }  // namespace
-}  // namespace hb::runner
+}  // namespace hb::api

@@ -1,0 +1,119 @@
+// The context document: everything one heartbeat needs. The operator renders
+// it and mounts it read-only into the Job; the runner parses it. Schema:
+// docs/context-document.md. Pure.
+#pragma once
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/agent_types.h"
+#include "api/contract_limits.h"
+#include "api/rfc3339.h"
+
+namespace hb::api {
+
+inline constexpr int kContextDocumentVersion = 1;
+inline constexpr const char* kContextDocumentKind = "HeartbeatContext";
+
+enum class Provider { kOpenAI, kAnthropic };
+std::string_view to_string(Provider provider);
+std::optional<Provider> parse_provider(std::string_view name);
+
+struct Pricing {
+  double input_cents_per_million_tokens = 0;
+  double output_cents_per_million_tokens = 0;
+  bool operator==(const Pricing&) const = default;
+};
+
+struct ModelConfig {
+  Provider provider = Provider::kOpenAI;
+  std::string model;
+  std::string base_url;  // parsed: defaulted per provider when absent; rendered when set
+  int max_tokens = kMaxTokensDefault;
+  Pricing pricing;
+  bool operator==(const ModelConfig&) const = default;
+};
+
+struct MemoryBlock {
+  std::string label;
+  std::string value;
+  int limit = kCoreMemoryBlockLimitDefault;  // characters
+  bool operator==(const MemoryBlock&) const = default;
+};
+
+// An earlier run of the agent, shown to the model before the prompt.
+struct RecentRun {
+  std::string name;
+  std::string finished_at;  // RFC 3339 as the run's status says; may be empty
+  std::string phase;
+  std::string stop_reason;
+  std::string output;  // at most kRecentRunOutputBytesMax bytes
+  bool operator==(const RecentRun&) const = default;
+};
+
+struct RunIdentity {
+  std::string name;
+  std::string uid;
+  std::string invocation_source = "scheduler";  // scheduler | manual | callback
+  std::string trigger_detail;
+  std::optional<TimePoint> scheduled_time;
+  TimePoint deadline{};  // the Job's deadline; the loop stops short of it
+  bool operator==(const RunIdentity&) const = default;
+};
+
+// The agent's Lease, which the runner's beats renew.
+struct LeaseConfig {
+  std::string name;
+  // Written as the Lease's leaseDurationSeconds: without a renewal this long
+  // the operator fails the run as Stalled.
+  std::chrono::seconds stall_window = kRunStallWindowDefault;
+  std::chrono::seconds renew_interval = kLeaseRenewIntervalDefault;  // at most one renewal per
+  bool operator==(const LeaseConfig&) const = default;
+};
+
+struct Budget {
+  std::optional<double> per_run_cents;
+  std::optional<double> month_remaining_cents;
+  // The smaller of the two, or none when neither is set.
+  std::optional<double> run_limit_cents() const;
+  bool operator==(const Budget&) const = default;
+};
+
+struct ContextDocument {
+  std::string agent_name;
+  std::string agent_namespace;
+  AgentType agent_type = kAgentTypeDefault;
+  ModelConfig model;
+  std::string persona;
+  std::vector<MemoryBlock> memory_blocks;
+  std::string memory_config_map;  // empty: edits live only for this heartbeat
+  std::string heartbeat_prompt;
+  Budget budget;
+  // Oldest first, the order the model reads them in (docs/context-document.md).
+  std::vector<RecentRun> recent_runs;
+  RunIdentity run;
+  std::optional<LeaseConfig> lease;
+  std::string archival_path;  // empty: no archival storage
+  bool operator==(const ContextDocument&) const = default;
+};
+
+// Rendering (operator side).
+nlohmann::json render_context_document(const ContextDocument& doc);
+
+// Parsing (runner side). The message names the offending field
+// ("context document: model.pricing.inputCentsPerMillionTokens: must be a
+// number, not string").
+class ContextDocumentError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+ContextDocument parse_context_document(const nlohmann::json& document);
+// Also bounds the text: kContextDocumentBytesMax, kContextDocumentDepthMax.
+ContextDocument parse_context_document_text(std::string_view text);
+
+}  // namespace hb::api

@@ -1,0 +1,68 @@
+// The run's result (docs/runner.md): one JSON object of at most
+// kTerminationMessageBytesMax bytes in the runner container's termination
+// message. The runner renders it; the operator parses it. Pure.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/contract_limits.h"
+#include "api/rfc3339.h"
+
+namespace hb::api {
+
+inline constexpr int kResultSchemaVersion = 1;
+
+struct RunResult {
+  // A wire name of api::StopReason. A custom runner (runtime.mode command)
+  // may write its own, so the operator keeps any string.
+  std::string stop_reason;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  // The runner's own cost figure: a cross-check only, never money
+  // (controllers/run_cost.h). Parsed: unset when absent; NaN when not a
+  // non-negative finite number. Rendered: 0 when unset.
+  std::optional<double> cost_cents;
+  int64_t llm_calls = 0;
+  int64_t tool_calls = 0;
+  int64_t iterations = 0;
+  std::optional<int> pause_minutes;  // parsed: clamped to kPauseMinutesMin..kPauseMinutesMax
+  std::optional<TimePoint> pause_until;
+  std::string output;              // the model's last text; excerpted when rendered too long
+  std::string error;               // empty unless the run failed
+  std::vector<std::string> notes;  // e.g. why archival tools were not offered
+  std::optional<TimePoint> started_at;
+  std::optional<TimePoint> finished_at;
+  std::optional<TimePoint> last_beat;
+  // Parse only: the usage object was there but a count in it was not a
+  // non-negative 64-bit integer; the run is charged its bound (run_cost.h).
+  std::string usage_problem;
+
+  bool operator==(const RunResult&) const = default;
+};
+
+// Rendering (runner side). Times are written with milliseconds.
+// The full object, the output not shortened.
+nlohmann::json result_to_json(const RunResult& result);
+// Serialized and shaped to at most max_bytes (never less than 256 accepted):
+// the output excerpt is shortened first, then the notes dropped, then the
+// error shortened; the JSON itself is never cut.
+std::string render_result(const RunResult& result,
+                          std::size_t max_bytes = kTerminationMessageBytesMax);
+
+// Parsing (operator side). The message is written by the agent's own Pod:
+// hostile. Strict about size, depth, types and bounds: a message that is not
+// a JSON object with a usage object is unreadable (`problem` says why; the
+// run still finishes, charged what its beats reported); a usage object with a
+// malformed count is read, with usage_problem set. Never throws.
+struct ParsedResult {
+  std::optional<RunResult> result;
+  std::string problem;  // why it is unreadable; empty when result is set
+};
+ParsedResult parse_run_result(std::string_view termination_message);
+
+}  // namespace hb::api

@@ -1,0 +1,118 @@
+// The result: what the runner renders, the operator parses back; what a
+// hostile Pod writes is bounded, typed and clamped.
+#include "api/run_result.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "api/stop_reason.h"
+
+namespace hb::api {
+namespace {
+
+using nlohmann::json;
+
+RunResult full_result() {
+  RunResult r;
+  r.stop_reason = "pause_heartbeats";
+  r.input_tokens = 1200;
+  r.output_tokens = 340;
+  r.cost_cents = 0.125;
+  r.llm_calls = 3;
+  r.tool_calls = 2;
+  r.iterations = 3;
+  r.pause_minutes = 15;
+  r.pause_until = *parse_rfc3339("2024-05-01T12:20:00.500Z");
+  r.output = "All quiet \xE2\x82\xAC.";
+  r.error = "";
+  r.notes = {"archival memory is not configured"};
+  r.started_at = *parse_rfc3339("2024-05-01T12:00:00Z");
+  r.finished_at = *parse_rfc3339("2024-05-01T12:05:00.125Z");
+  r.last_beat = *parse_rfc3339("2024-05-01T12:04:59Z");
+  return r;
+}
+
+TEST(RunResultContract, RenderThenParseIsTheSameResult) {
+  const RunResult result = full_result();
+  const std::string text = render_result(result);
+  ASSERT_LE(text.size(), kTerminationMessageBytesMax);
+  const ParsedResult parsed = parse_run_result(text);
+  ASSERT_TRUE(parsed.result) << parsed.problem;
+  EXPECT_EQ(*parsed.result, result);
+
+  RunResult failed = full_result();
+  failed.stop_reason = "provider_error";
+  failed.pause_minutes.reset();
+  failed.pause_until.reset();
+  failed.error = "429 from the provider";
+  EXPECT_EQ(*parse_run_result(render_result(failed)).result, failed);
+}
+
+TEST(RunResultContract, AShapedResultStillParses) {
+  RunResult result = full_result();
+  result.output = std::string(10000, 'y');
+  const ParsedResult parsed = parse_run_result(render_result(result));
+  ASSERT_TRUE(parsed.result) << parsed.problem;
+  EXPECT_LT(parsed.result->output.size(), 4096u);
+  EXPECT_EQ(parsed.result->input_tokens, 1200);
+}
+
+TEST(RunResultContract, UnreadableMessagesSayWhy) {
+  EXPECT_EQ(parse_run_result("").problem, "the termination message is empty");
+  EXPECT_EQ(parse_run_result(std::string(kTerminationMessageBytesMax + 1, ' ')).problem,
+            "the termination message is longer than 4096 bytes");
+  EXPECT_EQ(parse_run_result(std::string(2000, '[') + std::string(2000, ']')).problem,
+            "the termination message is nested too deeply");
+  EXPECT_EQ(parse_run_result(R"({"usage":{"a":{"b":{"c":{"d":{"e":{"f":{"g":{}}}}}}}}})").problem,
+            "the termination message is nested too deeply");
+  EXPECT_EQ(parse_run_result("[1,2]").problem, "the termination message is not a JSON object");
+  EXPECT_EQ(parse_run_result("{\"usage\":").problem,
+            "the termination message is not a JSON object");
+  EXPECT_EQ(parse_run_result(R"({"stopReason":"completed"})").problem,
+            "the result has no usage object");
+  EXPECT_EQ(parse_run_result(R"({"usage":7})").problem, "the result has no usage object");
+}
+
+TEST(RunResultContract, WrongTypesAreIgnoredOrFlagged) {
+  const ParsedResult parsed = parse_run_result(
+      R"({"stopReason":7,"usage":{"inputTokens":-5,"outputTokens":"9","costCents":-1},
+          "pauseMinutes":"10","output":["x"],"error":{},"notes":[1,"kept"],
+          "lastBeatTime":"yesterday","startedAt":12})");
+  ASSERT_TRUE(parsed.result) << parsed.problem;
+  const RunResult& r = *parsed.result;
+  EXPECT_EQ(r.stop_reason, "");
+  EXPECT_EQ(r.usage_problem.rfind("usage.inputTokens ", 0), 0u) << r.usage_problem;
+  ASSERT_TRUE(r.cost_cents);
+  EXPECT_TRUE(std::isnan(*r.cost_cents));
+  EXPECT_FALSE(r.pause_minutes);
+  EXPECT_EQ(r.output, "");
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.notes, std::vector<std::string>{"kept"});
+  EXPECT_FALSE(r.last_beat);
+  EXPECT_FALSE(r.started_at);
+}
+
+TEST(RunResultContract, PauseMinutesAreClamped) {
+  auto pause = [](const char* minutes) {
+    return parse_run_result(std::string(R"({"usage":{},"pauseMinutes":)") + minutes + "}")
+        .result->pause_minutes;
+  };
+  EXPECT_EQ(pause("0"), kPauseMinutesMin);
+  EXPECT_EQ(pause("-1e300"), kPauseMinutesMin);
+  EXPECT_EQ(pause("1e300"), kPauseMinutesMax);
+  EXPECT_EQ(pause("14.6"), 15);
+  EXPECT_EQ(pause("30"), 30);
+}
+
+TEST(RunResultContract, AnyStopReasonTextIsKeptForCustomRunners) {
+  const ParsedResult parsed = parse_run_result(R"({"stopReason":"end_turn","usage":{}})");
+  ASSERT_TRUE(parsed.result);
+  EXPECT_EQ(parsed.result->stop_reason, "end_turn");
+  EXPECT_FALSE(parse_stop_reason("end_turn"));
+  EXPECT_EQ(parse_stop_reason("budget"), StopReason::kBudget);
+  EXPECT_EQ(to_string(StopReason::kToolsUnavailable), "tools_unavailable");
+}
+
+}  // namespace
+}  // namespace hb::api
