@@ -33,7 +33,7 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS... -- CTEST_ARGS...
 }
 
 # ctest labels that run in the normal pass only (a regex for -LE).
-heavy_labels='^(images|cluster)$'
+heavy_labels='^(images|cluster|sim)$'
 
 run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -- "$@"
 # Every parser's fuzzer for a short while, once (they run under ASan+UBSan

@@ -1,0 +1,147 @@
+// The invariant checker itself: each promise it guards, broken on purpose
+// through the simulated API server, is reported (a checker that cannot fail
+// would make every simulated seed pass).
+#include "tests/sim/checker.h"
+
+#include <gtest/gtest.h>
+
+#include "api/rfc3339.h"
+
+namespace hb::sim {
+namespace {
+
+class CheckerTest : public ::testing::Test {
+ protected:
+  CheckerTest() : server_([this] { return now_; }), checker_(server_, {}) {
+    server_.set_observer(
+        [this](Actor a, const std::string& r, const std::optional<Json>& before,
+               const std::optional<Json>& after) { checker_.on_write(a, r, before, after, now_); });
+    server_.create(Actor::kUser, "agents", "ns",
+                   {{"metadata", {{"name", "a"}}},
+                    {"spec",
+                     {{"budget", {{"monthlyCents", 100}}},
+                      {"runtime", {{"timeoutSeconds", 60}, {"graceSeconds", 5}}}}}});
+  }
+
+  Json scheduler_run(const std::string& name, const std::string& slot) {
+    return {{"metadata", {{"name", name}}},
+            {"spec",
+             {{"agentRef", {{"name", "a"}}},
+              {"invocationSource", "scheduler"},
+              {"scheduledTime", slot}}}};
+  }
+  void set_agent_status(const Json& status) {
+    server_.merge_patch(Actor::kOperator, "agents", "ns", "a", {{"status", status}}, true);
+  }
+  void set_run_status(const std::string& run, const Json& status) {
+    server_.merge_patch(Actor::kOperator, "heartbeatruns", "ns", run, {{"status", status}}, true);
+  }
+  Json finished(double cents) {
+    return {{"phase", "Succeeded"}, {"costRecorded", true}, {"usage", {{"costCents", cents}}}};
+  }
+
+  TimePoint now_ = *api::parse_rfc3339("2026-03-10T10:00:00Z");
+  ApiServer server_;
+  Checker checker_;
+};
+
+TEST_F(CheckerTest, AWellBehavedOperatorHasNoViolations) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  set_run_status("r1", {{"phase", "Running"}, {"startedAt", "2026-03-10T10:00:00Z"}});
+  set_agent_status({{"spend", {{"period", "2026-03"}, {"cents", 2.5}}}});
+  set_run_status("r1", finished(2.5));
+  checker_.check_state(now_, now_ - std::chrono::hours(1));
+  checker_.check_settled();
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+}
+
+TEST_F(CheckerTest, ASecondRunForASlotIsCaughtEvenAfterTheFirstWasDeleted) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  server_.remove(Actor::kOperator, "heartbeatruns", "ns", "r1", Json::object());
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("second scheduler run"), std::string::npos);
+}
+
+TEST_F(CheckerTest, ARunStartedBeforePausedUntilIsCaught) {
+  set_agent_status({{"pausedUntil", "2026-03-10T10:30:00Z"}});
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  set_run_status("r1", {{"phase", "Running"}});
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("before pausedUntil"), std::string::npos);
+}
+
+TEST_F(CheckerTest, ARunStartedOverBudgetIsCaught) {
+  set_agent_status({{"spend", {{"period", "2026-03"}, {"cents", 100.2}}}});
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  set_run_status("r1", {{"phase", "Running"}});
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("over budget"), std::string::npos);
+}
+
+TEST_F(CheckerTest, SpendThatMissesACountedRunIsCaught) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  set_agent_status({{"spend", {{"period", "2026-03"}, {"cents", 1.0}}}});
+  set_run_status("r1", finished(2.5));  // counted 2.5, spend says 1.0
+  checker_.check_state(now_, now_);
+  ASSERT_FALSE(checker_.violations().empty());
+  EXPECT_NE(checker_.violations()[0].find("less than its counted runs"), std::string::npos);
+}
+
+TEST_F(CheckerTest, SpendCountedTwiceIsCaughtWhenSettled) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  set_agent_status({{"spend", {{"period", "2026-03"}, {"cents", 5.0}}}});
+  set_run_status("r1", finished(2.5));
+  checker_.check_settled();
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("differs from the sum"), std::string::npos);
+}
+
+TEST_F(CheckerTest, UsageChangedAfterCountingAndALostMarkAreCaught) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  set_agent_status({{"spend", {{"period", "2026-03"}, {"cents", 2.5}}}});
+  set_run_status("r1", finished(2.5));
+  set_run_status("r1", {{"usage", {{"costCents", 9}}}});
+  set_run_status("r1", {{"costRecorded", false}});
+  ASSERT_EQ(checker_.violations().size(), 2u);
+  EXPECT_NE(checker_.violations()[0].find("changed its usage"), std::string::npos);
+  EXPECT_NE(checker_.violations()[1].find("lost costRecorded"), std::string::npos);
+}
+
+TEST_F(CheckerTest, TheOperatorWritingAnAgentSpecIsCaught) {
+  server_.merge_patch(Actor::kOperator, "agents", "ns", "a", {{"spec", {{"paused", true}}}}, false);
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("wrote the spec"), std::string::npos);
+}
+
+TEST_F(CheckerTest, ARunLeftRunningPastItsDeadlinesIsCaught) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  set_run_status("r1", {{"phase", "Running"}, {"startedAt", "2026-03-10T10:00:00Z"}});
+  checker_.check_state(now_ + std::chrono::minutes(3), now_ - std::chrono::hours(1));
+  EXPECT_TRUE(checker_.violations().empty());  // 60 + 5 + 30 + 60 + 120 s not yet passed
+  checker_.check_state(now_ + std::chrono::minutes(6), now_ - std::chrono::hours(1));
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("still Running"), std::string::npos);
+}
+
+TEST_F(CheckerTest, TwoQueuedScheduledRunsOfOneAgentAreCaught) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r2", "2026-03-10T10:01:00Z"));
+  checker_.check_state(now_, now_);
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("more than one queued"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hb::sim
