@@ -75,6 +75,11 @@ class ApiServer {
   bool removed_since_collection() const { return removed_; }
   std::optional<Json> object(const std::string& resource, const std::string& ns,
                              const std::string& name) const;
+  // The stored object itself (no copy); valid until the next write.
+  const Json* peek(const std::string& resource, const std::string& ns,
+                   const std::string& name) const {
+    return find(resource, ns, name);
+  }
   // Stores the node's change (Pod status, Job status), bumping the version.
   void node_update(const std::string& resource, Json object);
   // Removes a Pod whose deletion the kubelet finished.

@@ -85,8 +85,8 @@ void Node::step(TimePoint now) {
       const auto slash = it->first.find('/');
       server_.finalize_pod(it->first.substr(0, slash), it->first.substr(slash + 1));
       it = runners_.erase(it);
-    } else if (!server_.object("pods", it->first.substr(0, it->first.find('/')),
-                               it->first.substr(it->first.find('/') + 1))) {
+    } else if (!server_.peek("pods", it->first.substr(0, it->first.find('/')),
+                             it->first.substr(it->first.find('/') + 1))) {
       it = runners_.erase(it);
     } else {
       ++it;
@@ -186,9 +186,10 @@ void Node::create_pod(const Json& job, TimePoint now) {
 }
 
 void Node::advance(const std::string& key, Runner& r, TimePoint now) {
+  if (r.finished && r.finalize_at) return;
   const auto slash = key.find('/');
-  std::optional<Json> pod = server_.object("pods", key.substr(0, slash), key.substr(slash + 1));
-  if (!pod) return;
+  const Json* pod = server_.peek("pods", key.substr(0, slash), key.substr(slash + 1));
+  if (pod == nullptr) return;
   if ((*pod)["metadata"].contains("deletionTimestamp")) {
     if (!r.finished)
       terminate(*pod, r, api::kExitCancelled, result_message(r, api::kExitCancelled), now);
