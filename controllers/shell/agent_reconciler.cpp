@@ -62,6 +62,12 @@ AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client, const Clu
       steady_(std::move(steady)),
       overlay_(steady_) {}
 
+void AgentReconciler::forget_agent(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  ensured_agents_.erase(key);
+  in_the_way_.erase(key);
+}
+
 void AgentReconciler::count_write(const char* kind) {
   metrics_.counter_add("heartbeat_api_writes_total", {{"kind", kind}});
 }
@@ -109,9 +115,12 @@ std::optional<std::string> AgentReconciler::resolve_prompt(const Json& agent,
 
 std::string AgentReconciler::ensure_agent_objects(const Json& agent) {
   const std::string uid = string_at(agent, "metadata/uid");
+  const std::string key = object_key(agent);
   {
     std::lock_guard lock(mutex_);
-    if (ensured_agents_.count(uid)) return "";
+    if (auto it = ensured_agents_.find(key); it != ensured_agents_.end() && it->second == uid) {
+      return "";
+    }
   }
   const std::string ns = string_at(agent, "metadata/namespace");
   for (const auto& [kind, object] : build_agent_objects(agent, config_.job)) {
@@ -129,16 +138,17 @@ std::string AgentReconciler::ensure_agent_objects(const Json& agent) {
     }
   }
   std::lock_guard lock(mutex_);
-  ensured_agents_.insert(uid);
+  ensured_agents_[key] = uid;
   return "";
 }
 
 std::string AgentReconciler::object_in_the_way(const Json& agent) {
   const std::string uid = string_at(agent, "metadata/uid");
+  const std::string key = object_key(agent);
   {
     std::lock_guard lock(mutex_);
-    auto it = in_the_way_.find(uid);
-    if (it == in_the_way_.end()) return "";
+    auto it = in_the_way_.find(key);
+    if (it == in_the_way_.end() || it->second.uid != uid) return "";
     if (steady_() - it->second.at < kObjectInTheWayRecheck) {
       return it->second.object;
     }
@@ -148,9 +158,9 @@ std::string AgentReconciler::object_in_the_way(const Json& agent) {
   std::string blocking = ensure_agent_objects(agent);
   std::lock_guard lock(mutex_);
   if (blocking.empty()) {
-    in_the_way_.erase(uid);
+    in_the_way_.erase(key);
   } else {
-    in_the_way_[uid] = {blocking, steady_()};
+    in_the_way_[key] = {uid, blocking, steady_()};
   }
   return blocking;
 }
@@ -316,7 +326,7 @@ bool AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
   }
   if (std::string blocking = ensure_agent_objects(agent); !blocking.empty()) {
     std::lock_guard lock(mutex_);
-    in_the_way_[string_at(agent, "metadata/uid")] = {blocking, steady_()};
+    in_the_way_[object_key(agent)] = {string_at(agent, "metadata/uid"), blocking, steady_()};
     spdlog::warn("event=object_in_the_way agent={}/{} run={} object=\"{}\"", ns, name_of(agent),
                  run_name, blocking);
     return false;
@@ -421,6 +431,7 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   std::vector<Json> runs = runs_of(ns, name);
   if (!agent_opt || find_path(*agent_opt, "metadata/deletionTimestamp") != nullptr) {
     views_.forget(object_key(ns, name));
+    forget_agent(object_key(ns, name));
     reconcile_orphans(ns, name, runs, now);
     return {};
   }

@@ -113,6 +113,8 @@ class AgentReconciler {
   void reconcile_orphans(const std::string& ns, const std::string& name, std::vector<Json>& runs,
                          TimePoint now);
   void count_write(const char* kind);
+  // Drops what was remembered about an Agent that is gone.
+  void forget_agent(const std::string& key);
 
   std::shared_ptr<kube::Client> client_;
   const ClusterView& view_;
@@ -124,12 +126,15 @@ class AgentReconciler {
   ViewCache views_;
 
   std::mutex mutex_;
-  std::set<std::string> ensured_agents_;  // agent uids whose per-agent objects exist
+  // By agent key ("ns/name"), forgotten when the Agent is gone (bounded by
+  // the Agents that exist); the uid tells a re-created Agent from the old one.
+  std::map<std::string, std::string> ensured_agents_;  // key -> uid whose objects exist
   struct InTheWay {
+    std::string uid;
     std::string object;
     std::chrono::steady_clock::time_point at;
   };
-  std::map<std::string, InTheWay> in_the_way_;  // by agent uid
+  std::map<std::string, InTheWay> in_the_way_;  // by agent key
 };
 
 }  // namespace hb::controllers

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -45,7 +46,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  spdlog::set_level(options.verbose ? spdlog::level::info : spdlog::level::off);
+  spdlog::set_level(options.verbose
+                        ? (std::getenv("HB_SIM_DEBUG") ? spdlog::level::debug : spdlog::level::info)
+                        : spdlog::level::off);
   uint64_t failed = 0, runs = 0, counted = 0, reconciles = 0, crashes = 0, faults = 0, pods = 0;
   double wall = 0;
   const uint64_t first = options.seed;

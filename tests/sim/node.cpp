@@ -1,5 +1,7 @@
 #include "tests/sim/node.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 
 #include "api/exit_codes.h"
@@ -165,10 +167,10 @@ void Node::create_pod(const Json& job, TimePoint now) {
   Runner r;
   r.behaviour = draw_behaviour(rng_);
   r.ns = ns;
-  r.agent = controllers::string_at(
-      made.body, std::string("metadata/annotations/") + controllers::kAnnotationAgentName);
-  r.run = controllers::string_at(
-      made.body, std::string("metadata/annotations/") + controllers::kAnnotationRunName);
+  // Annotation keys hold '/', so they are read by key, not by path.
+  const Json annotations = made.body["metadata"].value("annotations", Json::object());
+  r.agent = annotations.value(controllers::kAnnotationAgentName, std::string());
+  r.run = annotations.value(controllers::kAnnotationRunName, std::string());
   r.running_at = now + std::chrono::milliseconds(std::uniform_int_distribution<int>(
                            200, kPodStartDelayMax.count())(rng_));
   auto work = std::chrono::milliseconds(std::uniform_int_distribution<int>(
@@ -336,8 +338,9 @@ void Node::beat(Runner& r, TimePoint now) {
       {"metadata", {{"annotations", {{api::kAnnotationUsage, encode_usage_report(usage)}}}}}};
   try {
     runner_client_->merge_patch(kube::resources::kLeases, r.ns, lease, patch);
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
     // The runner beats again next time; a missed beat is what the stall window is for.
+    spdlog::debug("sim runner {} beat failed: {}", r.run, e.what());
   }
 }
 
