@@ -25,7 +25,8 @@ std::string query_of(const ListOptions& o) {
 std::string describe(const std::string& verb, const Resource& r, const std::string& ns,
                      const std::string& name) {
   std::string out = verb + " " + r.describe();
-  if (!ns.empty() || !name.empty()) out += " " + (ns.empty() ? name : ns + "/" + name);
+  if (!ns.empty() && !name.empty()) return out + " " + ns + "/" + name;
+  if (!ns.empty() || !name.empty()) out += " " + (ns.empty() ? name : ns);
   return out;
 }
 
@@ -84,14 +85,9 @@ http::Request Client::make_request(const std::string& method, const std::string&
   return req;
 }
 
-void Client::throw_api_error(const http::Response& response, const std::string& context) {
-  throw error_from_response(response.status, response.header("retry-after"), response.body,
-                            context);
-}
-
-http::Response Client::call(const std::string& verb, const std::string& method,
-                            const std::string& path, const std::string& body,
-                            const std::string& content_type, const std::string& context) {
+Result<http::Response> Client::call(const std::string& verb, const std::string& method,
+                                    const std::string& path, const std::string& body,
+                                    const std::string& content_type, const std::string& context) {
   std::atomic<uint64_t>* counter = verb == "get"      ? &counts_.get
                                    : verb == "list"   ? &counts_.list
                                    : verb == "create" ? &counts_.create
@@ -104,60 +100,75 @@ http::Response Client::call(const std::string& verb, const std::string& method,
     // After the rate limiter's wait: leadership may have ended during it.
     const bool write = counter != &counts_.get && counter != &counts_.list;
     if (write && write_gate_ && !write_gate_()) {
-      throw NotLeaderError("not the leader: " + verb + " refused (" + context + ")");
+      Error refused;
+      refused.kind = ErrorKind::kNotLeader;
+      refused.message = "not the leader: " + verb + " refused";
+      refused.context = context;
+      return refused;
     }
     http::Request req = make_request(method, path);
     if (!content_type.empty()) req.headers.emplace_back("Content-Type", content_type);
     req.body = body;
     ++*counter;
-    http::Response resp = transport_->send(req);
+    http::Response resp;
+    try {
+      resp = transport_->send(req);
+    } catch (const http::TransportError& failure) {  // the transport's one exception
+      return error_from_transport(failure, context);
+    }
     if (resp.status == 401 && attempt == 0 && !config_.token_file.empty()) {
       tokens_.invalidate();
       continue;
     }
-    if (resp.status < 200 || resp.status > 299) throw_api_error(resp, context);
+    if (resp.status < 200 || resp.status > 299) {
+      return error_from_response(resp.status, resp.header("retry-after"), resp.body, context);
+    }
     return resp;
   }
 }
 
 namespace {
-Json parse_body(const http::Response& resp, const std::string& context) {
-  try {
-    return Json::parse(resp.body);
-  } catch (const Json::exception& e) {  // parse_error, or out_of_range on a number overflow
-    throw ApiError(ErrorKind::kOther, resp.status, "",
-                   std::string("answer is not JSON: ") + e.what(), {}, std::nullopt, context);
-  }
+Result<Json> parse_body(Result<http::Response> answer, const std::string& context) {
+  if (!answer.ok()) return std::move(answer).error();
+  Json parsed = Json::parse(answer.value().body, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_discarded()) return parsed;
+  Error error;
+  error.kind = ErrorKind::kMalformed;
+  error.code = answer.value().status;
+  error.message = "answer is not JSON";
+  error.context = context;
+  return error;
 }
 }  // namespace
 
-Json Client::get(const Resource& r, const std::string& ns, const std::string& name) {
+Result<Json> Client::get(const Resource& r, const std::string& ns, const std::string& name) {
   std::string ctx = describe("get", r, ns, name);
   return parse_body(call("get", "GET", r.path(ns, name), "", "", ctx), ctx);
 }
 
-Json Client::list(const Resource& r, const std::string& ns, const ListOptions& options) {
+Result<Json> Client::list(const Resource& r, const std::string& ns, const ListOptions& options) {
   std::string ctx = describe("list", r, ns, "");
   return parse_body(call("list", "GET", r.path(ns) + query_of(options), "", "", ctx), ctx);
 }
 
-Json Client::list_all(const Resource& r, const std::string& ns, ListOptions options) {
+Result<Json> Client::list_all(const Resource& r, const std::string& ns, ListOptions options) {
   bool restarted = false;
   Json items = Json::array();
   Json first_metadata;
   while (true) {
-    Json page;
-    try {
-      page = list(r, ns, options);
-    } catch (const ApiError& e) {
+    Result<Json> answer = list(r, ns, options);
+    if (!answer.ok()) {
       // The continue token expired; start once more from the beginning.
-      if (e.kind() != ErrorKind::kGone || options.continue_token.empty() || restarted) throw;
+      if (!answer.is(ErrorKind::kGone) || options.continue_token.empty() || restarted) {
+        return answer;
+      }
       restarted = true;
       options.continue_token.clear();
       items = Json::array();
       first_metadata = Json();
       continue;
     }
+    Json& page = answer.value();
     if (first_metadata.is_null()) first_metadata = page.value("metadata", Json::object());
     if (auto it = page.find("items"); it != page.end() && it->is_array()) {
       for (auto& item : *it) items.push_back(std::move(item));
@@ -173,39 +184,39 @@ Json Client::list_all(const Resource& r, const std::string& ns, ListOptions opti
   return out;
 }
 
-Json Client::create(const Resource& r, const std::string& ns, const Json& object) {
+Result<Json> Client::create(const Resource& r, const std::string& ns, const Json& object) {
   std::string ctx = describe("create", r, ns, object.value("/metadata/name"_json_pointer, ""));
   return parse_body(call("create", "POST", r.path(ns), object.dump(), kJson, ctx), ctx);
 }
 
-Json Client::replace(const Resource& r, const std::string& ns, const std::string& name,
-                     const Json& object) {
+Result<Json> Client::replace(const Resource& r, const std::string& ns, const std::string& name,
+                             const Json& object) {
   std::string ctx = describe("update", r, ns, name);
   return parse_body(call("update", "PUT", r.path(ns, name), object.dump(), kJson, ctx), ctx);
 }
 
-Json Client::merge_patch(const Resource& r, const std::string& ns, const std::string& name,
-                         const Json& patch) {
+Result<Json> Client::merge_patch(const Resource& r, const std::string& ns, const std::string& name,
+                                 const Json& patch) {
   std::string ctx = describe("patch", r, ns, name);
   return parse_body(call("patch", "PATCH", r.path(ns, name), patch.dump(), kMergePatch, ctx), ctx);
 }
 
-Json Client::replace_status(const Resource& r, const std::string& ns, const std::string& name,
-                            const Json& object) {
+Result<Json> Client::replace_status(const Resource& r, const std::string& ns,
+                                    const std::string& name, const Json& object) {
   std::string ctx = describe("update status of", r, ns, name);
   return parse_body(call("update", "PUT", r.path(ns, name) + "/status", object.dump(), kJson, ctx),
                     ctx);
 }
 
-Json Client::merge_patch_status(const Resource& r, const std::string& ns, const std::string& name,
-                                const Json& patch) {
+Result<Json> Client::merge_patch_status(const Resource& r, const std::string& ns,
+                                        const std::string& name, const Json& patch) {
   std::string ctx = describe("patch status of", r, ns, name);
   return parse_body(
       call("patch", "PATCH", r.path(ns, name) + "/status", patch.dump(), kMergePatch, ctx), ctx);
 }
 
-Json Client::remove(const Resource& r, const std::string& ns, const std::string& name,
-                    const DeleteOptions& options) {
+Result<Json> Client::remove(const Resource& r, const std::string& ns, const std::string& name,
+                            const DeleteOptions& options) {
   Json body = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
   if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
   if (!options.precondition_uid.empty()) body["preconditions"]["uid"] = options.precondition_uid;
@@ -217,7 +228,7 @@ Json Client::remove(const Resource& r, const std::string& ns, const std::string&
   return parse_body(call("remove", "DELETE", r.path(ns, name), body.dump(), kJson, ctx), ctx);
 }
 
-void Client::watch(const Resource& r, const std::string& ns, const WatchOptions& options,
+Done Client::watch(const Resource& r, const std::string& ns, const WatchOptions& options,
                    const http::ChunkHandler& on_chunk, std::shared_ptr<http::CancelSource> cancel) {
   std::string path = r.path(ns) + "?watch=1";
   if (!options.label_selector.empty())
@@ -238,13 +249,20 @@ void Client::watch(const Resource& r, const std::string& ns, const WatchOptions&
     req.timeout = std::chrono::seconds(options.timeout_seconds) + kWatchClientSlack;
     req.cancel = cancel;
     ++counts_.watch;
-    http::Response resp = transport_->stream(req, on_chunk);
+    http::Response resp;
+    try {
+      resp = transport_->stream(req, on_chunk);
+    } catch (const http::TransportError& failure) {
+      return error_from_transport(failure, ctx);
+    }
     if (resp.status == 401 && attempt == 0 && !config_.token_file.empty()) {
       tokens_.invalidate();
       continue;
     }
-    if (resp.status < 200 || resp.status > 299) throw_api_error(resp, ctx);
-    return;
+    if (resp.status < 200 || resp.status > 299) {
+      return error_from_response(resp.status, resp.header("retry-after"), resp.body, ctx);
+    }
+    return done();
   }
 }
 

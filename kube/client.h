@@ -1,6 +1,7 @@
 // A generic Kubernetes REST client: any group/version/resource as JSON.
-// Every failure is an ApiError (the server answered) or an
-// http::TransportError (it did not), each naming the request.
+// Nothing throws: every call returns a Result, the answer or an Error (the
+// server's Status, no answer at all, a write refused by the write gate),
+// each naming the request.
 #pragma once
 
 #include <atomic>
@@ -65,46 +66,39 @@ struct RequestCounts {
   uint64_t total() const { return get + list + watch + writes(); }
 };
 
-// A write refused by the client's write gate: this replica no longer holds
-// (or never held) the leader Lease.
-class NotLeaderError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 class Client {
  public:
   Client(ClusterConfig config, ClientOptions options = {},
          std::shared_ptr<http::Client> transport = nullptr);
 
-  Json get(const Resource& r, const std::string& ns, const std::string& name);
+  Result<Json> get(const Resource& r, const std::string& ns, const std::string& name);
   // One page; `metadata.continue` in the answer names the next.
-  Json list(const Resource& r, const std::string& ns, const ListOptions& options = {});
+  Result<Json> list(const Resource& r, const std::string& ns, const ListOptions& options = {});
   // Every page, merged: {"items": [...], "metadata": {"resourceVersion": ...}}.
   // A continue token that expires mid-way (410) restarts the list once from scratch.
-  Json list_all(const Resource& r, const std::string& ns, ListOptions options = {});
-  Json create(const Resource& r, const std::string& ns, const Json& object);
+  Result<Json> list_all(const Resource& r, const std::string& ns, ListOptions options = {});
+  Result<Json> create(const Resource& r, const std::string& ns, const Json& object);
   // PUT; metadata.resourceVersion in the object makes it conditional (409 if stale).
-  Json replace(const Resource& r, const std::string& ns, const std::string& name,
-               const Json& object);
-  Json merge_patch(const Resource& r, const std::string& ns, const std::string& name,
-                   const Json& patch);
-  Json replace_status(const Resource& r, const std::string& ns, const std::string& name,
-                      const Json& object);
-  Json merge_patch_status(const Resource& r, const std::string& ns, const std::string& name,
-                          const Json& patch);
-  Json remove(const Resource& r, const std::string& ns, const std::string& name,
-              const DeleteOptions& options = {});
+  Result<Json> replace(const Resource& r, const std::string& ns, const std::string& name,
+                       const Json& object);
+  Result<Json> merge_patch(const Resource& r, const std::string& ns, const std::string& name,
+                           const Json& patch);
+  Result<Json> replace_status(const Resource& r, const std::string& ns, const std::string& name,
+                              const Json& object);
+  Result<Json> merge_patch_status(const Resource& r, const std::string& ns, const std::string& name,
+                                  const Json& patch);
+  Result<Json> remove(const Resource& r, const std::string& ns, const std::string& name,
+                      const DeleteOptions& options = {});
 
   // Opens a watch and hands raw body chunks to on_chunk (see WatchDecoder).
   // Returns when the server ends the stream, on_chunk returns false or
-  // `cancel` fires. A non-2xx answer throws ApiError (410 -> kGone).
-  void watch(const Resource& r, const std::string& ns, const WatchOptions& options,
+  // `cancel` fires. A non-2xx answer is an Error (410 -> kGone).
+  Done watch(const Resource& r, const std::string& ns, const WatchOptions& options,
              const http::ChunkHandler& on_chunk,
              std::shared_ptr<http::CancelSource> cancel = nullptr);
 
   // Checked before every write (create, replace, patch, delete): false
-  // refuses it with NotLeaderError, before it is sent. Set before use.
+  // refuses it with ErrorKind::kNotLeader, before it is sent. Set before use.
   using WriteGate = std::function<bool()>;
   void set_write_gate(WriteGate gate) { write_gate_ = std::move(gate); }
 
@@ -112,12 +106,11 @@ class Client {
   const RequestCounts& counts() const { return counts_; }
 
  private:
-  http::Response call(const std::string& verb, const std::string& method, const std::string& path,
-                      const std::string& body, const std::string& content_type,
-                      const std::string& context);
+  Result<http::Response> call(const std::string& verb, const std::string& method,
+                              const std::string& path, const std::string& body,
+                              const std::string& content_type, const std::string& context);
   http::Request make_request(const std::string& method, const std::string& path);
   void wait_for_token();
-  [[noreturn]] void throw_api_error(const http::Response& response, const std::string& context);
 
   ClusterConfig config_;
   ClientOptions options_;

@@ -34,7 +34,7 @@ ErrorKind classify(int code, const std::string& reason) {
 
 std::string compose(const std::string& context, int code, const std::string& message,
                     const std::vector<FieldCause>& causes) {
-  std::string out = context + ": " + std::to_string(code) + " " + message;
+  std::string out = context + ": " + (code > 0 ? std::to_string(code) + " " : "") + message;
   // The server's message usually lists the causes already; add any it left out.
   for (const auto& cause : causes) {
     if (!cause.field.empty() && message.find(cause.field) == std::string::npos) {
@@ -79,64 +79,77 @@ const char* to_string(ErrorKind kind) {
       return "TooManyRequests";
     case ErrorKind::kServerError:
       return "ServerError";
+    case ErrorKind::kTransport:
+      return "Transport";
+    case ErrorKind::kMalformed:
+      return "Malformed";
+    case ErrorKind::kNotLeader:
+      return "NotLeader";
     case ErrorKind::kOther:
       return "Other";
   }
   return "Other";
 }
 
-ApiError::ApiError(ErrorKind kind, int code, std::string reason, std::string message,
-                   std::vector<FieldCause> causes, std::optional<int> retry_after_seconds,
-                   std::string context)
-    : std::runtime_error(compose(context, code, message, causes)),
-      kind_(kind),
-      code_(code),
-      reason_(std::move(reason)),
-      message_(std::move(message)),
-      causes_(std::move(causes)),
-      retry_after_seconds_(retry_after_seconds) {}
+std::string Error::describe() const {
+  return compose(context, code, message, causes);
+}
 
-ApiError error_from_status(const nlohmann::json& status, const std::string& context) {
-  int code = status.value("code", 0);
-  std::string reason = status.value("reason", "");
-  std::string message = status.value("message", "");
-  std::vector<FieldCause> causes;
-  std::optional<int> retry_after;
+ApiError::ApiError(Error error) : std::runtime_error(error.describe()), error_(std::move(error)) {}
+
+Error error_from_status(const nlohmann::json& status, const std::string& context) {
+  Error error;
+  error.code = status.value("code", 0);
+  error.reason = status.value("reason", "");
+  error.message = status.value("message", "");
   if (auto details = status.find("details"); details != status.end() && details->is_object()) {
     if (auto list = details->find("causes"); list != details->end() && list->is_array()) {
       for (const auto& c : *list) {
         if (!c.is_object()) continue;
-        causes.push_back({c.value("field", ""), c.value("reason", ""), c.value("message", "")});
+        error.causes.push_back(
+            {c.value("field", ""), c.value("reason", ""), c.value("message", "")});
       }
     }
     if (auto ras = details->find("retryAfterSeconds");
         ras != details->end() && ras->is_number_integer()) {
-      retry_after = ras->get<int>();
+      error.retry_after_seconds = ras->get<int>();
     }
   }
-  if (message.empty()) message = reason.empty() ? "(no message)" : reason;
-  return ApiError(classify(code, reason), code, reason, message, std::move(causes), retry_after,
-                  context);
+  if (error.message.empty()) error.message = error.reason.empty() ? "(no message)" : error.reason;
+  error.kind = classify(error.code, error.reason);
+  error.context = context;
+  return error;
 }
 
-ApiError error_from_response(int status, const std::string& retry_after_header,
-                             const std::string& body, const std::string& context) {
+Error error_from_response(int status, const std::string& retry_after_header,
+                          const std::string& body, const std::string& context) {
   nlohmann::json parsed = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_object() && parsed.value("kind", "") == "Status") {
     if (!parsed.contains("code")) parsed["code"] = status;
-    ApiError from_body = error_from_status(parsed, context);
-    auto header_retry = parse_retry_after(retry_after_header);
-    if (header_retry && !from_body.retry_after_seconds()) {
-      return ApiError(from_body.kind(), from_body.code(), from_body.reason(),
-                      from_body.server_message(), from_body.causes(), header_retry, context);
+    Error from_body = error_from_status(parsed, context);
+    if (!from_body.retry_after_seconds) {
+      from_body.retry_after_seconds = parse_retry_after(retry_after_header);
     }
     return from_body;
   }
   // Not a Status (a proxy, a load balancer): keep an excerpt of what came back.
-  std::string excerpt = body.substr(0, kBodyExcerptBytesMax);
-  if (excerpt.empty()) excerpt = "(empty body)";
-  return ApiError(classify(status, ""), status, "", excerpt, {},
-                  parse_retry_after(retry_after_header), context);
+  Error error;
+  error.kind = classify(status, "");
+  error.code = status;
+  error.message = body.substr(0, kBodyExcerptBytesMax);
+  if (error.message.empty()) error.message = "(empty body)";
+  error.retry_after_seconds = parse_retry_after(retry_after_header);
+  error.context = context;
+  return error;
+}
+
+Error error_from_transport(const http::TransportError& failure, const std::string& context) {
+  Error error;
+  error.kind = ErrorKind::kTransport;
+  error.message = failure.what();
+  error.context = context;
+  error.transport_kind = failure.kind();
+  return error;
 }
 
 }  // namespace hb::kube

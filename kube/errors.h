@@ -1,12 +1,21 @@
-// Typed Kubernetes API errors carrying the server's Status object, so callers
-// branch on kind (NotFound, Conflict, ...) and users read the server's words.
+// Kubernetes API errors as values. Every call on kube::Client returns a
+// Result: the answer, or an Error saying what went wrong (the server's
+// Status, a transport failure, a refused write) and naming the request.
+// Callers branch on Error::kind; ApiError is the same Error thrown, for
+// tests and tools that would rather stop at the first failure (or_throw).
 #pragma once
 
+#include <cassert>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
 #include <vector>
+
+#include "kube/http.h"
 
 namespace hb::kube {
 
@@ -19,8 +28,11 @@ enum class ErrorKind {
   kAlreadyExists,    // 409 with reason AlreadyExists
   kGone,             // 410: resourceVersion too old (Expired), relist
   kInvalid,          // 422 with field causes
-  kTooManyRequests,  // 429
+  kTooManyRequests,  // 429, often with a Retry-After
   kServerError,      // 5xx
+  kTransport,        // no HTTP answer: refused, TLS, timeout (transport_kind says which)
+  kMalformed,        // a 2xx answer that is not the JSON it should be
+  kNotLeader,        // a write refused before it was sent: this replica is not the leader
   kOther,
 };
 
@@ -32,38 +44,116 @@ struct FieldCause {
   std::string message;
 };
 
+struct Error {
+  ErrorKind kind = ErrorKind::kOther;
+  int code = 0;                    // HTTP status; 0 when there was none
+  std::string reason;              // Status.reason
+  std::string message;             // Status.message, or what failed
+  std::vector<FieldCause> causes;  // Status.details.causes
+  std::optional<int> retry_after_seconds;
+  std::string context;  // the request, e.g. "create ... agents ns/x"
+  http::TransportError::Kind transport_kind = http::TransportError::Kind::kOther;
+
+  // "context: code message; field: cause" for logs and conditions.
+  std::string describe() const;
+  // Worth sending the same request again later (429, 5xx, no answer).
+  bool transient() const {
+    return kind == ErrorKind::kTooManyRequests || kind == ErrorKind::kServerError ||
+           kind == ErrorKind::kTransport;
+  }
+};
+
+// An Error thrown: what Result::or_throw raises.
 class ApiError : public std::runtime_error {
  public:
-  ApiError(ErrorKind kind, int code, std::string reason, std::string message,
-           std::vector<FieldCause> causes, std::optional<int> retry_after_seconds,
-           std::string context);
+  explicit ApiError(Error error);
+  const Error& error() const { return error_; }
+  ErrorKind kind() const { return error_.kind; }
+  int code() const { return error_.code; }
+  const std::string& reason() const { return error_.reason; }
+  const std::string& server_message() const { return error_.message; }
+  const std::vector<FieldCause>& causes() const { return error_.causes; }
+  std::optional<int> retry_after_seconds() const { return error_.retry_after_seconds; }
+  bool retryable() const { return error_.transient(); }
 
-  ErrorKind kind() const { return kind_; }
-  int code() const { return code_; }
-  const std::string& reason() const { return reason_; }           // Status.reason
-  const std::string& server_message() const { return message_; }  // Status.message
-  const std::vector<FieldCause>& causes() const { return causes_; }
-  std::optional<int> retry_after_seconds() const { return retry_after_seconds_; }
-  // Worth retrying the same request later (429, 5xx).
-  bool retryable() const {
-    return kind_ == ErrorKind::kTooManyRequests || kind_ == ErrorKind::kServerError;
+ private:
+  Error error_;
+};
+
+struct Unit {};
+
+// A value or an Error. [[nodiscard]]: an ignored failure is a compile error.
+template <class T>
+class [[nodiscard]] Result {
+ public:
+  template <class U = T, class = std::enable_if_t<std::is_constructible_v<T, U&&> &&
+                                                  !std::is_same_v<std::decay_t<U>, Error> &&
+                                                  !std::is_same_v<std::decay_t<U>, Result>>>
+  Result(U&& value) : state_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
+  Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}      // NOLINT: implicit
+
+  bool ok() const { return state_.index() == 0; }
+  bool is(ErrorKind kind) const { return !ok() && error().kind == kind; }
+  T& value() & {
+    assert(ok());
+    return std::get<0>(state_);
+  }
+  const T& value() const& {
+    assert(ok());
+    return std::get<0>(state_);
+  }
+  T&& value() && {
+    assert(ok());
+    return std::get<0>(std::move(state_));
+  }
+  const Error& error() const& {
+    assert(!ok());
+    return std::get<1>(state_);
+  }
+  Error&& error() && {
+    assert(!ok());
+    return std::get<1>(std::move(state_));
+  }
+  // The value, or the Error thrown as ApiError (tests and tools).
+  T or_throw() && {
+    if (!ok()) throw ApiError(std::get<1>(std::move(state_)));
+    return std::get<0>(std::move(state_));
   }
 
  private:
-  ErrorKind kind_;
-  int code_;
-  std::string reason_;
-  std::string message_;
-  std::vector<FieldCause> causes_;
-  std::optional<int> retry_after_seconds_;
+  std::variant<T, Error> state_;
 };
 
-// Maps a non-2xx answer (status, Retry-After header, body) to an ApiError.
+using Done = Result<Unit>;
+inline Done done() {
+  return Unit{};
+}
+
+// Maps a non-2xx answer (status, Retry-After header, body) to an Error.
 // `context` names the request, e.g. "create heartbeat.dev/v1alpha1 agents ns/x".
-ApiError error_from_response(int status, const std::string& retry_after_header,
-                             const std::string& body, const std::string& context);
+Error error_from_response(int status, const std::string& retry_after_header,
+                          const std::string& body, const std::string& context);
 
 // Maps a Status object that arrived inside a watch stream (an ERROR event).
-ApiError error_from_status(const nlohmann::json& status, const std::string& context);
+Error error_from_status(const nlohmann::json& status, const std::string& context);
+
+// A request that got no HTTP answer.
+Error error_from_transport(const http::TransportError& failure, const std::string& context);
 
 }  // namespace hb::kube
+
+// Early return of a failed Result from a function that returns a Result:
+//   HB_TRY(client.remove(...));
+//   HB_TRY_ASSIGN(Json created, client.create(...));
+#define HB_TRY(expr)                                                    \
+  do {                                                                  \
+    auto hb_try_result_ = (expr);                                       \
+    if (!hb_try_result_.ok()) return std::move(hb_try_result_).error(); \
+  } while (0)
+#define HB_TRY_CONCAT_INNER_(a, b) a##b
+#define HB_TRY_CONCAT_(a, b) HB_TRY_CONCAT_INNER_(a, b)
+#define HB_TRY_ASSIGN_(tmp, lhs, expr)          \
+  auto tmp = (expr);                            \
+  if (!tmp.ok()) return std::move(tmp).error(); \
+  lhs = std::move(tmp).value()
+#define HB_TRY_ASSIGN(lhs, expr) HB_TRY_ASSIGN_(HB_TRY_CONCAT_(hb_try_, __LINE__), lhs, expr)

@@ -3,14 +3,6 @@
 #include <spdlog/spdlog.h>
 
 namespace hb::kube {
-namespace {
-
-// Raised inside the watch callback to end the stream and relist.
-struct NeedRelist {
-  std::string why;
-};
-
-}  // namespace
 
 Informer::Informer(std::shared_ptr<Client> client, Resource resource, InformerOptions options)
     : client_(std::move(client)), resource_(std::move(resource)), options_(std::move(options)) {
@@ -49,11 +41,11 @@ bool Informer::sleep_unless_stopped(std::chrono::milliseconds delay) {
   return !cv_.wait_for(lock, delay, [this] { return stopping_.load(); });
 }
 
-void Informer::list_and_replace() {
+Done Informer::list_and_replace() {
   ListOptions options;
   options.label_selector = options_.label_selector;
   options.limit = kListPageItemsMax;
-  Json list = client_->list_all(resource_, options_.namespace_, options);
+  HB_TRY_ASSIGN(Json list, client_->list_all(resource_, options_.namespace_, options));
   ++stats_.lists;
   std::vector<Json> items;
   for (auto& item : list["items"]) items.push_back(std::move(item));
@@ -64,24 +56,25 @@ void Informer::list_and_replace() {
     synced_ = true;
   }
   cv_.notify_all();
+  return done();
 }
 
-void Informer::watch_once() {
+Done Informer::watch_once() {
   WatchOptions options;
   options.label_selector = options_.label_selector;
   options.resource_version = last_resource_version();
   options.timeout_seconds = options_.watch_timeout_seconds;
 
   LineSplitter splitter;
-  std::exception_ptr failure;
-  std::optional<NeedRelist> relist;
+  std::optional<Error> failure;  // what ended the stream from inside the handler
   ++stats_.watches;
-  client_->watch(
+  Done ended = client_->watch(
       resource_, options_.namespace_, options,
       [&](std::string_view chunk) {
         // Exceptions may not cross the transport; carry them out by hand.
         try {
           splitter.feed(chunk, [&](std::string_view line) {
+            if (failure) return;
             if (auto scanned = scan_watch_event(line)) {  // the fast path
               if (scanned->type != WatchEventType::kBookmark) {
                 ++stats_.events;
@@ -95,9 +88,8 @@ void Informer::watch_once() {
             }
             WatchEvent event = decode_watch_event(line);
             if (event.type == WatchEventType::kError) {
-              ApiError error = error_from_status(event.object, "watch " + resource_.describe());
-              if (error.kind() == ErrorKind::kGone) throw NeedRelist{error.what()};
-              throw error;
+              failure = error_from_status(event.object, "watch " + resource_.describe());
+              return;
             }
             std::string rv = event_resource_version(event);
             if (event.type != WatchEventType::kBookmark) {
@@ -109,59 +101,52 @@ void Informer::watch_once() {
               resource_version_ = rv;
             }
           });
-          return !stopping_;
-        } catch (const NeedRelist& need) {
-          relist = need;
-        } catch (...) {
-          failure = std::current_exception();
+          return !stopping_ && !failure;
+        } catch (const std::exception& e) {
+          // The decoder's WatchDecodeError (or a malformed object): a stream
+          // that broke mid-event cannot be trusted to resume, so relist.
+          Error broken;
+          broken.kind = ErrorKind::kMalformed;
+          broken.message = e.what();
+          broken.context = "watch " + resource_.describe();
+          failure = std::move(broken);
         }
         return false;
       },
       cancel_);
-  if (relist) throw *relist;
-  if (failure) std::rethrow_exception(failure);
+  if (failure) return *failure;
+  return ended;
 }
 
 void Informer::run() {
   bool need_list = true;
   const std::string what = resource_.describe();
   while (!stopping_) {
-    try {
-      if (need_list) {
-        list_and_replace();
-        need_list = false;
-        spdlog::debug("informer listed resource={} objects={} resourceVersion={}", what,
-                      store_.size(), last_resource_version());
-      }
-      watch_once();
-      backoff_.reset();  // a watch that ended by the server's timeout is healthy
-    } catch (const NeedRelist& need) {
-      ++stats_.relists_after_gone;
-      spdlog::info("informer relist resource={} reason=\"{}\"", what, need.why);
-      need_list = true;
-    } catch (const ApiError& e) {
-      if (stopping_) break;
-      ++stats_.errors;
-      if (e.kind() == ErrorKind::kGone) {
-        ++stats_.relists_after_gone;
-        spdlog::info("informer relist resource={} reason=\"{}\"", what, e.what());
-        need_list = true;
-        continue;
-      }
-      auto delay = backoff_.next();
-      spdlog::warn("informer error resource={} error=\"{}\" retry_in_ms={}", what, e.what(),
-                   delay.count());
-      sleep_unless_stopped(delay);
-    } catch (const std::exception& e) {
-      if (stopping_) break;
-      ++stats_.errors;
-      // A stream that broke mid-event cannot be trusted to resume cleanly.
-      if (dynamic_cast<const WatchDecodeError*>(&e) != nullptr) need_list = true;
-      auto delay = backoff_.next();
-      spdlog::warn("informer error resource={} error=\"{}\" retry_in_ms={}", what, e.what(),
-                   delay.count());
-      sleep_unless_stopped(delay);
+    Done pass = need_list ? list_and_replace() : done();
+    if (pass.ok() && need_list) {
+      need_list = false;
+      spdlog::debug("informer listed resource={} objects={} resourceVersion={}", what,
+                    store_.size(), last_resource_version());
     }
+    if (pass.ok()) pass = watch_once();
+    if (pass.ok()) {
+      backoff_.reset();  // a watch that ended by the server's timeout is healthy
+      continue;
+    }
+    if (stopping_) break;
+    const Error& error = pass.error();
+    if (error.kind == ErrorKind::kGone) {
+      ++stats_.relists_after_gone;
+      spdlog::info("informer relist resource={} reason=\"{}\"", what, error.describe());
+      need_list = true;
+      continue;
+    }
+    need_list = need_list || error.kind == ErrorKind::kMalformed;
+    ++stats_.errors;
+    auto delay = backoff_.next();
+    spdlog::warn("informer error resource={} error=\"{}\" retry_in_ms={}", what, error.describe(),
+                 delay.count());
+    sleep_unless_stopped(delay);
   }
 }
 

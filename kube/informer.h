@@ -74,8 +74,8 @@ class Informer final : public CachedResource {
 
  private:
   void run();
-  void list_and_replace();
-  void watch_once();
+  Done list_and_replace();
+  Done watch_once();
   bool sleep_unless_stopped(std::chrono::milliseconds delay);
 
   std::shared_ptr<Client> client_;

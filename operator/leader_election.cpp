@@ -80,12 +80,14 @@ LeaderElector::LeaderElector(std::shared_ptr<kube::Client> client, LeaderElectio
 
 LeaderElector::~LeaderElector() = default;
 
-bool LeaderElector::try_acquire_or_renew() {
+kube::Result<bool> LeaderElector::try_acquire_or_renew() {
   std::optional<Json> lease;
-  try {
-    lease = client_->get(kube::resources::kLeases, config_.lease_namespace, config_.lease_name);
-  } catch (const kube::ApiError& e) {
-    if (e.kind() != kube::ErrorKind::kNotFound) throw;
+  kube::Result<Json> read =
+      client_->get(kube::resources::kLeases, config_.lease_namespace, config_.lease_name);
+  if (read.ok()) {
+    lease = std::move(read).value();
+  } else if (!read.is(kube::ErrorKind::kNotFound)) {
+    return std::move(read).error();
   }
   const MonoTime now = clocks_.steady();
   bool another = false;
@@ -95,13 +97,12 @@ bool LeaderElector::try_acquire_or_renew() {
   }
   auto update = lease_update(lease, config_, clocks_.wall() + config_.wall_clock_offset, another);
   if (!update) return false;
-  if (!lease) {
-    client_->create(kube::resources::kLeases, config_.lease_namespace, *update);
-  } else {
-    // resourceVersion in the body: a conflict means someone else wrote first.
-    client_->replace(kube::resources::kLeases, config_.lease_namespace, config_.lease_name,
-                     *update);
-  }
+  // With resourceVersion in the body, a conflict means someone else wrote first.
+  kube::Result<Json> written =
+      lease ? client_->replace(kube::resources::kLeases, config_.lease_namespace,
+                               config_.lease_name, *update)
+            : client_->create(kube::resources::kLeases, config_.lease_namespace, *update);
+  if (!written.ok()) return std::move(written).error();
   // Counted from before the write was sent: the deadline can only come early.
   renewed_at_ns_ = steady_ns(now);
   return true;
@@ -119,14 +120,14 @@ bool LeaderElector::acquire(const std::atomic<bool>& stop) {
   spdlog::info("event=leader_election_started lease={}/{} identity={}", config_.lease_namespace,
                config_.lease_name, config_.identity);
   while (!stop) {
-    try {
-      if (try_acquire_or_renew()) {
-        spdlog::info("event=leader_elected lease={}/{} identity={}", config_.lease_namespace,
-                     config_.lease_name, config_.identity);
-        return true;
-      }
-    } catch (const std::exception& e) {
-      spdlog::debug("event=leader_acquire_failed error=\"{}\"", e.what());
+    const kube::Result<bool> acquired = try_acquire_or_renew();
+    if (acquired.ok() && acquired.value()) {
+      spdlog::info("event=leader_elected lease={}/{} identity={}", config_.lease_namespace,
+                   config_.lease_name, config_.identity);
+      return true;
+    }
+    if (!acquired.ok()) {
+      spdlog::debug("event=leader_acquire_failed error=\"{}\"", acquired.error().describe());
     }
     nap(config_.retry_period, stop);
   }
@@ -155,12 +156,13 @@ bool LeaderElector::hold(const std::atomic<bool>& stop, const std::function<void
   while (!stop && !lost) {
     nap(config_.retry_period, stop);
     if (stop || lost) break;
-    try {
-      // Refused: another identity holds the Lease now. Stop acting at once,
-      // not at the renew deadline (the watchdog sees it within 20 ms).
-      if (!try_acquire_or_renew()) displaced_ = true;
-    } catch (const std::exception& e) {
-      spdlog::warn("event=leader_renew_failed error=\"{}\"", e.what());
+    // Refused: another identity holds the Lease now. Stop acting at once,
+    // not at the renew deadline (the watchdog sees it within 20 ms).
+    const kube::Result<bool> renewed = try_acquire_or_renew();
+    if (!renewed.ok()) {
+      spdlog::warn("event=leader_renew_failed error=\"{}\"", renewed.error().describe());
+    } else if (!renewed.value()) {
+      displaced_ = true;
     }
   }
   done = true;
@@ -169,17 +171,21 @@ bool LeaderElector::hold(const std::atomic<bool>& stop, const std::function<void
 }
 
 void LeaderElector::release() {
-  try {
-    Json lease =
-        client_->get(kube::resources::kLeases, config_.lease_namespace, config_.lease_name);
+  kube::Result<Json> read =
+      client_->get(kube::resources::kLeases, config_.lease_namespace, config_.lease_name);
+  if (read.ok()) {
+    Json& lease = read.value();
     if (controllers::string_at(lease, "spec/holderIdentity") != config_.identity) return;
     lease["spec"]["holderIdentity"] = "";
     lease["spec"]["leaseDurationSeconds"] = 1;
-    client_->replace(kube::resources::kLeases, config_.lease_namespace, config_.lease_name, lease);
-    spdlog::info("event=leader_released lease={}/{}", config_.lease_namespace, config_.lease_name);
-  } catch (const std::exception& e) {
-    spdlog::warn("event=leader_release_failed error=\"{}\"", e.what());
+    read = client_->replace(kube::resources::kLeases, config_.lease_namespace, config_.lease_name,
+                            lease);
   }
+  if (!read.ok()) {
+    spdlog::warn("event=leader_release_failed error=\"{}\"", read.error().describe());
+    return;
+  }
+  spdlog::info("event=leader_released lease={}/{}", config_.lease_namespace, config_.lease_name);
 }
 
 }  // namespace hb::operator_

@@ -69,7 +69,7 @@ class LeaderElector {
   const LeaderElectionConfig& config() const { return config_; }
 
  private:
-  bool try_acquire_or_renew();
+  kube::Result<bool> try_acquire_or_renew();
   std::shared_ptr<kube::Client> client_;
   LeaderElectionConfig config_;
   LeaderClocks clocks_;

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "kube/errors.h"
 
 namespace hb::operator_ {
@@ -13,28 +15,47 @@ std::pair<std::string, std::string> split_key(const std::string& key) {
   return {key.substr(0, slash), key.substr(slash + 1)};
 }
 
+// The one place a failed reconcile becomes a retry. A throttled answer
+// waits what the server asked (at least the per-key backoff); a conflict is
+// the cache being behind, expected and quiet; anything else is logged.
+void retry_after_error(const ReconcileWorkerDeps& deps, const std::string& key,
+                       const kube::Error& error) {
+  if (error.kind == kube::ErrorKind::kConflict) {
+    spdlog::debug("event=reconcile_conflict agent={} error=\"{}\"", key, error.describe());
+  } else {
+    spdlog::warn("event=reconcile_failed agent={} kind={} error=\"{}\"", key,
+                 kube::to_string(error.kind), error.describe());
+  }
+  deps.metrics.counter_add("controller_runtime_reconcile_errors_total",
+                           {{"controller", deps.controller}});
+  std::chrono::milliseconds asked{0};
+  if (error.kind == kube::ErrorKind::kTooManyRequests && error.retry_after_seconds) {
+    asked = std::chrono::seconds(std::clamp(*error.retry_after_seconds, 1, kRetryAfterSecondsMax));
+  }
+  deps.queue.add_rate_limited(key, asked);
+}
+
 // Reconciles `key` and settles it in the queue; the metrics' result label.
 std::string reconcile_key(const ReconcileWorkerDeps& deps, const std::string& key) {
   const auto [ns, name] = split_key(key);
-  try {
-    controllers::ReconcileResult r = deps.reconcile(ns, name);
-    deps.queue.forget(key);
-    if (!r.requeue_after) return "success";
-    deps.queue.add_after(key, *r.requeue_after);
-    return "requeue_after";
-  } catch (const std::exception& e) {
-    const auto* api = dynamic_cast<const kube::ApiError*>(&e);
-    const bool conflict = api != nullptr && api->kind() == kube::ErrorKind::kConflict;
-    if (conflict) {
-      spdlog::debug("event=reconcile_conflict agent={} error=\"{}\"", key, e.what());
-    } else {
-      spdlog::warn("event=reconcile_failed agent={} error=\"{}\"", key, e.what());
+  kube::Result<controllers::ReconcileResult> result = [&]() -> decltype(result) {
+    try {
+      return deps.reconcile(ns, name);
+    } catch (const std::exception& e) {  // not an API error: a bug, kept from killing the worker
+      kube::Error bug;
+      bug.message = std::string("unexpected exception: ") + e.what();
+      bug.context = "reconcile " + key;
+      return bug;
     }
-    deps.metrics.counter_add("controller_runtime_reconcile_errors_total",
-                             {{"controller", deps.controller}});
-    deps.queue.add_rate_limited(key);
+  }();
+  if (!result.ok()) {
+    retry_after_error(deps, key, result.error());
     return "error";
   }
+  deps.queue.forget(key);
+  if (!result.value().requeue_after) return "success";
+  deps.queue.add_after(key, *result.value().requeue_after);
+  return "requeue_after";
 }
 
 }  // namespace

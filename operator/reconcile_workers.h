@@ -1,8 +1,9 @@
 // The reconcile workers: each takes a key ("namespace/name") from the work
 // queue, reconciles it and settles the key: success forgets its failures (and
 // requeues it when the reconciler asked to), an error retries it with the
-// queue's per-key backoff. Reconcile counts, errors and durations go to the
-// controller-runtime metrics. Workers run until the queue shuts down.
+// queue's per-key backoff, or after the server's Retry-After when it was
+// throttled (retry_after_error is the one place errors become retries). Reconcile counts, errors
+// and durations go to the controller-runtime metrics. Workers run until the queue shuts down.
 #pragma once
 
 #include <atomic>
@@ -18,9 +19,13 @@
 
 namespace hb::operator_ {
 
+// A throttled answer's Retry-After is obeyed up to this (a hostile or broken
+// server cannot park an agent for a day).
+inline constexpr int kRetryAfterSecondsMax = 300;
+
 struct ReconcileWorkerDeps {
-  using Reconcile =
-      std::function<controllers::ReconcileResult(const std::string& ns, const std::string& name)>;
+  using Reconcile = std::function<kube::Result<controllers::ReconcileResult>(
+      const std::string& ns, const std::string& name)>;
   using Now = std::function<std::chrono::steady_clock::time_point()>;
 
   controllers::WorkQueue& queue;

@@ -58,6 +58,12 @@ http::ServerResponse error(int status, const std::string& message) {
   return json_response(status, {{"error", message}, {"code", status}});
 }
 
+// What the caller is told of a failed API call: the server's reason or the
+// kind of failure, never the request (it names objects the caller may not see).
+std::string reason_of(const kube::Error& e) {
+  return e.reason.empty() ? kube::to_string(e.kind) : e.reason;
+}
+
 }  // namespace
 
 std::string idempotency_key_problem(const std::string& key) {
@@ -81,12 +87,9 @@ std::string idempotent_run_name(const std::string& agent_name, const std::string
 // 200 with it. Anything else under that name: 409.
 http::ServerResponse WakeupService::existing(const WakeupPath& path, const std::string& name,
                                              const std::string& agent_uid, const std::string& key) {
-  Json run;
-  try {
-    run = reconciler_.get_run(path.ns, name);
-  } catch (const kube::ApiError& e) {
-    return error(502, "could not read run " + name + ": " + e.reason());
-  }
+  kube::Result<Json> read = reconciler_.get_run(path.ns, name);
+  if (!read.ok()) return error(502, "could not read run " + name + ": " + reason_of(read.error()));
+  const Json& run = read.value();
   const std::string* stored_key = nullptr;
   if (const Json* annotations = controllers::find_path(run, "metadata/annotations")) {
     auto it = annotations->find(controllers::kAnnotationIdempotencyKey);
@@ -172,18 +175,19 @@ http::ServerResponse WakeupService::create(const WakeupPath& path, const Json& a
   if (!key.empty()) run["metadata"]["annotations"][controllers::kAnnotationIdempotencyKey] = key;
   run["metadata"]["annotations"][controllers::kAnnotationRequestedAt] =
       api::format_micro_time(reconciler_.now());
-  try {
-    Json created = reconciler_.create_run(path.ns, run);
-    const std::string created_name = controllers::string_at(created, "metadata/name");
-    enqueue_(controllers::object_key(path.ns, path.name));
-    spdlog::info("event=wakeup agent={}/{} run={}", path.ns, path.name, created_name);
-    return json_response(201, {{"run", created_name}, {"created", true}});
-  } catch (const kube::ApiError& e) {
-    if (!key.empty() && e.kind() == kube::ErrorKind::kAlreadyExists)
+  kube::Result<Json> created = reconciler_.create_run(path.ns, run);
+  if (!created.ok()) {
+    if (!key.empty() && created.is(kube::ErrorKind::kAlreadyExists)) {
       return existing(path, name, spec.uid, key);
-    spdlog::warn("event=wakeup_failed agent={}/{} error=\"{}\"", path.ns, path.name, e.what());
-    return error(502, "could not create the run: " + e.reason());
+    }
+    spdlog::warn("event=wakeup_failed agent={}/{} error=\"{}\"", path.ns, path.name,
+                 created.error().describe());
+    return error(502, "could not create the run: " + reason_of(created.error()));
   }
+  const std::string created_name = controllers::string_at(created.value(), "metadata/name");
+  enqueue_(controllers::object_key(path.ns, path.name));
+  spdlog::info("event=wakeup agent={}/{} run={}", path.ns, path.name, created_name);
+  return json_response(201, {{"run", created_name}, {"created", true}});
 }
 
 }  // namespace hb::operator_

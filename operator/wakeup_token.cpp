@@ -19,12 +19,13 @@ WakeupToken::Read wakeup_token_reader(GetSecret get_secret, std::string ns, std:
   return [get_secret = std::move(get_secret), ns = std::move(ns),
           name = std::move(name)]() -> std::optional<std::string> {
     if (name.empty()) return std::nullopt;
-    try {
-      return wakeup_token_from_secret(get_secret(ns, name));
-    } catch (const std::exception& e) {
-      spdlog::warn("event=wakeup_token_unreadable secret={}/{} error=\"{}\"", ns, name, e.what());
+    const kube::Result<controllers::Json> secret = get_secret(ns, name);
+    if (!secret.ok()) {
+      spdlog::warn("event=wakeup_token_unreadable secret={}/{} error=\"{}\"", ns, name,
+                   secret.error().describe());
       return std::nullopt;
     }
+    return wakeup_token_from_secret(secret.value());
   };
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "controllers/json_util.h"
+#include "kube/errors.h"
 
 namespace hb::operator_ {
 
@@ -45,7 +46,8 @@ class WakeupToken {
 // A WakeupToken::Read of the Secret ns/name through `get_secret` (an API
 // GET). A Secret that cannot be read is logged (never its data) and means no
 // token; an empty name means none configured (nothing is read).
-using GetSecret = std::function<controllers::Json(const std::string& ns, const std::string& name)>;
+using GetSecret =
+    std::function<kube::Result<controllers::Json>(const std::string& ns, const std::string& name)>;
 WakeupToken::Read wakeup_token_reader(GetSecret get_secret, std::string ns, std::string name);
 
 }  // namespace hb::operator_

@@ -31,18 +31,19 @@ void KubeLeaseRenewer::renew(TimePoint now, std::chrono::seconds duration,
     named.run = holder_;  // the holder is the run's name
     patch["metadata"]["annotations"][api::kAnnotationUsage] = api::encode_usage_report(named);
   }
-  try {
-    client_.merge_patch(kube::resources::kLeases, ns_, name_, patch);
-  } catch (const kube::ApiError& error) {
-    if (error.kind() != kube::ErrorKind::kNotFound) throw;
-    spec["acquireTime"] = api::format_micro_time(now);
-    nlohmann::json lease = {
-        {"apiVersion", "coordination.k8s.io/v1"},
-        {"kind", "Lease"},
-        {"metadata", {{"name", name_}, {"namespace", ns_}, {"labels", {{kAgentLabel, agent_}}}}},
-        {"spec", spec}};
-    client_.create(kube::resources::kLeases, ns_, lease);
-  }
+  kube::Result<nlohmann::json> patched =
+      client_.merge_patch(kube::resources::kLeases, ns_, name_, patch);
+  if (patched.ok()) return;
+  if (!patched.is(kube::ErrorKind::kNotFound)) throw kube::ApiError(std::move(patched).error());
+  spec["acquireTime"] = api::format_micro_time(now);
+  nlohmann::json lease = {
+      {"apiVersion", "coordination.k8s.io/v1"},
+      {"kind", "Lease"},
+      {"metadata", {{"name", name_}, {"namespace", ns_}, {"labels", {{kAgentLabel, agent_}}}}},
+      {"spec", spec}};
+  // The runner's loop counts a failed beat (LeaseRenewer throws); the stall
+  // window allows for some.
+  (void)client_.create(kube::resources::kLeases, ns_, lease).or_throw();
 }
 
 KubeMemoryStore::KubeMemoryStore(kube::Client& client, std::string ns, std::string name,
@@ -50,15 +51,12 @@ KubeMemoryStore::KubeMemoryStore(kube::Client& client, std::string ns, std::stri
     : client_(client), ns_(std::move(ns)), name_(std::move(name)), agent_(std::move(agent_name)) {}
 
 std::optional<MemorySnapshot> KubeMemoryStore::load() {
-  try {
-    last_ = client_.get(kube::resources::kConfigMaps, ns_, name_);
-  } catch (const kube::ApiError& error) {
-    if (error.kind() == kube::ErrorKind::kNotFound) {
-      last_ = nullptr;
-      return std::nullopt;
-    }
-    throw;
+  kube::Result<nlohmann::json> read = client_.get(kube::resources::kConfigMaps, ns_, name_);
+  if (read.is(kube::ErrorKind::kNotFound)) {
+    last_ = nullptr;
+    return std::nullopt;
   }
+  last_ = std::move(read).or_throw();
   MemorySnapshot snapshot;
   snapshot.resource_version = last_["metadata"].value("resourceVersion", std::string());
   if (last_.contains("data") && last_["data"].contains(kBlocksKey) &&
@@ -70,34 +68,29 @@ std::optional<MemorySnapshot> KubeMemoryStore::load() {
 
 std::string KubeMemoryStore::save(const MemoryBlocks& blocks,
                                   const std::string& expected_resource_version) {
-  try {
-    nlohmann::json saved;
-    if (expected_resource_version.empty()) {
-      nlohmann::json object = {
-          {"apiVersion", "v1"},
-          {"kind", "ConfigMap"},
-          {"metadata", {{"name", name_}, {"namespace", ns_}, {"labels", {{kAgentLabel, agent_}}}}},
-          {"data", {{kBlocksKey, encode_memory_blocks(blocks)}}}};
-      saved = client_.create(kube::resources::kConfigMaps, ns_, object);
-    } else {
-      nlohmann::json object =
-          last_.is_object() ? last_
-                            : nlohmann::json{{"apiVersion", "v1"},
-                                             {"kind", "ConfigMap"},
-                                             {"metadata", {{"name", name_}, {"namespace", ns_}}}};
-      object["metadata"]["resourceVersion"] = expected_resource_version;
-      object["data"][kBlocksKey] = encode_memory_blocks(blocks);
-      saved = client_.replace(kube::resources::kConfigMaps, ns_, name_, object);
-    }
-    last_ = saved;
-    return saved["metadata"].value("resourceVersion", std::string());
-  } catch (const kube::ApiError& error) {
-    if (error.kind() == kube::ErrorKind::kConflict ||
-        error.kind() == kube::ErrorKind::kAlreadyExists) {
-      throw MemoryConflict(error.what());
-    }
-    throw;
+  kube::Result<nlohmann::json> saved = nlohmann::json();
+  if (expected_resource_version.empty()) {
+    nlohmann::json object = {
+        {"apiVersion", "v1"},
+        {"kind", "ConfigMap"},
+        {"metadata", {{"name", name_}, {"namespace", ns_}, {"labels", {{kAgentLabel, agent_}}}}},
+        {"data", {{kBlocksKey, encode_memory_blocks(blocks)}}}};
+    saved = client_.create(kube::resources::kConfigMaps, ns_, object);
+  } else {
+    nlohmann::json object =
+        last_.is_object() ? last_
+                          : nlohmann::json{{"apiVersion", "v1"},
+                                           {"kind", "ConfigMap"},
+                                           {"metadata", {{"name", name_}, {"namespace", ns_}}}};
+    object["metadata"]["resourceVersion"] = expected_resource_version;
+    object["data"][kBlocksKey] = encode_memory_blocks(blocks);
+    saved = client_.replace(kube::resources::kConfigMaps, ns_, name_, object);
   }
+  if (saved.is(kube::ErrorKind::kConflict) || saved.is(kube::ErrorKind::kAlreadyExists)) {
+    throw MemoryConflict(saved.error().describe());
+  }
+  last_ = std::move(saved).or_throw();  // the MemoryStore contract: other failures throw
+  return last_["metadata"].value("resourceVersion", std::string());
 }
 
 }  // namespace hb::runner

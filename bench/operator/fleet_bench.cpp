@@ -142,7 +142,7 @@ void probe_write_ceiling(hb::kube::Client& client, const std::string& ns, int wr
                          {"metadata", {{"name", "probe-" + std::to_string(i)}}},
                          {"data", {{"k", "v"}}}};
         const auto t0 = std::chrono::steady_clock::now();
-        client.create(res::kConfigMaps, ns, cm);
+        client.create(res::kConfigMaps, ns, cm).or_throw();
         latencies[t].push_back(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       }
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
             std::chrono::milliseconds(int64_t{1000} * opt.spread_seconds * i / opt.agents));
         json a = agent_manifest("agent-" + std::to_string(i),
                                 {{"prompt", "Heartbeat."}, {"interval", "1m"}});
-        client->create(res::kAgents, ns, a);
+        client->create(res::kAgents, ns, a).or_throw();
       }
     });
   }
@@ -335,7 +335,7 @@ int main(int argc, char** argv) {
   std::printf("| operator + control plane + fake kubelet | %.0f%% of the machine's CPU |\n",
               100.0 * (cpu1 - cpu0 + plane_total + bench_cpu) / machine);
   try {
-    client->remove(res::kNamespaces, "", ns);
+    client->remove(res::kNamespaces, "", ns).or_throw();
   } catch (const std::exception&) {
   }
   return 0;

@@ -66,8 +66,8 @@ std::chrono::milliseconds WorkQueue::backoff_for(const std::string& key) const {
       static_cast<int64_t>(std::min(delay, static_cast<double>(backoff_max_.count()))));
 }
 
-void WorkQueue::add_rate_limited(const std::string& key) {
-  const std::chrono::milliseconds delay = backoff_for(key);
+void WorkQueue::add_rate_limited(const std::string& key, std::chrono::milliseconds at_least) {
+  const std::chrono::milliseconds delay = std::max(backoff_for(key), at_least);
   {
     std::lock_guard lock(mutex_);
     ++failures_[key];

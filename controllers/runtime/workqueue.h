@@ -42,8 +42,10 @@ class WorkQueue {
   // Ready after `delay`; if the key already waits for an earlier time, or is
   // ready, nothing changes; a later wait is moved forward.
   void add_after(const std::string& key, std::chrono::milliseconds delay);
-  // After a failure: backoff_min * 2^failures, at most backoff_max.
-  void add_rate_limited(const std::string& key);
+  // After a failure: backoff_min * 2^failures, at most backoff_max; or
+  // `at_least` when that is longer (a server's Retry-After).
+  void add_rate_limited(const std::string& key,
+                        std::chrono::milliseconds at_least = std::chrono::milliseconds(0));
   std::chrono::milliseconds backoff_for(const std::string& key) const;
   // After a success: the key's failure count starts again.
   void forget(const std::string& key);

@@ -16,17 +16,12 @@ namespace hb::controllers {
 
 namespace {
 
-using kube::ApiError;
 using kube::ErrorKind;
 namespace res = kube::resources;
 
 const char* kKindAgents = "agents";
 const char* kKindRuns = "runs";
 const char* kKindJobs = "jobs";
-
-bool is(const ApiError& e, ErrorKind kind) {
-  return e.kind() == kind;
-}
 
 const kube::Resource& resource_for(const std::string& kind) {
   if (kind == "serviceaccounts") return res::kServiceAccounts;
@@ -47,6 +42,43 @@ bool owned_by(const Json& object, const std::string& uid) {
 
 std::string name_of(const Json& o) {
   return string_at(o, "metadata/name");
+}
+
+const Json* find_run(const std::vector<Json>& runs, const std::string& run_name) {
+  for (const Json& r : runs) {
+    if (name_of(r) == run_name) return &r;
+  }
+  return nullptr;
+}
+
+// An object of that name this run does not own: someone else's, never used.
+kube::Error not_owned_by_run(const std::string& what, const std::string& ns,
+                             const std::string& name, const std::string& run_name) {
+  kube::Error error;
+  error.message = what + " " + ns + "/" + name + " exists and is not owned by run " + run_name +
+                  "; the operator never uses it for this run";
+  error.context = "start run " + ns + "/" + run_name;
+  return error;
+}
+
+// When the key is looked at again: at the decision's next instant; at once
+// when an object in the way held a run back (so the condition names it);
+// then when that object is looked for again.
+ReconcileResult requeue_for(const AgentDecision& d, TimePoint now, bool blocked,
+                            bool object_in_the_way) {
+  ReconcileResult result;
+  if (d.requeue_at) {
+    const auto delay = std::chrono::ceil<std::chrono::milliseconds>(*d.requeue_at - now);
+    result.requeue_after = std::max(delay, std::chrono::milliseconds(1));
+  }
+  if (blocked) {
+    result.requeue_after = std::chrono::milliseconds(1);
+  } else if (object_in_the_way) {
+    result.requeue_after =
+        std::min(result.requeue_after.value_or(kObjectInTheWayRecheck),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(kObjectInTheWayRecheck));
+  }
+  return result;
 }
 
 }  // namespace
@@ -82,80 +114,78 @@ std::vector<Json> AgentReconciler::runs_of(const std::string& ns, const std::str
   });
 }
 
-Json AgentReconciler::get_run(const std::string& ns, const std::string& name) {
-  Json run = client_->get(res::kHeartbeatRuns, ns, name);
+kube::Result<Json> AgentReconciler::get_run(const std::string& ns, const std::string& name) {
+  HB_TRY_ASSIGN(Json run, client_->get(res::kHeartbeatRuns, ns, name));
   overlay_.put(kKindRuns, run);
   return run;
 }
 
-Json AgentReconciler::create_run(const std::string& ns, const Json& run) {
-  Json created = client_->create(res::kHeartbeatRuns, ns, run);
+kube::Result<Json> AgentReconciler::create_run(const std::string& ns, const Json& run) {
+  HB_TRY_ASSIGN(Json created, client_->create(res::kHeartbeatRuns, ns, run));
   count_write(kWriteRunCreate);
   overlay_.put(kKindRuns, created);
   return created;
 }
 
-std::optional<std::string> AgentReconciler::resolve_prompt(const Json& agent,
-                                                           std::string& missing) {
+kube::Result<AgentReconciler::Prompt> AgentReconciler::resolve_prompt(const Json& agent) {
   const std::string prompt = string_at(agent, "spec/heartbeat/prompt");
-  if (!prompt.empty()) return prompt;
+  if (!prompt.empty()) return Prompt{prompt, ""};
   const std::string cm = string_at(agent, "spec/heartbeat/promptFrom/configMapKeyRef/name");
   const std::string key = string_at(agent, "spec/heartbeat/promptFrom/configMapKeyRef/key");
-  try {
-    Json object = client_->get(res::kConfigMaps, string_at(agent, "metadata/namespace"), cm);
-    const std::string text = string_at(object, "data/" + key);
-    if (!text.empty()) return text;
-  } catch (const ApiError& e) {
-    if (!is(e, ErrorKind::kNotFound)) throw;
+  kube::Result<Json> object =
+      client_->get(res::kConfigMaps, string_at(agent, "metadata/namespace"), cm);
+  if (!object.ok() && !object.is(ErrorKind::kNotFound)) return std::move(object).error();
+  if (object.ok()) {
+    std::string text = string_at(object.value(), "data/" + key);
+    if (!text.empty()) return Prompt{std::move(text), ""};
   }
-  missing = "spec.heartbeat.promptFrom.configMapKeyRef: ConfigMap \"" + cm + "\" has no key \"" +
-            key + "\"";
-  return std::nullopt;
+  return Prompt{std::nullopt, "spec.heartbeat.promptFrom.configMapKeyRef: ConfigMap \"" + cm +
+                                  "\" has no key \"" + key + "\""};
 }
 
-std::string AgentReconciler::ensure_agent_objects(const Json& agent) {
+kube::Result<std::string> AgentReconciler::ensure_agent_objects(const Json& agent) {
   const std::string uid = string_at(agent, "metadata/uid");
   const std::string key = object_key(agent);
   {
     std::lock_guard lock(mutex_);
     if (auto it = ensured_agents_.find(key); it != ensured_agents_.end() && it->second == uid) {
-      return "";
+      return std::string();
     }
   }
   const std::string ns = string_at(agent, "metadata/namespace");
   for (const auto& [kind, object] : build_agent_objects(agent, config_.job)) {
-    try {
-      client_->create(resource_for(kind), ns, object);
+    kube::Result<Json> created = client_->create(resource_for(kind), ns, object);
+    if (created.ok()) {
       count_write(kWriteAgentObjectCreate);
-    } catch (const ApiError& e) {
-      if (!is(e, ErrorKind::kAlreadyExists)) throw;
-      // Adopt only what this Agent owns: anything else may be someone
-      // else's object that the agent's Role would grant writes to.
-      Json existing = client_->get(resource_for(kind), ns, name_of(object));
-      if (!owned_by(existing, uid)) {
-        return string_at(object, "kind") + " " + ns + "/" + name_of(object);
-      }
+      continue;
+    }
+    if (!created.is(ErrorKind::kAlreadyExists)) return std::move(created).error();
+    // Adopt only what this Agent owns: anything else may be someone
+    // else's object that the agent's Role would grant writes to.
+    HB_TRY_ASSIGN(Json existing, client_->get(resource_for(kind), ns, name_of(object)));
+    if (!owned_by(existing, uid)) {
+      return string_at(object, "kind") + " " + ns + "/" + name_of(object);
     }
   }
   std::lock_guard lock(mutex_);
   ensured_agents_[key] = uid;
-  return "";
+  return std::string();
 }
 
-std::string AgentReconciler::object_in_the_way(const Json& agent) {
+kube::Result<std::string> AgentReconciler::object_in_the_way(const Json& agent) {
   const std::string uid = string_at(agent, "metadata/uid");
   const std::string key = object_key(agent);
   {
     std::lock_guard lock(mutex_);
     auto it = in_the_way_.find(key);
-    if (it == in_the_way_.end() || it->second.uid != uid) return "";
+    if (it == in_the_way_.end() || it->second.uid != uid) return std::string();
     if (steady_() - it->second.at < kObjectInTheWayRecheck) {
       return it->second.object;
     }
   }
   // Looked at again before the decision, so the Agent's conditions do not
   // flap to valid while the object is still there.
-  std::string blocking = ensure_agent_objects(agent);
+  HB_TRY_ASSIGN(std::string blocking, ensure_agent_objects(agent));
   std::lock_guard lock(mutex_);
   if (blocking.empty()) {
     in_the_way_.erase(key);
@@ -165,7 +195,8 @@ std::string AgentReconciler::object_in_the_way(const Json& agent) {
   return blocking;
 }
 
-void AgentReconciler::write_run_status(const Json& run, const Json& status, bool final_with_label) {
+kube::Done AgentReconciler::write_run_status(const Json& run, const Json& status,
+                                             bool final_with_label) {
   const std::string ns = string_at(run, "metadata/namespace");
   const std::string name = name_of(run);
   Json patch_status = status;
@@ -174,30 +205,29 @@ void AgentReconciler::write_run_status(const Json& run, const Json& status, bool
       if (!status.contains(it.key())) patch_status[it.key()] = nullptr;
     }
   }
-  Json updated =
-      client_->merge_patch_status(res::kHeartbeatRuns, ns, name, {{"status", patch_status}});
+  HB_TRY_ASSIGN(Json updated, client_->merge_patch_status(res::kHeartbeatRuns, ns, name,
+                                                          {{"status", patch_status}}));
   count_write(kWriteRunStatus);
   overlay_.put(kKindRuns, updated);
-  if (final_with_label) {
-    const std::string phase = string_at(status, "phase");
-    const Json* labels = find_path(updated, "metadata/labels");
-    const bool labelled = labels != nullptr && labels->is_object() &&
-                          labels->contains(kLabelPhase) && (*labels)[kLabelPhase] == phase;
-    if (!labelled) {
-      Json patch = {{"metadata", {{"labels", {{kLabelPhase, phase}}}}}};
-      // Manual runs made by kubectl get the agent label and owner here too.
-      updated = client_->merge_patch(res::kHeartbeatRuns, ns, name, patch);
-      count_write(kWriteRunLabel);
-      overlay_.put(kKindRuns, updated);
-    }
-  }
+  if (!final_with_label) return kube::done();
+  const std::string phase = string_at(status, "phase");
+  const Json* labels = find_path(updated, "metadata/labels");
+  const bool labelled = labels != nullptr && labels->is_object() && labels->contains(kLabelPhase) &&
+                        (*labels)[kLabelPhase] == phase;
+  if (labelled) return kube::done();
+  Json patch = {{"metadata", {{"labels", {{kLabelPhase, phase}}}}}};
+  // Manual runs made by kubectl get the agent label and owner here too.
+  HB_TRY_ASSIGN(updated, client_->merge_patch(res::kHeartbeatRuns, ns, name, patch));
+  count_write(kWriteRunLabel);
+  overlay_.put(kKindRuns, updated);
+  return kube::done();
 }
 
 // The kept run records what folds into it before each folded run ends, so a
 // crash in between loses no wakeup's reason (the record is by run name).
-void AgentReconciler::write_coalesced(const std::string& ns, const std::string& agent_name,
-                                      const std::vector<Json>& runs,
-                                      const std::vector<Coalescing>& folds, TimePoint now) {
+kube::Done AgentReconciler::write_coalesced(const std::string& ns, const std::string& agent_name,
+                                            const std::vector<Json>& runs,
+                                            const std::vector<Coalescing>& folds, TimePoint now) {
   auto find = [&](const std::string& run_name) -> const Json* {
     for (const Json& r : runs) {
       if (name_of(r) == run_name) return &r;
@@ -212,25 +242,28 @@ void AgentReconciler::write_coalesced(const std::string& ns, const std::string& 
     const Json* stored = find_path(*kept, "status");
     Json status = stored != nullptr && stored->is_object() ? *stored : Json::object();
     status["coalesced"] = coalesced_record(status, group);
-    write_run_status(*kept, status, false);
+    HB_TRY(write_run_status(*kept, status, false));
     for (const Coalescing& c : group) {
       const Json* run = find(c.run);
       if (run == nullptr) continue;
       const Json* run_status = find_path(*run, "status");
-      write_run_status(
-          *run, coalesced_final_status(run_status ? *run_status : Json::object(), into, now), true);
+      HB_TRY(write_run_status(
+          *run, coalesced_final_status(run_status ? *run_status : Json::object(), into, now),
+          true));
       metrics_.counter_add("heartbeat_runs_coalesced_total", {});
       spdlog::info("event=wakeup_coalesced agent={}/{} run={} into={}", ns, agent_name, c.run,
                    into);
     }
   }
+  return kube::done();
 }
 
 // Conditional on the Agent's version (an annotation set again meanwhile is a
 // new request); a 409 is retried once against a fresh read, then left to the
 // next pass, which re-derives the same run name and makes no second run.
-Json AgentReconciler::remove_invoke_annotation(const std::string& ns, const std::string& name,
-                                               const Json& agent) {
+kube::Result<Json> AgentReconciler::remove_invoke_annotation(const std::string& ns,
+                                                             const std::string& name,
+                                                             const Json& agent) {
   auto invoke_value = [](const Json& object) {
     const Json* annotations = find_path(object, "metadata/annotations");
     return annotations != nullptr && annotations->is_object()
@@ -243,29 +276,35 @@ Json AgentReconciler::remove_invoke_annotation(const std::string& ns, const std:
     Json patch = {
         {"metadata",
          {{"resourceVersion", version}, {"annotations", {{kAnnotationInvoke, nullptr}}}}}};
-    try {
-      return client_->merge_patch(res::kAgents, ns, name, patch);
-    } catch (const ApiError& e) {
-      if (!is(e, ErrorKind::kConflict) || attempt > 0) throw;
-      const Json fresh = client_->get(res::kAgents, ns, name);
-      if (invoke_value(fresh) != value)
-        return fresh;  // removed, or a new value: the next pass handles it
-      version = string_at(fresh, "metadata/resourceVersion");
-    }
+    kube::Result<Json> patched = client_->merge_patch(res::kAgents, ns, name, patch);
+    if (patched.ok() || !patched.is(ErrorKind::kConflict) || attempt > 0) return patched;
+    HB_TRY_ASSIGN(Json fresh, client_->get(res::kAgents, ns, name));
+    if (invoke_value(fresh) != value) return fresh;  // removed, or a new value: the next pass
+    version = string_at(fresh, "metadata/resourceVersion");
   }
 }
 
-void AgentReconciler::delete_job(const std::string& ns, const std::string& name) {
-  try {
-    kube::DeleteOptions options;
-    options.propagation_policy = "Background";
-    client_->remove(res::kJobs, ns, name, options);
+kube::Done AgentReconciler::delete_job(const std::string& ns, const std::string& name) {
+  kube::DeleteOptions options;
+  options.propagation_policy = "Background";
+  kube::Result<Json> removed = client_->remove(res::kJobs, ns, name, options);
+  if (!removed.ok() && !removed.is(ErrorKind::kNotFound)) return std::move(removed).error();
+  if (removed.ok()) {
     count_write(kWriteJobDelete);
     spdlog::info("event=job_deleted namespace={} job={}", ns, name);
-  } catch (const ApiError& e) {
-    if (!is(e, ErrorKind::kNotFound)) throw;
   }
   overlay_.erase(kKindJobs, object_key(ns, name));
+  return kube::done();
+}
+
+kube::Done AgentReconciler::delete_run(const std::string& ns, const std::string& name) {
+  kube::DeleteOptions options;
+  options.propagation_policy = "Background";
+  kube::Result<Json> removed = client_->remove(res::kHeartbeatRuns, ns, name, options);
+  if (!removed.ok() && !removed.is(ErrorKind::kNotFound)) return std::move(removed).error();
+  if (removed.ok()) count_write(kWriteRunDelete);
+  overlay_.erase(kKindRuns, object_key(ns, name));
+  return kube::done();
 }
 
 void AgentReconciler::record_event(const Json& agent, const Json* run, const Event& event,
@@ -295,36 +334,36 @@ void AgentReconciler::record_event(const Json& agent, const Json* run, const Eve
                  {"firstTimestamp", stamp},
                  {"lastTimestamp", stamp},
                  {"count", 1}};
-  try {
-    client_->create(res::kEvents, ns, object);
+  const kube::Result<Json> created = client_->create(res::kEvents, ns, object);
+  if (created.ok()) {
     count_write(kWriteEvent);
-  } catch (const std::exception& e) {
-    spdlog::warn("event=event_write_failed namespace={} object={} reason={} error=\"{}\"", ns,
-                 name_of(target), event.reason, e.what());
+    return;
   }
+  spdlog::warn("event=event_write_failed namespace={} object={} reason={} error=\"{}\"", ns,
+               name_of(target), event.reason, created.error().describe());
 }
 
-bool AgentReconciler::start_run(const Json& agent, const Json& run, const std::vector<Json>& runs,
-                                TimePoint now) {
+kube::Result<bool> AgentReconciler::start_run(const Json& agent, const Json& run,
+                                              const std::vector<Json>& runs, TimePoint now) {
   const std::string ns = string_at(run, "metadata/namespace");
   const std::string run_name = name_of(run);
-  std::string missing;
-  const std::optional<std::string> resolved = resolve_prompt(agent, missing);
-  if (!resolved) {
+  HB_TRY_ASSIGN(const Prompt prompt, resolve_prompt(agent));
+  if (!prompt.text) {
     // The run cannot start: finish it (cost 0; the ledger marks it next time).
     Json status = {{"phase", "Failed"},
                    {"reason", "PromptNotFound"},
-                   {"message", missing},
+                   {"message", prompt.missing},
                    {"startedAt", schedule::format_rfc3339(now)},
                    {"finishedAt", schedule::format_rfc3339(now)},
                    {"durationSeconds", 0},
                    {"usage", {{"inputTokens", 0}, {"outputTokens", 0}, {"costCents", 0}}}};
-    write_run_status(run, status, true);
+    HB_TRY(write_run_status(run, status, true));
     spdlog::warn("event=run_not_started agent={}/{} run={} reason=PromptNotFound", ns,
                  name_of(agent), run_name);
     return true;
   }
-  if (std::string blocking = ensure_agent_objects(agent); !blocking.empty()) {
+  HB_TRY_ASSIGN(const std::string blocking, ensure_agent_objects(agent));
+  if (!blocking.empty()) {
     std::lock_guard lock(mutex_);
     in_the_way_[object_key(agent)] = {string_at(agent, "metadata/uid"), blocking, steady_()};
     spdlog::warn("event=object_in_the_way agent={}/{} run={} object=\"{}\"", ns, name_of(agent),
@@ -338,70 +377,71 @@ bool AgentReconciler::start_run(const Json& agent, const Json& run, const std::v
          {{"ownerReferences", Json::array({controller_ref(agent)})},
           {"labels",
            {{kLabelAgent, label_safe_name(name_of(agent))}, {kLabelManagedBy, kManagedByValue}}}}}};
-    overlay_.put(kKindRuns, client_->merge_patch(res::kHeartbeatRuns, ns, run_name, patch));
+    HB_TRY_ASSIGN(Json adopted, client_->merge_patch(res::kHeartbeatRuns, ns, run_name, patch));
+    overlay_.put(kKindRuns, adopted);
     count_write(kWriteRunAdopt);
   }
   std::vector<const Json*> history;
   for (const Json& r : runs) history.push_back(&r);
-  const Json context = render_context({&agent, &run, *resolved, history, now}, config_.job);
-  const JobPlan plan = build_job(run, agent, context.dump(), config_.job);
-  if (plan.context_config_map) {
-    try {
-      client_->create(res::kConfigMaps, ns, *plan.context_config_map);
-      count_write(kWriteContextCreate);
-    } catch (const ApiError& e) {
-      if (!is(e, ErrorKind::kAlreadyExists)) throw;
-      // Someone else's ConfigMap under this name would become the agent's context.
-      const std::string cm_name = name_of(*plan.context_config_map);
-      if (!owned_by(client_->get(res::kConfigMaps, ns, cm_name), string_at(run, "metadata/uid"))) {
-        throw std::runtime_error("ConfigMap " + ns + "/" + cm_name +
-                                 " exists and is not owned by run " + run_name +
-                                 "; the operator never uses it as a context document");
-      }
-    }
-  }
-  const std::string job_name = name_of(plan.job);
-  std::optional<TimePoint> job_created_at;  // unset when an earlier pass created it
-  std::string job_uid;
-  try {
-    Json job = client_->create(res::kJobs, ns, plan.job);
-    job_uid = string_at(job, "metadata/uid");
-    job_created_at = clock_();
-    count_write(kWriteJobCreate);
-    overlay_.put(kKindJobs, job);
-  } catch (const ApiError& e) {
-    if (!is(e, ErrorKind::kAlreadyExists)) throw;
-    Json existing = client_->get(res::kJobs, ns, job_name);
-    if (!owned_by(existing, string_at(run, "metadata/uid"))) {
-      throw std::runtime_error("Job " + ns + "/" + job_name + " exists and is not owned by run " +
-                               run_name);
-    }
-    job_uid = string_at(existing, "metadata/uid");
-    overlay_.put(kKindJobs, existing);
-  }
+  const Json context = render_context({&agent, &run, *prompt.text, history, now}, config_.job);
+  HB_TRY_ASSIGN(const StartedJob job,
+                create_context_and_job(run, build_job(run, agent, context.dump(), config_.job)));
   Json status = find_path(run, "status") ? run["status"] : Json::object();
   status["phase"] = "Running";
-  status["jobName"] = job_name;
-  status["jobUID"] = job_uid;
+  status["jobName"] = job.name;
+  status["jobUID"] = job.uid;
   status["startedAt"] = schedule::format_rfc3339(now);
   status.erase("message");
-  write_run_status(run, status, false);
+  HB_TRY(write_run_status(run, status, false));
   const std::string source = string_at(run, "spec/invocationSource", "manual");
   metrics_.counter_add("heartbeat_runs_started_total", {{"source", source}});
   // Lag as the issue defines it: the Job's creation (after its create call
   // returned) minus the slot, so the run and Job writes are included.
   auto slot = time_at(run, "spec/scheduledTime");
-  if (slot && job_created_at && source == kSourceScheduler) {
+  if (slot && job.created_at && source == kSourceScheduler) {
     metrics_.observe("heartbeat_schedule_lag_seconds", {},
-                     std::chrono::duration<double>(*job_created_at - *slot).count());
+                     std::chrono::duration<double>(*job.created_at - *slot).count());
   }
   spdlog::info("event=run_started agent={}/{} run={} job={} source={}", ns, name_of(agent),
-               run_name, job_name, source);
+               run_name, job.name, source);
   return true;
 }
 
-void AgentReconciler::reconcile_orphans(const std::string& ns, const std::string& name,
-                                        std::vector<Json>& runs, TimePoint now) {
+kube::Result<AgentReconciler::StartedJob> AgentReconciler::create_context_and_job(
+    const Json& run, const JobPlan& plan) {
+  const std::string ns = string_at(run, "metadata/namespace");
+  const std::string run_uid = string_at(run, "metadata/uid");
+  if (plan.context_config_map) {
+    const std::string cm_name = name_of(*plan.context_config_map);
+    kube::Result<Json> created = client_->create(res::kConfigMaps, ns, *plan.context_config_map);
+    if (created.ok()) count_write(kWriteContextCreate);
+    if (!created.ok() && !created.is(ErrorKind::kAlreadyExists)) return std::move(created).error();
+    if (!created.ok()) {
+      // Someone else's ConfigMap under this name would become the agent's context.
+      HB_TRY_ASSIGN(Json existing, client_->get(res::kConfigMaps, ns, cm_name));
+      if (!owned_by(existing, run_uid))
+        return not_owned_by_run("ConfigMap", ns, cm_name, name_of(run));
+    }
+  }
+  StartedJob job{name_of(plan.job), "", std::nullopt};
+  kube::Result<Json> created = client_->create(res::kJobs, ns, plan.job);
+  if (created.ok()) {
+    job.created_at = clock_();
+    count_write(kWriteJobCreate);
+  } else if (created.is(ErrorKind::kAlreadyExists)) {
+    created = client_->get(res::kJobs, ns, job.name);
+    if (created.ok() && !owned_by(created.value(), run_uid)) {
+      return not_owned_by_run("Job", ns, job.name, name_of(run));
+    }
+  }
+  if (!created.ok()) return std::move(created).error();
+  job.uid = string_at(created.value(), "metadata/uid");
+  overlay_.put(kKindJobs, created.value());
+  return job;
+}
+
+kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::string& name,
+                                              std::vector<Json>& runs, TimePoint now) {
   for (const Json& run : runs) {
     RunObservationInput in;
     in.run = &run;
@@ -415,32 +455,139 @@ void AgentReconciler::reconcile_orphans(const std::string& ns, const std::string
     in.agent_missing = true;
     in.now = now;
     RunObservation obs = observe_run(in);
-    if (obs.delete_job && job) delete_job(ns, job_name);
+    if (obs.delete_job && job) HB_TRY(delete_job(ns, job_name));
     if (obs.became_final) {
       obs.status["costRecorded"] = true;  // no agent left to charge
-      write_run_status(run, obs.status, true);
+      HB_TRY(write_run_status(run, obs.status, true));
       spdlog::info("event=run_finished agent={}/{} run={} phase={} reason=AgentNotFound", ns, name,
                    name_of(run), string_at(obs.status, "phase"));
     }
   }
+  return kube::done();
 }
 
-ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::string& name) {
+// Step 2: the slot's scheduler run (AlreadyExists = adopt when ours) and the
+// manual run an invoke annotation asks for. False when the run to start
+// could not be made (its name is someone else's).
+kube::Result<bool> AgentReconciler::create_decided_runs(Json& agent, const AgentSpec& spec,
+                                                        const AgentDecision& d,
+                                                        std::vector<Json>& runs, TimePoint now) {
+  const std::string ns = string_at(agent, "metadata/namespace");
+  const std::string name = name_of(agent);
+  bool start_allowed = true;
+  if (d.create_run) {
+    const std::string& run_name = d.create_run->name;
+    kube::Result<Json> created = create_run(ns, make_run_object(spec, *d.create_run));
+    if (created.ok()) {
+      runs.push_back(std::move(created).value());
+      spdlog::info("event=run_created agent={}/{} run={} slot={}", ns, name, run_name,
+                   schedule::format_rfc3339(d.create_run->slot.value_or(now)));
+    } else {
+      if (!created.is(ErrorKind::kAlreadyExists)) return std::move(created).error();
+      HB_TRY_ASSIGN(Json existing, client_->get(res::kHeartbeatRuns, ns, run_name));
+      if (owned_by(existing, string_at(agent, "metadata/uid"))) {
+        overlay_.put(kKindRuns, existing);
+        runs.push_back(existing);  // adopt
+      } else {
+        start_allowed = d.start_run != run_name;
+        record_event(agent, nullptr,
+                     {EventTarget::kAgent, name, true, "RunNameConflict",
+                      "HeartbeatRun " + run_name + " exists and is not owned by this agent"},
+                     now);
+      }
+    }
+  }
+  if (d.invoke_run) {
+    kube::Result<Json> created = create_run(ns, make_run_object(spec, *d.invoke_run));
+    if (!created.ok() && !created.is(ErrorKind::kAlreadyExists)) return std::move(created).error();
+    if (!created.ok()) {
+      record_event(agent, nullptr,
+                   {EventTarget::kAgent, name, false, "InvokeAlreadyRun",
+                    "run " + d.invoke_run->name +
+                        " was made for this heartbeat.dev/invoke value already; set a new value "
+                        "to invoke again"},
+                   now);
+    }
+    HB_TRY_ASSIGN(Json updated, remove_invoke_annotation(ns, name, agent));
+    count_write(kWriteAgentAnnotation);
+    overlay_.put(kKindAgents, updated);
+    agent["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"];
+    spdlog::info("event=run_invoked agent={}/{} run={}", ns, name, d.invoke_run->name);
+  }
+  return start_allowed;
+}
+
+// Step 4: counted runs get their final status with costRecorded=true and the phase label.
+kube::Done AgentReconciler::write_counted_runs(const std::string& ns, const std::string& name,
+                                               const AgentDecision& d,
+                                               const std::vector<Json>& runs,
+                                               const std::vector<RunObservation>& observed) {
+  for (const std::string& run_name : d.mark) {
+    const Json* run = find_run(runs, run_name);
+    if (run == nullptr) continue;
+    for (const RunObservation& obs : observed) {
+      if (obs.view->name != run_name) continue;
+      Json status = obs.status;
+      status["costRecorded"] = true;
+      HB_TRY(write_run_status(*run, status, true));
+      const std::string phase = string_at(status, "phase");
+      metrics_.counter_add("heartbeat_runs_total", {{"phase", phase}});
+      if (obs.cost_mismatch) metrics_.counter_add("heartbeat_cost_mismatch_total", {});
+      if (string_at(status, "reason") == kReasonUsageOutOfBounds) {
+        metrics_.counter_add("heartbeat_usage_out_of_bounds_total", {});
+      }
+      metrics_.counter_add("heartbeat_cost_cents_total", {},
+                           number_at(status, "usage/costCents").value_or(0));
+      spdlog::info(
+          "event=run_finished agent={}/{} run={} phase={} reason={} exit_code={} cost_cents={}", ns,
+          name, run_name, phase, string_at(status, "reason"),
+          int_at(status, "exitCode").value_or(-1),
+          number_at(status, "usage/costCents").value_or(0));
+    }
+  }
+  return kube::done();
+}
+
+// Step 6: other run status changes and Queued messages.
+kube::Done AgentReconciler::write_other_run_statuses(const AgentDecision& d,
+                                                     const std::vector<Json>& runs,
+                                                     const std::vector<RunObservation>& observed) {
+  for (size_t i = 0; i < observed.size(); ++i) {
+    const RunObservation& obs = observed[i];
+    if (obs.settled || obs.became_final || (d.start_run && obs.view->name == *d.start_run)) {
+      continue;
+    }
+    const Json* stored = find_path(runs[i], "status");
+    auto msg = d.queued_messages.find(obs.view->name);
+    if (msg != d.queued_messages.end()) {
+      Json status = obs.status;
+      status["phase"] = "Queued";
+      status["message"] = msg->second;
+      HB_TRY(write_run_status(runs[i], status, false));
+    } else if (stored == nullptr ? !obs.status.empty() : *stored != obs.status) {
+      HB_TRY(write_run_status(runs[i], obs.status, false));
+    }
+  }
+  return kube::done();
+}
+
+kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
+                                                         const std::string& name) {
   const TimePoint now = clock_();
   std::optional<Json> agent_opt = agent(ns, name);
   std::vector<Json> runs = runs_of(ns, name);
   if (!agent_opt || find_path(*agent_opt, "metadata/deletionTimestamp") != nullptr) {
     views_.forget(object_key(ns, name));
     forget_agent(object_key(ns, name));
-    reconcile_orphans(ns, name, runs, now);
-    return {};
+    HB_TRY(reconcile_orphans(ns, name, runs, now));
+    return ReconcileResult{};
   }
   Json agent = std::move(*agent_opt);
   const AgentViews views = views_.views(object_key(ns, name), agent, runs);
   const AgentSpec& spec = views.agent->spec.spec;
 
   SpecEnvironment env;
-  env.object_in_the_way = object_in_the_way(agent);
+  HB_TRY_ASSIGN(env.object_in_the_way, object_in_the_way(agent));
   RunTimeouts timeouts;
   timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
   timeouts.grace = std::chrono::seconds(spec.grace_seconds);
@@ -476,24 +623,19 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   }
   // 1. Jobs of cancelled, stalled or overdue runs.
   for (size_t i = 0; i < runs.size(); ++i) {
-    if (input.runs[i].delete_job && jobs[i]) delete_job(ns, job_name_for_run(name_of(runs[i])));
+    if (input.runs[i].delete_job && jobs[i]) {
+      HB_TRY(delete_job(ns, job_name_for_run(name_of(runs[i]))));
+    }
   }
 
-  AgentDecision d = decide_agent(input);
-  auto find_run = [&](const std::string& run_name) -> const Json* {
-    for (const Json& r : runs) {
-      if (name_of(r) == run_name) return &r;
-    }
-    return nullptr;
-  };
-
+  const AgentDecision d = decide_agent(input);
   // Events are recorded as soon as the write that makes them true succeeded,
   // so a later failure in the pass cannot lose a transition's Event.
   auto record_events = [&](EventTarget target) {
     for (const Event& event : d.events) {
       if (event.target != target) continue;
       if (event.routine && !config_.routine_events) continue;
-      const Json* run = target == EventTarget::kRun ? find_run(event.object_name) : nullptr;
+      const Json* run = target == EventTarget::kRun ? find_run(runs, event.object_name) : nullptr;
       if (event.warning) {
         spdlog::warn("event=decision agent={}/{} object={} reason={} message=\"{}\"", ns, name,
                      event.object_name, event.reason, event.message);
@@ -503,133 +645,32 @@ ReconcileResult AgentReconciler::reconcile(const std::string& ns, const std::str
   };
 
   // 2. Runs to create.
-  bool start_allowed = true;
-  if (d.create_run) {
-    const std::string& run_name = d.create_run->name;
-    try {
-      runs.push_back(create_run(ns, make_run_object(spec, *d.create_run)));
-      spdlog::info("event=run_created agent={}/{} run={} slot={}", ns, name, run_name,
-                   schedule::format_rfc3339(d.create_run->slot.value_or(now)));
-    } catch (const ApiError& e) {
-      if (!is(e, ErrorKind::kAlreadyExists)) throw;
-      Json existing = client_->get(res::kHeartbeatRuns, ns, run_name);
-      if (owned_by(existing, string_at(agent, "metadata/uid"))) {
-        overlay_.put(kKindRuns, existing);
-        runs.push_back(existing);  // adopt
-      } else {
-        start_allowed = d.start_run != run_name;
-        record_event(agent, nullptr,
-                     {EventTarget::kAgent, name, true, "RunNameConflict",
-                      "HeartbeatRun " + run_name + " exists and is not owned by this agent"},
-                     now);
-      }
-    }
-  }
-  if (d.invoke_run) {
-    try {
-      create_run(ns, make_run_object(spec, *d.invoke_run));
-    } catch (const ApiError& e) {
-      if (!is(e, ErrorKind::kAlreadyExists)) throw;
-      record_event(agent, nullptr,
-                   {EventTarget::kAgent, name, false, "InvokeAlreadyRun",
-                    "run " + d.invoke_run->name +
-                        " was made for this heartbeat.dev/invoke value already; set a new value "
-                        "to invoke again"},
-                   now);
-    }
-    Json updated = remove_invoke_annotation(ns, name, agent);
-    count_write(kWriteAgentAnnotation);
-    overlay_.put(kKindAgents, updated);
-    agent["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"];
-    spdlog::info("event=run_invoked agent={}/{} run={}", ns, name, d.invoke_run->name);
-  }
-
+  HB_TRY_ASSIGN(const bool start_allowed, create_decided_runs(agent, spec, d, runs, now));
   // 3. The agent status (conditional: counts spend exactly once).
   if (d.status_changed) {
     Json body = agent;
     body["status"] = d.status_json();
-    Json updated = client_->replace_status(res::kAgents, ns, name, body);
+    HB_TRY_ASSIGN(Json updated, client_->replace_status(res::kAgents, ns, name, body));
     count_write(kWriteAgentStatus);
     overlay_.put(kKindAgents, updated);
   }
   record_events(EventTarget::kAgent);
-
-  // 4. Counted runs: final status with costRecorded=true and the phase label.
-  for (const std::string& run_name : d.mark) {
-    const Json* run = find_run(run_name);
-    if (run == nullptr) continue;
-    for (const RunObservation& obs : input.runs) {
-      if (obs.view->name != run_name) continue;
-      Json status = obs.status;
-      status["costRecorded"] = true;
-      write_run_status(*run, status, true);
-      const std::string phase = string_at(status, "phase");
-      metrics_.counter_add("heartbeat_runs_total", {{"phase", phase}});
-      if (obs.cost_mismatch) metrics_.counter_add("heartbeat_cost_mismatch_total", {});
-      if (string_at(status, "reason") == kReasonUsageOutOfBounds) {
-        metrics_.counter_add("heartbeat_usage_out_of_bounds_total", {});
-      }
-      metrics_.counter_add("heartbeat_cost_cents_total", {},
-                           number_at(status, "usage/costCents").value_or(0));
-      spdlog::info(
-          "event=run_finished agent={}/{} run={} phase={} reason={} exit_code={} cost_cents={}", ns,
-          name, run_name, phase, string_at(status, "reason"),
-          int_at(status, "exitCode").value_or(-1),
-          number_at(status, "usage/costCents").value_or(0));
-    }
-  }
-
+  // 4. Counted runs.
+  HB_TRY(write_counted_runs(ns, name, d, runs, input.runs));
   record_events(EventTarget::kRun);
-  write_coalesced(ns, name, runs, d.coalesce, now);
-
+  HB_TRY(write_coalesced(ns, name, runs, d.coalesce, now));
   // 5. Start the next run.
   bool blocked = false;
   if (d.start_run && start_allowed) {
-    if (const Json* run = find_run(*d.start_run)) blocked = !start_run(agent, *run, runs, now);
-  }
-
-  // 6. Other run status changes, Queued messages, history, Events.
-  for (size_t i = 0; i < input.runs.size(); ++i) {
-    const RunObservation& obs = input.runs[i];
-    if (obs.settled || obs.became_final || (d.start_run && obs.view->name == *d.start_run)) {
-      continue;
-    }
-    const Json* stored = find_path(runs[i], "status");
-    auto msg = d.queued_messages.find(obs.view->name);
-    if (msg != d.queued_messages.end()) {
-      Json status = obs.status;
-      status["phase"] = "Queued";
-      status["message"] = msg->second;
-      write_run_status(runs[i], status, false);
-    } else if (stored == nullptr ? !obs.status.empty() : *stored != obs.status) {
-      write_run_status(runs[i], obs.status, false);
+    if (const Json* run = find_run(runs, *d.start_run)) {
+      HB_TRY_ASSIGN(const bool started, start_run(agent, *run, runs, now));
+      blocked = !started;
     }
   }
-  for (const std::string& run_name : d.delete_runs) {
-    try {
-      kube::DeleteOptions options;
-      options.propagation_policy = "Background";
-      client_->remove(res::kHeartbeatRuns, ns, run_name, options);
-      count_write(kWriteRunDelete);
-    } catch (const ApiError& e) {
-      if (!is(e, ErrorKind::kNotFound)) throw;
-    }
-    overlay_.erase(kKindRuns, object_key(ns, run_name));
-  }
-  ReconcileResult result;
-  if (d.requeue_at) {
-    const auto delay = std::chrono::ceil<std::chrono::milliseconds>(*d.requeue_at - now);
-    result.requeue_after = std::max(delay, std::chrono::milliseconds(1));
-  }
-  if (blocked) {
-    // At once, so the condition names the object; then when it is looked at again.
-    result.requeue_after = std::chrono::milliseconds(1);
-  } else if (!env.object_in_the_way.empty()) {
-    result.requeue_after =
-        std::min(result.requeue_after.value_or(kObjectInTheWayRecheck),
-                 std::chrono::duration_cast<std::chrono::milliseconds>(kObjectInTheWayRecheck));
-  }
-  return result;
+  // 6. Other run statuses, history.
+  HB_TRY(write_other_run_statuses(d, runs, input.runs));
+  for (const std::string& run_name : d.delete_runs) HB_TRY(delete_run(ns, run_name));
+  return requeue_for(d, now, blocked, !env.object_in_the_way.empty());
 }
 
 }  // namespace hb::controllers

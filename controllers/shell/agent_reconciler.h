@@ -78,40 +78,66 @@ class AgentReconciler {
       Metrics& metrics, Clock clock = [] { return std::chrono::system_clock::now(); },
       SteadyClock steady = std::chrono::steady_clock::now);
 
-  // Throws kube::ApiError / http::TransportError on a failed write: retry with backoff.
-  ReconcileResult reconcile(const std::string& ns, const std::string& name);
+  // An Error when an API call failed: the pass stopped there and the key is
+  // retried (operator/reconcile_workers.h decides when).
+  kube::Result<ReconcileResult> reconcile(const std::string& ns, const std::string& name);
 
   // Reads through the overlay (also used by the wakeup endpoint).
   std::vector<Json> runs_of(const std::string& ns, const std::string& agent);
   std::optional<Json> agent(const std::string& ns, const std::string& name);
   TimePoint now() const { return clock_(); }  // the injected clock
   // Creates a run and remembers it (read-your-writes).
-  Json create_run(const std::string& ns, const Json& run);
+  kube::Result<Json> create_run(const std::string& ns, const Json& run);
   // Reads a run from the API server (after an AlreadyExists, say).
-  Json get_run(const std::string& ns, const std::string& name);
+  kube::Result<Json> get_run(const std::string& ns, const std::string& name);
 
  private:
-  Json remove_invoke_annotation(const std::string& ns, const std::string& name, const Json& agent);
-  void write_coalesced(const std::string& ns, const std::string& agent_name,
-                       const std::vector<Json>& runs, const std::vector<Coalescing>& folds,
-                       TimePoint now);
-  // The heartbeat prompt; nullopt with `missing` set when the Agent names a
+  // The heartbeat prompt, or why there is none (`missing`).
+  struct Prompt {
+    std::optional<std::string> text;
+    std::string missing;
+  };
+  kube::Result<Json> remove_invoke_annotation(const std::string& ns, const std::string& name,
+                                              const Json& agent);
+  kube::Done write_coalesced(const std::string& ns, const std::string& agent_name,
+                             const std::vector<Json>& runs, const std::vector<Coalescing>& folds,
+                             TimePoint now);
+  // The heartbeat prompt; no text and `missing` set when the Agent names a
   // ConfigMap or key that does not exist (the run fails PromptNotFound).
-  // Other API errors (429, 5xx, timeouts) propagate: the pass is retried and
-  // the run is not failed for good.
-  std::optional<std::string> resolve_prompt(const Json& agent, std::string& missing);
+  // Any other failure (429, 5xx, timeouts) is an Error: the pass is retried
+  // and the run is not failed for good.
+  kube::Result<Prompt> resolve_prompt(const Json& agent);
   // Creates the per-agent objects once; "" or the object in the way ("Kind ns/name").
-  std::string ensure_agent_objects(const Json& agent);
+  kube::Result<std::string> ensure_agent_objects(const Json& agent);
   // The object in the way of this Agent's own, as last found; looked for
   // again once kObjectInTheWayRecheck passed.
-  std::string object_in_the_way(const Json& agent);
+  kube::Result<std::string> object_in_the_way(const Json& agent);
   // False when an object in the way held the run back (it stays Queued).
-  bool start_run(const Json& agent, const Json& run, const std::vector<Json>& runs, TimePoint now);
-  void write_run_status(const Json& run, const Json& status, bool final_with_label);
-  void delete_job(const std::string& ns, const std::string& name);
+  kube::Result<bool> start_run(const Json& agent, const Json& run, const std::vector<Json>& runs,
+                               TimePoint now);
+  // Creates the run's context ConfigMap and Job (each adopted when this run
+  // owns it already); the Job's uid, and when this pass created it.
+  struct StartedJob {
+    std::string name;
+    std::string uid;
+    std::optional<TimePoint> created_at;  // unset when an earlier pass created it
+  };
+  kube::Result<StartedJob> create_context_and_job(const Json& run, const JobPlan& plan);
+  kube::Done write_run_status(const Json& run, const Json& status, bool final_with_label);
+  kube::Done delete_job(const std::string& ns, const std::string& name);
+  kube::Done delete_run(const std::string& ns, const std::string& name);
+  // Best effort: a failed Event write is logged, never fails the pass.
   void record_event(const Json& agent, const Json* run, const Event& event, TimePoint now);
-  void reconcile_orphans(const std::string& ns, const std::string& name, std::vector<Json>& runs,
-                         TimePoint now);
+  kube::Done reconcile_orphans(const std::string& ns, const std::string& name,
+                               std::vector<Json>& runs, TimePoint now);
+  // Steps of reconcile(), in its order (see the file comment).
+  kube::Result<bool> create_decided_runs(Json& agent, const AgentSpec& spec, const AgentDecision& d,
+                                         std::vector<Json>& runs, TimePoint now);
+  kube::Done write_counted_runs(const std::string& ns, const std::string& name,
+                                const AgentDecision& d, const std::vector<Json>& runs,
+                                const std::vector<RunObservation>& observed);
+  kube::Done write_other_run_statuses(const AgentDecision& d, const std::vector<Json>& runs,
+                                      const std::vector<RunObservation>& observed);
   void count_write(const char* kind);
   // Drops what was remembered about an Agent that is gone.
   void forget_agent(const std::string& key);

@@ -336,11 +336,11 @@ void Node::beat(Runner& r, TimePoint now) {
   Json patch = {
       {"spec", spec},
       {"metadata", {{"annotations", {{api::kAnnotationUsage, encode_usage_report(usage)}}}}}};
-  try {
-    runner_client_->merge_patch(kube::resources::kLeases, r.ns, lease, patch);
-  } catch (const std::exception& e) {
+  const kube::Result<Json> beat =
+      runner_client_->merge_patch(kube::resources::kLeases, r.ns, lease, patch);
+  if (!beat.ok()) {
     // The runner beats again next time; a missed beat is what the stall window is for.
-    spdlog::debug("sim runner {} beat failed: {}", r.run, e.what());
+    spdlog::debug("sim runner {} beat failed: {}", r.run, beat.error().describe());
   }
 }
 

@@ -163,15 +163,14 @@ void World::drain_queue() {
   operator_::ReconcileWorkerDeps deps{op_->queue,
                                       [this](const std::string& ns, const std::string& name) {
                                         ++report_.reconciles;
-                                        try {
-                                          return op_->reconciler->reconcile(ns, name);
-                                        } catch (const std::exception& e) {
+                                        auto result = op_->reconciler->reconcile(ns, name);
+                                        if (!result.ok()) {
                                           ++report_.reconcile_errors;
                                           if (options_.verbose)
                                             spdlog::info("sim reconcile {}/{} failed: {}", ns, name,
-                                                         e.what());
-                                          throw;
+                                                         result.error().describe());
                                         }
+                                        return result;
                                       },
                                       op_->metrics,
                                       "agent",

@@ -36,7 +36,7 @@ std::string secret_env_error(kube::Client& client, const std::string& ns, const 
       const std::string name = controllers::string_at(*ref, "name");
       const std::string key = controllers::string_at(*ref, "key");
       try {
-        const json secret = client.get(kube::resources::kSecrets, ns, name);
+        const json secret = client.get(kube::resources::kSecrets, ns, name).or_throw();
         if (!secret.contains("data") || !secret["data"].contains(key)) {
           return "couldn't find key " + key + " in Secret " + ns + "/" + name;
         }
@@ -117,8 +117,10 @@ void FakeKubelet::beat(const json& pod) {
   const json patch = {{"spec",
                        {{"holderIdentity", controllers::string_at(pod, "metadata/name")},
                         {"renewTime", api::format_micro_time(std::chrono::system_clock::now())}}}};
-  client_->merge_patch(kube::resources::kLeases, ns_, controllers::lease_name_for_agent(agent_name),
-                       patch);
+  client_
+      ->merge_patch(kube::resources::kLeases, ns_, controllers::lease_name_for_agent(agent_name),
+                    patch)
+      .or_throw();
 }
 
 void FakeKubelet::step(const json& pod) {
@@ -146,16 +148,18 @@ void FakeKubelet::step(const json& pod) {
                          {"finishedAt", now_text()},
                          {"reason", "Error"},
                          {"message", result(0.05, std::nullopt, "cancelled")}};
-      client_->merge_patch_status(
-          kube::resources::kPods, ns_, name,
-          {{"status",
-            {{"phase", "Failed"},
-             {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
-                                                 {"ready", false},
-                                                 {"restartCount", 0},
-                                                 {"image", "runner"},
-                                                 {"imageID", ""},
-                                                 {"state", {{"terminated", terminated}}}}})}}}});
+      client_
+          ->merge_patch_status(
+              kube::resources::kPods, ns_, name,
+              {{"status",
+                {{"phase", "Failed"},
+                 {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
+                                                     {"ready", false},
+                                                     {"restartCount", 0},
+                                                     {"image", "runner"},
+                                                     {"imageID", ""},
+                                                     {"state", {{"terminated", terminated}}}}})}}}})
+          .or_throw();
       state.finished = true;
       std::lock_guard lock(mutex_);
       states_[uid] = state;
@@ -163,23 +167,25 @@ void FakeKubelet::step(const json& pod) {
     }
     kube::DeleteOptions now_please;
     now_please.grace_period_seconds = 0;
-    client_->remove(kube::resources::kPods, ns_, name, now_please);
+    client_->remove(kube::resources::kPods, ns_, name, now_please).or_throw();
     return;
   }
   if (state.finished) return;
   if (!state.running_written) {
     if (std::string error = secret_env_error(*client_, ns_, pod); !error.empty()) {
       json waiting = {{"reason", "CreateContainerConfigError"}, {"message", error}};
-      client_->merge_patch_status(
-          kube::resources::kPods, ns_, name,
-          {{"status",
-            {{"phase", "Pending"},
-             {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
-                                                 {"ready", false},
-                                                 {"restartCount", 0},
-                                                 {"image", "runner"},
-                                                 {"imageID", ""},
-                                                 {"state", {{"waiting", waiting}}}}})}}}});
+      client_
+          ->merge_patch_status(
+              kube::resources::kPods, ns_, name,
+              {{"status",
+                {{"phase", "Pending"},
+                 {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
+                                                     {"ready", false},
+                                                     {"restartCount", 0},
+                                                     {"image", "runner"},
+                                                     {"imageID", ""},
+                                                     {"state", {{"waiting", waiting}}}}})}}}})
+          .or_throw();
       return;  // like a kubelet: tried again on the next pass
     }
     const json patch = {
@@ -193,7 +199,7 @@ void FakeKubelet::step(const json& pod) {
                          {"image", "runner"},
                          {"imageID", ""},
                          {"state", {{"running", {{"startedAt", now_text()}}}}}}})}}}};
-    client_->merge_patch_status(kube::resources::kPods, ns_, name, patch);
+    client_->merge_patch_status(kube::resources::kPods, ns_, name, patch).or_throw();
     state.running_written = true;
   }
   if (state.script.beat && now - state.last_beat >= kBeatInterval) {
@@ -221,7 +227,7 @@ void FakeKubelet::step(const json& pod) {
                                               {"image", "runner"},
                                               {"imageID", ""},
                                               {"state", {{"terminated", terminated}}}}})}}}};
-    client_->merge_patch_status(kube::resources::kPods, ns_, name, patch);
+    client_->merge_patch_status(kube::resources::kPods, ns_, name, patch).or_throw();
     state.finished = true;
   }
   std::lock_guard lock(mutex_);

@@ -149,7 +149,7 @@ void Executor::bind(const Json& pod) {
       {"metadata", {{"name", name}, {"uid", str_at(pod, "/metadata/uid")}}},
       {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", options_.node_name}}}};
   try {
-    client_->create(binding_resource(name), ns, binding);
+    client_->create(binding_resource(name), ns, binding).or_throw();
     spdlog::info("pod {}/{}: bound to node {}", ns, name, options_.node_name);
   } catch (const kube::ApiError& error) {
     // Conflict: bound meanwhile (by us or another); NotFound: deleted.
@@ -300,7 +300,7 @@ void Executor::handle_deletion(const Json& pod, PodRecord& rec, Clock::time_poin
   options.grace_period_seconds = 0;
   options.precondition_uid = rec.uid;
   try {
-    client_->remove(kube::resources::kPods, rec.ns, rec.name, options);
+    client_->remove(kube::resources::kPods, rec.ns, rec.name, options).or_throw();
     spdlog::info("pod {}/{}: deletion finished", rec.ns, rec.name);
   } catch (const kube::ApiError& error) {
     if (!is_not_found(error) && error.kind() != kube::ErrorKind::kConflict) {
@@ -489,7 +489,8 @@ void Executor::reap(PodRecord& rec, bool block) {
 void Executor::write_status(PodRecord& rec, Clock::time_point now) {
   if (!rec.status_patch || now < rec.next_write) return;
   try {
-    client_->merge_patch_status(kube::resources::kPods, rec.ns, rec.name, *rec.status_patch);
+    client_->merge_patch_status(kube::resources::kPods, rec.ns, rec.name, *rec.status_patch)
+        .or_throw();
     rec.status_patch.reset();
   } catch (const kube::ApiError& error) {
     if (is_not_found(error)) {

@@ -12,7 +12,7 @@ constexpr const char* kTokenSecretType = "kubernetes.io/service-account-token";
 std::optional<nlohmann::json> get_if_exists(kube::Client& client, const kube::Resource& resource,
                                             const std::string& ns, const std::string& name) {
   try {
-    return client.get(resource, ns, name);
+    return client.get(resource, ns, name).or_throw();
   } catch (const kube::ApiError& error) {
     if (error.kind() == kube::ErrorKind::kNotFound) return std::nullopt;
     throw;

@@ -43,20 +43,26 @@ void NodeAgent::tick(std::chrono::steady_clock::time_point now) {
     if (!registered_) {
       ready_since_ = stamp;
       try {
-        client_->create(kNodes, "", node_object(facts_, stamp));
+        client_->create(kNodes, "", node_object(facts_, stamp)).or_throw();
         spdlog::info("node {} registered (Ready)", facts_.name);
       } catch (const kube::ApiError& error) {
         if (error.kind() != kube::ErrorKind::kAlreadyExists) throw;
-        client_->merge_patch(kNodes, "", facts_.name,
-                             {{"metadata", node_object(facts_, stamp)["metadata"]}});
-        client_->merge_patch_status(kNodes, "", facts_.name,
-                                    node_status_patch(facts_, true, stamp, stamp));
+        client_
+            ->merge_patch(kNodes, "", facts_.name,
+                          {{"metadata", node_object(facts_, stamp)["metadata"]}})
+            .or_throw();
+        client_
+            ->merge_patch_status(kNodes, "", facts_.name,
+                                 node_status_patch(facts_, true, stamp, stamp))
+            .or_throw();
         spdlog::info("node {} existed; marked Ready", facts_.name);
       }
       registered_ = true;
     } else {
-      client_->merge_patch_status(kNodes, "", facts_.name,
-                                  node_status_patch(facts_, true, ready_since_, stamp));
+      client_
+          ->merge_patch_status(kNodes, "", facts_.name,
+                               node_status_patch(facts_, true, ready_since_, stamp))
+          .or_throw();
     }
     next_ = now + kNodeStatusInterval;
   } catch (const kube::ApiError& error) {
@@ -73,12 +79,14 @@ void NodeAgent::shutdown(bool delete_node) {
   if (!registered_) return;
   try {
     if (delete_node) {
-      client_->remove(kNodes, "", facts_.name);
+      client_->remove(kNodes, "", facts_.name).or_throw();
       spdlog::info("node {} deleted", facts_.name);
     } else {
       const std::string stamp = now_rfc3339();
-      client_->merge_patch_status(kNodes, "", facts_.name,
-                                  node_status_patch(facts_, false, stamp, stamp));
+      client_
+          ->merge_patch_status(kNodes, "", facts_.name,
+                               node_status_patch(facts_, false, stamp, stamp))
+          .or_throw();
       spdlog::info("node {} marked not ready", facts_.name);
     }
   } catch (const std::exception& error) {

@@ -45,11 +45,13 @@ class AttackTest : public E2eTest {
  protected:
   // A Secret with a fresh key, and an Agent that uses it.
   json create_attacker(const std::string& name, const std::string& prompt) {
-    client_->create(res::kSecrets, ns_,
-                    {{"apiVersion", "v1"},
-                     {"kind", "Secret"},
-                     {"metadata", {{"name", name + "-key"}}},
-                     {"stringData", {{"api-key", key_}}}});
+    client_
+        ->create(res::kSecrets, ns_,
+                 {{"apiVersion", "v1"},
+                  {"kind", "Secret"},
+                  {"metadata", {{"name", name + "-key"}}},
+                  {"stringData", {{"api-key", key_}}}})
+        .or_throw();
     json manifest = agent_manifest_e2e(name, prompt);
     manifest["spec"]["model"]["apiKeySecretRef"] = {{"name", name + "-key"}, {"key", "api-key"}};
     return create_agent(manifest);
@@ -168,7 +170,8 @@ TEST_F(AttackTest, ACancelledRunIsChargedTheCallItMade) {
   kubectl_create_run("stopped", "stopped-1");
   ASSERT_TRUE(wait_until([&] { return processes_with("sleep 3302") > 0; }, 90s))
       << run("stopped-1").dump(2);
-  client_->merge_patch(res::kHeartbeatRuns, ns_, "stopped-1", {{"spec", {{"cancel", true}}}});
+  client_->merge_patch(res::kHeartbeatRuns, ns_, "stopped-1", {{"spec", {{"cancel", true}}}})
+      .or_throw();
   ASSERT_TRUE(wait_phase("stopped-1", "Cancelled", 90s)) << run("stopped-1").dump(2);
   const json stopped = run("stopped-1");
   const json& usage = stopped["status"]["usage"];
@@ -182,12 +185,13 @@ TEST_F(AttackTest, ACancelledRunIsChargedTheCallItMade) {
 
 // An Agent named after someone else's ConfigMap gets no write access to it.
 TEST_F(AttackTest, AnAgentNamedAfterAForeignConfigMapIsHeldBack) {
-  const json foreign =
-      client_->create(res::kConfigMaps, ns_,
-                      {{"apiVersion", "v1"},
-                       {"kind", "ConfigMap"},
-                       {"metadata", {{"name", "victim-memory"}}},
-                       {"data", {{"blocks.json", "[]"}, {"owner", "someone else"}}}});
+  const json foreign = client_
+                           ->create(res::kConfigMaps, ns_,
+                                    {{"apiVersion", "v1"},
+                                     {"kind", "ConfigMap"},
+                                     {"metadata", {{"name", "victim-memory"}}},
+                                     {"data", {{"blocks.json", "[]"}, {"owner", "someone else"}}}})
+                           .or_throw();
   create_attacker("victim", "Heartbeat.");
   wait_ready(start_operator());
   kubectl_create_run("victim", "victim-1");
@@ -204,7 +208,7 @@ TEST_F(AttackTest, AnAgentNamedAfterAForeignConfigMapIsHeldBack) {
       << agent("victim").dump(2);
   EXPECT_EQ(spec_valid()["status"], "False");
   EXPECT_NE(spec_valid()["message"].get<std::string>().find("victim-memory"), std::string::npos);
-  const json after = client_->get(res::kConfigMaps, ns_, "victim-memory");
+  const json after = client_->get(res::kConfigMaps, ns_, "victim-memory").or_throw();
   EXPECT_EQ(after["metadata"]["resourceVersion"], foreign["metadata"]["resourceVersion"]);
   EXPECT_FALSE(after["metadata"].contains("ownerReferences"));
   EXPECT_EQ(jobs(), 0u);

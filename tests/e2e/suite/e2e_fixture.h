@@ -44,7 +44,7 @@ class E2eTest : public ::testing::Test {
       op->kill(SIGKILL);
     }
     try {
-      if (env("HB_KEEP_NAMESPACES").empty()) client_->remove(res::kNamespaces, "", ns_);
+      if (env("HB_KEEP_NAMESPACES").empty()) client_->remove(res::kNamespaces, "", ns_).or_throw();
     } catch (const std::exception&) {
     }
   }
@@ -93,9 +93,13 @@ class E2eTest : public ::testing::Test {
     a["spec"].merge_patch(extra);
     return a;
   }
-  json create_agent(const json& manifest) { return client_->create(res::kAgents, ns_, manifest); }
-  json agent(const std::string& name) { return client_->get(res::kAgents, ns_, name); }
-  json run(const std::string& name) { return client_->get(res::kHeartbeatRuns, ns_, name); }
+  json create_agent(const json& manifest) {
+    return client_->create(res::kAgents, ns_, manifest).or_throw();
+  }
+  json agent(const std::string& name) { return client_->get(res::kAgents, ns_, name).or_throw(); }
+  json run(const std::string& name) {
+    return client_->get(res::kHeartbeatRuns, ns_, name).or_throw();
+  }
   std::string phase_of(const std::string& run_name) {
     return string_at(run(run_name), "status/phase");
   }
@@ -105,13 +109,13 @@ class E2eTest : public ::testing::Test {
   }
   std::vector<json> runs_of(const std::string& agent_name) {
     std::vector<json> out;
-    const json list = client_->list_all(res::kHeartbeatRuns, ns_);  // outlives the loop
+    const json list = client_->list_all(res::kHeartbeatRuns, ns_).or_throw();  // outlives the loop
     for (const json& r : list["items"]) {
       if (string_at(r, "spec/agentRef/name") == agent_name) out.push_back(r);
     }
     return out;
   }
-  size_t jobs() { return client_->list_all(res::kJobs, ns_)["items"].size(); }
+  size_t jobs() { return client_->list_all(res::kJobs, ns_).or_throw()["items"].size(); }
   std::string kubectl(const std::string& args) {
     return sh(env_->kubectl() + " -n " + ns_ + " " + args);
   }

@@ -198,7 +198,7 @@ TEST_F(E2eTest, StalledRunnerIsFailedByTheLeaseWatchdog) {
   // The runner beats while its shell tool runs; frozen, it cannot.
   auto beats = [&] {
     int renewed = 0;
-    const json leases = client_->list_all(res::kLeases, ns_);
+    const json leases = client_->list_all(res::kLeases, ns_).or_throw();
     for (const json& l : leases["items"]) renewed += !string_at(l, "spec/renewTime").empty();
     return renewed;
   };

@@ -28,36 +28,37 @@ class ApiTest : public ::testing::Test {
 
 TEST_F(ApiTest, AgentCrudAndStatusSubresource) {
   auto& c = *client_;
-  Json created = c.create(resources::kAgents, ns_, agent_manifest("crud"));
+  Json created = c.create(resources::kAgents, ns_, agent_manifest("crud")).or_throw();
   EXPECT_EQ(created["spec"]["type"], "memgpt_agent");
   EXPECT_FALSE(created["metadata"]["uid"].get<std::string>().empty());
 
-  Json got = c.get(resources::kAgents, ns_, "crud");
+  Json got = c.get(resources::kAgents, ns_, "crud").or_throw();
   EXPECT_EQ(got["spec"]["heartbeat"]["interval"], "5m");
 
   // A spec change through the main resource bumps the generation.
   got["spec"]["heartbeat"]["interval"] = "10m";
-  Json replaced = c.replace(resources::kAgents, ns_, "crud", got);
+  Json replaced = c.replace(resources::kAgents, ns_, "crud", got).or_throw();
   EXPECT_EQ(replaced["spec"]["heartbeat"]["interval"], "10m");
   EXPECT_EQ(replaced["metadata"]["generation"], 2);
 
   // Status only changes through the status subresource.
-  Json patched =
-      c.merge_patch(resources::kAgents, ns_, "crud", {{"status", {{"phase", "Sneaky"}}}});
+  Json patched = c.merge_patch(resources::kAgents, ns_, "crud", {{"status", {{"phase", "Sneaky"}}}})
+                     .or_throw();
   EXPECT_FALSE(patched.contains("status") && patched["status"].contains("phase"));
   Json with_status =
-      c.merge_patch_status(resources::kAgents, ns_, "crud", {{"status", {{"phase", "Idle"}}}});
+      c.merge_patch_status(resources::kAgents, ns_, "crud", {{"status", {{"phase", "Idle"}}}})
+          .or_throw();
   EXPECT_EQ(with_status["status"]["phase"], "Idle");
   EXPECT_EQ(with_status["metadata"]["generation"], 2);  // status writes leave generation alone
 
   with_status["status"]["phase"] = "Running";
-  Json status_replaced = c.replace_status(resources::kAgents, ns_, "crud", with_status);
+  Json status_replaced = c.replace_status(resources::kAgents, ns_, "crud", with_status).or_throw();
   EXPECT_EQ(status_replaced["status"]["phase"], "Running");
 
-  c.remove(resources::kAgents, ns_, "crud");
+  c.remove(resources::kAgents, ns_, "crud").or_throw();
   EXPECT_TRUE(eventually([&] {
     try {
-      c.get(resources::kAgents, ns_, "crud");
+      c.get(resources::kAgents, ns_, "crud").or_throw();
       return false;
     } catch (const ApiError& e) {
       return e.kind() == ErrorKind::kNotFound;
@@ -71,33 +72,34 @@ TEST_F(ApiTest, HeartbeatRunCrudWithLabels) {
               {"kind", "HeartbeatRun"},
               {"metadata", {{"name", "run-1"}, {"labels", {{"heartbeat.dev/agent", "a1"}}}}},
               {"spec", {{"agentRef", {{"name", "a1"}}}, {"invocationSource", "manual"}}}};
-  c.create(resources::kHeartbeatRuns, ns_, run);
+  c.create(resources::kHeartbeatRuns, ns_, run).or_throw();
   run["metadata"]["name"] = "run-2";
   run["metadata"]["labels"]["heartbeat.dev/agent"] = "a2";
-  c.create(resources::kHeartbeatRuns, ns_, run);
+  c.create(resources::kHeartbeatRuns, ns_, run).or_throw();
   c.merge_patch_status(resources::kHeartbeatRuns, ns_, "run-1",
-                       {{"status", {{"phase", "Succeeded"}, {"exitCode", 0}}}});
+                       {{"status", {{"phase", "Succeeded"}, {"exitCode", 0}}}})
+      .or_throw();
 
   ListOptions by_agent;
   by_agent.label_selector = "heartbeat.dev/agent=a1";
-  Json list = c.list(resources::kHeartbeatRuns, ns_, by_agent);
+  Json list = c.list(resources::kHeartbeatRuns, ns_, by_agent).or_throw();
   ASSERT_EQ(list["items"].size(), 1u);
   EXPECT_EQ(list["items"][0]["status"]["phase"], "Succeeded");
   EXPECT_EQ(list["items"][0]["spec"]["cancel"], false);  // defaulted by the schema
 
-  c.remove(resources::kHeartbeatRuns, ns_, "run-1");
-  c.remove(resources::kHeartbeatRuns, ns_, "run-2");
+  c.remove(resources::kHeartbeatRuns, ns_, "run-1").or_throw();
+  c.remove(resources::kHeartbeatRuns, ns_, "run-2").or_throw();
 }
 
 TEST_F(ApiTest, StaleResourceVersionIsConflict) {
   auto& c = *client_;
-  Json a = c.create(resources::kAgents, ns_, agent_manifest("stale"));
+  Json a = c.create(resources::kAgents, ns_, agent_manifest("stale")).or_throw();
   Json fresh = a;
   fresh["spec"]["paused"] = true;
-  c.replace(resources::kAgents, ns_, "stale", fresh);
+  c.replace(resources::kAgents, ns_, "stale", fresh).or_throw();
   a["spec"]["paused"] = false;  // still carries the old resourceVersion
   try {
-    c.replace(resources::kAgents, ns_, "stale", a);
+    c.replace(resources::kAgents, ns_, "stale", a).or_throw();
     FAIL() << "expected 409";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kConflict);
@@ -109,31 +111,31 @@ TEST_F(ApiTest, StaleResourceVersionIsConflict) {
   DeleteOptions wrong_uid;
   wrong_uid.precondition_uid = "00000000-0000-0000-0000-000000000000";
   try {
-    c.remove(resources::kAgents, ns_, "stale", wrong_uid);
+    c.remove(resources::kAgents, ns_, "stale", wrong_uid).or_throw();
     FAIL() << "expected 409";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kConflict);
   }
-  c.remove(resources::kAgents, ns_, "stale");
+  c.remove(resources::kAgents, ns_, "stale").or_throw();
 }
 
 TEST_F(ApiTest, AlreadyExistsAndNotFound) {
   auto& c = *client_;
-  c.create(resources::kAgents, ns_, agent_manifest("twice"));
+  c.create(resources::kAgents, ns_, agent_manifest("twice")).or_throw();
   try {
-    c.create(resources::kAgents, ns_, agent_manifest("twice"));
+    c.create(resources::kAgents, ns_, agent_manifest("twice")).or_throw();
     FAIL();
   } catch (const ApiError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kAlreadyExists);
   }
   try {
-    c.get(resources::kAgents, ns_, "never-was");
+    c.get(resources::kAgents, ns_, "never-was").or_throw();
     FAIL();
   } catch (const ApiError& e) {
     EXPECT_EQ(e.kind(), ErrorKind::kNotFound);
     EXPECT_NE(std::string(e.what()).find("never-was"), std::string::npos);
   }
-  c.remove(resources::kAgents, ns_, "twice");
+  c.remove(resources::kAgents, ns_, "twice").or_throw();
 }
 
 TEST_F(ApiTest, InvalidManifestsNameTheField) {
@@ -153,9 +155,9 @@ TEST_F(ApiTest, InvalidManifestsNameTheField) {
     Json agent = agent_manifest("invalid");
     tc.mutate(agent);
     try {
-      c.create(resources::kAgents, ns_, agent);
+      c.create(resources::kAgents, ns_, agent).or_throw();
       ADD_FAILURE() << "accepted a manifest with a bad " << tc.field;
-      c.remove(resources::kAgents, ns_, "invalid");
+      c.remove(resources::kAgents, ns_, "invalid").or_throw();
     } catch (const ApiError& e) {
       EXPECT_EQ(e.kind(), ErrorKind::kInvalid) << e.what();
       bool named = false;
@@ -172,18 +174,19 @@ TEST_F(ApiTest, ListPagesWithContinue) {
   for (int i = 0; i < 7; ++i) {
     Json a = agent_manifest("page-" + std::to_string(i));
     a["metadata"]["labels"]["set"] = "paging";
-    c.create(resources::kAgents, ns_, a);
+    c.create(resources::kAgents, ns_, a).or_throw();
   }
   ListOptions page;
   page.limit = 3;
   page.label_selector = "set=paging";
-  Json first = c.list(resources::kAgents, ns_, page);
+  Json first = c.list(resources::kAgents, ns_, page).or_throw();
   EXPECT_EQ(first["items"].size(), 3u);
   EXPECT_FALSE(first["metadata"]["continue"].get<std::string>().empty());
-  Json all = c.list_all(resources::kAgents, ns_, page);
+  Json all = c.list_all(resources::kAgents, ns_, page).or_throw();
   EXPECT_EQ(all["items"].size(), 7u);
   EXPECT_FALSE(all["metadata"]["resourceVersion"].get<std::string>().empty());
-  for (int i = 0; i < 7; ++i) c.remove(resources::kAgents, ns_, "page-" + std::to_string(i));
+  for (int i = 0; i < 7; ++i)
+    c.remove(resources::kAgents, ns_, "page-" + std::to_string(i)).or_throw();
 }
 
 TEST_F(ApiTest, InformerSeesAddModifyDelete) {
@@ -213,9 +216,9 @@ TEST_F(ApiTest, InformerSeesAddModifyDelete) {
 
   Json a = agent_manifest("watched");
   a["metadata"]["labels"]["team"] = "watch";
-  c.create(resources::kAgents, ns_, a);
-  c.merge_patch(resources::kAgents, ns_, "watched", {{"spec", {{"paused", true}}}});
-  c.remove(resources::kAgents, ns_, "watched");
+  c.create(resources::kAgents, ns_, a).or_throw();
+  c.merge_patch(resources::kAgents, ns_, "watched", {{"spec", {{"paused", true}}}}).or_throw();
+  c.remove(resources::kAgents, ns_, "watched").or_throw();
   auto expected =
       std::vector<std::string>{"add watched", "update watched paused=true", "delete watched"};
   EXPECT_TRUE(eventually([&] {
@@ -232,14 +235,12 @@ TEST_F(ApiTest, WrongCertificateAuthorityIsNamed) {
   config.tls.ca_file = "/etc/ssl/certs/ca-certificates.crt";  // public CAs: not the local one
   config.ca_description = config.tls.ca_file;
   Client wrong(config);
-  try {
-    wrong.get(resources::kNamespaces, "", "default");
-    FAIL() << "expected a TLS failure";
-  } catch (const http::TransportError& e) {
-    EXPECT_EQ(e.kind(), http::TransportError::Kind::kTls) << e.what();
-    EXPECT_NE(std::string(e.what()).find("/etc/ssl/certs/ca-certificates.crt"), std::string::npos)
-        << e.what();
-  }
+  const Result<Json> got = wrong.get(resources::kNamespaces, "", "default");
+  ASSERT_FALSE(got.ok()) << "expected a TLS failure";
+  EXPECT_EQ(got.error().kind, ErrorKind::kTransport);
+  EXPECT_EQ(got.error().transport_kind, http::TransportError::Kind::kTls) << got.error().describe();
+  EXPECT_NE(got.error().describe().find("/etc/ssl/certs/ca-certificates.crt"), std::string::npos)
+      << got.error().describe();
 }
 
 // A configured CA is the only one trusted: the system store (here pointed
@@ -258,17 +259,14 @@ TEST_F(ApiTest, ConfiguredCertificateAuthorityIsTheOnlyOneTrusted) {
   config.tls.ca_file = dir + "/ca.crt";
   config.ca_description = config.tls.ca_file;
   Client unrelated(config);
-  bool refused = false;
-  try {
-    unrelated.get(resources::kNamespaces, "", "default");
-  } catch (const http::TransportError& e) {
-    refused = e.kind() == http::TransportError::Kind::kTls;
-  }
+  const Result<Json> answer = unrelated.get(resources::kNamespaces, "", "default");
+  const bool refused =
+      !answer.ok() && answer.error().transport_kind == http::TransportError::Kind::kTls;
   // Control: with no CA configured the system store is used, and it trusts the cluster.
   config.tls.ca_file.clear();
   config.ca_description = "system CAs";
   Client system_store(config);
-  EXPECT_NO_THROW(system_store.get(resources::kNamespaces, "", "default"));
+  EXPECT_TRUE(system_store.get(resources::kNamespaces, "", "default").ok());
   ::unsetenv("SSL_CERT_FILE");
   EXPECT_TRUE(refused) << "a CA outside the configured one was trusted";
 }
@@ -279,12 +277,7 @@ TEST_F(ApiTest, UnknownTokenIsUnauthorized) {
   config.tls.client_key_pem.clear();
   config.token = "not-a-real-token";
   Client anonymous(config);
-  try {
-    anonymous.get(resources::kNamespaces, "", "default");
-    FAIL();
-  } catch (const ApiError& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::kUnauthorized);
-  }
+  EXPECT_TRUE(anonymous.get(resources::kNamespaces, "", "default").is(ErrorKind::kUnauthorized));
 }
 
 }  // namespace

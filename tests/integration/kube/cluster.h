@@ -35,12 +35,12 @@ inline std::shared_ptr<Client> make_test_client() {
 inline Json apply(Client& client, const Resource& r, const std::string& ns, Json object) {
   std::string name = object["metadata"]["name"];
   try {
-    return client.create(r, ns, object);
+    return client.create(r, ns, object).or_throw();
   } catch (const ApiError& e) {
     if (e.kind() != ErrorKind::kAlreadyExists) throw;
-    Json current = client.get(r, ns, name);
+    Json current = client.get(r, ns, name).or_throw();
     object["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"];
-    return client.replace(r, ns, name, object);
+    return client.replace(r, ns, name, object).or_throw();
   }
 }
 
@@ -53,7 +53,7 @@ inline void apply_crds(Client& client) {
       apply(client, resources::kCustomResourceDefinitions, "", doc);
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
       while (true) {
-        Json crd = client.get(resources::kCustomResourceDefinitions, "", name);
+        Json crd = client.get(resources::kCustomResourceDefinitions, "", name).or_throw();
         bool established = false;
         for (const auto& c : crd.value("/status/conditions"_json_pointer, Json::array())) {
           if (c.value("type", "") == "Established" && c.value("status", "") == "True")
@@ -74,13 +74,15 @@ inline std::string unique_namespace(const std::string& prefix) {
 }
 
 inline void create_namespace(Client& client, const std::string& ns) {
-  client.create(resources::kNamespaces, "",
-                {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  client
+      .create(resources::kNamespaces, "",
+              {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
+      .or_throw();
 }
 
 inline void delete_namespace(Client& client, const std::string& ns) {
   try {
-    client.remove(resources::kNamespaces, "", ns);
+    client.remove(resources::kNamespaces, "", ns).or_throw();
   } catch (const std::exception&) {
   }
 }

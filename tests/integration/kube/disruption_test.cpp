@@ -90,14 +90,14 @@ TEST_F(DisruptionTest, WatchSurvivesApiServerRestart) {
   informer.set_handlers(rec.handlers());
   informer.start();
   ASSERT_TRUE(informer.wait_for_sync(std::chrono::seconds(20)));
-  client_->create(resources::kAgents, ns_, agent_manifest("before"));
+  client_->create(resources::kAgents, ns_, agent_manifest("before")).or_throw();
   ASSERT_TRUE(eventually([&] { return rec.has("add before"); }));
 
   control_plane("restart-apiserver");
 
   client_ = make_test_client();
-  client_->create(resources::kAgents, ns_, agent_manifest("after"));
-  client_->remove(resources::kAgents, ns_, "before");
+  client_->create(resources::kAgents, ns_, agent_manifest("after")).or_throw();
+  client_->remove(resources::kAgents, ns_, "before").or_throw();
   EXPECT_TRUE(eventually([&] { return rec.has("add after") && rec.has("delete before"); },
                          std::chrono::seconds(60)));
   EXPECT_GE(informer.stats().errors + informer.stats().watches, 2u);
@@ -118,7 +118,7 @@ TEST_F(DisruptionTest, RelistAfterCompactionSeesMissedDeletes) {
   Recorder rec;
   informer.set_handlers(rec.handlers());
 
-  client_->create(resources::kAgents, ns_, agent_manifest("doomed"));
+  client_->create(resources::kAgents, ns_, agent_manifest("doomed")).or_throw();
   informer.start();
   ASSERT_TRUE(informer.wait_for_sync(std::chrono::seconds(20)));
   ASSERT_TRUE(rec.has("add doomed"));
@@ -127,11 +127,13 @@ TEST_F(DisruptionTest, RelistAfterCompactionSeesMissedDeletes) {
   // resourceVersion unusable: compact etcd and restart the API server so the
   // watch cache starts after it.
   transport->set_partitioned(true);
-  client_->create(resources::kAgents, ns_, agent_manifest("born-while-away"));
-  client_->remove(resources::kAgents, ns_, "doomed");
+  client_->create(resources::kAgents, ns_, agent_manifest("born-while-away")).or_throw();
+  client_->remove(resources::kAgents, ns_, "doomed").or_throw();
   for (int i = 0; i < 5; ++i) {  // churn elsewhere to move the revision on
-    client_->merge_patch(resources::kAgents, ns_, "born-while-away",
-                         {{"metadata", {{"annotations", {{"churn", std::to_string(i)}}}}}});
+    client_
+        ->merge_patch(resources::kAgents, ns_, "born-while-away",
+                      {{"metadata", {{"annotations", {{"churn", std::to_string(i)}}}}}})
+        .or_throw();
   }
   std::string revision = control_plane("compact");
   EXPECT_FALSE(revision.empty());
@@ -148,11 +150,13 @@ TEST_F(DisruptionTest, RelistAfterCompactionSeesMissedDeletes) {
 }
 
 TEST_F(DisruptionTest, WatchFromCompactedVersionIsGone) {
-  Json a = client_->create(resources::kAgents, ns_, agent_manifest("old"));
+  Json a = client_->create(resources::kAgents, ns_, agent_manifest("old")).or_throw();
   std::string old_rv = a["metadata"]["resourceVersion"];
   for (int i = 0; i < 3; ++i) {
-    client_->merge_patch(resources::kAgents, ns_, "old",
-                         {{"metadata", {{"annotations", {{"n", std::to_string(i)}}}}}});
+    client_
+        ->merge_patch(resources::kAgents, ns_, "old",
+                      {{"metadata", {{"annotations", {{"n", std::to_string(i)}}}}}})
+        .or_throw();
   }
   control_plane("compact");
   control_plane("restart-apiserver");
@@ -164,17 +168,20 @@ TEST_F(DisruptionTest, WatchFromCompactedVersionIsGone) {
   std::string detail;
   try {
     LineSplitter splitter;
-    client_->watch(resources::kAgents, ns_, options, [&](std::string_view chunk) {
-      splitter.feed(chunk, [&](std::string_view line) {
-        WatchEvent e = decode_watch_event(line);
-        if (e.type == WatchEventType::kError) {
-          ApiError err = error_from_status(e.object, "watch");
-          gone = err.kind() == ErrorKind::kGone;
-          detail = err.what();
-        }
-      });
-      return !gone;
-    });
+    client_
+        ->watch(resources::kAgents, ns_, options,
+                [&](std::string_view chunk) {
+                  splitter.feed(chunk, [&](std::string_view line) {
+                    WatchEvent e = decode_watch_event(line);
+                    if (e.type == WatchEventType::kError) {
+                      const Error err = error_from_status(e.object, "watch");
+                      gone = err.kind == ErrorKind::kGone;
+                      detail = err.describe();
+                    }
+                  });
+                  return !gone;
+                })
+        .or_throw();
   } catch (const ApiError& e) {  // some servers answer 410 before the stream
     gone = e.kind() == ErrorKind::kGone;
     detail = e.what();

@@ -235,14 +235,18 @@ class ClusterFixture {
   static std::string make_namespace(const std::string& prefix) {
     static std::mt19937 rng{std::random_device{}()};
     const std::string name = prefix + "-" + std::to_string(rng() % 1000000);
-    client()->create(kube::resources::kNamespaces, "",
-                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}});
-    client()->create(
-        kube::resources::kSecrets, name,
-        {{"apiVersion", "v1"},
-         {"kind", "Secret"},
-         {"metadata", {{"name", "llm"}}},
-         {"stringData", {{"api-key", "sk-test-not-a-real-key"}, {"token", "s3cret-token"}}}});
+    client()
+        ->create(kube::resources::kNamespaces, "",
+                 {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}})
+        .or_throw();
+    client()
+        ->create(
+            kube::resources::kSecrets, name,
+            {{"apiVersion", "v1"},
+             {"kind", "Secret"},
+             {"metadata", {{"name", "llm"}}},
+             {"stringData", {{"api-key", "sk-test-not-a-real-key"}, {"token", "s3cret-token"}}}})
+        .or_throw();
     return name;
   }
 };

@@ -39,7 +39,7 @@ class OperatorTest : public ::testing::Test {
     if (kubelet_) kubelet_->stop();
     if (operator_) operator_->kill(SIGKILL);
     try {
-      if (env("HB_KEEP_NAMESPACES").empty()) client_->remove(res::kNamespaces, "", ns_);
+      if (env("HB_KEEP_NAMESPACES").empty()) client_->remove(res::kNamespaces, "", ns_).or_throw();
     } catch (const std::exception&) {
     }
   }
@@ -68,7 +68,7 @@ class OperatorTest : public ::testing::Test {
   }
 
   std::string lease_holder() {
-    return string_at(client_->get(res::kLeases, ns_, "op"), "spec/holderIdentity");
+    return string_at(client_->get(res::kLeases, ns_, "op").or_throw(), "spec/holderIdentity");
   }
 
   // Creates an Agent invoked by annotation; true once its one run succeeded.
@@ -105,18 +105,22 @@ class OperatorTest : public ::testing::Test {
     kubelet_ = std::make_unique<FakeKubelet>(client_, ns_, std::move(script));
     kubelet_->start();
   }
-  json create_agent(const json& manifest) { return client_->create(res::kAgents, ns_, manifest); }
-  json agent(const std::string& name) { return client_->get(res::kAgents, ns_, name); }
-  json run(const std::string& name) { return client_->get(res::kHeartbeatRuns, ns_, name); }
+  json create_agent(const json& manifest) {
+    return client_->create(res::kAgents, ns_, manifest).or_throw();
+  }
+  json agent(const std::string& name) { return client_->get(res::kAgents, ns_, name).or_throw(); }
+  json run(const std::string& name) {
+    return client_->get(res::kHeartbeatRuns, ns_, name).or_throw();
+  }
   std::vector<json> runs_of(const std::string& agent_name) {
     std::vector<json> out;
-    const json list = client_->list_all(res::kHeartbeatRuns, ns_);
+    const json list = client_->list_all(res::kHeartbeatRuns, ns_).or_throw();
     for (const json& r : list["items"]) {
       if (string_at(r, "spec/agentRef/name") == agent_name) out.push_back(r);
     }
     return out;
   }
-  size_t jobs() { return client_->list_all(res::kJobs, ns_)["items"].size(); }
+  size_t jobs() { return client_->list_all(res::kJobs, ns_).or_throw()["items"].size(); }
   bool run_phase(const std::string& name, const std::string& phase) {
     return string_at(run(name), "status/phase") == phase;
   }
@@ -130,7 +134,7 @@ class OperatorTest : public ::testing::Test {
   }
   size_t events_with_reason(const std::string& reason) {
     size_t n = 0;
-    const json list = client_->list_all(res::kEvents, ns_);
+    const json list = client_->list_all(res::kEvents, ns_).or_throw();
     for (const json& e : list["items"]) n += e["reason"] == reason;
     return n;
   }
@@ -166,7 +170,7 @@ TEST_F(OperatorTest, FirstRunAfterOneIntervalAndNoDuplicateForAnExistingSlotRun)
                                                      {"name", "beta"},
                                                      {"uid", string_at(b, "metadata/uid")},
                                                      {"controller", true}}});
-  client_->create(res::kHeartbeatRuns, ns_, pre);
+  client_->create(res::kHeartbeatRuns, ns_, pre).or_throw();
   start_operator();
   // Nothing at once: the first heartbeat is one interval after creation.
   std::this_thread::sleep_for(5s);
@@ -207,7 +211,7 @@ TEST_F(OperatorTest, CostCountedOnceAcrossKillDashNineAndRestart) {
   create_agent(agent_manifest("gamma", {{"prompt", "Heartbeat."}}));
   start_operator();
   const double writes_before = operator_->metric("heartbeat_api_writes_total");
-  client_->create(res::kHeartbeatRuns, ns_, manual_run("gamma", "gamma-1"));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("gamma", "gamma-1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return run_phase("gamma-1", "Running"); }, 20s));
   const double writes_started = operator_->metric("heartbeat_api_writes_total");
   // Kill -9 while the run is running; it finishes while the operator is down.
@@ -238,7 +242,7 @@ TEST_F(OperatorTest, WritesPerHeartbeatSteadyState) {
   create_agent(agent_manifest("delta", {{"prompt", "Heartbeat."}}));
   // A window no run here outlasts, so the count does not depend on machine speed.
   start_operator({"--status-coalesce-seconds=60"});
-  client_->create(res::kHeartbeatRuns, ns_, manual_run("delta", "delta-0"));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("delta", "delta-0")).or_throw();
   ASSERT_TRUE(wait_until([&] { return run("delta-0")["status"]["costRecorded"] == true; }, 30s));
   std::this_thread::sleep_for(1s);
   const double before = operator_->metric("heartbeat_api_writes_total");
@@ -246,7 +250,7 @@ TEST_F(OperatorTest, WritesPerHeartbeatSteadyState) {
   constexpr int kRuns = 3;
   for (int i = 1; i <= kRuns; ++i) {
     const std::string name = "delta-" + std::to_string(i);
-    client_->create(res::kHeartbeatRuns, ns_, manual_run("delta", name));
+    client_->create(res::kHeartbeatRuns, ns_, manual_run("delta", name)).or_throw();
     ASSERT_TRUE(wait_until([&] { return run(name)["status"]["costRecorded"] == true; }, 30s));
   }
   std::this_thread::sleep_for(1s);
@@ -269,9 +273,10 @@ TEST_F(OperatorTest, CancelKillsTheJob) {
   });
   create_agent(agent_manifest("eps", {{"prompt", "Heartbeat."}}));
   start_operator();
-  client_->create(res::kHeartbeatRuns, ns_, manual_run("eps", "eps-1"));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("eps", "eps-1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return run_phase("eps-1", "Running") && jobs() == 1; }, 20s));
-  client_->merge_patch(res::kHeartbeatRuns, ns_, "eps-1", {{"spec", {{"cancel", true}}}});
+  client_->merge_patch(res::kHeartbeatRuns, ns_, "eps-1", {{"spec", {{"cancel", true}}}})
+      .or_throw();
   ASSERT_TRUE(wait_until([&] { return run_phase("eps-1", "Cancelled"); }, 30s));
   EXPECT_EQ(jobs(), 0u);
   EXPECT_EQ(run("eps-1")["status"]["reason"], "Cancelled");
@@ -285,7 +290,7 @@ TEST_F(OperatorTest, WatchesExactlyTheListedNamespaces) {
     ~Namespaces() {
       for (const std::string& ns : names) {
         try {
-          client->remove(res::kNamespaces, "", ns);
+          client->remove(res::kNamespaces, "", ns).or_throw();
         } catch (const std::exception&) {
         }
       }
@@ -298,20 +303,22 @@ TEST_F(OperatorTest, WatchesExactlyTheListedNamespaces) {
   FakeKubelet second_kubelet(client_, second, [](const json&) { return finishes_with(0.25); });
   second_kubelet.start();
   for (const std::string& ns : {ns_, second, outside}) {
-    client_->create(res::kAgents, ns, agent_manifest("zeta", {{"prompt", "Heartbeat."}}));
-    client_->create(res::kHeartbeatRuns, ns, manual_run("zeta", "zeta-1"));
+    client_->create(res::kAgents, ns, agent_manifest("zeta", {{"prompt", "Heartbeat."}}))
+        .or_throw();
+    client_->create(res::kHeartbeatRuns, ns, manual_run("zeta", "zeta-1")).or_throw();
   }
   start_operator({"--namespace=" + ns_ + "," + second});
   auto phase_in = [&](const std::string& ns) {
-    return string_at(client_->get(res::kHeartbeatRuns, ns, "zeta-1"), "status/phase");
+    return string_at(client_->get(res::kHeartbeatRuns, ns, "zeta-1").or_throw(), "status/phase");
   };
   ASSERT_TRUE(wait_until(
       [&] { return phase_in(ns_) == "Succeeded" && phase_in(second) == "Succeeded"; }, 30s));
-  EXPECT_EQ(client_->get(res::kAgents, second, "zeta")["status"]["spend"]["cents"], 0.25);
+  EXPECT_EQ(client_->get(res::kAgents, second, "zeta").or_throw()["status"]["spend"]["cents"],
+            0.25);
   // The unwatched namespace is left alone: no status, no Job.
   EXPECT_EQ(phase_in(outside), "");
-  EXPECT_FALSE(client_->get(res::kAgents, outside, "zeta").contains("status"));
-  EXPECT_EQ(client_->list_all(res::kJobs, outside)["items"].size(), 0u);
+  EXPECT_FALSE(client_->get(res::kAgents, outside, "zeta").or_throw().contains("status"));
+  EXPECT_EQ(client_->list_all(res::kJobs, outside).or_throw()["items"].size(), 0u);
   second_kubelet.stop();
 }
 
@@ -324,7 +331,7 @@ TEST_F(OperatorTest, TimeoutGivesTimedOut) {
   create_agent(agent_manifest("zeta", {{"prompt", "Heartbeat."}},
                               {{"runtime", {{"timeoutSeconds", 3}, {"graceSeconds", 1}}}}));
   start_operator();
-  client_->create(res::kHeartbeatRuns, ns_, manual_run("zeta", "zeta-1"));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("zeta", "zeta-1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return run_phase("zeta-1", "TimedOut"); }, 60s));
   EXPECT_EQ(run("zeta-1")["status"]["reason"], "DeadlineExceeded");
 }
@@ -338,7 +345,7 @@ TEST_F(OperatorTest, StalledRunIsFailed) {
   });
   create_agent(agent_manifest("eta", {{"prompt", "Heartbeat."}}));
   start_operator();
-  client_->create(res::kHeartbeatRuns, ns_, manual_run("eta", "eta-1"));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("eta", "eta-1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return run_phase("eta-1", "Failed"); }, 40s));
   EXPECT_EQ(run("eta-1")["status"]["reason"], "Stalled");
   EXPECT_EQ(jobs(), 0u);
@@ -353,7 +360,7 @@ TEST_F(OperatorTest, BeatingRunIsNotStalled) {
   });
   create_agent(agent_manifest("theta", {{"prompt", "Heartbeat."}}));
   start_operator();
-  client_->create(res::kHeartbeatRuns, ns_, manual_run("theta", "theta-1"));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("theta", "theta-1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return run_phase("theta-1", "Succeeded"); }, 40s));
 }
 
@@ -362,13 +369,13 @@ TEST_F(OperatorTest, BudgetBlocksAndQueuesManualRuns) {
   create_agent(agent_manifest("iota", {{"prompt", "Heartbeat."}, {"interval", "30s"}},
                               {{"budget", {{"monthlyCents", 1}}}}));
   start_operator();
-  client_->create(res::kHeartbeatRuns, ns_, manual_run("iota", "iota-1"));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("iota", "iota-1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return condition(agent("iota"), "BudgetExceeded", "True"); }, 30s));
   json a = agent("iota");
   EXPECT_EQ(a["status"]["phase"], "BudgetExceeded");
   EXPECT_TRUE(condition(a, "Ready", "False"));
   EXPECT_TRUE(wait_until([&] { return events_with_reason("BudgetExceeded") >= 1; }, 10s));
-  client_->create(res::kHeartbeatRuns, ns_, manual_run("iota", "iota-2"));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("iota", "iota-2")).or_throw();
   ASSERT_TRUE(wait_until(
       [&] { return string_at(run("iota-2"), "status/message").find("waiting") == 0; }, 20s));
   // The first slot passes without a run.
@@ -381,7 +388,7 @@ TEST_F(OperatorTest, PauseHeartbeatsMovesTheNextSlot) {
   start_kubelet([](const json&) { return finishes_with(0.2, 2); });
   create_agent(agent_manifest("kappa", {{"prompt", "Heartbeat."}, {"interval", "30s"}}));
   start_operator();
-  client_->create(res::kHeartbeatRuns, ns_, manual_run("kappa", "kappa-1"));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("kappa", "kappa-1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return agent("kappa")["status"].contains("pausedUntil"); }, 30s));
   json a = agent("kappa");
   const auto paused_until = *controllers::time_at(a, "status/pausedUntil");
@@ -458,13 +465,17 @@ TEST_F(OperatorTest, PromptFromAConfigMapIsReadAndAMissingOneIsNamed) {
   EXPECT_EQ(string_at(failed, "status/reason"), "PromptNotFound");
   EXPECT_NE(string_at(failed, "status/message").find("ConfigMap \"prompts\" has no key \"beat\""),
             std::string::npos);
-  client_->create(res::kConfigMaps, ns_,
-                  {{"apiVersion", "v1"},
-                   {"kind", "ConfigMap"},
-                   {"metadata", {{"name", "prompts"}}},
-                   {"data", {{"beat", "Check the queue."}}}});
-  client_->merge_patch(res::kAgents, ns_, "pf",
-                       {{"metadata", {{"annotations", {{"heartbeat.dev/invoke", "second"}}}}}});
+  client_
+      ->create(res::kConfigMaps, ns_,
+               {{"apiVersion", "v1"},
+                {"kind", "ConfigMap"},
+                {"metadata", {{"name", "prompts"}}},
+                {"data", {{"beat", "Check the queue."}}}})
+      .or_throw();
+  client_
+      ->merge_patch(res::kAgents, ns_, "pf",
+                    {{"metadata", {{"annotations", {{"heartbeat.dev/invoke", "second"}}}}}})
+      .or_throw();
   ASSERT_TRUE(wait_until(
       [&] {
         for (const json& r : runs_of("pf")) {
@@ -485,8 +496,10 @@ TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
   });
   create_agent(agent_manifest("nu", {{"prompt", "Heartbeat."}}));
   start_operator();
-  client_->merge_patch(res::kAgents, ns_, "nu",
-                       {{"metadata", {{"annotations", {{"heartbeat.dev/invoke", "look now"}}}}}});
+  client_
+      ->merge_patch(res::kAgents, ns_, "nu",
+                    {{"metadata", {{"annotations", {{"heartbeat.dev/invoke", "look now"}}}}}})
+      .or_throw();
   ASSERT_TRUE(wait_until([&] { return runs_of("nu").size() == 1; }, 20s));
   EXPECT_EQ(string_at(runs_of("nu")[0], "spec/triggerDetail"), "look now");
   ASSERT_TRUE(wait_until(
@@ -666,10 +679,10 @@ TEST_F(OperatorTest, ALeaderThatFindsAnotherHolderStopsAtOnce) {
   // The leader renews every 2 s: retry a replace that lost to a renewal.
   ASSERT_TRUE(wait_until(
       [&] {
-        json lease = client_->get(res::kLeases, ns_, "op");
+        json lease = client_->get(res::kLeases, ns_, "op").or_throw();
         lease["spec"]["holderIdentity"] = "intruder";
         try {
-          client_->replace(res::kLeases, ns_, "op", lease);
+          client_->replace(res::kLeases, ns_, "op", lease).or_throw();
           return true;
         } catch (const kube::ApiError&) {
           return false;

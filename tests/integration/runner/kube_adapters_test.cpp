@@ -76,9 +76,9 @@ class RunnerKubeTest : public ::testing::Test {
         {"blocks",
          {{{"label", "human"}, {"value", "Ada runs the farm."}, {"limit", 2000}},
           {{"label", "persona"}, {"value", "Calm and brief."}, {"limit", 500}}}}};
-    Json created = admin_->create(resources::kAgents, ns_, agent);
+    Json created = admin_->create(resources::kAgents, ns_, agent).or_throw();
     for (auto& [plural, object] : controllers::build_agent_objects(created, {})) {
-      admin_->create(resource_for(plural), ns_, object);
+      admin_->create(resource_for(plural), ns_, object).or_throw();
     }
   }
 
@@ -91,10 +91,12 @@ class RunnerKubeTest : public ::testing::Test {
   std::unique_ptr<kube::Client> runner_client() {
     std::string sa = controllers::service_account_name(kAgent);
     kube::Resource token_request{"", "v1", "serviceaccounts/" + sa + "/token"};
-    Json answer = admin_->create(token_request, ns_,
-                                 {{"apiVersion", "authentication.k8s.io/v1"},
-                                  {"kind", "TokenRequest"},
-                                  {"spec", {{"expirationSeconds", 3600}}}});
+    Json answer = admin_
+                      ->create(token_request, ns_,
+                               {{"apiVersion", "authentication.k8s.io/v1"},
+                                {"kind", "TokenRequest"},
+                                {"spec", {{"expirationSeconds", 3600}}}})
+                      .or_throw();
     kube::ClusterConfig config = admin_->config();
     config.tls.client_cert_pem.clear();
     config.tls.client_key_pem.clear();
@@ -108,7 +110,7 @@ class RunnerKubeTest : public ::testing::Test {
     return std::make_unique<kube::Client>(config, options);
   }
 
-  Json lease() { return admin_->get(resources::kLeases, ns_, lease_name()); }
+  Json lease() { return admin_->get(resources::kLeases, ns_, lease_name()).or_throw(); }
   bool lease_exists() {
     try {
       lease();
@@ -121,7 +123,7 @@ class RunnerKubeTest : public ::testing::Test {
   static std::string lease_name() { return controllers::lease_name_for_agent(kAgent); }
   static std::string memory_name() { return controllers::memory_config_map_name(kAgent); }
   MemoryBlocks stored_blocks() {
-    Json cm = admin_->get(resources::kConfigMaps, ns_, memory_name());
+    Json cm = admin_->get(resources::kConfigMaps, ns_, memory_name()).or_throw();
     return decode_memory_blocks(cm["data"][controllers::kMemoryBlocksKey].get<std::string>());
   }
 
@@ -206,7 +208,7 @@ TEST_F(RunnerKubeTest, RenewalErrorsAreLoggedAndNeverFailTheRun) {
 
   // Someone deletes the Lease: the PATCH finds nothing, and the run's Role
   // may not create one (resourceNames cannot limit create), so it is Forbidden.
-  admin_->remove(resources::kLeases, ns_, lease_name());
+  admin_->remove(resources::kLeases, ns_, lease_name()).or_throw();
   ASSERT_TRUE(eventually([&] { return !lease_exists(); }));
   EXPECT_NO_THROW(heartbeat.beat());
   EXPECT_EQ(extender.failures(), 1);
@@ -216,9 +218,9 @@ TEST_F(RunnerKubeTest, RenewalErrorsAreLoggedAndNeverFailTheRun) {
   EXPECT_FALSE(lease_exists());
 
   // The operator puts it back; the next due beat renews again.
-  for (auto& [plural, object] :
-       controllers::build_agent_objects(admin_->get(resources::kAgents, ns_, kAgent), {})) {
-    if (plural == "leases") admin_->create(resources::kLeases, ns_, object);
+  for (auto& [plural, object] : controllers::build_agent_objects(
+           admin_->get(resources::kAgents, ns_, kAgent).or_throw(), {})) {
+    if (plural == "leases") admin_->create(resources::kLeases, ns_, object).or_throw();
   }
   clock.jump(61s);
   heartbeat.beat();
@@ -239,8 +241,10 @@ TEST_F(RunnerKubeTest, RenewalErrorsAreLoggedAndNeverFailTheRun) {
 
 TEST_F(RunnerKubeTest, MemoryLoadsAndSavesKeepingWhatTheOperatorWrote) {
   create_agent_objects();
-  admin_->merge_patch(resources::kConfigMaps, ns_, memory_name(),
-                      {{"data", {{"notes.md", "kept by the runner"}}}});
+  admin_
+      ->merge_patch(resources::kConfigMaps, ns_, memory_name(),
+                    {{"data", {{"notes.md", "kept by the runner"}}}})
+      .or_throw();
   auto client = runner_client();
   KubeMemoryStore store(*client, ns_, memory_name(), kAgent);
   auto snapshot = store.load();
@@ -259,7 +263,7 @@ TEST_F(RunnerKubeTest, MemoryLoadsAndSavesKeepingWhatTheOperatorWrote) {
   EXPECT_EQ(memory.saves(), 2);
   EXPECT_EQ(memory.conflicts(), 0);
 
-  Json cm = admin_->get(resources::kConfigMaps, ns_, memory_name());
+  Json cm = admin_->get(resources::kConfigMaps, ns_, memory_name()).or_throw();
   MemoryBlocks stored = stored_blocks();
   EXPECT_EQ(block_value(stored, "human"), "Ada runs the farm.\nAda prefers mornings.");
   EXPECT_EQ(block_value(stored, "persona"), "Calm, brief, kind.");
@@ -329,7 +333,7 @@ TEST_F(RunnerKubeTest, AMissingConfigMapIsCreatedWhenTheClientMay) {
   memory.load();
   ToolOutcome outcome = memory.edit({MemoryEdit::Kind::kAppend, "human", "first note", ""});
   EXPECT_FALSE(outcome.is_error) << outcome.content;
-  Json cm = admin_->get(resources::kConfigMaps, ns_, memory_name());
+  Json cm = admin_->get(resources::kConfigMaps, ns_, memory_name()).or_throw();
   EXPECT_EQ(cm["metadata"]["labels"]["heartbeat.dev/agent"], kAgent);
   EXPECT_EQ(block_value(stored_blocks(), "human"), "Ada runs the farm.\nfirst note");
 
@@ -338,11 +342,13 @@ TEST_F(RunnerKubeTest, AMissingConfigMapIsCreatedWhenTheClientMay) {
 }
 
 TEST_F(RunnerKubeTest, AConfigMapWithoutBlocksIsUpdatedNotRecreated) {
-  admin_->create(resources::kConfigMaps, ns_,
-                 {{"apiVersion", "v1"},
-                  {"kind", "ConfigMap"},
-                  {"metadata", {{"name", memory_name()}}},
-                  {"data", {{"other", "x"}}}});
+  admin_
+      ->create(resources::kConfigMaps, ns_,
+               {{"apiVersion", "v1"},
+                {"kind", "ConfigMap"},
+                {"metadata", {{"name", memory_name()}}},
+                {"data", {{"other", "x"}}}})
+      .or_throw();
   KubeMemoryStore store(*admin_, ns_, memory_name(), kAgent);
   auto snapshot = store.load();
   ASSERT_TRUE(snapshot.has_value());
@@ -354,7 +360,8 @@ TEST_F(RunnerKubeTest, AConfigMapWithoutBlocksIsUpdatedNotRecreated) {
   EXPECT_FALSE(outcome.is_error) << outcome.content;
   EXPECT_EQ(memory.conflicts(), 0);
   EXPECT_EQ(block_value(stored_blocks(), "human"), "Ada runs the farm.\nnoted");
-  EXPECT_EQ(admin_->get(resources::kConfigMaps, ns_, memory_name())["data"]["other"], "x");
+  EXPECT_EQ(admin_->get(resources::kConfigMaps, ns_, memory_name()).or_throw()["data"]["other"],
+            "x");
 }
 
 TEST_F(RunnerKubeTest, ADeletedConfigMapIsAToolErrorNotACrash) {
@@ -363,7 +370,7 @@ TEST_F(RunnerKubeTest, ADeletedConfigMapIsAToolErrorNotACrash) {
   KubeMemoryStore store(*client, ns_, memory_name(), kAgent);
   CoreMemoryService memory(spec_blocks(), &store);
   memory.load();
-  admin_->remove(resources::kConfigMaps, ns_, memory_name());
+  admin_->remove(resources::kConfigMaps, ns_, memory_name()).or_throw();
   ToolOutcome outcome = memory.edit({MemoryEdit::Kind::kAppend, "human", "lost", ""});
   EXPECT_TRUE(outcome.is_error);
   EXPECT_NE(outcome.content.find("memory could not be saved"), std::string::npos)

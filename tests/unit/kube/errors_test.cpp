@@ -28,7 +28,7 @@ TEST(Errors, StatusCodesMapToKinds) {
                              {"code", c.code},
                              {"reason", c.reason},
                              {"message", "m"}};
-    ApiError e = error_from_response(c.code, "", status.dump(), "get x");
+    ApiError e{error_from_response(c.code, "", status.dump(), "get x")};
     EXPECT_EQ(e.kind(), c.kind) << c.code << " " << c.reason;
     EXPECT_EQ(e.code(), c.code);
   }
@@ -40,7 +40,7 @@ TEST(Errors, InvalidCarriesFieldCausesAndServerMessage) {
     "reason":"Invalid","details":{"name":"a","group":"heartbeat.dev","kind":"Agent",
     "causes":[{"reason":"FieldValueInvalid","message":"Invalid value: \"5x\"","field":"spec.heartbeat.interval"},
               {"reason":"FieldValueRequired","message":"Required value","field":"spec.model"}]},"code":422})";
-  ApiError e = error_from_response(422, "", body, "create heartbeat.dev agents default/a");
+  ApiError e{error_from_response(422, "", body, "create heartbeat.dev agents default/a")};
   EXPECT_EQ(e.kind(), ErrorKind::kInvalid);
   ASSERT_EQ(e.causes().size(), 2u);
   EXPECT_EQ(e.causes()[0].field, "spec.heartbeat.interval");
@@ -55,20 +55,20 @@ TEST(Errors, InvalidCarriesFieldCausesAndServerMessage) {
 TEST(Errors, RetryAfterFromHeaderOrDetails) {
   std::string body =
       R"({"kind":"Status","code":429,"reason":"TooManyRequests","message":"slow down"})";
-  EXPECT_EQ(error_from_response(429, "7", body, "x").retry_after_seconds(), 7);
-  EXPECT_TRUE(error_from_response(429, "7", body, "x").retryable());
+  EXPECT_EQ(error_from_response(429, "7", body, "x").retry_after_seconds, 7);
+  EXPECT_TRUE(error_from_response(429, "7", body, "x").transient());
   std::string with_details =
       R"({"kind":"Status","code":500,"message":"etcd","details":{"retryAfterSeconds":2}})";
-  EXPECT_EQ(error_from_response(500, "", with_details, "x").retry_after_seconds(), 2);
+  EXPECT_EQ(error_from_response(500, "", with_details, "x").retry_after_seconds, 2);
   EXPECT_FALSE(
-      error_from_response(500, "Wed, 21 Oct 2015 07:28:00 GMT", "oops", "x").retry_after_seconds());
+      error_from_response(500, "Wed, 21 Oct 2015 07:28:00 GMT", "oops", "x").retry_after_seconds);
 }
 
 TEST(Errors, NonStatusBodyKeptAsExcerpt) {
-  ApiError e = error_from_response(502, "", "<html>bad gateway</html>", "list pods");
+  ApiError e{error_from_response(502, "", "<html>bad gateway</html>", "list pods")};
   EXPECT_EQ(e.kind(), ErrorKind::kServerError);
   EXPECT_NE(std::string(e.what()).find("bad gateway"), std::string::npos);
-  ApiError empty = error_from_response(404, "", "", "get x");
+  ApiError empty{error_from_response(404, "", "", "get x")};
   EXPECT_EQ(empty.kind(), ErrorKind::kNotFound);
   EXPECT_NE(std::string(empty.what()).find("(empty body)"), std::string::npos);
 }
@@ -78,7 +78,7 @@ TEST(Errors, StatusInsideWatchStream) {
                            {"code", 410},
                            {"reason", "Expired"},
                            {"message", "too old resource version: 5 (20)"}};
-  ApiError e = error_from_status(status, "watch agents");
+  ApiError e{error_from_status(status, "watch agents")};
   EXPECT_EQ(e.kind(), ErrorKind::kGone);
   EXPECT_NE(std::string(e.what()).find("too old resource version"), std::string::npos);
 }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <vector>
 
 #include "kube/client.h"
 #include "kube/resource.h"
@@ -34,16 +35,23 @@ TEST(WriteGate, AClosedGateRefusesWritesBeforeSendingAndLetsReadsThrough) {
   std::atomic<bool> leader{true};
   client.set_write_gate([&] { return leader.load(); });
   const Json cm = {{"metadata", {{"name", "x"}}}};
-  client.create(resources::kConfigMaps, "ns", cm);
+  client.create(resources::kConfigMaps, "ns", cm).or_throw();
   EXPECT_EQ(transport->sent, 1);
   leader = false;
-  EXPECT_THROW(client.create(resources::kConfigMaps, "ns", cm), NotLeaderError);
-  EXPECT_THROW(client.replace(resources::kConfigMaps, "ns", "x", cm), NotLeaderError);
-  EXPECT_THROW(client.merge_patch(resources::kConfigMaps, "ns", "x", cm), NotLeaderError);
-  EXPECT_THROW(client.merge_patch_status(resources::kConfigMaps, "ns", "x", cm), NotLeaderError);
-  EXPECT_THROW(client.remove(resources::kConfigMaps, "ns", "x"), NotLeaderError);
+  const std::vector<Result<Json>> refused = {
+      client.create(resources::kConfigMaps, "ns", cm),
+      client.replace(resources::kConfigMaps, "ns", "x", cm),
+      client.merge_patch(resources::kConfigMaps, "ns", "x", cm),
+      client.merge_patch_status(resources::kConfigMaps, "ns", "x", cm),
+      client.remove(resources::kConfigMaps, "ns", "x")};
+  for (const Result<Json>& r : refused) {
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().kind, ErrorKind::kNotLeader) << r.error().describe();
+    EXPECT_NE(r.error().describe().find("configmaps ns/"), std::string::npos)
+        << "names the request: " << r.error().describe();
+  }
   EXPECT_EQ(transport->sent, 1);  // nothing left the process
-  client.get(resources::kConfigMaps, "ns", "x");
+  client.get(resources::kConfigMaps, "ns", "x").or_throw();
   EXPECT_EQ(transport->sent, 2);
   EXPECT_EQ(transport->last_method, "GET");
 }

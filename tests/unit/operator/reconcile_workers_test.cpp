@@ -19,7 +19,7 @@ struct Workers {
   controllers::Metrics metrics;
   std::atomic<int> active{0};
   std::vector<std::string> reconciled;
-  std::function<ReconcileResult()> outcome = [] { return ReconcileResult{}; };
+  std::function<kube::Result<ReconcileResult>()> outcome = [] { return ReconcileResult{}; };
   ReconcileWorkerDeps deps{queue,
                            [this](const std::string& ns, const std::string& name) {
                              reconciled.push_back(ns + "|" + name);
@@ -64,9 +64,19 @@ TEST(ReconcileWorkers, ARequeueAfterComesBackThen) {
   EXPECT_EQ(w.queue.next_ready_at(), w.now + 90s);
 }
 
+kube::Error error_of(kube::ErrorKind kind, int code, std::optional<int> retry_after = {}) {
+  kube::Error e;
+  e.kind = kind;
+  e.code = code;
+  e.message = "refused";
+  e.retry_after_seconds = retry_after;
+  e.context = "update agent";
+  return e;
+}
+
 TEST(ReconcileWorkers, AnErrorRetriesWithBackoffAndIsCounted) {
   Workers w;
-  w.outcome = []() -> ReconcileResult { throw std::runtime_error("boom"); };
+  w.outcome = [] { return error_of(kube::ErrorKind::kServerError, 500); };
   w.queue.add("team/bot");
   ASSERT_TRUE(process_next_key(w.deps));
   EXPECT_EQ(w.reconciles("error"), 1);
@@ -80,14 +90,38 @@ TEST(ReconcileWorkers, AnErrorRetriesWithBackoffAndIsCounted) {
 
 TEST(ReconcileWorkers, AConflictIsRetriedLikeAnyError) {
   Workers w;
-  w.outcome = []() -> ReconcileResult {
-    throw kube::ApiError(kube::ErrorKind::kConflict, 409, "Conflict", "the object was modified", {},
-                         std::nullopt, "update agent");
-  };
+  w.outcome = [] { return error_of(kube::ErrorKind::kConflict, 409); };
   w.queue.add("team/bot");
   ASSERT_TRUE(process_next_key(w.deps));
   EXPECT_EQ(w.reconciles("error"), 1);
   EXPECT_EQ(w.queue.stats().retries, 1u);
+}
+
+TEST(ReconcileWorkers, AThrottledAnswerWaitsWhatTheServerAskedWithinABound) {
+  Workers w;
+  w.outcome = [] { return error_of(kube::ErrorKind::kTooManyRequests, 429, 7); };
+  w.queue.add("team/bot");
+  ASSERT_TRUE(process_next_key(w.deps));
+  EXPECT_EQ(w.queue.next_ready_at(), w.now + 7s) << "Retry-After, not the 5 ms backoff";
+  EXPECT_EQ(w.queue.backoff_for("team/bot"), 2 * controllers::kWorkqueueBackoffMin)
+      << "still counted as a failure";
+
+  Workers hostile;  // a server asking for a day is obeyed for kRetryAfterSecondsMax
+  hostile.outcome = [] { return error_of(kube::ErrorKind::kTooManyRequests, 429, 86400); };
+  hostile.queue.add("team/bot");
+  ASSERT_TRUE(process_next_key(hostile.deps));
+  EXPECT_EQ(hostile.queue.next_ready_at(),
+            hostile.now + std::chrono::seconds(kRetryAfterSecondsMax));
+}
+
+TEST(ReconcileWorkers, AnExceptionIsABugThatStillRetriesTheKey) {
+  Workers w;
+  w.outcome = []() -> kube::Result<ReconcileResult> { throw std::runtime_error("boom"); };
+  w.queue.add("team/bot");
+  ASSERT_TRUE(process_next_key(w.deps));
+  EXPECT_EQ(w.reconciles("error"), 1);
+  EXPECT_EQ(w.queue.stats().retries, 1u);
+  EXPECT_EQ(w.active, 0);
 }
 
 TEST(ReconcileWorkers, TheDurationIsMeasuredOnTheInjectedClock) {
@@ -106,12 +140,13 @@ TEST(ReconcileWorkers, WorkersEndWhenTheQueueShutsDown) {
   EXPECT_FALSE(process_next_key(w.deps));
   controllers::WorkQueue queue;
   std::atomic<int> done{0};
-  ReconcileWorkerDeps deps{queue,
-                           [&](const std::string&, const std::string&) {
-                             ++done;
-                             return ReconcileResult{};
-                           },
-                           w.metrics, "agent", w.active};
+  ReconcileWorkerDeps deps{
+      queue,
+      [&](const std::string&, const std::string&) -> kube::Result<ReconcileResult> {
+        ++done;
+        return ReconcileResult{};
+      },
+      w.metrics, "agent", w.active};
   std::vector<std::thread> threads = start_reconcile_workers(3, deps);
   EXPECT_EQ(threads.size(), 3u);
   queue.add("a/1");

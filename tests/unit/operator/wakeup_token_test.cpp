@@ -98,13 +98,20 @@ TEST(WakeupTokenReader, NoSecretNamedMeansNoTokenAndNoRead) {
 
 TEST(WakeupTokenReader, AnUnreadableSecretMeansNoToken) {
   auto read = wakeup_token_reader(
-      [](const std::string&, const std::string&) -> controllers::Json {
-        throw std::runtime_error("secrets \"wakeup-token\" is forbidden");
+      [](const std::string&, const std::string&) -> kube::Result<controllers::Json> {
+        kube::Error forbidden;
+        forbidden.kind = kube::ErrorKind::kForbidden;
+        forbidden.code = 403;
+        forbidden.message = "secrets \"wakeup-token\" is forbidden";
+        return forbidden;
       },
       "ops", "wakeup-token");
   EXPECT_EQ(read(), std::nullopt);
   auto empty = wakeup_token_reader(
-      [](const std::string&, const std::string&) { return controllers::Json::object(); }, "ops",
+      [](const std::string&, const std::string&) -> kube::Result<controllers::Json> {
+        return controllers::Json::object();
+      },
+      "ops",
       "wakeup-token");
   EXPECT_EQ(empty(), std::nullopt);
 }

@@ -1,0 +1,135 @@
+// The reconciler branches on errors as values (kube/errors.h): a transient
+// failure while reading the prompt stops the pass and leaves the run alone
+// for the retry; only a definite NotFound fails it as PromptNotFound. The
+// real AgentReconciler runs against a fake ClusterView and a real
+// kube::Client whose transport is scripted per request.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+
+#include "controllers/shell/agent_reconciler.h"
+#include "kube/client.h"
+#include "tests/unit/controllers/fixtures.h"
+
+namespace hb::controllers {
+namespace {
+
+using testing::at;
+
+class FakeView final : public ClusterView {
+ public:
+  std::map<std::string, Json> agents_by_name;
+  std::vector<Json> runs;
+  std::optional<Json> agent(const std::string&, const std::string& name) const override {
+    auto it = agents_by_name.find(name);
+    return it == agents_by_name.end() ? std::nullopt : std::optional<Json>(it->second);
+  }
+  std::vector<Json> agents() const override { return {}; }
+  std::vector<Json> runs_of(const std::string&, const std::string&) const override { return runs; }
+  std::optional<Json> job(const std::string&, const std::string&) const override { return {}; }
+  std::vector<Json> pods_of(const std::string&, const std::string&) const override { return {}; }
+  std::optional<Json> lease(const std::string&, const std::string&) const override { return {}; }
+  bool synced() const override { return true; }
+};
+
+// Writes succeed (the body echoed with a uid); the prompt ConfigMap's GET
+// answers what the test says; every request is recorded.
+class ScriptedApi final : public http::Client {
+ public:
+  std::function<http::Response()> prompt_answer;
+  std::vector<http::Request> requests;
+  http::Response send(const http::Request& r) override {
+    requests.push_back(r);
+    if (r.method == "GET" && r.url.find("/configmaps/prompts") != std::string::npos) {
+      return prompt_answer();
+    }
+    if (r.method == "GET") return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
+    Json body = Json::parse(r.body, nullptr, false);
+    if (body.is_object()) body["metadata"]["uid"] = "uid-made";
+    return {r.method == "POST" ? 201 : 200, {}, body.dump()};
+  }
+  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
+    return {200, {}, ""};
+  }
+  bool failed_a_run_for_want_of_a_prompt() const {
+    for (const http::Request& r : requests) {
+      if (r.method == "PATCH" && r.url.find("/status") != std::string::npos &&
+          r.body.find("PromptNotFound") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+struct Harness {
+  FakeView view;
+  std::shared_ptr<ScriptedApi> api = std::make_shared<ScriptedApi>();
+  Metrics metrics;
+  std::unique_ptr<AgentReconciler> reconciler;
+  Harness() {
+    Json agent = testing::agent();
+    agent["spec"]["heartbeat"].erase("prompt");
+    agent["spec"]["heartbeat"]["promptFrom"] = {
+        {"configMapKeyRef", {{"name", "prompts"}, {"key", "heartbeat.md"}}}};
+    view.agents_by_name["bot"] = agent;
+    view.runs.push_back(testing::run("bot-manual-1", "manual"));
+    kube::ClusterConfig cluster;
+    cluster.server = "https://api.invalid";
+    kube::ClientOptions options;
+    options.qps = 0;
+    reconciler = std::make_unique<AgentReconciler>(
+        std::make_shared<kube::Client>(cluster, options, api), view, ReconcilerConfig{}, metrics,
+        [] { return at("2024-05-01T12:06:00Z"); });
+  }
+};
+
+http::Response status_answer(int code, const std::string& reason) {
+  return {code, {}, Json{{"kind", "Status"}, {"code", code}, {"reason", reason}}.dump()};
+}
+
+TEST(ReconcilerErrors, ATransientPromptReadFailureRetriesAndFailsNoRun) {
+  for (const auto& [answer, kind] :
+       std::vector<std::pair<std::function<http::Response()>, kube::ErrorKind>>{
+           {[] { return status_answer(500, "InternalError"); }, kube::ErrorKind::kServerError},
+           {[] { return status_answer(429, "TooManyRequests"); },
+            kube::ErrorKind::kTooManyRequests},
+           {[]() -> http::Response {
+              throw http::TransportError(http::TransportError::Kind::kTimeout, "timed out");
+            },
+            kube::ErrorKind::kTransport}}) {
+    Harness h;
+    h.api->prompt_answer = answer;
+    const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+    ASSERT_FALSE(result.ok()) << "the pass stops at the failed read";
+    EXPECT_EQ(result.error().kind, kind) << result.error().describe();
+    EXPECT_FALSE(h.api->failed_a_run_for_want_of_a_prompt());
+  }
+}
+
+TEST(ReconcilerErrors, ADefiniteNotFoundFailsTheRunAsPromptNotFound) {
+  Harness h;
+  h.api->prompt_answer = [] { return status_answer(404, "NotFound"); };
+  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(result.ok()) << result.error().describe();
+  EXPECT_TRUE(h.api->failed_a_run_for_want_of_a_prompt());
+}
+
+TEST(ReconcilerErrors, APromptThatReadsStartsTheRun) {
+  Harness h;
+  h.api->prompt_answer = [] {
+    return http::Response{200, {}, R"({"data":{"heartbeat.md":"Check the farm."}})"};
+  };
+  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(result.ok()) << result.error().describe();
+  EXPECT_FALSE(h.api->failed_a_run_for_want_of_a_prompt());
+  bool job_created = false;
+  for (const http::Request& r : h.api->requests) {
+    job_created = job_created || (r.method == "POST" && r.url.find("/jobs") != std::string::npos);
+  }
+  EXPECT_TRUE(job_created);
+}
+
+}  // namespace
+}  // namespace hb::controllers

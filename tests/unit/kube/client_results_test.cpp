@@ -1,0 +1,113 @@
+// Every failure of kube::Client is a value: an Error of the right kind that
+// names the request, never an exception (kube/errors.h). A scripted
+// transport plays the API server, a proxy and a dead network.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "kube/client.h"
+#include "kube/resource.h"
+
+namespace hb::kube {
+namespace {
+
+class ScriptedTransport : public http::Client {
+ public:
+  std::function<http::Response(const http::Request&)> answer;
+  http::Response send(const http::Request& request) override { return answer(request); }
+  http::Response stream(const http::Request& request, const http::ChunkHandler&) override {
+    return answer(request);
+  }
+};
+
+struct Fixture {
+  std::shared_ptr<ScriptedTransport> transport = std::make_shared<ScriptedTransport>();
+  Client client;
+  Fixture() : client(cluster(), unlimited(), transport) {}
+  static ClusterConfig cluster() {
+    ClusterConfig c;
+    c.server = "https://api.invalid";
+    return c;
+  }
+  static ClientOptions unlimited() {
+    ClientOptions o;
+    o.qps = 0;
+    return o;
+  }
+};
+
+TEST(ClientResults, NoAnswerIsATransportErrorValue) {
+  Fixture f;
+  f.transport->answer = [](const http::Request& r) -> http::Response {
+    throw http::TransportError(http::TransportError::Kind::kTimeout, r.url + ": timed out");
+  };
+  const Result<Json> got = f.client.get(resources::kConfigMaps, "team", "prompt");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().kind, ErrorKind::kTransport);
+  EXPECT_EQ(got.error().transport_kind, http::TransportError::Kind::kTimeout);
+  EXPECT_TRUE(got.error().transient());
+  EXPECT_NE(got.error().describe().find("get configmaps team/prompt"), std::string::npos)
+      << got.error().describe();
+
+  const Done watched =
+      f.client.watch(resources::kConfigMaps, "team", {}, [](std::string_view) { return true; });
+  ASSERT_FALSE(watched.ok());
+  EXPECT_EQ(watched.error().kind, ErrorKind::kTransport);
+}
+
+TEST(ClientResults, AThrottledAnswerCarriesItsRetryAfter) {
+  Fixture f;
+  f.transport->answer = [](const http::Request&) {
+    return http::Response{429, {{"retry-after", "3"}}, R"({"kind":"Status","code":429})"};
+  };
+  const Result<Json> got = f.client.create(resources::kConfigMaps, "team", Json::object());
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().kind, ErrorKind::kTooManyRequests);
+  EXPECT_EQ(got.error().retry_after_seconds, 3);
+  EXPECT_TRUE(got.error().transient());
+}
+
+TEST(ClientResults, ADefiniteNotFoundIsNotTransient) {
+  Fixture f;
+  f.transport->answer = [](const http::Request&) {
+    return http::Response{
+        404, {}, R"({"kind":"Status","code":404,"reason":"NotFound","message":"gone away"})"};
+  };
+  const Result<Json> got = f.client.get(resources::kConfigMaps, "team", "prompt");
+  EXPECT_TRUE(got.is(ErrorKind::kNotFound));
+  EXPECT_FALSE(got.error().transient());
+  EXPECT_EQ(got.error().message, "gone away");
+}
+
+TEST(ClientResults, A2xxThatIsNotJsonIsMalformedNotAnException) {
+  Fixture f;
+  f.transport->answer = [](const http::Request&) {
+    return http::Response{200, {}, "<html>proxy login</html>"};
+  };
+  const Result<Json> got = f.client.get(resources::kConfigMaps, "team", "prompt");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.error().kind, ErrorKind::kMalformed);
+  EXPECT_EQ(got.error().code, 200);
+
+  f.transport->answer = [](const http::Request&) {  // a number no double holds
+    return http::Response{200, {}, R"({"n": 1e999999})"};
+  };
+  EXPECT_TRUE(f.client.get(resources::kConfigMaps, "team", "x").is(ErrorKind::kMalformed));
+}
+
+TEST(ClientResults, OrThrowRaisesTheSameErrorForTestsAndTools) {
+  Fixture f;
+  f.transport->answer = [](const http::Request&) {
+    return http::Response{409, {}, R"({"kind":"Status","code":409,"reason":"AlreadyExists"})"};
+  };
+  try {
+    (void)f.client.create(resources::kConfigMaps, "team", Json::object()).or_throw();
+    FAIL() << "or_throw returned";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kAlreadyExists);
+    EXPECT_EQ(e.error().context, "create configmaps team");
+  }
+}
+
+}  // namespace
+}  // namespace hb::kube
