@@ -571,6 +571,44 @@ kube::Done AgentReconciler::write_other_run_statuses(const AgentDecision& d,
   return kube::done();
 }
 
+// Every run observed from the caches and the agent's Lease (observe_run is pure).
+AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& ns,
+                                                            const std::string& name,
+                                                            const std::vector<Json>& runs,
+                                                            const AgentViews& views,
+                                                            TimePoint now) {
+  const AgentSpec& spec = views.agent->spec.spec;
+  RunTimeouts timeouts;
+  timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
+  timeouts.grace = std::chrono::seconds(spec.grace_seconds);
+  timeouts.stall_window = std::max(config_.job.stall_window, api::kRunStallWindowMin);
+  const std::optional<Json> lease = view_.lease(ns, lease_name_for_agent(name));
+  const bool budget_spent = monthly_budget_spent(*views.agent, now);
+  ObservedRuns observed;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string job_name = job_name_for_run(name_of(runs[i]));
+    const std::optional<Json> job =
+        overlay_.merge(kKindJobs, object_key(ns, job_name), view_.job(ns, job_name));
+    const std::vector<Json> pods =
+        pods_of_job(view_.pods_of(ns, name_of(runs[i])),
+                    job_uid_of(job ? &*job : nullptr, views.runs[i]->job_uid));
+    RunObservationInput in;
+    in.run = &runs[i];
+    in.view = views.runs[i];
+    in.job = job ? &*job : nullptr;
+    for (const Json& p : pods) in.pods.push_back(&p);
+    in.lease = lease ? &*lease : nullptr;
+    in.timeouts = timeouts;
+    in.pricing = spec.pricing;
+    in.bounds = usage_bounds(spec);
+    in.budget_exceeded = budget_spent;
+    in.now = now;
+    observed.runs.push_back(observe_run(in));
+    observed.has_job.push_back(job.has_value());
+  }
+  return observed;
+}
+
 kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
                                                          const std::string& name) {
   const TimePoint now = clock_();
@@ -588,42 +626,16 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
 
   SpecEnvironment env;
   HB_TRY_ASSIGN(env.object_in_the_way, object_in_the_way(agent));
-  RunTimeouts timeouts;
-  timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
-  timeouts.grace = std::chrono::seconds(spec.grace_seconds);
-  timeouts.stall_window = std::max(config_.job.stall_window, api::kRunStallWindowMin);
-  const std::optional<Json> lease = view_.lease(ns, lease_name_for_agent(name));
-
-  // Observe every run.
-  std::vector<std::optional<Json>> jobs(runs.size());
-  std::vector<std::vector<Json>> pods(runs.size());
   AgentDecisionInput input;
   input.view = views.agent.get();
   input.env = env;
   input.now = now;
   input.status_coalesce = config_.status_coalesce;
-  const bool budget_spent = monthly_budget_spent(*views.agent, now);
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const std::string job_name = job_name_for_run(name_of(runs[i]));
-    jobs[i] = overlay_.merge(kKindJobs, object_key(ns, job_name), view_.job(ns, job_name));
-    pods[i] = pods_of_job(view_.pods_of(ns, name_of(runs[i])),
-                          job_uid_of(jobs[i] ? &*jobs[i] : nullptr, views.runs[i]->job_uid));
-    RunObservationInput in;
-    in.run = &runs[i];
-    in.view = views.runs[i];
-    in.job = jobs[i] ? &*jobs[i] : nullptr;
-    for (const Json& p : pods[i]) in.pods.push_back(&p);
-    in.lease = lease ? &*lease : nullptr;
-    in.timeouts = timeouts;
-    in.pricing = spec.pricing;
-    in.bounds = usage_bounds(spec);
-    in.budget_exceeded = budget_spent;
-    in.now = now;
-    input.runs.push_back(observe_run(in));
-  }
+  ObservedRuns observed = observe_runs(ns, name, runs, views, now);
+  input.runs = std::move(observed.runs);
   // 1. Jobs of cancelled, stalled or overdue runs.
   for (size_t i = 0; i < runs.size(); ++i) {
-    if (input.runs[i].delete_job && jobs[i]) {
+    if (input.runs[i].delete_job && observed.has_job[i]) {
       HB_TRY(delete_job(ns, job_name_for_run(name_of(runs[i]))));
     }
   }

@@ -130,6 +130,12 @@ class AgentReconciler {
   void record_event(const Json& agent, const Json* run, const Event& event, TimePoint now);
   kube::Done reconcile_orphans(const std::string& ns, const std::string& name,
                                std::vector<Json>& runs, TimePoint now);
+  struct ObservedRuns {
+    std::vector<RunObservation> runs;  // one per run, in order
+    std::vector<bool> has_job;         // its Job is in the cache (or was just made)
+  };
+  ObservedRuns observe_runs(const std::string& ns, const std::string& name,
+                            const std::vector<Json>& runs, const AgentViews& views, TimePoint now);
   // Steps of reconcile(), in its order (see the file comment).
   kube::Result<bool> create_decided_runs(Json& agent, const AgentSpec& spec, const AgentDecision& d,
                                          std::vector<Json>& runs, TimePoint now);
