@@ -29,10 +29,23 @@ LedgerResult apply_ledger(const LedgerInput& in) {
     return a.finished_at != b.finished_at ? a.finished_at < b.finished_at : a.name < b.name;
   });
   for (const FinishedRun& run : finished) {
-    const bool already = std::any_of(out.recent.begin(), out.recent.end(),
-                                     [&](const LedgerEntry& e) { return e.name == run.name; });
+    auto already = std::find_if(out.recent.begin(), out.recent.end(),
+                                [&](const LedgerEntry& e) { return e.name == run.name; });
     out.mark.push_back(run.name);
-    if (already) continue;
+    if (already != out.recent.end()) {
+      // Counted in a pass whose mark write failed, and observed higher now
+      // (the result arrived after a beat's figure was counted): charge the
+      // difference and record the new figure in the same write. Never lower.
+      const double more = run.usage.cost_cents - already->cost_cents;
+      if (more >= kSpendCentsResolution) {
+        if (schedule::spend_period(run.finished_at) == period) {
+          out.spend.cents = round_to_spend_resolution(out.spend.cents + more);
+        }
+        already->cost_cents = run.usage.cost_cents;
+        out.counted.push_back(run.name);
+      }
+      continue;
+    }
     if (schedule::spend_period(run.finished_at) == period) {
       out.spend.cents = round_to_spend_resolution(out.spend.cents + run.usage.cost_cents);
       // Saturating: a month of runs can never wrap the totals negative.
@@ -53,6 +66,14 @@ LedgerResult apply_ledger(const LedgerInput& in) {
   if (out.recent.size() > kRecentRunsMax) out.recent.resize(kRecentRunsMax);
   assert(out.counted.size() <= out.mark.size());
   return out;
+}
+
+double charged_cents(const std::vector<LedgerEntry>& recent, const std::string& run,
+                     double observed_cents) {
+  for (const LedgerEntry& e : recent) {
+    if (e.name == run) return e.cost_cents;
+  }
+  return observed_cents;
 }
 
 Spend spend_from_status(const Json& status) {

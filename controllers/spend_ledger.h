@@ -75,9 +75,18 @@ struct LedgerResult {
   std::vector<std::string> mark;     // write costRecorded=true (after the agent write)
 };
 
-// Unmarked runs are counted oldest first. A run that finished in an earlier
+// Unmarked runs are counted oldest first. A run counted before (its name in
+// recentRuns) whose observed cost has since grown is charged the difference
+// (listed in `counted`, so the agent write comes first); it is never charged
+// less than once counted. A run that finished in an earlier
 // UTC month than now is recorded in recentRuns but not added to this month.
 LedgerResult apply_ledger(const LedgerInput& input);
+
+// What a run was charged: its recentRuns entry's figure, else `observed_cents`.
+// The mark write records this, so a run's costCents always equals what its
+// agent's spend holds for it.
+double charged_cents(const std::vector<LedgerEntry>& recent, const std::string& run,
+                     double observed_cents);
 
 Spend spend_from_status(const Json& agent_status);
 std::vector<LedgerEntry> recent_from_status(const Json& agent_status);

@@ -529,6 +529,11 @@ kube::Done AgentReconciler::write_counted_runs(const std::string& ns, const std:
       if (obs.view->name != run_name) continue;
       Json status = obs.status;
       status["costRecorded"] = true;
+      if (d.status.recent_runs != nullptr && status.contains("usage")) {
+        // What the ledger charged, which a re-observation cannot change.
+        status["usage"]["costCents"] = charged_cents(
+            *d.status.recent_runs, run_name, number_at(status, "usage/costCents").value_or(0));
+      }
       HB_TRY(write_run_status(*run, status, true));
       const std::string phase = string_at(status, "phase");
       metrics_.counter_add("heartbeat_runs_total", {{"phase", phase}});

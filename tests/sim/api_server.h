@@ -47,6 +47,8 @@ using WriteObserver =
 class ApiServer {
  public:
   explicit ApiServer(std::function<TimePoint()> now) : now_(std::move(now)) {}
+  // True time: the server's (and the user's) clock, not the operator's.
+  TimePoint now() const { return now_(); }
 
   Answer get(const std::string& resource, const std::string& ns, const std::string& name) const;
   // ns "" = all namespaces; selector: "k=v,k!=v,k" (the subset the operator uses).

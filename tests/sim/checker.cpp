@@ -91,9 +91,12 @@ void Checker::on_run_start(const Json& run, TimePoint now) {
   std::optional<Json> agent = server_.object("agents", string_at(run, "metadata/namespace"),
                                              string_at(run, "spec/agentRef/name"));
   if (!agent) return;
+  // The user paused at true time (the server's clock); `now` is the
+  // operator's, which may be skewed or have jumped.
+  const TimePoint true_now = server_.now();
   if (controllers::bool_at(*agent, "spec/paused") &&
-      time_at(*agent, "metadata/annotations/sim-paused-at").value_or(now) <
-          now - kUserChangeSeenWithin) {
+      time_at(*agent, "metadata/annotations/sim-paused-at").value_or(true_now) <
+          true_now - kUserChangeSeenWithin) {
     violation("run " + name + " started while its Agent is paused");
   }
   if (auto until = time_at(*agent, "status/pausedUntil"); until && *until > now) {

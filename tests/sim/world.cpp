@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "controllers/runtime/metrics.h"
@@ -82,7 +83,8 @@ class World {
   std::shared_ptr<Transport> operator_transport_, runner_transport_;
   Node node_;
   std::unique_ptr<OperatorProcess> op_;
-  TimePoint up_since_, next_crash_, restart_at_, next_user_, next_relist_;
+  void jump_operator_clock();
+  TimePoint up_since_, next_crash_, restart_at_, next_user_, next_relist_, next_jump_;
   bool faults_ = true;
   SimReport report_;
 };
@@ -290,6 +292,7 @@ void World::step() {
     }
     for (Feed* f : op_->feeds) f->deliver(now_);
     drain_queue();
+    if (faults_ && now_ >= next_jump_) jump_operator_clock();
     if (faults_ && now_ >= next_crash_) {
       crash_operator();
       next_crash_ =
@@ -303,6 +306,23 @@ void World::step() {
   checker_.check_state(operator_now(), op_ ? up_since_ : now_);
 }
 
+// The operator's wall clock steps (an NTP correction, a VM resumed), forward
+// or back, by up to kClockJumpMax, staying within kClockSkewMax of true
+// time; its steady clock does not move. Deterministic run names and the
+// recorded last slot must keep a slot from running twice.
+void World::jump_operator_clock() {
+  const auto jump = std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(
+      -kClockJumpMax.count() * 1000, kClockJumpMax.count() * 1000)(rng_));
+  const auto bound = std::chrono::duration_cast<std::chrono::milliseconds>(kClockSkewMax);
+  operator_skew_ = std::clamp(operator_skew_ + jump, -bound, bound);
+  ++report_.clock_jumps;
+  if (options_.verbose) {
+    spdlog::info("sim operator clock jumped {} ms (skew now {} ms)", jump.count(),
+                 operator_skew_.count());
+  }
+  next_jump_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(600, 3600)(rng_));
+}
+
 SimReport World::run() {
   const auto wall_start = std::chrono::steady_clock::now();
   create_agents();
@@ -310,6 +330,7 @@ SimReport World::run() {
   next_user_ = now_ + 5min;
   next_crash_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
   next_relist_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(60, 1800)(rng_));
+  next_jump_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
   const TimePoint end = start_ + std::chrono::seconds(static_cast<int64_t>(options_.hours * 3600));
   while (now_ < end && checker_.violations().empty() && report_.violations.empty()) {
     step();

@@ -1,11 +1,13 @@
 // One seeded run of the whole operator: the real AgentReconciler, decisions,
 // WorkQueue and ClusterCache over the simulated API server, node and
 // runners, on a simulated clock, with faults (API errors, lost answers,
-// watch lag and relists, operator crashes and restarts, clock skew) and a
+// watch lag and relists, operator crashes and restarts, clock skew and
+// jumps) and a
 // user who pauses, invokes and changes budgets. The same seed replays the
 // same run exactly: one thread, every choice drawn from the seed.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +15,11 @@
 #include "tests/sim/node.h"
 
 namespace hb::sim {
+
+// The operator's wall clock jumps by at most this, and strays at most
+// kClockSkewMax from true time (the runner's own skew is up to 30 s).
+inline constexpr std::chrono::seconds kClockJumpMax{90};
+inline constexpr std::chrono::seconds kClockSkewMax{300};
 
 struct SimOptions {
   uint64_t seed = 1;
@@ -27,6 +34,7 @@ struct SimReport {
   std::vector<std::string> violations;
   uint64_t runs_created = 0, runs_counted = 0, reconciles = 0, reconcile_errors = 0;
   uint64_t crashes = 0, relists = 0, api_faults = 0, user_actions = 0, steps = 0;
+  uint64_t clock_jumps = 0;
   NodeStats node;
   double wall_seconds = 0;
 };

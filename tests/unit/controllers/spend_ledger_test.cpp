@@ -47,6 +47,42 @@ TEST(SpendLedger, CountsOnceAndMarks) {
   EXPECT_EQ(again.mark, std::vector<std::string>{"a"});
 }
 
+// Found by the simulation under clock jumps: a killed run was counted at its
+// last beat's figure, the mark write failed, and the next pass read its
+// result (twice the figure). The difference is charged once, never lost,
+// and the run records what its agent's spend holds for it.
+TEST(SpendLedger, ARunObservedHigherAfterItWasCountedIsChargedTheDifferenceOnce) {
+  LedgerInput in;
+  in.spend = {"2024-05", 10, 100, 10};
+  in.finished = {finished("a", 1.0, "2024-05-01T12:00:00Z")};
+  in.now = at("2024-05-01T12:01:00Z");
+  const LedgerResult first = apply_ledger(in);
+  ASSERT_DOUBLE_EQ(first.spend.cents, 11.0);
+
+  in.spend = first.spend;  // the mark write was lost; the result arrived
+  in.recent = first.recent;
+  in.finished = {finished("a", 2.5, "2024-05-01T12:00:00Z")};
+  const LedgerResult higher = apply_ledger(in);
+  EXPECT_DOUBLE_EQ(higher.spend.cents, 12.5);
+  EXPECT_EQ(higher.counted, std::vector<std::string>{"a"}) << "the agent write comes first";
+  EXPECT_EQ(higher.mark, std::vector<std::string>{"a"});
+  EXPECT_DOUBLE_EQ(higher.recent.front().cost_cents, 2.5);
+  EXPECT_DOUBLE_EQ(charged_cents(higher.recent, "a", 2.5), 2.5);
+
+  in.spend = higher.spend;  // that mark was lost too: nothing more to charge
+  in.recent = higher.recent;
+  const LedgerResult again = apply_ledger(in);
+  EXPECT_DOUBLE_EQ(again.spend.cents, 12.5);
+  EXPECT_TRUE(again.counted.empty());
+
+  in.finished = {finished("a", 0.5, "2024-05-01T12:00:00Z")};  // observed lower: kept
+  const LedgerResult lower = apply_ledger(in);
+  EXPECT_DOUBLE_EQ(lower.spend.cents, 12.5);
+  EXPECT_TRUE(lower.counted.empty());
+  EXPECT_DOUBLE_EQ(charged_cents(lower.recent, "a", 0.5), 2.5) << "the run records the charge";
+  EXPECT_DOUBLE_EQ(charged_cents(lower.recent, "b", 0.5), 0.5) << "not counted: as observed";
+}
+
 TEST(SpendLedger, ManySmallCostsSumWithoutFloatingPointNoise) {
   LedgerInput in;
   in.now = at("2024-05-20T00:00:00Z");
