@@ -111,8 +111,7 @@ TEST(WakeupTokenReader, AnUnreadableSecretMeansNoToken) {
       [](const std::string&, const std::string&) -> kube::Result<controllers::Json> {
         return controllers::Json::object();
       },
-      "ops",
-      "wakeup-token");
+      "ops", "wakeup-token");
   EXPECT_EQ(empty(), std::nullopt);
 }
 
