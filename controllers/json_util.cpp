@@ -114,6 +114,26 @@ std::string object_key(std::string_view ns, std::string_view name) {
   return key;
 }
 
+std::string name_of(const Json& object) {
+  return string_at(object, "metadata/name");
+}
+
+bool owned_by(const Json& object, std::string_view uid) {
+  const Json* owners = find_path(object, "metadata/ownerReferences");
+  if (owners == nullptr || !owners->is_array()) return false;
+  for (const Json& owner : *owners) {
+    if (string_at(owner, "uid") == uid) return true;
+  }
+  return false;
+}
+
+const Json* find_named(const std::vector<Json>& objects, std::string_view name) {
+  for (const Json& object : objects) {
+    if (string_at(object, "metadata/name") == name) return &object;
+  }
+  return nullptr;
+}
+
 int64_t resource_version_number(const Json& object) {
   const std::string text = string_at(object, "metadata/resourceVersion");
   int64_t value = 0;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "api/rfc3339.h"
 #include "controllers/schedule/utc_time.h"
@@ -43,6 +44,12 @@ using api::parse_rfc3339;
 // "ns/name" of a namespaced object.
 std::string object_key(const Json& object);
 std::string object_key(std::string_view ns, std::string_view name);
+// metadata.name.
+std::string name_of(const Json& object);
+// An ownerReference names this uid.
+bool owned_by(const Json& object, std::string_view uid);
+// The object of that metadata.name in `objects`, or null.
+const Json* find_named(const std::vector<Json>& objects, std::string_view name);
 
 // Integer resourceVersion for ordering our own writes against the cache (etcd
 // revisions; 0 when not a number).

@@ -62,8 +62,11 @@ RunClock run_clock(const RunView& view, const RunObservationInput& in) {
   if (clock.lease_renew && *clock.lease_renew > in.now + kLeaseRenewFutureSkewMax) {
     clock.lease_renew.reset();
   }
-  const TimePoint last_alive =
+  TimePoint last_alive =
       clock.lease_renew ? std::max(*clock.lease_renew, clock.started) : clock.started;
+  if (in.lease != nullptr && in.lease_seen_at) {
+    last_alive = std::max(last_alive, std::min(*in.lease_seen_at, in.now));
+  }
   clock.stalled_at = last_alive + in.timeouts.stall_window;
   return clock;
 }
@@ -108,6 +111,15 @@ Final with_result(Final f, api::ParsedResult parsed) {
   return f;
 }
 
+// Only a runner that was stopped (its Pod or Job deleted) can have been
+// stopped for a stall. One that exited by itself while its Job stood says
+// why with its exit code: its finish time is on the node's clock and the
+// stall window on the operator's, too far apart to call a beating run Stalled.
+bool stopped_by_watchdog(const Json& pod, const RunObservationInput& in) {
+  return find_path(pod, "metadata/deletionTimestamp") != nullptr || in.job == nullptr ||
+         find_path(*in.job, "metadata/deletionTimestamp") != nullptr;
+}
+
 // The Pod finished: cancel > exit 0 > deadline > stall > the exit code.
 Final finished_pod_outcome(const Json& pod, const CancelCause& cancel, const JobState& job,
                            const RunClock& clock, const RunObservationInput& in) {
@@ -130,7 +142,7 @@ Final finished_pod_outcome(const Json& pod, const CancelCause& cancel, const Job
     f = make_final(RunPhase::kSucceeded, succeeded_reason(parsed), "");
   } else if (job.deadline || at > clock.deadline_at) {
     f = make_final(RunPhase::kTimedOut, kReasonDeadlineExceeded, timed_out_message(in));
-  } else if (at > clock.stalled_at) {
+  } else if (stopped_by_watchdog(pod, in) && at > clock.stalled_at) {
     f = make_final(RunPhase::kFailed, kReasonStalled,
                    stall_message(in.timeouts.stall_window, &pod));
   } else {

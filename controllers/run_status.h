@@ -74,6 +74,10 @@ struct RunObservationInput {
   const Json* job = nullptr;      // the run's Job from the cache, if any
   std::vector<const Json*> pods;  // the Job's Pods from the cache
   const Json* lease = nullptr;    // the agent's Lease, if any
+  // When this operator first saw the Lease's current version, on `now`'s
+  // clock (client-go's observedTime): a beat seen lately is alive whatever
+  // the runner's clock wrote in renewTime. Unset: renewTime alone decides.
+  std::optional<TimePoint> lease_seen_at;
   RunTimeouts timeouts;
   // What the operator charges (run_cost.h): the Agent's pricing and the
   // run's usage bounds. Zero when the Agent is gone (nobody to charge).

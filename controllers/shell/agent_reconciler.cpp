@@ -9,6 +9,7 @@
 #include "controllers/job_pods.h"
 #include "controllers/names.h"
 #include "controllers/schedule/utc_time.h"
+#include "controllers/shell/agent_pass_writer.h"
 #include "controllers/text_util.h"
 #include "kube/errors.h"
 
@@ -19,36 +20,12 @@ namespace {
 using kube::ErrorKind;
 namespace res = kube::resources;
 
-const char* kKindAgents = "agents";
-const char* kKindRuns = "runs";
-const char* kKindJobs = "jobs";
-
 const kube::Resource& resource_for(const std::string& kind) {
   if (kind == "serviceaccounts") return res::kServiceAccounts;
   if (kind == "roles") return res::kRoles;
   if (kind == "rolebindings") return res::kRoleBindings;
   if (kind == "leases") return res::kLeases;
   return res::kConfigMaps;
-}
-
-bool owned_by(const Json& object, const std::string& uid) {
-  const Json* owners = find_path(object, "metadata/ownerReferences");
-  if (owners == nullptr || !owners->is_array()) return false;
-  for (const Json& o : *owners) {
-    if (string_at(o, "uid") == uid) return true;
-  }
-  return false;
-}
-
-std::string name_of(const Json& o) {
-  return string_at(o, "metadata/name");
-}
-
-const Json* find_run(const std::vector<Json>& runs, const std::string& run_name) {
-  for (const Json& r : runs) {
-    if (name_of(r) == run_name) return &r;
-  }
-  return nullptr;
 }
 
 // An object of that name this run does not own: someone else's, never used.
@@ -92,12 +69,14 @@ AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client, const Clu
       metrics_(metrics),
       clock_(std::move(clock)),
       steady_(std::move(steady)),
-      overlay_(steady_) {}
+      overlay_(steady_),
+      lease_sightings_(steady_) {}
 
 void AgentReconciler::forget_agent(const std::string& key) {
   std::lock_guard lock(mutex_);
   ensured_agents_.erase(key);
   in_the_way_.erase(key);
+  lease_sightings_.forget(key);
 }
 
 void AgentReconciler::count_write(const char* kind) {
@@ -105,25 +84,25 @@ void AgentReconciler::count_write(const char* kind) {
 }
 
 std::optional<Json> AgentReconciler::agent(const std::string& ns, const std::string& name) {
-  return overlay_.merge(kKindAgents, object_key(ns, name), view_.agent(ns, name));
+  return overlay_.merge(kOverlayAgents, object_key(ns, name), view_.agent(ns, name));
 }
 
 std::vector<Json> AgentReconciler::runs_of(const std::string& ns, const std::string& agent) {
-  return overlay_.merge_list(kKindRuns, view_.runs_of(ns, agent), [&](const Json& r) {
+  return overlay_.merge_list(kOverlayRuns, view_.runs_of(ns, agent), [&](const Json& r) {
     return string_at(r, "metadata/namespace") == ns && string_at(r, "spec/agentRef/name") == agent;
   });
 }
 
 kube::Result<Json> AgentReconciler::get_run(const std::string& ns, const std::string& name) {
   HB_TRY_ASSIGN(Json run, client_->get(res::kHeartbeatRuns, ns, name));
-  overlay_.put(kKindRuns, run);
+  overlay_.put(kOverlayRuns, run);
   return run;
 }
 
 kube::Result<Json> AgentReconciler::create_run(const std::string& ns, const Json& run) {
   HB_TRY_ASSIGN(Json created, client_->create(res::kHeartbeatRuns, ns, run));
   count_write(kWriteRunCreate);
-  overlay_.put(kKindRuns, created);
+  overlay_.put(kOverlayRuns, created);
   return created;
 }
 
@@ -208,7 +187,7 @@ kube::Done AgentReconciler::write_run_status(const Json& run, const Json& status
   HB_TRY_ASSIGN(Json updated, client_->merge_patch_status(res::kHeartbeatRuns, ns, name,
                                                           {{"status", patch_status}}));
   count_write(kWriteRunStatus);
-  overlay_.put(kKindRuns, updated);
+  overlay_.put(kOverlayRuns, updated);
   if (!final_with_label) return kube::done();
   const std::string phase = string_at(status, "phase");
   const Json* labels = find_path(updated, "metadata/labels");
@@ -219,42 +198,7 @@ kube::Done AgentReconciler::write_run_status(const Json& run, const Json& status
   // Manual runs made by kubectl get the agent label and owner here too.
   HB_TRY_ASSIGN(updated, client_->merge_patch(res::kHeartbeatRuns, ns, name, patch));
   count_write(kWriteRunLabel);
-  overlay_.put(kKindRuns, updated);
-  return kube::done();
-}
-
-// The kept run records what folds into it before each folded run ends, so a
-// crash in between loses no wakeup's reason (the record is by run name).
-kube::Done AgentReconciler::write_coalesced(const std::string& ns, const std::string& agent_name,
-                                            const std::vector<Json>& runs,
-                                            const std::vector<Coalescing>& folds, TimePoint now) {
-  auto find = [&](const std::string& run_name) -> const Json* {
-    for (const Json& r : runs) {
-      if (name_of(r) == run_name) return &r;
-    }
-    return nullptr;
-  };
-  std::map<std::string, std::vector<Coalescing>> by_kept;
-  for (const Coalescing& c : folds) by_kept[c.into].push_back(c);
-  for (const auto& [into, group] : by_kept) {
-    const Json* kept = find(into);
-    if (kept == nullptr) continue;
-    const Json* stored = find_path(*kept, "status");
-    Json status = stored != nullptr && stored->is_object() ? *stored : Json::object();
-    status["coalesced"] = coalesced_record(status, group);
-    HB_TRY(write_run_status(*kept, status, false));
-    for (const Coalescing& c : group) {
-      const Json* run = find(c.run);
-      if (run == nullptr) continue;
-      const Json* run_status = find_path(*run, "status");
-      HB_TRY(write_run_status(
-          *run, coalesced_final_status(run_status ? *run_status : Json::object(), into, now),
-          true));
-      metrics_.counter_add("heartbeat_runs_coalesced_total", {});
-      spdlog::info("event=wakeup_coalesced agent={}/{} run={} into={}", ns, agent_name, c.run,
-                   into);
-    }
-  }
+  overlay_.put(kOverlayRuns, updated);
   return kube::done();
 }
 
@@ -293,7 +237,7 @@ kube::Done AgentReconciler::delete_job(const std::string& ns, const std::string&
     count_write(kWriteJobDelete);
     spdlog::info("event=job_deleted namespace={} job={}", ns, name);
   }
-  overlay_.erase(kKindJobs, object_key(ns, name));
+  overlay_.erase(kOverlayJobs, object_key(ns, name));
   return kube::done();
 }
 
@@ -303,7 +247,7 @@ kube::Done AgentReconciler::delete_run(const std::string& ns, const std::string&
   kube::Result<Json> removed = client_->remove(res::kHeartbeatRuns, ns, name, options);
   if (!removed.ok() && !removed.is(ErrorKind::kNotFound)) return std::move(removed).error();
   if (removed.ok()) count_write(kWriteRunDelete);
-  overlay_.erase(kKindRuns, object_key(ns, name));
+  overlay_.erase(kOverlayRuns, object_key(ns, name));
   return kube::done();
 }
 
@@ -378,7 +322,7 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, const Json& run
           {"labels",
            {{kLabelAgent, label_safe_name(name_of(agent))}, {kLabelManagedBy, kManagedByValue}}}}}};
     HB_TRY_ASSIGN(Json adopted, client_->merge_patch(res::kHeartbeatRuns, ns, run_name, patch));
-    overlay_.put(kKindRuns, adopted);
+    overlay_.put(kOverlayRuns, adopted);
     count_write(kWriteRunAdopt);
   }
   std::vector<const Json*> history;
@@ -436,7 +380,7 @@ kube::Result<AgentReconciler::StartedJob> AgentReconciler::create_context_and_jo
   }
   if (!created.ok()) return std::move(created).error();
   job.uid = string_at(created.value(), "metadata/uid");
-  overlay_.put(kKindJobs, created.value());
+  overlay_.put(kOverlayJobs, created.value());
   return job;
 }
 
@@ -446,7 +390,7 @@ kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::
     RunObservationInput in;
     in.run = &run;
     const std::string job_name = job_name_for_run(name_of(run));
-    auto job = overlay_.merge(kKindJobs, object_key(ns, job_name), view_.job(ns, job_name));
+    auto job = overlay_.merge(kOverlayJobs, object_key(ns, job_name), view_.job(ns, job_name));
     std::vector<Json> pods =
         pods_of_job(view_.pods_of(ns, name_of(run)),
                     job_uid_of(job ? &*job : nullptr, string_at(run, "status/jobUID")));
@@ -466,116 +410,6 @@ kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::
   return kube::done();
 }
 
-// Step 2: the slot's scheduler run (AlreadyExists = adopt when ours) and the
-// manual run an invoke annotation asks for. False when the run to start
-// could not be made (its name is someone else's).
-kube::Result<bool> AgentReconciler::create_decided_runs(Json& agent, const AgentSpec& spec,
-                                                        const AgentDecision& d,
-                                                        std::vector<Json>& runs, TimePoint now) {
-  const std::string ns = string_at(agent, "metadata/namespace");
-  const std::string name = name_of(agent);
-  bool start_allowed = true;
-  if (d.create_run) {
-    const std::string& run_name = d.create_run->name;
-    kube::Result<Json> created = create_run(ns, make_run_object(spec, *d.create_run));
-    if (created.ok()) {
-      runs.push_back(std::move(created).value());
-      spdlog::info("event=run_created agent={}/{} run={} slot={}", ns, name, run_name,
-                   schedule::format_rfc3339(d.create_run->slot.value_or(now)));
-    } else {
-      if (!created.is(ErrorKind::kAlreadyExists)) return std::move(created).error();
-      HB_TRY_ASSIGN(Json existing, client_->get(res::kHeartbeatRuns, ns, run_name));
-      if (owned_by(existing, string_at(agent, "metadata/uid"))) {
-        overlay_.put(kKindRuns, existing);
-        runs.push_back(existing);  // adopt
-      } else {
-        start_allowed = d.start_run != run_name;
-        record_event(agent, nullptr,
-                     {EventTarget::kAgent, name, true, "RunNameConflict",
-                      "HeartbeatRun " + run_name + " exists and is not owned by this agent"},
-                     now);
-      }
-    }
-  }
-  if (d.invoke_run) {
-    kube::Result<Json> created = create_run(ns, make_run_object(spec, *d.invoke_run));
-    if (!created.ok() && !created.is(ErrorKind::kAlreadyExists)) return std::move(created).error();
-    if (!created.ok()) {
-      record_event(agent, nullptr,
-                   {EventTarget::kAgent, name, false, "InvokeAlreadyRun",
-                    "run " + d.invoke_run->name +
-                        " was made for this heartbeat.dev/invoke value already; set a new value "
-                        "to invoke again"},
-                   now);
-    }
-    HB_TRY_ASSIGN(Json updated, remove_invoke_annotation(ns, name, agent));
-    count_write(kWriteAgentAnnotation);
-    overlay_.put(kKindAgents, updated);
-    agent["metadata"]["resourceVersion"] = updated["metadata"]["resourceVersion"];
-    spdlog::info("event=run_invoked agent={}/{} run={}", ns, name, d.invoke_run->name);
-  }
-  return start_allowed;
-}
-
-// Step 4: counted runs get their final status with costRecorded=true and the phase label.
-kube::Done AgentReconciler::write_counted_runs(const std::string& ns, const std::string& name,
-                                               const AgentDecision& d,
-                                               const std::vector<Json>& runs,
-                                               const std::vector<RunObservation>& observed) {
-  for (const std::string& run_name : d.mark) {
-    const Json* run = find_run(runs, run_name);
-    if (run == nullptr) continue;
-    for (const RunObservation& obs : observed) {
-      if (obs.view->name != run_name) continue;
-      Json status = obs.status;
-      status["costRecorded"] = true;
-      if (d.status.recent_runs != nullptr && status.contains("usage")) {
-        // What the ledger charged, which a re-observation cannot change.
-        status["usage"]["costCents"] = charged_cents(
-            *d.status.recent_runs, run_name, number_at(status, "usage/costCents").value_or(0));
-      }
-      HB_TRY(write_run_status(*run, status, true));
-      const std::string phase = string_at(status, "phase");
-      metrics_.counter_add("heartbeat_runs_total", {{"phase", phase}});
-      if (obs.cost_mismatch) metrics_.counter_add("heartbeat_cost_mismatch_total", {});
-      if (string_at(status, "reason") == kReasonUsageOutOfBounds) {
-        metrics_.counter_add("heartbeat_usage_out_of_bounds_total", {});
-      }
-      metrics_.counter_add("heartbeat_cost_cents_total", {},
-                           number_at(status, "usage/costCents").value_or(0));
-      spdlog::info(
-          "event=run_finished agent={}/{} run={} phase={} reason={} exit_code={} cost_cents={}", ns,
-          name, run_name, phase, string_at(status, "reason"),
-          int_at(status, "exitCode").value_or(-1),
-          number_at(status, "usage/costCents").value_or(0));
-    }
-  }
-  return kube::done();
-}
-
-// Step 6: other run status changes and Queued messages.
-kube::Done AgentReconciler::write_other_run_statuses(const AgentDecision& d,
-                                                     const std::vector<Json>& runs,
-                                                     const std::vector<RunObservation>& observed) {
-  for (size_t i = 0; i < observed.size(); ++i) {
-    const RunObservation& obs = observed[i];
-    if (obs.settled || obs.became_final || (d.start_run && obs.view->name == *d.start_run)) {
-      continue;
-    }
-    const Json* stored = find_path(runs[i], "status");
-    auto msg = d.queued_messages.find(obs.view->name);
-    if (msg != d.queued_messages.end()) {
-      Json status = obs.status;
-      status["phase"] = "Queued";
-      status["message"] = msg->second;
-      HB_TRY(write_run_status(runs[i], status, false));
-    } else if (stored == nullptr ? !obs.status.empty() : *stored != obs.status) {
-      HB_TRY(write_run_status(runs[i], obs.status, false));
-    }
-  }
-  return kube::done();
-}
-
 // Every run observed from the caches and the agent's Lease (observe_run is pure).
 AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& ns,
                                                             const std::string& name,
@@ -589,11 +423,16 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
   timeouts.stall_window = std::max(config_.job.stall_window, api::kRunStallWindowMin);
   const std::optional<Json> lease = view_.lease(ns, lease_name_for_agent(name));
   const bool budget_spent = monthly_budget_spent(*views.agent, now);
+  std::optional<TimePoint> lease_seen_at;
+  if (lease) {
+    lease_seen_at = lease_sightings_.seen_at(object_key(ns, name),
+                                             string_at(*lease, "metadata/resourceVersion"), now);
+  }
   ObservedRuns observed;
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string job_name = job_name_for_run(name_of(runs[i]));
     const std::optional<Json> job =
-        overlay_.merge(kKindJobs, object_key(ns, job_name), view_.job(ns, job_name));
+        overlay_.merge(kOverlayJobs, object_key(ns, job_name), view_.job(ns, job_name));
     const std::vector<Json> pods =
         pods_of_job(view_.pods_of(ns, name_of(runs[i])),
                     job_uid_of(job ? &*job : nullptr, views.runs[i]->job_uid));
@@ -603,6 +442,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
     in.job = job ? &*job : nullptr;
     for (const Json& p : pods) in.pods.push_back(&p);
     in.lease = lease ? &*lease : nullptr;
+    in.lease_seen_at = lease_seen_at;
     in.timeouts = timeouts;
     in.pricing = spec.pricing;
     in.bounds = usage_bounds(spec);
@@ -627,67 +467,26 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   }
   Json agent = std::move(*agent_opt);
   const AgentViews views = views_.views(object_key(ns, name), agent, runs);
-  const AgentSpec& spec = views.agent->spec.spec;
 
-  SpecEnvironment env;
-  HB_TRY_ASSIGN(env.object_in_the_way, object_in_the_way(agent));
   AgentDecisionInput input;
   input.view = views.agent.get();
-  input.env = env;
+  HB_TRY_ASSIGN(input.env.object_in_the_way, object_in_the_way(agent));
   input.now = now;
   input.status_coalesce = config_.status_coalesce;
   ObservedRuns observed = observe_runs(ns, name, runs, views, now);
   input.runs = std::move(observed.runs);
-  // 1. Jobs of cancelled, stalled or overdue runs.
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (input.runs[i].delete_job && observed.has_job[i]) {
-      HB_TRY(delete_job(ns, job_name_for_run(name_of(runs[i]))));
-    }
-  }
-
   const AgentDecision d = decide_agent(input);
-  // Events are recorded as soon as the write that makes them true succeeded,
-  // so a later failure in the pass cannot lose a transition's Event.
-  auto record_events = [&](EventTarget target) {
-    for (const Event& event : d.events) {
-      if (event.target != target) continue;
-      if (event.routine && !config_.routine_events) continue;
-      const Json* run = target == EventTarget::kRun ? find_run(runs, event.object_name) : nullptr;
-      if (event.warning) {
-        spdlog::warn("event=decision agent={}/{} object={} reason={} message=\"{}\"", ns, name,
-                     event.object_name, event.reason, event.message);
-      }
-      record_event(agent, run, event, now);
-    }
-  };
 
-  // 2. Runs to create.
-  HB_TRY_ASSIGN(const bool start_allowed, create_decided_runs(agent, spec, d, runs, now));
-  // 3. The agent status (conditional: counts spend exactly once).
-  if (d.status_changed) {
-    Json body = agent;
-    body["status"] = d.status_json();
-    HB_TRY_ASSIGN(Json updated, client_->replace_status(res::kAgents, ns, name, body));
-    count_write(kWriteAgentStatus);
-    overlay_.put(kKindAgents, updated);
-  }
-  record_events(EventTarget::kAgent);
-  // 4. Counted runs.
-  HB_TRY(write_counted_runs(ns, name, d, runs, input.runs));
-  record_events(EventTarget::kRun);
-  HB_TRY(write_coalesced(ns, name, runs, d.coalesce, now));
-  // 5. Start the next run.
-  bool blocked = false;
-  if (d.start_run && start_allowed) {
-    if (const Json* run = find_run(runs, *d.start_run)) {
-      HB_TRY_ASSIGN(const bool started, start_run(agent, *run, runs, now));
-      blocked = !started;
-    }
-  }
-  // 6. Other run statuses, history.
-  HB_TRY(write_other_run_statuses(d, runs, input.runs));
-  for (const std::string& run_name : d.delete_runs) HB_TRY(delete_run(ns, run_name));
-  return requeue_for(d, now, blocked, !env.object_in_the_way.empty());
+  const std::vector<PlannedWrite> plan = plan_writes({.decision = &d,
+                                                      .observed = &input.runs,
+                                                      .runs = &runs,
+                                                      .has_job = std::move(observed.has_job),
+                                                      .routine_events = config_.routine_events,
+                                                      .now = now});
+  PassWriter writer(*this, agent, views.agent->spec.spec, runs, now);
+  const PlanOutcome outcome = perform_plan(plan, writer);
+  if (!outcome.completed) return std::move(*writer.error);
+  return requeue_for(d, now, outcome.start_held_back, !input.env.object_in_the_way.empty());
 }
 
 }  // namespace hb::controllers

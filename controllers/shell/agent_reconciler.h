@@ -1,16 +1,10 @@
 // The imperative shell around the decisions: one reconcile per agent key
 // reads the agent, its runs, their Jobs and Pods and the agent's Lease from
-// the caches, calls observe_run and decide_agent, and executes the decision
-// in a fixed, crash-safe order:
-//   1. delete Jobs of cancelled, stalled or overdue runs
-//   2. create the slot's scheduler run (deterministic name; AlreadyExists = adopt)
-//      and the manual run an invoke annotation asks for
-//   3. write the agent status (conditional on resourceVersion) - counts spend
-//   4. write each counted run's final status with costRecorded=true, its phase label
-//   5. start the next queued run: per-agent objects once, context, Job, run status
-//   6. Queued messages, history deletes, Events
-// A failure stops the sequence; the key is retried with backoff and the
-// next attempt re-derives everything from the caches.
+// the caches, calls observe_run and decide_agent, turns the decision into an
+// ordered plan of writes (controllers/write_plan.h, which says the order and
+// why it is crash-safe) and performs it, stopping at the first failure; the
+// key is then retried with backoff and the next attempt re-derives
+// everything from the caches.
 #pragma once
 
 #include <array>
@@ -27,8 +21,10 @@
 #include "controllers/job_builder.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/shell/cluster_view.h"
+#include "controllers/shell/lease_sightings.h"
 #include "controllers/shell/view_cache.h"
 #include "controllers/shell/write_overlay.h"
+#include "controllers/write_plan.h"
 #include "kube/client.h"
 
 namespace hb::controllers {
@@ -54,6 +50,11 @@ inline constexpr std::array<const char*, 12> kWriteKinds = {
     kWriteRunCreate, kWriteRunAdopt, kWriteJobCreate,         kWriteContextCreate,
     kWriteRunStatus, kWriteRunLabel, kWriteAgentStatus,       kWriteRunDelete,
     kWriteJobDelete, kWriteEvent,    kWriteAgentObjectCreate, kWriteAgentAnnotation};
+
+// The read-your-writes overlay's kinds.
+inline constexpr const char* kOverlayAgents = "agents";
+inline constexpr const char* kOverlayRuns = "runs";
+inline constexpr const char* kOverlayJobs = "jobs";
 
 struct ReconcilerConfig {
   JobConfig job;
@@ -99,9 +100,6 @@ class AgentReconciler {
   };
   kube::Result<Json> remove_invoke_annotation(const std::string& ns, const std::string& name,
                                               const Json& agent);
-  kube::Done write_coalesced(const std::string& ns, const std::string& agent_name,
-                             const std::vector<Json>& runs, const std::vector<Coalescing>& folds,
-                             TimePoint now);
   // The heartbeat prompt; no text and `missing` set when the Agent names a
   // ConfigMap or key that does not exist (the run fails PromptNotFound).
   // Any other failure (429, 5xx, timeouts) is an Error: the pass is retried
@@ -136,14 +134,8 @@ class AgentReconciler {
   };
   ObservedRuns observe_runs(const std::string& ns, const std::string& name,
                             const std::vector<Json>& runs, const AgentViews& views, TimePoint now);
-  // Steps of reconcile(), in its order (see the file comment).
-  kube::Result<bool> create_decided_runs(Json& agent, const AgentSpec& spec, const AgentDecision& d,
-                                         std::vector<Json>& runs, TimePoint now);
-  kube::Done write_counted_runs(const std::string& ns, const std::string& name,
-                                const AgentDecision& d, const std::vector<Json>& runs,
-                                const std::vector<RunObservation>& observed);
-  kube::Done write_other_run_statuses(const AgentDecision& d, const std::vector<Json>& runs,
-                                      const std::vector<RunObservation>& observed);
+  // Performs one pass's write plan (write_plan.h) against the API server.
+  class PassWriter;
   void count_write(const char* kind);
   // Drops what was remembered about an Agent that is gone.
   void forget_agent(const std::string& key);
@@ -156,6 +148,7 @@ class AgentReconciler {
   SteadyClock steady_;
   WriteOverlay overlay_;
   ViewCache views_;
+  LeaseSightings lease_sightings_;
 
   std::mutex mutex_;
   // By agent key ("ns/name"), forgotten when the Agent is gone (bounded by

@@ -65,6 +65,10 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
       (!before || string_at(*before, "status/phase") != "Running")) {
     on_run_start(*after, now);
   }
+  if (string_at(*after, "status/reason") == controllers::kReasonStalled &&
+      (!before || string_at(*before, "status/reason") != controllers::kReasonStalled)) {
+    on_stall_verdict(*after);
+  }
   if (cost_recorded(before) && !cost_recorded(after)) {
     violation("run " + name + " lost costRecorded");
   }
@@ -107,6 +111,19 @@ void Checker::on_run_start(const Json& run, TimePoint now) {
   if (budget > 0 && std::floor(spend_of(*agent)) >= budget) {
     violation("run " + name + " started over budget (" + std::to_string(spend_of(*agent)) + " of " +
               std::to_string(budget) + " cents)");
+  }
+}
+
+// A runner that beat within half the stall window (true time, whatever its
+// own clock or the operator's says) is alive: failing it as Stalled kills a
+// healthy run.
+void Checker::on_stall_verdict(const Json& run) {
+  if (!config_.last_beat) return;
+  const std::optional<TimePoint> beat = config_.last_beat(key_of(run));
+  const TimePoint true_now = server_.now();
+  if (beat && true_now - *beat < config_.stall_window / 2) {
+    violation("run " + key_of(run) + " failed as Stalled " + format_rfc3339(true_now) +
+              " though it beat at " + format_rfc3339(*beat));
   }
 }
 

@@ -3,6 +3,7 @@
 // state after every step. A violation names the object and what broke.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -21,6 +22,9 @@ struct CheckerConfig {
   // A run's overrun allowed past timeout + grace + the controller's slack +
   // the stall window (reconcile retries after faults).
   std::chrono::seconds overrun_allowance{120};
+  // When the runner of a run ("ns/name") last beat, on true time (the
+  // node's record); a run that beat this recently is not Stalled.
+  std::function<std::optional<TimePoint>(const std::string&)> last_beat;
 };
 
 class Checker {
@@ -46,6 +50,7 @@ class Checker {
   void on_run_write(Actor actor, const std::optional<Json>& before,
                     const std::optional<Json>& after, TimePoint now);
   void on_run_start(const Json& run, TimePoint now);
+  void on_stall_verdict(const Json& run);
   double spend_of(const Json& agent) const;
   double counted_sum(const std::string& agent_key, const std::string& period) const;
 

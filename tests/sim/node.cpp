@@ -341,7 +341,15 @@ void Node::beat(Runner& r, TimePoint now) {
   if (!beat.ok()) {
     // The runner beats again next time; a missed beat is what the stall window is for.
     spdlog::debug("sim runner {} beat failed: {}", r.run, beat.error().describe());
+    return;
   }
+  last_beat_[r.ns + "/" + r.run] = now;
+}
+
+std::optional<TimePoint> Node::last_beat(const std::string& run_key) const {
+  auto it = last_beat_.find(run_key);
+  if (it == last_beat_.end()) return std::nullopt;
+  return it->second;
 }
 
 }  // namespace hb::sim

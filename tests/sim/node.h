@@ -41,6 +41,9 @@ class Node {
   // The next time something is due here.
   std::optional<TimePoint> next_due() const;
   const NodeStats& stats() const { return stats_; }
+  // When the runner of run "ns/name" last beat (a Lease write that
+  // succeeded), on true time.
+  std::optional<TimePoint> last_beat(const std::string& run_key) const;
 
  private:
   struct Runner {
@@ -64,8 +67,9 @@ class Node {
   std::shared_ptr<kube::Client> runner_client_;
   std::mt19937_64& rng_;
   std::chrono::seconds runner_skew_;
-  std::map<std::string, Runner> runners_;      // by "ns/pod"
-  std::map<std::string, TimePoint> job_seen_;  // "ns/job" -> when its Pod is made
+  std::map<std::string, Runner> runners_;       // by "ns/pod"
+  std::map<std::string, TimePoint> job_seen_;   // "ns/job" -> when its Pod is made
+  std::map<std::string, TimePoint> last_beat_;  // "ns/run" -> its last beat (true time)
   NodeStats stats_;
 };
 

@@ -24,6 +24,11 @@ using schedule::format_rfc3339;
 
 constexpr auto kStepMax = 5s;
 constexpr auto kStallWindow = 60s;
+// The runner's clock: up to 10 minutes behind or 2 minutes ahead of true
+// time (a renewTime that far ahead is disbelieved), so only the operator's
+// own sighting of each beat tells a beating run from a stalled one.
+constexpr int kRunnerSkewSecondsMin = -600;
+constexpr int kRunnerSkewSecondsMax = 120;
 constexpr auto kDrain = 20min;
 constexpr int kReconcilesPerInstantMax = 10000;
 const char* const kNamespaces[] = {"team-a", "team-b"};
@@ -97,11 +102,14 @@ World::World(const SimOptions& o)
              std::chrono::seconds(std::uniform_int_distribution<int>(0, 86400)(rng_))),
       now_(start_),
       server_([this] { return now_; }),
-      checker_(server_, {kStallWindow, 120s}),
+      checker_(server_, {kStallWindow, 120s,
+                         [this](const std::string& run) { return node_.last_beat(run); }}),
       operator_transport_(std::make_shared<Transport>(server_, Actor::kOperator, rng_)),
       runner_transport_(std::make_shared<Transport>(server_, Actor::kRunner, rng_)),
       node_(server_, client_over(runner_transport_), rng_,
-            std::chrono::seconds(o.faults ? std::uniform_int_distribution<int>(-30, 30)(rng_) : 0)),
+            std::chrono::seconds(o.faults ? std::uniform_int_distribution<int>(
+                                                kRunnerSkewSecondsMin, kRunnerSkewSecondsMax)(rng_)
+                                          : 0)),
       faults_(o.faults) {
   if (faults_) {
     operator_skew_ =

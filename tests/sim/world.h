@@ -17,7 +17,7 @@
 namespace hb::sim {
 
 // The operator's wall clock jumps by at most this, and strays at most
-// kClockSkewMax from true time (the runner's own skew is up to 30 s).
+// kClockSkewMax from true time (the runner's own clock is 10 min behind to 2 min ahead).
 inline constexpr std::chrono::seconds kClockJumpMax{90};
 inline constexpr std::chrono::seconds kClockSkewMax{300};
 

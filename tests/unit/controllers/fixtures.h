@@ -2,6 +2,8 @@
 // server would return them, and a fake clock.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -10,8 +12,10 @@
 
 #include "controllers/agent_decision.h"
 #include "controllers/json_util.h"
+#include "controllers/names.h"
 #include "controllers/run_status.h"
 #include "controllers/schedule/utc_time.h"
+#include "controllers/write_plan.h"
 
 namespace hb::controllers::testing {
 
@@ -176,37 +180,74 @@ inline bool has_event(const AgentDecision& d, const std::string& reason) {
   return false;
 }
 
-// Applies a decision the way the shell would, with every write succeeding:
-// the created run appears, the started run is Running, marks are written.
-struct World {
+// Applies a decision the way the shell does, with every write succeeding:
+// the same plan (plan_writes) performed by the same loop (perform_plan) over
+// objects in memory instead of the API server.
+struct World : PlanWriter {
   explicit World(Json a) : agent(std::move(a)) {}
   Json agent;
   std::vector<Json> runs;
   std::chrono::seconds coalesce{0};  // AgentDecisionInput::status_coalesce
+  std::vector<Event> recorded;       // Events written, in order
+  TimePoint now_{};
 
   AgentDecision step(TimePoint now) {
-    AgentDecision d = decide(agent, runs, now, coalesce);
-    if (d.create_run) {
-      Json r = created_run(agent, d);
-      r["metadata"]["uid"] = "uid-" + r["metadata"]["name"].get<std::string>();
-      r["metadata"]["creationTimestamp"] = fmt(now);
-      runs.push_back(r);
-    }
-    if (d.start_run) {
-      for (Json& r : runs) {
-        if (r["metadata"]["name"] == *d.start_run) {
-          r["status"] = {{"phase", "Running"}, {"jobName", *d.start_run}, {"startedAt", fmt(now)}};
-        }
-      }
-    }
-    if (d.status_changed) agent["status"] = d.status_json();
-    for (const std::string& name : d.mark) {
-      for (Json& r : runs) {
-        if (r["metadata"]["name"] == name) r["status"]["costRecorded"] = true;
-      }
-    }
+    now_ = now;
+    AgentDecisionInput in;
+    in.agent = &agent;
+    in.runs = observe_all(runs, now);
+    in.now = now;
+    in.status_coalesce = coalesce;
+    AgentDecision d = decide_agent(in);
+    const std::vector<Json> observed_runs = runs;
+    WritePlanInput plan;
+    plan.decision = &d;
+    plan.observed = &in.runs;
+    plan.runs = &observed_runs;
+    plan.now = now;
+    const PlanOutcome outcome = perform_plan(plan_writes(plan), *this);
+    EXPECT_TRUE(outcome.completed);
     return d;
   }
+
+  WriteResult delete_job(const std::string&) override { return WriteResult::kDone; }
+  WriteResult create_run(const RunRequest& request) override {
+    if (find(request.name) != nullptr) return WriteResult::kDone;  // adopt
+    Json r = make_run_object(view_agent(agent).spec.spec, request);
+    r["metadata"]["uid"] = "uid-" + request.name;
+    r["metadata"]["creationTimestamp"] = fmt(now_);
+    runs.push_back(r);
+    return WriteResult::kDone;
+  }
+  WriteResult invoke_run(const RunRequest& request) override {
+    create_run(request);
+    agent["metadata"]["annotations"].erase(kAnnotationInvoke);
+    return WriteResult::kDone;
+  }
+  WriteResult replace_agent_status(const Json& status) override {
+    agent["status"] = status;
+    return WriteResult::kDone;
+  }
+  WriteResult write_run_status(const PlannedWrite& w) override {
+    if (Json* r = find(w.run)) (*r)["status"] = w.status;
+    return WriteResult::kDone;
+  }
+  WriteResult start_run(const std::string& name) override {
+    if (Json* r = find(name)) {
+      Json& status = (*r)["status"];
+      if (!status.is_object()) status = Json::object();
+      status["phase"] = "Running";
+      status["jobName"] = name;
+      status["startedAt"] = fmt(now_);
+      status.erase("message");
+    }
+    return WriteResult::kDone;
+  }
+  WriteResult delete_run(const std::string& name) override {
+    std::erase_if(runs, [&](const Json& r) { return r["metadata"]["name"] == name; });
+    return WriteResult::kDone;
+  }
+  void record_event(const Event& event) override { recorded.push_back(event); }
 
   Json* find(const std::string& name) {
     for (Json& r : runs) {

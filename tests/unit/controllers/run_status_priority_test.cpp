@@ -55,11 +55,13 @@ struct Row {
 
 // clang-format off
 const Row kRows[] = {
-    // A Pod that finished: cancel > exit 0 > deadline > stall > exit code.
+    // A Pod that finished: cancel > exit 0 > deadline > stall (a Pod the
+    // watchdog stopped) > exit code.
     {.why = "exit code alone", .pod = PodIs::kExited, .exit_code = 1, .phase = "Failed", .reason = "Error"},
     {.why = "exit code names the cause", .pod = PodIs::kExited, .exit_code = 69, .phase = "Failed", .reason = "ProviderError"},
     {.why = "exit 0", .pod = PodIs::kExited, .exit_code = 0, .phase = "Succeeded", .reason = "Completed"},
-    {.why = "stall > exit code", .pod = PodIs::kExited, .exit_code = 1, .exited_at = "2024-05-01T12:08:00Z", .now = kAfterStall, .phase = "Failed", .reason = "Stalled"},
+    {.why = "stall > exit code, its Job deleted", .job = JobIs::kGone, .pod = PodIs::kExited, .exit_code = 1, .exited_at = "2024-05-01T12:08:00Z", .now = kAfterStall, .phase = "Failed", .reason = "Stalled"},
+    {.why = "exited by itself, its Job standing: the exit code, not the window", .pod = PodIs::kExited, .exit_code = 1, .exited_at = "2024-05-01T12:08:00Z", .now = kAfterStall, .phase = "Failed", .reason = "Error"},
     {.why = "a beat holds off the stall", .pod = PodIs::kExited, .exit_code = 1, .exited_at = "2024-05-01T12:08:00Z", .lease_renewed = kBeatBeforeExit, .now = kAfterStall, .phase = "Failed", .reason = "Error"},
     {.why = "deadline > stall", .pod = PodIs::kExited, .exit_code = 1, .exited_at = kExitedAfterDeadline, .now = kAfterDeadline, .phase = "TimedOut", .reason = "DeadlineExceeded"},
     {.why = "the Job's deadline > exit code", .job = JobIs::kFailedDeadline, .pod = PodIs::kExited, .exit_code = 143, .phase = "TimedOut", .reason = "DeadlineExceeded"},
@@ -73,7 +75,7 @@ const Row kRows[] = {
     {.why = "budget > exit code of a Pod we stopped", .budget_spent = true, .pod = PodIs::kStoppedAndExited, .exit_code = 1, .phase = "Cancelled", .reason = "BudgetExceeded"},
     {.why = "unreadable result > exit code", .pod = PodIs::kExited, .exit_code = 1, .result_unreadable = true, .phase = "Failed", .reason = "ResultUnreadable"},
     {.why = "deadline > unreadable result", .pod = PodIs::kExited, .exit_code = 1, .exited_at = kExitedAfterDeadline, .result_unreadable = true, .now = kAfterDeadline, .phase = "TimedOut", .reason = "DeadlineExceeded"},
-    {.why = "stall > unreadable result", .pod = PodIs::kExited, .exit_code = 1, .exited_at = "2024-05-01T12:08:00Z", .result_unreadable = true, .now = kAfterStall, .phase = "Failed", .reason = "Stalled"},
+    {.why = "stall > unreadable result", .job = JobIs::kGone, .pod = PodIs::kExited, .exit_code = 1, .exited_at = "2024-05-01T12:08:00Z", .result_unreadable = true, .now = kAfterStall, .phase = "Failed", .reason = "Stalled"},
 
     // The Job gone or done, no Pod result: cancel > deadline > config error >
     // stall > Job complete > Job failed > Job deleted.

@@ -165,6 +165,33 @@ TEST(RunStatus, ARenewTimeInTheFutureIsNotABeat) {
   EXPECT_FALSE(o.delete_job);
 }
 
+// The runner's clock lags an hour, so its renewTime says nothing; the
+// operator saw the Lease change moments ago (client-go's observedTime), so
+// the run is beating. A sighting older than the stall window is a stall.
+TEST(RunStatus, ABeatTheOperatorSawLatelyIsAliveWhateverTheRunnersClock) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  Json lease = lease_renewed("2024-05-01T11:08:00.000000Z");
+  const TimePoint now = at("2024-05-01T12:08:01Z");
+  RunObservationInput in;
+  in.run = &r;
+  in.job = &j;
+  in.pods = {&p};
+  in.lease = &lease;
+  in.now = now;
+  in.timeouts = {std::chrono::seconds(300), std::chrono::seconds(30), std::chrono::seconds(120)};
+  EXPECT_TRUE(observe_run(in).delete_job);  // renewTime alone: stalled
+  in.lease_seen_at = at("2024-05-01T12:08:00Z");
+  EXPECT_FALSE(observe_run(in).delete_job);
+  in.lease_seen_at = at("2024-05-01T12:06:00Z");
+  EXPECT_TRUE(observe_run(in).delete_job);
+  // A sighting is of a Lease: without one it means nothing.
+  in.lease = nullptr;
+  in.lease_seen_at = at("2024-05-01T12:08:00Z");
+  EXPECT_TRUE(observe_run(in).delete_job);
+}
+
 TEST(RunStatus, StalledLeaseFailsTheRunAndDeletesItsJob) {
   Json r = running_run();
   Json j = job("r1");

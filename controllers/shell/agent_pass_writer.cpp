@@ -1,0 +1,149 @@
+#include "controllers/shell/agent_pass_writer.h"
+
+#include <spdlog/spdlog.h>
+
+#include "controllers/names.h"
+#include "controllers/schedule/utc_time.h"
+
+namespace hb::controllers {
+
+namespace {
+
+using kube::ErrorKind;
+namespace res = kube::resources;
+
+}  // namespace
+
+AgentReconciler::PassWriter::PassWriter(AgentReconciler& reconciler, Json& agent,
+                                        const AgentSpec& spec, std::vector<Json>& runs,
+                                        TimePoint now)
+    : r_(reconciler),
+      agent_(agent),
+      spec_(spec),
+      runs_(runs),
+      now_(now),
+      ns_(string_at(agent, "metadata/namespace")),
+      name_(name_of(agent)) {}
+
+WriteResult AgentReconciler::PassWriter::check(kube::Done done) {
+  if (done.ok()) return WriteResult::kDone;
+  error = std::move(done).error();
+  return WriteResult::kFailed;
+}
+
+WriteResult AgentReconciler::PassWriter::delete_job(const std::string& run) {
+  return check(r_.delete_job(ns_, job_name_for_run(run)));
+}
+
+WriteResult AgentReconciler::PassWriter::delete_run(const std::string& run) {
+  return check(r_.delete_run(ns_, run));
+}
+
+// AlreadyExists: adopted when this Agent owns it (an earlier pass made it);
+// anything else under the slot's name is someone else's, never started.
+WriteResult AgentReconciler::PassWriter::create_run(const RunRequest& request) {
+  kube::Result<Json> created = r_.create_run(ns_, make_run_object(spec_, request));
+  if (created.ok()) {
+    runs_.push_back(std::move(created).value());
+    spdlog::info("event=run_created agent={}/{} run={} slot={}", ns_, name_, request.name,
+                 schedule::format_rfc3339(request.slot.value_or(now_)));
+    return WriteResult::kDone;
+  }
+  if (!created.is(ErrorKind::kAlreadyExists)) return check(std::move(created).error());
+  kube::Result<Json> existing = r_.client_->get(res::kHeartbeatRuns, ns_, request.name);
+  if (!existing.ok()) return check(std::move(existing).error());
+  if (owned_by(existing.value(), string_at(agent_, "metadata/uid"))) {
+    r_.overlay_.put(kOverlayRuns, existing.value());
+    runs_.push_back(std::move(existing).value());
+    return WriteResult::kDone;
+  }
+  record_event({EventTarget::kAgent, name_, true, "RunNameConflict",
+                "HeartbeatRun " + request.name + " exists and is not owned by this agent"});
+  return WriteResult::kNameTaken;
+}
+
+// The run, then the annotation's removal (conditional on the Agent's
+// version); a repeated pass finds the run by its name and makes no second.
+WriteResult AgentReconciler::PassWriter::invoke_run(const RunRequest& request) {
+  kube::Result<Json> created = r_.create_run(ns_, make_run_object(spec_, request));
+  if (!created.ok() && !created.is(ErrorKind::kAlreadyExists)) {
+    return check(std::move(created).error());
+  }
+  if (!created.ok()) {
+    record_event({EventTarget::kAgent, name_, false, "InvokeAlreadyRun",
+                  "run " + request.name +
+                      " was made for this heartbeat.dev/invoke value already; set a new value "
+                      "to invoke again"});
+  }
+  kube::Result<Json> updated = r_.remove_invoke_annotation(ns_, name_, agent_);
+  if (!updated.ok()) return check(std::move(updated).error());
+  r_.count_write(kWriteAgentAnnotation);
+  r_.overlay_.put(kOverlayAgents, updated.value());
+  agent_["metadata"]["resourceVersion"] = updated.value()["metadata"]["resourceVersion"];
+  spdlog::info("event=run_invoked agent={}/{} run={}", ns_, name_, request.name);
+  return WriteResult::kDone;
+}
+
+// Conditional on the Agent's resourceVersion: a 409 means another pass wrote
+// first, and the spend this status counts is counted by whichever one won.
+WriteResult AgentReconciler::PassWriter::replace_agent_status(const Json& status) {
+  Json body = agent_;
+  body["status"] = status;
+  kube::Result<Json> updated = r_.client_->replace_status(res::kAgents, ns_, name_, body);
+  if (!updated.ok()) return check(std::move(updated).error());
+  r_.count_write(kWriteAgentStatus);
+  r_.overlay_.put(kOverlayAgents, updated.value());
+  return WriteResult::kDone;
+}
+
+WriteResult AgentReconciler::PassWriter::write_run_status(const PlannedWrite& write) {
+  const Json* run = find_named(runs_, write.run);
+  if (run == nullptr) return WriteResult::kDone;
+  const WriteResult result = check(r_.write_run_status(*run, write.status, write.final_with_label));
+  if (result == WriteResult::kDone) count_finished(write);
+  return result;
+}
+
+// Metrics and a log line for a run that ended in this write.
+void AgentReconciler::PassWriter::count_finished(const PlannedWrite& write) {
+  const Json& status = write.status;
+  if (write.purpose == RunStatusPurpose::kFolded) {
+    r_.metrics_.counter_add("heartbeat_runs_coalesced_total", {});
+    spdlog::info("event=wakeup_coalesced agent={}/{} run={} into={}", ns_, name_, write.run,
+                 write.folded_into);
+    return;
+  }
+  if (write.purpose != RunStatusPurpose::kCounted) return;
+  const std::string phase = string_at(status, "phase");
+  const double cents = number_at(status, "usage/costCents").value_or(0);
+  r_.metrics_.counter_add("heartbeat_runs_total", {{"phase", phase}});
+  if (write.cost_mismatch) r_.metrics_.counter_add("heartbeat_cost_mismatch_total", {});
+  if (string_at(status, "reason") == kReasonUsageOutOfBounds) {
+    r_.metrics_.counter_add("heartbeat_usage_out_of_bounds_total", {});
+  }
+  r_.metrics_.counter_add("heartbeat_cost_cents_total", {}, cents);
+  spdlog::info(
+      "event=run_finished agent={}/{} run={} phase={} reason={} exit_code={} cost_cents={}", ns_,
+      name_, write.run, phase, string_at(status, "reason"), int_at(status, "exitCode").value_or(-1),
+      cents);
+}
+
+WriteResult AgentReconciler::PassWriter::start_run(const std::string& run) {
+  const Json* stored = find_named(runs_, run);
+  if (stored == nullptr) return WriteResult::kDone;
+  kube::Result<bool> started = r_.start_run(agent_, *stored, runs_, now_);
+  if (!started.ok()) return check(std::move(started).error());
+  return started.value() ? WriteResult::kDone : WriteResult::kHeldBack;
+}
+
+void AgentReconciler::PassWriter::record_event(const Event& event) {
+  const Json* run =
+      event.target == EventTarget::kRun ? find_named(runs_, event.object_name) : nullptr;
+  if (event.warning) {
+    spdlog::warn("event=decision agent={}/{} object={} reason={} message=\"{}\"", ns_, name_,
+                 event.object_name, event.reason, event.message);
+  }
+  r_.record_event(agent_, run, event, now_);
+}
+
+}  // namespace hb::controllers

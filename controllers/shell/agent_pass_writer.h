@@ -1,0 +1,49 @@
+// One reconcile pass's writer: performs the steps of a write plan
+// (controllers/write_plan.h) against the API server through the reconciler's
+// client and read-your-writes overlay, counting each write. A failed step
+// keeps its error here and stops the pass.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/shell/agent_reconciler.h"
+#include "controllers/write_plan.h"
+#include "kube/errors.h"
+
+namespace hb::controllers {
+
+class AgentReconciler::PassWriter final : public PlanWriter {
+ public:
+  // `agent` and `runs` are the pass's copies: a created run is added to
+  // `runs`, the agent's resourceVersion follows the annotation removal.
+  PassWriter(AgentReconciler& reconciler, Json& agent, const AgentSpec& spec,
+             std::vector<Json>& runs, TimePoint now);
+
+  WriteResult delete_job(const std::string& run) override;
+  WriteResult create_run(const RunRequest& request) override;
+  WriteResult invoke_run(const RunRequest& request) override;
+  WriteResult replace_agent_status(const Json& status) override;
+  WriteResult write_run_status(const PlannedWrite& write) override;
+  WriteResult start_run(const std::string& run) override;
+  WriteResult delete_run(const std::string& run) override;
+  void record_event(const Event& event) override;
+
+  // Why the pass stopped, when it did.
+  std::optional<kube::Error> error;
+
+ private:
+  WriteResult check(kube::Done done);
+  void count_finished(const PlannedWrite& write);
+
+  AgentReconciler& r_;
+  Json& agent_;
+  const AgentSpec& spec_;
+  std::vector<Json>& runs_;
+  TimePoint now_;
+  std::string ns_;
+  std::string name_;
+};
+
+}  // namespace hb::controllers

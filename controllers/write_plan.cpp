@@ -1,0 +1,200 @@
+#include "controllers/write_plan.h"
+
+#include <cassert>
+#include <map>
+
+#include "controllers/coalesce.h"
+#include "controllers/spend_ledger.h"
+
+namespace hb::controllers {
+
+namespace {
+
+PlannedWrite run_write(WriteOp op, std::string run) {
+  PlannedWrite w;
+  w.op = op;
+  w.run = std::move(run);
+  return w;
+}
+
+PlannedWrite status_write(std::string run, Json status, bool final_with_label,
+                          RunStatusPurpose purpose) {
+  PlannedWrite w = run_write(WriteOp::kRunStatus, std::move(run));
+  w.status = std::move(status);
+  w.final_with_label = final_with_label;
+  w.purpose = purpose;
+  return w;
+}
+
+PlannedWrite request_write(WriteOp op, const RunRequest& request) {
+  PlannedWrite w = run_write(op, request.name);
+  w.request = request;
+  return w;
+}
+
+const Json& stored_status(const Json& run) {
+  static const Json kEmpty = Json::object();
+  const Json* status = find_path(run, "status");
+  return status != nullptr && status->is_object() ? *status : kEmpty;
+}
+
+std::optional<std::size_t> index_of(const std::vector<RunObservation>& observed,
+                                    const std::string& run) {
+  for (std::size_t i = 0; i < observed.size(); ++i) {
+    if (observed[i].view->name == run) return i;
+  }
+  return std::nullopt;
+}
+
+void add_events(std::vector<PlannedWrite>& plan, const AgentDecision& d, EventTarget target,
+                bool routine_events) {
+  for (const Event& event : d.events) {
+    if (event.target != target || (event.routine && !routine_events)) continue;
+    PlannedWrite w;
+    w.op = WriteOp::kEvent;
+    w.run = target == EventTarget::kRun ? event.object_name : std::string();
+    w.event = event;
+    plan.push_back(std::move(w));
+  }
+}
+
+// Final status with costRecorded=true and the cost the ledger charged, which
+// a re-observation (a later, higher beat or result) cannot change.
+void add_counted(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
+  const AgentDecision& d = *in.decision;
+  for (const std::string& name : d.mark) {
+    const std::optional<std::size_t> i = index_of(*in.observed, name);
+    if (!i) continue;
+    const RunObservation& obs = (*in.observed)[*i];
+    Json status = obs.status;
+    status["costRecorded"] = true;
+    if (d.status.recent_runs != nullptr && status.contains("usage")) {
+      status["usage"]["costCents"] = charged_cents(
+          *d.status.recent_runs, name, number_at(status, "usage/costCents").value_or(0));
+    }
+    PlannedWrite w = status_write(name, std::move(status), true, RunStatusPurpose::kCounted);
+    w.cost_mismatch = obs.cost_mismatch;
+    plan.push_back(std::move(w));
+  }
+}
+
+// The kept run records what folds into it before each folded run ends, so a
+// crash in between loses no wakeup's reason (the record is by run name).
+void add_coalesced(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
+  std::map<std::string, std::vector<Coalescing>> by_kept;
+  for (const Coalescing& c : in.decision->coalesce) by_kept[c.into].push_back(c);
+  for (const auto& [into, group] : by_kept) {
+    const std::optional<std::size_t> kept = index_of(*in.observed, into);
+    if (!kept) continue;
+    Json status = stored_status((*in.runs)[*kept]);
+    status["coalesced"] = coalesced_record(status, group);
+    plan.push_back(status_write(into, std::move(status), false, RunStatusPurpose::kCoalescedInto));
+    for (const Coalescing& c : group) {
+      const std::optional<std::size_t> folded = index_of(*in.observed, c.run);
+      if (!folded) continue;
+      PlannedWrite w = status_write(
+          c.run, coalesced_final_status(stored_status((*in.runs)[*folded]), into, in.now), true,
+          RunStatusPurpose::kFolded);
+      w.folded_into = into;
+      plan.push_back(std::move(w));
+    }
+  }
+}
+
+// Runs not settled, counted, coalesced or started in this pass: a Queued
+// message, or any other change of the derived status.
+void add_other_statuses(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
+  const AgentDecision& d = *in.decision;
+  for (std::size_t i = 0; i < in.observed->size(); ++i) {
+    const RunObservation& obs = (*in.observed)[i];
+    const std::string& name = obs.view->name;
+    if (obs.settled || obs.became_final || (d.start_run && name == *d.start_run)) continue;
+    const Json* stored = find_path((*in.runs)[i], "status");
+    auto message = d.queued_messages.find(name);
+    if (message != d.queued_messages.end()) {
+      Json status = obs.status;
+      status["phase"] = "Queued";
+      status["message"] = message->second;
+      plan.push_back(status_write(name, std::move(status), false, RunStatusPurpose::kChanged));
+    } else if (stored == nullptr ? !obs.status.empty() : *stored != obs.status) {
+      plan.push_back(status_write(name, obs.status, false, RunStatusPurpose::kChanged));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<PlannedWrite> plan_writes(const WritePlanInput& in) {
+  assert(in.decision != nullptr && in.observed != nullptr && in.runs != nullptr);
+  assert(in.observed->size() == in.runs->size());
+  const AgentDecision& d = *in.decision;
+  std::vector<PlannedWrite> plan;
+  for (std::size_t i = 0; i < in.observed->size(); ++i) {
+    const bool has_job = in.has_job.empty() || in.has_job[i];
+    if ((*in.observed)[i].delete_job && has_job) {
+      plan.push_back(run_write(WriteOp::kDeleteJob, (*in.observed)[i].view->name));
+    }
+  }
+  if (d.create_run) plan.push_back(request_write(WriteOp::kCreateRun, *d.create_run));
+  if (d.invoke_run) plan.push_back(request_write(WriteOp::kInvokeRun, *d.invoke_run));
+  if (d.status_changed) {
+    PlannedWrite w;
+    w.op = WriteOp::kReplaceAgentStatus;
+    w.status = d.status_json();
+    plan.push_back(std::move(w));
+  }
+  add_events(plan, d, EventTarget::kAgent, in.routine_events);
+  add_counted(plan, in);
+  add_events(plan, d, EventTarget::kRun, in.routine_events);
+  add_coalesced(plan, in);
+  if (d.start_run) plan.push_back(run_write(WriteOp::kStartRun, *d.start_run));
+  add_other_statuses(plan, in);
+  for (const std::string& name : d.delete_runs) {
+    plan.push_back(run_write(WriteOp::kDeleteRun, name));
+  }
+  return plan;
+}
+
+namespace {
+
+WriteResult perform(const PlannedWrite& w, PlanWriter& writer) {
+  switch (w.op) {
+    case WriteOp::kDeleteJob:
+      return writer.delete_job(w.run);
+    case WriteOp::kCreateRun:
+      return writer.create_run(*w.request);
+    case WriteOp::kInvokeRun:
+      return writer.invoke_run(*w.request);
+    case WriteOp::kReplaceAgentStatus:
+      return writer.replace_agent_status(w.status);
+    case WriteOp::kRunStatus:
+      return writer.write_run_status(w);
+    case WriteOp::kStartRun:
+      return writer.start_run(w.run);
+    case WriteOp::kDeleteRun:
+      return writer.delete_run(w.run);
+    case WriteOp::kEvent:
+      writer.record_event(*w.event);
+      return WriteResult::kDone;
+  }
+  return WriteResult::kFailed;
+}
+
+}  // namespace
+
+PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writer) {
+  PlanOutcome outcome;
+  std::optional<std::string> name_taken;  // the slot's run name is someone else's run
+  for (const PlannedWrite& w : plan) {
+    if (w.op == WriteOp::kStartRun && name_taken == w.run) continue;
+    const WriteResult result = perform(w, writer);
+    if (result == WriteResult::kFailed) return outcome;
+    if (result == WriteResult::kNameTaken) name_taken = w.run;
+    if (result == WriteResult::kHeldBack) outcome.start_held_back = true;
+    ++outcome.performed;
+  }
+  outcome.completed = true;
+  return outcome;
+}
+
+}  // namespace hb::controllers

@@ -1,0 +1,106 @@
+// The writes of one Agent reconcile, in the order that keeps them crash-safe:
+// a pure function of the decision and the observations (plan_writes), and
+// the loop that performs them through a writer, stopping at the first
+// failure (perform_plan). The operator's writer talks to the API server
+// (controllers/shell/agent_reconciler.cpp); the unit tests' writer changes
+// objects in memory, so both run the same plan in the same order.
+//
+// The order (docs/operator.md):
+//   1. delete Jobs of cancelled, stalled or overdue runs
+//   2. create the slot's scheduler run (deterministic name; AlreadyExists = adopt)
+//      and the manual run an invoke annotation asks for
+//   3. replace the agent status (conditional on resourceVersion): counts spend
+//   4. write each counted run's final status with costRecorded=true (what the
+//      ledger charged), then the coalesced runs
+//   5. start the next queued run: per-agent objects once, context, Job, Running
+//   6. other run statuses (Queued messages), history deletes
+// Events follow the write that makes them true (agent Events after 3, run
+// Events after 4), so a later failure cannot lose a transition's Event.
+// A failed pass is retried and re-derives everything from the caches.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/agent_decision.h"
+#include "controllers/event.h"
+#include "controllers/json_util.h"
+#include "controllers/run_status.h"
+
+namespace hb::controllers {
+
+enum class WriteOp {
+  kDeleteJob,           // `run`'s Job (Background propagation; NotFound is done)
+  kCreateRun,           // `request`: the slot's scheduler run
+  kInvokeRun,           // `request`: a manual run, then remove the invoke annotation
+  kReplaceAgentStatus,  // `status`: the agent's whole status
+  kRunStatus,           // `run`'s whole `status`; final ones also get their phase label
+  kStartRun,            // `run`: prompt, per-agent objects, context, Job, Running status
+  kDeleteRun,           // `run`, beyond historyLimits
+  kEvent,               // `event` (best effort: a failed Event write never stops the pass)
+};
+
+// Why a run status is written (the shell counts and logs by it).
+enum class RunStatusPurpose {
+  kNone,
+  kCounted,        // final, its cost now in the agent's spend
+  kCoalescedInto,  // a queued callback run records the wakeups folded into it
+  kFolded,         // a later callback run ends Cancelled/Coalesced
+  kChanged,        // anything else that changed (a Queued message, a Running run's times)
+};
+
+struct PlannedWrite {
+  WriteOp op = WriteOp::kEvent;
+  std::string run;                // the run's name, for the run writes
+  Json status;                    // kReplaceAgentStatus, kRunStatus
+  bool final_with_label = false;  // kRunStatus: also label the run with its phase
+  RunStatusPurpose purpose = RunStatusPurpose::kNone;
+  bool cost_mismatch = false;         // kCounted: the runner's cost differs from ours
+  std::string folded_into;            // kFolded: the queued callback run it folded into
+  std::optional<RunRequest> request;  // kCreateRun, kInvokeRun
+  std::optional<Event> event;         // kEvent
+};
+
+struct WritePlanInput {
+  const AgentDecision* decision = nullptr;                // required
+  const std::vector<RunObservation>* observed = nullptr;  // required: one per run, in order
+  const std::vector<Json>* runs = nullptr;  // required: the runs as stored, same order
+  std::vector<bool> has_job;                // run i's Job is in the cache (empty: assume it is)
+  bool routine_events = false;              // also write Events marked routine
+  TimePoint now{};
+};
+
+std::vector<PlannedWrite> plan_writes(const WritePlanInput& input);
+
+// What one write came to.
+enum class WriteResult {
+  kDone,
+  kFailed,     // stop the pass (the writer keeps the error)
+  kNameTaken,  // kCreateRun: the name is someone else's run; that run is not started
+  kHeldBack,   // kStartRun: an object in the way held the run back; it stays Queued
+};
+
+// Performs writes; each call is one step of the plan.
+class PlanWriter {
+ public:
+  virtual ~PlanWriter() = default;
+  virtual WriteResult delete_job(const std::string& run) = 0;
+  virtual WriteResult create_run(const RunRequest& request) = 0;
+  virtual WriteResult invoke_run(const RunRequest& request) = 0;
+  virtual WriteResult replace_agent_status(const Json& status) = 0;
+  virtual WriteResult write_run_status(const PlannedWrite& write) = 0;
+  virtual WriteResult start_run(const std::string& run) = 0;
+  virtual WriteResult delete_run(const std::string& run) = 0;
+  virtual void record_event(const Event& event) = 0;
+};
+
+struct PlanOutcome {
+  bool completed = false;  // every write was performed; false: stopped at a failure
+  bool start_held_back = false;
+  std::size_t performed = 0;  // writes performed (the failed one not included)
+};
+
+PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writer);
+
+}  // namespace hb::controllers

@@ -1,0 +1,45 @@
+// When the operator first saw each Lease version, on its steady clock.
+#include "controllers/shell/lease_sightings.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/controllers/fixtures.h"
+
+namespace hb::controllers {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Clocks {
+  std::chrono::steady_clock::time_point steady{};
+  TimePoint wall = testing::at("2024-05-01T12:00:00Z");
+  void advance(std::chrono::seconds d) {
+    steady += d;
+    wall += d;
+  }
+};
+
+TEST(LeaseSightings, AVersionIsSeenOnceAndAgedByTheSteadyClock) {
+  Clocks c;
+  LeaseSightings sightings([&] { return c.steady; });
+  const TimePoint first = c.wall;
+  EXPECT_EQ(sightings.seen_at("ns/bot", "10", c.wall), first);
+  c.advance(30s);
+  EXPECT_EQ(sightings.seen_at("ns/bot", "10", c.wall), first);
+  // The operator's wall clock jumps 90 s ahead: the sighting moves with it
+  // (30 s ago on the new clock), so the jump neither stalls nor revives.
+  c.wall += 90s;
+  EXPECT_EQ(sightings.seen_at("ns/bot", "10", c.wall), c.wall - 30s);
+  // A new version (a beat) is seen now.
+  c.advance(5s);
+  EXPECT_EQ(sightings.seen_at("ns/bot", "11", c.wall), c.wall);
+  // Agents are apart; a forgotten one is seen anew.
+  EXPECT_EQ(sightings.seen_at("ns/other", "11", c.wall), c.wall);
+  c.advance(60s);
+  sightings.forget("ns/bot");
+  EXPECT_EQ(sightings.seen_at("ns/bot", "11", c.wall), c.wall);
+  EXPECT_EQ(sightings.seen_at("ns/other", "11", c.wall), c.wall - 60s);
+}
+
+}  // namespace
+}  // namespace hb::controllers

@@ -1,0 +1,237 @@
+// The write plan: the order of one reconcile's writes (a table), what each
+// write carries, and the loop that performs them stopping at the first
+// failure. The operator's reconciler performs exactly this plan.
+#include "controllers/write_plan.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/unit/controllers/fixtures.h"
+
+namespace hb::controllers {
+namespace {
+
+using namespace testing;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::Not;
+
+const TimePoint kNow = at("2024-05-01T12:10:00Z");
+
+Json queued_callback(const std::string& name) {
+  return run(name, "callback");
+}
+
+// One pass with something of every kind to write.
+struct Scenario {
+  std::vector<Json> runs;
+  std::vector<RunObservation> observed;
+  AgentDecision d;
+
+  Scenario() {
+    runs = {with_status(run("r-stall"), {{"phase", "Running"}, {"jobName", "r-stall"}}),
+            with_status(run("r-done"), {{"phase", "Succeeded"},
+                                        {"finishedAt", "2024-05-01T12:09:00Z"},
+                                        {"usage", {{"costCents", 5}}}}),
+            queued_callback("r-q1"),
+            queued_callback("r-late"),
+            run("r-q2"),
+            with_status(run("r-old"), {{"phase", "Succeeded"}, {"costRecorded", true}})};
+    observed = observe_all(runs, kNow);
+    observed[0].delete_job = true;
+    d.create_run = RunRequest{"bot-1714565400", kSourceScheduler, kNow, ""};
+    d.invoke_run = RunRequest{"bot-invoke-1", kSourceManual, std::nullopt, "by hand"};
+    d.status_changed = true;
+    d.mark = {"r-done"};
+    d.status.recent_runs = std::make_shared<const std::vector<LedgerEntry>>(
+        std::vector<LedgerEntry>{{"r-done", "Succeeded", 0, 7.0, kNow}});
+    d.events = {{EventTarget::kRun, "r-done", false, "RunSucceeded", "ok", true},
+                {EventTarget::kAgent, "bot", true, "BudgetExceeded", "spent", false},
+                {EventTarget::kRun, "r-stall", true, "RunStalled", "no beat", false}};
+    d.coalesce = {{"r-late", "r-q1", "wake"}};
+    d.start_run = "r-q1";
+    d.queued_messages = {{"r-q2", "waits for r-q1"}};
+    d.delete_runs = {"r-old"};
+  }
+
+  std::vector<PlannedWrite> plan(bool routine_events = false,
+                                 std::vector<bool> has_job = {}) const {
+    WritePlanInput in;
+    in.decision = &d;
+    in.observed = &observed;
+    in.runs = &runs;
+    in.has_job = std::move(has_job);
+    in.routine_events = routine_events;
+    in.now = kNow;
+    return plan_writes(in);
+  }
+};
+
+std::vector<std::string> describe(const std::vector<PlannedWrite>& plan) {
+  std::vector<std::string> out;
+  for (const PlannedWrite& w : plan) {
+    switch (w.op) {
+      case WriteOp::kDeleteJob:
+        out.push_back("delete job " + w.run);
+        break;
+      case WriteOp::kCreateRun:
+        out.push_back("create run " + w.run);
+        break;
+      case WriteOp::kInvokeRun:
+        out.push_back("invoke run " + w.run);
+        break;
+      case WriteOp::kReplaceAgentStatus:
+        out.push_back("agent status");
+        break;
+      case WriteOp::kRunStatus:
+        out.push_back("run status " + w.run);
+        break;
+      case WriteOp::kStartRun:
+        out.push_back("start run " + w.run);
+        break;
+      case WriteOp::kDeleteRun:
+        out.push_back("delete run " + w.run);
+        break;
+      case WriteOp::kEvent:
+        out.push_back("event " + w.event->reason);
+        break;
+    }
+  }
+  return out;
+}
+
+TEST(WritePlan, OrderIsTheCrashSafeOne) {
+  EXPECT_THAT(
+      describe(Scenario().plan()),
+      ElementsAre("delete job r-stall", "create run bot-1714565400", "invoke run bot-invoke-1",
+                  "agent status", "event BudgetExceeded", "run status r-done", "event RunStalled",
+                  "run status r-q1", "run status r-late", "start run r-q1", "run status r-q2",
+                  "delete run r-old"));
+}
+
+TEST(WritePlan, RoutineEventsOnlyWhenAskedFor) {
+  EXPECT_THAT(describe(Scenario().plan(true)), Contains("event RunSucceeded"));
+  EXPECT_THAT(describe(Scenario().plan(false)), Not(Contains("event RunSucceeded")));
+}
+
+TEST(WritePlan, AJobNotInTheCacheIsNotDeleted) {
+  EXPECT_THAT(describe(Scenario().plan(false, {false, true, true, true, true, true})),
+              Not(Contains("delete job r-stall")));
+}
+
+TEST(WritePlan, CountedRunRecordsWhatTheLedgerCharged) {
+  for (const PlannedWrite& w : Scenario().plan()) {
+    if (w.op != WriteOp::kRunStatus || w.run != "r-done") continue;
+    EXPECT_EQ(w.purpose, RunStatusPurpose::kCounted);
+    EXPECT_TRUE(w.final_with_label);
+    EXPECT_EQ(w.status["costRecorded"], true);
+    EXPECT_EQ(w.status["usage"]["costCents"], 7.0);  // the ledger's, not the observed 5
+    return;
+  }
+  FAIL() << "no counted write for r-done";
+}
+
+TEST(WritePlan, CoalescedRunsKeepTheReasonThenEnd) {
+  const std::vector<PlannedWrite> plan = Scenario().plan();
+  const PlannedWrite* kept = nullptr;
+  const PlannedWrite* folded = nullptr;
+  for (const PlannedWrite& w : plan) {
+    if (w.purpose == RunStatusPurpose::kCoalescedInto) kept = &w;
+    if (w.purpose == RunStatusPurpose::kFolded) folded = &w;
+  }
+  ASSERT_TRUE(kept && folded);
+  EXPECT_EQ(kept->run, "r-q1");
+  EXPECT_EQ(kept->status["coalesced"]["count"], 1);
+  EXPECT_FALSE(kept->final_with_label);
+  EXPECT_EQ(folded->run, "r-late");
+  EXPECT_EQ(folded->folded_into, "r-q1");
+  EXPECT_EQ(folded->status["phase"], "Cancelled");
+  EXPECT_TRUE(folded->final_with_label);
+  EXPECT_LT(kept, folded);  // the reason is kept before the run it came from ends
+}
+
+TEST(WritePlan, QueuedRunGetsItsMessage) {
+  for (const PlannedWrite& w : Scenario().plan()) {
+    if (w.op == WriteOp::kRunStatus && w.run == "r-q2") {
+      EXPECT_EQ(w.status["phase"], "Queued");
+      EXPECT_EQ(w.status["message"], "waits for r-q1");
+      return;
+    }
+  }
+  FAIL() << "no Queued message for r-q2";
+}
+
+// Records every call; fails, refuses a name or holds a start back on cue.
+struct ScriptedWriter : PlanWriter {
+  std::vector<std::string> calls;
+  std::string fail_at;     // the call that fails
+  std::string name_taken;  // create_run of this name finds someone else's run
+  bool hold_back = false;  // start_run finds an object in the way
+
+  WriteResult answer(std::string call) {
+    calls.push_back(call);
+    return call == fail_at ? WriteResult::kFailed : WriteResult::kDone;
+  }
+  WriteResult delete_job(const std::string& r) override { return answer("delete job " + r); }
+  WriteResult create_run(const RunRequest& q) override {
+    const WriteResult result = answer("create run " + q.name);
+    return q.name == name_taken ? WriteResult::kNameTaken : result;
+  }
+  WriteResult invoke_run(const RunRequest& q) override { return answer("invoke run " + q.name); }
+  WriteResult replace_agent_status(const Json&) override { return answer("agent status"); }
+  WriteResult write_run_status(const PlannedWrite& w) override {
+    return answer("run status " + w.run);
+  }
+  WriteResult start_run(const std::string& r) override {
+    const WriteResult result = answer("start run " + r);
+    return hold_back && result == WriteResult::kDone ? WriteResult::kHeldBack : result;
+  }
+  WriteResult delete_run(const std::string& r) override { return answer("delete run " + r); }
+  void record_event(const Event& e) override { calls.push_back("event " + e.reason); }
+};
+
+TEST(PerformPlan, PerformsEveryWriteInOrder) {
+  const std::vector<PlannedWrite> plan = Scenario().plan();
+  ScriptedWriter writer;
+  const PlanOutcome outcome = perform_plan(plan, writer);
+  EXPECT_TRUE(outcome.completed);
+  EXPECT_FALSE(outcome.start_held_back);
+  EXPECT_EQ(outcome.performed, plan.size());
+  EXPECT_EQ(writer.calls, describe(plan));
+}
+
+TEST(PerformPlan, StopsAtTheFirstFailure) {
+  const std::vector<PlannedWrite> plan = Scenario().plan();
+  for (const std::string& failing : describe(plan)) {
+    if (failing.starts_with("event")) continue;  // best effort: never fails
+    ScriptedWriter writer;
+    writer.fail_at = failing;
+    const PlanOutcome outcome = perform_plan(plan, writer);
+    EXPECT_FALSE(outcome.completed) << failing;
+    ASSERT_FALSE(writer.calls.empty());
+    EXPECT_EQ(writer.calls.back(), failing) << "nothing after the failed write";
+    EXPECT_EQ(outcome.performed, writer.calls.size() - 1) << failing;
+  }
+}
+
+TEST(PerformPlan, RunWhoseNameIsTakenIsNotStarted) {
+  Scenario s;
+  s.d.start_run = "bot-1714565400";  // the slot's own run
+  ScriptedWriter writer;
+  writer.name_taken = "bot-1714565400";
+  const PlanOutcome outcome = perform_plan(s.plan(), writer);
+  EXPECT_TRUE(outcome.completed);
+  EXPECT_THAT(writer.calls, Not(Contains("start run bot-1714565400")));
+  EXPECT_THAT(writer.calls, Contains("delete run r-old"));  // the rest still happens
+}
+
+TEST(PerformPlan, HeldBackStartIsReported) {
+  ScriptedWriter writer;
+  writer.hold_back = true;
+  const PlanOutcome outcome = perform_plan(Scenario().plan(), writer);
+  EXPECT_TRUE(outcome.completed);
+  EXPECT_TRUE(outcome.start_held_back);
+}
+
+}  // namespace
+}  // namespace hb::controllers
