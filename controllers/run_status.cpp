@@ -111,13 +111,13 @@ Final with_result(Final f, api::ParsedResult parsed) {
   return f;
 }
 
-// Only a runner that was stopped (its Pod or Job deleted) can have been
-// stopped for a stall. One that exited by itself while its Job stood says
-// why with its exit code: its finish time is on the node's clock and the
-// stall window on the operator's, too far apart to call a beating run Stalled.
-bool stopped_by_watchdog(const Json& pod, const RunObservationInput& in) {
-  return find_path(pod, "metadata/deletionTimestamp") != nullptr || in.job == nullptr ||
-         find_path(*in.job, "metadata/deletionTimestamp") != nullptr;
+// Only the watchdog's own stop can be a stall: it deletes the Job, so a Pod
+// that ended while its Job stood (by itself, or stopped by the Job
+// controller's deadline or an eviction) says why with its exit code or the
+// Job's condition. Its finish time is on the node's clock and the stall
+// window on the operator's, too far apart to call a beating run Stalled.
+bool stopped_by_watchdog(const RunObservationInput& in) {
+  return in.job == nullptr || find_path(*in.job, "metadata/deletionTimestamp") != nullptr;
 }
 
 // The Pod finished: cancel > exit 0 > deadline > stall > the exit code.
@@ -142,7 +142,7 @@ Final finished_pod_outcome(const Json& pod, const CancelCause& cancel, const Job
     f = make_final(RunPhase::kSucceeded, succeeded_reason(parsed), "");
   } else if (job.deadline || at > clock.deadline_at) {
     f = make_final(RunPhase::kTimedOut, kReasonDeadlineExceeded, timed_out_message(in));
-  } else if (stopped_by_watchdog(pod, in) && at > clock.stalled_at) {
+  } else if (stopped_by_watchdog(in) && at > clock.stalled_at) {
     f = make_final(RunPhase::kFailed, kReasonStalled,
                    stall_message(in.timeouts.stall_window, &pod));
   } else {

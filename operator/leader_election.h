@@ -67,9 +67,12 @@ class LeaderElector {
   // Best effort on shutdown: clears the holder so a successor need not wait.
   void release();
   const LeaderElectionConfig& config() const { return config_; }
+  // One attempt: true when this identity holds the Lease now, false while
+  // another's holds (acquire and hold call it every retry period; the
+  // simulation steps it on its own clock).
+  kube::Result<bool> try_acquire_or_renew();
 
  private:
-  kube::Result<bool> try_acquire_or_renew();
   std::shared_ptr<kube::Client> client_;
   LeaderElectionConfig config_;
   LeaderClocks clocks_;

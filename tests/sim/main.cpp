@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
                         ? (std::getenv("HB_SIM_DEBUG") ? spdlog::level::debug : spdlog::level::info)
                         : spdlog::level::off);
   uint64_t failed = 0, runs = 0, counted = 0, reconciles = 0, crashes = 0, faults = 0, pods = 0;
-  uint64_t jumps = 0;
+  uint64_t jumps = 0, leader_changes = 0, freezes = 0;
   double wall = 0;
   const uint64_t first = options.seed;
   for (uint64_t s = first; s < first + seeds; ++s) {
@@ -61,6 +61,8 @@ int main(int argc, char** argv) {
     reconciles += r.reconciles;
     crashes += r.crashes;
     jumps += r.clock_jumps;
+    leader_changes += r.leader_changes;
+    freezes += r.freezes;
     faults += r.api_faults;
     pods += r.node.pods;
     wall += r.wall_seconds;
@@ -85,13 +87,13 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "simulated %llu seed(s) x %.1f h, %d agents: %llu violating seed(s); %llu runs "
-      "(%llu Pods), %llu counted, %llu reconciles, %llu crashes, %llu clock jumps, %llu API "
-      "faults; "
-      "%.2f s wall, %.0f heartbeats/s\n",
+      "(%llu Pods), %llu counted, %llu reconciles, %llu crashes, %llu leader changes, %llu "
+      "frozen leaders, %llu clock jumps, %llu API faults; %.2f s wall, %.0f heartbeats/s\n",
       static_cast<unsigned long long>(seeds), options.hours, options.agents,
       static_cast<unsigned long long>(failed), static_cast<unsigned long long>(runs),
       static_cast<unsigned long long>(pods), static_cast<unsigned long long>(counted),
       static_cast<unsigned long long>(reconciles), static_cast<unsigned long long>(crashes),
+      static_cast<unsigned long long>(leader_changes), static_cast<unsigned long long>(freezes),
       static_cast<unsigned long long>(jumps), static_cast<unsigned long long>(faults), wall,
       wall > 0 ? runs / wall : 0.0);
   return failed == 0 ? 0 : 1;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <array>
 #include <sstream>
 
 #include "controllers/runtime/metrics.h"
@@ -10,6 +11,7 @@
 #include "controllers/schedule/utc_time.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "controllers/shell/cluster_cache.h"
+#include "operator/leader_election.h"
 #include "operator/reconcile_workers.h"
 #include "tests/sim/checker.h"
 #include "tests/sim/feed.h"
@@ -30,6 +32,13 @@ constexpr auto kStallWindow = 60s;
 constexpr int kRunnerSkewSecondsMin = -600;
 constexpr int kRunnerSkewSecondsMax = 120;
 constexpr auto kDrain = 20min;
+// Two replicas, as the chart's replicaCount: 2 runs them; one leads.
+constexpr std::size_t kReplicas = 2;
+// A frozen leader (a stopped VM, SIGSTOP) sleeps this long: under the renew
+// deadline it stays leader, past the lease duration the standby takes over
+// and the thawed one must not write.
+constexpr int kFreezeSecondsMin = 3;
+constexpr int kFreezeSecondsMax = 40;
 constexpr int kReconcilesPerInstantMax = 10000;
 const char* const kNamespaces[] = {"team-a", "team-b"};
 
@@ -46,7 +55,19 @@ struct OperatorProcess {
   std::vector<Feed*> feeds;
   std::unique_ptr<controllers::ClusterCache> cache;
   std::unique_ptr<controllers::AgentReconciler> reconciler;
+  // Leader election through its own client; the reconciler's client only
+  // writes while `elector->holding()` (the operator's write gate).
+  std::unique_ptr<operator_::LeaderElector> elector;
+  bool leading = false;
+  TimePoint leading_since{}, next_election{};
   explicit OperatorProcess(controllers::WorkQueue::Clock steady) : queue(std::move(steady)) {}
+};
+
+// One replica: its process while it is up, when it comes back after a
+// crash or a fence, and until when it is frozen.
+struct Replica {
+  std::unique_ptr<OperatorProcess> op;
+  TimePoint restart_at{}, frozen_until{};
 };
 
 std::shared_ptr<kube::Client> client_over(std::shared_ptr<Transport> transport) {
@@ -70,9 +91,14 @@ class World {
     return std::chrono::steady_clock::time_point(now_ - start_);
   }
   std::chrono::milliseconds lag(uint64_t feed, uint64_t rv) const;
-  void start_operator();
-  void crash_operator();
-  void drain_queue();
+  void start_operator(std::size_t i);
+  void crash_operator(std::size_t i, const char* why);
+  void drain_queue(OperatorProcess& op);
+  void step_replica(std::size_t i);
+  void elect(std::size_t i);
+  void freeze_leader();
+  OperatorProcess* leader();
+  std::optional<std::size_t> random_live_replica();
   void step();
   void user_action();
   void create_agents();
@@ -87,9 +113,10 @@ class World {
   Checker checker_;
   std::shared_ptr<Transport> operator_transport_, runner_transport_;
   Node node_;
-  std::unique_ptr<OperatorProcess> op_;
+  std::array<Replica, kReplicas> replicas_;
+  uint64_t generations_ = 0;  // processes started, for identities and feed ids
   void jump_operator_clock();
-  TimePoint up_since_, next_crash_, restart_at_, next_user_, next_relist_, next_jump_;
+  TimePoint next_crash_, next_user_, next_relist_, next_jump_, next_freeze_;
   bool faults_ = true;
   SimReport report_;
 };
@@ -134,10 +161,10 @@ std::chrono::milliseconds World::lag(uint64_t feed, uint64_t rv) const {
   return std::chrono::milliseconds(2000 + (h >> 8) % 6000);
 }
 
-void World::start_operator() {
-  op_ = std::make_unique<OperatorProcess>([this] { return steady_now(); });
-  OperatorProcess* op = op_.get();
-  const uint64_t generation = report_.crashes * 100;
+void World::start_operator(std::size_t i) {
+  replicas_[i].op = std::make_unique<OperatorProcess>([this] { return steady_now(); });
+  OperatorProcess* op = replicas_[i].op.get();
+  const uint64_t generation = ++generations_ * 100;
   auto make_feed = [this, op, generation](const kube::Resource& r, const kube::InformerOptions& o) {
     auto feed = std::make_unique<Feed>(server_, generation + op->feeds.size() + 1, r.resource,
                                        o.namespace_, o.label_selector,
@@ -150,30 +177,103 @@ void World::start_operator() {
   op->cache = std::make_unique<controllers::ClusterCache>(
       make_feed, cache_options, [op](const std::string& key) { op->queue.add(key); });
   controllers::describe_operator_metrics(op->metrics);
+  operator_::LeaderElectionConfig election;
+  election.lease_namespace = "heartbeat-system";
+  election.lease_name = "heartbeat-operator";
+  election.identity = "replica-" + std::to_string(i) + "-" + std::to_string(generations_);
+  operator_::LeaderClocks clocks;
+  clocks.steady = [this] { return steady_now(); };
+  clocks.wall = [this] { return operator_now(); };
+  op->elector = std::make_unique<operator_::LeaderElector>(client_over(operator_transport_),
+                                                           election, clocks);
+  std::shared_ptr<kube::Client> client = client_over(operator_transport_);
+  client->set_write_gate([op] { return op->elector->holding(); });
   controllers::ReconcilerConfig config;
   config.job.stall_window = kStallWindow;
   op->reconciler = std::make_unique<controllers::AgentReconciler>(
-      client_over(operator_transport_), *op->cache, config, op->metrics,
-      [this] { return operator_now(); }, [this] { return steady_now(); });
+      client, *op->cache, config, op->metrics, [this] { return operator_now(); },
+      [this] { return steady_now(); });
   op->cache->start();
   for (Feed* f : op->feeds) f->relist(now_);
-  up_since_ = now_;
+  op->next_election = now_;
 }
 
-void World::crash_operator() {
-  op_.reset();  // everything it knew is gone; the API server keeps the rest
+// The process is gone (a crash, or it fenced itself on losing the Lease);
+// everything it knew with it. It comes back 0-30 s later, as a Deployment's
+// Pod would.
+void World::crash_operator(std::size_t i, const char* why) {
+  replicas_[i].op.reset();
   ++report_.crashes;
-  restart_at_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(0, 30)(rng_));
-  if (options_.verbose) spdlog::info("sim crash at {}", format_rfc3339(now_));
+  replicas_[i].restart_at =
+      now_ + std::chrono::seconds(std::uniform_int_distribution<int>(0, 30)(rng_));
+  if (options_.verbose) spdlog::info("sim replica {} down at {}: {}", i, format_rfc3339(now_), why);
+}
+
+OperatorProcess* World::leader() {
+  for (Replica& r : replicas_) {
+    if (r.op && r.op->leading) return r.op.get();
+  }
+  return nullptr;
+}
+
+std::optional<std::size_t> World::random_live_replica() {
+  std::vector<std::size_t> live;
+  for (std::size_t i = 0; i < kReplicas; ++i) {
+    if (replicas_[i].op) live.push_back(i);
+  }
+  if (live.empty()) return std::nullopt;
+  return live[std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng_)];
+}
+
+// One acquire-or-renew attempt every retry period. A leader refused (another
+// holds the Lease) or past its renew deadline exits, as the real one does.
+void World::elect(std::size_t i) {
+  OperatorProcess& op = *replicas_[i].op;
+  op.next_election = now_ + op.elector->config().retry_period;
+  const kube::Result<bool> held = op.elector->try_acquire_or_renew();
+  if (held.ok() && held.value() && !op.leading) {
+    op.leading = true;
+    op.leading_since = now_;
+    ++report_.leader_changes;
+    if (options_.verbose) spdlog::info("sim replica {} leads at {}", i, format_rfc3339(now_));
+  } else if (op.leading && held.ok() && !held.value()) {
+    crash_operator(i, "lease held by another");
+  } else if (op.leading && !op.elector->holding()) {
+    crash_operator(i, "renew deadline passed");
+  }
+}
+
+// A replica's turn: its caches take what arrived; a replica that believes
+// it leads works its queue (the write gate refuses its writes once its term
+// is over, even before it notices); then it runs its election.
+void World::step_replica(std::size_t i) {
+  Replica& r = replicas_[i];
+  if (!r.op && now_ >= r.restart_at) start_operator(i);
+  if (!r.op || now_ < r.frozen_until) return;
+  for (Feed* f : r.op->feeds) f->deliver(now_);
+  if (r.op->leading) drain_queue(*r.op);
+  if (now_ >= r.op->next_election) elect(i);
+}
+
+void World::freeze_leader() {
+  for (Replica& r : replicas_) {
+    if (!r.op || !r.op->leading) continue;
+    r.frozen_until = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(
+                                kFreezeSecondsMin, kFreezeSecondsMax)(rng_));
+    ++report_.freezes;
+    if (options_.verbose)
+      spdlog::info("sim leader frozen until {}", format_rfc3339(r.frozen_until));
+    return;
+  }
 }
 
 // The operator's own worker step (operator/reconcile_workers.h), on one thread.
-void World::drain_queue() {
+void World::drain_queue(OperatorProcess& op) {
   std::atomic<int> active{0};
-  operator_::ReconcileWorkerDeps deps{op_->queue,
-                                      [this](const std::string& ns, const std::string& name) {
+  operator_::ReconcileWorkerDeps deps{op.queue,
+                                      [this, &op](const std::string& ns, const std::string& name) {
                                         ++report_.reconciles;
-                                        auto result = op_->reconciler->reconcile(ns, name);
+                                        auto result = op.reconciler->reconcile(ns, name);
                                         if (!result.ok()) {
                                           ++report_.reconcile_errors;
                                           if (options_.verbose)
@@ -182,7 +282,7 @@ void World::drain_queue() {
                                         }
                                         return result;
                                       },
-                                      op_->metrics,
+                                      op.metrics,
                                       "agent",
                                       active,
                                       [this] { return steady_now(); }};
@@ -272,15 +372,25 @@ TimePoint World::next_time() {
   };
   take(node_.next_due(), "node");
   take(next_user_, "user");
-  if (op_) {
-    for (Feed* f : op_->feeds) take(f->next_arrival(), "feed");
-    if (auto ready = op_->queue.next_ready_at()) take(now_ + (*ready - steady_now()), "queue");
-    if (faults_) {
-      take(next_crash_, "crash");
-      take(next_relist_, "relist");
+  if (faults_) {
+    take(next_crash_, "crash");
+    take(next_relist_, "relist");
+    take(next_freeze_, "freeze");
+  }
+  for (const Replica& r : replicas_) {
+    if (!r.op) {
+      take(r.restart_at, "restart");
+      continue;
     }
-  } else {
-    take(restart_at_, "restart");
+    if (now_ < r.frozen_until) {
+      take(r.frozen_until, "thaw");
+      continue;
+    }
+    for (Feed* f : r.op->feeds) take(f->next_arrival(), "feed");
+    take(r.op->next_election, "election");
+    if (auto ready = r.op->queue.next_ready_at(); ready && r.op->leading) {
+      take(now_ + (*ready - steady_now()), "queue");
+    }
   }
   if (getenv("HB_SIM_DEBUG") && next <= now_) spdlog::warn("sim stuck on {}", who);
   return std::max(next, now_ + 1ms);
@@ -289,29 +399,30 @@ TimePoint World::next_time() {
 void World::step() {
   ++report_.steps;
   node_.step(now_);
-  if (!op_ && now_ >= restart_at_) start_operator();
-  if (op_) {
-    if (faults_ && now_ >= next_relist_) {  // a watch ended with 410: that resource relists
-      op_->feeds[std::uniform_int_distribution<std::size_t>(0, op_->feeds.size() - 1)(rng_)]
-          ->relist(now_);
+  for (std::size_t i = 0; i < kReplicas; ++i) step_replica(i);
+  if (faults_ && now_ >= next_relist_) {  // a watch ended with 410: that resource relists
+    if (auto i = random_live_replica()) {
+      std::vector<Feed*>& feeds = replicas_[*i].op->feeds;
+      feeds[std::uniform_int_distribution<std::size_t>(0, feeds.size() - 1)(rng_)]->relist(now_);
       ++report_.relists;
-      next_relist_ =
-          now_ + std::chrono::seconds(std::uniform_int_distribution<int>(60, 1800)(rng_));
     }
-    for (Feed* f : op_->feeds) f->deliver(now_);
-    drain_queue();
-    if (faults_ && now_ >= next_jump_) jump_operator_clock();
-    if (faults_ && now_ >= next_crash_) {
-      crash_operator();
-      next_crash_ =
-          now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
-    }
+    next_relist_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(60, 1800)(rng_));
+  }
+  if (faults_ && now_ >= next_jump_) jump_operator_clock();
+  if (faults_ && now_ >= next_crash_) {
+    if (auto i = random_live_replica()) crash_operator(*i, "crash");
+    next_crash_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
+  }
+  if (faults_ && now_ >= next_freeze_) {
+    freeze_leader();
+    next_freeze_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(600, 3600)(rng_));
   }
   if (now_ >= next_user_) {
     user_action();
     next_user_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(60, 900)(rng_));
   }
-  checker_.check_state(operator_now(), op_ ? up_since_ : now_);
+  const OperatorProcess* lead = leader();
+  checker_.check_state(operator_now(), lead ? lead->leading_since : now_);
 }
 
 // The operator's wall clock steps (an NTP correction, a VM resumed), forward
@@ -334,11 +445,12 @@ void World::jump_operator_clock() {
 SimReport World::run() {
   const auto wall_start = std::chrono::steady_clock::now();
   create_agents();
-  start_operator();
+  for (std::size_t i = 0; i < kReplicas; ++i) start_operator(i);
   next_user_ = now_ + 5min;
   next_crash_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
   next_relist_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(60, 1800)(rng_));
   next_jump_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
+  next_freeze_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
   const TimePoint end = start_ + std::chrono::seconds(static_cast<int64_t>(options_.hours * 3600));
   while (now_ < end && checker_.violations().empty() && report_.violations.empty()) {
     step();
@@ -357,7 +469,10 @@ SimReport World::run() {
         false);
   }
   next_user_ = end + kDrain * 2;
-  if (!op_) start_operator();
+  for (std::size_t i = 0; i < kReplicas; ++i) {
+    if (!replicas_[i].op) start_operator(i);
+    replicas_[i].frozen_until = now_;
+  }
   const TimePoint drained = now_ + kDrain;
   while (now_ < drained && checker_.violations().empty() && report_.violations.empty()) {
     step();

@@ -1,8 +1,9 @@
 // One seeded run of the whole operator: the real AgentReconciler, decisions,
 // WorkQueue and ClusterCache over the simulated API server, node and
 // runners, on a simulated clock, with faults (API errors, lost answers,
-// watch lag and relists, operator crashes and restarts, clock skew and
-// jumps) and a
+// watch lag and relists, operator crashes and restarts, two replicas with
+// leader election and a leader frozen past its term, clock skew and jumps)
+// and a
 // user who pauses, invokes and changes budgets. The same seed replays the
 // same run exactly: one thread, every choice drawn from the seed.
 #pragma once
@@ -34,7 +35,7 @@ struct SimReport {
   std::vector<std::string> violations;
   uint64_t runs_created = 0, runs_counted = 0, reconciles = 0, reconcile_errors = 0;
   uint64_t crashes = 0, relists = 0, api_faults = 0, user_actions = 0, steps = 0;
-  uint64_t clock_jumps = 0;
+  uint64_t clock_jumps = 0, leader_changes = 0, freezes = 0;
   NodeStats node;
   double wall_seconds = 0;
 };

@@ -48,6 +48,19 @@ std::string secret_env_error(kube::Client& client, const std::string& ns, const 
   return {};
 }
 
+// A Pod status patch: `phase`, and the runner container in `state`
+// ({"running": ...}, {"waiting": ...} or {"terminated": ...}).
+json runner_status_patch(const std::string& phase, bool ready, json state) {
+  return {{"status",
+           {{"phase", phase},
+            {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
+                                                {"ready", ready},
+                                                {"restartCount", 0},
+                                                {"image", "runner"},
+                                                {"imageID", ""},
+                                                {"state", std::move(state)}}})}}}};
+}
+
 }  // namespace
 
 FakeKubelet::FakeKubelet(std::shared_ptr<kube::Client> client, std::string ns, Script script)
@@ -149,16 +162,8 @@ void FakeKubelet::step(const json& pod) {
                          {"reason", "Error"},
                          {"message", result(0.05, std::nullopt, "cancelled")}};
       client_
-          ->merge_patch_status(
-              kube::resources::kPods, ns_, name,
-              {{"status",
-                {{"phase", "Failed"},
-                 {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
-                                                     {"ready", false},
-                                                     {"restartCount", 0},
-                                                     {"image", "runner"},
-                                                     {"imageID", ""},
-                                                     {"state", {{"terminated", terminated}}}}})}}}})
+          ->merge_patch_status(kube::resources::kPods, ns_, name,
+                               runner_status_patch("Failed", false, {{"terminated", terminated}}))
           .or_throw();
       state.finished = true;
       std::lock_guard lock(mutex_);
@@ -175,30 +180,13 @@ void FakeKubelet::step(const json& pod) {
     if (std::string error = secret_env_error(*client_, ns_, pod); !error.empty()) {
       json waiting = {{"reason", "CreateContainerConfigError"}, {"message", error}};
       client_
-          ->merge_patch_status(
-              kube::resources::kPods, ns_, name,
-              {{"status",
-                {{"phase", "Pending"},
-                 {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
-                                                     {"ready", false},
-                                                     {"restartCount", 0},
-                                                     {"image", "runner"},
-                                                     {"imageID", ""},
-                                                     {"state", {{"waiting", waiting}}}}})}}}})
+          ->merge_patch_status(kube::resources::kPods, ns_, name,
+                               runner_status_patch("Pending", false, {{"waiting", waiting}}))
           .or_throw();
       return;  // like a kubelet: tried again on the next pass
     }
-    const json patch = {
-        {"status",
-         {{"phase", "Running"},
-          {"startTime", now_text()},
-          {"containerStatuses",
-           json::array({{{"name", api::kRunnerContainerName},
-                         {"ready", true},
-                         {"restartCount", 0},
-                         {"image", "runner"},
-                         {"imageID", ""},
-                         {"state", {{"running", {{"startedAt", now_text()}}}}}}})}}}};
+    json patch = runner_status_patch("Running", true, {{"running", {{"startedAt", now_text()}}}});
+    patch["status"]["startTime"] = now_text();
     client_->merge_patch_status(kube::resources::kPods, ns_, name, patch).or_throw();
     state.running_written = true;
   }
@@ -218,15 +206,8 @@ void FakeKubelet::step(const json& pod) {
                        {"reason", state.script.terminated_reason.empty()
                                       ? (state.script.exit_code == 0 ? "Completed" : "Error")
                                       : state.script.terminated_reason}};
-    const json patch = {
-        {"status",
-         {{"phase", state.script.exit_code == 0 ? "Succeeded" : "Failed"},
-          {"containerStatuses", json::array({{{"name", api::kRunnerContainerName},
-                                              {"ready", false},
-                                              {"restartCount", 0},
-                                              {"image", "runner"},
-                                              {"imageID", ""},
-                                              {"state", {{"terminated", terminated}}}}})}}}};
+    const json patch = runner_status_patch(state.script.exit_code == 0 ? "Succeeded" : "Failed",
+                                           false, {{"terminated", terminated}});
     client_->merge_patch_status(kube::resources::kPods, ns_, name, patch).or_throw();
     state.finished = true;
   }

@@ -61,6 +61,7 @@ const Row kRows[] = {
     {.why = "exit code names the cause", .pod = PodIs::kExited, .exit_code = 69, .phase = "Failed", .reason = "ProviderError"},
     {.why = "exit 0", .pod = PodIs::kExited, .exit_code = 0, .phase = "Succeeded", .reason = "Completed"},
     {.why = "stall > exit code, its Job deleted", .job = JobIs::kGone, .pod = PodIs::kExited, .exit_code = 1, .exited_at = "2024-05-01T12:08:00Z", .now = kAfterStall, .phase = "Failed", .reason = "Stalled"},
+    {.why = "stopped while its Job stands (the Job's deadline, an eviction): the exit code, not the window", .pod = PodIs::kStoppedAndExited, .exit_code = 143, .exited_at = "2024-05-01T12:08:00Z", .now = kAfterStall, .phase = "Failed", .reason = "Terminated"},
     {.why = "exited by itself, its Job standing: the exit code, not the window", .pod = PodIs::kExited, .exit_code = 1, .exited_at = "2024-05-01T12:08:00Z", .now = kAfterStall, .phase = "Failed", .reason = "Error"},
     {.why = "a beat holds off the stall", .pod = PodIs::kExited, .exit_code = 1, .exited_at = "2024-05-01T12:08:00Z", .lease_renewed = kBeatBeforeExit, .now = kAfterStall, .phase = "Failed", .reason = "Error"},
     {.why = "deadline > stall", .pod = PodIs::kExited, .exit_code = 1, .exited_at = kExitedAfterDeadline, .now = kAfterDeadline, .phase = "TimedOut", .reason = "DeadlineExceeded"},
