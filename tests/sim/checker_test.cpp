@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "api/rfc3339.h"
 
 namespace hb::sim {
@@ -12,7 +14,14 @@ namespace {
 
 class CheckerTest : public ::testing::Test {
  protected:
-  CheckerTest() : server_([this] { return now_; }), checker_(server_, {}) {
+  CheckerTest()
+      : server_([this] { return now_; }),
+        checker_(server_, {std::chrono::seconds(60), std::chrono::seconds(120),
+                           [this](const std::string& run) -> std::optional<TimePoint> {
+                             auto it = beats_.find(run);
+                             if (it == beats_.end()) return std::nullopt;
+                             return it->second;
+                           }}) {
     server_.set_observer(
         [this](Actor a, const std::string& r, const std::optional<Json>& before,
                const std::optional<Json>& after) { checker_.on_write(a, r, before, after, now_); });
@@ -41,6 +50,7 @@ class CheckerTest : public ::testing::Test {
   }
 
   TimePoint now_ = *api::parse_rfc3339("2026-03-10T10:00:00Z");
+  std::map<std::string, TimePoint> beats_;  // the node's record: "ns/run" -> its last beat
   ApiServer server_;
   Checker checker_;
 };
@@ -54,6 +64,21 @@ TEST_F(CheckerTest, AWellBehavedOperatorHasNoViolations) {
   checker_.check_state(now_, now_ - std::chrono::hours(1));
   checker_.check_settled();
   EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+}
+
+TEST_F(CheckerTest, ABeatingRunFailedAsStalledIsCaught) {
+  const Json stalled = {{"phase", "Failed"}, {"reason", "Stalled"}};
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T09:58:00Z"));
+  beats_["ns/r1"] = now_ - std::chrono::seconds(40);  // silent past half the window: a stall
+  set_run_status("r1", stalled);
+  EXPECT_TRUE(checker_.violations().empty());
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r2", "2026-03-10T09:59:00Z"));
+  beats_["ns/r2"] = now_ - std::chrono::seconds(5);
+  set_run_status("r2", stalled);
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("r2 failed as Stalled"), std::string::npos);
 }
 
 TEST_F(CheckerTest, ASecondRunForASlotIsCaughtEvenAfterTheFirstWasDeleted) {
