@@ -109,7 +109,9 @@ assert r["usage"]["toolCalls"] >= 2 and r["usage"]["inputTokens"] > 0 and r["usa
 print("ok: result", json.dumps({k: r[k] for k in ("stopReason", "pauseMinutes", "usage")}))
 PY
 grep -q 'sleep 1' "$tmp/runner.out" || { show; fail "the transcript does not show the shell call"; }
-pm logs "$id-tools" 2>&1 | grep -q 'sleep 1' || { show; fail "the shell command did not run in the tools container"; }
+# Captured first: under pipefail, grep -q leaving early would SIGPIPE the writer.
+tools_log="$(pm logs "$id-tools" 2>&1 || true)"
+grep -q 'sleep 1' <<<"$tools_log" || { show; fail "the shell command did not run in the tools container"; }
 for _ in $(seq 100); do
   [ "$(pm inspect --format '{{.State.Running}}' "$id-tools")" = false ] && break
   sleep 0.1

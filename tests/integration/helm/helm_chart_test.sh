@@ -78,7 +78,7 @@ echo "== 3. bad values are refused, naming the problem"
 expect_refused() {  # expect_refused TEXT HELM_ARGS...
   local text="$1" out; shift
   if out="$(helm template "$release" "$chart" "$@" 2>&1)"; then fail "helm template $* was accepted"; fi
-  echo "$out" | grep -qF -- "$text" || fail "helm template $*: the error does not say '$text': $out"
+  grep -qF -- "$text" <<<"$out" || fail "helm template $*: the error does not say '$text': $out"
   echo "refused as expected ($*): $(echo "$out" | grep -F -- "$text" | head -n 1)"
 }
 expect_refused "watchNamespaces.1: Does not match pattern" --set 'watchNamespaces={team-a,Team-B}'
@@ -236,10 +236,11 @@ for _ in $(seq 120); do
   sleep 0.5
 done
 [ "$phase" = "Running" ] || { show_log; fail "the manual run is '$phase', not Running"; }
-k -n "$watch_ns" get job -l heartbeat.dev/agent=example -o name | grep -q . ||
+# Captured first: under pipefail, grep -q leaving early would SIGPIPE kubectl.
+[ -n "$(k -n "$watch_ns" get job -l heartbeat.dev/agent=example -o name)" ] ||
   { show_log; fail "no Job for the manual run"; }
 for o in serviceaccount role rolebinding; do
-  k -n "$watch_ns" get "$o" -l heartbeat.dev/agent=example -o name | grep -q . ||
+  [ -n "$(k -n "$watch_ns" get "$o" -l heartbeat.dev/agent=example -o name)" ] ||
     { show_log; fail "the operator made no per-agent $o"; }
 done
 k -n "$rel_ns" get lease "$(python3 -c 'import json,sys

@@ -25,17 +25,17 @@ agents=$(k get hba -n "$ns")
 echo "$agents"
 header=$(echo "$agents" | head -1)
 for col in NAME TYPE PHASE "NEXT HEARTBEAT" SPEND AGE; do
-  echo "$header" | grep -q "$col" || fail "kubectl get hba lacks column $col"
+  grep -q "$col" <<<"$header" || fail "kubectl get hba lacks column $col"
 done
-echo "$agents" | grep -q memgpt_agent || fail "the example memgpt_agent is not listed"
+grep -q memgpt_agent <<<"$agents" || fail "the example memgpt_agent is not listed"
 
 runs=$(k get hbr -n "$ns")
 echo "$runs"
 header=$(echo "$runs" | head -1)
 for col in NAME AGENT SOURCE PHASE EXIT COST DURATION AGE; do
-  echo "$header" | grep -q "$col" || fail "kubectl get hbr lacks column $col"
+  grep -q "$col" <<<"$header" || fail "kubectl get hbr lacks column $col"
 done
-echo "$runs" | grep -q manual || fail "the manual run is not listed"
+grep -q manual <<<"$runs" || fail "the manual run is not listed"
 
 k get heartbeat -n "$ns" >/dev/null || fail "category 'heartbeat' does not resolve"
 
@@ -46,7 +46,7 @@ for f in "$src"/examples/invalid/*.yaml; do
   if [ -n "$field" ]; then
     # The server names the path (spec.model); kubectl's own check may answer
     # first, naming the field and its parent (missing required field "model" in ...spec).
-    echo "$out" | grep -q -e "$field" -e "\"${field##*.}\"" || fail "$f: the error does not name $field: $out"
+    grep -q -e "$field" -e "\"${field##*.}\"" <<<"$out" || fail "$f: the error does not name $field: $out"
   fi
   echo "refused as expected: $(basename "$f"): $(echo "$out" | head -c 300)"
 done
