@@ -96,10 +96,7 @@ http::ServerResponse WakeupService::existing(const WakeupPath& path, const std::
     if (it != annotations->end() && it->is_string())
       stored_key = &it->get_ref<const std::string&>();
   }
-  bool owned = false;
-  if (const Json* owners = controllers::find_path(run, "metadata/ownerReferences")) {
-    for (const Json& o : *owners) owned = owned || controllers::string_at(o, "uid") == agent_uid;
-  }
+  const bool owned = controllers::owned_by(run, agent_uid);
   if (stored_key == nullptr || *stored_key != key || !owned) {
     return error(409, "run " + name + " exists and was not made for this Idempotency-Key");
   }

@@ -42,9 +42,7 @@ std::string micro_time(TimePoint t) {
 std::string ns_of(const Json& o) {
   return controllers::string_at(o, "metadata/namespace");
 }
-std::string name_of(const Json& o) {
-  return controllers::string_at(o, "metadata/name");
-}
+using controllers::name_of;
 
 bool job_finished(const Json& job) {
   const Json* conditions = controllers::find_path(job, "status/conditions");

@@ -67,36 +67,31 @@ struct Scenario {
   }
 };
 
+std::string describe(const PlannedWrite& w) {
+  switch (w.op) {
+    case WriteOp::kDeleteJob:
+      return "delete job " + w.run;
+    case WriteOp::kCreateRun:
+      return "create run " + w.run;
+    case WriteOp::kInvokeRun:
+      return "invoke run " + w.run;
+    case WriteOp::kReplaceAgentStatus:
+      return "agent status";
+    case WriteOp::kRunStatus:
+      return "run status " + w.run;
+    case WriteOp::kStartRun:
+      return "start run " + w.run;
+    case WriteOp::kDeleteRun:
+      return "delete run " + w.run;
+    case WriteOp::kEvent:
+      return "event " + w.event->reason;
+  }
+  return "unknown write";
+}
+
 std::vector<std::string> describe(const std::vector<PlannedWrite>& plan) {
   std::vector<std::string> out;
-  for (const PlannedWrite& w : plan) {
-    switch (w.op) {
-      case WriteOp::kDeleteJob:
-        out.push_back("delete job " + w.run);
-        break;
-      case WriteOp::kCreateRun:
-        out.push_back("create run " + w.run);
-        break;
-      case WriteOp::kInvokeRun:
-        out.push_back("invoke run " + w.run);
-        break;
-      case WriteOp::kReplaceAgentStatus:
-        out.push_back("agent status");
-        break;
-      case WriteOp::kRunStatus:
-        out.push_back("run status " + w.run);
-        break;
-      case WriteOp::kStartRun:
-        out.push_back("start run " + w.run);
-        break;
-      case WriteOp::kDeleteRun:
-        out.push_back("delete run " + w.run);
-        break;
-      case WriteOp::kEvent:
-        out.push_back("event " + w.event->reason);
-        break;
-    }
-  }
+  for (const PlannedWrite& w : plan) out.push_back(describe(w));
   return out;
 }
 
