@@ -15,6 +15,15 @@ root="$PWD"
 jobs="${HB_JOBS:-$(nproc)}"
 
 bash scripts/install-deps.sh
+# The e2e suite runs the runner and tools binaries from the build tree as
+# their own users (65532, 65533), like a Pod's containers: every directory
+# above the checkout must let them pass (search only, not read). A clone in
+# `mktemp -d` (mode 0700) does not; open just the search bit on its parents.
+dir="$root"
+while [ "$dir" != / ]; do
+  case "$(stat -c %A "$dir" | cut -c10)" in x | t) ;; *) chmod o+x "$dir" ;; esac
+  dir="$(dirname "$dir")"
+done
 # Build the control-plane and node binaries up front (cached after the first
 # time), so the time goes to the build log rather than a test's timeout.
 bash scripts/build-kube.sh node >/dev/null
