@@ -24,8 +24,8 @@ struct InformerOptions {
   std::string namespace_;  // "" = all namespaces
   std::string label_selector;
   int watch_timeout_seconds = kWatchTimeoutSecondsDefault;
-  // String members the cache drops from every object (Store::set_dropped_string_members).
-  std::vector<std::string> dropped_string_members;
+  // Cuts every cached object down to what readers use (Store::set_projection).
+  Projection projection;
 };
 
 struct InformerStats {

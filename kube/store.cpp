@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "kube/strip_members.h"
-
 namespace hb::kube {
 
 namespace {
@@ -19,13 +17,9 @@ std::string Store::key_of(const nlohmann::json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
-void Store::set_dropped_string_members(std::vector<std::string> keys) {
+void Store::set_projection(Projection projection) {
   std::lock_guard lock(mutex_);
-  dropped_string_members_ = std::move(keys);
-}
-
-void Store::drop_members(std::string& text) const {
-  for (const std::string& key : dropped_string_members_) strip_string_members(text, key);
+  projection_ = std::move(projection);
 }
 
 Store::Entry Store::encode(nlohmann::json& object) const {
@@ -33,10 +27,10 @@ Store::Entry Store::encode(nlohmann::json& object) const {
   if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
     meta->erase("managedFields");
   }
+  if (projection_) projection_(object);
   Entry entry;
   entry.resource_version = object.value("/metadata/resourceVersion"_json_pointer, "");
   entry.text = object.dump();
-  drop_members(entry.text);
   entry.text.shrink_to_fit();
   return entry;
 }
@@ -85,16 +79,18 @@ void Store::apply(WatchEvent event) {
   nlohmann::json& object = event.object;
   std::string key = key_of(object);
   bool deleted = event.type == WatchEventType::kDeleted;
-  Entry entry = encode(object);
-  // Handlers see what the cache keeps: with members dropped, the stored text.
-  commit(key, deleted, std::move(entry), dropped_string_members_.empty() ? &object : nullptr);
+  Entry entry = encode(object);  // projects `object`: handlers see what the cache keeps
+  commit(key, deleted, std::move(entry), &object);
 }
 
 void Store::apply(const ScannedWatchEvent& event) {
+  if (projection_) {  // a projection needs the tree the fast path avoids
+    apply(WatchEvent{event.type, nlohmann::json::parse(event.compact_object_text())});
+    return;
+  }
   std::string key(event.name);
   if (!event.namespace_.empty()) key = std::string(event.namespace_) + "/" + key;
   Entry entry{std::string(event.resource_version), event.compact_object_text()};
-  drop_members(entry.text);
   commit(key, event.type == WatchEventType::kDeleted, std::move(entry), nullptr);
 }
 

@@ -1,6 +1,8 @@
 // The informer's cache: the latest copy of each object, kept by a reflector.
 // Objects are held as compact JSON text (managedFields stripped), which costs
-// about the object's own size; readers get a parsed copy.
+// about the object's own size; readers get a parsed copy. A projection
+// (client-go's SetTransform) cuts each object down to what readers use
+// before it is kept, so both the memory and every read's parse shrink.
 #pragma once
 
 #include <functional>
@@ -18,7 +20,8 @@
 namespace hb::kube {
 
 struct StoreHandlers {
-  // Called with parsed objects; each set handler costs a JSON parse per event.
+  // Called with parsed objects (as projected); each set handler costs a JSON
+  // parse per event.
   std::function<void(const nlohmann::json& object)> on_add;
   std::function<void(const nlohmann::json& old_object, const nlohmann::json& object)> on_update;
   std::function<void(const nlohmann::json& object)> on_delete;
@@ -27,15 +30,19 @@ struct StoreHandlers {
   std::function<void(const std::string& key)> on_change = nullptr;
 };
 
+// Reduces an object, in place, to the members its readers use. It must keep
+// metadata.name, metadata.namespace and metadata.resourceVersion.
+using Projection = std::function<void(nlohmann::json& object)>;
+
 class Store {
  public:
   // "namespace/name", or "name" for cluster-scoped objects.
   static std::string key_of(const nlohmann::json& object);
 
   void set_handlers(StoreHandlers handlers);
-  // String members (any depth) the cache drops from every object it keeps,
-  // e.g. a large annotation nothing reads. Set before the first object.
-  void set_dropped_string_members(std::vector<std::string> keys);
+  // Applied to every object before it is kept or handed to a handler. Set
+  // before the first object.
+  void set_projection(Projection projection);
 
   // Applies one ADDED, MODIFIED or DELETED event and runs the handler.
   void apply(WatchEvent event);
@@ -60,7 +67,6 @@ class Store {
     std::string text;
   };
   Entry encode(nlohmann::json& object) const;
-  void drop_members(std::string& text) const;
   // Stores (or erases) one entry, then runs the handlers outside the lock.
   // `parsed` is the new object when the caller already has it as a tree.
   void commit(const std::string& key, bool deleted, Entry entry, const nlohmann::json* parsed);
@@ -68,7 +74,7 @@ class Store {
   mutable std::mutex mutex_;
   std::map<std::string, Entry> items_;
   std::shared_ptr<const StoreHandlers> handlers_ = std::make_shared<StoreHandlers>();
-  std::vector<std::string> dropped_string_members_;
+  Projection projection_;
 };
 
 }  // namespace hb::kube

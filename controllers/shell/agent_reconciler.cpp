@@ -6,6 +6,7 @@
 #include <random>
 
 #include "api/utf8.h"
+#include "controllers/cache_projection.h"
 #include "controllers/job_pods.h"
 #include "controllers/names.h"
 #include "controllers/schedule/utc_time.h"
@@ -380,7 +381,9 @@ kube::Result<AgentReconciler::StartedJob> AgentReconciler::create_context_and_jo
   }
   if (!created.ok()) return std::move(created).error();
   job.uid = string_at(created.value(), "metadata/uid");
-  overlay_.put(kOverlayJobs, created.value());
+  Json seen = std::move(created).value();
+  project_job(seen);  // the same shape the cache keeps
+  overlay_.put(kOverlayJobs, std::move(seen));
   return job;
 }
 

@@ -1,5 +1,6 @@
 #include "controllers/shell/cluster_cache.h"
 
+#include "controllers/cache_projection.h"
 #include "controllers/names.h"
 
 namespace hb::controllers {
@@ -42,14 +43,14 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   const std::vector<std::string> namespaces =
       options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
   auto make = [&](const kube::Resource& r, const std::string& label_selector,
-                  std::vector<std::string> dropped = {}) {
+                  kube::Projection projection = nullptr) {
     InformerSet set;
     for (const std::string& ns : namespaces) {
       kube::InformerOptions o;
       o.namespace_ = ns;
       o.label_selector = label_selector;
       o.watch_timeout_seconds = options.watch_timeout_seconds;
-      o.dropped_string_members = dropped;
+      o.projection = projection;
       set.namespaces.push_back(ns);
       set.informers.push_back(make_source(r, o));
     }
@@ -57,11 +58,11 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   };
   agents_ = make(kube::resources::kAgents, "");
   runs_ = make(kube::resources::kHeartbeatRuns, "");
-  // Jobs and Pods carry the run's context document as an annotation; nothing
-  // here reads it, and keeping it would cost its size per cached object and
-  // per parse of every read.
-  jobs_ = make(kube::resources::kJobs, selector, {kAnnotationContext});
-  pods_ = make(kube::resources::kPods, selector, {kAnnotationContext});
+  // Jobs and Pods are kept as projected (cache_projection.h): their
+  // templates, specs and the run's context document are nearly all of their
+  // size, and nothing here reads them.
+  jobs_ = make(kube::resources::kJobs, selector, project_job);
+  pods_ = make(kube::resources::kPods, selector, project_pod);
   leases_ = make(kube::resources::kLeases, selector);
 
   auto agent_handlers = [this](auto key_of) {

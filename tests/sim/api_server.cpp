@@ -100,6 +100,7 @@ const Json* ApiServer::find(const std::string& resource, const std::string& ns,
 void ApiServer::record(const std::string& resource, const std::string& type, const Json& object,
                        std::optional<Json> before) {
   changes_.push_back({rv_, resource, ns_of(object), type, object, std::move(before), now_()});
+  versions_[resource] = rv_;
 }
 
 Answer ApiServer::get(const std::string& resource, const std::string& ns,

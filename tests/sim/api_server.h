@@ -91,6 +91,12 @@ class ApiServer {
 
   const std::vector<Change>& changes() const { return changes_; }
   uint64_t resource_version() const { return rv_; }
+  // The resourceVersion of the last change to any object of `resource` (0:
+  // none yet): who scans a resource can skip it while this stands still.
+  uint64_t version_of(const std::string& resource) const {
+    auto it = versions_.find(resource);
+    return it == versions_.end() ? 0 : it->second;
+  }
   void set_observer(WriteObserver observer) { observer_ = std::move(observer); }
 
  private:
@@ -107,6 +113,7 @@ class ApiServer {
   std::map<std::string, std::map<std::string, Json>> objects_;  // resource -> "ns/name"
   bool removed_ = false;
   std::vector<Change> changes_;
+  std::map<std::string, uint64_t> versions_;  // resource -> rv of its last change
   uint64_t rv_ = 1000;
   uint64_t uids_ = 0;
   uint64_t generated_names_ = 0;

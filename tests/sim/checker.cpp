@@ -36,11 +36,8 @@ double Checker::spend_of(const Json& agent) const {
 }
 
 double Checker::counted_sum(const std::string& agent_key, const std::string& period) const {
-  double sum = 0;
-  for (const auto& [uid, c] : counted_) {
-    if (c.agent_key == agent_key && c.period == period) sum += c.cents;
-  }
-  return sum;
+  auto it = counted_sums_.find(agent_key + "|" + period);
+  return it == counted_sums_.end() ? 0 : it->second;
 }
 
 void Checker::on_write(Actor actor, const std::string& resource, const std::optional<Json>& before,
@@ -86,7 +83,11 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
     c.period = agent ? string_at(*agent, "status/spend/period") : "";
     c.cents = controllers::number_at(*after, "status/usage/costCents").value_or(0);
     if (!std::isfinite(c.cents) || c.cents < 0) violation("run " + name + " counted a bad cost");
-    if (!counted_.emplace(uid, c).second) violation("run " + name + " counted twice");
+    if (!counted_.emplace(uid, c).second) {
+      violation("run " + name + " counted twice");
+    } else {
+      counted_sums_[c.agent_key + "|" + c.period] += c.cents;
+    }
   }
 }
 
@@ -128,6 +129,15 @@ void Checker::on_stall_verdict(const Json& run) {
 }
 
 void Checker::check_state(TimePoint now, TimePoint operator_up_since) {
+  const uint64_t runs_version = server_.version_of("heartbeatruns");
+  const uint64_t agents_version = server_.version_of("agents");
+  if (runs_version == checked_runs_version_ && agents_version == checked_agents_version_ &&
+      now >= checked_at_ && now < checked_at_ + kStateRecheckEvery) {
+    return;
+  }
+  checked_runs_version_ = runs_version;
+  checked_agents_version_ = agents_version;
+  checked_at_ = now;
   std::map<std::string, int> queued;  // scheduler runs waiting, by agent
   server_.for_each("heartbeatruns", [&](const Json& run) {
     const std::string phase = string_at(run, "status/phase");
@@ -137,9 +147,9 @@ void Checker::check_state(TimePoint now, TimePoint operator_up_since) {
     }
     if (phase != "Running") return;
     auto started = time_at(run, "status/startedAt");
-    std::optional<Json> agent = server_.object("agents", string_at(run, "metadata/namespace"),
-                                               string_at(run, "spec/agentRef/name"));
-    if (!started || !agent) return;
+    const Json* agent = server_.peek("agents", string_at(run, "metadata/namespace"),
+                                     string_at(run, "spec/agentRef/name"));
+    if (!started || agent == nullptr) return;
     const auto limit = std::chrono::seconds(
         controllers::int_at(*agent, "spec/runtime/timeoutSeconds").value_or(600) +
         controllers::int_at(*agent, "spec/runtime/graceSeconds").value_or(30));

@@ -16,6 +16,9 @@ namespace hb::sim {
 // A user's change (spec.paused) may take this long to reach the operator's
 // caches; a run started in that window started before the change was seen.
 inline constexpr std::chrono::seconds kUserChangeSeenWithin{10};
+// While no run or Agent changes, the whole state is checked again at least
+// this often (only a deadline can pass meanwhile).
+inline constexpr std::chrono::seconds kStateRecheckEvery{1};
 
 struct CheckerConfig {
   std::chrono::seconds stall_window{60};
@@ -62,7 +65,10 @@ class Checker {
     std::string agent_key, period;
     double cents = 0;
   };
-  std::map<std::string, Counted> counted_;  // by run uid
+  std::map<std::string, Counted> counted_;      // by run uid
+  std::map<std::string, double> counted_sums_;  // "ns/agent|period" -> cents
+  uint64_t checked_runs_version_ = 0, checked_agents_version_ = 0;
+  TimePoint checked_at_{};
 };
 
 }  // namespace hb::sim

@@ -2,14 +2,16 @@
 
 namespace hb::sim {
 
-Feed::Feed(const ApiServer& server, uint64_t id, std::string resource, std::string ns,
-           std::string selector, LagFn lag)
+Feed::Feed(const ApiServer& server, uint64_t id, std::string resource,
+           const kube::InformerOptions& options, LagFn lag)
     : server_(server),
       id_(id),
       resource_(std::move(resource)),
-      ns_(std::move(ns)),
-      selector_(std::move(selector)),
-      lag_(std::move(lag)) {}
+      ns_(options.namespace_),
+      selector_(options.label_selector),
+      lag_(std::move(lag)) {
+  store_.set_projection(options.projection);
+}
 
 void Feed::relist(TimePoint now) {
   const Answer list = server_.list(resource_, ns_, selector_);
@@ -20,20 +22,18 @@ void Feed::relist(TimePoint now) {
   synced_ = true;
 }
 
-std::optional<kube::WatchEvent> Feed::view(const Change& c) const {
+std::optional<kube::WatchEventType> Feed::event_type(const Change& c) const {
+  using Type = kube::WatchEventType;
   if (c.resource != resource_ || (!ns_.empty() && c.ns != ns_)) return std::nullopt;
   const bool now_matches = selector_matches(selector_, c.object);
   if (c.type != "MODIFIED") {
     if (!now_matches) return std::nullopt;
-    return kube::WatchEvent{
-        c.type == "ADDED" ? kube::WatchEventType::kAdded : kube::WatchEventType::kDeleted,
-        c.object};
+    return c.type == "ADDED" ? Type::kAdded : Type::kDeleted;
   }
   const bool matched = c.before && selector_matches(selector_, *c.before);
   if (!matched && !now_matches) return std::nullopt;
-  if (!now_matches) return kube::WatchEvent{kube::WatchEventType::kDeleted, c.object};
-  return kube::WatchEvent{matched ? kube::WatchEventType::kModified : kube::WatchEventType::kAdded,
-                          c.object};
+  if (!now_matches) return Type::kDeleted;  // it left the selector: gone for this watch
+  return matched ? Type::kModified : Type::kAdded;
 }
 
 TimePoint Feed::arrival(std::size_t index) const {
@@ -45,16 +45,16 @@ void Feed::deliver(TimePoint now) {
   if (!started_ || !synced_) return;
   const auto& log = server_.changes();
   while (next_ < log.size()) {
-    std::optional<kube::WatchEvent> event = view(log[next_]);
-    if (!event) {
+    const std::optional<kube::WatchEventType> type = event_type(log[next_]);
+    if (!type) {
       ++next_;
       continue;
     }
     const TimePoint at = arrival(next_);
     if (at > now) return;
     last_arrival_ = at;
+    store_.apply(kube::WatchEvent{*type, log[next_].object});
     ++next_;
-    store_.apply(std::move(*event));
   }
 }
 
@@ -62,7 +62,7 @@ std::optional<TimePoint> Feed::next_arrival() {
   if (!started_ || !synced_) return std::nullopt;
   const auto& log = server_.changes();
   for (; next_ < log.size(); ++next_) {
-    if (view(log[next_])) return arrival(next_);
+    if (event_type(log[next_])) return arrival(next_);
   }
   return std::nullopt;
 }

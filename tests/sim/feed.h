@@ -17,8 +17,9 @@ using LagFn = std::function<std::chrono::milliseconds(uint64_t feed_id, uint64_t
 
 class Feed final : public kube::CachedResource {
  public:
-  Feed(const ApiServer& server, uint64_t id, std::string resource, std::string ns,
-       std::string selector, LagFn lag);
+  // Watches `resource` as `options` say (namespace, selector, projection).
+  Feed(const ApiServer& server, uint64_t id, std::string resource,
+       const kube::InformerOptions& options, LagFn lag);
 
   void set_handlers(kube::StoreHandlers handlers) override {
     store_.set_handlers(std::move(handlers));
@@ -39,8 +40,8 @@ class Feed final : public kube::CachedResource {
   bool started() const { return started_; }
 
  private:
-  // The change at log index i as this watch sees it (nullopt: not for it).
-  std::optional<kube::WatchEvent> view(const Change& change) const;
+  // How this watch sees a change (nullopt: not for it), without a copy.
+  std::optional<kube::WatchEventType> event_type(const Change& change) const;
   TimePoint arrival(std::size_t index) const;
 
   const ApiServer& server_;

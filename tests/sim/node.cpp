@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "api/exit_codes.h"
@@ -113,6 +114,9 @@ std::optional<TimePoint> Node::next_due() const {
 }
 
 void Node::start_pods(TimePoint now) {
+  const bool pod_due = std::any_of(job_seen_.begin(), job_seen_.end(),
+                                   [&](const auto& seen) { return seen.second <= now; });
+  if (!pod_due && server_.version_of("jobs") == pods_started_for_jobs_) return;
   std::vector<Json> waiting;  // Jobs without their Pod yet
   server_.for_each("jobs", [&](const Json& job) {
     if (!job_finished(job) && controllers::find_path(job, "status/startTime") == nullptr) {
@@ -133,10 +137,11 @@ void Node::start_pods(TimePoint now) {
   }
   for (auto it = job_seen_.begin(); it != job_seen_.end();) {  // Jobs deleted meanwhile
     const auto slash = it->first.find('/');
-    it = server_.object("jobs", it->first.substr(0, slash), it->first.substr(slash + 1))
+    it = server_.peek("jobs", it->first.substr(0, slash), it->first.substr(slash + 1))
              ? std::next(it)
              : job_seen_.erase(it);
   }
+  pods_started_for_jobs_ = server_.version_of("jobs");
 }
 
 void Node::create_pod(const Json& job, TimePoint now) {
@@ -294,14 +299,24 @@ void Node::settle_job(const Json& pod, int exit_code) {
 }
 
 void Node::job_deadlines(TimePoint now) {
+  if (server_.version_of("jobs") == deadlines_checked_for_jobs_ &&
+      (!next_job_deadline_ || now < *next_job_deadline_)) {
+    return;
+  }
   std::vector<Json> overdue;
+  next_job_deadline_.reset();
   server_.for_each("jobs", [&](const Json& job) {
     const auto started = controllers::time_at(job, "status/startTime");
     const Json* deadline = controllers::find_path(job, "spec/activeDeadlineSeconds");
     if (job_finished(job) || !started || deadline == nullptr || !deadline->is_number_integer()) {
       return;
     }
-    if (now >= *started + std::chrono::seconds(deadline->get<int64_t>())) overdue.push_back(job);
+    const TimePoint due = *started + std::chrono::seconds(deadline->get<int64_t>());
+    if (now >= due) {
+      overdue.push_back(job);
+    } else {
+      next_job_deadline_ = next_job_deadline_ ? std::min(*next_job_deadline_, due) : due;
+    }
   });
   for (Json job : overdue) {
     job["status"]["conditions"] =
@@ -318,6 +333,7 @@ void Node::job_deadlines(TimePoint now) {
       }
     }
   }
+  deadlines_checked_for_jobs_ = server_.version_of("jobs");
 }
 
 void Node::beat(Runner& r, TimePoint now) {

@@ -70,6 +70,10 @@ class Node {
   std::map<std::string, Runner> runners_;       // by "ns/pod"
   std::map<std::string, TimePoint> job_seen_;   // "ns/job" -> when its Pod is made
   std::map<std::string, TimePoint> last_beat_;  // "ns/run" -> its last beat (true time)
+  // The Jobs are scanned again only when one changed or a time noted here
+  // comes: the Job version each scan saw, and the earliest deadline it left.
+  uint64_t pods_started_for_jobs_ = 0, deadlines_checked_for_jobs_ = 0;
+  std::optional<TimePoint> next_job_deadline_;
   NodeStats stats_;
 };
 

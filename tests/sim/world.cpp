@@ -166,8 +166,7 @@ void World::start_operator(std::size_t i) {
   OperatorProcess* op = replicas_[i].op.get();
   const uint64_t generation = ++generations_ * 100;
   auto make_feed = [this, op, generation](const kube::Resource& r, const kube::InformerOptions& o) {
-    auto feed = std::make_unique<Feed>(server_, generation + op->feeds.size() + 1, r.resource,
-                                       o.namespace_, o.label_selector,
+    auto feed = std::make_unique<Feed>(server_, generation + op->feeds.size() + 1, r.resource, o,
                                        [this](uint64_t f, uint64_t rv) { return lag(f, rv); });
     op->feeds.push_back(feed.get());
     return feed;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kube/watch_scan.h"
+
 namespace hb::kube {
 namespace {
 
@@ -80,6 +82,73 @@ TEST(Store, ReadersNeverSeeHalfBuiltCache) {
 
 TEST(Store, ClusterScopedKeyHasNoNamespace) {
   EXPECT_EQ(Store::key_of({{"metadata", {{"name", "n"}}}}), "n");
+}
+
+nlohmann::json pod(const std::string& rv) {
+  return {{"metadata",
+           {{"name", "p"},
+            {"namespace", "ns"},
+            {"resourceVersion", rv},
+            {"annotations", {{"heartbeat.dev/run-name", "r"}, {"heartbeat.dev/context", "big"}}}}},
+          {"spec", {{"containers", nlohmann::json::array({{{"name", "runner"}}})}}}};
+}
+
+// Keeps metadata but the context annotation, and no spec.
+void drop_context_and_spec(nlohmann::json& o) {
+  o["metadata"]["annotations"].erase("heartbeat.dev/context");
+  o.erase("spec");
+}
+
+TEST(StoreProjection, ListWatchAndScannedEventsAreAllProjected) {
+  Store store;
+  store.set_projection(drop_context_and_spec);
+  std::vector<std::string> seen;
+  StoreHandlers handlers;
+  handlers.on_add = [&](const nlohmann::json& o) { seen.push_back(o.dump()); };
+  handlers.on_update = [&](const nlohmann::json& old, const nlohmann::json& o) {
+    seen.push_back(old.dump());
+    seen.push_back(o.dump());
+  };
+  store.set_handlers(handlers);
+  const nlohmann::json kept = {{"metadata",
+                                {{"name", "p"},
+                                 {"namespace", "ns"},
+                                 {"resourceVersion", "?"},
+                                 {"annotations", {{"heartbeat.dev/run-name", "r"}}}}}};
+  auto expect_kept = [&](const std::string& rv) {
+    nlohmann::json want = kept;
+    want["metadata"]["resourceVersion"] = rv;
+    EXPECT_EQ(*store.get("ns/p"), want);
+  };
+
+  store.replace({pod("1")});
+  expect_kept("1");
+  store.apply(WatchEvent{WatchEventType::kModified, pod("2")});
+  expect_kept("2");
+  const std::string line = nlohmann::json{{"type", "MODIFIED"}, {"object", pod("3")}}.dump();
+  auto scanned = scan_watch_event(line);
+  ASSERT_TRUE(scanned);
+  store.apply(*scanned);
+  expect_kept("3");
+  ASSERT_EQ(seen.size(), 5u);  // the handlers see the projected objects too
+  for (const std::string& o : seen) {
+    EXPECT_EQ(o.find("big"), std::string::npos) << o;
+    EXPECT_EQ(o.find("spec"), std::string::npos) << o;
+  }
+}
+
+TEST(StoreProjection, ADeletionIsReportedProjected) {
+  Store store;
+  store.set_projection(drop_context_and_spec);
+  std::string deleted;
+  StoreHandlers handlers;
+  handlers.on_delete = [&](const nlohmann::json& o) { deleted = o.dump(); };
+  store.set_handlers(handlers);
+  store.apply(WatchEvent{WatchEventType::kAdded, pod("1")});
+  store.apply(WatchEvent{WatchEventType::kDeleted, pod("2")});
+  EXPECT_FALSE(store.get("ns/p"));
+  EXPECT_NE(deleted.find("heartbeat.dev/run-name"), std::string::npos);
+  EXPECT_EQ(deleted.find("big"), std::string::npos);
 }
 
 }  // namespace

@@ -1,0 +1,83 @@
+#include "controllers/cache_projection.h"
+
+#include <initializer_list>
+
+#include "api/heartbeat_pod.h"
+#include "controllers/names.h"
+
+namespace hb::controllers {
+
+namespace {
+
+// Moves the named members of `from` (when it is an object) into a new object.
+Json take(Json& from, std::initializer_list<const char*> keys) {
+  Json out = Json::object();
+  if (!from.is_object()) return out;
+  for (const char* key : keys) {
+    auto it = from.find(key);
+    if (it != from.end()) out[key] = std::move(*it);
+  }
+  return out;
+}
+
+Json projected_metadata(Json& metadata) {
+  Json out = take(metadata, {"name", "namespace", "uid", "resourceVersion", "creationTimestamp",
+                             "deletionTimestamp", "labels", "ownerReferences"});
+  if (auto annotations = metadata.find("annotations"); annotations != metadata.end()) {
+    Json kept = take(*annotations, {kAnnotationAgentName, kAnnotationRunName});
+    if (!kept.empty()) out["annotations"] = std::move(kept);
+  }
+  return out;
+}
+
+// `object` with only kind, apiVersion and projected metadata.
+Json projected_shell(Json& object) {
+  Json out = take(object, {"apiVersion", "kind"});
+  if (auto meta = object.find("metadata"); meta != object.end()) {
+    out["metadata"] = projected_metadata(*meta);
+  }
+  return out;
+}
+
+Json projected_container_status(Json& status) {
+  const bool runner = string_at(status, "name") == api::kRunnerContainerName;
+  Json out = take(status, {"name", "state"});
+  if (!runner) {
+    auto state = out.find("state");
+    if (state != out.end() && state->is_object()) {
+      auto terminated = state->find("terminated");
+      if (terminated != state->end() && terminated->is_object()) terminated->erase("message");
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void project_job(Json& job) {
+  if (!job.is_object()) return;
+  Json out = projected_shell(job);
+  if (auto status = job.find("status"); status != job.end()) {
+    Json kept = take(*status, {"conditions"});
+    if (!kept.empty()) out["status"] = std::move(kept);
+  }
+  job = std::move(out);
+}
+
+void project_pod(Json& pod) {
+  if (!pod.is_object()) return;
+  Json out = projected_shell(pod);
+  if (auto status = pod.find("status"); status != pod.end()) {
+    Json kept = take(*status, {"phase", "reason", "conditions"});
+    if (auto statuses = status->find("containerStatuses");
+        statuses != status->end() && statuses->is_array()) {
+      Json projected = Json::array();
+      for (Json& s : *statuses) projected.push_back(projected_container_status(s));
+      kept["containerStatuses"] = std::move(projected);
+    }
+    if (!kept.empty()) out["status"] = std::move(kept);
+  }
+  pod = std::move(out);
+}
+
+}  // namespace hb::controllers
