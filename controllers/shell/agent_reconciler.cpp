@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
-#include <random>
 
 #include "api/utf8.h"
 #include "controllers/cache_projection.h"
@@ -256,9 +255,13 @@ void AgentReconciler::record_event(const Json& agent, const Json* run, const Eve
                                    TimePoint now) {
   const Json& target = run != nullptr ? *run : agent;
   const std::string ns = string_at(target, "metadata/namespace");
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  char suffix[17];
-  std::snprintf(suffix, sizeof suffix, "%016llx", static_cast<unsigned long long>(rng()));
+  // client-go's naming (the time in nanoseconds, in hex) plus this process's
+  // count of Events, so two at the same instant differ; no randomness, so
+  // the simulation replays a seed exactly.
+  const auto nanos = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch());
+  char suffix[40];
+  std::snprintf(suffix, sizeof suffix, "%llx.%llx", static_cast<unsigned long long>(nanos.count()),
+                static_cast<unsigned long long>(++events_recorded_));
   const std::string stamp = schedule::format_rfc3339(now);
   Json object = {{"apiVersion", "v1"},
                  {"kind", "Event"},

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -150,6 +151,7 @@ class AgentReconciler {
   ViewCache views_;
   LeaseSightings lease_sightings_;
 
+  std::atomic<uint64_t> events_recorded_{0};  // the last part of Event names
   std::mutex mutex_;
   // By agent key ("ns/name"), forgotten when the Agent is gone (bounded by
   // the Agents that exist); the uid tells a re-created Agent from the old one.
