@@ -78,6 +78,16 @@ bool Transport::draw(double p) {
   return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p;
 }
 
+std::chrono::milliseconds Transport::draw_latency() {
+  using std::chrono::milliseconds;
+  if (draw(rates_.slow)) {
+    return milliseconds(std::uniform_int_distribution<int64_t>(kSlowRequestMin.count(),
+                                                               kSlowRequestMax.count())(rng_));
+  }
+  if (rates_.latency_max.count() <= 0) return milliseconds(0);
+  return milliseconds(std::uniform_int_distribution<int64_t>(0, rates_.latency_max.count())(rng_));
+}
+
 Answer Transport::apply(const http::Request& request) {
   const Target t = parse_target(request.url);
   const Json body = request.body.empty() ? Json() : Json::parse(request.body);
@@ -121,7 +131,10 @@ http::Response Transport::send(const http::Request& request) {
     ++stats_.faults;
     return to_response(status_answer(409, "Conflict", "simulated: the object has been modified"));
   }
+  const std::chrono::milliseconds latency = draw_latency();
+  if (elapse_) elapse_(latency / 2);
   const Answer answer = apply(request);
+  if (elapse_) elapse_(latency - latency / 2);
   if (write && answer.ok() && draw(rates_.lost_answer)) {
     ++stats_.faults;
     throw http::TransportError(http::TransportError::Kind::kTimeout,

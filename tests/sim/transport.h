@@ -1,9 +1,14 @@
 // The simulation's HTTP edge: an http::Client that answers the real
 // kube::Client from the in-memory ApiServer, with faults drawn from the
 // seed (5xx, 429 with Retry-After, conflicts, timeouts, and a write applied
-// whose answer is lost). Each actor (operator, runner) has its own.
+// whose answer is lost) and latency: simulated time passes while a request
+// is in flight, half before the server applies it and half after, so a
+// write can land after the sender's lease or deadline ran out. Each actor
+// (operator, runner) has its own.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <random>
 
 #include "kube/http.h"
@@ -18,7 +23,17 @@ struct FaultRates {
   double conflict = 0;      // 409 on a write that would have succeeded
   double timeout = 0;       // no answer, nothing applied
   double lost_answer = 0;   // a write applied, its answer lost (a timeout)
+  // Each answered request takes up to this long; a slow one (probability
+  // `slow`) takes kSlowRequestMin..kSlowRequestMax instead.
+  std::chrono::milliseconds latency_max{0};
+  double slow = 0;
 };
+
+inline constexpr std::chrono::milliseconds kSlowRequestMin{500};
+inline constexpr std::chrono::milliseconds kSlowRequestMax{3000};
+
+// Moves simulated time forward by the given span (the World's clock).
+using Elapse = std::function<void(std::chrono::milliseconds)>;
 
 struct TransportStats {
   uint64_t requests = 0;
@@ -34,16 +49,19 @@ class Transport final : public http::Client {
   http::Response stream(const http::Request& request, const http::ChunkHandler&) override;
 
   void set_faults(const FaultRates& rates) { rates_ = rates; }
+  void set_elapse(Elapse elapse) { elapse_ = std::move(elapse); }
   const TransportStats& stats() const { return stats_; }
 
  private:
   Answer apply(const http::Request& request);
   bool draw(double p);
+  std::chrono::milliseconds draw_latency();
 
   ApiServer& server_;
   Actor actor_;
   std::mt19937_64& rng_;
   FaultRates rates_;
+  Elapse elapse_;
   TransportStats stats_;
 };
 

@@ -40,6 +40,8 @@ constexpr std::size_t kReplicas = 2;
 constexpr int kFreezeSecondsMin = 3;
 constexpr int kFreezeSecondsMax = 40;
 constexpr int kReconcilesPerInstantMax = 10000;
+// An answered request takes up to this (1% take 0.5-3 s, transport.h).
+constexpr std::chrono::milliseconds kLatencyMax{20};
 const char* const kNamespaces[] = {"team-a", "team-b"};
 
 uint64_t mix(uint64_t x) {  // splitmix64: lags as pure functions of (seed, feed, rv)
@@ -141,8 +143,11 @@ World::World(const SimOptions& o)
   if (faults_) {
     operator_skew_ =
         std::chrono::milliseconds(std::uniform_int_distribution<int>(-2000, 2000)(rng_));
-    operator_transport_->set_faults({0.02, 0.01, 0.01, 0.01, 0.01});
-    runner_transport_->set_faults({0.05, 0.02, 0.02, 0.02, 0.02});
+    operator_transport_->set_faults({0.02, 0.01, 0.01, 0.01, 0.01, kLatencyMax, 0.01});
+    runner_transport_->set_faults({0.05, 0.02, 0.02, 0.02, 0.02, kLatencyMax, 0.01});
+  }
+  for (Transport* t : {operator_transport_.get(), runner_transport_.get()}) {
+    t->set_elapse([this](std::chrono::milliseconds d) { now_ += d; });
   }
   server_.set_observer([this](Actor a, const std::string& r, const std::optional<Json>& before,
                               const std::optional<Json>& after) {
