@@ -16,6 +16,7 @@ packages=(
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
   podman runc debootstrap uidmap  # scripts/images.sh
   containerd conntrack containernetworking-plugins iptables iproute2 jq  # tests/cluster: a real node
+  lua5.4  # tests/unit/argocd: the chart's Argo CD health checks
 )
 
 [ "${HB_DEPS:-all}" = build ] && packages=("${build_packages[@]}")
