@@ -10,17 +10,15 @@
 
 namespace hb::controllers {
 
-// Both keep kind, apiVersion and of the metadata: identity, times, labels,
-// owners, and of the annotations only the agent and run names the cache
-// indexes by.
+// Both keep kind, apiVersion and, of the metadata, identity, times,
+// labels, owners and only the agent and run annotations the cache indexes by.
 
-// Keeps status.conditions.
+// A Job also keeps status.conditions.
 void project_job(Json& job);
 
-// Keeps status.phase, reason,
-// conditions and each container's name and state; a termination message
-// only for the runner container (the tools container's is the agent's to
-// write and is never read).
+// A Pod also keeps status.phase, reason, conditions and each container's
+// name and state, with a termination message only for the runner container
+// (the tools container's is the agent's to write and is never read).
 void project_pod(Json& pod);
 
 }  // namespace hb::controllers

@@ -76,8 +76,7 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
   if (!cost_recorded(before) && cost_recorded(after)) {
     const std::string uid = string_at(*after, "metadata/uid");
     const std::string agent_ns = string_at(*after, "metadata/namespace");
-    std::optional<Json> agent =
-        server_.object("agents", agent_ns, string_at(*after, "spec/agentRef/name"));
+    const Json* agent = server_.peek("agents", agent_ns, string_at(*after, "spec/agentRef/name"));
     Counted c;
     c.agent_key = agent_key_of_run(*after);
     c.period = agent ? string_at(*agent, "status/spend/period") : "";
@@ -93,9 +92,9 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
 
 void Checker::on_run_start(const Json& run, TimePoint now) {
   const std::string name = key_of(run);
-  std::optional<Json> agent = server_.object("agents", string_at(run, "metadata/namespace"),
-                                             string_at(run, "spec/agentRef/name"));
-  if (!agent) return;
+  const Json* agent = server_.peek("agents", string_at(run, "metadata/namespace"),
+                                   string_at(run, "spec/agentRef/name"));
+  if (agent == nullptr) return;
   // The user paused at true time (the server's clock); `now` is the
   // operator's, which may be skewed or have jumped.
   const TimePoint true_now = server_.now();

@@ -84,9 +84,9 @@ int main(int argc, char** argv) {
   uint64_t jumps = 0, leader_changes = 0, freezes = 0;
   // One seed at a time when its story is logged, so the lines do not interleave.
   if (options.verbose) jobs = 1;
+  const auto threads = static_cast<unsigned>(std::min<uint64_t>(jobs, seeds));
   const auto wall_start = std::chrono::steady_clock::now();
-  const std::vector<hb::sim::SimReport> reports =
-      simulate_seeds(options, seeds, static_cast<unsigned>(std::min<uint64_t>(jobs, seeds)));
+  const std::vector<hb::sim::SimReport> reports = simulate_seeds(options, seeds, threads);
   const double wall =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   for (const hb::sim::SimReport& r : reports) {
@@ -131,6 +131,6 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(reconciles), static_cast<unsigned long long>(crashes),
       static_cast<unsigned long long>(leader_changes), static_cast<unsigned long long>(freezes),
       static_cast<unsigned long long>(jumps), static_cast<unsigned long long>(faults), wall,
-      static_cast<unsigned>(std::min<uint64_t>(jobs, seeds)), wall > 0 ? runs / wall : 0.0);
+      threads, wall > 0 ? runs / wall : 0.0);
   return failed == 0 ? 0 : 1;
 }
