@@ -28,23 +28,33 @@ std::optional<bool> stored_status(const Conditions& conditions, std::string_view
   return std::nullopt;
 }
 
-// Ready gives the first reason the agent does not run by itself.
-WantedCondition ready_condition(const SpecValidity& spec, const schedule::BlockResult& blocks,
-                                const std::optional<std::string>& config_error, bool has_schedule) {
-  std::string_view reason = kReasonReady, message = "heartbeats are scheduled";
-  if (!spec.valid) {
-    reason = spec.invalid_reason;
-    message = spec.errors;
-  } else if (blocks.blocked()) {
-    reason = blocks.blocks.front().reason;
-    message = blocks.blocks.front().message;
-  } else if (config_error) {
-    reason = kReasonContainerConfigError;
-    message = *config_error;
-  } else if (!has_schedule) {
-    message = "no interval or schedule: manual and callback runs only";
+// Stalled: the first problem only a person can fix.
+WantedCondition stalled_condition(const SpecValidity& spec,
+                                  const std::optional<RunProblem>& run_problem) {
+  if (!spec.valid) return {kConditionStalled, true, spec.invalid_reason, spec.errors};
+  if (run_problem) return {kConditionStalled, true, run_problem->reason, run_problem->message};
+  return {kConditionStalled, false, "NotStalled", "nothing needs a person"};
+}
+
+// Ready unless stalled; a block the user chose keeps it True and says why
+// scheduled heartbeats wait.
+WantedCondition ready_condition(const WantedCondition& stalled, const schedule::BlockResult& blocks,
+                                bool has_schedule) {
+  if (stalled.status) return {kConditionReady, false, stalled.reason, stalled.message};
+  if (blocks.blocked()) {
+    return {kConditionReady, true, blocks.blocks.front().reason, blocks.blocks.front().message};
   }
-  return {kConditionReady, reason == kReasonReady, reason, message};
+  if (!has_schedule) {
+    return {kConditionReady, true, kReasonReady,
+            "no interval or schedule: manual and callback runs only"};
+  }
+  return {kConditionReady, true, kReasonReady, "heartbeats are scheduled"};
+}
+
+// Written with the generation it describes, so the operator's own status
+// says it is done; the CRD's status default says Reconciling=True until then.
+WantedCondition reconciling_condition() {
+  return {kConditionReconciling, false, "Reconciled", "the operator has acted on this generation"};
 }
 
 // Paused by the board or by the agent: the first block that is not the budget.
@@ -94,15 +104,20 @@ Condition make_condition(const Conditions& existing, std::string_view type, bool
 }
 
 AgentConditions wanted_conditions(const SpecValidity& spec, const schedule::BlockResult& blocks,
-                                  const std::optional<std::string>& config_error,
-                                  bool has_schedule) {
-  return {ready_condition(spec, blocks, config_error, has_schedule), paused_condition(blocks),
-          budget_condition(blocks), spec_valid_condition(spec)};
+                                  const std::optional<RunProblem>& run_problem, bool has_schedule) {
+  const WantedCondition stalled = stalled_condition(spec, run_problem);
+  return {ready_condition(stalled, blocks, has_schedule),
+          reconciling_condition(),
+          stalled,
+          paused_condition(blocks),
+          budget_condition(blocks),
+          spec_valid_condition(spec)};
 }
 
 Conditions conditions_for(const Conditions& stored, const AgentConditions& wanted,
                           int64_t generation, TimePoint now) {
-  const std::array<const WantedCondition*, 4> list = {&wanted.ready, &wanted.paused,
+  const std::array<const WantedCondition*, 6> list = {&wanted.ready,           &wanted.reconciling,
+                                                      &wanted.stalled,         &wanted.paused,
                                                       &wanted.budget_exceeded, &wanted.spec_valid};
   if (stored != nullptr && stored->size() == list.size()) {
     bool same = true;
@@ -138,23 +153,45 @@ std::vector<Event> condition_events(const Conditions& stored, const AgentConditi
   if (budget.status && !stored_status(stored, kConditionBudgetExceeded).value_or(false)) {
     raise(true, "BudgetExceeded", budget.message);
   }
-  if (wanted.ready.status && !stored_status(stored, kConditionReady).value_or(true)) {
+  // Before kstatus conditions a pause also set Ready=False: any of the four
+  // held the agent.
+  const bool was_held = !stored_status(stored, kConditionReady).value_or(true) ||
+                        stored_status(stored, kConditionStalled).value_or(false) ||
+                        stored_status(stored, kConditionPaused).value_or(false) ||
+                        stored_status(stored, kConditionBudgetExceeded).value_or(false);
+  if (wanted.ready.reason == kReasonReady && was_held) {
     raise(false, "Resumed", wanted.ready.message);
   }
   return events;
 }
 
-std::optional<std::string> newest_run_config_error(const std::vector<RunObservation>& runs) {
+std::optional<RunProblem> newest_run_problem(const std::vector<RunObservation>& runs) {
+  // The run's problem reason, or empty. A run this pass just decided has its
+  // reason in the new status.
+  auto problem_of = [](const RunObservation& run) -> std::string_view {
+    if (run.phase != RunPhase::kFailed) return {};
+    const std::string_view reason =
+        run.became_final ? string_view_at(run.status, "reason") : run.view->reason;
+    for (std::string_view known : {kReasonContainerConfigError, kReasonPromptNotFound}) {
+      if (reason == known) return known;
+    }
+    return {};
+  };
+  // Creation times have one-second resolution: of runs made in the same
+  // second, one that got further wins (the problem may be fixed).
   const RunObservation* newest = nullptr;
   for (const RunObservation& run : runs) {
-    if (newest == nullptr || run.view->created > newest->view->created) newest = &run;
+    if (newest == nullptr || run.view->created > newest->view->created ||
+        (run.view->created == newest->view->created && problem_of(run).empty())) {
+      newest = &run;
+    }
   }
-  if (newest == nullptr || newest->phase != RunPhase::kFailed) return std::nullopt;
-  const bool fresh = newest->became_final;  // this pass decided it: read the new status
-  const std::string reason = fresh ? string_at(newest->status, "reason") : newest->view->reason;
-  if (reason != kReasonContainerConfigError) return std::nullopt;
-  return "run " + newest->view->name + ": " +
-         (fresh ? string_at(newest->status, "message") : newest->view->message);
+  if (newest == nullptr) return std::nullopt;
+  const std::string_view reason = problem_of(*newest);
+  if (reason.empty()) return std::nullopt;
+  const std::string message =
+      newest->became_final ? string_at(newest->status, "message") : newest->view->message;
+  return RunProblem{reason, "run " + newest->view->name + ": " + message};
 }
 
 }  // namespace hb::controllers

@@ -1,5 +1,12 @@
-// The Agent's conditions (Ready, Paused, BudgetExceeded, SpecValid) and the
-// Events their transitions raise. Pure steps of decide_agent.
+// The Agent's conditions and the Events their transitions raise. Pure steps
+// of decide_agent.
+//
+// They follow kstatus (what Flux and Argo CD read): Stalled is a problem only
+// a person can fix (invalid spec, object in the way, missing Secret key or
+// prompt ConfigMap); Reconciling is work the operator has not finished; Ready
+// is neither. A pause or a spent budget is a state the user chose, so the
+// agent stays Ready with a reason that says so, and Paused / BudgetExceeded
+// say which.
 #pragma once
 
 #include <optional>
@@ -27,16 +34,23 @@ struct SpecValidity {
   std::string_view errors;          // the spec errors joined; empty when valid
 };
 
-// The four conditions in the order status lists them. Their texts are views
-// into the inputs of wanted_conditions, which must outlive them.
-struct AgentConditions {
-  WantedCondition ready, paused, budget_exceeded, spec_valid;
+// Why the newest run could not get going, when a person must act: the
+// kubelet could not configure its container (a missing apiKeySecretRef
+// Secret or key), or its prompt ConfigMap or key is missing.
+struct RunProblem {
+  std::string_view reason;  // kReasonContainerConfigError | kReasonPromptNotFound
+  std::string message;
 };
 
-// `config_error`: the newest run's (newest_run_config_error).
+// The six conditions in the order status lists them. Their texts are views
+// into the inputs of wanted_conditions, which must outlive them.
+struct AgentConditions {
+  WantedCondition ready, reconciling, stalled, paused, budget_exceeded, spec_valid;
+};
+
+// `run_problem`: the newest run's (newest_run_problem).
 AgentConditions wanted_conditions(const SpecValidity& spec, const schedule::BlockResult& blocks,
-                                  const std::optional<std::string>& config_error,
-                                  bool has_schedule);
+                                  const std::optional<RunProblem>& run_problem, bool has_schedule);
 
 // The conditions to store; the stored list itself (shared) when it already
 // says them.
@@ -44,13 +58,13 @@ Conditions conditions_for(const Conditions& stored, const AgentConditions& wante
                           int64_t generation, TimePoint now);
 
 // Events for conditions that change: the spec turned invalid, a pause or the
-// budget began, the agent became ready again.
+// budget began, the agent runs by itself again (no pause, budget or stall).
 std::vector<Event> condition_events(const Conditions& stored, const AgentConditions& wanted,
                                     const std::string& agent_name);
 
-// The kubelet's complaint when the newest run failed because its container
-// could not be configured (a missing apiKeySecretRef key, say): the Agent's
-// Ready condition carries it until a newer run gets further.
-std::optional<std::string> newest_run_config_error(const std::vector<RunObservation>& runs);
+// The newest run's problem when it failed as ContainerConfigError (the
+// kubelet's complaint) or PromptNotFound: the Agent is Stalled with it until
+// a newer run gets further.
+std::optional<RunProblem> newest_run_problem(const std::vector<RunObservation>& runs);
 
 }  // namespace hb::controllers

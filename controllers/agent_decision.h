@@ -24,6 +24,9 @@ namespace hb::controllers {
 
 // Condition types and reasons.
 inline constexpr const char* kConditionReady = "Ready";
+// kstatus's: work the operator has not finished / a problem that needs a person.
+inline constexpr const char* kConditionReconciling = "Reconciling";
+inline constexpr const char* kConditionStalled = "Stalled";
 inline constexpr const char* kConditionPaused = "Paused";
 inline constexpr const char* kConditionBudgetExceeded = "BudgetExceeded";
 inline constexpr const char* kConditionSpecValid = "SpecValid";

@@ -53,9 +53,9 @@ StatusPlan plan_status(StatusInput in) {
   const std::string errors = spec_valid ? std::string() : join_errors(in.spec_errors);
   const SpecValidity validity{spec_valid, in.object_in_the_way ? "ObjectInTheWay" : "InvalidSpec",
                               errors};
-  const std::optional<std::string> config_error = newest_run_config_error(in.runs);
+  const std::optional<RunProblem> run_problem = newest_run_problem(in.runs);
   const AgentConditions conditions =
-      wanted_conditions(validity, in.blocks, config_error, spec.schedule.has_value());
+      wanted_conditions(validity, in.blocks, run_problem, spec.schedule.has_value());
   StatusPlan plan;
   plan.events = condition_events(stored.conditions, conditions, spec.name);
   LedgerResult& ledger = in.counted.ledger;

@@ -58,6 +58,8 @@ inline constexpr const char* kReasonBudgetExceeded = "BudgetExceeded";
 inline constexpr const char* kReasonResultUnreadable = "ResultUnreadable";
 inline constexpr const char* kReasonJobDeleted = "JobDeleted";
 inline constexpr const char* kReasonContainerConfigError = "ContainerConfigError";
+// The run could not start: its promptFrom ConfigMap or key does not exist.
+inline constexpr const char* kReasonPromptNotFound = "PromptNotFound";
 
 struct RunTimeouts {
   std::chrono::seconds timeout{600};

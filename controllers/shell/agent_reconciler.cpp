@@ -8,6 +8,7 @@
 #include "controllers/cache_projection.h"
 #include "controllers/job_pods.h"
 #include "controllers/names.h"
+#include "controllers/run_conditions.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/shell/agent_pass_writer.h"
 #include "controllers/text_util.h"
@@ -178,10 +179,13 @@ kube::Done AgentReconciler::write_run_status(const Json& run, const Json& status
                                              bool final_with_label) {
   const std::string ns = string_at(run, "metadata/namespace");
   const std::string name = name_of(run);
-  Json patch_status = status;
-  if (const Json* stored = find_path(run, "status"); stored != nullptr && stored->is_object()) {
+  const Json* stored = find_path(run, "status");
+  // Conditions ride on every status write (no write of their own).
+  Json patch_status =
+      with_run_conditions(status, stored, int_at(run, "metadata/generation").value_or(1), now());
+  if (stored != nullptr && stored->is_object()) {
     for (auto it = stored->begin(); it != stored->end(); ++it) {
-      if (!status.contains(it.key())) patch_status[it.key()] = nullptr;
+      if (!patch_status.contains(it.key())) patch_status[it.key()] = nullptr;
     }
   }
   HB_TRY_ASSIGN(Json updated, client_->merge_patch_status(res::kHeartbeatRuns, ns, name,
@@ -299,7 +303,7 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, const Json& run
   if (!prompt.text) {
     // The run cannot start: finish it (cost 0; the ledger marks it next time).
     Json status = {{"phase", "Failed"},
-                   {"reason", "PromptNotFound"},
+                   {"reason", kReasonPromptNotFound},
                    {"message", prompt.missing},
                    {"startedAt", schedule::format_rfc3339(now)},
                    {"finishedAt", schedule::format_rfc3339(now)},

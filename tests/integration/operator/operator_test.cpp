@@ -8,6 +8,7 @@
 #include "controllers/schedule/run_name.h"
 #include "controllers/schedule/utc_time.h"
 #include "tests/integration/operator/harness.h"
+#include "tests/support/kstatus.h"
 #include "tests/support/raw_client.h"
 #include "tests/support/tcp_proxy.h"
 
@@ -131,6 +132,24 @@ class OperatorTest : public ::testing::Test {
       if (c["type"] == type) return c["status"] == status;
     }
     return false;
+  }
+  struct HealthCase {
+    std::string kind, name;
+    json object;
+    std::string want;
+  };
+  // Runs the chart's Argo CD health scripts (tests/unit/argocd) on objects
+  // read from the control plane; the exit status (0: all as wanted).
+  int argocd_health(const std::vector<HealthCase>& cases) {
+    json list = json::array();
+    for (const HealthCase& c : cases) {
+      list.push_back({{"kind", c.kind}, {"name", c.name}, {"object", c.object}, {"want", c.want}});
+    }
+    const std::string file = env("HB_BUILD_DIR", ".") + "/Testing/argocd-" + ns_ + ".json";
+    std::ofstream(file) << list.dump();
+    const std::string command =
+        "bash " HB_SOURCE_DIR "/tests/unit/argocd/health_test.sh '" + file + "'";
+    return std::system(command.c_str());
   }
   size_t events_with_reason(const std::string& reason) {
     size_t n = 0;
@@ -373,7 +392,9 @@ TEST_F(OperatorTest, BudgetBlocksAndQueuesManualRuns) {
   ASSERT_TRUE(wait_until([&] { return condition(agent("iota"), "BudgetExceeded", "True"); }, 30s));
   json a = agent("iota");
   EXPECT_EQ(a["status"]["phase"], "BudgetExceeded");
-  EXPECT_TRUE(condition(a, "Ready", "False"));
+  // A spent budget is a state the user chose: still Ready (kstatus Current).
+  EXPECT_TRUE(condition(a, "Ready", "True"));
+  EXPECT_EQ(kstatus_of(a).status, "Current");
   EXPECT_TRUE(wait_until([&] { return events_with_reason("BudgetExceeded") >= 1; }, 10s));
   client_->create(res::kHeartbeatRuns, ns_, manual_run("iota", "iota-2")).or_throw();
   ASSERT_TRUE(wait_until(
@@ -435,6 +456,8 @@ TEST_F(OperatorTest, AMissingApiKeyIsNamedFromTheKubeletNotByReadingTheSecret) {
             std::string::npos);
   ASSERT_TRUE(wait_until([&] { return condition(agent("mu"), "Ready", "False"); }, 20s));
   const json mu = agent("mu");
+  EXPECT_EQ(kstatus_of(mu).status, "Failed");  // Stalled: a person must add the Secret
+  EXPECT_TRUE(condition(mu, "Stalled", "True"));
   for (const json& c : mu["status"]["conditions"]) {
     if (c["type"] == "Ready") {
       EXPECT_EQ(c["reason"], "ContainerConfigError");
@@ -465,6 +488,9 @@ TEST_F(OperatorTest, PromptFromAConfigMapIsReadAndAMissingOneIsNamed) {
   EXPECT_EQ(string_at(failed, "status/reason"), "PromptNotFound");
   EXPECT_NE(string_at(failed, "status/message").find("ConfigMap \"prompts\" has no key \"beat\""),
             std::string::npos);
+  EXPECT_TRUE(condition(failed, "Failed", "True"));
+  ASSERT_TRUE(wait_until([&] { return kstatus_of(agent("pf")).status == "Failed"; }, 20s));
+  EXPECT_NE(kstatus_of(agent("pf")).message.find("prompts"), std::string::npos);
   client_
       ->create(res::kConfigMaps, ns_,
                {{"apiVersion", "v1"},
@@ -486,6 +512,61 @@ TEST_F(OperatorTest, PromptFromAConfigMapIsReadAndAMissingOneIsNamed) {
         return false;
       },
       40s));
+  // The newer run got further: no longer stalled.
+  EXPECT_TRUE(wait_until([&] { return kstatus_of(agent("pf")).status == "Current"; }, 20s));
+}
+
+// What Flux (kstatus) and `kubectl wait` conclude from the objects the real
+// control plane serves: a brand-new Agent waits for the operator (the CRD's
+// status default says generation 0 observed), a paused one is Current and
+// Ready, an invalid one is Failed, a spec change is InProgress until acted
+// on, and a run can be waited on with condition Complete.
+TEST_F(OperatorTest, GitOpsToolsReadAgentsAndRunsAsKStatusSays) {
+  start_kubelet([](const json&) { return finishes_with(0.2); });
+  create_agent(agent_manifest("ks-ok", {{"prompt", "Heartbeat."}}));
+  create_agent(agent_manifest("ks-paused", {{"prompt", "Heartbeat."}, {"interval", "30s"}},
+                              {{"paused", true}}));
+  create_agent(agent_manifest(
+      "ks-bad", {{"prompt", "Heartbeat."}, {"interval", "30s"}, {"schedule", "* * * * *"}}));
+  for (const char* name : {"ks-ok", "ks-paused", "ks-bad"}) {
+    const json fresh = agent(name);
+    EXPECT_EQ(fresh["status"]["observedGeneration"], 0) << name;
+    EXPECT_EQ(kstatus_of(fresh).status, "InProgress") << name;
+  }
+  start_operator();
+  ASSERT_TRUE(wait_until([&] { return kstatus_of(agent("ks-ok")).status == "Current"; }, 20s));
+  EXPECT_TRUE(condition(agent("ks-ok"), "Ready", "True"));
+  ASSERT_TRUE(wait_until([&] { return kstatus_of(agent("ks-bad")).status == "Failed"; }, 20s));
+  EXPECT_TRUE(condition(agent("ks-bad"), "Ready", "False"));
+  ASSERT_TRUE(wait_until([&] { return kstatus_of(agent("ks-paused")).status == "Current"; }, 20s));
+  const json paused = agent("ks-paused");
+  EXPECT_TRUE(condition(paused, "Ready", "True"));
+  EXPECT_TRUE(condition(paused, "Paused", "True"));
+  EXPECT_EQ(paused["status"]["phase"], "Paused");
+
+  client_->merge_patch(res::kAgents, ns_, "ks-ok", {{"spec", {{"paused", true}}}}).or_throw();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json a = agent("ks-ok");
+        return a["metadata"]["generation"] == 2 && kstatus_of(a).status == "Current";
+      },
+      20s));
+  EXPECT_EQ(agent("ks-ok")["status"]["observedGeneration"], 2);
+  client_->merge_patch(res::kAgents, ns_, "ks-ok", {{"spec", {{"paused", false}}}}).or_throw();
+
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("ks-ok", "ks-ok-1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return condition(run("ks-ok-1"), "Complete", "True"); }, 30s));
+  const json done = run("ks-ok-1");
+  EXPECT_EQ(done["status"]["phase"], "Succeeded");
+  EXPECT_TRUE(condition(done, "Running", "False"));
+  EXPECT_EQ(done["status"]["observedGeneration"], 1);
+  EXPECT_EQ(kstatus_of(done).status, "Current");
+  // Argo CD's health checks (the chart's Lua) on the same served objects.
+  EXPECT_EQ(argocd_health({{"Agent", "ks-paused", agent("ks-paused"), "Suspended"},
+                           {"Agent", "ks-bad", agent("ks-bad"), "Degraded"},
+                           {"Agent", "ks-ok", agent("ks-ok"), "Healthy"},
+                           {"HeartbeatRun", "ks-ok-1", done, "Healthy"}}),
+            0);
 }
 
 TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {

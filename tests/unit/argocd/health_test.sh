@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Runs each Argo CD health script on every case of cases.json with lua5.4
 # (Argo CD's own Lua is 5.1-compatible; the scripts use nothing newer) and
-# checks the status it returns.
+# checks the status it returns. An argument names another cases file (the
+# operator integration test passes objects it read from the control plane).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 scripts="$here/../../../helm/heartbeat-operator/argocd/heartbeat.dev"
 lua="$(command -v lua5.4 || command -v lua || true)"
 [ -n "$lua" ] || { echo "lua5.4 is missing: run scripts/install-deps.sh" >&2; exit 1; }
-python3 - "$here/cases.json" "$scripts" "$lua" <<'PY'
+python3 - "${1:-$here/cases.json}" "$scripts" "$lua" <<'PY'
 import json, subprocess, sys
 
 def lua(value):

@@ -159,7 +159,10 @@ TEST(AgentDecision, BoardPauseBlocksWithConditionAndEventThenResumes) {
   EXPECT_EQ(d.status_json()["phase"], "Paused");
   EXPECT_EQ((*condition(d.status_json(), "Paused"))["status"], "True");
   EXPECT_EQ((*condition(d.status_json(), "Paused"))["reason"], "Paused");
-  EXPECT_EQ((*condition(d.status_json(), "Ready"))["status"], "False");
+  // A pause is the user's choice: still Ready, saying why nothing is scheduled.
+  EXPECT_EQ((*condition(d.status_json(), "Ready"))["status"], "True");
+  EXPECT_EQ((*condition(d.status_json(), "Ready"))["reason"], "Paused");
+  EXPECT_EQ((*condition(d.status_json(), "Stalled"))["status"], "False");
   EXPECT_TRUE(has_event(d, "Paused"));
   EXPECT_FALSE(d.status_json().contains("nextHeartbeatTime"));
   EXPECT_FALSE(d.requeue_at &&
@@ -309,6 +312,8 @@ TEST(AgentDecision, AnObjectInTheWayIsNamedAndBlocksRuns) {
   EXPECT_EQ((*condition(status, "SpecValid"))["status"], "False");
   EXPECT_EQ((*condition(status, "SpecValid"))["reason"], "ObjectInTheWay");
   EXPECT_EQ((*condition(status, "Ready"))["reason"], "ObjectInTheWay");
+  EXPECT_EQ((*condition(status, "Stalled"))["status"], "True");
+  EXPECT_EQ((*condition(status, "Stalled"))["reason"], "ObjectInTheWay");
   EXPECT_NE((*condition(status, "SpecValid"))["message"].get<std::string>().find(
                 "ConfigMap default/bot-memory exists and is not owned by this Agent"),
             std::string::npos);
@@ -331,6 +336,7 @@ TEST(AgentDecision, ANewestRunTheKubeletCouldNotConfigureMakesTheAgentNotReady) 
   Json status = d.status_json();
   EXPECT_EQ((*condition(status, "Ready"))["status"], "False");
   EXPECT_EQ((*condition(status, "Ready"))["reason"], "ContainerConfigError");
+  EXPECT_EQ((*condition(status, "Stalled"))["reason"], "ContainerConfigError");
   EXPECT_THAT((*condition(status, "Ready"))["message"].get<std::string>(),
               ::testing::HasSubstr("run bot-1: the kubelet cannot start the runner: couldn't "
                                    "find key api-key in Secret ns/llm"));

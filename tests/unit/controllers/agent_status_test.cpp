@@ -33,7 +33,7 @@ TEST(AgentStatus, WhatTheDecisionWritesParsesBackCanonicalAndRendersTheSame) {
   EXPECT_EQ(parsed.status.spend->cents, 1.25);
   EXPECT_EQ(parsed.status.capabilities, api::AgentType::kMemgpt);
   ASSERT_NE(parsed.status.conditions, nullptr);
-  EXPECT_EQ(parsed.status.conditions->size(), 4u);
+  EXPECT_EQ(parsed.status.conditions->size(), 6u);
 }
 
 TEST(AgentStatus, AbsentIsCanonicalAndEmpty) {

@@ -1,8 +1,11 @@
 -- Argo CD health of an Agent (resource.customizations.health.heartbeat.dev_Agent).
--- Healthy: Ready. Suspended: heartbeats held by a choice (spec.paused, the
--- agent's pause_heartbeats, the monthly budget). Degraded: a problem that
--- needs a person (invalid spec, object in the way, missing Secret key).
--- Progressing: the operator has not reported on this generation yet.
+-- Degraded: Stalled, a problem that needs a person (invalid spec, object in
+-- the way, missing Secret key or prompt ConfigMap). Progressing: the operator
+-- has not acted on this generation yet, or says it is Reconciling.
+-- Suspended: heartbeats held by a choice (spec.paused, the agent's
+-- pause_heartbeats, the monthly budget); such an Agent stays Ready. Healthy:
+-- Ready. Statuses from operators before the kstatus conditions (a pause made
+-- Ready False) read the same.
 local hs = {}
 local function condition(kind)
   if obj.status == nil or obj.status.conditions == nil then return nil end
@@ -10,6 +13,10 @@ local function condition(kind)
     if c.type == kind then return c end
   end
   return nil
+end
+local function is_true(kind)
+  local c = condition(kind)
+  return c ~= nil and c.status == "True", c
 end
 local function says(c)
   local reason, message = c.reason or "", c.message or ""
@@ -26,14 +33,35 @@ if obj.status == nil or (generation ~= nil and (observed == nil or observed < ge
   hs.message = "the operator has not reported on this generation yet"
   return hs
 end
+local stalled, stalled_c = is_true("Stalled")
+if stalled then
+  hs.status = "Degraded"
+  hs.message = says(stalled_c)
+  return hs
+end
 local spec_valid = condition("SpecValid")
 if spec_valid ~= nil and spec_valid.status == "False" then
   hs.status = "Degraded"
   hs.message = says(spec_valid)
   return hs
 end
+local reconciling, reconciling_c = is_true("Reconciling")
+if reconciling then
+  hs.status = "Progressing"
+  hs.message = says(reconciling_c)
+  return hs
+end
+local over_budget, budget_c = is_true("BudgetExceeded")
+local paused, paused_c = is_true("Paused")
 local ready = condition("Ready")
-if ready == nil then
+if over_budget or paused then
+  hs.status = "Suspended"
+  if ready ~= nil and suspended_reasons[ready.reason] then
+    hs.message = says(ready)  -- the block that holds the next heartbeat
+  else
+    hs.message = says(over_budget and budget_c or paused_c)
+  end
+elseif ready == nil then
   hs.status = "Progressing"
   hs.message = "no Ready condition yet"
 elseif ready.status == "True" then
