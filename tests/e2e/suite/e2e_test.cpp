@@ -55,7 +55,13 @@ TEST_F(E2eTest, ManualAnnotateAndWakeupTriggers) {
   wait_ready(op);
 
   kubectl_create_run("trig", "trig-by-kubectl");
-  ASSERT_TRUE(wait_phase("trig-by-kubectl", "Succeeded", 60s)) << run("trig-by-kubectl").dump(2);
+  // A run is waited on like a Job (kubectl fails, and so does this, on timeout).
+  const std::string waited =
+      kubectl("wait --for=condition=Complete --timeout=60s hbr/trig-by-kubectl");
+  EXPECT_NE(waited.find("condition met"), std::string::npos) << waited;
+  EXPECT_EQ(string_at(run("trig-by-kubectl"), "status/phase"), "Succeeded");
+  EXPECT_NE(kubectl("wait --for=condition=Ready --timeout=20s agent/trig").find("condition met"),
+            std::string::npos);
 
   kubectl("annotate agent trig heartbeat.dev/invoke=e2e-annotation");
   ASSERT_TRUE(wait_until(
@@ -157,7 +163,8 @@ TEST_F(E2eTest, CancelStopsTheRunner) {
   ASSERT_TRUE(wait_until([&] { return runner_pid(ns_, "canceller-1") > 0; }, 60s));
   ASSERT_TRUE(wait_phase("canceller-1", "Running", 10s));
   kubectl("patch hbr canceller-1 --type=merge -p '{\"spec\":{\"cancel\":true}}'");
-  ASSERT_TRUE(wait_phase("canceller-1", "Cancelled", 60s)) << run("canceller-1").dump(2);
+  kubectl("wait --for=condition=Failed --timeout=60s hbr/canceller-1");
+  ASSERT_TRUE(wait_phase("canceller-1", "Cancelled", 5s)) << run("canceller-1").dump(2);
   EXPECT_EQ(string_at(run("canceller-1"), "status/reason"), "Cancelled");
   EXPECT_TRUE(wait_until([&] { return runner_pid(ns_, "canceller-1") < 0; }, 20s))
       << "the runner process outlived its cancelled run";
