@@ -19,12 +19,16 @@ using schedule::format_rfc3339;
 
 constexpr std::string_view kInvokeDetailDefault = "kubectl annotate heartbeat.dev/invoke";
 
-// The manual run the heartbeat.dev/invoke annotation asks for, if any.
+// The manual run the heartbeat.dev/invoke annotation asks for: none when
+// status.lastInvoke says a run was made for this very value already.
 std::optional<RunRequest> invoke_request(const AgentView& view) {
   if (!view.invoke || view.spec.spec.deleting) return std::nullopt;
-  const std::string& reason = *view.invoke;
-  return RunRequest{invoke_run_name(view.spec.spec, reason), kSourceManual, std::nullopt,
-                    reason.empty() ? std::string(kInvokeDetailDefault) : reason};
+  const std::string& value = *view.invoke;
+  const std::optional<LastInvoke>& last = view.status.last_invoke;
+  if (last && last->value_hash == long_hash(value)) return std::nullopt;
+  return RunRequest{invoke_run_name(view.spec.spec, value, last ? last->run : std::string()),
+                    kSourceManual, std::nullopt,
+                    value.empty() ? std::string(kInvokeDetailDefault) : value};
 }
 
 void append(std::vector<Event>& to, std::vector<Event> from) {
@@ -33,10 +37,14 @@ void append(std::vector<Event>& to, std::vector<Event> from) {
 
 }  // namespace
 
-std::string invoke_run_name(const AgentSpec& agent, std::string_view value) {
-  // The value alone names the run: a pass repeated after a failed annotation
-  // removal (a 409, a crash) finds the run it made instead of making another.
-  return derived_name(agent.name, "invoke-" + long_hash(agent.uid + "/" + std::string(value)));
+std::string invoke_run_name(const AgentSpec& agent, std::string_view value,
+                            std::string_view previous_run) {
+  // The value and the run before it name the run: a pass repeated after a
+  // lost status write (a 409, a crash) finds the run it made instead of
+  // making another, and a value set again later (A, B, A) is a new request.
+  return derived_name(agent.name,
+                      "invoke-" + long_hash(agent.uid + "/" + std::string(previous_run) + "/" +
+                                            std::string(value)));
 }
 
 Json make_run_object(const AgentSpec& agent, std::string_view source, std::string_view name,
@@ -151,6 +159,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
                                    .coalesce_window = in.status_coalesce,
                                    .last_schedule = later_time(runs.last_scheduled, plan.run_slot),
                                    .next_heartbeat = plan.next_heartbeat,
+                                   .invoked = d.invoke_run ? &*d.invoke_run : nullptr,
                                    .now = in.now});
   d.status = std::move(status.status);
   d.status_changed = status.write_now;

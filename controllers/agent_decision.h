@@ -105,6 +105,7 @@ Condition make_condition(const Conditions& existing, std::string_view type, bool
 bool monthly_budget_spent(const AgentView& agent, TimePoint now);
 
 // Deterministic name for the manual run an invoke annotation asks for.
-std::string invoke_run_name(const AgentSpec& agent, std::string_view value);
+std::string invoke_run_name(const AgentSpec& agent, std::string_view value,
+                            std::string_view previous_run);
 
 }  // namespace hb::controllers

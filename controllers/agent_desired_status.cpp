@@ -1,7 +1,9 @@
 #include "controllers/agent_desired_status.h"
 
+#include "api/utf8.h"
 #include "controllers/agent_conditions.h"
 #include "controllers/agent_decision.h"
+#include "controllers/names.h"
 
 namespace hb::controllers {
 
@@ -24,7 +26,8 @@ bool differs_beyond_run_start(const AgentStatus& want, const AgentView& view) {
          want.last_heartbeat_time != stored.last_heartbeat_time ||
          want.paused_until != stored.paused_until || want.spend != stored.spend ||
          want.capabilities != stored.capabilities ||
-         !same_recent_runs(want.recent_runs, stored.recent_runs);
+         !same_recent_runs(want.recent_runs, stored.recent_runs) ||
+         want.last_invoke != stored.last_invoke;
 }
 
 // Fields that also move when a run merely starts.
@@ -42,6 +45,13 @@ std::optional<TimePoint> run_start_write_due(const StatusInput& in) {
       in.starting_now ? std::optional<TimePoint>(in.now) : time_at(in.running->status, "startedAt");
   if (!started || in.now >= *started + in.coalesce_window) return std::nullopt;
   return *started + in.coalesce_window;
+}
+
+std::optional<LastInvoke> last_invoke(const StatusInput& in) {
+  if (in.invoked == nullptr || !in.view.invoke) return in.view.status.last_invoke;
+  const std::string& value = *in.view.invoke;
+  return LastInvoke{api::utf8_prefix_string(value, kLastInvokeValueBytesMax), long_hash(value),
+                    in.invoked->name};
 }
 
 }  // namespace
@@ -70,7 +80,8 @@ StatusPlan plan_status(StatusInput in) {
       .active_run = in.active_run.value_or(std::string()),
       .spend = std::move(ledger.spend),
       .capabilities = spec.type,
-      .recent_runs = std::move(in.counted.recent_runs)};
+      .recent_runs = std::move(in.counted.recent_runs),
+      .last_invoke = last_invoke(in)};
   const bool must_write = differs_beyond_run_start(plan.status, in.view);
   const bool run_start_only = !must_write && differs_in_run_start(plan.status, stored);
   if (run_start_only) plan.deferred_until = run_start_write_due(in);

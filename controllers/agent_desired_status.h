@@ -16,6 +16,8 @@
 
 namespace hb::controllers {
 
+struct RunRequest;
+
 struct StatusInput {
   const AgentView& view;
   const std::vector<std::string>& spec_errors;  // empty: the spec is valid
@@ -30,6 +32,9 @@ struct StatusInput {
   std::chrono::seconds coalesce_window{0};  // AgentDecisionInput::status_coalesce
   std::optional<TimePoint> last_schedule;
   std::optional<TimePoint> next_heartbeat;
+  // The run this pass makes for the invoke annotation's value, if any: it
+  // becomes status.lastInvoke (written after the run in the same pass).
+  const RunRequest* invoked = nullptr;
   TimePoint now{};
 };
 

@@ -47,7 +47,7 @@ bool operator==(const AgentStatus& a, const AgentStatus& b) {
          a.last_heartbeat_time == b.last_heartbeat_time &&
          a.next_heartbeat_time == b.next_heartbeat_time && a.paused_until == b.paused_until &&
          a.active_run == b.active_run && a.spend == b.spend && a.capabilities == b.capabilities &&
-         same_recent_runs(a.recent_runs, b.recent_runs);
+         same_recent_runs(a.recent_runs, b.recent_runs) && a.last_invoke == b.last_invoke;
 }
 
 Json to_json(const Condition& c) {
@@ -77,6 +77,12 @@ Json to_json(const AgentStatus& s) {
   if (s.spend) out.emplace("spend", to_json(*s.spend));
   if (s.capabilities) out.emplace("capabilities", capabilities_json(*s.capabilities));
   if (s.recent_runs) out.emplace("recentRuns", to_json(*s.recent_runs));
+  if (s.last_invoke) {
+    Json& last = *out.emplace("lastInvoke", Json::object()).first;
+    last.emplace("value", s.last_invoke->value);
+    last.emplace("valueHash", s.last_invoke->value_hash);
+    last.emplace("run", s.last_invoke->run);
+  }
   return out;
 }
 
@@ -113,6 +119,10 @@ ParsedAgentStatus parse_agent_status(const Json* stored) {
   }
   if (find_path(j, "recentRuns") != nullptr) {
     s.recent_runs = std::make_shared<const std::vector<LedgerEntry>>(recent_from_status(j));
+  }
+  if (const Json* last = find_path(j, "lastInvoke"); last != nullptr) {
+    s.last_invoke = LastInvoke{string_at(*last, "value"), string_at(*last, "valueHash"),
+                               string_at(*last, "run")};
   }
   parsed.canonical = to_json(s) == j;
   return parsed;

@@ -29,6 +29,17 @@ struct Condition {
   bool operator==(const Condition&) const = default;
 };
 
+// The heartbeat.dev/invoke value the operator last made a run for. The
+// annotation stays (Git may hold it); only a value other than this one
+// asks for another run.
+struct LastInvoke {
+  std::string value;       // shown to people; cut at kLastInvokeValueBytesMax
+  std::string value_hash;  // long_hash of the whole value: what is compared
+  std::string run;         // the run made for it
+  bool operator==(const LastInvoke&) const = default;
+};
+inline constexpr std::size_t kLastInvokeValueBytesMax = 256;
+
 using Conditions = std::shared_ptr<const std::vector<Condition>>;
 using RecentRuns = std::shared_ptr<const std::vector<LedgerEntry>>;
 
@@ -46,6 +57,7 @@ struct AgentStatus {
   // when absent or when it shows no table of ours.
   std::optional<api::AgentType> capabilities;
   RecentRuns recent_runs;  // null: absent
+  std::optional<LastInvoke> last_invoke;
 };
 
 bool same_conditions(const Conditions& a, const Conditions& b);

@@ -33,7 +33,7 @@ namespace hb::controllers {
 enum class WriteOp {
   kDeleteJob,           // `run`'s Job (Background propagation; NotFound is done)
   kCreateRun,           // `request`: the slot's scheduler run
-  kInvokeRun,           // `request`: a manual run, then remove the invoke annotation
+  kInvokeRun,           // `request`: the manual run a new invoke annotation value asks for
   kReplaceAgentStatus,  // `status`: the agent's whole status
   kRunStatus,           // `run`'s whole `status`; final ones also get their phase label
   kStartRun,            // `run`: prompt, per-agent objects, context, Job, Running status

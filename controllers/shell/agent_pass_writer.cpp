@@ -62,26 +62,15 @@ WriteResult AgentReconciler::PassWriter::create_run(const RunRequest& request) {
   return WriteResult::kNameTaken;
 }
 
-// The run, then the annotation's removal (conditional on the Agent's
-// version); a repeated pass finds the run by its name and makes no second.
+// The run for a new heartbeat.dev/invoke value; the annotation stays (Git
+// may hold it) and the status written after it records the value. A pass
+// repeated before that status landed finds the run by its name.
 WriteResult AgentReconciler::PassWriter::invoke_run(const RunRequest& request) {
-  kube::Result<Json> created = r_.create_run(ns_, make_run_object(spec_, request));
-  if (!created.ok() && !created.is(ErrorKind::kAlreadyExists)) {
-    return check(std::move(created).error());
+  const WriteResult result = create_run(request);
+  if (result == WriteResult::kDone) {
+    spdlog::info("event=run_invoked agent={}/{} run={}", ns_, name_, request.name);
   }
-  if (!created.ok()) {
-    record_event({EventTarget::kAgent, name_, false, "InvokeAlreadyRun",
-                  "run " + request.name +
-                      " was made for this heartbeat.dev/invoke value already; set a new value "
-                      "to invoke again"});
-  }
-  kube::Result<Json> updated = r_.remove_invoke_annotation(ns_, name_, agent_);
-  if (!updated.ok()) return check(std::move(updated).error());
-  r_.count_write(kWriteAgentAnnotation);
-  r_.overlay_.put(kOverlayAgents, updated.value());
-  agent_["metadata"]["resourceVersion"] = updated.value()["metadata"]["resourceVersion"];
-  spdlog::info("event=run_invoked agent={}/{} run={}", ns_, name_, request.name);
-  return WriteResult::kDone;
+  return result;
 }
 
 // Conditional on the Agent's resourceVersion: a 409 means another pass wrote

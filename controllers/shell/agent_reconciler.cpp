@@ -206,32 +206,6 @@ kube::Done AgentReconciler::write_run_status(const Json& run, const Json& status
   return kube::done();
 }
 
-// Conditional on the Agent's version (an annotation set again meanwhile is a
-// new request); a 409 is retried once against a fresh read, then left to the
-// next pass, which re-derives the same run name and makes no second run.
-kube::Result<Json> AgentReconciler::remove_invoke_annotation(const std::string& ns,
-                                                             const std::string& name,
-                                                             const Json& agent) {
-  auto invoke_value = [](const Json& object) {
-    const Json* annotations = find_path(object, "metadata/annotations");
-    return annotations != nullptr && annotations->is_object()
-               ? annotations->value(kAnnotationInvoke, Json())
-               : Json();
-  };
-  const Json value = invoke_value(agent);
-  std::string version = string_at(agent, "metadata/resourceVersion");
-  for (int attempt = 0;; ++attempt) {
-    Json patch = {
-        {"metadata",
-         {{"resourceVersion", version}, {"annotations", {{kAnnotationInvoke, nullptr}}}}}};
-    kube::Result<Json> patched = client_->merge_patch(res::kAgents, ns, name, patch);
-    if (patched.ok() || !patched.is(ErrorKind::kConflict) || attempt > 0) return patched;
-    HB_TRY_ASSIGN(Json fresh, client_->get(res::kAgents, ns, name));
-    if (invoke_value(fresh) != value) return fresh;  // removed, or a new value: the next pass
-    version = string_at(fresh, "metadata/resourceVersion");
-  }
-}
-
 kube::Done AgentReconciler::delete_job(const std::string& ns, const std::string& name) {
   kube::DeleteOptions options;
   options.propagation_policy = "Background";

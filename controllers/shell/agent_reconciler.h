@@ -46,11 +46,10 @@ inline constexpr const char* kWriteRunDelete = "run_delete";
 inline constexpr const char* kWriteJobDelete = "job_delete";
 inline constexpr const char* kWriteEvent = "event";
 inline constexpr const char* kWriteAgentObjectCreate = "agent_object_create";
-inline constexpr const char* kWriteAgentAnnotation = "agent_annotation";
-inline constexpr std::array<const char*, 12> kWriteKinds = {
-    kWriteRunCreate, kWriteRunAdopt, kWriteJobCreate,         kWriteContextCreate,
-    kWriteRunStatus, kWriteRunLabel, kWriteAgentStatus,       kWriteRunDelete,
-    kWriteJobDelete, kWriteEvent,    kWriteAgentObjectCreate, kWriteAgentAnnotation};
+inline constexpr std::array<const char*, 11> kWriteKinds = {
+    kWriteRunCreate, kWriteRunAdopt, kWriteJobCreate,        kWriteContextCreate,
+    kWriteRunStatus, kWriteRunLabel, kWriteAgentStatus,      kWriteRunDelete,
+    kWriteJobDelete, kWriteEvent,    kWriteAgentObjectCreate};
 
 // The read-your-writes overlay's kinds.
 inline constexpr const char* kOverlayAgents = "agents";
@@ -99,8 +98,6 @@ class AgentReconciler {
     std::optional<std::string> text;
     std::string missing;
   };
-  kube::Result<Json> remove_invoke_annotation(const std::string& ns, const std::string& name,
-                                              const Json& agent);
   // The heartbeat prompt; no text and `missing` set when the Agent names a
   // ConfigMap or key that does not exist (the run fails PromptNotFound).
   // Any other failure (429, 5xx, timeouts) is an Error: the pass is retried

@@ -56,6 +56,14 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
         agent_key_of_run(*after) + "|" + string_at(*after, "spec/scheduledTime");
     if (!slots_.insert(slot).second) violation("a second scheduler run for slot " + slot);
   }
+  // The operator names invoke runs "<agent>-invoke-<hash>"; one per value,
+  // however often the annotation is synced.
+  if (!before && after && actor == Actor::kOperator &&
+      string_at(*after, "metadata/name").find("-invoke-") != std::string::npos) {
+    const std::string request =
+        agent_key_of_run(*after) + "|" + string_at(*after, "spec/triggerDetail");
+    if (!invokes_.insert(request).second) violation("a second run for invoke value " + request);
+  }
   if (!after) return;
   const std::string name = key_of(*after);
   if (actor == Actor::kOperator && string_at(*after, "status/phase") == "Running" &&

@@ -61,6 +61,8 @@ class Checker {
   CheckerConfig config_;
   std::vector<std::string> violations_;
   std::set<std::string> slots_;  // "ns/agent|slot" of every scheduler run ever made
+  // "ns/agent|value" of every run made for a heartbeat.dev/invoke value.
+  std::set<std::string> invokes_;
   struct Counted {
     std::string agent_key, period;
     double cents = 0;

@@ -6,6 +6,7 @@
 #include <array>
 #include <sstream>
 
+#include "controllers/names.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/runtime/workqueue.h"
 #include "controllers/schedule/utc_time.h"
@@ -343,11 +344,21 @@ void World::user_action() {
                {"metadata", {{"annotations", {{"sim-paused-at", format_rfc3339(now_)}}}}}};
       break;
     }
-    case 1:
+    case 1: {
+      // Half the time a GitOps sync re-applies the value already there (no
+      // new run may follow); else a new value (exactly one run).
+      const Json* annotations = controllers::find_path(agent, "metadata/annotations");
+      const std::string current =
+          annotations != nullptr && annotations->is_object()
+              ? annotations->value(controllers::kAnnotationInvoke, std::string())
+              : std::string();
+      const bool resync = !current.empty() && std::bernoulli_distribution(0.5)(rng_);
+      const std::string value = resync ? current : "sim-" + std::to_string(report_.user_actions);
       patch = {{"metadata",
                 {{"annotations",
-                  {{"heartbeat.dev/invoke", "sim-" + std::to_string(report_.user_actions)}}}}}};
+                  {{"heartbeat.dev/invoke", value}, {"sim-synced-at", format_rfc3339(now_)}}}}}};
       break;
+    }
     case 2:
       patch = {
           {"spec",

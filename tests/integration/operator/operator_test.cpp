@@ -583,12 +583,16 @@ TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
       .or_throw();
   ASSERT_TRUE(wait_until([&] { return runs_of("nu").size() == 1; }, 20s));
   EXPECT_EQ(string_at(runs_of("nu")[0], "spec/triggerDetail"), "look now");
+  // GitOps-safe: the annotation stays, the value acted on is recorded, and
+  // applying the same value again (a Git sync) makes no second run.
   ASSERT_TRUE(wait_until(
-      [&] {
-        const json* ann = controllers::find_path(agent("nu"), "metadata/annotations");
-        return ann == nullptr || !ann->contains("heartbeat.dev/invoke");
-      },
-      10s));
+      [&] { return string_at(agent("nu"), "status/lastInvoke/value") == "look now"; }, 10s));
+  EXPECT_EQ(agent("nu")["metadata"]["annotations"]["heartbeat.dev/invoke"], "look now");
+  client_
+      ->merge_patch(
+          res::kAgents, ns_, "nu",
+          {{"metadata", {{"annotations", {{"sync", "1"}, {"heartbeat.dev/invoke", "look now"}}}}}})
+      .or_throw();
   const std::string path = "/api/v1/namespaces/" + ns_ + "/agents/nu/wakeup";
   const std::string token = "s3cret-token";
   EXPECT_EQ(operator_->post(path, "{}", "").status, 401);

@@ -452,15 +452,59 @@ TEST(AgentDecision, InvokeAnnotationAsksForAManualRunWithAStableName) {
   EXPECT_FALSE(run["spec"].contains("scheduledTime"));
   EXPECT_EQ(run["metadata"]["name"], d1.invoke_run->name);
   EXPECT_EQ(run["metadata"]["ownerReferences"][0]["uid"], "uid-bot");
+  // The status written after the run was lost (a 409, a crash): the next
+  // pass re-derives the same run, never a second.
   EXPECT_EQ(d1.invoke_run->name, d2.invoke_run->name);
-  // The value alone names it: the Agent changing meanwhile (a 409 on the
-  // annotation's removal, a crash) re-derives the same run, never a second.
   a["metadata"]["resourceVersion"] = "101";
-  AgentDecision d3 = decide(a, {}, kCreated);
-  EXPECT_EQ(d1.invoke_run->name, d3.invoke_run->name);
-  a["metadata"]["annotations"]["heartbeat.dev/invoke"] = "check it again";
-  AgentDecision d4 = decide(a, {}, kCreated);
-  EXPECT_NE(d1.invoke_run->name, d4.invoke_run->name);
+  EXPECT_EQ(decide(a, {}, kCreated).invoke_run->name, d1.invoke_run->name);
+}
+
+// GitOps: the annotation stays in Git and on the Agent. The value the
+// operator acted on is in status.lastInvoke, so the same value makes no
+// second run and each new value (even one seen before: A, B, A) makes one.
+TEST(AgentDecision, InvokeValueKeptInGitMakesExactlyOneRunPerChange) {
+  Json a = agent();
+  a["metadata"]["annotations"] = {{"heartbeat.dev/invoke", "A"}};
+  AgentDecision d = decide(a, {}, kCreated);
+  ASSERT_TRUE(d.invoke_run);
+  ASSERT_TRUE(d.status_changed);
+  const std::string first = d.invoke_run->name;
+  EXPECT_EQ(d.status_json()["lastInvoke"]["value"], "A");
+  EXPECT_EQ(d.status_json()["lastInvoke"]["run"], first);
+  a["status"] = d.status_json();
+  for (int pass = 0; pass < 3; ++pass) {
+    EXPECT_FALSE(decide(a, {}, kCreated + std::chrono::seconds(pass)).invoke_run);
+  }
+  a["metadata"]["annotations"]["heartbeat.dev/invoke"] = "B";
+  d = decide(a, {}, kCreated + 10s);
+  ASSERT_TRUE(d.invoke_run);
+  EXPECT_NE(d.invoke_run->name, first);
+  a["status"] = d.status_json();
+  EXPECT_FALSE(decide(a, {}, kCreated + 11s).invoke_run);
+  a["metadata"]["annotations"]["heartbeat.dev/invoke"] = "A";
+  d = decide(a, {}, kCreated + 12s);
+  ASSERT_TRUE(d.invoke_run);
+  EXPECT_NE(d.invoke_run->name, first);  // not the old run's name: a new request
+  // The annotation removed: nothing to do, the record stays.
+  a["status"] = d.status_json();
+  a["metadata"].erase("annotations");
+  d = decide(a, {}, kCreated + 13s);
+  EXPECT_FALSE(d.invoke_run);
+  EXPECT_EQ(d.status_json()["lastInvoke"]["value"], "A");
+}
+
+// A long value is shown cut but compared whole.
+TEST(AgentDecision, InvokeValuesAreComparedWhole) {
+  Json a = agent();
+  const std::string long_value(300, 'x');
+  a["metadata"]["annotations"] = {{"heartbeat.dev/invoke", long_value + "1"}};
+  AgentDecision d = decide(a, {}, kCreated);
+  ASSERT_TRUE(d.invoke_run);
+  EXPECT_EQ(d.status_json()["lastInvoke"]["value"].get<std::string>().size(),
+            kLastInvokeValueBytesMax);
+  a["status"] = d.status_json();
+  a["metadata"]["annotations"]["heartbeat.dev/invoke"] = long_value + "2";
+  EXPECT_TRUE(decide(a, {}, kCreated + 1s).invoke_run);
 }
 
 TEST(AgentDecision, ManualOnlyAgentWithoutScheduleIsValidAndNeverSchedules) {
