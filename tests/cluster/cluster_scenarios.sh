@@ -54,7 +54,11 @@ scenario_pod_as_the_kubelet_runs_it() {
   if grep -q 'heartbeat-runner' <<<"$out"; then fail "the tools container sees the runner's process: $out"; fi
   expect "the tools container's root filesystem is writable: $out" grep -q 'Read-only file system' <<<"$out"
   expect "kubectl logs -c tools shows nothing of the calls: $tools_logs" grep -q 'probe-was-here' <<<"$tools_logs"
-  echo "ok: scheduled run $run: tools as 65533, no token, no key, no runner process, read-only root; transcript in kubectl logs"
+  # The plugin shows the same transcript from the run's name alone.
+  local plugin_logs
+  plugin_logs="$(KUBECTL="$kubectl_bin" bash "$src/tools/kubectl-heartbeat/kubectl-heartbeat" -n "$ns" logs "$run")"
+  expect "kubectl heartbeat logs differs from kubectl logs" [ "$plugin_logs" = "$logs" ]
+  echo "ok: scheduled run $run: tools as 65533, no token, no key, no runner process, read-only root; transcript in kubectl logs and kubectl heartbeat logs"
 }
 
 # pause_heartbeats, a budget stop, a timeout and a cancel, side by side.
