@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/context_document.h"
+#include "controllers/pod_settings.h"
 
 namespace hb::controllers {
 
@@ -157,6 +158,9 @@ SpecCheck parse_agent_spec(const Json& agent) {
   }
   if (s.grace_seconds < 0) {
     check.errors.push_back("spec.runtime.graceSeconds: must not be negative");
+  }
+  for (std::string& error : check_pod_settings(runtime, "spec.runtime")) {
+    check.errors.push_back(std::move(error));
   }
   return check;
 }

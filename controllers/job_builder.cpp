@@ -5,6 +5,7 @@
 
 #include "api/utf8.h"
 #include "controllers/names.h"
+#include "controllers/pod_settings.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -249,13 +250,13 @@ std::string runner_image(const Json& spec, const JobConfig& config) {
 Json runner_container(const Json& run, const Json& spec, const std::string& agent_name,
                       const JobConfig& config, bool builtin) {
   Json mounts =
-      Json::array({mount("context", kContextMountDir, true), mount("tmp", "/tmp"),
+      Json::array({mount(kContextVolume, kContextMountDir, true), mount(kTmpVolume, "/tmp"),
                    mount(api::kServiceAccountVolume, api::kServiceAccountMountDir, true)});
   if (builtin) mounts.push_back(mount(api::kToolsSocketVolume, api::kToolsSocketDir));
   // The archival claim: read-write (the runner's SQLite file), group-owned by
   // fsGroup so the non-root runner can write it.
   if (!string_at(spec, "memory/archival/persistentVolumeClaimName").empty()) {
-    mounts.push_back(mount("archival", kArchivalMountDir));
+    mounts.push_back(mount(kArchivalVolume, kArchivalMountDir));
   }
   Json container = {{"name", api::kRunnerContainerName},
                     {"image", runner_image(spec, config)},
@@ -301,7 +302,7 @@ Json tools_container(const Json& spec, const JobConfig& config) {
 }
 
 Json annotation_context_volume() {
-  return {{"name", "context"},
+  return {{"name", kContextVolume},
           {"downwardAPI",
            {{"items", Json::array({{{"path", kContextKey},
                                     {"fieldRef",
@@ -310,7 +311,7 @@ Json annotation_context_volume() {
 }
 
 Json config_map_context_volume(const std::string& cm_name) {
-  return {{"name", "context"},
+  return {{"name", kContextVolume},
           {"configMap",
            {{"name", cm_name},
             {"items", Json::array({{{"key", kContextKey}, {"path", kContextKey}}})}}}};
@@ -318,7 +319,7 @@ Json config_map_context_volume(const std::string& cm_name) {
 
 Json pod_volumes(Json context_volume, const Json& spec, bool builtin) {
   Json volumes = Json::array(
-      {std::move(context_volume), empty_dir("tmp", kTmpSizeLimit), service_account_volume()});
+      {std::move(context_volume), empty_dir(kTmpVolume, kTmpSizeLimit), service_account_volume()});
   if (builtin) {
     volumes.push_back(empty_dir(api::kToolsSocketVolume, kToolsSocketSizeLimit));
     volumes.push_back(empty_dir(api::kToolsWorkspaceVolume, kWorkspaceSizeLimitDefault));
@@ -326,7 +327,8 @@ Json pod_volumes(Json context_volume, const Json& spec, bool builtin) {
   }
   const std::string claim = string_at(spec, "memory/archival/persistentVolumeClaimName");
   if (!claim.empty()) {
-    volumes.push_back({{"name", "archival"}, {"persistentVolumeClaim", {{"claimName", claim}}}});
+    volumes.push_back(
+        {{"name", kArchivalVolume}, {"persistentVolumeClaim", {{"claimName", claim}}}});
   }
   return volumes;
 }
@@ -394,6 +396,10 @@ JobPlan build_job(const Json& run, const Json& agent, const std::string& context
   if (auto runtime_class = string_at(spec, "runtime/runtimeClassName"); !runtime_class.empty()) {
     pod_spec["runtimeClassName"] = runtime_class;
   }
+  const Json* runtime = find_path(spec, "runtime");
+  apply_pod_settings(
+      effective_pod_settings(runtime != nullptr ? *runtime : Json::object(), config.pod_defaults),
+      template_metadata, pod_spec);
 
   plan.job = {{"apiVersion", "batch/v1"},
               {"kind", "Job"},

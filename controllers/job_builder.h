@@ -31,6 +31,11 @@ inline constexpr const char* kWorkspaceSizeLimitDefault = "1Gi";
 inline constexpr std::size_t kContextAnnotationBytesMax = 128 * 1024;
 
 inline constexpr const char* kTerminationPath = "/dev/termination-log";
+// The Pod's own volumes (besides api/heartbeat_pod.h's); pod_settings keeps
+// the user's extra volumes off these names.
+inline constexpr const char* kContextVolume = "context";
+inline constexpr const char* kTmpVolume = "tmp";
+inline constexpr const char* kArchivalVolume = "archival";
 
 enum class ContextTransport {
   kConfigMap,   // a ConfigMap owned by the run (one more write per heartbeat)
@@ -51,6 +56,8 @@ struct JobConfig {
   // Agent's spec.runtime.tools says otherwise.
   std::string tools_image;
   Json tools_resources = Json::object();
+  // Fleet-wide Pod settings an Agent's spec.runtime overrides (pod_settings.h).
+  Json pod_defaults = Json::object();
 };
 
 struct ContextInput {

@@ -5,6 +5,8 @@
 #include <map>
 
 #include "api/json_depth.h"
+#include "controllers/agent_spec.h"
+#include "controllers/pod_settings.h"
 
 namespace hb::operator_ {
 
@@ -35,6 +37,13 @@ const Flag kFlags[] = {
      "runner image)"},
     {"tools-resources",
      "resources of the tools container as JSON, e.g. {\"limits\":{\"memory\":\"256Mi\"}}"},
+    {"pod-defaults",
+     "fleet-wide heartbeat Pod settings as JSON (imagePullSecrets, nodeSelector, tolerations, "
+     "affinity, priorityClassName, podLabels, podAnnotations); an Agent's spec.runtime "
+     "overrides each"},
+    {"agent-metrics-max",
+     "export per-agent metrics (labels namespace, agent) only while there are at most this "
+     "many Agents (default 1000; 0: never)"},
     {"stall-timeout", "seconds without a beat before a run is failed as Stalled (default 300)"},
     {"context-transport",
      "annotation|configmap: how the context document reaches the Job (default annotation, "
@@ -106,6 +115,36 @@ template <typename T>
 bool parse_number(const std::string& text, T& out) {
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// --pod-defaults: the fields of kPodDefaultFields, checked as an Agent's are.
+std::optional<controllers::Json> parse_pod_defaults(const std::string& text, std::string& why) {
+  constexpr std::size_t kPodDefaultsDepthMax = 16;  // affinity nests about 8 deep
+  if (api::json_nested_deeper_than(text, kPodDefaultsDepthMax)) {
+    why = "nested too deep";
+    return std::nullopt;
+  }
+  controllers::Json doc = controllers::Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    why = "not a JSON object";
+    return std::nullopt;
+  }
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    bool known = false;
+    for (const char* field : controllers::kPodDefaultFields) known |= it.key() == field;
+    if (!known) {
+      why = "unknown key " + it.key() +
+            "; a fleet default may set imagePullSecrets, "
+            "nodeSelector, tolerations, affinity, priorityClassName, podLabels, podAnnotations";
+      return std::nullopt;
+    }
+  }
+  const std::vector<std::string> errors = controllers::check_pod_settings(doc, "--pod-defaults");
+  if (!errors.empty()) {
+    why = controllers::join_errors(errors);
+    return std::nullopt;
+  }
+  return doc;
 }
 
 }  // namespace
@@ -226,7 +265,18 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
       c.job.default_image = value;
     else if (name == "tools-image")
       c.job.tools_image = value;
-    else if (name == "tools-resources") {
+    else if (name == "agent-metrics-max") {
+      int64_t count = 0;
+      if (!parse_number(value, count) || count < 0 || count > kAgentMetricsMaxLimit) {
+        return fail(name, "use a whole number between 0 and 100000");
+      }
+      c.agent_metrics_max = static_cast<std::size_t>(count);
+    } else if (name == "pod-defaults") {
+      std::string why;
+      auto defaults = parse_pod_defaults(value, why);
+      if (!defaults) return fail(name, why);
+      c.job.pod_defaults = std::move(*defaults);
+    } else if (name == "tools-resources") {
       std::string why;
       auto resources = parse_resources(value, why);
       if (!resources) return fail(name, why);

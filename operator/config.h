@@ -11,6 +11,7 @@
 
 #include "controllers/agent_decision.h"
 #include "controllers/job_builder.h"
+#include "controllers/runtime/agent_metrics.h"
 
 namespace hb::operator_ {
 
@@ -28,6 +29,8 @@ inline constexpr std::chrono::seconds kRetryPeriodDefault = 2s;
 inline constexpr std::chrono::seconds kLeaseCallTimeout = 3s;
 inline constexpr int64_t kClockOffsetSecondsMax = 3600;
 inline constexpr std::chrono::seconds kCacheSyncTimeout = 120s;
+
+inline constexpr int64_t kAgentMetricsMaxLimit = 100000;
 
 struct Config {
   // Tests only (hidden flag): added to the wall clock this replica writes
@@ -50,6 +53,8 @@ struct Config {
   int burst = 30;
   bool routine_events = false;
   std::chrono::seconds status_coalesce = controllers::kStatusCoalesceSecondsDefault;
+  // Per-agent metrics only while the Agents are at most this many (0: off).
+  std::size_t agent_metrics_max = controllers::kAgentMetricsMaxDefault;
   int watch_timeout_seconds = 290;  // see controllers::CacheOptions
   controllers::JobConfig job;
 };

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "controllers/runtime/agent_metrics.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/runtime/workqueue.h"
 #include "controllers/shell/agent_reconciler.h"
@@ -163,6 +164,17 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   std::atomic<int> active_workers{0};
   collect_on_render(
       metrics, config, queue, active_workers, [&leader] { return leader.load(); }, *client);
+  metrics.on_render([&cache, &config](controllers::Metrics& m) {
+    std::vector<controllers::AgentMetricRow> rows;
+    // Above the bound nothing is exported, so nothing is copied either.
+    if (cache.agent_count() <= config.agent_metrics_max) {
+      const auto now = std::chrono::system_clock::now();
+      for (const controllers::Json& agent : cache.agents()) {
+        rows.push_back(controllers::agent_metric_row(agent, now));
+      }
+    }
+    controllers::export_agent_metrics(m, rows, config.agent_metrics_max);
+  });
 
   WakeupToken token(wakeup_token_reader(
       [&client](const std::string& ns, const std::string& name) {

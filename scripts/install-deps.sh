@@ -35,3 +35,4 @@ else
   echo "install-deps: all Debian packages present"
 fi
 [ "${HB_DEPS:-all}" = build ] || bash "$(dirname "$0")/install-helm.sh" >/dev/null
+[ "${HB_DEPS:-all}" = build ] || bash "$(dirname "$0")/install-promtool.sh" >/dev/null  # the chart's alert rules

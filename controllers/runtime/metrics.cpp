@@ -45,6 +45,13 @@ void Metrics::gauge_set(const std::string& name, const Labels& labels, double va
   f.values[label_text(labels)] = value;
 }
 
+void Metrics::retain(const std::string& name, const std::set<std::string>& keep) {
+  std::lock_guard lock(mutex_);
+  auto family = families_.find(name);
+  if (family == families_.end()) return;
+  std::erase_if(family->second.values, [&keep](const auto& v) { return !keep.contains(v.first); });
+}
+
 void Metrics::observe(const std::string& name, const Labels& labels, double value) {
   std::lock_guard lock(mutex_);
   Family& f = families_[name];
@@ -160,6 +167,17 @@ void describe_operator_metrics(Metrics& m) {
   m.describe("heartbeat_schedule_lag_seconds", "histogram",
              "Job creation time minus the scheduled slot, for scheduler runs.", seconds);
   m.describe("heartbeat_api_writes_total", "counter", "Writes the reconcilers sent, by kind.");
+  m.describe("heartbeat_runs_stalled_total", "counter",
+             "HeartbeatRuns failed as Stalled (no beat renewed the agent's Lease in time).");
+  // Per agent (labels namespace and agent only), up to --agent-metrics-max agents.
+  m.describe("heartbeat_agent_spend_cents", "gauge",
+             "The agent's spend this UTC month, in US cents.");
+  m.describe("heartbeat_agent_budget_cents", "gauge",
+             "The agent's spec.budget.monthlyCents (absent when unlimited).");
+  m.describe("heartbeat_agent_runs_total", "counter",
+             "The agent's finished HeartbeatRuns counted by this operator process, by phase.");
+  m.describe("heartbeat_agent_last_run_timestamp_seconds", "gauge",
+             "When the agent's last heartbeat finished (status.lastHeartbeatTime), unix seconds.");
 }
 
 }  // namespace hb::controllers

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,10 +22,14 @@ class Metrics {
   void observe(const std::string& name, const Labels& labels, double value);  // histogram
   void describe(const std::string& name, const std::string& type, const std::string& help,
                 std::vector<double> buckets = {});
+  // Drops the family's series whose label text (label_text) is not in `keep`.
+  void retain(const std::string& name, const std::set<std::string>& keep);
   // Called at render time (e.g. to read queue depth or request counts).
   void on_render(std::function<void(Metrics&)> collector);
   std::string render();
   double value(const std::string& name, const Labels& labels) const;  // counters/gauges, for tests
+  // The series key of `labels` within a family.
+  static std::string label_text(const Labels& labels);
 
  private:
   struct Family {
@@ -35,7 +40,6 @@ class Metrics {
     std::map<std::string, std::vector<uint64_t>> counts;  // histograms: per bucket (+Inf last)
     std::map<std::string, double> sums;
   };
-  static std::string label_text(const Labels& labels);
   mutable std::mutex mutex_;
   std::map<std::string, Family> families_;
   std::vector<std::function<void(Metrics&)>> collectors_;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "controllers/names.h"
+#include "controllers/runtime/agent_metrics.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::controllers {
@@ -106,6 +107,10 @@ void AgentReconciler::PassWriter::count_finished(const PlannedWrite& write) {
   const std::string phase = string_at(status, "phase");
   const double cents = number_at(status, "usage/costCents").value_or(0);
   r_.metrics_.counter_add("heartbeat_runs_total", {{"phase", phase}});
+  r_.metrics_.counter_add(kAgentRunsMetric, agent_run_labels(ns_, name_, phase));
+  if (string_at(status, "reason") == kReasonStalled) {
+    r_.metrics_.counter_add("heartbeat_runs_stalled_total", {});
+  }
   if (write.cost_mismatch) r_.metrics_.counter_add("heartbeat_cost_mismatch_total", {});
   if (string_at(status, "reason") == kReasonUsageOutOfBounds) {
     r_.metrics_.counter_add("heartbeat_usage_out_of_bounds_total", {});

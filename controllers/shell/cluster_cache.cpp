@@ -240,6 +240,11 @@ std::vector<Json> ClusterCache::agents() const {
   }
   return out;
 }
+std::size_t ClusterCache::agent_count() const {
+  std::size_t count = 0;
+  for (const auto& informer : agents_.informers) count += informer->store().size();
+  return count;
+}
 std::vector<Json> ClusterCache::runs_of(const std::string& ns, const std::string& agent) const {
   return lookup(runs_, ns, runs_by_agent_, object_key(ns, agent));
 }

@@ -43,6 +43,7 @@ class ClusterCache final : public ClusterView {
 
   std::optional<Json> agent(const std::string& ns, const std::string& name) const override;
   std::vector<Json> agents() const override;
+  std::size_t agent_count() const;  // without copying them
   std::vector<Json> runs_of(const std::string& ns, const std::string& agent) const override;
   std::optional<Json> job(const std::string& ns, const std::string& name) const override;
   // Live Pods plus the last state of deleted ones whose run is not settled.

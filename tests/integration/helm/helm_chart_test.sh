@@ -87,6 +87,7 @@ expect_refused 'logFormat must be one of the following: "json", "text"' --set lo
 expect_refused 'logLevel must be one of the following' --set logLevel=verbose
 expect_refused 'replicaCount: Must be greater than or equal to 1' --set replicaCount=0
 expect_refused 'Additional property replicas is not allowed' --set replicas=2
+expect_refused 'Additional property volumes is not allowed' --set 'runner.podDefaults.volumes[0].name=x'
 
 echo "== 4. server dry-run of the rendered chart"
 helm template "$release" "$chart" -n "$rel_ns" >"$tmp/default.yaml"
@@ -131,6 +132,13 @@ dry_run network-policies --leader-elect=false --watch-namespaces="$watch_ns_c,$w
   --set 'networkPolicy.wakeupFrom[0].namespaceSelector.matchLabels.team=ci'
 grep -q 'team: ci' "$tmp/network-policies.yaml" || fail "networkPolicy.wakeupFrom is not rendered"
 grep -q -- '--wakeup-token-secret=wakeup-token' "$tmp/wakeup.yaml" || fail "the wakeup render lacks --wakeup-token-secret"
+# Fleet-wide Pod settings reach the operator as one JSON flag it checks at start.
+helm template "$release" "$chart" -n "$rel_ns" --set runner.podDefaults.nodeSelector.pool=agents \
+  --set 'runner.podDefaults.imagePullSecrets[0].name=registry' \
+  --show-only templates/deployment.yaml >"$tmp/pod-defaults.yaml"
+grep -qF -- '- --pod-defaults={"imagePullSecrets":[{"name":"registry"}],"nodeSelector":{"pool":"agents"}}' \
+  "$tmp/pod-defaults.yaml" || fail "runner.podDefaults is not rendered as --pod-defaults: $(grep -- --pod "$tmp/pod-defaults.yaml")"
+if grep -q -- '- --pod-defaults=' "$tmp/default.yaml"; then fail "--pod-defaults is rendered without podDefaults"; fi
 
 echo "== 4b. the two-namespace RBAC, applied: both namespaces, nothing else"
 helm template "$release" "$chart" -n "$rel_ns" --set "watchNamespaces={$watch_ns_c,$watch_ns_b}" \

@@ -334,9 +334,10 @@ TEST_F(OperatorTest, WatchesExactlyTheListedNamespaces) {
       [&] { return phase_in(ns_) == "Succeeded" && phase_in(second) == "Succeeded"; }, 30s));
   EXPECT_EQ(client_->get(res::kAgents, second, "zeta").or_throw()["status"]["spend"]["cents"],
             0.25);
-  // The unwatched namespace is left alone: no status, no Job.
+  // The unwatched namespace is left alone: only the CRD's status default, no Job.
   EXPECT_EQ(phase_in(outside), "");
-  EXPECT_FALSE(client_->get(res::kAgents, outside, "zeta").or_throw().contains("status"));
+  EXPECT_EQ(client_->get(res::kAgents, outside, "zeta").or_throw()["status"],
+            json({{"observedGeneration", 0}}));
   EXPECT_EQ(client_->list_all(res::kJobs, outside).or_throw()["items"].size(), 0u);
   second_kubelet.stop();
 }
@@ -514,6 +515,55 @@ TEST_F(OperatorTest, PromptFromAConfigMapIsReadAndAMissingOneIsNamed) {
       40s));
   // The newer run got further: no longer stalled.
   EXPECT_TRUE(wait_until([&] { return kstatus_of(agent("pf")).status == "Current"; }, 20s));
+}
+
+// Pod settings a real cluster needs reach the Job, which the real API server
+// validates (affinity, tolerations, volumes as a Pod's); a hostPath volume
+// is refused naming the field, and the Agent is Stalled until it is fixed.
+TEST_F(OperatorTest, PodSettingsReachTheJobAndAHostPathIsRefused) {
+  start_kubelet([](const json&) { return finishes_with(0.1); });
+  const json runtime = {
+      {"imagePullSecrets", json::array({{{"name", "registry"}}})},
+      {"nodeSelector", {{"pool", "agents"}}},
+      {"tolerations",
+       json::array({{{"key", "agents"}, {"operator", "Exists"}, {"effect", "NoSchedule"}}})},
+      {"affinity",
+       {{"podAntiAffinity",
+         {{"preferredDuringSchedulingIgnoredDuringExecution",
+           json::array({{{"weight", 50},
+                         {"podAffinityTerm",
+                          {{"topologyKey", "kubernetes.io/hostname"},
+                           {"labelSelector", {{"matchLabels", {{"team", "a"}}}}}}}}})}}}}},
+      {"podLabels", {{"team", "a"}}},
+      {"podAnnotations", {{"example.com/owner", "team-a"}}},
+      {"volumes", json::array({{{"name", "ca"}, {"configMap", {{"name", "corp-ca"}}}}})},
+      {"volumeMounts", json::array({{{"name", "ca"}, {"mountPath", "/etc/corp-ca"}}})}};
+  create_agent(agent_manifest("ps", {{"prompt", "Heartbeat."}}, {{"runtime", runtime}}));
+  json bad = agent_manifest("ps-host", {{"prompt", "Heartbeat."}});
+  bad["spec"]["runtime"]["volumes"] =
+      json::array({{{"name", "root"}, {"hostPath", {{"path", "/"}}}}});
+  create_agent(bad);
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("ps", "ps-1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("ps-1", "Succeeded"); }, 30s));
+  const json job =
+      client_->get(res::kJobs, ns_, string_at(run("ps-1"), "status/jobName")).or_throw();
+  const json& pod = job["spec"]["template"]["spec"];
+  EXPECT_EQ(pod["nodeSelector"]["pool"], "agents");
+  EXPECT_EQ(pod["imagePullSecrets"][0]["name"], "registry");
+  EXPECT_EQ(pod["tolerations"][0]["key"], "agents");
+  EXPECT_TRUE(pod["affinity"].contains("podAntiAffinity"));
+  EXPECT_EQ(job["spec"]["template"]["metadata"]["labels"]["team"], "a");
+  EXPECT_EQ(pod["containers"][0]["volumeMounts"].back()["mountPath"], "/etc/corp-ca");
+
+  ASSERT_TRUE(wait_until([&] { return kstatus_of(agent("ps-host")).status == "Failed"; }, 20s));
+  EXPECT_NE(kstatus_of(agent("ps-host")).message.find("spec.runtime.volumes[0].hostPath"),
+            std::string::npos)
+      << kstatus_of(agent("ps-host")).message;
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("ps-host", "ps-host-1")).or_throw();
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(string_at(run("ps-host-1"), "status/phase", "Queued"), "Queued");
+  EXPECT_EQ(jobs(), 1u);
 }
 
 // What Flux (kstatus) and `kubectl wait` conclude from the objects the real

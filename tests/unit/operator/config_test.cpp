@@ -47,6 +47,29 @@ TEST(OperatorConfig, ABadNamespaceIsRejectedNamingTheFlagAndTheEntry) {
   EXPECT_TRUE(parse_namespace_list(std::string(63, 'a'), error));
 }
 
+// The chart's podDefaults: checked as an Agent's spec.runtime is, plus only
+// the fields a fleet default may set; the error names the flag and field.
+TEST(OperatorConfig, PodDefaultsAreCheckedAndNamed) {
+  ConfigResult r = parse({R"(--pod-defaults={"nodeSelector":{"pool":"agents"},)"
+                          R"("imagePullSecrets":[{"name":"registry"}]})"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->job.pod_defaults["nodeSelector"]["pool"], "agents");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"volumes":[{"name":"x","emptyDir":{}}]})", "unknown key volumes"},
+      {R"({"podLabels":{"heartbeat.dev/run":"x"}})", "--pod-defaults.podLabels"},
+      {R"({"tolerations":[{"operator":"Exists","value":"v"}]})",
+       "--pod-defaults.tolerations[0].value"},
+      {"[1,2]", "not a JSON object"},
+      {"{", "not a JSON object"},
+  };
+  for (const auto& [value, says] : bad) {
+    r = parse({"--pod-defaults=" + value});
+    EXPECT_FALSE(r.config) << value;
+    EXPECT_THAT(r.error, ::testing::HasSubstr("--pod-defaults")) << value;
+    EXPECT_THAT(r.error, ::testing::HasSubstr(says)) << value;
+  }
+}
+
 TEST(OperatorConfig, StatusCoalescingAndContextTransportDefaultsSaveWrites) {
   ConfigResult r = parse({});
   ASSERT_TRUE(r.config) << r.error;

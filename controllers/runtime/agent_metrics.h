@@ -1,0 +1,40 @@
+// Per-agent metrics with bounded cardinality: labels namespace and agent
+// only, and none at all above a configured number of Agents (a fleet of
+// 10,000 should not cost Prometheus 40,000 series unasked). Spend, budget and
+// the last run are read from the cached Agents when /metrics is scraped; the
+// runs counter is kept by the reconciler and trimmed here to Agents that
+// still exist. Pure but for the Metrics registry it writes.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controllers/json_util.h"
+#include "controllers/runtime/metrics.h"
+#include "controllers/schedule/utc_time.h"
+
+namespace hb::controllers {
+
+inline constexpr std::size_t kAgentMetricsMaxDefault = 1000;
+inline constexpr const char* kAgentRunsMetric = "heartbeat_agent_runs_total";
+
+struct AgentMetricRow {
+  std::string ns, name;
+  double spend_cents = 0;                      // this UTC month
+  std::optional<double> budget_cents;          // none: unlimited
+  std::optional<TimePoint> last_run_finished;  // status.lastHeartbeatTime
+};
+
+AgentMetricRow agent_metric_row(const Json& agent, TimePoint now);
+
+// The labels of one agent's runs counter.
+Labels agent_run_labels(const std::string& ns, const std::string& agent, const std::string& phase);
+
+// Sets the per-agent families from `agents` (replacing what was there), or
+// empties them when there are more than `max_agents` (0: always empty).
+void export_agent_metrics(Metrics& metrics, const std::vector<AgentMetricRow>& agents,
+                          std::size_t max_agents);
+
+}  // namespace hb::controllers

@@ -1,0 +1,74 @@
+// Per-agent metrics: what they say, and their bounded cardinality.
+#include "controllers/runtime/agent_metrics.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/controllers/fixtures.h"
+
+namespace hb::controllers {
+namespace {
+
+using namespace hb::controllers::testing;
+
+int series(const std::string& text, const std::string& family) {
+  int n = 0;
+  for (std::size_t at = text.find("\n" + family + "{"); at != std::string::npos;
+       at = text.find("\n" + family + "{", at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(AgentMetrics, RowsSayThisMonthsSpendTheBudgetAndTheLastRun) {
+  Json a = agent();
+  a["spec"]["budget"] = {{"monthlyCents", 500}};
+  a["status"] = {{"spend", {{"period", "2024-05"}, {"cents", 120.5}}},
+                 {"lastHeartbeatTime", "2024-05-01T12:06:00Z"}};
+  AgentMetricRow row = agent_metric_row(a, at("2024-05-20T00:00:00Z"));
+  EXPECT_EQ(row.ns, "ns");
+  EXPECT_EQ(row.name, "bot");
+  EXPECT_EQ(row.spend_cents, 120.5);
+  EXPECT_EQ(row.budget_cents, 500);
+  EXPECT_EQ(row.last_run_finished, at("2024-05-01T12:06:00Z"));
+  // Last month's spend is not this month's; no budget is no series.
+  a["spec"].erase("budget");
+  row = agent_metric_row(a, at("2024-06-01T00:00:00Z"));
+  EXPECT_EQ(row.spend_cents, 0);
+  EXPECT_FALSE(row.budget_cents);
+}
+
+TEST(AgentMetrics, ExportedUpToTheBoundAndForgottenWithTheirAgents) {
+  Metrics m;
+  describe_operator_metrics(m);
+  std::vector<AgentMetricRow> rows;
+  for (int i = 0; i < 3; ++i) {
+    rows.push_back({"team-a", "bot-" + std::to_string(i), 10.0 * i, 100, std::nullopt});
+  }
+  for (const AgentMetricRow& r : rows) {
+    m.counter_add(kAgentRunsMetric, agent_run_labels(r.ns, r.name, "Succeeded"));
+  }
+  m.counter_add(kAgentRunsMetric, agent_run_labels("team-a", "deleted", "Failed"));
+  export_agent_metrics(m, rows, 3);
+  std::string text = m.render();
+  EXPECT_EQ(series(text, "heartbeat_agent_spend_cents"), 3);
+  EXPECT_EQ(series(text, "heartbeat_agent_budget_cents"), 3);
+  EXPECT_EQ(series(text, "heartbeat_agent_runs_total"), 3);  // the deleted agent's is gone
+  EXPECT_EQ(m.value("heartbeat_agent_spend_cents", {{"namespace", "team-a"}, {"agent", "bot-2"}}),
+            20);
+  // One agent more than the bound: no per-agent series at all.
+  rows.push_back({"team-a", "bot-3", 1, std::nullopt, std::nullopt});
+  export_agent_metrics(m, rows, 3);
+  text = m.render();
+  for (const char* family : {"heartbeat_agent_spend_cents", "heartbeat_agent_budget_cents",
+                             "heartbeat_agent_runs_total"}) {
+    EXPECT_EQ(series(text, family), 0) << family;
+    EXPECT_NE(text.find(std::string("# TYPE ") + family), std::string::npos) << family;
+  }
+  // 0 turns them off.
+  rows.resize(1);
+  export_agent_metrics(m, rows, 0);
+  EXPECT_EQ(series(m.render(), "heartbeat_agent_spend_cents"), 0);
+}
+
+}  // namespace
+}  // namespace hb::controllers
