@@ -238,6 +238,20 @@ class Checker {
       }
     }
     if (sources != 1) fail(where, "must have exactly one volume source");
+    check_no_token(v, where);
+  }
+
+  // A projected ServiceAccount token is the runner's alone: mounted in the
+  // tools container it would let the agent forge beats and usage reports.
+  void check_no_token(const Json& v, const std::string& where) {
+    const Json* sources = find_path(v, "projected/sources");
+    if (sources == nullptr || !sources->is_array()) return;
+    for (std::size_t j = 0; j < sources->size(); ++j) {
+      if ((*sources)[j].is_object() && (*sources)[j].contains("serviceAccountToken")) {
+        fail(where + ".projected.sources[" + std::to_string(j) + "].serviceAccountToken",
+             "is not allowed: the Pod's ServiceAccount token reaches the runner container only");
+      }
+    }
   }
 
   void check_mounts(const std::string& field) {

@@ -149,6 +149,15 @@ TEST(PodSettings, HostileOverridesAreRefusedWithTheFieldNamed) {
       {{{"imagePullSecrets", Json::array({{{"name", ""}}})}},
        "spec.runtime.imagePullSecrets[0].name"},
       {{{"affinity", "anywhere"}}, "spec.runtime.affinity"},
+      // A second copy of the runner's token, for the agent's container.
+      {{{"volumes",
+         Json::array(
+             {{{"name", "token"},
+               {"projected",
+                {{"sources", Json::array({{{"configMap", {{"name", "x"}}}},
+                                          {{"serviceAccountToken", {{"path", "t"}}}}})}}}}})},
+        {"tools", {{"volumeMounts", mount("token", "/token")}}}},
+       "spec.runtime.volumes[0].projected.sources[1].serviceAccountToken"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.runtime.dump().substr(0, 200));
