@@ -252,6 +252,16 @@ TEST(AgentDecision, MonthlyBudgetBlocksWithConditionEventAndResetsNextMonth) {
   EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["status"], "False");
 }
 
+// One meaning for 0, as the CRD says: no monthly limit (spec.paused stops runs).
+TEST(AgentDecision, AZeroMonthlyBudgetIsUnlimited) {
+  Json a = agent();
+  a["spec"]["budget"] = {{"monthlyCents", 0}};
+  a["status"] = {{"spend", {{"period", "2024-05"}, {"cents", 1000}}}};
+  AgentDecision d = decide(a, {}, at("2024-05-01T12:05:00Z"));
+  EXPECT_TRUE(d.create_run);
+  EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["status"], "False");
+}
+
 TEST(AgentDecision, RunFinishingInOldMonthIsRecordedButNotCountedInNewMonth) {
   Json a = agent("bot", "2024-05-31T23:00:00Z");
   World w{a};
