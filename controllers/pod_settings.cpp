@@ -6,6 +6,7 @@
 #include "api/heartbeat_pod.h"
 #include "controllers/job_builder.h"
 #include "controllers/names.h"
+#include "controllers/schedule/run_name.h"
 
 namespace hb::controllers {
 
@@ -62,11 +63,6 @@ bool dns_subdomain_ok(std::string_view s) {
     if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
   }
   return alnum(s.front()) && alnum(s.back());
-}
-
-bool dns_label_ok(std::string_view s) {
-  return s.size() <= kLabelNameBytesMax && dns_subdomain_ok(s) &&
-         s.find('.') == std::string_view::npos;
 }
 
 bool qualified_key_ok(std::string_view key) {
@@ -220,7 +216,7 @@ class Checker {
   void check_volume(const Json& v, std::size_t i) {
     const std::string where = "volumes[" + std::to_string(i) + "]";
     const std::string name = string_at(v, "name");
-    if (!dns_label_ok(name)) return fail(where + ".name", "must be a DNS label");
+    if (!schedule::is_dns1123_label(name)) return fail(where + ".name", "must be a DNS label");
     for (std::string_view ours : operator_volumes()) {
       if (name == ours) return fail(where + ".name", "\"" + name + "\" is the operator's volume");
     }

@@ -68,11 +68,11 @@ std::string env_name(const std::string& flag) {
   return out;
 }
 
-// A container's `resources`: {"limits"|"requests": {name: quantity string}}.
-std::optional<controllers::Json> parse_resources(const std::string& text, std::string& why) {
-  constexpr std::size_t kResourcesDepthMax = 3;
-  if (api::json_nested_deeper_than(text, kResourcesDepthMax)) {
-    why = "nested deeper than limits/requests";
+// A flag's JSON object, its nesting bounded before it is parsed.
+std::optional<controllers::Json> parse_json_object(const std::string& text, std::size_t depth_max,
+                                                   const char* too_deep, std::string& why) {
+  if (api::json_nested_deeper_than(text, depth_max)) {
+    why = too_deep;
     return std::nullopt;
   }
   controllers::Json doc = controllers::Json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -80,6 +80,16 @@ std::optional<controllers::Json> parse_resources(const std::string& text, std::s
     why = "not a JSON object";
     return std::nullopt;
   }
+  return doc;
+}
+
+// A container's `resources`: {"limits"|"requests": {name: quantity string}}.
+std::optional<controllers::Json> parse_resources(const std::string& text, std::string& why) {
+  constexpr std::size_t kResourcesDepthMax = 3;
+  std::optional<controllers::Json> parsed =
+      parse_json_object(text, kResourcesDepthMax, "nested deeper than limits/requests", why);
+  if (!parsed) return std::nullopt;
+  controllers::Json& doc = *parsed;
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     if (it.key() != "limits" && it.key() != "requests") {
       why = "unknown key " + it.key() + "; use limits and requests";
@@ -96,7 +106,7 @@ std::optional<controllers::Json> parse_resources(const std::string& text, std::s
       }
     }
   }
-  return doc;
+  return parsed;
 }
 
 bool parse_bool(const std::string& text, bool& out) {
@@ -120,15 +130,10 @@ bool parse_number(const std::string& text, T& out) {
 // --pod-defaults: the fields of kPodDefaultFields, checked as an Agent's are.
 std::optional<controllers::Json> parse_pod_defaults(const std::string& text, std::string& why) {
   constexpr std::size_t kPodDefaultsDepthMax = 16;  // affinity nests about 8 deep
-  if (api::json_nested_deeper_than(text, kPodDefaultsDepthMax)) {
-    why = "nested too deep";
-    return std::nullopt;
-  }
-  controllers::Json doc = controllers::Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    why = "not a JSON object";
-    return std::nullopt;
-  }
+  std::optional<controllers::Json> parsed =
+      parse_json_object(text, kPodDefaultsDepthMax, "nested too deep", why);
+  if (!parsed) return std::nullopt;
+  controllers::Json& doc = *parsed;
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     bool known = false;
     for (const char* field : controllers::kPodDefaultFields) known |= it.key() == field;
@@ -144,7 +149,7 @@ std::optional<controllers::Json> parse_pod_defaults(const std::string& text, std
     why = controllers::join_errors(errors);
     return std::nullopt;
   }
-  return doc;
+  return parsed;
 }
 
 }  // namespace
