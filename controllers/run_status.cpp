@@ -263,11 +263,15 @@ RunObservation observe_run(const RunObservationInput& in) {
     return finish_run(std::move(obs), std::move(f), in, view.created, std::nullopt);
   }
 
-  // Started (or its Job exists though the status write was lost: adopt).
+  // Started: its Job exists, the Running status not yet written (the
+  // reconciler writes it after the dispatch, or a crash lost it). Nothing
+  // else is decided until it is stored: the start time every later verdict
+  // reads (stall, deadline) must not move when the Job goes away.
   const RunClock clock = run_clock(view, in);
   if (view.job_name.empty() || view.phase != RunPhase::kRunning) {
     obs.status = running_status(std::move(obs.status), view, in.job, clock.started);
     obs.phase = RunPhase::kRunning;
+    return obs;
   }
   const JobState job = job_state(in.job);
   const Json* pod = pick_pod(in.pods);

@@ -122,6 +122,21 @@ void add_other_statuses(std::vector<PlannedWrite>& plan, const WritePlanInput& i
   }
 }
 
+// The slot of the run a write is about (a request's, or a stored run's
+// scheduledTime), for the order within its class.
+std::optional<TimePoint> slot_of(const PlannedWrite& w, const WritePlanInput& in) {
+  if (w.request) return w.request->slot;
+  if (w.run.empty()) return std::nullopt;
+  const std::optional<std::size_t> i = index_of(*in.observed, w.run);
+  return i ? (*in.observed)[*i].view->scheduled_time : std::nullopt;
+}
+
+void assign_priorities(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
+  bool counts_spend = false;
+  for (const PlannedWrite& w : plan) counts_spend |= w.purpose == RunStatusPurpose::kCounted;
+  for (PlannedWrite& w : plan) w.priority = write_priority(w, counts_spend, slot_of(w, in), in.now);
+}
+
 }  // namespace
 
 std::vector<PlannedWrite> plan_writes(const WritePlanInput& in) {
@@ -152,12 +167,41 @@ std::vector<PlannedWrite> plan_writes(const WritePlanInput& in) {
   for (const std::string& name : d.delete_runs) {
     plan.push_back(run_write(WriteOp::kDeleteRun, name));
   }
+  assign_priorities(plan, in);
   return plan;
+}
+
+kube::RequestPriority write_priority(const PlannedWrite& w, bool counts_spend,
+                                     std::optional<TimePoint> slot, TimePoint now) {
+  using kube::RequestClass;
+  const int64_t order =
+      std::chrono::duration_cast<std::chrono::seconds>(slot.value_or(now).time_since_epoch())
+          .count();
+  switch (w.op) {
+    case WriteOp::kCreateRun:
+    case WriteOp::kInvokeRun:
+    case WriteOp::kStartRun:
+      return {RequestClass::kDispatch, order};
+    case WriteOp::kDeleteJob:
+      return {RequestClass::kLifecycle, order};
+    case WriteOp::kReplaceAgentStatus:
+      return {counts_spend ? RequestClass::kLifecycle : RequestClass::kBookkeeping, order};
+    case WriteOp::kRunStatus: {
+      const bool queued =
+          w.purpose == RunStatusPurpose::kChanged && string_view_at(w.status, "phase") == "Queued";
+      return {queued ? RequestClass::kBookkeeping : RequestClass::kLifecycle, order};
+    }
+    case WriteOp::kDeleteRun:
+    case WriteOp::kEvent:
+      return {RequestClass::kBookkeeping, order};
+  }
+  return {RequestClass::kBookkeeping, order};
 }
 
 namespace {
 
 WriteResult perform(const PlannedWrite& w, PlanWriter& writer) {
+  writer.before(w);
   switch (w.op) {
     case WriteOp::kDeleteJob:
       return writer.delete_job(w.run);

@@ -27,6 +27,7 @@
 #include "controllers/event.h"
 #include "controllers/json_util.h"
 #include "controllers/run_status.h"
+#include "kube/request_priority.h"
 
 namespace hb::controllers {
 
@@ -52,6 +53,8 @@ enum class RunStatusPurpose {
 
 struct PlannedWrite {
   WriteOp op = WriteOp::kEvent;
+  // Its place in the client's rate limiter (write_priority below).
+  kube::RequestPriority priority{kube::RequestClass::kBookkeeping, 0};
   std::string run;                // the run's name, for the run writes
   Json status;                    // kReplaceAgentStatus, kRunStatus
   bool final_with_label = false;  // kRunStatus: also label the run with its phase
@@ -73,6 +76,15 @@ struct WritePlanInput {
 
 std::vector<PlannedWrite> plan_writes(const WritePlanInput& input);
 
+// Which class a planned write queues in (issue 15): creating a run and
+// starting it (its Job) are dispatch, ordered by slot; what ends or counts a
+// run (a Job delete, a Running, final or folded run status, an agent status
+// that counts spend) is lifecycle; the rest (an agent status that only moves
+// times or conditions, a Queued message, history deletes, Events) is
+// bookkeeping. `counts_spend`: the plan writes a counted run.
+kube::RequestPriority write_priority(const PlannedWrite& write, bool counts_spend,
+                                     std::optional<TimePoint> slot, TimePoint now);
+
 // What one write came to.
 enum class WriteResult {
   kDone,
@@ -85,6 +97,9 @@ enum class WriteResult {
 class PlanWriter {
  public:
   virtual ~PlanWriter() = default;
+  // Called before each write with its planned priority (the shell hands it
+  // to the rate limiter).
+  virtual void before(const PlannedWrite&) {}
   virtual WriteResult delete_job(const std::string& run) = 0;
   virtual WriteResult create_run(const RunRequest& request) = 0;
   virtual WriteResult invoke_run(const RunRequest& request) = 0;

@@ -1,5 +1,6 @@
 #include "kube/client.h"
 
+#include <cassert>
 #include <thread>
 
 namespace hb::kube {
@@ -37,8 +38,10 @@ Client::Client(ClusterConfig config, ClientOptions options, std::shared_ptr<http
       options_(options),
       transport_(std::move(transport)),
       tokens_(config_),
-      tokens_available_(options.burst),
-      tokens_at_(std::chrono::steady_clock::now()) {
+      limiter_(options.qps > 0
+                   ? std::optional<PriorityTokenBucket>(std::in_place, options.qps, options.burst,
+                                                        std::chrono::steady_clock::now())
+                   : std::nullopt) {
   if (!transport_) {
     http::ClientOptions http_options;
     http_options.tls = config_.tls;
@@ -47,24 +50,22 @@ Client::Client(ClusterConfig config, ClientOptions options, std::shared_ptr<http
   }
 }
 
-// Token bucket: qps tokens a second, at most `burst` saved up.
+// Token bucket: qps tokens a second, at most `burst` saved up, handed to
+// the best waiter first (dispatch, then lifecycle, then bookkeeping). A
+// thread whose ticket another thread granted picks it up from served_.
 void Client::wait_for_token() {
-  if (options_.qps <= 0) return;
+  if (!limiter_) return;
   std::unique_lock lock(limiter_mutex_);
+  const PriorityTokenBucket::Ticket ticket = limiter_->enqueue(current_request_priority());
   while (true) {
-    auto now = std::chrono::steady_clock::now();
-    double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
-    tokens_available_ =
-        std::min<double>(options_.burst, tokens_available_ + elapsed * options_.qps);
-    tokens_at_ = now;
-    if (tokens_available_ >= 1.0) {
-      tokens_available_ -= 1.0;
-      return;
-    }
-    auto wait = std::chrono::duration<double>((1.0 - tokens_available_) / options_.qps);
-    lock.unlock();
-    std::this_thread::sleep_for(wait);
-    lock.lock();
+    const std::vector<PriorityTokenBucket::Ticket> granted =
+        limiter_->grant(std::chrono::steady_clock::now());
+    served_.insert(granted.begin(), granted.end());
+    if (!granted.empty()) limiter_changed_.notify_all();
+    if (served_.erase(ticket) > 0) return;
+    const std::optional<std::chrono::steady_clock::time_point> at = limiter_->next_token_at();
+    assert(at.has_value());  // our own ticket still waits
+    limiter_changed_.wait_until(lock, *at);
   }
 }
 
@@ -110,6 +111,7 @@ Result<http::Response> Client::call(const std::string& verb, const std::string& 
     if (!content_type.empty()) req.headers.emplace_back("Content-Type", content_type);
     req.body = body;
     ++*counter;
+    if (write) ++counts_.writes_by_class[static_cast<int>(current_request_priority().cls)];
     http::Response resp;
     try {
       resp = transport_->send(req);

@@ -6,16 +6,19 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "kube/errors.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
+#include "kube/priority_token_bucket.h"
 #include "kube/resource.h"
 
 namespace hb::kube {
@@ -62,6 +65,8 @@ struct DeleteOptions {
 // Counts of requests sent, by verb, for benchmarks and /metrics.
 struct RequestCounts {
   std::atomic<uint64_t> get{0}, list{0}, watch{0}, create{0}, update{0}, patch{0}, remove{0};
+  // Writes by the class they were sent under (RequestClass order).
+  std::atomic<uint64_t> writes_by_class[kRequestClassCount] = {};
   uint64_t writes() const { return create + update + patch + remove; }
   uint64_t total() const { return get + list + watch + writes(); }
 };
@@ -110,6 +115,7 @@ class Client {
                               const std::string& path, const std::string& body,
                               const std::string& content_type, const std::string& context);
   http::Request make_request(const std::string& method, const std::string& path);
+  // Waits for the rate limiter under the calling thread's RequestPriority.
   void wait_for_token();
 
   ClusterConfig config_;
@@ -120,8 +126,9 @@ class Client {
   WriteGate write_gate_;
 
   std::mutex limiter_mutex_;
-  double tokens_available_;
-  std::chrono::steady_clock::time_point tokens_at_;
+  std::condition_variable limiter_changed_;
+  std::optional<PriorityTokenBucket> limiter_;    // none when qps <= 0
+  std::set<PriorityTokenBucket::Ticket> served_;  // granted, not yet picked up
 };
 
 }  // namespace hb::kube

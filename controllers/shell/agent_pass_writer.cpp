@@ -32,6 +32,12 @@ WriteResult AgentReconciler::PassWriter::check(kube::Done done) {
   return WriteResult::kFailed;
 }
 
+// The reconcile pass holds a RequestPriorityScope, which restores the
+// thread's priority when the pass ends.
+void AgentReconciler::PassWriter::before(const PlannedWrite& write) {
+  kube::set_current_request_priority(write.priority);
+}
+
 WriteResult AgentReconciler::PassWriter::delete_job(const std::string& run) {
   return check(r_.delete_job(ns_, job_name_for_run(run)));
 }

@@ -21,6 +21,7 @@ class AgentReconciler::PassWriter final : public PlanWriter {
   PassWriter(AgentReconciler& reconciler, Json& agent, const AgentSpec& spec,
              std::vector<Json>& runs, TimePoint now);
 
+  void before(const PlannedWrite& write) override;
   WriteResult delete_job(const std::string& run) override;
   WriteResult create_run(const RunRequest& request) override;
   WriteResult invoke_run(const RunRequest& request) override;

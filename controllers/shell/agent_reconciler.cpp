@@ -82,6 +82,9 @@ void AgentReconciler::forget_agent(const std::string& key) {
 
 void AgentReconciler::count_write(const char* kind) {
   metrics_.counter_add("heartbeat_api_writes_total", {{"kind", kind}});
+  const kube::RequestClass cls = kube::current_request_priority().cls;
+  metrics_.counter_add("heartbeat_api_writes_by_class_total",
+                       {{"class", std::string(kube::request_class_name(cls))}});
 }
 
 std::optional<Json> AgentReconciler::agent(const std::string& ns, const std::string& name) {
@@ -198,6 +201,7 @@ kube::Done AgentReconciler::write_run_status(const Json& run, const Json& status
   const bool labelled = labels != nullptr && labels->is_object() && labels->contains(kLabelPhase) &&
                         (*labels)[kLabelPhase] == phase;
   if (labelled) return kube::done();
+  kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
   Json patch = {{"metadata", {{"labels", {{kLabelPhase, phase}}}}}};
   // Manual runs made by kubectl get the agent label and owner here too.
   HB_TRY_ASSIGN(updated, client_->merge_patch(res::kHeartbeatRuns, ns, name, patch));
@@ -312,19 +316,18 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, const Json& run
   const Json context = render_context({&agent, &run, *prompt.text, history, now}, config_.job);
   HB_TRY_ASSIGN(const StartedJob job,
                 create_context_and_job(run, build_job(run, agent, context.dump(), config_.job)));
-  Json status = find_path(run, "status") ? run["status"] : Json::object();
-  status["phase"] = "Running";
-  status["jobName"] = job.name;
-  status["jobUID"] = job.uid;
-  status["startedAt"] = schedule::format_rfc3339(now);
-  status.erase("message");
-  HB_TRY(write_run_status(run, status, false));
+  // The run's Running status is not written here: the dispatch path is the
+  // run and its Job. The Job (in the overlay now, in the cache soon) is the
+  // mark that the run started; the next pass, which the Job's watch event
+  // queues behind other agents' dispatches, adopts it and writes Running
+  // (observe_run), as after a crash between the two writes.
+  if (!job.created_at) return true;  // adopted an existing Job: counted when it was made
   const std::string source = string_at(run, "spec/invocationSource", "manual");
   metrics_.counter_add("heartbeat_runs_started_total", {{"source", source}});
   // Lag as the issue defines it: the Job's creation (after its create call
   // returned) minus the slot, so the run and Job writes are included.
   auto slot = time_at(run, "spec/scheduledTime");
-  if (slot && job.created_at && source == kSourceScheduler) {
+  if (slot && source == kSourceScheduler) {
     metrics_.observe("heartbeat_schedule_lag_seconds", {},
                      std::chrono::duration<double>(*job.created_at - *slot).count());
   }
@@ -467,10 +470,31 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
                                                       .has_job = std::move(observed.has_job),
                                                       .routine_events = config_.routine_events,
                                                       .now = now});
+  // Anything the plan does not class (a read on its behalf, the objects
+  // made ahead below) queues as bookkeeping.
+  kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
   PassWriter writer(*this, agent, views.agent->spec.spec, runs, now);
   const PlanOutcome outcome = perform_plan(plan, writer);
   if (!outcome.completed) return std::move(*writer.error);
-  return requeue_for(d, now, outcome.start_held_back, !input.env.object_in_the_way.empty());
+  const bool in_the_way = !input.env.object_in_the_way.empty();
+  bool found_in_the_way = false;  // by the objects made ahead: decide again at once
+  if (!in_the_way && views.agent->spec.valid() && !d.start_run) {
+    kube::set_current_request_priority({kube::RequestClass::kBookkeeping, 0});
+    HB_TRY_ASSIGN(found_in_the_way, ensure_objects_ahead(agent));
+  }
+  return requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way);
+}
+
+// The per-agent objects (ServiceAccount, Role, RoleBinding, Lease, memory
+// ConfigMap) are made when the Agent appears, as bookkeeping, so its first
+// heartbeat's dispatch is only the run and the Job. True when an object in
+// the way was found (the next pass reports it).
+kube::Result<bool> AgentReconciler::ensure_objects_ahead(const Json& agent) {
+  HB_TRY_ASSIGN(const std::string blocking, ensure_agent_objects(agent));
+  if (blocking.empty()) return false;
+  std::lock_guard lock(mutex_);
+  in_the_way_[object_key(agent)] = {string_at(agent, "metadata/uid"), blocking, steady_()};
+  return true;
 }
 
 }  // namespace hb::controllers

@@ -105,6 +105,7 @@ class AgentReconciler {
   kube::Result<Prompt> resolve_prompt(const Json& agent);
   // Creates the per-agent objects once; "" or the object in the way ("Kind ns/name").
   kube::Result<std::string> ensure_agent_objects(const Json& agent);
+  kube::Result<bool> ensure_objects_ahead(const Json& agent);
   // The object in the way of this Agent's own, as last found; looked for
   // again once kObjectInTheWayRecheck passed.
   kube::Result<std::string> object_in_the_way(const Json& agent);

@@ -12,6 +12,8 @@
 #   control-plane.sh status DIR
 #
 # Several DIRs may run at once: ports are chosen free, state is per DIR.
+# Env: HB_KCM_EXTRA_CONTROLLERS / HB_KCM_FEATURE_GATES add controllers and
+# feature gates to kube-controller-manager (benchmarks).
 # Env: HB_KCM_API_QPS / HB_KCM_API_BURST set kube-controller-manager's own
 # API rate (Kubernetes' defaults, 20 / 30, unless set; the fleet bench raises
 # them: the Job controller creates every heartbeat's Pod).
@@ -178,9 +180,12 @@ start_controller_manager() {
   # not-ready taint (Pods stay Pending without it); Deployments (the chart's
   # operator runs in-cluster there).
   node_mode && controllers+=,endpoint,endpointslice,nodelifecycle,deployment,replicaset
+  # Benchmarks add controllers and gates (scripts/bench-dispatch.sh: cronjob).
+  [ -n "${HB_KCM_EXTRA_CONTROLLERS:-}" ] && controllers+=",$HB_KCM_EXTRA_CONTROLLERS"
   start_daemon controller-manager "$bin/kube-controller-manager" \
     --kubeconfig "$dir/controller-manager.kubeconfig" \
     --controllers "$controllers" \
+    ${HB_KCM_FEATURE_GATES:+--feature-gates "$HB_KCM_FEATURE_GATES"} \
     --service-account-private-key-file "$c/sa.key" --root-ca-file "$c/ca.crt" \
     --kube-api-qps "${HB_KCM_API_QPS:-20}" --kube-api-burst "${HB_KCM_API_BURST:-30}" \
     --leader-elect=false --port 0 --secure-port 0 --logtostderr=true --v=1

@@ -232,6 +232,8 @@ struct World : PlanWriter {
     if (Json* r = find(w.run)) (*r)["status"] = w.status;
     return WriteResult::kDone;
   }
+  // The Job and the Running status the shell writes a pass later, in one
+  // step: this world has no Jobs to adopt.
   WriteResult start_run(const std::string& name) override {
     if (Json* r = find(name)) {
       Json& status = (*r)["status"];

@@ -104,6 +104,50 @@ TEST(WritePlan, OrderIsTheCrashSafeOne) {
                   "delete run r-old"));
 }
 
+std::vector<std::string> classes(const std::vector<PlannedWrite>& plan) {
+  std::vector<std::string> out;
+  for (const PlannedWrite& w : plan) {
+    out.push_back(describe(w) + ": " + std::string(kube::request_class_name(w.priority.cls)));
+  }
+  return out;
+}
+
+// Issue 15: the writes that start a heartbeat queue first in the client's
+// rate limiter, what ends or counts a run next, the rest last.
+TEST(WritePlan, EachWriteQueuesInItsClass) {
+  EXPECT_THAT(classes(Scenario().plan()),
+              ElementsAre("delete job r-stall: lifecycle", "create run bot-1714565400: dispatch",
+                          "invoke run bot-invoke-1: dispatch",
+                          "agent status: lifecycle",  // it counts r-done's spend
+                          "event BudgetExceeded: bookkeeping", "run status r-done: lifecycle",
+                          "event RunStalled: bookkeeping", "run status r-q1: lifecycle",
+                          "run status r-late: lifecycle", "start run r-q1: dispatch",
+                          "run status r-q2: bookkeeping",  // a Queued message
+                          "delete run r-old: bookkeeping"));
+}
+
+TEST(WritePlan, AnAgentStatusThatCountsNoSpendIsBookkeeping) {
+  Scenario s;
+  s.d.mark.clear();
+  const std::vector<PlannedWrite> plan = s.plan();
+  EXPECT_THAT(classes(plan), Contains("agent status: bookkeeping"));
+}
+
+TEST(WritePlan, WithinDispatchTheEarlierSlotQueuesFirst) {
+  Scenario s;
+  s.runs[4] = run("r-q2", "scheduler", at("2024-05-01T12:00:00Z"));
+  s.observed = observe_all(s.runs, kNow);
+  s.d.start_run = "r-q2";
+  const std::vector<PlannedWrite> plan = s.plan();
+  int64_t create_order = -1, start_order = -1;
+  for (const PlannedWrite& w : plan) {
+    if (w.op == WriteOp::kCreateRun) create_order = w.priority.order;
+    if (w.op == WriteOp::kStartRun) start_order = w.priority.order;
+  }
+  EXPECT_EQ(create_order, 1714565400);  // the new slot, 12:10
+  EXPECT_EQ(start_order, 1714564800);   // the queued run's slot, 12:00: ahead of it
+}
+
 TEST(WritePlan, RoutineEventsOnlyWhenAskedFor) {
   EXPECT_THAT(describe(Scenario().plan(true)), Contains("event RunSucceeded"));
   EXPECT_THAT(describe(Scenario().plan(false)), Not(Contains("event RunSucceeded")));
@@ -193,6 +237,18 @@ TEST(PerformPlan, PerformsEveryWriteInOrder) {
   EXPECT_FALSE(outcome.start_held_back);
   EXPECT_EQ(outcome.performed, plan.size());
   EXPECT_EQ(writer.calls, describe(plan));
+}
+
+TEST(PerformPlan, TellsTheWriterEachWritesPriorityFirst) {
+  struct PriorityWriter : ScriptedWriter {
+    std::vector<kube::RequestClass> seen;
+    void before(const PlannedWrite& w) override { seen.push_back(w.priority.cls); }
+  };
+  const std::vector<PlannedWrite> plan = Scenario().plan();
+  PriorityWriter writer;
+  perform_plan(plan, writer);
+  ASSERT_EQ(writer.seen.size(), plan.size());
+  for (std::size_t i = 0; i < plan.size(); ++i) EXPECT_EQ(writer.seen[i], plan[i].priority.cls);
 }
 
 TEST(PerformPlan, StopsAtTheFirstFailure) {

@@ -1,0 +1,60 @@
+// Which requests the client's rate limiter serves first when they queue for
+// the same QPS budget (issue 15): the writes that start heartbeats before
+// the ones that record them, and those before bookkeeping. The class rides
+// on the calling thread (RequestPriorityScope), so a reconcile pass marks
+// each planned write without every Client method taking an extra argument.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace hb::kube {
+
+enum class RequestClass : uint8_t {
+  kDispatch = 0,     // create a heartbeat's run and its Job: the critical path
+  kLifecycle = 1,    // a run's Running/final status, the agent status that counts spend
+  kBookkeeping = 2,  // other agent status, phase labels, Events, history, per-agent objects
+};
+inline constexpr int kRequestClassCount = 3;
+
+constexpr std::string_view request_class_name(RequestClass c) {
+  switch (c) {
+    case RequestClass::kDispatch:
+      return "dispatch";
+    case RequestClass::kLifecycle:
+      return "lifecycle";
+    case RequestClass::kBookkeeping:
+      return "bookkeeping";
+  }
+  return "lifecycle";
+}
+
+struct RequestPriority {
+  RequestClass cls = RequestClass::kLifecycle;
+  // Within a class, lower first: the heartbeat's slot (Unix seconds), so the
+  // earliest slot is dispatched first whatever order passes reached the limiter.
+  int64_t order = 0;
+};
+
+// The calling thread's priority; kLifecycle with order 0 outside any scope
+// (informer lists, the wakeup server's reads).
+// (Defined in hb_kube; the pure decision code uses only the types above.)
+RequestPriority current_request_priority();
+// Replaces it until the enclosing RequestPriorityScope ends.
+void set_current_request_priority(RequestPriority priority);
+
+// Sets the calling thread's priority until the end of the scope (nests).
+class RequestPriorityScope {
+ public:
+  explicit RequestPriorityScope(RequestPriority priority);
+  RequestPriorityScope(RequestClass cls, int64_t order = 0)
+      : RequestPriorityScope(RequestPriority{cls, order}) {}
+  ~RequestPriorityScope();
+  RequestPriorityScope(const RequestPriorityScope&) = delete;
+  RequestPriorityScope& operator=(const RequestPriorityScope&) = delete;
+
+ private:
+  RequestPriority previous_;
+};
+
+}  // namespace hb::kube
