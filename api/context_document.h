@@ -14,6 +14,7 @@
 #include "api/agent_types.h"
 #include "api/contract_limits.h"
 #include "api/rfc3339.h"
+#include "api/run_metadata.h"
 
 namespace hb::api {
 
@@ -61,6 +62,7 @@ struct RunIdentity {
   std::string uid;
   std::string invocation_source = "scheduler";  // scheduler | manual | callback
   std::string trigger_detail;
+  RunMetadata metadata;  // a wakeup's task id, priority… (api/run_metadata.h)
   std::optional<TimePoint> scheduled_time;
   TimePoint deadline{};  // the Job's deadline; the loop stops short of it
   bool operator==(const RunIdentity&) const = default;

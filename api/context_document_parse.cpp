@@ -220,6 +220,12 @@ void parse_run(const json& doc, ContextDocument& out) {
          "must be scheduler, manual or callback, got \"" + out.run.invocation_source + "\"");
   }
   out.run.trigger_detail = optional_string(run, "run", "triggerDetail").value_or("");
+  if (const json* metadata = optional_object(run, "run", "metadata")) {
+    if (std::string problem = run_metadata_problem(*metadata); !problem.empty()) {
+      fail("run.metadata", problem);
+    }
+    out.run.metadata = usable_run_metadata(metadata);
+  }
   out.run.scheduled_time = optional_time(run, "run", "scheduledTime");
   out.run.deadline = require_time(run, "run", "deadline");
 }

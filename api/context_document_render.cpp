@@ -50,6 +50,7 @@ json render_run(const RunIdentity& run) {
               {"invocationSource", run.invocation_source},
               {"deadline", format_rfc3339_millis(run.deadline)}};
   if (!run.trigger_detail.empty()) out["triggerDetail"] = run.trigger_detail;
+  if (!run.metadata.empty()) out["metadata"] = run.metadata;
   if (run.scheduled_time) out["scheduledTime"] = format_rfc3339_millis(*run.scheduled_time);
   return out;
 }

@@ -28,6 +28,13 @@ inline constexpr std::size_t kContextDocumentDepthMax = 128;
 // Each earlier run's output, in the document and in the prompt.
 inline constexpr std::size_t kRecentRunOutputBytesMax = 4000;
 
+// A run's metadata (spec.metadata, from a wakeup's body; issue 18): string
+// pairs such as a task id or a priority, shown to the model. The CRD
+// schema, the wakeup endpoint and the context document hold the same bounds.
+inline constexpr std::size_t kRunMetadataEntriesMax = 16;
+inline constexpr std::size_t kRunMetadataKeyCharsMax = 63;
+inline constexpr std::size_t kRunMetadataValueBytesMax = 256;
+
 // The run stall window: a run whose agent Lease is not renewed for this long
 // is failed as Stalled. The runner writes it as the Lease's
 // leaseDurationSeconds (the LeaseExtender defaults).

@@ -147,6 +147,7 @@ api::ContextDocument context_document(const ContextInput& in, const JobConfig& c
   doc.run.uid = string_at(run, "metadata/uid");
   doc.run.invocation_source = string_at(run, "spec/invocationSource", "manual");
   doc.run.trigger_detail = string_at(run, "spec/triggerDetail");
+  doc.run.metadata = api::usable_run_metadata(find_path(run, "spec/metadata"));
   doc.run.scheduled_time = time_at(run, "spec/scheduledTime");
   // Whole seconds, as Kubernetes times are.
   doc.run.deadline =

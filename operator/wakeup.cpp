@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "api/rfc3339.h"
+#include "api/run_metadata.h"
 #include "api/utf8.h"
 #include "controllers/agent_decision.h"
 #include "controllers/names.h"
@@ -141,24 +142,31 @@ http::ServerResponse WakeupService::handle(const http::ServerRequest& request) {
       return error(400, problem);
     }
   }
-  std::string reason;
-  if (!request.body.empty()) {
-    Json body = Json::parse(request.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded() || !body.is_object()) {
-      return error(400, "the body must be a JSON object");
-    }
-    if (auto it = body.find("reason"); it != body.end()) {
-      if (!it->is_string()) return error(400, "reason must be a string");
-      reason = std::string(api::utf8_prefix(it->get<std::string>(), kWakeupReasonBytesMax));
-    }
-  }
+  std::variant<WakeupBody, std::string> body = parse_wakeup_body(request.body);
+  if (const std::string* problem = std::get_if<std::string>(&body)) return error(400, *problem);
   auto agent = reconciler_.agent(path->ns, path->name);
   if (!agent) return error(404, "agent " + path->ns + "/" + path->name + " not found");
-  return create(*path, *agent, reason, key);
+  return create(*path, *agent, std::get<WakeupBody>(body), key);
+}
+
+std::variant<WakeupBody, std::string> parse_wakeup_body(const std::string& text) {
+  WakeupBody out;
+  if (text.empty()) return out;
+  Json body = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded() || !body.is_object()) return "the body must be a JSON object";
+  if (auto it = body.find("reason"); it != body.end()) {
+    if (!it->is_string()) return "reason must be a string";
+    out.reason = std::string(api::utf8_prefix(it->get<std::string>(), kWakeupReasonBytesMax));
+  }
+  if (auto it = body.find("metadata"); it != body.end()) {
+    if (std::string problem = api::run_metadata_problem(*it); !problem.empty()) return problem;
+    out.metadata = std::move(*it);
+  }
+  return out;
 }
 
 http::ServerResponse WakeupService::create(const WakeupPath& path, const Json& agent,
-                                           const std::string& reason, const std::string& key) {
+                                           const WakeupBody& body, const std::string& key) {
   const controllers::AgentSpec spec =
       controllers::check_agent_spec(agent, controllers::SpecEnvironment{}).spec;
   const std::string name =
@@ -166,9 +174,10 @@ http::ServerResponse WakeupService::create(const WakeupPath& path, const Json& a
           ? controllers::derived_name(path.name, "callback-", controllers::kObjectNameCharsMax - 5)
           : idempotent_run_name(path.name, spec.uid, key);
   // Without a key the API server completes the name (generateName).
-  Json run = controllers::make_run_object(spec, controllers::kSourceCallback,
-                                          key.empty() ? "" : name, key.empty() ? name : "",
-                                          std::nullopt, reason.empty() ? "wakeup" : reason);
+  Json run = controllers::make_run_object(
+      spec, controllers::kSourceCallback, key.empty() ? "" : name, key.empty() ? name : "",
+      std::nullopt, body.reason.empty() ? "wakeup" : body.reason);
+  if (!body.metadata.is_null()) run["spec"]["metadata"] = body.metadata;
   if (!key.empty()) run["metadata"]["annotations"][controllers::kAnnotationIdempotencyKey] = key;
   run["metadata"]["annotations"][controllers::kAnnotationRequestedAt] =
       api::format_micro_time(reconciler_.now());

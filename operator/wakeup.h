@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/http.h"
@@ -28,6 +29,15 @@ std::string idempotency_key_problem(const std::string& key);
 // The run a key names: "<agent>-callback-<16 hex of agent uid/key>".
 std::string idempotent_run_name(const std::string& agent_name, const std::string& agent_uid,
                                 const std::string& key);
+
+// What a wakeup's JSON body asks for: `reason` (cut to kWakeupReasonBytesMax)
+// and `metadata` (api/run_metadata.h bounds, refused past them, never cut).
+struct WakeupBody {
+  std::string reason;
+  nlohmann::json metadata;  // null when absent
+};
+// The body, or what is wrong with it (a 400's message, naming the field and the limit).
+std::variant<WakeupBody, std::string> parse_wakeup_body(const std::string& body);
 
 // Equal length and bytes, in time independent of where they differ.
 bool constant_time_equal(const std::string& a, const std::string& b);
@@ -53,7 +63,7 @@ class WakeupService {
   IsLeader is_leader_;
 
   http::ServerResponse create(const WakeupPath& path, const controllers::Json& agent,
-                              const std::string& reason, const std::string& key);
+                              const WakeupBody& body, const std::string& key);
   http::ServerResponse existing(const WakeupPath& path, const std::string& name,
                                 const std::string& agent_uid, const std::string& key);
 };

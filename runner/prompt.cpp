@@ -1,5 +1,7 @@
 #include "runner/prompt.h"
 
+#include <algorithm>
+
 #include "api/rfc3339.h"
 #include "api/utf8.h"
 #include "runner/limits.h"
@@ -38,6 +40,15 @@ std::string render_system_prompt(const api::ContextDocument& doc, const MemoryBl
   out += "- run: " + doc.run.name + " (" + doc.run.invocation_source;
   if (!doc.run.trigger_detail.empty()) out += ": " + doc.run.trigger_detail;
   out += ")\n";
+  if (!doc.run.metadata.empty()) {
+    out += "- metadata:";
+    for (const auto& [key, value] : doc.run.metadata) {
+      std::string shown = value;  // one line per fact in this list
+      std::replace(shown.begin(), shown.end(), '\n', ' ');
+      out += " " + key + "=" + shown + ";";
+    }
+    out.back() = '\n';
+  }
   if (auto limit = doc.budget.run_limit_cents()) {
     char buffer[64];
     std::snprintf(buffer, sizeof buffer, "%.2f", *limit);

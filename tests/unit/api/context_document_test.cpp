@@ -28,6 +28,7 @@ ContextDocument full_document() {
   doc.run.uid = "uid-3";
   doc.run.invocation_source = "callback";
   doc.run.trigger_detail = "webhook";
+  doc.run.metadata = {{"priority", "high"}, {"taskId", "T-42"}};
   doc.run.scheduled_time = *parse_rfc3339("2024-05-01T12:00:00Z");
   doc.run.deadline = *parse_rfc3339("2024-05-01T12:10:00.250Z");
   doc.lease = LeaseConfig{"scout-heartbeat", 120s, 24s};
@@ -89,6 +90,9 @@ TEST(ContextDocumentContract, WrongTypesAreNamed) {
       {json::json_pointer("/recentRuns"), json::object(), "recentRuns: must be an array"},
       {json::json_pointer("/recentRuns/0/output"), 7, "recentRuns[0].output: must be a string"},
       {json::json_pointer("/run/deadline"), "tomorrow", "run.deadline: must be an RFC 3339 time"},
+      {json::json_pointer("/run/metadata/taskId"), 42,
+       "run.metadata: metadata.taskId must be a string"},
+      {json::json_pointer("/run/metadata/bad key"), "v", "run.metadata: metadata key \"bad key\""},
       {json::json_pointer("/lease/durationSeconds"), 5, "lease.durationSeconds: must be between"},
       {json::json_pointer("/memory/blocks/0/limit"), 0, "memory.blocks[0].limit: must be between"},
   };

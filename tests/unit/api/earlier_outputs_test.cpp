@@ -74,5 +74,19 @@ TEST(EarlierOutputs, NoneGiveJustThePrompt) {
   EXPECT_EQ(prompt_for({}, 3), "What now?");
 }
 
+// A wakeup's metadata reaches the model from the run's spec: usable entries
+// only (a kubectl-made run may hold keys the schema cannot refuse), one line.
+TEST(WakeupMetadata, TheRunsMetadataReachesThePromptOnOneLine) {
+  const Json a = agent();
+  Json r = run("bot-now", "callback");
+  r["spec"]["metadata"] = {{"taskId", "T-42"}, {"note", "two\nlines"}, {"bad key", "x"}};
+  const controllers::ContextInput in{&a, &r, "What now?", {}, at("2024-05-01T12:00:00Z")};
+  const std::string text = controllers::render_context(in, controllers::JobConfig{}).dump();
+  const api::ContextDocument doc = api::parse_context_document_text(text);
+  const std::string prompt = runner::render_system_prompt(doc, {}, {}, at("2024-05-01T12:00:00Z"));
+  EXPECT_NE(prompt.find("- metadata: note=two lines; taskId=T-42\n"), std::string::npos) << prompt;
+  EXPECT_EQ(prompt.find("bad key"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hb

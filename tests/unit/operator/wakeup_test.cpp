@@ -33,5 +33,30 @@ TEST(Wakeup, PathsNameOneAgent) {
   EXPECT_FALSE(parse_wakeup_path("/api/v1/namespaces//agents/bot/wakeup"));
 }
 
+TEST(Wakeup, ABodyCarriesAReasonAndBoundedMetadata) {
+  auto parsed = parse_wakeup_body(R"({"reason":"ci failed","metadata":{"taskId":"T-42"}})");
+  ASSERT_TRUE(std::holds_alternative<WakeupBody>(parsed));
+  EXPECT_EQ(std::get<WakeupBody>(parsed).reason, "ci failed");
+  EXPECT_EQ(std::get<WakeupBody>(parsed).metadata, nlohmann::json({{"taskId", "T-42"}}));
+  EXPECT_TRUE(std::get<WakeupBody>(parse_wakeup_body("")).metadata.is_null());
+  // A long reason is cut (free text); metadata past a bound is refused, never cut.
+  const std::string long_reason = R"({"reason":")" + std::string(5000, 'r') + R"("})";
+  EXPECT_EQ(std::get<WakeupBody>(parse_wakeup_body(long_reason)).reason.size(),
+            kWakeupReasonBytesMax);
+  const std::pair<const char*, const char*> refused[] = {
+      {"[1]", "the body must be a JSON object"},
+      {R"({"reason":7})", "reason must be a string"},
+      {R"({"metadata":"T-42"})", "metadata must be an object of strings"},
+      {R"({"metadata":{"taskId":42}})", "metadata.taskId must be a string"},
+      {R"({"metadata":{"a b":"x"}})", "metadata key \"a b\""},
+  };
+  for (const auto& [body, message] : refused) {
+    auto result = parse_wakeup_body(body);
+    ASSERT_TRUE(std::holds_alternative<std::string>(result)) << body;
+    EXPECT_NE(std::get<std::string>(result).find(message), std::string::npos)
+        << body << ": " << std::get<std::string>(result);
+  }
+}
+
 }  // namespace
 }  // namespace hb::operator_
