@@ -266,6 +266,13 @@ TEST_F(OperatorTest, WritesPerHeartbeatSteadyState) {
   std::this_thread::sleep_for(1s);
   const double before = operator_->metric("heartbeat_api_writes_total");
   const double requests_before = operator_->metric("rest_client_requests_total");
+  auto by_class = [&](const char* cls) {
+    return operator_->metric(std::string("heartbeat_api_writes_by_class_total{class=\"") + cls +
+                             "\"}");
+  };
+  const double dispatch_before = by_class("dispatch");
+  const double lifecycle_before = by_class("lifecycle");
+  const double bookkeeping_before = by_class("bookkeeping");
   constexpr int kRuns = 3;
   for (int i = 1; i <= kRuns; ++i) {
     const std::string name = "delta-" + std::to_string(i);
@@ -276,8 +283,16 @@ TEST_F(OperatorTest, WritesPerHeartbeatSteadyState) {
   const double writes = (operator_->metric("heartbeat_api_writes_total") - before) / kRuns;
   const double requests =
       (operator_->metric("rest_client_requests_total") - requests_before) / kRuns;
+  const double dispatch = (by_class("dispatch") - dispatch_before) / kRuns;
+  const double lifecycle = (by_class("lifecycle") - lifecycle_before) / kRuns;
+  const double bookkeeping = (by_class("bookkeeping") - bookkeeping_before) / kRuns;
   std::cout << "[ writes ] per manual heartbeat: " << writes << " writes, " << requests
-            << " requests (incl. watches)" << std::endl;
+            << " requests (incl. watches); by class: dispatch " << dispatch << ", lifecycle "
+            << lifecycle << ", bookkeeping " << bookkeeping << std::endl;
+  // The critical path is two writes: the run's adoption (the scheduler's
+  // run create) and its Job; the rest queues behind other dispatches.
+  EXPECT_EQ(dispatch, 2);
+  EXPECT_EQ(dispatch + lifecycle + bookkeeping, writes);
   // Run adopt (owner reference, in place of the scheduler's run create), Job
   // (context on its pod template), run Running, agent status (start and end
   // coalesced), run final status, phase label.
@@ -657,9 +672,40 @@ TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
   // Callback runs queue behind the annotation's run (it runs for 6 s).
   const std::string manual = runs_of("nu")[0]["metadata"]["name"];
   ASSERT_TRUE(wait_until([&] { return run_phase(manual, "Running"); }, 20s));
-  http::Response first = operator_->post(path, R"({"reason":"webhook fired"})", token,
-                                         {{"Idempotency-Key", "delivery-1"}});
+  // Metadata past its bounds is refused, naming the limit; nothing is made.
+  http::Response too_many = operator_->post(path,
+                                            json{{"metadata",
+                                                  json(std::map<std::string, std::string>{
+                                                      {"a", "1"},
+                                                      {"b", "2"},
+                                                      {"c", "3"},
+                                                      {"d", "4"},
+                                                      {"e", "5"},
+                                                      {"f", "6"},
+                                                      {"g", "7"},
+                                                      {"h", "8"},
+                                                      {"i", "9"},
+                                                      {"j", "10"},
+                                                      {"k", "11"},
+                                                      {"l", "12"},
+                                                      {"m", "13"},
+                                                      {"n", "14"},
+                                                      {"o", "15"},
+                                                      {"p", "16"},
+                                                      {"q", "17"}})}}
+                                                .dump(),
+                                            token);
+  EXPECT_EQ(too_many.status, 400);
+  EXPECT_NE(too_many.body.find("at most 16 entries"), std::string::npos) << too_many.body;
+  EXPECT_EQ(runs_of("nu").size(), 1u);
+  http::Response first = operator_->post(
+      path, R"({"reason":"webhook fired","metadata":{"taskId":"T-42","priority":"high"}})", token,
+      {{"Idempotency-Key", "delivery-1"}});
   EXPECT_EQ(first.status, 201) << first.body;
+  // The reason and metadata land on the run (the API server kept them).
+  const json made = run(json::parse(first.body)["run"]);
+  EXPECT_EQ(made["spec"]["triggerDetail"], "webhook fired");
+  EXPECT_EQ(made["spec"]["metadata"], json({{"taskId", "T-42"}, {"priority", "high"}}));
   // A retried delivery: the same run, not another.
   http::Response retried = operator_->post(path, R"({"reason":"webhook fired"})", token,
                                            {{"Idempotency-Key", "delivery-1"}});
