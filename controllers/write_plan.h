@@ -82,6 +82,8 @@ std::vector<PlannedWrite> plan_writes(const WritePlanInput& input);
 // that counts spend) is lifecycle; the rest (an agent status that only moves
 // times or conditions, a Queued message, history deletes, Events) is
 // bookkeeping. `counts_spend`: the plan writes a counted run.
+// Dispatch orders are slot seconds × this, + 1 for a run create (see write_priority).
+inline constexpr int64_t kDispatchStages = 2;
 kube::RequestPriority write_priority(const PlannedWrite& write, bool counts_spend,
                                      std::optional<TimePoint> slot, TimePoint now);
 

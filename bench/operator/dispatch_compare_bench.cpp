@@ -18,6 +18,7 @@
 #include <mutex>
 
 #include "api/heartbeat_pod.h"
+#include "bench/operator/int_flags.h"
 #include "controllers/json_util.h"
 #include "controllers/names.h"
 #include "tests/integration/operator/harness.h"
@@ -49,22 +50,12 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  const std::pair<const char*, int*> flags[] = {{"--objects", &o.objects},
-                                                {"--qps", &o.qps},
-                                                {"--burst", &o.burst},
-                                                {"--slots", &o.slots},
-                                                {"--workers", &o.workers}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    bool known = false;
-    for (const auto& [flag, target] : flags) {
-      const std::string prefix = std::string(flag) + "=";
-      if (a.rfind(prefix, 0) != 0) continue;
-      *target = std::stoi(a.substr(prefix.size()));
-      known = true;
-    }
-    if (!known) throw std::invalid_argument("unknown flag " + a);
-  }
+  const hb::bench::IntFlag flags[] = {{"--objects", &o.objects},
+                                      {"--qps", &o.qps},
+                                      {"--burst", &o.burst},
+                                      {"--slots", &o.slots},
+                                      {"--workers", &o.workers}};
+  hb::bench::parse_int_flags(argc, argv, flags);
   if (o.objects < 1 || o.qps < 1 || o.burst < 1 || o.slots < 1 || o.workers < 1) {
     throw std::invalid_argument("every flag must be >= 1");
   }

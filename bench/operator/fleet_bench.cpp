@@ -27,6 +27,7 @@
 #include <map>
 #include <sstream>
 
+#include "bench/operator/int_flags.h"
 #include "controllers/names.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "tests/integration/operator/harness.h"
@@ -54,29 +55,15 @@ struct Options {
 
 Options parse(int argc, char** argv) {
   Options o;
-  const std::pair<const char*, int*> flags[] = {{"--agents", &o.agents},
-                                                {"--minutes", &o.minutes},
-                                                {"--qps", &o.qps},
-                                                {"--burst", &o.burst},
-                                                {"--workers", &o.workers},
-                                                {"--spread-seconds", &o.spread_seconds},
-                                                {"--probe-writes", &o.probe_writes},
-                                                {"--probe-clients", &o.probe_clients}};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    bool known = false;
-    for (const auto& [flag, target] : flags) {
-      const std::string prefix = std::string(flag) + "=";
-      if (a.rfind(prefix, 0) != 0) continue;
-      *target = std::stoi(a.substr(prefix.size()));
-      known = true;
-    }
-    if (!known) {
-      std::string names;
-      for (const auto& [flag, target] : flags) names += std::string(" ") + flag + "=";
-      throw std::invalid_argument("unknown flag " + a + " (use" + names + ")");
-    }
-  }
+  const hb::bench::IntFlag flags[] = {{"--agents", &o.agents},
+                                      {"--minutes", &o.minutes},
+                                      {"--qps", &o.qps},
+                                      {"--burst", &o.burst},
+                                      {"--workers", &o.workers},
+                                      {"--spread-seconds", &o.spread_seconds},
+                                      {"--probe-writes", &o.probe_writes},
+                                      {"--probe-clients", &o.probe_clients}};
+  hb::bench::parse_int_flags(argc, argv, flags);
   if (o.agents < 1 || o.minutes < 1 || o.spread_seconds < 0 || o.probe_writes < 0 ||
       o.probe_clients < 1) {
     throw std::invalid_argument(

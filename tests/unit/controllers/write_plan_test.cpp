@@ -144,8 +144,21 @@ TEST(WritePlan, WithinDispatchTheEarlierSlotQueuesFirst) {
     if (w.op == WriteOp::kCreateRun) create_order = w.priority.order;
     if (w.op == WriteOp::kStartRun) start_order = w.priority.order;
   }
-  EXPECT_EQ(create_order, 1714565400);  // the new slot, 12:10
-  EXPECT_EQ(start_order, 1714564800);   // the queued run's slot, 12:00: ahead of it
+  EXPECT_EQ(create_order, 1714565400 * kDispatchStages + 1);  // the new slot, 12:10
+  EXPECT_EQ(start_order, 1714564800 * kDispatchStages);       // the queued run's, 12:00: first
+}
+
+TEST(WritePlan, WithinASlotAStartedDispatchsJobGoesBeforeAnotherRunCreate) {
+  Scenario s;
+  s.d.start_run = "bot-1714565400";  // the slot's own run, created in this pass
+  s.runs.push_back(run("bot-1714565400", "scheduler", kNow));
+  s.observed = observe_all(s.runs, kNow);
+  int64_t create_order = -1, start_order = -1;
+  for (const PlannedWrite& w : s.plan()) {
+    if (w.op == WriteOp::kCreateRun) create_order = w.priority.order;
+    if (w.op == WriteOp::kStartRun) start_order = w.priority.order;
+  }
+  EXPECT_LT(start_order, create_order);
 }
 
 TEST(WritePlan, RoutineEventsOnlyWhenAskedFor) {
