@@ -131,21 +131,10 @@ std::optional<TimePoint> slot_of(const PlannedWrite& w, const WritePlanInput& in
   return i ? (*in.observed)[*i].view->scheduled_time : std::nullopt;
 }
 
-// A write the plan does before a dispatch is on that dispatch's critical
-// path: it inherits the dispatch's class (and is never deferred), or the
-// agent's own heartbeat would wait behind other agents' dispatches.
 void assign_priorities(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
   bool counts_spend = false;
   for (const PlannedWrite& w : plan) counts_spend |= w.purpose == RunStatusPurpose::kCounted;
-  std::optional<kube::RequestPriority> next_dispatch;
-  for (auto it = plan.rbegin(); it != plan.rend(); ++it) {
-    it->priority = write_priority(*it, counts_spend, slot_of(*it, in), in.now);
-    if (it->priority.cls == kube::RequestClass::kDispatch) {
-      next_dispatch = it->priority;
-    } else if (next_dispatch) {
-      it->priority = *next_dispatch;
-    }
-  }
+  for (PlannedWrite& w : plan) w.priority = write_priority(w, counts_spend, slot_of(w, in), in.now);
 }
 
 }  // namespace
@@ -201,17 +190,14 @@ kube::RequestPriority write_priority(const PlannedWrite& w, bool counts_spend,
     case WriteOp::kDeleteJob:
       return {RequestClass::kLifecycle, order};
     case WriteOp::kReplaceAgentStatus:
-      if (counts_spend) return {RequestClass::kLifecycle, order};
-      return {RequestClass::kBookkeeping, order, /*deferrable=*/true};
+      return {counts_spend ? RequestClass::kLifecycle : RequestClass::kBookkeeping, order};
     case WriteOp::kRunStatus: {
       const bool queued =
           w.purpose == RunStatusPurpose::kChanged && string_view_at(w.status, "phase") == "Queued";
-      if (queued) return {RequestClass::kBookkeeping, order, /*deferrable=*/true};
-      return {RequestClass::kLifecycle, order};
+      return {queued ? RequestClass::kBookkeeping : RequestClass::kLifecycle, order};
     }
     case WriteOp::kDeleteRun:
-      return {RequestClass::kBookkeeping, order, /*deferrable=*/true};
-    case WriteOp::kEvent:  // best effort: a deferred Event would be lost, so it waits
+    case WriteOp::kEvent:
       return {RequestClass::kBookkeeping, order};
   }
   return {RequestClass::kBookkeeping, order};

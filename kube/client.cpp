@@ -53,25 +53,18 @@ Client::Client(ClusterConfig config, ClientOptions options, std::shared_ptr<http
 // Token bucket: qps tokens a second, at most `burst` saved up, handed to
 // the best waiter first (dispatch, then lifecycle, then bookkeeping). A
 // thread whose ticket another thread granted picks it up from served_.
-bool Client::wait_for_token() {
-  if (!limiter_) return true;
-  const RequestPriority priority = current_request_priority();
+void Client::wait_for_token() {
+  if (!limiter_) return;
   std::unique_lock lock(limiter_mutex_);
-  const auto since = std::chrono::steady_clock::now();
-  const PriorityTokenBucket::Ticket ticket = limiter_->enqueue(priority);
+  const PriorityTokenBucket::Ticket ticket = limiter_->enqueue(current_request_priority());
   while (true) {
-    const auto now = std::chrono::steady_clock::now();
-    const std::vector<PriorityTokenBucket::Ticket> granted = limiter_->grant(now);
+    const std::vector<PriorityTokenBucket::Ticket> granted =
+        limiter_->grant(std::chrono::steady_clock::now());
     served_.insert(granted.begin(), granted.end());
     if (!granted.empty()) limiter_changed_.notify_all();
-    if (served_.erase(ticket) > 0) return true;
-    if (priority.deferrable && now - since >= kDeferrableWaitMax && limiter_->dispatch_waiting()) {
-      limiter_->cancel(ticket);
-      return false;
-    }
-    std::optional<std::chrono::steady_clock::time_point> at = limiter_->next_token_at();
+    if (served_.erase(ticket) > 0) return;
+    const std::optional<std::chrono::steady_clock::time_point> at = limiter_->next_token_at();
     assert(at.has_value());  // our own ticket still waits
-    if (priority.deferrable) at = std::min(*at, since + kDeferrableWaitMax);
     limiter_changed_.wait_until(lock, *at);
   }
 }
@@ -104,13 +97,7 @@ Result<http::Response> Client::call(const std::string& verb, const std::string& 
                                                       : &counts_.remove;
   // One retry after a 401: a rotated service-account token is re-read.
   for (int attempt = 0;; ++attempt) {
-    if (!wait_for_token()) {
-      Error deferred;
-      deferred.kind = ErrorKind::kDeferred;
-      deferred.message = "deferred: the rate limiter serves waiting dispatches first";
-      deferred.context = context;
-      return deferred;
-    }
+    wait_for_token();
     // After the rate limiter's wait: leadership may have ended during it.
     const bool write = counter != &counts_.get && counter != &counts_.list;
     if (write && write_gate_ && !write_gate_()) {
@@ -257,10 +244,6 @@ Done Client::watch(const Resource& r, const std::string& ns, const WatchOptions&
   path += "&timeoutSeconds=" + std::to_string(options.timeout_seconds);
   std::string ctx = describe("watch", r, ns, "");
 
-  // A watch is never deferred, whatever scope its caller holds.
-  RequestPriority priority = current_request_priority();
-  priority.deferrable = false;
-  const RequestPriorityScope scope(priority);
   for (int attempt = 0;; ++attempt) {
     wait_for_token();
     http::Request req = make_request("GET", path);

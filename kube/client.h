@@ -116,8 +116,7 @@ class Client {
                               const std::string& content_type, const std::string& context);
   http::Request make_request(const std::string& method, const std::string& path);
   // Waits for the rate limiter under the calling thread's RequestPriority.
-  // False: a deferrable request given up (RequestPriority::deferrable).
-  bool wait_for_token();
+  void wait_for_token();
 
   ClusterConfig config_;
   ClientOptions options_;

@@ -83,8 +83,6 @@ const char* to_string(ErrorKind kind) {
       return "Transport";
     case ErrorKind::kMalformed:
       return "Malformed";
-    case ErrorKind::kDeferred:
-      return "Deferred";
     case ErrorKind::kNotLeader:
       return "NotLeader";
     case ErrorKind::kOther:

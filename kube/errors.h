@@ -33,7 +33,6 @@ enum class ErrorKind {
   kTransport,        // no HTTP answer: refused, TLS, timeout (transport_kind says which)
   kMalformed,        // a 2xx answer that is not the JSON it should be
   kNotLeader,        // a write refused before it was sent: this replica is not the leader
-  kDeferred,  // a deferrable request the rate limiter put off while dispatches waited; not sent
   kOther,
 };
 

@@ -12,9 +12,7 @@ PriorityTokenBucket::PriorityTokenBucket(double qps, int burst, TimePoint start)
 
 PriorityTokenBucket::Ticket PriorityTokenBucket::enqueue(RequestPriority priority) {
   const Ticket ticket = next_ticket_++;
-  const auto key = std::make_tuple(static_cast<uint8_t>(priority.cls), priority.order, ticket);
-  waiters_.insert(key);
-  key_of_.emplace(ticket, key);
+  waiters_.emplace(static_cast<uint8_t>(priority.cls), priority.order, ticket);
   return ticket;
 }
 
@@ -31,23 +29,9 @@ std::vector<PriorityTokenBucket::Ticket> PriorityTokenBucket::grant(TimePoint no
   while (!waiters_.empty() && tokens_ >= 1.0) {
     tokens_ -= 1.0;
     served.push_back(std::get<2>(*waiters_.begin()));
-    key_of_.erase(served.back());
     waiters_.erase(waiters_.begin());
   }
   return served;
-}
-
-bool PriorityTokenBucket::dispatch_waiting() const {
-  return !waiters_.empty() &&
-         std::get<0>(*waiters_.begin()) == static_cast<uint8_t>(RequestClass::kDispatch);
-}
-
-bool PriorityTokenBucket::cancel(Ticket ticket) {
-  auto it = key_of_.find(ticket);
-  if (it == key_of_.end()) return false;
-  waiters_.erase(it->second);
-  key_of_.erase(it);
-  return true;
 }
 
 std::optional<PriorityTokenBucket::TimePoint> PriorityTokenBucket::next_token_at() const {

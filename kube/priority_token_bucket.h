@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -32,9 +31,6 @@ class PriorityTokenBucket {
   // When the next token frees up for a waiter; nullopt when nobody waits.
   std::optional<TimePoint> next_token_at() const;
   std::size_t waiting() const { return waiters_.size(); }
-  bool dispatch_waiting() const;
-  // Takes a waiter out of the queue (it gave up); false if it was not there.
-  bool cancel(Ticket ticket);
 
  private:
   void refill(TimePoint now);
@@ -46,7 +42,6 @@ class PriorityTokenBucket {
   Ticket next_ticket_ = 0;
   // (class, order, ticket): the set's order is the service order.
   std::set<std::tuple<uint8_t, int64_t, Ticket>> waiters_;
-  std::map<Ticket, std::tuple<uint8_t, int64_t, Ticket>> key_of_;
 };
 
 }  // namespace hb::kube

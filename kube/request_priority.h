@@ -5,7 +5,6 @@
 // each planned write without every Client method taking an extra argument.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <string_view>
 
@@ -35,13 +34,7 @@ struct RequestPriority {
   // Within a class, lower first: the heartbeat's slot (Unix seconds), so the
   // earliest slot is dispatched first whatever order passes reached the limiter.
   int64_t order = 0;
-  // Bookkeeping a later pass redoes from fresh state (an agent status, a
-  // label, objects made ahead): after kDeferrableWaitMax while a dispatch
-  // waits, the client gives up on it (ErrorKind::kDeferred) and the pass is
-  // retried, so the agent's key is free for its own dispatch.
-  bool deferrable = false;
 };
-inline constexpr std::chrono::milliseconds kDeferrableWaitMax{500};
 
 // The calling thread's priority; kLifecycle with order 0 outside any scope
 // (informer lists, the wakeup server's reads).

@@ -20,13 +20,6 @@ std::pair<std::string, std::string> split_key(const std::string& key) {
 // the cache being behind, expected and quiet; anything else is logged.
 void retry_after_error(const ReconcileWorkerDeps& deps, const std::string& key,
                        const kube::Error& error) {
-  if (error.kind == kube::ErrorKind::kDeferred) {
-    // Not a failure: bookkeeping gave way to dispatches; redo it shortly.
-    spdlog::debug("event=reconcile_deferred agent={} error=\"{}\"", key, error.describe());
-    deps.metrics.counter_add("heartbeat_reconciles_deferred_total", {});
-    deps.queue.add_after(key, kDeferredRetry);
-    return;
-  }
   if (error.kind == kube::ErrorKind::kConflict) {
     spdlog::debug("event=reconcile_conflict agent={} error=\"{}\"", key, error.describe());
   } else {

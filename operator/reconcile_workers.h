@@ -22,9 +22,6 @@ namespace hb::operator_ {
 // A throttled answer's Retry-After is obeyed up to this (a hostile or broken
 // server cannot park an agent for a day).
 inline constexpr int kRetryAfterSecondsMax = 300;
-// A pass whose bookkeeping the rate limiter deferred (kube::ErrorKind::kDeferred)
-// runs again after this.
-inline constexpr std::chrono::milliseconds kDeferredRetry{1000};
 
 struct ReconcileWorkerDeps {
   using Reconcile = std::function<kube::Result<controllers::ReconcileResult>(

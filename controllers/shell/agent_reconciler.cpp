@@ -201,8 +201,7 @@ kube::Done AgentReconciler::write_run_status(const Json& run, const Json& status
   const bool labelled = labels != nullptr && labels->is_object() && labels->contains(kLabelPhase) &&
                         (*labels)[kLabelPhase] == phase;
   if (labelled) return kube::done();
-  // Redone by the next pass if put off (it checks the label first).
-  const kube::RequestPriorityScope bookkeeping({kube::RequestClass::kBookkeeping, 0, true});
+  kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
   Json patch = {{"metadata", {{"labels", {{kLabelPhase, phase}}}}}};
   // Manual runs made by kubectl get the agent label and owner here too.
   HB_TRY_ASSIGN(updated, client_->merge_patch(res::kHeartbeatRuns, ns, name, patch));
@@ -480,7 +479,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   const bool in_the_way = !input.env.object_in_the_way.empty();
   bool found_in_the_way = false;  // by the objects made ahead: decide again at once
   if (!in_the_way && views.agent->spec.valid() && !d.start_run) {
-    kube::set_current_request_priority({kube::RequestClass::kBookkeeping, 0, true});
+    kube::set_current_request_priority({kube::RequestClass::kBookkeeping, 0});
     HB_TRY_ASSIGN(found_in_the_way, ensure_objects_ahead(agent));
   }
   return requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way);

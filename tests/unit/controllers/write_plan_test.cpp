@@ -113,50 +113,24 @@ std::vector<std::string> classes(const std::vector<PlannedWrite>& plan) {
 }
 
 // Issue 15: the writes that start a heartbeat queue first in the client's
-// rate limiter, what ends or counts a run next, the rest last. After the
-// pass's last dispatch, each write keeps its own class:
+// rate limiter, what ends or counts a run next, the rest last.
 TEST(WritePlan, EachWriteQueuesInItsClass) {
-  Scenario s;
-  s.d.start_run.reset();
-  EXPECT_THAT(
-      classes(s.plan()),
-      ElementsAre("delete job r-stall: dispatch",  // before the run creates: inherits
-                  "create run bot-1714565400: dispatch", "invoke run bot-invoke-1: dispatch",
-                  "agent status: lifecycle",  // it counts r-done's spend
-                  "event BudgetExceeded: bookkeeping", "run status r-done: lifecycle",
-                  "event RunStalled: bookkeeping", "run status r-q1: lifecycle",
-                  "run status r-late: lifecycle",
-                  "run status r-q2: bookkeeping",  // a Queued message
-                  "delete run r-old: bookkeeping"));
-}
-
-// What the plan writes before a start is on that start's critical path: it
-// inherits dispatch (never deferred); what comes after keeps its class.
-TEST(WritePlan, WritesBeforeAStartInheritDispatch) {
   EXPECT_THAT(classes(Scenario().plan()),
-              ElementsAre("delete job r-stall: dispatch", "create run bot-1714565400: dispatch",
-                          "invoke run bot-invoke-1: dispatch", "agent status: dispatch",
-                          "event BudgetExceeded: dispatch", "run status r-done: dispatch",
-                          "event RunStalled: dispatch", "run status r-q1: dispatch",
-                          "run status r-late: dispatch", "start run r-q1: dispatch",
-                          "run status r-q2: bookkeeping", "delete run r-old: bookkeeping"));
-  for (const PlannedWrite& w : Scenario().plan()) {
-    EXPECT_EQ(w.priority.deferrable, w.op == WriteOp::kRunStatus || w.op == WriteOp::kDeleteRun
-                                         ? w.priority.cls == kube::RequestClass::kBookkeeping
-                                         : false)
-        << describe(w);
-  }
+              ElementsAre("delete job r-stall: lifecycle", "create run bot-1714565400: dispatch",
+                          "invoke run bot-invoke-1: dispatch",
+                          "agent status: lifecycle",  // it counts r-done's spend
+                          "event BudgetExceeded: bookkeeping", "run status r-done: lifecycle",
+                          "event RunStalled: bookkeeping", "run status r-q1: lifecycle",
+                          "run status r-late: lifecycle", "start run r-q1: dispatch",
+                          "run status r-q2: bookkeeping",  // a Queued message
+                          "delete run r-old: bookkeeping"));
 }
 
-TEST(WritePlan, AnAgentStatusThatCountsNoSpendIsDeferrableBookkeeping) {
+TEST(WritePlan, AnAgentStatusThatCountsNoSpendIsBookkeeping) {
   Scenario s;
   s.d.mark.clear();
-  s.d.start_run.reset();
-  for (const PlannedWrite& w : s.plan()) {
-    if (w.op != WriteOp::kReplaceAgentStatus) continue;
-    EXPECT_EQ(w.priority.cls, kube::RequestClass::kBookkeeping);
-    EXPECT_TRUE(w.priority.deferrable);
-  }
+  const std::vector<PlannedWrite> plan = s.plan();
+  EXPECT_THAT(classes(plan), Contains("agent status: bookkeeping"));
 }
 
 TEST(WritePlan, WithinDispatchTheEarlierSlotQueuesFirst) {

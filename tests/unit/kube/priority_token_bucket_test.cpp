@@ -60,21 +60,6 @@ TEST(PriorityTokenBucket, AClockReadOutOfOrderAddsNoTokens) {
   EXPECT_TRUE(bucket.grant(kStart + 1s).empty());
 }
 
-TEST(PriorityTokenBucket, AWaiterThatGivesUpLeavesTheQueue) {
-  PriorityTokenBucket bucket(10, 1, kStart);
-  bucket.enqueue({});
-  ASSERT_EQ(bucket.grant(kStart).size(), 1u);
-  const Ticket bookkeeping = bucket.enqueue({RequestClass::kBookkeeping, 0, true});
-  EXPECT_FALSE(bucket.dispatch_waiting());
-  const Ticket dispatch = bucket.enqueue({RequestClass::kDispatch, 0});
-  EXPECT_TRUE(bucket.dispatch_waiting());
-  EXPECT_TRUE(bucket.cancel(bookkeeping));
-  EXPECT_FALSE(bucket.cancel(bookkeeping));
-  EXPECT_EQ(bucket.grant(kStart + 100ms), std::vector<Ticket>{dispatch});
-  EXPECT_TRUE(bucket.grant(kStart + 200ms).empty());  // the one that gave up is not served
-  EXPECT_EQ(bucket.waiting(), 0u);
-}
-
 // Randomised: whatever the mix of classes, the bucket never grants more than
 // burst + qps * elapsed, serves every waiter in the end (nothing dropped),
 // and never serves a waiter while a better one that was already queued waits.
