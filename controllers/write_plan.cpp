@@ -178,8 +178,8 @@ kube::RequestPriority write_priority(const PlannedWrite& w, bool counts_spend,
       std::chrono::duration_cast<std::chrono::seconds>(slot.value_or(now).time_since_epoch())
           .count();
   // Within a slot, a started dispatch's Job before another agent's run
-  // create, so each heartbeat's Job lands as early as it can (measured: with
-  // 16 workers and run creates first, a slot's last Jobs came 17 s later).
+  // create, so a heartbeat whose run exists gets its Job first. (At 200
+  // agents and 16 workers the bench measured the same p99 with and without.)
   const int64_t order = slot_seconds * kDispatchStages;
   switch (w.op) {
     case WriteOp::kCreateRun:

@@ -76,14 +76,16 @@ struct WritePlanInput {
 
 std::vector<PlannedWrite> plan_writes(const WritePlanInput& input);
 
+// Dispatch orders per slot: a start (its Job), then a run create.
+inline constexpr int64_t kDispatchStages = 2;
+
 // Which class a planned write queues in (issue 15): creating a run and
 // starting it (its Job) are dispatch, ordered by slot; what ends or counts a
 // run (a Job delete, a Running, final or folded run status, an agent status
 // that counts spend) is lifecycle; the rest (an agent status that only moves
 // times or conditions, a Queued message, history deletes, Events) is
-// bookkeeping. `counts_spend`: the plan writes a counted run.
-// Dispatch orders are slot seconds × this, + 1 for a run create (see write_priority).
-inline constexpr int64_t kDispatchStages = 2;
+// bookkeeping. `counts_spend`: the plan writes a counted run. A dispatch's
+// order is its slot's seconds × kDispatchStages, + 1 for a run create.
 kube::RequestPriority write_priority(const PlannedWrite& write, bool counts_spend,
                                      std::optional<TimePoint> slot, TimePoint now);
 

@@ -1,7 +1,6 @@
 #include "kube/client.h"
 
 #include <cassert>
-#include <thread>
 
 namespace hb::kube {
 namespace {
@@ -111,7 +110,6 @@ Result<http::Response> Client::call(const std::string& verb, const std::string& 
     if (!content_type.empty()) req.headers.emplace_back("Content-Type", content_type);
     req.body = body;
     ++*counter;
-    if (write) ++counts_.writes_by_class[static_cast<int>(current_request_priority().cls)];
     http::Response resp;
     try {
       resp = transport_->send(req);

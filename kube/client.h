@@ -65,8 +65,6 @@ struct DeleteOptions {
 // Counts of requests sent, by verb, for benchmarks and /metrics.
 struct RequestCounts {
   std::atomic<uint64_t> get{0}, list{0}, watch{0}, create{0}, update{0}, patch{0}, remove{0};
-  // Writes by the class they were sent under (RequestClass order).
-  std::atomic<uint64_t> writes_by_class[kRequestClassCount] = {};
   uint64_t writes() const { return create + update + patch + remove; }
   uint64_t total() const { return get + list + watch + writes(); }
 };

@@ -233,6 +233,7 @@ int main(int argc, char** argv) {
     delete_namespace(*client, ns);
   }
   print_row("CronJob controller v2 (so far)", cron_rows, opt.objects);
+  std::fflush(stdout);  // shown while the operator's half runs (stdout may be a file)
 
   const std::string ns = ClusterFixture::make_namespace("agents");
   OperatorProcess op({"--namespace=" + ns, "--leader-elect=false", "--runner-image=runner:bench",
