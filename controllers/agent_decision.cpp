@@ -134,7 +134,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   d.events = std::move(plan.events);
 
   // 4. Start a queued run (else the slot's) when the agent is free and unblocked.
-  StartPlan start = plan_start(wait_reason(valid, blocks, runs.running), runs.running,
+  StartPlan start = plan_start(wait_reasons(valid, blocks, runs.running), runs.running,
                                queue.waiting, d.create_run ? &d.create_run->name : nullptr);
   d.start_run = start.start_run;
   d.queued_messages = std::move(start.queued_messages);

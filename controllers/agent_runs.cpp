@@ -72,30 +72,56 @@ RunQueue order_queue(std::vector<const RunObservation*> queued) {
   return queue;
 }
 
-std::string wait_reason(bool agent_valid, const schedule::BlockResult& blocks,
-                        const RunObservation* running) {
-  if (!agent_valid) return "waiting: the agent's spec is invalid (see condition SpecValid)";
-  if (blocks.blocked()) return "waiting: " + blocks.blocks.front().message;
-  if (running) return "waiting for run " + running->view->name + " to finish";
+WaitReasons wait_reasons(bool agent_valid, const schedule::BlockResult& blocks,
+                         const RunObservation* running) {
+  if (!agent_valid) return {"waiting: the agent's spec is invalid (see condition SpecValid)", ""};
+  for (const schedule::Block& block : blocks.blocks) {
+    if (block.reason != schedule::kReasonPausedByAgent) return {"waiting: " + block.message, ""};
+  }
+  if (running) return {"waiting for run " + running->view->name + " to finish", ""};
+  if (blocks.blocked()) return {"", "waiting: " + blocks.blocks.front().message};
   return {};
 }
 
-StartPlan plan_start(std::string why_waiting, const RunObservation* running,
+namespace {
+
+bool held(const WaitReasons& why, const RunObservation& run) {
+  return !why.all.empty() || (!why.scheduled.empty() && run.view->source == kSourceScheduler);
+}
+
+// What a run that does not start now is told.
+const std::string& why_waits(const WaitReasons& why, const RunObservation& run,
+                             const std::string& behind) {
+  if (!why.all.empty()) return why.all;
+  if (!why.scheduled.empty() && run.view->source == kSourceScheduler) return why.scheduled;
+  return behind;
+}
+
+}  // namespace
+
+StartPlan plan_start(const WaitReasons& why, const RunObservation* running,
                      const std::vector<const RunObservation*>& waiting,
                      const std::string* new_run) {
   StartPlan plan;
   if (running) plan.active = running->view->name;
-  const size_t startable = waiting.size() + (new_run != nullptr ? 1 : 0);
-  if (why_waiting.empty() && startable > 0) {
-    plan.start_run = waiting.empty() ? *new_run : waiting.front()->view->name;
-    plan.active = plan.start_run;
-    if (startable > 1) why_waiting = "waiting for run " + *plan.start_run + " to finish";
+  for (const RunObservation* q : waiting) {
+    if (!held(why, *q)) {
+      plan.start_run = q->view->name;
+      break;
+    }
   }
+  // A new run is the slot's: a pause_heartbeats pause never makes one.
+  if (!plan.start_run && new_run != nullptr && why.all.empty() && why.scheduled.empty()) {
+    plan.start_run = *new_run;
+  }
+  if (plan.start_run) plan.active = plan.start_run;
+  const std::string behind =
+      plan.start_run ? "waiting for run " + *plan.start_run + " to finish" : std::string();
   for (const RunObservation* q : waiting) {
     if (plan.start_run && q->view->name == *plan.start_run) continue;
-    if (string_at(q->status, "message") != why_waiting ||
-        string_at(q->status, "phase") != "Queued") {
-      plan.queued_messages[q->view->name] = why_waiting;
+    const std::string& message = why_waits(why, *q, behind);
+    if (string_at(q->status, "message") != message || string_at(q->status, "phase") != "Queued") {
+      plan.queued_messages[q->view->name] = message;
     }
   }
   return plan;

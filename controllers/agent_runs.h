@@ -35,10 +35,17 @@ struct RunQueue {
 // callbacks into the first: folded runs never start.
 RunQueue order_queue(std::vector<const RunObservation*> queued);
 
-// Why no run may start now; empty when one may. `agent_valid`: the spec is
-// valid and the agent is not being deleted.
-std::string wait_reason(bool agent_valid, const schedule::BlockResult& blocks,
-                        const RunObservation* running);
+// Why runs may not start now: `all` holds every run (empty when one may
+// start); `scheduled` holds scheduler runs only (the agent's own
+// pause_heartbeats: a manual or callback run still starts, README).
+struct WaitReasons {
+  std::string all;
+  std::string scheduled;
+};
+
+// `agent_valid`: the spec is valid and the agent is not being deleted.
+WaitReasons wait_reasons(bool agent_valid, const schedule::BlockResult& blocks,
+                         const RunObservation* running);
 
 struct StartPlan {
   std::optional<std::string> start_run;                // a run to start now
@@ -46,10 +53,10 @@ struct StartPlan {
   std::map<std::string, std::string> queued_messages;  // Queued runs whose message changes
 };
 
-// Starts the first waiting run, else the slot's new run (`new_run`, null:
-// none), when nothing holds the agent; every other waiting run is told why
-// it waits.
-StartPlan plan_start(std::string why_waiting, const RunObservation* running,
+// Starts the first waiting run that nothing holds, else the slot's new run
+// (`new_run`, null: none; a scheduler run); every other waiting run is told
+// why it waits.
+StartPlan plan_start(const WaitReasons& why, const RunObservation* running,
                      const std::vector<const RunObservation*>& waiting, const std::string* new_run);
 
 // Finished runs with their cost recorded beyond historyLimits, oldest ones:

@@ -111,7 +111,9 @@ void Checker::on_run_start(const Json& run, TimePoint now) {
           true_now - kUserChangeSeenWithin) {
     violation("run " + name + " started while its Agent is paused");
   }
-  if (auto until = time_at(*agent, "status/pausedUntil"); until && *until > now) {
+  // pause_heartbeats holds scheduled heartbeats only: a manual or callback run still starts.
+  const bool scheduled = string_at(run, "spec/invocationSource") == "scheduler";
+  if (auto until = time_at(*agent, "status/pausedUntil"); scheduled && until && *until > now) {
     violation("run " + name + " started at " + format_rfc3339(now) + " before pausedUntil " +
               format_rfc3339(*until));
   }

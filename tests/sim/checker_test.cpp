@@ -100,6 +100,16 @@ TEST_F(CheckerTest, ARunStartedBeforePausedUntilIsCaught) {
   EXPECT_NE(checker_.violations()[0].find("before pausedUntil"), std::string::npos);
 }
 
+TEST_F(CheckerTest, AManualRunStartedBeforePausedUntilIsAllowed) {
+  set_agent_status({{"pausedUntil", "2026-03-10T10:30:00Z"}});
+  Json manual = scheduler_run("m1", "2026-03-10T10:00:00Z");
+  manual["spec"]["invocationSource"] = "manual";
+  manual["spec"].erase("scheduledTime");
+  server_.create(Actor::kOperator, "heartbeatruns", "ns", manual);
+  set_run_status("m1", {{"phase", "Running"}});
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+}
+
 TEST_F(CheckerTest, ARunStartedOverBudgetIsCaught) {
   set_agent_status({{"spend", {{"period", "2026-03"}, {"cents", 100.2}}}});
   server_.create(Actor::kOperator, "heartbeatruns", "ns",

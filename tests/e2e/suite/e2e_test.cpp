@@ -112,6 +112,10 @@ TEST_F(E2eTest, PauseHeartbeatsMovesTheNextSlot) {
   // No scheduled run while paused (slots at +30 s and +60 s pass).
   std::this_thread::sleep_for(35s);
   EXPECT_EQ(runs_of("pauser").size(), 1u);
+  // The pause holds scheduled heartbeats only: a manual run starts in it.
+  kubectl_create_run("pauser", "pauser-2");
+  ASSERT_TRUE(wait_phase("pauser-2", "Succeeded", 60s)) << run("pauser-2").dump(2);
+  EXPECT_EQ(runs_of("pauser").size(), 2u);
 }
 
 TEST_F(E2eTest, BudgetExhaustionPausesTheAgent) {

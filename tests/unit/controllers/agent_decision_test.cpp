@@ -209,6 +209,40 @@ TEST(AgentDecision, PausedUntilBlocksAndClockJumpsBothWays) {
   EXPECT_EQ((*condition(d.status_json(), "Paused"))["reason"], "PausedByAgent");
 }
 
+// pause_heartbeats holds scheduled heartbeats only (README): a manual or
+// callback run starts during the pause, a queued scheduled run keeps waiting.
+TEST(AgentDecision, PausedUntilHoldsScheduledRunsButNotManualOnes) {
+  Json a = agent();
+  a["status"] = {{"pausedUntil", "2024-05-01T12:30:00Z"}};
+  World w{a};
+  w.runs.push_back(
+      run("bot-1714564800", "scheduler", at("2024-05-01T12:00:00Z"), "2024-05-01T12:00:00Z"));
+  w.runs.push_back(run("bot-manual-1", "manual", std::nullopt, "2024-05-01T12:01:00Z"));
+  AgentDecision d = w.step(at("2024-05-01T12:02:00Z"));
+  EXPECT_EQ(d.start_run, "bot-manual-1");
+  EXPECT_EQ(d.status_json()["activeRun"], "bot-manual-1");
+  EXPECT_NE(d.queued_messages["bot-1714564800"].find("pause_heartbeats"), std::string::npos);
+  EXPECT_EQ((*condition(d.status_json(), "Paused"))["reason"], "PausedByAgent");
+  // The manual run ends; the scheduled one still waits for the pause to lift.
+  w.finish("bot-manual-1", at("2024-05-01T12:03:00Z"), 0);
+  d = w.step(at("2024-05-01T12:03:00Z"));
+  EXPECT_FALSE(d.start_run);
+  EXPECT_FALSE(d.create_run);
+  d = w.step(at("2024-05-01T12:30:00Z"));
+  EXPECT_EQ(d.start_run, "bot-1714564800");
+}
+
+TEST(AgentDecision, BoardPauseStillHoldsManualRuns) {
+  Json a = agent();
+  a["spec"]["paused"] = true;
+  a["status"] = {{"pausedUntil", "2024-05-01T12:30:00Z"}};
+  World w{a};
+  w.runs.push_back(run("bot-manual-1", "manual", std::nullopt, "2024-05-01T12:01:00Z"));
+  AgentDecision d = w.step(at("2024-05-01T12:02:00Z"));
+  EXPECT_FALSE(d.start_run);
+  EXPECT_NE(d.queued_messages["bot-manual-1"].find("spec.paused"), std::string::npos);
+}
+
 TEST(AgentDecision, PauseHeartbeatsResultMovesTheNextSlot) {
   Json a = agent();
   a["spec"]["heartbeat"]["startingDeadlineSeconds"] = 30;
