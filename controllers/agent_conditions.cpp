@@ -30,8 +30,12 @@ std::optional<bool> stored_status(const Conditions& conditions, std::string_view
 
 // Stalled: the first problem only a person can fix.
 WantedCondition stalled_condition(const SpecValidity& spec,
-                                  const std::optional<RunProblem>& run_problem) {
+                                  const std::optional<RunProblem>& run_problem,
+                                  const std::optional<SkippedHeartbeat>& skipped) {
   if (!spec.valid) return {kConditionStalled, true, spec.invalid_reason, spec.errors};
+  if (skipped && skipped->reason == kReasonPromptNotFound) {
+    return {kConditionStalled, true, skipped->reason, skipped->message};
+  }
   if (run_problem) return {kConditionStalled, true, run_problem->reason, run_problem->message};
   return {kConditionStalled, false, "NotStalled", "nothing needs a person"};
 }
@@ -39,11 +43,12 @@ WantedCondition stalled_condition(const SpecValidity& spec,
 // Ready unless stalled; a block the user chose keeps it True and says why
 // scheduled heartbeats wait.
 WantedCondition ready_condition(const WantedCondition& stalled, const schedule::BlockResult& blocks,
-                                bool has_schedule) {
+                                const std::optional<SkippedHeartbeat>& skipped, bool has_schedule) {
   if (stalled.status) return {kConditionReady, false, stalled.reason, stalled.message};
   if (blocks.blocked()) {
     return {kConditionReady, true, blocks.blocks.front().reason, blocks.blocks.front().message};
   }
+  if (skipped) return {kConditionReady, true, skipped->reason, skipped->message};
   if (!has_schedule) {
     return {kConditionReady, true, kReasonReady,
             "no interval or schedule: manual and callback runs only"};
@@ -104,9 +109,11 @@ Condition make_condition(const Conditions& existing, std::string_view type, bool
 }
 
 AgentConditions wanted_conditions(const SpecValidity& spec, const schedule::BlockResult& blocks,
-                                  const std::optional<RunProblem>& run_problem, bool has_schedule) {
-  const WantedCondition stalled = stalled_condition(spec, run_problem);
-  return {ready_condition(stalled, blocks, has_schedule),
+                                  const std::optional<RunProblem>& run_problem,
+                                  const std::optional<SkippedHeartbeat>& skipped,
+                                  bool has_schedule) {
+  const WantedCondition stalled = stalled_condition(spec, run_problem, skipped);
+  return {ready_condition(stalled, blocks, skipped, has_schedule),
           reconciling_condition(),
           stalled,
           paused_condition(blocks),

@@ -48,9 +48,13 @@ struct AgentConditions {
   WantedCondition ready, reconciling, stalled, paused, budget_exceeded, spec_valid;
 };
 
-// `run_problem`: the newest run's (newest_run_problem).
+// `run_problem`: the newest run's (newest_run_problem). `skipped`: the last
+// slot skipped for its prompt (a missing one needs a person: Stalled; an
+// empty one is a choice: Ready, saying so).
 AgentConditions wanted_conditions(const SpecValidity& spec, const schedule::BlockResult& blocks,
-                                  const std::optional<RunProblem>& run_problem, bool has_schedule);
+                                  const std::optional<RunProblem>& run_problem,
+                                  const std::optional<SkippedHeartbeat>& skipped,
+                                  bool has_schedule);
 
 // The conditions to store; the stored list itself (shared) when it already
 // says them.

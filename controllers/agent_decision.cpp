@@ -9,6 +9,7 @@
 #include "controllers/agent_runs.h"
 #include "controllers/agent_schedule_plan.h"
 #include "controllers/names.h"
+#include "controllers/prompt_skip.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::controllers {
@@ -117,6 +118,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   CountedLedger counted = count_finished_runs(view.status, std::move(runs.uncounted), in.now);
   d.ledger_changed = !counted.ledger.counted.empty();
   d.mark = std::move(counted.ledger.mark);
+  d.confirm_unmarked = std::move(counted.ledger.raised);
 
   // 2. Blocks (board pause, pause_heartbeats, budget).
   const schedule::BlockResult blocks = agent_blocks(spec, counted.ledger, in.now);
@@ -132,6 +134,10 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   }
   d.create_run = std::move(plan.create_run);
   d.events = std::move(plan.events);
+  // An empty or missing prompt skips the slot: no run, no Job.
+  SkipPlan skip = plan_skip(spec, view.status.last_skipped, in.prompt, d.create_run);
+  if (skip.skip_slot) d.create_run.reset();
+  append(d.events, std::move(skip.events));
 
   // 4. Start a queued run (else the slot's) when the agent is free and unblocked.
   StartPlan start = plan_start(wait_reasons(valid, blocks, runs.running), runs.running,
@@ -160,6 +166,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
                                    .last_schedule = later_time(runs.last_scheduled, plan.run_slot),
                                    .next_heartbeat = plan.next_heartbeat,
                                    .invoked = d.invoke_run ? &*d.invoke_run : nullptr,
+                                   .skipped = skip.skipped,
                                    .now = in.now});
   d.status = std::move(status.status);
   d.status_changed = status.write_now;
@@ -171,6 +178,9 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   const bool may_run = valid && !blocks.blocked();
   d.requeue_at = requeue_time(status.deferred_until, may_run ? plan.next_heartbeat : std::nullopt,
                               blocks, in.runs, in.now);
+  if (auto recheck = prompt_recheck_at(spec, skip.skipped, in.now)) {
+    d.requeue_at = std::min(d.requeue_at.value_or(*recheck), *recheck);
+  }
   for (const RunObservation& run : in.runs) append(d.events, run.events);
   return d;
 }

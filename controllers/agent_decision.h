@@ -17,6 +17,7 @@
 #include "controllers/coalesce.h"
 #include "controllers/event.h"
 #include "controllers/json_util.h"
+#include "controllers/prompt_skip.h"
 #include "controllers/run_status.h"
 #include "controllers/spend_ledger.h"
 
@@ -62,6 +63,9 @@ struct AgentDecisionInput {
   SpecEnvironment env;
   TimePoint now{};
   std::chrono::seconds status_coalesce{0};  // 0: write every change at once
+  // spec.heartbeat.promptFrom as the shell read it, when needs_prompt_read
+  // said to (prompt_skip.h); an inline prompt is judged from the spec.
+  PromptRead prompt;
 };
 
 struct AgentDecision {
@@ -76,7 +80,10 @@ struct AgentDecision {
   std::optional<RunRequest> invoke_run;  // a manual run asked for by annotation
   std::optional<std::string> start_run;  // a Queued run to start now (Job)
   std::vector<std::string> mark;         // write final status + costRecorded after the status
-  std::vector<Coalescing> coalesce;      // queued callback runs folded into an earlier one
+  // Runs whose earlier charge this decision raises: the shell confirms from
+  // the API server that each is still unmarked before writing anything.
+  std::vector<std::string> confirm_unmarked;
+  std::vector<Coalescing> coalesce;  // queued callback runs folded into an earlier one
   std::map<std::string, std::string> queued_messages;  // Queued runs: why they wait
   std::vector<std::string> delete_runs;                // beyond historyLimits
   std::vector<Event> events;

@@ -27,7 +27,7 @@ bool differs_beyond_run_start(const AgentStatus& want, const AgentView& view) {
          want.paused_until != stored.paused_until || want.spend != stored.spend ||
          want.capabilities != stored.capabilities ||
          !same_recent_runs(want.recent_runs, stored.recent_runs) ||
-         want.last_invoke != stored.last_invoke;
+         want.last_invoke != stored.last_invoke || want.last_skipped != stored.last_skipped;
 }
 
 // Fields that also move when a run merely starts.
@@ -65,7 +65,7 @@ StatusPlan plan_status(StatusInput in) {
                               errors};
   const std::optional<RunProblem> run_problem = newest_run_problem(in.runs);
   const AgentConditions conditions =
-      wanted_conditions(validity, in.blocks, run_problem, spec.schedule.has_value());
+      wanted_conditions(validity, in.blocks, run_problem, in.skipped, spec.schedule.has_value());
   StatusPlan plan;
   plan.events = condition_events(stored.conditions, conditions, spec.name);
   LedgerResult& ledger = in.counted.ledger;
@@ -81,7 +81,8 @@ StatusPlan plan_status(StatusInput in) {
       .spend = std::move(ledger.spend),
       .capabilities = spec.type,
       .recent_runs = std::move(in.counted.recent_runs),
-      .last_invoke = last_invoke(in)};
+      .last_invoke = last_invoke(in),
+      .last_skipped = in.skipped};
   const bool must_write = differs_beyond_run_start(plan.status, in.view);
   const bool run_start_only = !must_write && differs_in_run_start(plan.status, stored);
   if (run_start_only) plan.deferred_until = run_start_write_due(in);

@@ -35,6 +35,7 @@ struct StatusInput {
   // The run this pass makes for the invoke annotation's value, if any: it
   // becomes status.lastInvoke (written after the run in the same pass).
   const RunRequest* invoked = nullptr;
+  std::optional<SkippedHeartbeat> skipped;  // status.lastSkippedHeartbeat (prompt_skip.h)
   TimePoint now{};
 };
 

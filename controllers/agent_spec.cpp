@@ -4,6 +4,7 @@
 
 #include "api/context_document.h"
 #include "controllers/pod_settings.h"
+#include "controllers/text_util.h"
 
 namespace hb::controllers {
 
@@ -117,14 +118,18 @@ SpecCheck parse_agent_spec(const Json& agent) {
       static_cast<int>(int_at(limits, "succeeded").value_or(kHistorySucceededDefault));
   s.history_failed = static_cast<int>(int_at(limits, "failed").value_or(kHistoryFailedDefault));
 
-  const bool has_prompt = !string_view_at(heartbeat, "prompt").empty();
+  // An empty prompt is a prompt (the heartbeat is skipped); an empty one
+  // next to promptFrom is the field left at its default.
+  const std::string_view inline_prompt = string_view_at(heartbeat, "prompt");
+  const bool has_prompt = !inline_prompt.empty();
   const Json* prompt_from = find_path(heartbeat, "promptFrom");
   const bool has_prompt_from = prompt_from != nullptr;
   if (has_prompt && has_prompt_from) {
     check.errors.push_back("spec.heartbeat: set prompt or promptFrom, not both");
-  } else if (!has_prompt && !has_prompt_from) {
+  } else if (!has_prompt_from && find_path(heartbeat, "prompt") == nullptr) {
     check.errors.push_back("spec.heartbeat.prompt: is required (or promptFrom.configMapKeyRef)");
   }
+  s.prompt_blank = !has_prompt_from && is_blank(inline_prompt);
   if (has_prompt_from) {
     s.prompt_from = KeyRef{string_at(*prompt_from, "configMapKeyRef/name"),
                            string_at(*prompt_from, "configMapKeyRef/key")};

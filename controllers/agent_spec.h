@@ -65,6 +65,9 @@ struct AgentSpec {
   int64_t timeout_seconds = kRuntimeTimeoutSecondsDefault;
   int64_t grace_seconds = kRuntimeGraceSecondsDefault;
   std::optional<KeyRef> prompt_from;
+  // spec.heartbeat.prompt is the prompt and it is empty or only whitespace:
+  // scheduled heartbeats are skipped (there is nothing to do).
+  bool prompt_blank = false;
 };
 
 // What the caller looked up outside the object (so this stays pure).

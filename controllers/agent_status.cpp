@@ -47,7 +47,8 @@ bool operator==(const AgentStatus& a, const AgentStatus& b) {
          a.last_heartbeat_time == b.last_heartbeat_time &&
          a.next_heartbeat_time == b.next_heartbeat_time && a.paused_until == b.paused_until &&
          a.active_run == b.active_run && a.spend == b.spend && a.capabilities == b.capabilities &&
-         same_recent_runs(a.recent_runs, b.recent_runs) && a.last_invoke == b.last_invoke;
+         same_recent_runs(a.recent_runs, b.recent_runs) && a.last_invoke == b.last_invoke &&
+         a.last_skipped == b.last_skipped;
 }
 
 Json to_json(const Condition& c) {
@@ -82,6 +83,12 @@ Json to_json(const AgentStatus& s) {
     last.emplace("value", s.last_invoke->value);
     last.emplace("valueHash", s.last_invoke->value_hash);
     last.emplace("run", s.last_invoke->run);
+  }
+  if (s.last_skipped) {
+    Json& skipped = *out.emplace("lastSkippedHeartbeat", Json::object()).first;
+    skipped.emplace("scheduledTime", schedule::format_rfc3339(s.last_skipped->slot));
+    skipped.emplace("reason", s.last_skipped->reason);
+    skipped.emplace("message", s.last_skipped->message);
   }
   return out;
 }
@@ -123,6 +130,12 @@ ParsedAgentStatus parse_agent_status(const Json* stored) {
   if (const Json* last = find_path(j, "lastInvoke"); last != nullptr) {
     s.last_invoke = LastInvoke{string_at(*last, "value"), string_at(*last, "valueHash"),
                                string_at(*last, "run")};
+  }
+  if (const Json* skipped = find_path(j, "lastSkippedHeartbeat"); skipped != nullptr) {
+    if (auto slot = time_at(*skipped, "scheduledTime")) {
+      s.last_skipped =
+          SkippedHeartbeat{*slot, string_at(*skipped, "reason"), string_at(*skipped, "message")};
+    }
   }
   parsed.canonical = to_json(s) == j;
   return parsed;

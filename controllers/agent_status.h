@@ -40,6 +40,15 @@ struct LastInvoke {
 };
 inline constexpr std::size_t kLastInvokeValueBytesMax = 256;
 
+// The last scheduled slot skipped without a run because the heartbeat
+// prompt was empty or missing; cleared once the prompt is there again.
+struct SkippedHeartbeat {
+  TimePoint slot{};
+  std::string reason;  // kReasonPromptEmpty | kReasonPromptNotFound
+  std::string message;
+  bool operator==(const SkippedHeartbeat&) const = default;
+};
+
 using Conditions = std::shared_ptr<const std::vector<Condition>>;
 using RecentRuns = std::shared_ptr<const std::vector<LedgerEntry>>;
 
@@ -58,6 +67,7 @@ struct AgentStatus {
   std::optional<api::AgentType> capabilities;
   RecentRuns recent_runs;  // null: absent
   std::optional<LastInvoke> last_invoke;
+  std::optional<SkippedHeartbeat> last_skipped;
 };
 
 bool same_conditions(const Conditions& a, const Conditions& b);

@@ -24,7 +24,8 @@ Json projected_metadata(Json& metadata) {
   Json out = take(metadata, {"name", "namespace", "uid", "resourceVersion", "creationTimestamp",
                              "deletionTimestamp", "labels", "ownerReferences"});
   if (auto annotations = metadata.find("annotations"); annotations != metadata.end()) {
-    Json kept = take(*annotations, {kAnnotationAgentName, kAnnotationRunName});
+    Json kept =
+        take(*annotations, {kAnnotationAgentName, kAnnotationRunName, kAnnotationStartedAt});
     if (!kept.empty()) out["annotations"] = std::move(kept);
   }
   return out;

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <utility>
 
 namespace hb::controllers {
 
@@ -132,6 +133,10 @@ const Json* find_named(const std::vector<Json>& objects, std::string_view name) 
     if (string_at(object, "metadata/name") == name) return &object;
   }
   return nullptr;
+}
+
+Json* find_named(std::vector<Json>& objects, std::string_view name) {
+  return const_cast<Json*>(find_named(std::as_const(objects), name));
 }
 
 int64_t resource_version_number(const Json& object) {

@@ -50,6 +50,7 @@ std::string name_of(const Json& object);
 bool owned_by(const Json& object, std::string_view uid);
 // The object of that metadata.name in `objects`, or null.
 const Json* find_named(const std::vector<Json>& objects, std::string_view name);
+Json* find_named(std::vector<Json>& objects, std::string_view name);
 
 // Integer resourceVersion for ordering our own writes against the cache (etcd
 // revisions; 0 when not a number).

@@ -27,6 +27,10 @@ inline constexpr const char* kAnnotationAgentName = "heartbeat.dev/agent-name";
 inline constexpr const char* kAnnotationRunName = "heartbeat.dev/run-name";
 // The context document, when it rides on the Job's pod template.
 inline constexpr const char* kAnnotationContext = "heartbeat.dev/context";
+// On the Job: when the operator started the run, by its own clock. The run's
+// deadline and stall clocks count from it; the Job's creationTimestamp is the
+// API server's clock, which may differ from the operator's.
+inline constexpr const char* kAnnotationStartedAt = "heartbeat.dev/started-at";
 
 inline constexpr const char* kContextKey = "context.json";
 inline constexpr const char* kContextMountDir = "/etc/heartbeat";

@@ -51,11 +51,24 @@ struct RunClock {
   std::optional<TimePoint> lease_renew;  // the last beat believed
 };
 
+TimePoint job_started_at(const Json* job, TimePoint now) {
+  if (job == nullptr) return now;
+  const Json* annotations = find_path(*job, "metadata/annotations");
+  if (annotations != nullptr && annotations->is_object()) {
+    auto it = annotations->find(kAnnotationStartedAt);
+    if (it != annotations->end() && it->is_string()) {
+      if (auto stamped = parse_rfc3339(it->get<std::string>())) return *stamped;
+    }
+  }
+  return time_at(*job, "metadata/creationTimestamp").value_or(now);
+}
+
 RunClock run_clock(const RunView& view, const RunObservationInput& in) {
   RunClock clock;
-  // A Job found without a recorded start (the status write was lost) started when it was created.
-  clock.started = view.started_at.value_or(
-      in.job ? time_at(*in.job, "metadata/creationTimestamp").value_or(in.now) : in.now);
+  // A Job found without a recorded start (the Job is the start; Running is
+  // written a pass later) started when the operator stamped it, by the
+  // operator's clock; a Job without the stamp when it was created.
+  clock.started = view.started_at.value_or(job_started_at(in.job, in.now));
   clock.deadline_at =
       clock.started + in.timeouts.timeout + in.timeouts.grace + kControllerDeadlineSlack;
   clock.lease_renew = in.lease ? time_at(*in.lease, "spec/renewTime") : std::nullopt;
@@ -67,6 +80,7 @@ RunClock run_clock(const RunView& view, const RunObservationInput& in) {
   if (in.lease != nullptr && in.lease_seen_at) {
     last_alive = std::max(last_alive, std::min(*in.lease_seen_at, in.now));
   }
+  if (in.run_seen_at) last_alive = std::max(last_alive, std::min(*in.run_seen_at, in.now));
   clock.stalled_at = last_alive + in.timeouts.stall_window;
   return clock;
 }

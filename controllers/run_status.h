@@ -60,6 +60,8 @@ inline constexpr const char* kReasonJobDeleted = "JobDeleted";
 inline constexpr const char* kReasonContainerConfigError = "ContainerConfigError";
 // The run could not start: its promptFrom ConfigMap or key does not exist.
 inline constexpr const char* kReasonPromptNotFound = "PromptNotFound";
+// The resolved heartbeat prompt is empty (or only whitespace): nothing to do.
+inline constexpr const char* kReasonPromptEmpty = "PromptEmpty";
 
 struct RunTimeouts {
   std::chrono::seconds timeout{600};
@@ -80,6 +82,9 @@ struct RunObservationInput {
   // clock (client-go's observedTime): a beat seen lately is alive whatever
   // the runner's clock wrote in renewTime. Unset: renewTime alone decides.
   std::optional<TimePoint> lease_seen_at;
+  // When the operator first saw this unfinished run with its Job, on its
+  // steady clock (LeaseSightings): the stall window counts from no earlier.
+  std::optional<TimePoint> run_seen_at;
   RunTimeouts timeouts;
   // What the operator charges (run_cost.h): the Agent's pricing and the
   // run's usage bounds. Zero when the Agent is gone (nobody to charge).

@@ -43,6 +43,7 @@ LedgerResult apply_ledger(const LedgerInput& in) {
         }
         already->cost_cents = run.usage.cost_cents;
         out.counted.push_back(run.name);
+        out.raised.push_back(run.name);
       }
       continue;
     }

@@ -73,6 +73,10 @@ struct LedgerResult {
   std::optional<TimePoint> paused_until;
   std::vector<std::string> counted;  // newly added to spend (need the agent write first)
   std::vector<std::string> mark;     // write costRecorded=true (after the agent write)
+  // Counted before and charged more now: the charge is only right if the
+  // run is still unmarked, which the caller must confirm against the API
+  // server (a run view behind a mark that landed would charge it twice).
+  std::vector<std::string> raised;
 };
 
 // Unmarked runs are counted oldest first. A run counted before (its name in

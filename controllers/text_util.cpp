@@ -18,4 +18,8 @@ std::string camel_case(std::string_view snake) {
   return out.empty() ? std::string("Unknown") : out;
 }
 
+bool is_blank(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n\f\v") == std::string_view::npos;
+}
+
 }  // namespace hb::controllers

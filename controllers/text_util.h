@@ -10,4 +10,7 @@ namespace hb::controllers {
 // "pause_heartbeats" -> "PauseHeartbeats" (a CamelCase Event/condition reason).
 std::string camel_case(std::string_view snake);
 
+// Empty or only ASCII whitespace (a prompt with nothing to do).
+bool is_blank(std::string_view text);
+
 }  // namespace hb::controllers

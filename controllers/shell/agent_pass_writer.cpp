@@ -93,7 +93,7 @@ WriteResult AgentReconciler::PassWriter::replace_agent_status(const Json& status
 }
 
 WriteResult AgentReconciler::PassWriter::write_run_status(const PlannedWrite& write) {
-  const Json* run = find_named(runs_, write.run);
+  Json* run = find_named(runs_, write.run);
   if (run == nullptr) return WriteResult::kDone;
   const WriteResult result = check(r_.write_run_status(*run, write.status, write.final_with_label));
   if (result == WriteResult::kDone) count_finished(write);
@@ -129,9 +129,9 @@ void AgentReconciler::PassWriter::count_finished(const PlannedWrite& write) {
 }
 
 WriteResult AgentReconciler::PassWriter::start_run(const std::string& run) {
-  const Json* stored = find_named(runs_, run);
+  Json* stored = find_named(runs_, run);
   if (stored == nullptr) return WriteResult::kDone;
-  kube::Result<bool> started = r_.start_run(agent_, *stored, runs_, now_);
+  kube::Result<bool> started = r_.start_run(agent_, *stored, runs_, prompt, now_);
   if (!started.ok()) return check(std::move(started).error());
   return started.value() ? WriteResult::kDone : WriteResult::kHeldBack;
 }

@@ -33,6 +33,8 @@ class AgentReconciler::PassWriter final : public PlanWriter {
 
   // Why the pass stopped, when it did.
   std::optional<kube::Error> error;
+  // The heartbeat prompt when the pass read it before deciding.
+  std::optional<Prompt> prompt;
 
  private:
   WriteResult check(kube::Done done);

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "api/utf8.h"
@@ -111,19 +112,32 @@ kube::Result<Json> AgentReconciler::create_run(const std::string& ns, const Json
 }
 
 kube::Result<AgentReconciler::Prompt> AgentReconciler::resolve_prompt(const Json& agent) {
-  const std::string prompt = string_at(agent, "spec/heartbeat/prompt");
-  if (!prompt.empty()) return Prompt{prompt, ""};
-  const std::string cm = string_at(agent, "spec/heartbeat/promptFrom/configMapKeyRef/name");
-  const std::string key = string_at(agent, "spec/heartbeat/promptFrom/configMapKeyRef/key");
+  const Json* from = find_path(agent, "spec/heartbeat/promptFrom/configMapKeyRef");
+  if (from == nullptr) {
+    std::string text = string_at(agent, "spec/heartbeat/prompt");
+    if (!is_blank(text)) return Prompt{std::move(text), {}};
+    return Prompt{std::nullopt, PromptGap{kReasonPromptEmpty, "spec.heartbeat.prompt is empty"}};
+  }
+  const std::string cm = string_at(*from, "name");
+  const std::string key = string_at(*from, "key");
+  const std::string field = "spec.heartbeat.promptFrom.configMapKeyRef: ConfigMap \"" + cm + "\"";
   kube::Result<Json> object =
       client_->get(res::kConfigMaps, string_at(agent, "metadata/namespace"), cm);
   if (!object.ok() && !object.is(ErrorKind::kNotFound)) return std::move(object).error();
-  if (object.ok()) {
-    std::string text = string_at(object.value(), "data/" + key);
-    if (!text.empty()) return Prompt{std::move(text), ""};
+  if (!object.ok()) {
+    return Prompt{std::nullopt,
+                  PromptGap{kReasonPromptNotFound,
+                            field + " does not exist; create it with key \"" + key + "\""}};
   }
-  return Prompt{std::nullopt, "spec.heartbeat.promptFrom.configMapKeyRef: ConfigMap \"" + cm +
-                                  "\" has no key \"" + key + "\""};
+  const Json* data = find_path(object.value(), "data");
+  if (data == nullptr || !data->is_object() || !data->contains(key)) {
+    return Prompt{std::nullopt, PromptGap{kReasonPromptNotFound, field + " has no key \"" + key +
+                                                                     "\"; add it or fix the key"}};
+  }
+  std::string text = string_at(*data, key);
+  if (!is_blank(text)) return Prompt{std::move(text), {}};
+  return Prompt{std::nullopt,
+                PromptGap{kReasonPromptEmpty, field + " key \"" + key + "\" is empty"}};
 }
 
 kube::Result<std::string> AgentReconciler::ensure_agent_objects(const Json& agent) {
@@ -178,8 +192,7 @@ kube::Result<std::string> AgentReconciler::object_in_the_way(const Json& agent) 
   return blocking;
 }
 
-kube::Done AgentReconciler::write_run_status(const Json& run, const Json& status,
-                                             bool final_with_label) {
+kube::Done AgentReconciler::write_run_status(Json& run, const Json& status, bool final_with_label) {
   const std::string ns = string_at(run, "metadata/namespace");
   const std::string name = name_of(run);
   const Json* stored = find_path(run, "status");
@@ -191,10 +204,19 @@ kube::Done AgentReconciler::write_run_status(const Json& run, const Json& status
       if (!patch_status.contains(it.key())) patch_status[it.key()] = nullptr;
     }
   }
+  // Conditional on the run as this pass saw it: the patch replaces the whole
+  // status, so one decided from a stale copy (a lost answer, a cache behind)
+  // must not overwrite a newer one, least of all a counted run's usage. A
+  // 409 retries the pass with the newer copy.
+  Json status_patch = {{"status", std::move(patch_status)}};
+  if (const std::string rv = string_at(run, "metadata/resourceVersion"); !rv.empty()) {
+    status_patch["metadata"] = {{"resourceVersion", rv}};
+  }
   HB_TRY_ASSIGN(Json updated, client_->merge_patch_status(res::kHeartbeatRuns, ns, name,
-                                                          {{"status", patch_status}}));
+                                                          std::move(status_patch)));
   count_write(kWriteRunStatus);
   overlay_.put(kOverlayRuns, updated);
+  run = updated;  // a later write of this pass is conditional on this version
   if (!final_with_label) return kube::done();
   const std::string phase = string_at(status, "phase");
   const Json* labels = find_path(updated, "metadata/labels");
@@ -207,6 +229,7 @@ kube::Done AgentReconciler::write_run_status(const Json& run, const Json& status
   HB_TRY_ASSIGN(updated, client_->merge_patch(res::kHeartbeatRuns, ns, name, patch));
   count_write(kWriteRunLabel);
   overlay_.put(kOverlayRuns, updated);
+  run = std::move(updated);
   return kube::done();
 }
 
@@ -273,23 +296,30 @@ void AgentReconciler::record_event(const Json& agent, const Json* run, const Eve
                name_of(target), event.reason, created.error().describe());
 }
 
-kube::Result<bool> AgentReconciler::start_run(const Json& agent, const Json& run,
-                                              const std::vector<Json>& runs, TimePoint now) {
+kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
+                                              const std::vector<Json>& runs,
+                                              const std::optional<Prompt>& read, TimePoint now) {
   const std::string ns = string_at(run, "metadata/namespace");
   const std::string run_name = name_of(run);
-  HB_TRY_ASSIGN(const Prompt prompt, resolve_prompt(agent));
+  std::optional<Prompt> resolved = read;
+  if (!resolved) {
+    HB_TRY_ASSIGN(resolved, resolve_prompt(agent));
+  }
+  const Prompt& prompt = *resolved;
   if (!prompt.text) {
-    // The run cannot start: finish it (cost 0; the ledger marks it next time).
+    // A run someone asked for (or one queued before the prompt went away)
+    // cannot start: finish it without a Job (cost 0; the ledger marks it
+    // next time), saying what is missing.
     Json status = {{"phase", "Failed"},
-                   {"reason", kReasonPromptNotFound},
-                   {"message", prompt.missing},
+                   {"reason", prompt.gap.reason},
+                   {"message", prompt.gap.message},
                    {"startedAt", schedule::format_rfc3339(now)},
                    {"finishedAt", schedule::format_rfc3339(now)},
                    {"durationSeconds", 0},
                    {"usage", {{"inputTokens", 0}, {"outputTokens", 0}, {"costCents", 0}}}};
     HB_TRY(write_run_status(run, status, true));
-    spdlog::warn("event=run_not_started agent={}/{} run={} reason=PromptNotFound", ns,
-                 name_of(agent), run_name);
+    spdlog::warn("event=run_not_started agent={}/{} run={} reason={}", ns, name_of(agent), run_name,
+                 prompt.gap.reason);
     return true;
   }
   HB_TRY_ASSIGN(const std::string blocking, ensure_agent_objects(agent));
@@ -314,8 +344,9 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, const Json& run
   std::vector<const Json*> history;
   for (const Json& r : runs) history.push_back(&r);
   const Json context = render_context({&agent, &run, *prompt.text, history, now}, config_.job);
-  HB_TRY_ASSIGN(const StartedJob job,
-                create_context_and_job(run, build_job(run, agent, context.dump(), config_.job)));
+  JobPlan plan = build_job(run, agent, context.dump(), config_.job);
+  plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
+  HB_TRY_ASSIGN(const StartedJob job, create_context_and_job(run, plan));
   // The run's Running status is not written here: the dispatch path is the
   // run and its Job. The Job (in the overlay now, in the cache soon) is the
   // mark that the run started; the next pass, which the Job's watch event
@@ -373,7 +404,7 @@ kube::Result<AgentReconciler::StartedJob> AgentReconciler::create_context_and_jo
 
 kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::string& name,
                                               std::vector<Json>& runs, TimePoint now) {
-  for (const Json& run : runs) {
+  for (Json& run : runs) {
     RunObservationInput in;
     in.run = &run;
     const std::string job_name = job_name_for_run(name_of(run));
@@ -415,11 +446,18 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
     lease_seen_at = lease_sightings_.seen_at(object_key(ns, name),
                                              string_at(*lease, "metadata/resourceVersion"), now);
   }
-  ObservedRuns observed;
+  std::vector<std::optional<Json>> jobs;
+  std::vector<std::string> going_on;  // unfinished runs with a Job
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string job_name = job_name_for_run(name_of(runs[i]));
-    const std::optional<Json> job =
-        overlay_.merge(kOverlayJobs, object_key(ns, job_name), view_.job(ns, job_name));
+    jobs.push_back(overlay_.merge(kOverlayJobs, object_key(ns, job_name), view_.job(ns, job_name)));
+    if (jobs.back() && !is_final(views.runs[i]->phase)) going_on.push_back(name_of(runs[i]));
+  }
+  const std::vector<TimePoint> going_on_seen =
+      lease_sightings_.runs_seen_at(object_key(ns, name), going_on, now);
+  ObservedRuns observed;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::optional<Json>& job = jobs[i];
     const std::vector<Json> pods =
         pods_of_job(view_.pods_of(ns, name_of(runs[i])),
                     job_uid_of(job ? &*job : nullptr, views.runs[i]->job_uid));
@@ -430,6 +468,8 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
     for (const Json& p : pods) in.pods.push_back(&p);
     in.lease = lease ? &*lease : nullptr;
     in.lease_seen_at = lease_seen_at;
+    auto seen = std::find(going_on.begin(), going_on.end(), name_of(runs[i]));
+    if (seen != going_on.end()) in.run_seen_at = going_on_seen[seen - going_on.begin()];
     in.timeouts = timeouts;
     in.pricing = spec.pricing;
     in.bounds = usage_bounds(spec);
@@ -462,7 +502,19 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   input.status_coalesce = config_.status_coalesce;
   ObservedRuns observed = observe_runs(ns, name, runs, views, now);
   input.runs = std::move(observed.runs);
-  const AgentDecision d = decide_agent(input);
+  AgentDecision d = decide_agent(input);
+  // A due slot (or a skip standing) needs the promptFrom text: read it,
+  // and decide again knowing whether the slot is skipped.
+  std::optional<Prompt> prompt;
+  if (needs_prompt_read(views.agent->spec.spec, views.agent->status, d.create_run)) {
+    HB_TRY_ASSIGN(prompt, resolve_prompt(agent));
+    input.prompt.done = true;
+    if (!prompt->text) input.prompt.gap = prompt->gap;
+    d = decide_agent(input);
+  }
+
+  HB_TRY_ASSIGN(const bool current, runs_still_unmarked(ns, d.confirm_unmarked, runs));
+  if (!current) return ReconcileResult{std::chrono::milliseconds(1)};  // decide on the newer copy
 
   const std::vector<PlannedWrite> plan = plan_writes({.decision = &d,
                                                       .observed = &input.runs,
@@ -474,6 +526,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   // made ahead below) queues as bookkeeping.
   kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
   PassWriter writer(*this, agent, views.agent->spec.spec, runs, now);
+  writer.prompt = std::move(prompt);
   const PlanOutcome outcome = perform_plan(plan, writer);
   if (!outcome.completed) return std::move(*writer.error);
   const bool in_the_way = !input.env.object_in_the_way.empty();
@@ -483,6 +536,27 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
     HB_TRY_ASSIGN(found_in_the_way, ensure_objects_ahead(agent));
   }
   return requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way);
+}
+
+// A raised charge is only right while its run is unmarked, and the agent
+// status write that carries it is conditional on the Agent alone: read each
+// such run from the API server. A copy newer than this pass's (a mark that
+// landed while the cache was behind) goes to the overlay and the pass is
+// decided again on it, instead of charging the run twice.
+kube::Result<bool> AgentReconciler::runs_still_unmarked(const std::string& ns,
+                                                        const std::vector<std::string>& names,
+                                                        const std::vector<Json>& runs) {
+  for (const std::string& name : names) {
+    auto seen =
+        std::find_if(runs.begin(), runs.end(), [&](const Json& r) { return name_of(r) == name; });
+    HB_TRY_ASSIGN(const Json fresh, get_run(ns, name));
+    if (seen == runs.end() || string_at(fresh, "metadata/resourceVersion") !=
+                                  string_at(*seen, "metadata/resourceVersion")) {
+      spdlog::info("event=stale_run_view agent_namespace={} run={}", ns, name);
+      return false;
+    }
+  }
+  return true;
 }
 
 // The per-agent objects (ServiceAccount, Role, RoleBinding, Lease, memory

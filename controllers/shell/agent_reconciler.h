@@ -93,25 +93,31 @@ class AgentReconciler {
   kube::Result<Json> get_run(const std::string& ns, const std::string& name);
 
  private:
-  // The heartbeat prompt, or why there is none (`missing`).
+  // The heartbeat prompt, or why there is none (`gap`).
   struct Prompt {
     std::optional<std::string> text;
-    std::string missing;
+    PromptGap gap;  // set when text is not
   };
-  // The heartbeat prompt; no text and `missing` set when the Agent names a
-  // ConfigMap or key that does not exist (the run fails PromptNotFound).
-  // Any other failure (429, 5xx, timeouts) is an Error: the pass is retried
-  // and the run is not failed for good.
+  // The heartbeat prompt; no text and `gap` set when it is empty or the
+  // Agent names a ConfigMap or key that does not exist. Any other failure
+  // (429, 5xx, timeouts) is an Error: the pass is retried, nothing is
+  // skipped or failed for good.
   kube::Result<Prompt> resolve_prompt(const Json& agent);
   // Creates the per-agent objects once; "" or the object in the way ("Kind ns/name").
   kube::Result<std::string> ensure_agent_objects(const Json& agent);
   kube::Result<bool> ensure_objects_ahead(const Json& agent);
+  // False when a run the decision charges more has changed since this pass
+  // read it (decide again on the newer copy, now in the overlay).
+  kube::Result<bool> runs_still_unmarked(const std::string& ns,
+                                         const std::vector<std::string>& names,
+                                         const std::vector<Json>& runs);
   // The object in the way of this Agent's own, as last found; looked for
   // again once kObjectInTheWayRecheck passed.
   kube::Result<std::string> object_in_the_way(const Json& agent);
   // False when an object in the way held the run back (it stays Queued).
-  kube::Result<bool> start_run(const Json& agent, const Json& run, const std::vector<Json>& runs,
-                               TimePoint now);
+  // `read`: the prompt this pass already read, if it did.
+  kube::Result<bool> start_run(const Json& agent, Json& run, const std::vector<Json>& runs,
+                               const std::optional<Prompt>& read, TimePoint now);
   // Creates the run's context ConfigMap and Job (each adopted when this run
   // owns it already); the Job's uid, and when this pass created it.
   struct StartedJob {
@@ -120,7 +126,8 @@ class AgentReconciler {
     std::optional<TimePoint> created_at;  // unset when an earlier pass created it
   };
   kube::Result<StartedJob> create_context_and_job(const Json& run, const JobPlan& plan);
-  kube::Done write_run_status(const Json& run, const Json& status, bool final_with_label);
+  // Conditional on `run`'s resourceVersion; `run` becomes the written version.
+  kube::Done write_run_status(Json& run, const Json& status, bool final_with_label);
   kube::Done delete_job(const std::string& ns, const std::string& name);
   kube::Done delete_run(const std::string& ns, const std::string& name);
   // Best effort: a failed Event write is logged, never fails the pass.

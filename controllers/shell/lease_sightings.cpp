@@ -14,9 +14,32 @@ TimePoint LeaseSightings::seen_at(const std::string& key, const std::string& res
   return now - std::chrono::duration_cast<TimePoint::duration>(ago);
 }
 
+std::vector<TimePoint> LeaseSightings::runs_seen_at(const std::string& key,
+                                                    const std::vector<std::string>& runs,
+                                                    TimePoint now) {
+  const auto steady_now = steady_();
+  std::lock_guard lock(mutex_);
+  std::map<std::string, std::chrono::steady_clock::time_point> kept;
+  std::vector<TimePoint> out;
+  const auto& known = runs_[key];
+  for (const std::string& run : runs) {
+    auto it = known.find(run);
+    const auto at = it != known.end() ? it->second : steady_now;
+    kept[run] = at;
+    out.push_back(now - std::chrono::duration_cast<TimePoint::duration>(steady_now - at));
+  }
+  if (kept.empty()) {
+    runs_.erase(key);
+  } else {
+    runs_[key] = std::move(kept);
+  }
+  return out;
+}
+
 void LeaseSightings::forget(const std::string& key) {
   std::lock_guard lock(mutex_);
   seen_.erase(key);
+  runs_.erase(key);
 }
 
 }  // namespace hb::controllers

@@ -4,6 +4,10 @@
 // lags (or an operator whose wall clock jumped) does not fail a run that is
 // beating. Forgotten with the Agent; a restarted operator sees every Lease
 // anew, which delays a stall by at most one window (the deadline still holds).
+//
+// Likewise when it first saw each unfinished run with its Job: a run is not
+// stalled before it has gone one window unseen to beat on the steady clock,
+// so a wall clock that jumps ahead right after a start does not fail it.
 #pragma once
 
 #include <chrono>
@@ -11,6 +15,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "controllers/json_util.h"
 
@@ -24,6 +29,11 @@ class LeaseSightings {
   // When version `resource_version` of agent `key`'s Lease was first seen,
   // on the clock `now` comes from.
   TimePoint seen_at(const std::string& key, const std::string& resource_version, TimePoint now);
+  // When each of agent `key`'s `runs` (unfinished, with a Job) was first
+  // seen, in order, on the clock `now` comes from; runs not named are
+  // forgotten, so this holds only the runs going on.
+  std::vector<TimePoint> runs_seen_at(const std::string& key, const std::vector<std::string>& runs,
+                                      TimePoint now);
   void forget(const std::string& key);
 
  private:
@@ -34,6 +44,8 @@ class LeaseSightings {
   Steady steady_;
   std::mutex mutex_;
   std::map<std::string, Sighting> seen_;  // by agent key; bounded by the Agents that exist
+  // by agent key, then run name: bounded by the runs going on
+  std::map<std::string, std::map<std::string, std::chrono::steady_clock::time_point>> runs_;
 };
 
 }  // namespace hb::controllers

@@ -46,11 +46,21 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
       (*before)["spec"] != (*after)["spec"]) {
     violation("the operator wrote the spec of Agent " + key_of(*after));
   }
-  if (resource == "heartbeatruns") on_run_write(actor, before, after, now);
+  if (resource == "heartbeatruns") on_run_write(actor, before, after);
+  // A run starts when the operator creates its Job (the dispatch path's
+  // second write; its Running status follows a pass later, perhaps after
+  // the operator's clock jumped): the start rules hold at that instant.
+  if (resource == "jobs" && actor == Actor::kOperator && !before && after) {
+    const Json* owners = controllers::find_path(*after, "metadata/ownerReferences");
+    if (owners == nullptr || !owners->is_array() || owners->empty()) return;
+    const Json* run = server_.peek("heartbeatruns", string_at(*after, "metadata/namespace"),
+                                   string_at((*owners)[0], "name"));
+    if (run != nullptr) on_run_start(*run, now);
+  }
 }
 
 void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
-                           const std::optional<Json>& after, TimePoint now) {
+                           const std::optional<Json>& after) {
   if (!before && after && string_at(*after, "spec/invocationSource") == "scheduler") {
     const std::string slot =
         agent_key_of_run(*after) + "|" + string_at(*after, "spec/scheduledTime");
@@ -66,10 +76,6 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
   }
   if (!after) return;
   const std::string name = key_of(*after);
-  if (actor == Actor::kOperator && string_at(*after, "status/phase") == "Running" &&
-      (!before || string_at(*before, "status/phase") != "Running")) {
-    on_run_start(*after, now);
-  }
   if (string_at(*after, "status/reason") == controllers::kReasonStalled &&
       (!before || string_at(*before, "status/reason") != controllers::kReasonStalled)) {
     on_stall_verdict(*after);
@@ -79,7 +85,10 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
   }
   if (cost_recorded(before) &&
       (*before)["status"].value("usage", Json()) != (*after)["status"].value("usage", Json())) {
-    violation("run " + name + " changed its usage after it was counted");
+    violation("run " + name + " changed its usage after it was counted (" +
+              (*before)["status"].value("usage", Json()).dump() + " -> " +
+              (*after)["status"].value("usage", Json()).dump() + ", by " +
+              (actor == Actor::kOperator ? "the operator" : "another") + ")");
   }
   if (!cost_recorded(before) && cost_recorded(after)) {
     const std::string uid = string_at(*after, "metadata/uid");

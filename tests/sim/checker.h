@@ -51,7 +51,7 @@ class Checker {
     if (violations_.size() < 20) violations_.push_back(what);
   }
   void on_run_write(Actor actor, const std::optional<Json>& before,
-                    const std::optional<Json>& after, TimePoint now);
+                    const std::optional<Json>& after);
   void on_run_start(const Json& run, TimePoint now);
   void on_stall_verdict(const Json& run);
   double spend_of(const Json& agent) const;

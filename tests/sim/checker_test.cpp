@@ -45,6 +45,11 @@ class CheckerTest : public ::testing::Test {
   void set_run_status(const std::string& run, const Json& status) {
     server_.merge_patch(Actor::kOperator, "heartbeatruns", "ns", run, {{"status", status}}, true);
   }
+  // The operator starts a run by creating its Job (owned by the run).
+  void start(const std::string& run) {
+    server_.create(Actor::kOperator, "jobs", "ns",
+                   {{"metadata", {{"name", run}, {"ownerReferences", {{{"name", run}}}}}}});
+  }
   Json finished(double cents) {
     return {{"phase", "Succeeded"}, {"costRecorded", true}, {"usage", {{"costCents", cents}}}};
   }
@@ -95,7 +100,7 @@ TEST_F(CheckerTest, ARunStartedBeforePausedUntilIsCaught) {
   set_agent_status({{"pausedUntil", "2026-03-10T10:30:00Z"}});
   server_.create(Actor::kOperator, "heartbeatruns", "ns",
                  scheduler_run("r1", "2026-03-10T10:00:00Z"));
-  set_run_status("r1", {{"phase", "Running"}});
+  start("r1");
   ASSERT_EQ(checker_.violations().size(), 1u);
   EXPECT_NE(checker_.violations()[0].find("before pausedUntil"), std::string::npos);
 }
@@ -106,7 +111,7 @@ TEST_F(CheckerTest, AManualRunStartedBeforePausedUntilIsAllowed) {
   manual["spec"]["invocationSource"] = "manual";
   manual["spec"].erase("scheduledTime");
   server_.create(Actor::kOperator, "heartbeatruns", "ns", manual);
-  set_run_status("m1", {{"phase", "Running"}});
+  start("m1");
   EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
 }
 
@@ -114,7 +119,7 @@ TEST_F(CheckerTest, ARunStartedOverBudgetIsCaught) {
   set_agent_status({{"spend", {{"period", "2026-03"}, {"cents", 100.2}}}});
   server_.create(Actor::kOperator, "heartbeatruns", "ns",
                  scheduler_run("r1", "2026-03-10T10:00:00Z"));
-  set_run_status("r1", {{"phase", "Running"}});
+  start("r1");
   ASSERT_EQ(checker_.violations().size(), 1u);
   EXPECT_NE(checker_.violations()[0].find("over budget"), std::string::npos);
 }

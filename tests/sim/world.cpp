@@ -328,7 +328,8 @@ void World::create_agents() {
   }
 }
 
-// What a person does with kubectl: pause or resume, invoke, change the budget.
+// What a person does with kubectl: pause or resume, invoke, change the
+// budget or the prompt, create a run.
 void World::user_action() {
   std::vector<Json> agents = server_.objects("agents");
   if (agents.empty()) return;
@@ -337,7 +338,7 @@ void World::user_action() {
   const std::string name = controllers::string_at(agent, "metadata/name");
   ++report_.user_actions;
   Json patch;
-  switch (std::uniform_int_distribution<int>(0, 3)(rng_)) {
+  switch (std::uniform_int_distribution<int>(0, 4)(rng_)) {
     case 0: {
       const bool pause = !controllers::bool_at(agent, "spec/paused");
       patch = {{"spec", {{"paused", pause}}},
@@ -364,6 +365,11 @@ void World::user_action() {
           {"spec",
            {{"budget", {{"monthlyCents", std::uniform_int_distribution<int>(20, 400)(rng_)}}}}}};
       break;
+    case 3: {  // blank the prompt (scheduled slots are skipped) or give it back
+      const bool blank = !controllers::string_at(agent, "spec/heartbeat/prompt").empty();
+      patch = {{"spec", {{"heartbeat", {{"prompt", blank ? "" : "Heartbeat."}}}}}};
+      break;
+    }
     default: {  // kubectl create -f run.yaml
       Json run = {{"apiVersion", "heartbeat.dev/v1alpha1"},
                   {"kind", "HeartbeatRun"},

@@ -485,13 +485,15 @@ TEST_F(OperatorTest, AMissingApiKeyIsNamedFromTheKubeletNotByReadingTheSecret) {
   }
 }
 
-// A prompt read from a ConfigMap: a missing one fails that run, named; the
-// next run after the ConfigMap appears reads it.
+// A prompt read from a ConfigMap: a missing one fails a run someone asked
+// for, named, and skips scheduled slots without a run or a Job (a
+// HeartbeatSkipped Event, status.lastSkippedHeartbeat, Stalled); once the
+// ConfigMap appears, runs read it and the skip clears.
 TEST_F(OperatorTest, PromptFromAConfigMapIsReadAndAMissingOneIsNamed) {
   start_kubelet([](const json&) { return finishes_with(0.1); });
   start_operator();
   json ref = {{"configMapKeyRef", {{"name", "prompts"}, {"key", "beat"}}}};
-  json manifest = agent_manifest("pf", {{"promptFrom", ref}});
+  json manifest = agent_manifest("pf", {{"promptFrom", ref}, {"interval", "30s"}});
   manifest["metadata"]["annotations"] = {{"heartbeat.dev/invoke", "first"}};
   create_agent(manifest);
   ASSERT_TRUE(wait_until(
@@ -502,11 +504,22 @@ TEST_F(OperatorTest, PromptFromAConfigMapIsReadAndAMissingOneIsNamed) {
       30s));
   const json failed = runs_of("pf")[0];
   EXPECT_EQ(string_at(failed, "status/reason"), "PromptNotFound");
-  EXPECT_NE(string_at(failed, "status/message").find("ConfigMap \"prompts\" has no key \"beat\""),
+  EXPECT_NE(string_at(failed, "status/message").find("ConfigMap \"prompts\" does not exist"),
             std::string::npos);
   EXPECT_TRUE(condition(failed, "Failed", "True"));
   ASSERT_TRUE(wait_until([&] { return kstatus_of(agent("pf")).status == "Failed"; }, 20s));
   EXPECT_NE(kstatus_of(agent("pf")).message.find("prompts"), std::string::npos);
+  // The first slot (30 s after creation) is skipped: no run, no Job.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return string_at(agent("pf"), "status/lastSkippedHeartbeat/reason") == "PromptNotFound";
+      },
+      45s))
+      << agent("pf")["status"].dump(2);
+  EXPECT_EQ(runs_of("pf").size(), 1u);
+  EXPECT_EQ(jobs(), 0u);
+  EXPECT_EQ(events_with_reason("HeartbeatSkipped"), 1u);
+  EXPECT_EQ(kstatus_of(agent("pf")).status, "Failed");
   client_
       ->create(res::kConfigMaps, ns_,
                {{"apiVersion", "v1"},
@@ -528,8 +541,22 @@ TEST_F(OperatorTest, PromptFromAConfigMapIsReadAndAMissingOneIsNamed) {
         return false;
       },
       40s));
-  // The newer run got further: no longer stalled.
-  EXPECT_TRUE(wait_until([&] { return kstatus_of(agent("pf")).status == "Current"; }, 20s));
+  // The prompt is there: the skip clears (read again within a minute) and
+  // the next slot runs.
+  EXPECT_TRUE(wait_until([&] { return kstatus_of(agent("pf")).status == "Current"; }, 70s))
+      << agent("pf")["status"].dump(2);
+  EXPECT_TRUE(wait_until(
+      [&] {
+        for (const json& r : runs_of("pf")) {
+          if (string_at(r, "spec/invocationSource") == "scheduler" &&
+              string_at(r, "status/phase") == "Succeeded") {
+            return !agent("pf")["status"].contains("lastSkippedHeartbeat");
+          }
+        }
+        return false;
+      },
+      45s))
+      << agent("pf")["status"].dump(2);
 }
 
 // Pod settings a real cluster needs reach the Job, which the real API server

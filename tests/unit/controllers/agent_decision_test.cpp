@@ -307,6 +307,104 @@ TEST(AgentDecision, RunFinishingInOldMonthIsRecordedButNotCountedInNewMonth) {
   EXPECT_EQ(d.status_json()["recentRuns"][0]["name"], "bot-1717199700");
 }
 
+const Event* event_of(const AgentDecision& d, const std::string& reason) {
+  for (const Event& e : d.events) {
+    if (e.reason == reason) return &e;
+  }
+  return nullptr;
+}
+
+// The design's empty heartbeat.md: the slot passes without a run or a Job,
+// once the prompt says something again heartbeats resume.
+TEST(AgentDecision, AnEmptyPromptSkipsTheSlotWithoutARun) {
+  Json a = agent();
+  a["spec"]["heartbeat"]["prompt"] = " \n\t ";
+  World w{a};
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_TRUE(d.spec_errors.empty()) << join_errors(d.spec_errors);
+  EXPECT_FALSE(d.create_run);
+  EXPECT_FALSE(d.start_run);
+  EXPECT_TRUE(w.runs.empty());
+  EXPECT_EQ(d.status_json()["lastScheduleTime"], "2024-05-01T12:05:00Z");
+  EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
+  EXPECT_EQ(d.status_json()["lastSkippedHeartbeat"]["scheduledTime"], "2024-05-01T12:05:00Z");
+  EXPECT_EQ(d.status_json()["lastSkippedHeartbeat"]["reason"], "PromptEmpty");
+  ASSERT_NE(event_of(d, "HeartbeatSkipped"), nullptr);
+  EXPECT_FALSE(event_of(d, "HeartbeatSkipped")->warning);  // a choice, not a fault
+  EXPECT_EQ((*condition(d.status_json(), "Ready"))["status"], "True");
+  EXPECT_EQ((*condition(d.status_json(), "Ready"))["reason"], "PromptEmpty");
+  EXPECT_EQ((*condition(d.status_json(), "Stalled"))["status"], "False");
+  EXPECT_EQ(d.status_json()["phase"], "Idle");
+  // The next slot is skipped too, without another Event.
+  d = w.step(at("2024-05-01T12:10:00Z"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ(d.status_json()["lastSkippedHeartbeat"]["scheduledTime"], "2024-05-01T12:10:00Z");
+  EXPECT_FALSE(has_event(d, "HeartbeatSkipped"));
+  // A prompt again: the skip is cleared at once, the next slot runs.
+  w.agent["spec"]["heartbeat"]["prompt"] = "Check the farm.";
+  d = w.step(at("2024-05-01T12:11:00Z"));
+  EXPECT_FALSE(d.status_json().contains("lastSkippedHeartbeat"));
+  EXPECT_EQ((*condition(d.status_json(), "Ready"))["reason"], "Ready");
+  d = w.step(at("2024-05-01T12:15:00Z"));
+  ASSERT_TRUE(d.create_run);
+  EXPECT_EQ(d.start_run, d.create_run->name);
+}
+
+// A promptFrom ConfigMap or key that does not exist: the slot is skipped
+// (no run, no Job), the Agent is Stalled naming it, and the ConfigMap is
+// read again every kPromptRecheckSeconds until it is there.
+TEST(AgentDecision, AMissingPromptConfigMapSkipsAndStallsUntilItIsThere) {
+  Json a = agent();
+  a["spec"]["heartbeat"].erase("prompt");
+  a["spec"]["heartbeat"]["promptFrom"] = {
+      {"configMapKeyRef", {{"name", "prompts"}, {"key", "heartbeat.md"}}}};
+  World w{a};
+  w.prompt_from_gap = PromptGap{kReasonPromptNotFound, "ConfigMap \"prompts\" does not exist"};
+  AgentDecision d = w.step(at("2024-05-01T12:04:00Z"));  // no slot due: nothing read, nothing said
+  EXPECT_FALSE(d.status_json().contains("lastSkippedHeartbeat"));
+  d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_TRUE(w.runs.empty());
+  EXPECT_EQ(d.status_json()["lastSkippedHeartbeat"]["reason"], "PromptNotFound");
+  ASSERT_NE(event_of(d, "HeartbeatSkipped"), nullptr);
+  EXPECT_TRUE(event_of(d, "HeartbeatSkipped")->warning);
+  EXPECT_NE(event_of(d, "HeartbeatSkipped")->message.find("\"prompts\""), std::string::npos);
+  EXPECT_EQ((*condition(d.status_json(), "Stalled"))["status"], "True");
+  EXPECT_EQ((*condition(d.status_json(), "Stalled"))["reason"], "PromptNotFound");
+  EXPECT_EQ((*condition(d.status_json(), "Ready"))["status"], "False");
+  ASSERT_TRUE(d.requeue_at);
+  EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:06:00Z"));
+  // Still missing a minute later: the skip stands.
+  d = w.step(at("2024-05-01T12:06:00Z"));
+  EXPECT_EQ(d.status_json()["lastSkippedHeartbeat"]["scheduledTime"], "2024-05-01T12:05:00Z");
+  EXPECT_FALSE(has_event(d, "HeartbeatSkipped"));
+  // Created: the next read clears it and the Agent resumes before the next slot.
+  w.prompt_from_gap.reset();
+  d = w.step(at("2024-05-01T12:07:00Z"));
+  EXPECT_FALSE(d.status_json().contains("lastSkippedHeartbeat"));
+  EXPECT_EQ((*condition(d.status_json(), "Stalled"))["status"], "False");
+  EXPECT_TRUE(has_event(d, "Resumed"));
+  EXPECT_EQ(*d.requeue_at, at("2024-05-01T12:10:00Z"));
+  d = w.step(at("2024-05-01T12:10:00Z"));
+  ASSERT_TRUE(d.create_run);
+}
+
+TEST(AgentDecision, PromptFieldRules) {
+  Json neither = agent();
+  neither["spec"]["heartbeat"].erase("prompt");
+  AgentDecision d = decide(neither, {}, at("2024-05-01T12:05:00Z"));
+  EXPECT_NE(join_errors(d.spec_errors).find("spec.heartbeat.prompt: is required"),
+            std::string::npos);
+  Json both = agent();
+  both["spec"]["heartbeat"]["promptFrom"] = {{"configMapKeyRef", {{"name", "p"}, {"key", "k"}}}};
+  d = decide(both, {}, at("2024-05-01T12:05:00Z"));
+  EXPECT_NE(join_errors(d.spec_errors).find("not both"), std::string::npos);
+  // An empty prompt next to promptFrom is the field left at its default.
+  both["spec"]["heartbeat"]["prompt"] = "";
+  d = decide(both, {}, at("2024-05-01T12:05:00Z"));
+  EXPECT_TRUE(d.spec_errors.empty()) << join_errors(d.spec_errors);
+}
+
 TEST(AgentDecision, SpecValidChecksTheSchemaCannotDo) {
   Json both = agent();
   both["spec"]["heartbeat"]["schedule"] = "*/5 * * * *";

@@ -189,6 +189,8 @@ struct World : PlanWriter {
   std::vector<Json> runs;
   std::chrono::seconds coalesce{0};  // AgentDecisionInput::status_coalesce
   std::vector<Event> recorded;       // Events written, in order
+  // What reading spec.heartbeat.promptFrom finds (the shell's read).
+  std::optional<PromptGap> prompt_from_gap;
   TimePoint now_{};
 
   AgentDecision step(TimePoint now) {
@@ -199,6 +201,12 @@ struct World : PlanWriter {
     in.now = now;
     in.status_coalesce = coalesce;
     AgentDecision d = decide_agent(in);
+    // As the shell: a due slot or a standing skip reads promptFrom, then decides again.
+    const AgentView view = view_agent(agent);
+    if (needs_prompt_read(view.spec.spec, view.status, d.create_run)) {
+      in.prompt = {true, prompt_from_gap};
+      d = decide_agent(in);
+    }
     const std::vector<Json> observed_runs = runs;
     WritePlanInput plan;
     plan.decision = &d;

@@ -41,5 +41,28 @@ TEST(LeaseSightings, AVersionIsSeenOnceAndAgedByTheSteadyClock) {
   EXPECT_EQ(sightings.seen_at("ns/other", "11", c.wall), c.wall - 60s);
 }
 
+// Found by the simulation: the operator's wall clock jumped 80 s ahead just
+// after it started a run, and the run was failed as Stalled before its first
+// beat could be seen. A run's first sighting ages on the steady clock.
+TEST(LeaseSightings, ARunIsSeenOnceAndForgottenWhenItIsNoLongerGoingOn) {
+  Clocks c;
+  LeaseSightings sightings([&] { return c.steady; });
+  const TimePoint start = c.wall;
+  EXPECT_EQ(sightings.runs_seen_at("ns/bot", {"r1"}, c.wall), std::vector<TimePoint>{start});
+  c.advance(5s);
+  c.wall += 80s;  // the jump
+  EXPECT_EQ(sightings.runs_seen_at("ns/bot", {"r1"}, c.wall), std::vector<TimePoint>{c.wall - 5s});
+  c.advance(10s);
+  EXPECT_EQ(sightings.runs_seen_at("ns/bot", {"r1", "r2"}, c.wall),
+            (std::vector<TimePoint>{c.wall - 15s, c.wall}));
+  // r1 ended: forgotten; seen again it is new.
+  EXPECT_EQ(sightings.runs_seen_at("ns/bot", {"r2"}, c.wall), std::vector<TimePoint>{c.wall});
+  c.advance(1s);
+  EXPECT_EQ(sightings.runs_seen_at("ns/bot", {"r1"}, c.wall), std::vector<TimePoint>{c.wall});
+  sightings.forget("ns/bot");
+  c.advance(1s);
+  EXPECT_EQ(sightings.runs_seen_at("ns/bot", {"r1"}, c.wall), std::vector<TimePoint>{c.wall});
+}
+
 }  // namespace
 }  // namespace hb::controllers

@@ -1,6 +1,7 @@
 // The reconciler branches on errors as values (kube/errors.h): a transient
 // failure while reading the prompt stops the pass and leaves the run alone
-// for the retry; only a definite NotFound fails it as PromptNotFound. The
+// for the retry; only a definite NotFound fails it as PromptNotFound (and
+// skips a due slot without a run or a Job, prompt_skip.h). The
 // real AgentReconciler runs against a fake ClusterView and a real
 // kube::Client whose transport is scripted per request.
 #include <gtest/gtest.h>
@@ -38,11 +39,15 @@ class FakeView final : public ClusterView {
 class ScriptedApi final : public http::Client {
  public:
   std::function<http::Response()> prompt_answer;
+  std::function<http::Response()> run_answer;  // GET of any HeartbeatRun
   std::vector<http::Request> requests;
   http::Response send(const http::Request& r) override {
     requests.push_back(r);
     if (r.method == "GET" && r.url.find("/configmaps/prompts") != std::string::npos) {
       return prompt_answer();
+    }
+    if (r.method == "GET" && run_answer && r.url.find("/heartbeatruns/") != std::string::npos) {
+      return run_answer();
     }
     if (r.method == "GET") return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
     Json body = Json::parse(r.body, nullptr, false);
@@ -114,6 +119,100 @@ TEST(ReconcilerErrors, ADefiniteNotFoundFailsTheRunAsPromptNotFound) {
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(result.ok()) << result.error().describe();
   EXPECT_TRUE(h.api->failed_a_run_for_want_of_a_prompt());
+}
+
+bool sent(const ScriptedApi& api, const std::string& method, const std::string& url_part,
+          const std::string& body_part = "") {
+  for (const http::Request& r : api.requests) {
+    if (r.method == method && r.url.find(url_part) != std::string::npos &&
+        r.body.find(body_part) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The 12:05 slot is due and the prompt ConfigMap is gone: the slot is
+// skipped without a run or a Job, the status and an Event say so.
+TEST(ReconcilerErrors, AMissingPromptSkipsTheDueSlotWithoutARunOrJob) {
+  Harness h;
+  h.view.runs.clear();
+  h.api->prompt_answer = [] { return status_answer(404, "NotFound"); };
+  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(result.ok()) << result.error().describe();
+  EXPECT_FALSE(sent(*h.api, "POST", "/heartbeatruns"));
+  EXPECT_FALSE(sent(*h.api, "POST", "/jobs"));
+  EXPECT_TRUE(sent(*h.api, "PUT", "/agents/bot/status", "lastSkippedHeartbeat"));
+  EXPECT_TRUE(sent(*h.api, "POST", "/events", "HeartbeatSkipped"));
+  ASSERT_TRUE(result.value().requeue_after);
+  EXPECT_LE(*result.value().requeue_after, std::chrono::seconds(kPromptRecheckSeconds));
+}
+
+// A run someone asked for with an empty prompt ends at once, saying so,
+// without a Job.
+TEST(ReconcilerErrors, AManualRunWithAnEmptyPromptFailsWithoutAJob) {
+  Harness h;
+  h.api->prompt_answer = [] {
+    return http::Response{200, {}, R"({"data":{"heartbeat.md":"  \n"}})"};
+  };
+  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(result.ok()) << result.error().describe();
+  EXPECT_TRUE(sent(*h.api, "PATCH", "/heartbeatruns/bot-manual-1/status", "PromptEmpty"));
+  EXPECT_FALSE(sent(*h.api, "POST", "/jobs"));
+  EXPECT_FALSE(sent(*h.api, "POST", "/heartbeatruns"));  // the slot is skipped too
+}
+
+// A run counted at its last beat's figure (1 cent) whose mark was written,
+// though this pass's copy is older and shows it unmarked with its result
+// (2.5 cents): raising the charge would count the difference twice. The
+// pass reads the run first and, finding a newer copy, writes nothing.
+struct RaisedCharge : Harness {
+  RaisedCharge() {
+    Json& agent = view.agents_by_name["bot"];
+    agent["status"] = {
+        {"spend", {{"period", "2024-05"}, {"cents", 1.0}}},
+        {"recentRuns", {{{"name", "bot-1714565100"}, {"phase", "TimedOut"}, {"costCents", 1.0}}}}};
+    view.runs = {testing::with_status(
+        testing::run("bot-1714565100", "scheduler", at("2024-05-01T12:05:00Z")),
+        {{"phase", "TimedOut"},
+         {"startedAt", "2024-05-01T12:05:00Z"},
+         {"finishedAt", "2024-05-01T12:05:50Z"},
+         {"usage", {{"costCents", 2.5}, {"inputTokens", 10}, {"outputTokens", 10}}}})};
+    api->prompt_answer = [] {
+      return http::Response{200, {}, R"({"data":{"heartbeat.md":"Check the farm."}})"};
+    };
+  }
+  http::Response run_copy(const std::string& rv, bool marked) const {
+    Json fresh = view.runs[0];
+    fresh["metadata"]["resourceVersion"] = rv;
+    fresh["status"]["costRecorded"] = marked;
+    if (marked) fresh["status"]["usage"]["costCents"] = 1.0;
+    return {200, {}, fresh.dump()};
+  }
+};
+
+TEST(ReconcilerErrors, ARaisedChargeOnAStaleRunCopyWritesNothing) {
+  RaisedCharge h;
+  h.api->run_answer = [&h] { return h.run_copy("201", true); };
+  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(result.ok()) << result.error().describe();
+  for (const http::Request& r : h.api->requests) {
+    EXPECT_EQ(r.method, "GET") << r.method << " " << r.url << " " << r.body;
+  }
+  ASSERT_TRUE(result.value().requeue_after);
+  EXPECT_EQ(*result.value().requeue_after, std::chrono::milliseconds(1));
+}
+
+TEST(ReconcilerErrors, ARaisedChargeOnACurrentCopyIsWrittenThenMarkedConditionally) {
+  RaisedCharge h;
+  h.api->run_answer = [&h] { return h.run_copy("200", false); };
+  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(result.ok()) << result.error().describe();
+  EXPECT_TRUE(sent(*h.api, "PUT", "/agents/bot/status", R"("cents":2.5)"));
+  // The mark carries the resourceVersion it was decided on: a newer copy
+  // would answer 409 instead of being overwritten.
+  EXPECT_TRUE(
+      sent(*h.api, "PATCH", "/heartbeatruns/bot-1714565100/status", R"("resourceVersion":"200")"));
 }
 
 TEST(ReconcilerErrors, APromptThatReadsStartsTheRun) {

@@ -8,6 +8,7 @@
 
 #include "api/heartbeat_pod.h"
 #include "api/usage_report.h"
+#include "controllers/cache_projection.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {
@@ -411,6 +412,44 @@ TEST(RunStatus, JobFoundWithoutStatusIsAdoptedAsRunning) {
   EXPECT_EQ(o.status["phase"], "Running");
   EXPECT_EQ(o.status["jobName"], "r1");
   EXPECT_EQ(o.status["startedAt"], "2024-05-01T12:05:03Z");
+}
+
+// Found by the simulation: with the operator's clock a minute ahead of the
+// API server's, a run adopted from its Job's creationTimestamp was judged
+// stalled seconds after it started. The operator's own stamp on the Job wins.
+TEST(RunStatus, AdoptedJobStartsAtTheOperatorsStampNotTheServersClock) {
+  Json r = run("r1");
+  Json j = job("r1", "2024-05-01T12:04:00Z");  // the API server's clock, 65 s behind
+  j["metadata"]["annotations"]["heartbeat.dev/started-at"] = "2024-05-01T12:05:05Z";
+  RunObservation o = observe(r, &j, {}, at("2024-05-01T12:05:10Z"));
+  EXPECT_EQ(o.status["phase"], "Running");
+  EXPECT_EQ(o.status["startedAt"], "2024-05-01T12:05:05Z");
+  EXPECT_FALSE(o.became_final) << o.status.dump();
+  Json projected = j;  // the cache keeps the stamp
+  project_job(projected);
+  EXPECT_EQ(projected["metadata"]["annotations"]["heartbeat.dev/started-at"],
+            "2024-05-01T12:05:05Z");
+}
+
+TEST(RunStatus, ARunFirstSeenRecentlyIsNotStalledAfterAWallClockJump) {
+  Json r = running_run();
+  RunObservationInput in;
+  in.run = &r;
+  Json j = job("r1", "2024-05-01T12:05:00Z");
+  in.job = &j;
+  in.timeouts = {300s, 30s, 60s};
+  in.pricing = kTestPricing;
+  in.bounds = usage_bounds(AgentSpec{});
+  in.now = kStart + 85s;  // 5 s after the start, then an 80 s jump
+  RunObservation jumped = observe_run(in);
+  EXPECT_TRUE(jumped.delete_job) << "without the sighting the jump stalls it";
+  in.run_seen_at = in.now - 5s;  // seen 5 s ago on the steady clock
+  RunObservation seen = observe_run(in);
+  EXPECT_FALSE(seen.delete_job) << seen.status.dump();
+  in.now = in.run_seen_at.value() + 61s;  // a real stall still stalls
+  RunObservation stalled = observe_run(in);
+  EXPECT_TRUE(stalled.delete_job);
+  EXPECT_EQ(stalled.events.at(0).reason, "Stalled");
 }
 
 TEST(RunStatus, FinalRunsAreLeftAlone) {

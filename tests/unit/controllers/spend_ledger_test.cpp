@@ -35,6 +35,7 @@ TEST(SpendLedger, CountsOnceAndMarks) {
   EXPECT_EQ(out.spend.input_tokens, 110);
   EXPECT_EQ(out.counted, std::vector<std::string>{"a"});
   EXPECT_EQ(out.mark, std::vector<std::string>{"a"});
+  EXPECT_TRUE(out.raised.empty());
   EXPECT_EQ(out.recent.front().name, "a");
   EXPECT_EQ(*out.last_heartbeat, at("2024-05-01T12:00:00Z"));
 
@@ -65,6 +66,9 @@ TEST(SpendLedger, ARunObservedHigherAfterItWasCountedIsChargedTheDifferenceOnce)
   const LedgerResult higher = apply_ledger(in);
   EXPECT_DOUBLE_EQ(higher.spend.cents, 12.5);
   EXPECT_EQ(higher.counted, std::vector<std::string>{"a"}) << "the agent write comes first";
+  // Only right if the run is still unmarked: the shell confirms it (the
+  // simulation found a cache behind a mark that landed charging twice).
+  EXPECT_EQ(higher.raised, std::vector<std::string>{"a"});
   EXPECT_EQ(higher.mark, std::vector<std::string>{"a"});
   EXPECT_DOUBLE_EQ(higher.recent.front().cost_cents, 2.5);
   EXPECT_DOUBLE_EQ(charged_cents(higher.recent, "a", 2.5), 2.5);
@@ -74,6 +78,7 @@ TEST(SpendLedger, ARunObservedHigherAfterItWasCountedIsChargedTheDifferenceOnce)
   const LedgerResult again = apply_ledger(in);
   EXPECT_DOUBLE_EQ(again.spend.cents, 12.5);
   EXPECT_TRUE(again.counted.empty());
+  EXPECT_TRUE(again.raised.empty());
 
   in.finished = {finished("a", 0.5, "2024-05-01T12:00:00Z")};  // observed lower: kept
   const LedgerResult lower = apply_ledger(in);
