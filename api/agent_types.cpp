@@ -27,10 +27,21 @@ constexpr int kMemgptIterationsMax = 5;
 constexpr int kLettaV1IterationsMax = 5;
 constexpr int kReactIterationsMax = 10;
 
+constexpr SystemPromptTemplate kDefaultPrompt{
+    "default",
+    "You are agent \"{agent}\", running in discrete heartbeats: you wake, act with your "
+    "tools, and go idle until the next heartbeat. Nothing you do not store is remembered."};
+constexpr SystemPromptTemplate kReactPrompt{
+    "react",
+    "You are agent \"{agent}\", running in discrete heartbeats. Work in ReAct steps: reason "
+    "about what to do next, act by calling one tool, observe its result, and repeat until the "
+    "task is done; then give your answer without calling a tool. Nothing you do not store is "
+    "remembered."};
+
 const std::array<AgentCapabilities, 3> kTable = {{
-    {AgentType::kMemgpt, kMemgptTools, true, kMemgptIterationsMax},
-    {AgentType::kLettaV1, kLettaV1Tools, false, kLettaV1IterationsMax},
-    {AgentType::kReact, kReactTools, false, kReactIterationsMax},
+    {AgentType::kMemgpt, kMemgptTools, true, kMemgptIterationsMax, &kDefaultPrompt},
+    {AgentType::kLettaV1, kLettaV1Tools, false, kLettaV1IterationsMax, &kDefaultPrompt},
+    {AgentType::kReact, kReactTools, false, kReactIterationsMax, &kReactPrompt},
 }};
 
 }  // namespace
@@ -77,7 +88,8 @@ nlohmann::json to_json(const AgentCapabilities& caps) {
   // Field names as in the Agent CRD's status.capabilities.
   return {{"tools", std::move(tools)},
           {"heartbeats", caps.supports_heartbeats},
-          {"maxIterations", caps.max_iterations}};
+          {"maxIterations", caps.max_iterations},
+          {"systemPrompt", std::string(caps.system_prompt->name)}};
 }
 
 }  // namespace hb::api

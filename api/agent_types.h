@@ -27,11 +27,21 @@ inline constexpr std::string_view kToolPauseHeartbeats = "pause_heartbeats";
 // Tools that need the archival storage (SQLite file on a per-agent volume).
 bool tool_needs_archival_storage(std::string_view tool);
 
+// The system prompt template a type opens with (ADR-011's
+// system_prompt_template): its name, shown in Agent status, and its text,
+// rendered by the runner with "{agent}" replaced by the agent's name.
+struct SystemPromptTemplate {
+  std::string_view name;  // "default" | "react"
+  std::string_view text;
+};
+inline constexpr std::string_view kSystemPromptAgentPlaceholder = "{agent}";
+
 struct AgentCapabilities {
   AgentType type;
   std::span<const std::string_view> allowed_tools;
-  bool supports_heartbeats;  // may call pause_heartbeats
-  int max_iterations;        // model calls per heartbeat
+  bool supports_heartbeats;                   // may call pause_heartbeats
+  int max_iterations;                         // model calls per heartbeat
+  const SystemPromptTemplate* system_prompt;  // never null
 
   bool allows(std::string_view tool) const;
 };
@@ -45,8 +55,8 @@ std::optional<AgentType> parse_agent_type(std::string_view name);
 // The accepted names, for error messages: "memgpt_agent, letta_v1_agent, react_agent".
 std::string_view agent_type_names();
 
-// {"tools": [...], "heartbeats": bool, "maxIterations": n}, as shown in
-// Agent status.capabilities (the CRD's field names).
+// {"tools": [...], "heartbeats": bool, "maxIterations": n, "systemPrompt":
+// name}, as shown in Agent status.capabilities (the CRD's field names).
 nlohmann::json to_json(const AgentCapabilities& caps);
 
 }  // namespace hb::api

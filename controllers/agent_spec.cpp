@@ -143,6 +143,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
   s.per_run_cents = number_at(spec, "budget/perRunCents");
 
   const std::string_view mode = string_view_at(runtime, "mode", "builtin");
+  s.command_may_pause = bool_at(runtime, "pauseHeartbeats");
   if (mode == "command") {
     s.mode = RuntimeMode::kCommand;
     if (string_view_at(runtime, "image").empty()) {
@@ -168,6 +169,11 @@ SpecCheck parse_agent_spec(const Json& agent) {
     check.errors.push_back(std::move(error));
   }
   return check;
+}
+
+bool pause_allowed(const AgentSpec& spec) {
+  if (spec.mode == RuntimeMode::kCommand) return spec.command_may_pause;
+  return api::capabilities(spec.type).supports_heartbeats;
 }
 
 }  // namespace hb::controllers

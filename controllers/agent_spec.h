@@ -62,6 +62,7 @@ struct AgentSpec {
   int64_t monthly_budget_cents = 0;  // <= 0: unlimited
   std::optional<double> per_run_cents;
   RuntimeMode mode = RuntimeMode::kBuiltin;
+  bool command_may_pause = false;  // spec.runtime.pauseHeartbeats (command mode)
   int64_t timeout_seconds = kRuntimeTimeoutSecondsDefault;
   int64_t grace_seconds = kRuntimeGraceSecondsDefault;
   std::optional<KeyRef> prompt_from;
@@ -93,5 +94,10 @@ std::vector<std::string> spec_errors(const SpecCheck& parsed, const SpecEnvironm
 SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env);
 // Errors joined by "; ".
 std::string join_errors(const std::vector<std::string>& errors);
+
+// Whether a run's pauseMinutes moves the schedule: the agent type supports
+// heartbeats (api/agent_types.h, the table the runner offers tools from),
+// or a command runner whose Agent sets spec.runtime.pauseHeartbeats.
+bool pause_allowed(const AgentSpec& spec);
 
 }  // namespace hb::controllers

@@ -136,6 +136,13 @@ RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput
                           "the runner reported a cost that differs from tokens x "
                           "spec.model.pricing; charged the operator's figure"});
   }
+  if (f.result && f.result->pause_minutes && !in.pause_allowed) {
+    f.result->pause_minutes.reset();
+    obs.events.push_back({EventTarget::kRun, name, true, kReasonPauseIgnored,
+                          "the result asked to pause heartbeats, which this agent may not (its "
+                          "type does not support heartbeats, or a command runner without "
+                          "spec.runtime.pauseHeartbeats); the schedule is unchanged"});
+  }
   obs.phase = f.phase;
   obs.became_final = true;
   const std::string job_name =

@@ -49,6 +49,8 @@ inline constexpr std::size_t kRunMessageBytesMax = 1024;
 
 // Reasons (CamelCase).
 inline constexpr const char* kReasonCostMismatch = "CostMismatch";
+// A result asked to pause heartbeats where the agent may not (pause_allowed).
+inline constexpr const char* kReasonPauseIgnored = "PauseIgnored";
 inline constexpr const char* kReasonToolsUnavailable = "ToolsUnavailable";
 inline constexpr const char* kReasonStalled = "Stalled";
 inline constexpr const char* kReasonDeadlineExceeded = "DeadlineExceeded";
@@ -91,6 +93,9 @@ struct RunObservationInput {
   Pricing pricing;
   UsageBounds bounds;
   bool agent_missing = false;  // the Agent is gone or being deleted
+  // A result's pauseMinutes moves the schedule (pause_allowed); else it is
+  // ignored with a warning Event (a forged or unsupported request).
+  bool pause_allowed = true;
   // This month's spend has reached the agent's budget (say the budget was
   // lowered mid-run): a started run is cancelled; a Queued one keeps waiting.
   bool budget_exceeded = false;

@@ -8,15 +8,24 @@
 
 namespace hb::runner {
 
+std::string render_prompt_template(const api::SystemPromptTemplate& prompt,
+                                   const std::string& agent_name) {
+  std::string out(prompt.text);
+  const std::string_view slot = api::kSystemPromptAgentPlaceholder;
+  for (std::size_t at = out.find(slot); at != std::string::npos;
+       at = out.find(slot, at + agent_name.size())) {
+    out.replace(at, slot.size(), agent_name);
+  }
+  return out;
+}
+
 std::string render_system_prompt(const api::ContextDocument& doc, const MemoryBlocks& blocks,
                                  const std::vector<ToolSpec>& tools, TimePoint now) {
   std::string out;
   out.reserve(doc.persona.size() + 2048);
   if (!doc.persona.empty()) out += doc.persona + "\n\n";
-  out += "You are agent \"" + doc.agent_name +
-         "\", running in discrete heartbeats: you wake, "
-         "act with your tools, and go idle until the next heartbeat. Nothing you do not store "
-         "is remembered.\n";
+  out += render_prompt_template(*api::capabilities(doc.agent_type).system_prompt, doc.agent_name);
+  out += "\n";
   if (!tools.empty()) {
     out += "Tools this heartbeat:";
     for (const auto& tool : tools) out += " " + tool.name;

@@ -12,6 +12,12 @@
 
 namespace hb::runner {
 
+// The agent type's system prompt template with its agent's name filled in.
+std::string render_prompt_template(const api::SystemPromptTemplate& prompt,
+                                   const std::string& agent_name);
+
+// The type's template (api/agent_types.h), then tools, core memory and
+// this heartbeat's facts.
 std::string render_system_prompt(const api::ContextDocument& doc, const MemoryBlocks& blocks,
                                  const std::vector<ToolSpec>& tools, TimePoint now);
 

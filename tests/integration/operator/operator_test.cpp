@@ -421,11 +421,16 @@ TEST_F(OperatorTest, BudgetBlocksAndQueuesManualRuns) {
   EXPECT_EQ(string_at(run("iota-2"), "status/phase"), "Queued");
 }
 
+// A memgpt_agent's pause moves its next slot; the same result from a
+// react_agent (whose type does not support heartbeats) is ignored, warned.
 TEST_F(OperatorTest, PauseHeartbeatsMovesTheNextSlot) {
   start_kubelet([](const json&) { return finishes_with(0.2, 2); });
-  create_agent(agent_manifest("kappa", {{"prompt", "Heartbeat."}, {"interval", "30s"}}));
+  create_agent(agent_manifest("kappa", {{"prompt", "Heartbeat."}, {"interval", "30s"}},
+                              {{"type", "memgpt_agent"}}));
+  create_agent(agent_manifest("kappa-react", {{"prompt", "Heartbeat."}}));
   start_operator();
   client_->create(res::kHeartbeatRuns, ns_, manual_run("kappa", "kappa-1")).or_throw();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("kappa-react", "kappa-react-1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return agent("kappa")["status"].contains("pausedUntil"); }, 30s));
   json a = agent("kappa");
   const auto paused_until = *controllers::time_at(a, "status/pausedUntil");
@@ -435,6 +440,10 @@ TEST_F(OperatorTest, PauseHeartbeatsMovesTheNextSlot) {
   // Slots pass while paused: no scheduled runs.
   std::this_thread::sleep_for(35s);
   EXPECT_EQ(runs_of("kappa").size(), 1u);
+  EXPECT_EQ(string_at(run("kappa-react-1"), "status/phase"), "Succeeded");
+  EXPECT_FALSE(run("kappa-react-1")["status"].contains("pauseUntil"));
+  EXPECT_FALSE(agent("kappa-react")["status"].contains("pausedUntil"));
+  EXPECT_GE(events_with_reason("PauseIgnored"), 1u);
 }
 
 TEST_F(OperatorTest, InvalidSpecNamesTheFieldAndRunsNothing) {

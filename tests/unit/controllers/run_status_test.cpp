@@ -68,6 +68,45 @@ TEST(RunStatus, SucceededWithUsageCostAndPause) {
   EXPECT_FALSE(o.status.contains("costRecorded"));
 }
 
+// A type without heartbeat support (react_agent, letta_v1_agent) or a
+// command runner whose Agent did not opt in: a pauseMinutes in its result
+// (forged by the agent, say) does not move the schedule.
+TEST(RunStatus, APauseWhereTheAgentMayNotPauseIsIgnoredWithAWarning) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = terminated(pod("r1-abc"), 0, result_json(3, 1000, 200, 5, "pause_heartbeats"));
+  RunObservationInput in;
+  in.run = &r;
+  in.job = &j;
+  in.pods = {&p};
+  in.timeouts = {300s, 30s, 120s};
+  in.pricing = kTestPricing;
+  in.bounds = usage_bounds(AgentSpec{});
+  in.now = at("2024-05-01T12:06:10Z");
+  in.pause_allowed = false;
+  RunObservation o = observe_run(in);
+  EXPECT_TRUE(o.became_final);
+  EXPECT_EQ(o.status["phase"], "Succeeded");
+  EXPECT_FALSE(o.status.contains("pauseUntil")) << o.status.dump();
+  bool warned = false;
+  for (const Event& e : o.events) warned = warned || (e.reason == "PauseIgnored" && e.warning);
+  EXPECT_TRUE(warned);
+}
+
+TEST(RunStatus, PauseIsAllowedByTheTypeTableOrACommandRunnersOptIn) {
+  AgentSpec spec;
+  spec.type = api::AgentType::kMemgpt;
+  EXPECT_TRUE(pause_allowed(spec));
+  spec.type = api::AgentType::kReact;
+  EXPECT_FALSE(pause_allowed(spec));
+  spec.type = api::AgentType::kLettaV1;
+  EXPECT_FALSE(pause_allowed(spec));
+  spec.mode = RuntimeMode::kCommand;
+  EXPECT_FALSE(pause_allowed(spec));
+  spec.command_may_pause = true;
+  EXPECT_TRUE(pause_allowed(spec));
+}
+
 TEST(RunStatus, FailedExitCodesMapToReasons) {
   Json r = running_run();
   Json j = job("r1");

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "api/agent_types.h"
+#include "runner/prompt.h"
 #include "runner/tool_specs.h"
 
 namespace hb::api {
@@ -50,6 +51,27 @@ TEST(Capabilities, StatusJson) {
   EXPECT_EQ(json["tools"], nlohmann::json({"shell", "core_memory_append", "core_memory_replace"}));
   EXPECT_EQ(json["heartbeats"], false);
   EXPECT_EQ(json["maxIterations"], 5);
+  EXPECT_EQ(json["systemPrompt"], "default");
+  EXPECT_EQ(to_json(capabilities(AgentType::kReact))["systemPrompt"], "react");
+}
+
+// ADR-011: react_agent has its own ReAct prompt, the others the default;
+// the runner renders the type's template with the agent's name.
+TEST(Capabilities, EachTypeOpensWithItsSystemPrompt) {
+  ContextDocument doc;
+  doc.agent_name = "scout";
+  doc.agent_type = AgentType::kReact;
+  const std::string react = runner::render_system_prompt(doc, {}, {}, {});
+  EXPECT_EQ(react.rfind("You are agent \"scout\"", 0), 0u) << react;
+  EXPECT_NE(react.find("reason about what to do next, act by calling one tool, observe"),
+            std::string::npos);
+  EXPECT_EQ(react.find("{agent}"), std::string::npos);
+  doc.agent_type = AgentType::kMemgpt;
+  const std::string memgpt = runner::render_system_prompt(doc, {}, {}, {});
+  EXPECT_NE(memgpt.find("you wake, act with your tools"), std::string::npos);
+  EXPECT_EQ(memgpt.find("ReAct"), std::string::npos);
+  EXPECT_EQ(runner::render_prompt_template({"t", "{agent} and {agent}"}, "a{agent}"),
+            "a{agent} and a{agent}");
 }
 
 TEST(OfferedTools, ArchivalToolsNeedStorage) {
