@@ -548,11 +548,10 @@ kube::Result<bool> AgentReconciler::runs_still_unmarked(const std::string& ns,
                                                         const std::vector<std::string>& names,
                                                         const std::vector<Json>& runs) {
   for (const std::string& name : names) {
-    auto seen =
-        std::find_if(runs.begin(), runs.end(), [&](const Json& r) { return name_of(r) == name; });
+    const Json* seen = find_named(runs, name);
     HB_TRY_ASSIGN(const Json fresh, get_run(ns, name));
-    if (seen == runs.end() || string_at(fresh, "metadata/resourceVersion") !=
-                                  string_at(*seen, "metadata/resourceVersion")) {
+    if (seen == nullptr || string_at(fresh, "metadata/resourceVersion") !=
+                               string_at(*seen, "metadata/resourceVersion")) {
       spdlog::info("event=stale_run_view agent_namespace={} run={}", ns, name);
       return false;
     }
