@@ -77,11 +77,13 @@ WantedCondition paused_condition(const schedule::BlockResult& blocks) {
 WantedCondition budget_condition(const schedule::BlockResult& blocks) {
   const bool exceeded = blocks.has(schedule::kReasonBudgetExceeded);
   std::string_view message = "within the monthly budget";
+  std::string_view reason = exceeded ? schedule::kReasonBudgetExceeded : "WithinBudget";
   for (const schedule::Block& b : blocks.blocks) {
-    if (b.reason == schedule::kReasonBudgetExceeded) message = b.message;
+    if (b.reason != schedule::kReasonBudgetExceeded) continue;
+    message = b.message;
+    if (!b.condition_reason.empty()) reason = b.condition_reason;
   }
-  return {kConditionBudgetExceeded, exceeded, exceeded ? "BudgetExceeded" : "WithinBudget",
-          message};
+  return {kConditionBudgetExceeded, exceeded, reason, message};
 }
 
 WantedCondition spec_valid_condition(const SpecValidity& spec) {
@@ -170,6 +172,14 @@ std::vector<Event> condition_events(const Conditions& stored, const AgentConditi
     raise(false, "Resumed", wanted.ready.message);
   }
   return events;
+}
+
+std::string_view budget_block_reason(const AgentStatus& status) {
+  if (status.conditions == nullptr) return {};
+  for (const Condition& c : *status.conditions) {
+    if (c.type == kConditionBudgetExceeded && c.status == kTrue) return c.reason;
+  }
+  return {};
 }
 
 std::optional<RunProblem> newest_run_problem(const std::vector<RunObservation>& runs) {

@@ -71,4 +71,8 @@ std::vector<Event> condition_events(const Conditions& stored, const AgentConditi
 // a newer run gets further.
 std::optional<RunProblem> newest_run_problem(const std::vector<RunObservation>& runs);
 
+// The BudgetExceeded condition's reason while it is True; empty otherwise
+// (heartbeat_budget_blocked_agents).
+std::string_view budget_block_reason(const AgentStatus& status);
+
 }  // namespace hb::controllers

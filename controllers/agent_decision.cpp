@@ -8,8 +8,10 @@
 #include "controllers/agent_ledger.h"
 #include "controllers/agent_runs.h"
 #include "controllers/agent_schedule_plan.h"
+#include "controllers/budget_hold.h"
 #include "controllers/names.h"
 #include "controllers/prompt_skip.h"
+#include "controllers/schedule/spend.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::controllers {
@@ -120,8 +122,16 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   d.mark = std::move(counted.ledger.mark);
   d.confirm_unmarked = std::move(counted.ledger.raised);
 
-  // 2. Blocks (board pause, pause_heartbeats, budget).
-  const schedule::BlockResult blocks = agent_blocks(spec, counted.ledger, in.now);
+  // 2. Blocks (board pause, pause_heartbeats, budget), after the budget
+  // stop that waits for a person is held or released.
+  BudgetHoldPlan hold =
+      plan_budget_hold({.spec = &spec,
+                        .stored = view.status.budget_hold,
+                        .resume = view.resume,
+                        .spent_cents_this_period = spent_cents_this_month(counted.ledger, in.now),
+                        .period = schedule::spend_period(in.now),
+                        .now = in.now});
+  const schedule::BlockResult blocks = agent_blocks(spec, counted.ledger, hold.hold, in.now);
 
   // 3. The schedule: at most the most recent due slot, never a burst. Later
   // queued callbacks fold into the first: they never start.
@@ -133,7 +143,8 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
     plan = plan_schedule(spec, blocks, runs.last_scheduled, in.runs, first_waiting, in.now);
   }
   d.create_run = std::move(plan.create_run);
-  d.events = std::move(plan.events);
+  d.events = std::move(hold.events);
+  append(d.events, std::move(plan.events));
   // An empty or missing prompt skips the slot: no run, no Job.
   SkipPlan skip = plan_skip(spec, view.status.last_skipped, in.prompt, d.create_run);
   if (skip.skip_slot) d.create_run.reset();
@@ -167,6 +178,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
                                    .next_heartbeat = plan.next_heartbeat,
                                    .invoked = d.invoke_run ? &*d.invoke_run : nullptr,
                                    .skipped = skip.skipped,
+                                   .budget_hold = std::move(hold.hold),
                                    .now = in.now});
   d.status = std::move(status.status);
   d.status_changed = status.write_now;

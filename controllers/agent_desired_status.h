@@ -36,6 +36,7 @@ struct StatusInput {
   // becomes status.lastInvoke (written after the run in the same pass).
   const RunRequest* invoked = nullptr;
   std::optional<SkippedHeartbeat> skipped;  // status.lastSkippedHeartbeat (prompt_skip.h)
+  std::optional<BudgetHold> budget_hold;    // status.budgetHold (budget_hold.h)
   TimePoint now{};
 };
 

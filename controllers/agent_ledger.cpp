@@ -38,14 +38,21 @@ CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<Finishe
   return counted;
 }
 
+int64_t spent_cents_this_month(const LedgerResult& ledger, TimePoint now) {
+  return schedule::spend_in_current_period(ledger.spend.period,
+                                           saturating_int64(std::floor(ledger.spend.cents)), now);
+}
+
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,
-                                   TimePoint now) {
+                                   const std::optional<BudgetHold>& hold, TimePoint now) {
   schedule::BlockInput in;
   in.paused = spec.paused;
   in.paused_until = ledger.paused_until;
   in.monthly_budget_cents = spec.monthly_budget_cents;
   in.spent_cents_this_period = saturating_int64(std::floor(ledger.spend.cents));
   in.spend_period = ledger.spend.period;
+  if (hold && hold->holds())
+    in.budget_hold = schedule::HeldBudgetStop{hold->period, hold->budget_cents};
   return schedule::evaluate_blocks(in, now);
 }
 

@@ -27,7 +27,11 @@ struct CountedLedger {
 CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<FinishedRun> uncounted,
                                   TimePoint now);
 
+// The ledger's spend counted in this UTC month (older spend counts as 0).
+int64_t spent_cents_this_month(const LedgerResult& ledger, TimePoint now);
+
+// `hold`: status.budgetHold as this pass decided it (budget_hold.h).
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,
-                                   TimePoint now);
+                                   const std::optional<BudgetHold>& hold, TimePoint now);
 
 }  // namespace hb::controllers

@@ -141,6 +141,13 @@ SpecCheck parse_agent_spec(const Json& agent) {
   s.paused = bool_at(spec, "paused");
   s.monthly_budget_cents = int_at(spec, "budget/monthlyCents").value_or(0);
   s.per_run_cents = number_at(spec, "budget/perRunCents");
+  const std::string_view resume = string_view_at(spec, "budget/resume", "Manual");
+  if (resume == "NextPeriod") {
+    s.budget_resume = BudgetResume::kNextPeriod;
+  } else if (resume != "Manual") {
+    check.errors.push_back("spec.budget.resume \"" + std::string(resume) +
+                           "\": use Manual (wait for a person) or NextPeriod (resume next month)");
+  }
 
   const std::string_view mode = string_view_at(runtime, "mode", "builtin");
   s.command_may_pause = bool_at(runtime, "pauseHeartbeats");

@@ -29,6 +29,11 @@ struct KeyRef {
 
 enum class RuntimeMode { kBuiltin, kCommand };
 
+// spec.budget.resume: after the monthly budget stops heartbeats, whether
+// they wait for a person (the design's default) or resume when the UTC
+// month turns.
+enum class BudgetResume { kManual, kNextPeriod };
+
 // spec.model.pricing: what the operator charges a run (never the runner's figure).
 struct Pricing {
   double input_cents_per_million_tokens = 0;
@@ -60,6 +65,7 @@ struct AgentSpec {
   int history_failed = kHistoryFailedDefault;
   bool paused = false;
   int64_t monthly_budget_cents = 0;  // <= 0: unlimited
+  BudgetResume budget_resume = BudgetResume::kManual;
   std::optional<double> per_run_cents;
   RuntimeMode mode = RuntimeMode::kBuiltin;
   bool command_may_pause = false;  // spec.runtime.pauseHeartbeats (command mode)

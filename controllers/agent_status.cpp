@@ -48,7 +48,7 @@ bool operator==(const AgentStatus& a, const AgentStatus& b) {
          a.next_heartbeat_time == b.next_heartbeat_time && a.paused_until == b.paused_until &&
          a.active_run == b.active_run && a.spend == b.spend && a.capabilities == b.capabilities &&
          same_recent_runs(a.recent_runs, b.recent_runs) && a.last_invoke == b.last_invoke &&
-         a.last_skipped == b.last_skipped;
+         a.last_skipped == b.last_skipped && a.budget_hold == b.budget_hold;
 }
 
 Json to_json(const Condition& c) {
@@ -90,6 +90,18 @@ Json to_json(const AgentStatus& s) {
     skipped.emplace("reason", s.last_skipped->reason);
     skipped.emplace("message", s.last_skipped->message);
   }
+  if (s.budget_hold) out.emplace("budgetHold", to_json(*s.budget_hold));
+  return out;
+}
+
+Json to_json(const BudgetHold& hold) {
+  Json out = Json::object();
+  out.emplace("period", hold.period);
+  out.emplace("budgetCents", hold.budget_cents);
+  out.emplace("since", schedule::format_rfc3339(hold.since));
+  out.emplace("resumeValueHash", hold.resume_hash);
+  put_time(out, "releasedAt", hold.released_at);
+  if (!hold.released_by.empty()) out.emplace("releasedBy", hold.released_by);
   return out;
 }
 
@@ -135,6 +147,16 @@ ParsedAgentStatus parse_agent_status(const Json* stored) {
     if (auto slot = time_at(*skipped, "scheduledTime")) {
       s.last_skipped =
           SkippedHeartbeat{*slot, string_at(*skipped, "reason"), string_at(*skipped, "message")};
+    }
+  }
+  if (const Json* hold = find_path(j, "budgetHold"); hold != nullptr) {
+    if (auto since = time_at(*hold, "since")) {
+      s.budget_hold = BudgetHold{string_at(*hold, "period"),
+                                 int_at(*hold, "budgetCents").value_or(0),
+                                 *since,
+                                 string_at(*hold, "resumeValueHash"),
+                                 time_at(*hold, "releasedAt"),
+                                 string_at(*hold, "releasedBy")};
     }
   }
   parsed.canonical = to_json(s) == j;

@@ -49,6 +49,22 @@ struct SkippedHeartbeat {
   bool operator==(const SkippedHeartbeat&) const = default;
 };
 
+// A stop by the monthly budget that waits for a person (spec.budget.resume:
+// Manual). It outlives the month: only a budget raised above the one that
+// stopped the agent, or a heartbeat.dev/resume value other than the one it
+// had then, releases it. A released hold stays for the rest of its month so
+// the same stop is not held again (budget_hold.h).
+struct BudgetHold {
+  std::string period;        // "YYYY-MM" whose budget was spent
+  int64_t budget_cents = 0;  // spec.budget.monthlyCents then
+  TimePoint since{};
+  std::string resume_hash;  // long_hash of heartbeat.dev/resume then; "" when absent
+  std::optional<TimePoint> released_at;
+  std::string released_by;  // kBudgetReleasedBy*; empty while it holds
+  bool holds() const { return !released_at.has_value(); }
+  bool operator==(const BudgetHold&) const = default;
+};
+
 using Conditions = std::shared_ptr<const std::vector<Condition>>;
 using RecentRuns = std::shared_ptr<const std::vector<LedgerEntry>>;
 
@@ -68,6 +84,7 @@ struct AgentStatus {
   RecentRuns recent_runs;  // null: absent
   std::optional<LastInvoke> last_invoke;
   std::optional<SkippedHeartbeat> last_skipped;
+  std::optional<BudgetHold> budget_hold;
 };
 
 bool same_conditions(const Conditions& a, const Conditions& b);
@@ -86,5 +103,6 @@ ParsedAgentStatus parse_agent_status(const Json* stored);
 const Json& capabilities_json(api::AgentType type);
 Json to_json(const AgentStatus& status);
 Json to_json(const Condition& condition);
+Json to_json(const BudgetHold& hold);
 
 }  // namespace hb::controllers

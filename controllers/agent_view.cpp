@@ -1,5 +1,6 @@
 #include "controllers/agent_view.h"
 
+#include "controllers/budget_hold.h"
 #include "controllers/names.h"
 
 namespace hb::controllers {
@@ -14,6 +15,8 @@ AgentView view_agent(const Json& agent) {
       annotations != nullptr && annotations->is_object()) {
     auto it = annotations->find(kAnnotationInvoke);
     if (it != annotations->end() && it->is_string()) v.invoke = it->get<std::string>();
+    it = annotations->find(kAnnotationResume);
+    if (it != annotations->end() && it->is_string()) v.resume = it->get<std::string>();
   }
   v.resource_version = string_at(agent, "metadata/resourceVersion");
   return v;

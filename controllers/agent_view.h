@@ -17,6 +17,7 @@ struct AgentView {
   AgentStatus status;
   bool status_canonical = false;      // see ParsedAgentStatus::canonical
   std::optional<std::string> invoke;  // the heartbeat.dev/invoke annotation
+  std::optional<std::string> resume;  // the heartbeat.dev/resume annotation
   std::string resource_version;
 };
 

@@ -169,6 +169,9 @@ void describe_operator_metrics(Metrics& m) {
   m.describe("heartbeat_api_writes_total", "counter", "Writes the reconcilers sent, by kind.");
   m.describe("heartbeat_runs_stalled_total", "counter",
              "HeartbeatRuns failed as Stalled (no beat renewed the agent's Lease in time).");
+  m.describe("heartbeat_budget_blocked_agents", "gauge",
+             "Agents whose monthly budget stops their heartbeats, by the BudgetExceeded "
+             "condition's reason (AwaitingApproval: waiting for a person).");
   // Per agent (labels namespace and agent only), up to --agent-metrics-max agents.
   m.describe("heartbeat_agent_spend_cents", "gauge",
              "The agent's spend this UTC month, in US cents.");

@@ -4,6 +4,42 @@
 
 namespace hb::schedule {
 
+namespace {
+
+std::string held_message(const HeldBudgetStop& hold, int64_t spent, TimePoint now) {
+  const std::string budget = std::to_string(hold.budget_cents);
+  const std::string what =
+      hold.period == spend_period(now)
+          ? "spent " + std::to_string(spent) + " of the " + budget + " cents budgeted for " +
+                hold.period
+          : "the " + budget + " cents budgeted for " + hold.period + " were spent";
+  return what + "; heartbeats stay stopped until a person raises spec.budget.monthlyCents above " +
+         budget +
+         " or sets the heartbeat.dev/resume annotation to a new value (spec.budget.resume: "
+         "Manual)";
+}
+
+void add_budget_block(const BlockInput& input, TimePoint now, BlockResult& result) {
+  const int64_t spent =
+      spend_in_current_period(input.spend_period, input.spent_cents_this_period, now);
+  if (input.budget_hold) {
+    result.blocks.push_back({std::string(kReasonBudgetExceeded),
+                             held_message(*input.budget_hold, spent, now),
+                             kReasonAwaitingApproval});
+    return;
+  }
+  if (input.monthly_budget_cents <= 0 || spent < input.monthly_budget_cents) return;
+  const TimePoint resets = start_of_next_period(now);
+  result.blocks.push_back(
+      {std::string(kReasonBudgetExceeded),
+       "spent " + std::to_string(spent) + " of the " + std::to_string(input.monthly_budget_cents) +
+           " cents budgeted for " + spend_period(now) + "; heartbeats resume at " +
+           format_rfc3339(resets) + " or when spec.budget.monthlyCents is raised"});
+  result.budget_resets_at = resets;
+}
+
+}  // namespace
+
 bool BlockResult::has(std::string_view reason) const {
   for (const Block& b : blocks) {
     if (b.reason == reason) return true;
@@ -24,20 +60,7 @@ BlockResult evaluate_blocks(const BlockInput& input, TimePoint now) {
                                  format_rfc3339(*input.paused_until)});
     result.paused_until_lifts_at = *input.paused_until;
   }
-  if (input.monthly_budget_cents > 0) {
-    const int64_t spent =
-        spend_in_current_period(input.spend_period, input.spent_cents_this_period, now);
-    if (spent >= input.monthly_budget_cents) {
-      const TimePoint resets = start_of_next_period(now);
-      result.blocks.push_back({std::string(kReasonBudgetExceeded),
-                               "spent " + std::to_string(spent) + " of the " +
-                                   std::to_string(input.monthly_budget_cents) +
-                                   " cents budgeted for " + spend_period(now) +
-                                   "; heartbeats resume at " + format_rfc3339(resets) +
-                                   " or when spec.budget.monthlyCents is raised"});
-      result.budget_resets_at = resets;
-    }
-  }
+  add_budget_block(input, now, result);
   return result;
 }
 

@@ -16,6 +16,14 @@ namespace hb::schedule {
 inline constexpr std::string_view kReasonPaused = "Paused";
 inline constexpr std::string_view kReasonPausedByAgent = "PausedByAgent";
 inline constexpr std::string_view kReasonBudgetExceeded = "BudgetExceeded";
+// The BudgetExceeded condition's reason while a budget stop waits for a person.
+inline constexpr std::string_view kReasonAwaitingApproval = "AwaitingApproval";
+
+// A budget stop that waits for a person (status.budgetHold while it holds).
+struct HeldBudgetStop {
+  std::string period;  // the month whose budget was spent
+  int64_t budget_cents = 0;
+};
 
 struct BlockInput {
   bool paused = false;                    // spec.paused
@@ -23,18 +31,22 @@ struct BlockInput {
   int64_t monthly_budget_cents = 0;       // spec.budget.monthlyCents; <= 0 = unlimited
   int64_t spent_cents_this_period = 0;    // status.spend.cents
   std::string spend_period;               // status.spend.period ("YYYY-MM")
+  std::optional<HeldBudgetStop> budget_hold;
 };
 
 struct Block {
   std::string reason;   // one of the kReason* values
   std::string message;  // for a person: why, and what lifts it
+  // The condition's reason when it differs from `reason` (AwaitingApproval).
+  std::string_view condition_reason = {};
 };
 
 struct BlockResult {
   std::vector<Block> blocks;  // in the order Paused, PausedByAgent, BudgetExceeded
   // When the PausedByAgent block lifts; set only while it applies. Requeue then.
   std::optional<TimePoint> paused_until_lifts_at;
-  // When the BudgetExceeded block lifts by itself (the next UTC month).
+  // When the BudgetExceeded block lifts by itself (the next UTC month);
+  // never while a hold waits for a person.
   std::optional<TimePoint> budget_resets_at;
 
   bool blocked() const { return !blocks.empty(); }
@@ -43,7 +55,8 @@ struct BlockResult {
 
 // A pausedUntil at or before now no longer blocks, so a clock that jumps past
 // it lifts the pause and one that jumps back reinstates it: only now counts.
-// Spend recorded for an earlier month counts as 0.
+// Spend recorded for an earlier month counts as 0. A held budget stop
+// blocks in any month until a person releases it (budget_hold.h).
 BlockResult evaluate_blocks(const BlockInput& input, TimePoint now);
 
 }  // namespace hb::schedule

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "api/utf8.h"
+#include "controllers/agent_conditions.h"
 #include "controllers/cache_projection.h"
 #include "controllers/job_pods.h"
 #include "controllers/names.h"
@@ -79,6 +80,7 @@ void AgentReconciler::forget_agent(const std::string& key) {
   ensured_agents_.erase(key);
   in_the_way_.erase(key);
   lease_sightings_.forget(key);
+  budget_blocked_.forget(key);
 }
 
 void AgentReconciler::count_write(const char* kind) {
@@ -530,6 +532,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   writer.prompt = std::move(prompt);
   const PlanOutcome outcome = perform_plan(plan, writer);
   if (!outcome.completed) return std::move(*writer.error);
+  budget_blocked_.record(object_key(ns, name), budget_block_reason(d.status));
   const bool in_the_way = !input.env.object_in_the_way.empty();
   bool found_in_the_way = false;  // by the objects made ahead: decide again at once
   if (!in_the_way && views.agent->spec.valid() && !d.start_run) {

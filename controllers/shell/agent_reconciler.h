@@ -20,6 +20,7 @@
 
 #include "controllers/agent_decision.h"
 #include "controllers/job_builder.h"
+#include "controllers/runtime/budget_blocked.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/lease_sightings.h"
@@ -155,6 +156,7 @@ class AgentReconciler {
   WriteOverlay overlay_;
   ViewCache views_;
   LeaseSightings lease_sightings_;
+  BudgetBlockedTally budget_blocked_{metrics_};
 
   std::atomic<uint64_t> events_recorded_{0};  // the last part of Event names
   std::mutex mutex_;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "controllers/budget_hold.h"
 #include "controllers/json_util.h"
 #include "controllers/run_status.h"
 #include "controllers/schedule/utc_time.h"
@@ -131,6 +132,27 @@ void Checker::on_run_start(const Json& run, TimePoint now) {
     violation("run " + name + " started over budget (" + std::to_string(spend_of(*agent)) + " of " +
               std::to_string(budget) + " cents)");
   }
+  if (held_for_a_person(*agent)) {
+    violation("run " + name + " started while a budget stop waits for a person");
+  }
+}
+
+// status.budgetHold stands and nothing a person did releases it: the policy
+// is Manual, the budget is not above the one that stopped the agent, the
+// heartbeat.dev/resume value is the one the stop saw.
+bool Checker::held_for_a_person(const Json& agent) {
+  const Json* hold = controllers::find_path(agent, "status/budgetHold");
+  if (hold == nullptr || controllers::find_path(*hold, "releasedAt") != nullptr) return false;
+  if (controllers::string_at(agent, "spec/budget/resume", "Manual") != "Manual") return false;
+  const int64_t budget = controllers::int_at(agent, "spec/budget/monthlyCents").value_or(0);
+  if (budget <= 0 || budget > controllers::int_at(*hold, "budgetCents").value_or(0)) return false;
+  std::optional<std::string> resume;
+  if (const Json* annotations = controllers::find_path(agent, "metadata/annotations");
+      annotations != nullptr && annotations->is_object()) {
+    auto value = annotations->find(controllers::kAnnotationResume);
+    if (value != annotations->end() && value->is_string()) resume = value->get<std::string>();
+  }
+  return controllers::resume_value_hash(resume) == controllers::string_at(*hold, "resumeValueHash");
 }
 
 // A runner that beat within half the stall window (true time, whatever its

@@ -55,6 +55,7 @@ class Checker {
   void on_run_start(const Json& run, TimePoint now);
   void on_stall_verdict(const Json& run);
   double spend_of(const Json& agent) const;
+  static bool held_for_a_person(const Json& agent);
   double counted_sum(const std::string& agent_key, const std::string& period) const;
 
   const ApiServer& server_;

@@ -124,6 +124,34 @@ TEST_F(CheckerTest, ARunStartedOverBudgetIsCaught) {
   EXPECT_NE(checker_.violations()[0].find("over budget"), std::string::npos);
 }
 
+TEST_F(CheckerTest, ARunStartedWhileABudgetStopWaitsForAPersonIsCaught) {
+  // February's stop, carried into March: spend is 0 now.
+  set_agent_status({{"budgetHold",
+                     {{"period", "2026-02"},
+                      {"budgetCents", 100},
+                      {"since", "2026-02-27T10:00:00Z"},
+                      {"resumeValueHash", ""}}}});
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  start("r1");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("waits for a person"), std::string::npos);
+}
+
+TEST_F(CheckerTest, ARunStartedAfterAPersonSaidResumeIsAllowed) {
+  set_agent_status({{"budgetHold",
+                     {{"period", "2026-02"},
+                      {"budgetCents", 100},
+                      {"since", "2026-02-27T10:00:00Z"},
+                      {"resumeValueHash", ""}}}});
+  server_.merge_patch(Actor::kUser, "agents", "ns", "a",
+                      {{"metadata", {{"annotations", {{"heartbeat.dev/resume", "ok"}}}}}}, false);
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  start("r1");
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+}
+
 TEST_F(CheckerTest, SpendThatMissesACountedRunIsCaught) {
   server_.create(Actor::kOperator, "heartbeatruns", "ns",
                  scheduler_run("r1", "2026-03-10T10:00:00Z"));

@@ -6,6 +6,7 @@
 #include <array>
 #include <sstream>
 
+#include "controllers/budget_hold.h"
 #include "controllers/names.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/runtime/workqueue.h"
@@ -328,8 +329,19 @@ void World::create_agents() {
   }
 }
 
+namespace {
+
+std::string annotation_of(const Json& agent, const char* key) {
+  const Json* annotations = controllers::find_path(agent, "metadata/annotations");
+  if (annotations == nullptr || !annotations->is_object()) return {};
+  return annotations->value(key, std::string());
+}
+
+}  // namespace
+
 // What a person does with kubectl: pause or resume, invoke, change the
-// budget or the prompt, create a run.
+// budget or its resume policy, approve a budget stop, change the prompt,
+// create a run.
 void World::user_action() {
   std::vector<Json> agents = server_.objects("agents");
   if (agents.empty()) return;
@@ -338,7 +350,7 @@ void World::user_action() {
   const std::string name = controllers::string_at(agent, "metadata/name");
   ++report_.user_actions;
   Json patch;
-  switch (std::uniform_int_distribution<int>(0, 4)(rng_)) {
+  switch (std::uniform_int_distribution<int>(0, 5)(rng_)) {
     case 0: {
       const bool pause = !controllers::bool_at(agent, "spec/paused");
       patch = {{"spec", {{"paused", pause}}},
@@ -348,11 +360,7 @@ void World::user_action() {
     case 1: {
       // Half the time a GitOps sync re-applies the value already there (no
       // new run may follow); else a new value (exactly one run).
-      const Json* annotations = controllers::find_path(agent, "metadata/annotations");
-      const std::string current =
-          annotations != nullptr && annotations->is_object()
-              ? annotations->value(controllers::kAnnotationInvoke, std::string())
-              : std::string();
+      const std::string current = annotation_of(agent, controllers::kAnnotationInvoke);
       const bool resync = !current.empty() && std::bernoulli_distribution(0.5)(rng_);
       const std::string value = resync ? current : "sim-" + std::to_string(report_.user_actions);
       patch = {{"metadata",
@@ -360,11 +368,21 @@ void World::user_action() {
                   {{"heartbeat.dev/invoke", value}, {"sim-synced-at", format_rfc3339(now_)}}}}}};
       break;
     }
-    case 2:
+    case 2:  // a new budget, and now and then the other resume policy
       patch = {
           {"spec",
-           {{"budget", {{"monthlyCents", std::uniform_int_distribution<int>(20, 400)(rng_)}}}}}};
+           {{"budget",
+             {{"monthlyCents", std::uniform_int_distribution<int>(20, 400)(rng_)},
+              {"resume", std::bernoulli_distribution(0.3)(rng_) ? "NextPeriod" : "Manual"}}}}}};
       break;
+    case 5: {  // approve a budget stop: a new heartbeat.dev/resume value, or a resync of the old
+      const bool resync = std::bernoulli_distribution(0.3)(rng_);
+      const std::string current = annotation_of(agent, controllers::kAnnotationResume);
+      const std::string value =
+          resync && !current.empty() ? current : "ok-" + std::to_string(report_.user_actions);
+      patch = {{"metadata", {{"annotations", {{controllers::kAnnotationResume, value}}}}}};
+      break;
+    }
     case 3: {  // blank the prompt (scheduled slots are skipped) or give it back
       const bool blank = !controllers::string_at(agent, "spec/heartbeat/prompt").empty();
       patch = {{"spec", {{"heartbeat", {{"prompt", blank ? "" : "Heartbeat."}}}}}};

@@ -125,13 +125,21 @@ class OperatorTest : public ::testing::Test {
   bool run_phase(const std::string& name, const std::string& phase) {
     return string_at(run(name), "status/phase") == phase;
   }
-  bool condition(const json& object, const std::string& type, const std::string& status) {
+  const json* condition_of(const json& object, const std::string& type) {
     const json* conditions = controllers::find_path(object, "status/conditions");
-    if (conditions == nullptr) return false;
+    if (conditions == nullptr) return nullptr;
     for (const json& c : *conditions) {
-      if (c["type"] == type) return c["status"] == status;
+      if (c["type"] == type) return &c;
     }
-    return false;
+    return nullptr;
+  }
+  bool condition(const json& object, const std::string& type, const std::string& status) {
+    const json* c = condition_of(object, type);
+    return c != nullptr && (*c)["status"] == status;
+  }
+  std::string condition_reason(const json& object, const std::string& type) {
+    const json* c = condition_of(object, type);
+    return c != nullptr ? string_at(*c, "reason") : std::string();
   }
   struct HealthCase {
     std::string kind, name;
@@ -419,6 +427,39 @@ TEST_F(OperatorTest, BudgetBlocksAndQueuesManualRuns) {
   std::this_thread::sleep_for(35s);
   EXPECT_EQ(runs_of("iota").size(), 2u);
   EXPECT_EQ(string_at(run("iota-2"), "status/phase"), "Queued");
+
+  // resume: Manual (the default): the stop waits for a person, who is told so.
+  a = agent("iota");
+  EXPECT_EQ(condition_reason(a, "BudgetExceeded"), "AwaitingApproval");
+  EXPECT_EQ(a["status"]["budgetHold"]["budgetCents"], 1);
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return operator_->metric("heartbeat_budget_blocked_agents{reason=\"AwaitingApproval\"}") ==
+               1;
+      },
+      10s));
+  // Approved within the month: released (one Event), the month's block stands.
+  for (int i = 0; i < 2; ++i) {  // a GitOps resync of the same value releases nothing more
+    client_
+        ->merge_patch(res::kAgents, ns_, "iota",
+                      {{"metadata", {{"annotations", {{"heartbeat.dev/resume", "approved"}}}}}})
+        .or_throw();
+    ASSERT_TRUE(wait_until(
+        [&] {
+          return string_at(agent("iota"), "status/budgetHold/releasedBy") == "ResumeAnnotation";
+        },
+        20s));
+  }
+  EXPECT_TRUE(wait_until([&] { return events_with_reason("BudgetResumed") == 1; }, 10s));
+  EXPECT_EQ(condition_reason(agent("iota"), "BudgetExceeded"), "BudgetExceeded");
+  EXPECT_EQ(string_at(run("iota-2"), "status/phase"), "Queued");
+  // A budget above the spend lets the queued manual run go.
+  client_
+      ->merge_patch(res::kAgents, ns_, "iota", {{"spec", {{"budget", {{"monthlyCents", 1000}}}}}})
+      .or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("iota-2", "Succeeded"); }, 40s));
+  EXPECT_TRUE(condition(agent("iota"), "BudgetExceeded", "False"));
+  EXPECT_EQ(events_with_reason("BudgetResumed"), 1);
 }
 
 // A memgpt_agent's pause moves its next slot; the same result from a

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "controllers/budget_hold.h"
 #include "controllers/schedule/run_name.h"
 #include "tests/unit/controllers/fixtures.h"
 
@@ -265,7 +266,7 @@ TEST(AgentDecision, PauseHeartbeatsResultMovesTheNextSlot) {
 
 TEST(AgentDecision, MonthlyBudgetBlocksWithConditionEventAndResetsNextMonth) {
   Json a = agent("bot", "2024-05-31T23:00:00Z");
-  a["spec"]["budget"] = {{"monthlyCents", 10}};
+  a["spec"]["budget"] = {{"monthlyCents", 10}, {"resume", "NextPeriod"}};
   World w{a};
   w.step(at("2024-05-31T23:05:00Z"));
   w.finish("bot-1717196700", at("2024-05-31T23:06:00Z"), 12.5);
@@ -284,6 +285,142 @@ TEST(AgentDecision, MonthlyBudgetBlocksWithConditionEventAndResetsNextMonth) {
   EXPECT_EQ(d.status_json()["spend"]["period"], "2024-06");
   EXPECT_EQ(d.status_json()["spend"]["cents"], 0);
   EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["status"], "False");
+}
+
+const Event* event_of(const AgentDecision& d, const std::string& reason) {
+  for (const Event& e : d.events) {
+    if (e.reason == reason) return &e;
+  }
+  return nullptr;
+}
+
+// The design's budget stop: spent, the agent waits for a person, across the
+// month boundary; a new heartbeat.dev/resume value lets it go.
+TEST(AgentDecision, ABudgetStopWaitsForAPersonAcrossTheMonth) {
+  Json a = agent("bot", "2024-05-31T23:00:00Z");
+  a["spec"]["budget"] = {{"monthlyCents", 10}};  // resume: Manual by default
+  World w{a};
+  w.step(at("2024-05-31T23:05:00Z"));
+  w.finish("bot-1717196700", at("2024-05-31T23:06:00Z"), 12.5);
+  AgentDecision d = w.step(at("2024-05-31T23:06:00Z"));
+  const Json status = d.status_json();
+  const Json* budget = condition(status, "BudgetExceeded");
+  EXPECT_EQ((*budget)["status"], "True");
+  EXPECT_EQ((*budget)["reason"], "AwaitingApproval");
+  EXPECT_THAT((*budget)["message"].get<std::string>(),
+              ::testing::HasSubstr("heartbeat.dev/resume"));
+  EXPECT_TRUE(has_event(d, "BudgetExceeded"));
+  EXPECT_EQ(d.status_json()["budgetHold"]["period"], "2024-05");
+  EXPECT_EQ(d.status_json()["budgetHold"]["budgetCents"], 10);
+  EXPECT_FALSE(d.requeue_at && *d.requeue_at == at("2024-06-01T00:00:00Z"));  // no reset
+  d = w.step(at("2024-05-31T23:07:00Z"));
+  EXPECT_FALSE(d.status_changed);  // the hold is stored as it was read back
+
+  // The month turns: spend resets, the stop stays.
+  d = w.step(at("2024-06-01T00:00:00Z"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ(d.status_json()["spend"]["cents"], 0);
+  EXPECT_EQ(d.status_json()["phase"], "BudgetExceeded");
+  EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["reason"], "AwaitingApproval");
+  EXPECT_THAT((*condition(d.status_json(), "BudgetExceeded"))["message"].get<std::string>(),
+              ::testing::HasSubstr("the 10 cents budgeted for 2024-05 were spent"));
+
+  // A manual run waits too.
+  w.agent["metadata"]["annotations"][kAnnotationInvoke] = "look now";
+  d = w.step(at("2024-06-01T00:01:00Z"));
+  ASSERT_TRUE(d.invoke_run);
+  d = w.step(at("2024-06-01T00:01:01Z"));
+  EXPECT_FALSE(d.start_run);
+
+  // A person says go: the queued manual run starts, the stop is released once.
+  w.agent["metadata"]["annotations"][kAnnotationResume] = "approved by ana";
+  d = w.step(at("2024-06-01T00:02:00Z"));
+  EXPECT_TRUE(d.start_run);
+  EXPECT_TRUE(has_event(d, "BudgetResumed"));
+  EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["status"], "False");
+  EXPECT_FALSE(d.status_json().contains("budgetHold"));  // May's released hold is history
+  d = w.step(at("2024-06-01T00:02:01Z"));
+  EXPECT_FALSE(has_event(d, "BudgetResumed"));
+}
+
+// The annotation stays (Git may hold it): the next stop records its value,
+// so only another value releases that one.
+TEST(AgentDecision, TheResumeAnnotationIsIdempotentByValue) {
+  Json a = agent();
+  a["spec"]["budget"] = {{"monthlyCents", 10}};
+  a["metadata"]["annotations"][kAnnotationResume] = "v1";
+  a["status"] = {{"spend", {{"period", "2024-05"}, {"cents", 10}}}};
+  World w{a};
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ(d.status_json()["budgetHold"]["resumeValueHash"], long_hash("v1"));
+  d = w.step(at("2024-06-01T00:00:00Z"));
+  EXPECT_FALSE(d.create_run);  // "v1" is the value the stop saw
+  w.agent["metadata"]["annotations"][kAnnotationResume] = "v2";
+  d = w.step(at("2024-06-01T00:00:10Z"));
+  EXPECT_TRUE(d.create_run);
+}
+
+// Released in its own month, still over budget: the month's block stands
+// (resuming when it turns), and the same stop is not held again.
+TEST(AgentDecision, AResumeWithinTheMonthWaitsForTheMonthNotForAnotherPerson) {
+  Json a = agent();
+  a["spec"]["budget"] = {{"monthlyCents", 10}};
+  a["status"] = {{"spend", {{"period", "2024-05"}, {"cents", 11}}}};
+  World w{a};
+  w.step(at("2024-05-10T12:00:00Z"));
+  w.agent["metadata"]["annotations"][kAnnotationResume] = "ok";
+  AgentDecision d = w.step(at("2024-05-10T12:01:00Z"));
+  EXPECT_TRUE(has_event(d, "BudgetResumed"));
+  EXPECT_FALSE(d.create_run);
+  EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["reason"], "BudgetExceeded");
+  EXPECT_EQ(d.status_json()["budgetHold"]["releasedBy"], "ResumeAnnotation");
+  EXPECT_EQ(*d.requeue_at, at("2024-06-01T00:00:00Z"));
+  d = w.step(at("2024-05-20T12:00:00Z"));
+  EXPECT_EQ(d.status_json()["budgetHold"]["releasedBy"], "ResumeAnnotation");
+  d = w.step(at("2024-06-01T00:00:00Z"));
+  EXPECT_TRUE(d.create_run);
+}
+
+TEST(AgentDecision, RaisingTheBudgetReleasesTheStopAndANewOneIsHeldAgain) {
+  Json a = agent();
+  a["spec"]["budget"] = {{"monthlyCents", 10}};
+  a["status"] = {{"spend", {{"period", "2024-05"}, {"cents", 12}}}};
+  World w{a};
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_FALSE(d.create_run);
+  w.agent["spec"]["budget"]["monthlyCents"] = 20;
+  d = w.step(at("2024-05-01T12:06:00Z"));
+  EXPECT_TRUE(d.create_run);
+  ASSERT_TRUE(event_of(d, "BudgetResumed"));
+  EXPECT_THAT(event_of(d, "BudgetResumed")->message, ::testing::HasSubstr("raised to 20"));
+  w.finish("bot-1714565100", at("2024-05-01T12:07:00Z"), 9);
+  d = w.step(at("2024-05-01T12:07:00Z"));
+  EXPECT_EQ(d.status_json()["budgetHold"]["budgetCents"], 20);
+  EXPECT_FALSE(d.status_json()["budgetHold"].contains("releasedAt"));
+  EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["reason"], "AwaitingApproval");
+}
+
+TEST(AgentDecision, NextPeriodReleasesAStandingStop) {
+  Json a = agent();
+  a["spec"]["budget"] = {{"monthlyCents", 10}};
+  a["status"] = {{"spend", {{"period", "2024-04"}, {"cents", 12}}}};
+  World w{a};
+  w.step(at("2024-04-30T12:00:00Z"));
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_FALSE(d.create_run);
+  w.agent["spec"]["budget"]["resume"] = "NextPeriod";
+  d = w.step(at("2024-05-01T12:05:01Z"));
+  EXPECT_TRUE(d.create_run);
+  EXPECT_TRUE(has_event(d, "BudgetResumed"));
+}
+
+TEST(AgentDecision, AnUnknownBudgetResumeNamesTheChoices) {
+  Json a = agent();
+  a["spec"]["budget"] = {{"monthlyCents", 10}, {"resume", "Auto"}};
+  AgentDecision d = decide(a, {}, at("2024-05-01T12:05:00Z"));
+  ASSERT_EQ(d.spec_errors.size(), 1u);
+  EXPECT_THAT(d.spec_errors[0], ::testing::HasSubstr("spec.budget.resume \"Auto\": use Manual"));
 }
 
 // One meaning for 0, as the CRD says: no monthly limit (spec.paused stops runs).
@@ -305,13 +442,6 @@ TEST(AgentDecision, RunFinishingInOldMonthIsRecordedButNotCountedInNewMonth) {
   EXPECT_EQ(d.status_json()["spend"]["period"], "2024-06");
   EXPECT_EQ(d.status_json()["spend"]["cents"], 0);
   EXPECT_EQ(d.status_json()["recentRuns"][0]["name"], "bot-1717199700");
-}
-
-const Event* event_of(const AgentDecision& d, const std::string& reason) {
-  for (const Event& e : d.events) {
-    if (e.reason == reason) return &e;
-  }
-  return nullptr;
 }
 
 // The design's empty heartbeat.md: the slot passes without a run or a Job,

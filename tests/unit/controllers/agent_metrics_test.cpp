@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "controllers/runtime/budget_blocked.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {
@@ -68,6 +69,29 @@ TEST(AgentMetrics, ExportedUpToTheBoundAndForgottenWithTheirAgents) {
   rows.resize(1);
   export_agent_metrics(m, rows, 0);
   EXPECT_EQ(series(m.render(), "heartbeat_agent_spend_cents"), 0);
+}
+
+// Two series for any fleet, moved by each agent's pass and by its deletion.
+TEST(AgentMetrics, BudgetBlockedAgentsAreCountedByReason) {
+  Metrics m;
+  describe_operator_metrics(m);
+  BudgetBlockedTally tally(m);
+  const Labels awaiting = {{"reason", "AwaitingApproval"}};
+  const Labels next_month = {{"reason", "BudgetExceeded"}};
+  EXPECT_EQ(m.value(kBudgetBlockedMetric, awaiting), 0);
+  EXPECT_EQ(m.value(kBudgetBlockedMetric, next_month), 0);
+  tally.record("a/one", "AwaitingApproval");
+  tally.record("a/two", "AwaitingApproval");
+  tally.record("a/three", "BudgetExceeded");
+  tally.record("a/four", "");
+  EXPECT_EQ(m.value(kBudgetBlockedMetric, awaiting), 2);
+  EXPECT_EQ(m.value(kBudgetBlockedMetric, next_month), 1);
+  tally.record("a/two", "BudgetExceeded");  // released within its month
+  tally.record("a/one", "");                // raised
+  tally.forget("a/three");                  // deleted
+  EXPECT_EQ(m.value(kBudgetBlockedMetric, awaiting), 0);
+  EXPECT_EQ(m.value(kBudgetBlockedMetric, next_month), 1);
+  EXPECT_EQ(series(m.render(), kBudgetBlockedMetric), 2);
 }
 
 }  // namespace
