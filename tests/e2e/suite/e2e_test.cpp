@@ -157,6 +157,26 @@ TEST_F(E2eTest, BudgetExhaustionPausesTheAgent) {
       << run("spender-2")["status"].dump(2);
   EXPECT_EQ(runs_of("spender").size(), 2u);
   EXPECT_DOUBLE_EQ(spend_cents("spender"), 1.0);
+
+  // resume: Manual (the default) waits for a person. The annotation
+  // releases the stop (one Event) but this month's spend still stands;
+  // a raised budget lets the queued run go.
+  EXPECT_NE(kubectl("get hba spender -o "
+                    "jsonpath='{.status.conditions[?(@.type==\"BudgetExceeded\")].reason}'")
+                .find("AwaitingApproval"),
+            std::string::npos);
+  kubectl("annotate hba spender heartbeat.dev/resume=approved-by-ana");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return string_at(agent("spender"), "status/budgetHold/releasedBy") == "ResumeAnnotation";
+      },
+      20s))
+      << agent("spender")["status"].dump(2);
+  EXPECT_NE(kubectl("get events --field-selector reason=BudgetResumed").find("spender"),
+            std::string::npos);
+  EXPECT_EQ(phase_of("spender-2"), "Queued");
+  kubectl("patch hba spender --type=merge -p '{\"spec\":{\"budget\":{\"monthlyCents\":100}}}'");
+  ASSERT_TRUE(wait_phase("spender-2", "Succeeded", 60s)) << run("spender-2").dump(2);
 }
 
 TEST_F(E2eTest, CancelStopsTheRunner) {
