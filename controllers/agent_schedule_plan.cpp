@@ -86,7 +86,9 @@ SchedulePlan plan_schedule(const AgentSpec& spec, const schedule::BlockResult& b
                              /*routine=*/true});
     }
   }
-  if (!spec.paused) {
+  // Held until a person acts (spec.paused, a budget stop awaiting approval):
+  // no next heartbeat time can be told.
+  if (!spec.paused && !blocks.until_a_person_acts) {
     plan.next_heartbeat =
         blocks.blocked()
             ? heartbeat_after_blocks(spec, blocks, later_time(last_scheduled, plan.run_slot), now)

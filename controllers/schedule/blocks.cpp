@@ -26,6 +26,7 @@ void add_budget_block(const BlockInput& input, TimePoint now, BlockResult& resul
     result.blocks.push_back({std::string(kReasonBudgetExceeded),
                              held_message(*input.budget_hold, spent, now),
                              kReasonAwaitingApproval});
+    result.until_a_person_acts = true;
     return;
   }
   if (input.monthly_budget_cents <= 0 || spent < input.monthly_budget_cents) return;

@@ -49,6 +49,9 @@ struct BlockResult {
   // never while a hold waits for a person.
   std::optional<TimePoint> budget_resets_at;
 
+  // A block only a person lifts (a held budget stop): no time to wait for.
+  bool until_a_person_acts = false;
+
   bool blocked() const { return !blocks.empty(); }
   bool has(std::string_view reason) const;
 };

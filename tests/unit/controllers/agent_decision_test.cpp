@@ -315,6 +315,10 @@ TEST(AgentDecision, ABudgetStopWaitsForAPersonAcrossTheMonth) {
   EXPECT_FALSE(d.requeue_at && *d.requeue_at == at("2024-06-01T00:00:00Z"));  // no reset
   d = w.step(at("2024-05-31T23:07:00Z"));
   EXPECT_FALSE(d.status_changed);  // the hold is stored as it was read back
+  EXPECT_FALSE(d.status_json().contains("nextHeartbeatTime"));  // a person decides when
+  d = w.step(at("2024-05-31T23:40:00Z"));
+  EXPECT_FALSE(d.status_changed);  // nothing moves while it waits (no polling either)
+  EXPECT_FALSE(d.requeue_at);
 
   // The month turns: spend resets, the stop stays.
   d = w.step(at("2024-06-01T00:00:00Z"));
