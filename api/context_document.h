@@ -101,6 +101,11 @@ struct ContextDocument {
   RunIdentity run;
   std::optional<LeaseConfig> lease;
   std::string archival_path;  // empty: no archival storage
+  // Where the full transcript goes (a directory on the archival volume;
+  // empty: nowhere) and the runs whose transcripts stay there (the agent's
+  // runs the operator still keeps): the runner deletes the others.
+  std::string transcript_dir;
+  std::vector<std::string> transcript_keep;
   bool operator==(const ContextDocument&) const = default;
 };
 

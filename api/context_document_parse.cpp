@@ -249,6 +249,22 @@ void parse_lease(const json& doc, ContextDocument& out) {
   out.lease = parsed;
 }
 
+void parse_transcripts(const json& doc, ContextDocument& out) {
+  const json* transcripts = optional_object(doc, "", "transcripts");
+  if (transcripts == nullptr) return;
+  out.transcript_dir = require_string(*transcripts, "transcripts", "dir");
+  const json* keep = find(*transcripts, "keep");
+  if (keep == nullptr) return;
+  if (!keep->is_array() || keep->size() > kTranscriptKeepMax) {
+    fail("transcripts.keep",
+         "must be an array of at most " + std::to_string(kTranscriptKeepMax) + " run names");
+  }
+  for (const json& name : *keep) {
+    if (!name.is_string()) fail("transcripts.keep", "must hold run names (strings)");
+    out.transcript_keep.push_back(name.get<std::string>());
+  }
+}
+
 }  // namespace
 
 ContextDocument parse_context_document(const json& doc) {
@@ -271,6 +287,7 @@ ContextDocument parse_context_document(const json& doc) {
   if (const json* archival = optional_object(doc, "", "archival")) {
     out.archival_path = optional_string(*archival, "archival", "path").value_or("");
   }
+  parse_transcripts(doc, out);
   return out;
 }
 

@@ -75,6 +75,9 @@ json render_context_document(const ContextDocument& doc) {
                     {"renewIntervalSeconds", doc.lease->renew_interval.count()}};
   }
   if (!doc.archival_path.empty()) out["archival"] = {{"path", doc.archival_path}};
+  if (!doc.transcript_dir.empty()) {
+    out["transcripts"] = {{"dir", doc.transcript_dir}, {"keep", doc.transcript_keep}};
+  }
   return out;
 }
 

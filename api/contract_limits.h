@@ -22,6 +22,21 @@ inline constexpr int kPauseMinutesMin = 1;
 inline constexpr int kPauseMinutesMax = 60;
 inline constexpr int kPauseMinutesDefault = 2;
 
+// Run logs (issue 18): the result carries the last characters the runner
+// wrote to stdout (its transcript) and to stderr (its log), for a quick look
+// in `kubectl get hbr -o yaml` after the Pod is gone.
+inline constexpr std::size_t kLogExcerptCharsMax = 500;
+// The full transcript on the Agent's archival volume: one gzip file per run
+// under this directory of the volume, at most this many uncompressed bytes
+// (the rest is cut with a note, never failing the run); transcripts of runs
+// the operator no longer keeps are deleted by the next run (at most this
+// many names are kept).
+inline constexpr const char* kTranscriptDirName = "transcripts";
+inline constexpr const char* kTranscriptFileSuffix = ".jsonl.gz";
+inline constexpr std::size_t kTranscriptBytesMax = 64 * 1024 * 1024;
+inline constexpr std::size_t kTranscriptKeepMax = 256;
+inline constexpr std::size_t kTranscriptNoteBytesMax = 256;
+
 // The context document: a ConfigMap holds at most 1 MiB.
 inline constexpr std::size_t kContextDocumentBytesMax = 1024 * 1024;
 inline constexpr std::size_t kContextDocumentDepthMax = 128;

@@ -17,6 +17,17 @@ namespace hb::api {
 
 inline constexpr int kResultSchemaVersion = 1;
 
+// The full transcript as the runner stored it on the Agent's archival
+// volume (kTranscriptDirName/RUN kTranscriptFileSuffix).
+struct TranscriptRecord {
+  int64_t bytes = 0;        // the file as stored
+  std::string sha256;       // of the file as stored, 64 lowercase hex digits
+  bool compressed = false;  // gzip
+  bool truncated = false;   // cut at kTranscriptBytesMax or by a failed write
+  std::string note;         // why it was cut; at most kTranscriptNoteBytesMax
+  bool operator==(const TranscriptRecord&) const = default;
+};
+
 struct RunResult {
   // A wire name of api::StopReason. A custom runner (runtime.mode command)
   // may write its own, so the operator keeps any string.
@@ -35,6 +46,12 @@ struct RunResult {
   std::string output;              // the model's last text; excerpted when rendered too long
   std::string error;               // empty unless the run failed
   std::vector<std::string> notes;  // e.g. why archival tools were not offered
+  // The last kLogExcerptCharsMax characters of the runner's stdout (the
+  // transcript) and stderr (its log); shortened further, keeping the end,
+  // when the result would not fit.
+  std::string stdout_excerpt;
+  std::string stderr_excerpt;
+  std::optional<TranscriptRecord> transcript;
   std::optional<TimePoint> started_at;
   std::optional<TimePoint> finished_at;
   std::optional<TimePoint> last_beat;

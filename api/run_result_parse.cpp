@@ -2,10 +2,12 @@
 // write, so every field is checked before it is believed.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "api/json_depth.h"
 #include "api/run_result.h"
 #include "api/usage_report.h"
+#include "api/utf8.h"
 
 namespace hb::api {
 namespace {
@@ -48,6 +50,46 @@ void read_usage(const json& usage, RunResult& r) {
   }
 }
 
+// The runner's excerpt as the result may carry it: its last characters, valid UTF-8.
+std::string excerpt_or_empty(const json& object, const char* key) {
+  const json* value = member(object, key);
+  if (value == nullptr || !value->is_string()) return {};
+  return sanitize_utf8(utf8_last_chars(value->get_ref<const std::string&>(), kLogExcerptCharsMax));
+}
+
+bool is_sha256_hex(const json& value) {
+  if (!value.is_string() || value.get_ref<const std::string&>().size() != 64) return false;
+  const std::string& text = value.get_ref<const std::string&>();
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+// Believed only whole: a size, a digest and two flags of the right types.
+std::optional<TranscriptRecord> transcript_or_none(const json& doc) {
+  const json* t = member(doc, "transcript");
+  if (t == nullptr || !t->is_object()) return std::nullopt;
+  const json* bytes = member(*t, "bytes");
+  const json* sha = member(*t, "sha256");
+  if (bytes == nullptr || !bytes->is_number_unsigned() || sha == nullptr || !is_sha256_hex(*sha)) {
+    return std::nullopt;
+  }
+  TranscriptRecord record;
+  if (bytes->get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  record.bytes = static_cast<int64_t>(bytes->get<uint64_t>());
+  record.sha256 = sha->get<std::string>();
+  for (auto [key, flag] :
+       {std::pair{"compressed", &record.compressed}, std::pair{"truncated", &record.truncated}}) {
+    const json* value = member(*t, key);
+    if (value != nullptr && !value->is_boolean()) return std::nullopt;
+    *flag = value != nullptr && value->get<bool>();
+  }
+  if (const json* note = member(*t, "note"); note != nullptr && note->is_string()) {
+    record.note =
+        sanitize_utf8(utf8_prefix(note->get_ref<const std::string&>(), kTranscriptNoteBytesMax));
+  }
+  return record;
+}
+
 void read_details(const json& doc, RunResult& r) {
   r.stop_reason = string_or_empty(doc, "stopReason");
   if (const json* pause = member(doc, "pauseMinutes"); pause != nullptr && pause->is_number()) {
@@ -65,6 +107,9 @@ void read_details(const json& doc, RunResult& r) {
       if (note.is_string()) r.notes.push_back(note.get<std::string>());
     }
   }
+  r.stdout_excerpt = excerpt_or_empty(doc, "stdoutExcerpt");
+  r.stderr_excerpt = excerpt_or_empty(doc, "stderrExcerpt");
+  r.transcript = transcript_or_none(doc);
   r.started_at = time_or_none(doc, "startedAt");
   r.finished_at = time_or_none(doc, "finishedAt");
   r.last_beat = time_or_none(doc, "lastBeatTime");

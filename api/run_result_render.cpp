@@ -37,6 +37,41 @@ std::string longest_fitting(const std::string& text, Fits fits) {
   return best;
 }
 
+// Longest suffix of `text` (cut by utf8_suffix) for which `fits(suffix)` holds.
+template <typename Fits>
+std::string longest_fitting_suffix(const std::string& text, Fits fits) {
+  std::size_t low = 0, high = text.size();
+  std::string best;
+  if (!fits(best)) return best;
+  while (low < high) {
+    std::size_t mid = low + (high - low + 1) / 2;
+    std::string candidate(utf8_suffix(text, mid));
+    if (fits(candidate)) {
+      low = mid;
+      best = std::move(candidate);
+    } else {
+      high = mid - 1;
+    }
+  }
+  return best;
+}
+
+std::string excerpt(const std::string& text) {
+  return sanitize_utf8(utf8_last_chars(text, kLogExcerptCharsMax));
+}
+
+// Shortens each excerpt in `out`, keeping its end, until the whole fits.
+void shorten_excerpts(json& out, std::size_t max_bytes) {
+  for (const char* key : {"stdoutExcerpt", "stderrExcerpt"}) {
+    if (!out.contains(key) || dump(out).size() <= max_bytes) continue;
+    const std::string text = out[key].get<std::string>();
+    out[key] = longest_fitting_suffix(text, [&](const std::string& shorter) {
+      out[key] = shorter;
+      return dump(out).size() <= max_bytes;
+    });
+  }
+}
+
 }  // namespace
 
 json result_to_json(const RunResult& result) {
@@ -57,6 +92,17 @@ json result_to_json(const RunResult& result) {
   out["output"] = sanitize_utf8(result.output);
   out["outputBytes"] = result.output.size();
   if (!result.error.empty()) out["error"] = sanitize_utf8(result.error);
+  if (!result.stdout_excerpt.empty()) out["stdoutExcerpt"] = excerpt(result.stdout_excerpt);
+  if (!result.stderr_excerpt.empty()) out["stderrExcerpt"] = excerpt(result.stderr_excerpt);
+  if (const auto& t = result.transcript) {
+    out["transcript"] = {{"bytes", t->bytes},
+                         {"sha256", t->sha256},
+                         {"compressed", t->compressed},
+                         {"truncated", t->truncated}};
+    if (!t->note.empty()) {
+      out["transcript"]["note"] = sanitize_utf8(utf8_prefix(t->note, kTranscriptNoteBytesMax));
+    }
+  }
   if (!result.notes.empty()) {
     json notes = json::array();
     for (const auto& note : result.notes) notes.push_back(sanitize_utf8(note));
@@ -82,13 +128,18 @@ std::string render_result(const RunResult& result, std::size_t max_bytes) {
   text = dump(out);
   if (text.size() <= max_bytes) return text;
 
-  // 2. Drop the notes.
+  // 2. Shorten the excerpts, keeping their ends (where a run stopped).
+  shorten_excerpts(out, max_bytes);
+  text = dump(out);
+  if (text.size() <= max_bytes) return text;
+
+  // 3. Drop the notes.
   out.erase("notes");
   out["output"] = longest_fitting(output, fits_with_output);
   text = dump(out);
   if (text.size() <= max_bytes) return text;
 
-  // 3. Shorten the error.
+  // 4. Shorten the error.
   if (out.contains("error")) {
     const std::string error = out["error"].get<std::string>();
     out["error"] = longest_fitting(error, [&](const std::string& shorter) {
@@ -99,7 +150,7 @@ std::string render_result(const RunResult& result, std::size_t max_bytes) {
     if (text.size() <= max_bytes) return text;
   }
 
-  // 4. Never reached with kTerminationMessageBytesMax; a minimal object keeps the contract.
+  // 5. Never reached with kTerminationMessageBytesMax; a minimal object keeps the contract.
   json minimal = {{"version", kResultSchemaVersion},
                   {"stopReason", out["stopReason"]},
                   {"usage", out["usage"]},

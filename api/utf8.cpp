@@ -77,6 +77,16 @@ std::string_view utf8_suffix(std::string_view text, std::size_t max_bytes) {
   return text.substr(start);
 }
 
+std::string_view utf8_last_chars(std::string_view text, std::size_t max_chars) {
+  std::size_t start = text.size();
+  for (std::size_t chars = 0; start > 0 && chars < max_chars; ++chars) {
+    --start;
+    // Back over continuation bytes to the start of the sequence (at most 3).
+    for (int back = 0; back < 3 && start > 0 && is_continuation(text[start]); ++back) --start;
+  }
+  return text.substr(start);
+}
+
 std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {
   constexpr std::string_view kEllipsis = "\xE2\x80\xA6";
   if (text.size() <= max_bytes) return std::string(text);

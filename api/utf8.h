@@ -21,6 +21,8 @@ inline std::string utf8_prefix_string(std::string_view text, std::size_t max_byt
 }
 // The longest suffix of at most max_bytes that starts on a character boundary.
 std::string_view utf8_suffix(std::string_view text, std::size_t max_bytes);
+// The last max_chars code points of `text` (invalid bytes count one each).
+std::string_view utf8_last_chars(std::string_view text, std::size_t max_chars);
 // Prefix plus an ellipsis marker when cut ("…" counted in max_bytes; below
 // 3 bytes no marker fits and the bare prefix is returned).
 std::string truncate_utf8(std::string_view text, std::size_t max_bytes);

@@ -8,6 +8,7 @@
 // termination path. Exit codes: docs/runner.md.
 #include <fcntl.h>
 #include <signal.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/prctl.h>
@@ -31,6 +32,7 @@
 #include "kube/kubeconfig.h"
 #include "runner/env_scrub.h"
 #include "runner/kube_adapters.h"
+#include "runner/log_tail.h"
 #include "runner/runner_app.h"
 
 namespace {
@@ -89,12 +91,32 @@ std::unique_ptr<kube::Client> make_kube_client(const std::shared_ptr<spdlog::log
 
 }  // namespace
 
+// Copies each formatted log line into a LogTail.
+class TailSink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit TailSink(std::shared_ptr<runner::LogTail> tail) : tail_(std::move(tail)) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& message) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(message, formatted);
+    tail_->append(std::string_view(formatted.data(), formatted.size()));
+  }
+  void flush_() override {}
+
+ private:
+  std::shared_ptr<runner::LogTail> tail_;
+};
+
 int main(int argc, char** argv) {
   // Before anything reads the key: no core dumps, no ptrace or /proc/PID/mem
   // by processes of the same user.
   ::prctl(PR_SET_DUMPABLE, 0);
-  auto logger =
-      std::make_shared<spdlog::logger>("runner", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  // stderr, and its last characters for the result's stderrExcerpt.
+  auto stderr_tail = std::make_shared<runner::LogTail>();
+  auto logger = std::make_shared<spdlog::logger>(
+      "runner", spdlog::sinks_init_list{std::make_shared<spdlog::sinks::stderr_sink_mt>(),
+                                        std::make_shared<TailSink>(stderr_tail)});
   logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
   spdlog::set_default_logger(logger);
 
@@ -168,6 +190,7 @@ int main(int argc, char** argv) {
       [&](const std::string& message) { logger->info("{}", message); },
       [&](const std::string& message) { logger->warn("{}", message); },
       std::make_shared<http::CancelSource>(),
+      [stderr_tail] { return stderr_tail->text(); },
   };
   // A signal handler may only set a flag and write to a pipe; this thread turns it into a cancel
   // of the model call in flight, so the result is written within the grace period.

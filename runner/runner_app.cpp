@@ -16,6 +16,7 @@
 #include "runner/tool_specs.h"
 #include "runner/toolbox.h"
 #include "runner/transcript.h"
+#include "runner/transcript_file.h"
 
 namespace hb::runner {
 namespace {
@@ -50,11 +51,47 @@ void log(const std::function<void(const std::string&)>& sink, const std::string&
   if (sink) sink(message);
 }
 
+// The run's transcript file on the archival volume, after the transcripts
+// of runs the operator no longer keeps are deleted; none without a volume.
+std::unique_ptr<TranscriptFile> open_stored_transcript(const api::ContextDocument& doc,
+                                                       std::vector<std::string>& notes,
+                                                       const AppDeps& deps) {
+  if (doc.transcript_dir.empty()) return nullptr;
+  std::vector<std::string> keep = doc.transcript_keep;
+  keep.push_back(doc.run.name);
+  const std::size_t trimmed = trim_transcripts(doc.transcript_dir, keep);
+  if (trimmed > 0) {
+    log(deps.log_info, "deleted " + std::to_string(trimmed) + " transcripts of deleted runs");
+  }
+  const std::string path = transcript_path(doc.transcript_dir, doc.run.name);
+  if (path.empty()) {
+    notes.push_back("no stored transcript: the run name cannot be a file name");
+    return nullptr;
+  }
+  return std::make_unique<TranscriptFile>(path);
+}
+
+// The file ends with the result (less its own record), then says its size and digest.
+void close_stored_transcript(TranscriptFile& file, api::RunResult& result, int exit_code) {
+  nlohmann::json last = {
+      {"event", "result"}, {"exitCode", exit_code}, {"result", api::result_to_json(result)}};
+  file.write_line(last.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  result.transcript = file.finish();
+  if (result.transcript) {
+    result.transcript->note = file.note();
+  } else if (!file.note().empty()) {
+    result.notes.push_back(file.note());  // nothing was stored: say why
+  }
+}
+
 }  // namespace
 
 AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) {
   AppDeps deps = caller_deps;  // its log sinks get the agent/run prefix below
   JsonLinesTranscript transcript(deps.transcript_out, deps.clock);
+  LogTail stdout_tail;
+  std::unique_ptr<TranscriptFile> stored_transcript;  // on the archival volume, when it has one
+  transcript.set_taps(&stdout_tail, nullptr);
   Heartbeat heartbeat(deps.clock);
   // First, so the tools server sees the lifeline before anything can fail;
   // it lives until the result is written.
@@ -83,6 +120,8 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
                         api::kEnvApiKey);
     }
     std::vector<std::string> notes;
+    stored_transcript = open_stored_transcript(doc, notes, deps);
+    transcript.set_taps(&stdout_tail, stored_transcript.get());
 
     // Lease: every beat may renew it, at most once per interval.
     std::unique_ptr<LeaseRenewer> renewer;
@@ -195,6 +234,12 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
   if (!result.last_beat) result.last_beat = heartbeat.last_beat();
   outcome.exit_code = api::exit_code_for(
       api::parse_stop_reason(result.stop_reason).value_or(StopReason::kInternalError));
+  result.stdout_excerpt = stdout_tail.text();
+  if (deps.stderr_tail) result.stderr_excerpt = deps.stderr_tail();
+  if (stored_transcript) {
+    transcript.set_taps(&stdout_tail, nullptr);
+    close_stored_transcript(*stored_transcript, result, outcome.exit_code);
+  }
   outcome.result_json = api::render_result(result);
   transcript.emit({{"event", "result"},
                    {"exitCode", outcome.exit_code},

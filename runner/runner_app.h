@@ -47,6 +47,9 @@ struct AppDeps {
   std::function<void(const std::string&)> log_info;
   std::function<void(const std::string&)> log_warning;
   std::shared_ptr<http::CancelSource> cancel;  // fired on SIGTERM; aborts model calls
+  // The last characters of the runner's stderr log (the result's
+  // stderrExcerpt); unset: none.
+  std::function<std::string()> stderr_tail;
 };
 
 struct AppOutcome {

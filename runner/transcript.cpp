@@ -12,6 +12,17 @@ void JsonLinesTranscript::emit(nlohmann::json event) {
   std::lock_guard lock(mutex_);
   out_ << text << '\n';
   out_.flush();
+  if (tail_ != nullptr) {
+    tail_->append(text);
+    tail_->append("\n");
+  }
+  if (file_ != nullptr) file_->write_line(text);
+}
+
+void JsonLinesTranscript::set_taps(LogTail* tail, TranscriptFile* file) {
+  std::lock_guard lock(mutex_);
+  tail_ = tail;
+  file_ = file;
 }
 
 void MemoryTranscript::emit(nlohmann::json event) {

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "runner/clock.h"
+#include "runner/log_tail.h"
+#include "runner/transcript_file.h"
 
 namespace hb::runner {
 
@@ -22,11 +24,16 @@ class JsonLinesTranscript final : public Transcript {
  public:
   JsonLinesTranscript(std::ostream& out, const Clock& clock) : out_(out), clock_(clock) {}
   void emit(nlohmann::json event) override;
+  // Each line also goes to `tail` (the result's stdoutExcerpt) and, while
+  // attached, to `file` (the stored transcript). Either may be null.
+  void set_taps(LogTail* tail, TranscriptFile* file);
 
  private:
   std::ostream& out_;
   const Clock& clock_;
   std::mutex mutex_;
+  LogTail* tail_ = nullptr;
+  TranscriptFile* file_ = nullptr;
 };
 
 // Keeps events in memory (tests, and `--transcript=none`).

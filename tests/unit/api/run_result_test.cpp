@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "api/stop_reason.h"
+#include "api/utf8.h"
 
 namespace hb::api {
 namespace {
@@ -30,6 +31,9 @@ RunResult full_result() {
   r.started_at = *parse_rfc3339("2024-05-01T12:00:00Z");
   r.finished_at = *parse_rfc3339("2024-05-01T12:05:00.125Z");
   r.last_beat = *parse_rfc3339("2024-05-01T12:04:59Z");
+  r.stdout_excerpt = "{\"event\":\"result\"}\n";
+  r.stderr_excerpt = "2024-05-01T12:05:00Z info heartbeat finished\n";
+  r.transcript = TranscriptRecord{2048, std::string(64, 'a'), true, false, ""};
   return r;
 }
 
@@ -47,6 +51,54 @@ TEST(RunResultContract, RenderThenParseIsTheSameResult) {
   failed.pause_until.reset();
   failed.error = "429 from the provider";
   EXPECT_EQ(*parse_run_result(render_result(failed)).result, failed);
+}
+
+// The ends of stdout and stderr fit the termination message with a long
+// output: the output gives way first, then each excerpt keeps its end.
+TEST(RunResultContract, ExcerptsKeepTheirEndsWithinTheBound) {
+  RunResult result = full_result();
+  result.output = std::string(10000, 'y');
+  result.stdout_excerpt = std::string(2000, '"') + "last line of stdout";
+  result.stderr_excerpt = std::string(2000, '\\') + "last line of stderr";
+  const std::string text = render_result(result);
+  ASSERT_LE(text.size(), kTerminationMessageBytesMax);
+  const ParsedResult parsed = parse_run_result(text);
+  ASSERT_TRUE(parsed.result) << parsed.problem;
+  EXPECT_TRUE(parsed.result->stdout_excerpt.ends_with("last line of stdout"));
+  EXPECT_TRUE(parsed.result->stderr_excerpt.ends_with("last line of stderr"));
+  EXPECT_LE(utf8_length(parsed.result->stdout_excerpt), kLogExcerptCharsMax);
+  EXPECT_TRUE(parsed.result->transcript);
+}
+
+// What a custom runner (or a forged message) puts there is believed only
+// in shape: excerpts cut to their last characters, a transcript record
+// whole or not at all.
+TEST(RunResultContract, HostileLogFieldsAreBoundedOrDropped) {
+  json doc = json::parse(render_result(full_result()));
+  std::string long_text;
+  for (int i = 0; i < 900; ++i) long_text += "\xE2\x82\xAC";  // 900 characters, 2,700 bytes
+  doc["stdoutExcerpt"] = long_text;
+  auto parsed = parse_run_result(doc.dump());
+  ASSERT_TRUE(parsed.result) << parsed.problem;
+  EXPECT_EQ(utf8_length(parsed.result->stdout_excerpt), kLogExcerptCharsMax);
+  EXPECT_EQ(sanitize_utf8(parsed.result->stdout_excerpt), parsed.result->stdout_excerpt);
+  doc.erase("stdoutExcerpt");
+  for (json bad : {json{{"bytes", -1}, {"sha256", std::string(64, 'a')}},
+                   json{{"bytes", 10}, {"sha256", "../../etc/passwd"}},
+                   json{{"bytes", 10}, {"sha256", std::string(64, 'A')}},
+                   json{{"bytes", 10}, {"sha256", std::string(64, 'a')}, {"compressed", "yes"}},
+                   json{{"bytes", "10"}, {"sha256", std::string(64, 'a')}}, json("file")}) {
+    doc["transcript"] = bad;
+    parsed = parse_run_result(doc.dump());
+    ASSERT_TRUE(parsed.result) << bad.dump();
+    EXPECT_FALSE(parsed.result->transcript) << bad.dump();
+  }
+  doc["transcript"] = {
+      {"bytes", 10}, {"sha256", std::string(64, 'b')}, {"note", std::string(1000, 'n')}};
+  parsed = parse_run_result(doc.dump());
+  ASSERT_TRUE(parsed.result) << parsed.problem;
+  ASSERT_TRUE(parsed.result->transcript);
+  EXPECT_EQ(parsed.result->transcript->note.size(), kTranscriptNoteBytesMax);
 }
 
 TEST(RunResultContract, AShapedResultStillParses) {

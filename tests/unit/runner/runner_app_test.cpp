@@ -3,12 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "api/exit_codes.h"
 #include "api/rfc3339.h"
+#include "api/utf8.h"
 #include "tests/fakes/fake_clock.h"
 #include "tests/fakes/fake_model_server.h"
 #include "tests/fakes/memory_store_fake.h"
@@ -73,7 +75,8 @@ class AppTest : public ::testing::Test {
                  nullptr,
                  nullptr,
                  nullptr,
-                 nullptr};
+                 nullptr,
+                 [this] { return stderr_text_; }};
     return run_heartbeat(options_, deps);
   }
   std::string termination_log() {
@@ -110,6 +113,7 @@ class AppTest : public ::testing::Test {
   json context_;
   std::vector<TimePoint> renewals_;
   fakes::FakeMemoryStore store_;
+  std::string stderr_text_;
 };
 
 TEST_F(AppTest, ToolLoopWithMemoryEditWritesResultAndTranscript) {
@@ -177,7 +181,8 @@ TEST_F(AppTest, ConfigErrorExitsWithItsCodeAndNamesTheField) {
 
 TEST_F(AppTest, MissingContextFileIsAConfigError) {
   options_.context_path = (dir_ / "nope.json").string();
-  AppDeps deps{clock_, stdout_, *http_, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+  AppDeps deps{clock_,  stdout_, *http_,  nullptr, nullptr,
+               nullptr, nullptr, nullptr, nullptr, nullptr};
   auto outcome = run_heartbeat(options_, deps);
   EXPECT_EQ(outcome.exit_code, api::kExitConfigError);
 }
@@ -211,6 +216,59 @@ TEST_F(AppTest, AnthropicNeedsAKey) {
   context_["model"]["provider"] = "anthropic";
   options_.api_key.clear();
   EXPECT_EQ(run().exit_code, api::kExitConfigError);
+}
+
+// Run logs: the result carries the ends of stdout and stderr, and with an
+// archival volume the whole transcript is stored, gzip, with its size and
+// digest; transcripts of runs the operator no longer keeps are deleted.
+TEST_F(AppTest, TheTranscriptIsStoredWithItsDigestAndTheResultCarriesExcerpts) {
+  const std::filesystem::path dir = dir_ / "transcripts";
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"scout-0.jsonl.gz", "scout-1.jsonl.gz", "notes.txt"}) {
+    std::ofstream(dir / name) << "old";
+  }
+  context_["transcripts"] = {{"dir", dir.string()}, {"keep", {"scout-1"}}};
+  stderr_text_ = std::string(600, 'x') + "the end of stderr";
+  server_.push(FakeModelServer::openai_text("All quiet on the disk front."));
+  auto outcome = run();
+  EXPECT_EQ(outcome.exit_code, api::kExitFinished);
+  const json result = json::parse(termination_log());
+
+  EXPECT_FALSE(std::filesystem::exists(dir / "scout-0.jsonl.gz"));  // its run is gone
+  EXPECT_TRUE(std::filesystem::exists(dir / "scout-1.jsonl.gz"));   // kept
+  EXPECT_TRUE(std::filesystem::exists(dir / "notes.txt"));          // not ours
+  const std::filesystem::path file = dir / "scout-2.jsonl.gz";
+  ASSERT_TRUE(std::filesystem::exists(file));
+  ASSERT_TRUE(result.contains("transcript")) << result.dump(2);
+  EXPECT_EQ(result["transcript"]["bytes"], std::filesystem::file_size(file));
+  EXPECT_EQ(result["transcript"]["compressed"], true);
+  EXPECT_EQ(result["transcript"]["truncated"], false);
+  const std::string sha = result["transcript"]["sha256"];
+  const std::string check = "sha256sum " + file.string() + " | cut -c1-64";
+  std::string expected(64, ' ');
+  FILE* pipe = ::popen(check.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  ASSERT_EQ(std::fread(expected.data(), 1, 64, pipe), 64u);
+  ::pclose(pipe);
+  EXPECT_EQ(sha, expected);
+  // The file is the transcript: the same events as stdout, ending with the result.
+  FILE* unzip = ::popen(("gzip -dc " + file.string()).c_str(), "r");
+  std::string lines;
+  for (char buffer[4096]; std::size_t n = std::fread(buffer, 1, sizeof buffer, unzip);) {
+    lines.append(buffer, n);
+  }
+  ::pclose(unzip);
+  EXPECT_NE(lines.find("\"event\":\"run_started\""), std::string::npos);
+  EXPECT_NE(lines.find("All quiet on the disk front."), std::string::npos);
+  EXPECT_NE(lines.rfind("\"event\":\"result\""), std::string::npos);
+
+  const std::string out = result["stdoutExcerpt"];
+  EXPECT_LE(api::utf8_length(out), api::kLogExcerptCharsMax);
+  EXPECT_TRUE(stdout_.str().find(out) != std::string::npos);  // its end, verbatim
+  const std::string err = result["stderrExcerpt"];
+  EXPECT_EQ(api::utf8_length(err), api::kLogExcerptCharsMax);
+  EXPECT_TRUE(err.ends_with("the end of stderr"));
+  EXPECT_LE(termination_log().size(), api::kTerminationMessageBytesMax);
 }
 
 }  // namespace
