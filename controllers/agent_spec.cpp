@@ -138,6 +138,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
     }
   }
 
+  s.archival_claim = string_at(spec, "memory/archival/persistentVolumeClaimName");
   s.paused = bool_at(spec, "paused");
   s.monthly_budget_cents = int_at(spec, "budget/monthlyCents").value_or(0);
   s.per_run_cents = number_at(spec, "budget/perRunCents");

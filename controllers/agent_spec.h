@@ -72,6 +72,8 @@ struct AgentSpec {
   int64_t timeout_seconds = kRuntimeTimeoutSecondsDefault;
   int64_t grace_seconds = kRuntimeGraceSecondsDefault;
   std::optional<KeyRef> prompt_from;
+  // spec.memory.archival.persistentVolumeClaimName: also where transcripts are stored.
+  std::string archival_claim;
   // spec.heartbeat.prompt is the prompt and it is empty or only whitespace:
   // scheduled heartbeats are skipped (there is nothing to do).
   bool prompt_blank = false;

@@ -136,6 +136,12 @@ api::ContextDocument context_document(const ContextInput& in, const JobConfig& c
   doc.heartbeat_prompt = in.heartbeat_prompt;
   if (!string_at(spec, "memory/archival/persistentVolumeClaimName").empty()) {
     doc.archival_path = std::string(kArchivalMountDir) + "/" + kArchivalFile;
+    // The whole transcript goes there too; those of runs no longer kept are deleted.
+    doc.transcript_dir = std::string(kArchivalMountDir) + "/" + api::kTranscriptDirName;
+    for (const Json* finished : in.recent_runs) {
+      if (doc.transcript_keep.size() == api::kTranscriptKeepMax) break;
+      doc.transcript_keep.push_back(string_at(*finished, "metadata/name"));
+    }
   }
   doc.budget = budget(agent, spec, in.now);
   doc.recent_runs =

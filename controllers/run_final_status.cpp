@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/contract_limits.h"
 #include "api/exit_codes.h"
+#include "api/heartbeat_pod.h"
 #include "api/utf8.h"
 #include "controllers/names.h"
 #include "controllers/schedule/utc_time.h"
@@ -57,6 +59,35 @@ Json build_final_status(const Json& stored, const Final& f, const Charge& c, Tim
   }
   status["usage"] = usage;
   return status;
+}
+
+// Where the run's log is, and its ends: the runner container's log while
+// the Job's Pod is kept, the transcript on the archival volume (a record is
+// believed only where the Agent has that volume), the last characters of
+// stdout and stderr.
+void put_run_logs(Json& status, const Final& f, const RunObservationInput& in,
+                  const std::string& run_name) {
+  Json log = Json::object();
+  if (!f.pod_name.empty()) {
+    log["ref"] = "pod/" + string_at(*in.run, "metadata/namespace") + "/" + f.pod_name + "/" +
+                 api::kRunnerContainerName;
+  }
+  if (f.result) {
+    const api::RunResult& r = *f.result;
+    if (!r.stdout_excerpt.empty()) status["stdoutExcerpt"] = r.stdout_excerpt;
+    if (!r.stderr_excerpt.empty()) status["stderrExcerpt"] = r.stderr_excerpt;
+    if (r.transcript && !in.archival_claim.empty()) {
+      Json& t = log["transcript"] = Json::object();
+      t["ref"] = "pvc/" + in.archival_claim + "/" + api::kTranscriptDirName + "/" + run_name +
+                 api::kTranscriptFileSuffix;
+      t["bytes"] = r.transcript->bytes;
+      t["sha256"] = r.transcript->sha256;
+      t["compressed"] = r.transcript->compressed;
+      t["truncated"] = r.transcript->truncated;
+      if (!r.transcript->note.empty()) t["note"] = r.transcript->note;
+    }
+  }
+  if (!log.empty()) status["log"] = std::move(log);
 }
 
 ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunObservationInput& in,
@@ -148,6 +179,7 @@ RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput
   const std::string job_name =
       obs.view->job_name.empty() ? job_name_for_run(name) : obs.view->job_name;
   obs.status = build_final_status(obs.status, f, charge, started, job_name, lease_renew, in.now);
+  put_run_logs(obs.status, f, in, name);
   obs.events.push_back(final_event(name, f));
   return obs;
 }

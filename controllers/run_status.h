@@ -96,6 +96,9 @@ struct RunObservationInput {
   // A result's pauseMinutes moves the schedule (pause_allowed); else it is
   // ignored with a warning Event (a forged or unsupported request).
   bool pause_allowed = true;
+  // The Agent's archival claim: the stored transcript's ref names it. Empty:
+  // no stored transcripts (a record a result claims anyway is not believed).
+  std::string archival_claim;
   // This month's spend has reached the agent's budget (say the budget was
   // lowered mid-run): a started run is cancelled; a Queued one keeps waiting.
   bool budget_exceeded = false;

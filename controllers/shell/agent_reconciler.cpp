@@ -477,6 +477,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
     in.bounds = usage_bounds(spec);
     in.budget_exceeded = budget_spent;
     in.pause_allowed = pause_allowed(spec);
+    in.archival_claim = spec.archival_claim;
     in.now = now;
     observed.runs.push_back(observe_run(in));
     observed.has_job.push_back(job.has_value());

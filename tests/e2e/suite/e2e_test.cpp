@@ -6,6 +6,8 @@
 
 #include <csignal>
 
+#include "api/contract_limits.h"
+#include "api/utf8.h"
 #include "controllers/json_util.h"
 #include "controllers/schedule/utc_time.h"
 #include "tests/e2e/suite/e2e_fixture.h"
@@ -31,6 +33,15 @@ TEST_F(E2eTest, ScheduledHeartbeatsRunTheRealRunner) {
   EXPECT_GT(run_cost(name), 0.0);
   EXPECT_GE(done["status"]["usage"]["toolCalls"].get<int>(), 1);  // the stand-in ran `shell`
   EXPECT_NE(string_at(done, "status/output").find("tand-in"), std::string::npos);  // [Ss]tand-in
+  // Run logs: the ends of the real runner's stdout (its JSON-lines
+  // transcript) and stderr (its log), and where the whole log is.
+  const std::string out = string_at(done, "status/stdoutExcerpt");
+  EXPECT_NE(out.find("\"event\":"), std::string::npos) << out;
+  EXPECT_LE(api::utf8_length(out), api::kLogExcerptCharsMax);
+  EXPECT_NE(string_at(done, "status/stderrExcerpt").find("run=" + name), std::string::npos)
+      << done["status"].dump(2);
+  EXPECT_EQ(string_at(done, "status/log/ref"),
+            "pod/" + ns_ + "/" + string_at(done, "status/podName") + "/runner");
   ASSERT_TRUE(wait_until([&] { return spend_cents("sched") == run_cost(name); }, 15s));
   EXPECT_EQ(string_at(agent("sched"), "status/nextHeartbeatTime"),
             schedule::format_rfc3339(created_at + std::chrono::seconds(60)));

@@ -228,12 +228,20 @@ TEST(JobBuilder, ArchivalClaimIsMountedReadWriteAndNamedInTheContext) {
   // Not configured: no volume, and the context names no archival path (the
   // runner then leaves the archival tools out and says why).
   EXPECT_FALSE(render_context(in, JobConfig{}).contains("archival"));
+  EXPECT_FALSE(render_context(in, JobConfig{}).contains("transcripts"));
   Json pod = build_job(r, a, "{}", JobConfig{}).job["spec"]["template"]["spec"];
   for (const Json& v : pod["volumes"]) EXPECT_NE(v["name"], "archival");
 
   a["spec"]["memory"]["archival"] = {{"persistentVolumeClaimName", "bot-archive"}};
   EXPECT_EQ(render_context(in, JobConfig{})["archival"]["path"],
             "/var/lib/heartbeat/archival/archival.sqlite3");
+  // Transcripts go there too; those of the runs still kept stay.
+  Json kept =
+      with_status(run("bot-0"), {{"phase", "Succeeded"}, {"finishedAt", "2024-05-01T12:06:00Z"}});
+  in.recent_runs = {&kept};
+  const Json transcripts = render_context(in, JobConfig{})["transcripts"];
+  EXPECT_EQ(transcripts["dir"], "/var/lib/heartbeat/archival/transcripts");
+  EXPECT_EQ(transcripts["keep"], Json::array({"bot-0"}));
   pod = build_job(r, a, "{}", JobConfig{}).job["spec"]["template"]["spec"];
   EXPECT_EQ(
       pod["volumes"].back(),

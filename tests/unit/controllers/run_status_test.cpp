@@ -68,6 +68,48 @@ TEST(RunStatus, SucceededWithUsageCostAndPause) {
   EXPECT_FALSE(o.status.contains("costRecorded"));
 }
 
+// Run logs: the container log's ref, the ends of stdout and stderr, and the
+// stored transcript where the Agent has an archival claim (only there: a
+// record a result claims without one is not believed).
+TEST(RunStatus, TheFinalStatusSaysWhereTheLogIsAndItsEnds) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json result = Json::parse(result_json(3, 1000, 200));
+  result["stdoutExcerpt"] = "{\"event\":\"model_reply\"}\n";
+  result["stderrExcerpt"] = "info heartbeat finished\n";
+  result["transcript"] = {{"bytes", 2048},
+                          {"sha256", std::string(64, 'c')},
+                          {"compressed", true},
+                          {"truncated", true},
+                          {"note", "the transcript reached its bound"}};
+  Json p = terminated(pod("r1-abc"), 0, result.dump());
+  RunObservationInput in;
+  in.run = &r;
+  in.job = &j;
+  in.pods = {&p};
+  in.now = at("2024-05-01T12:06:10Z");
+  in.timeouts = {std::chrono::seconds(300), std::chrono::seconds(30), std::chrono::seconds(120)};
+  in.pricing = kTestPricing;
+  in.bounds = usage_bounds(AgentSpec{});
+  in.archival_claim = "bot-archive";
+  RunObservation o = observe_run(in);
+  ASSERT_TRUE(o.became_final);
+  EXPECT_EQ(o.status["stdoutExcerpt"], "{\"event\":\"model_reply\"}\n");
+  EXPECT_EQ(o.status["stderrExcerpt"], "info heartbeat finished\n");
+  EXPECT_EQ(o.status["log"]["ref"], "pod/ns/r1-abc/runner");
+  const Json& t = o.status["log"]["transcript"];
+  EXPECT_EQ(t["ref"], "pvc/bot-archive/transcripts/r1.jsonl.gz");
+  EXPECT_EQ(t["bytes"], 2048);
+  EXPECT_EQ(t["sha256"], std::string(64, 'c'));
+  EXPECT_EQ(t["truncated"], true);
+  EXPECT_EQ(t["note"], "the transcript reached its bound");
+
+  in.archival_claim.clear();  // no volume: the record is not the Agent's
+  o = observe_run(in);
+  EXPECT_FALSE(o.status["log"].contains("transcript"));
+  EXPECT_EQ(o.status["log"]["ref"], "pod/ns/r1-abc/runner");
+}
+
 // A type without heartbeat support (react_agent, letta_v1_agent) or a
 // command runner whose Agent did not opt in: a pauseMinutes in its result
 // (forged by the agent, say) does not move the schedule.
