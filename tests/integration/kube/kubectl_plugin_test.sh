@@ -231,11 +231,13 @@ expect_eq "$out" "no runs of agent \"nobody\" in namespace \"$ns\"" "runs: empty
 # --- logs -------------------------------------------------------------------
 mk_agent "$ns" lima
 mk_run "$ns" lima-gone lima manual
-set_status "$ns" heartbeatruns lima-gone '{"phase":"Succeeded","podName":"lima-gone-pod","jobName":"lima-gone-job","output":"All quiet.\nNothing to do."}'
+set_status "$ns" heartbeatruns lima-gone '{"phase":"Succeeded","podName":"lima-gone-pod","jobName":"lima-gone-job","output":"All quiet.\nNothing to do.","stdoutExcerpt":"{\"event\":\"result\"}","log":{"ref":"pod/x/lima-gone-pod/runner","transcript":{"ref":"pvc/lima-archive/transcripts/lima-gone.jsonl.gz","bytes":2048,"sha256":"'"$(printf 'a%.0s' {1..64})"'","compressed":true,"truncated":true,"note":"the volume was full"}}}'
 hb -n "$ns" logs lima-gone
 expect_rc 1 "logs of a run whose Job is gone"
 expect_in "$err" "the Pod \"lima-gone-pod\" and Job \"lima-gone-job\" of run \"lima-gone\" in namespace \"$ns\" are gone" "logs: gone message"
-expect_eq "$out" $'All quiet.\nNothing to do.' "logs prints status.output"
+expect_eq "$out" $'All quiet.\nNothing to do.\n{"event":"result"}' "logs prints status.output and stdoutExcerpt"
+expect_in "$err" "stored at pvc/lima-archive/transcripts/lima-gone.jsonl.gz (2048 bytes, sha256 aaaa" "logs: names the stored transcript"
+expect_in "$err" "cut: the volume was full" "logs: says the stored transcript was cut"
 mk_run "$ns" lima-queued lima manual
 hb -n "$ns" logs lima-queued
 expect_rc 1 "logs of a run without a Job"
