@@ -18,15 +18,16 @@ double round_cents(double cents) {
   return std::round(cents * 1e6) / 1e6;
 }
 
-// Largest prefix of `text` (cut by truncate_utf8) for which `fits(prefix)` holds.
-template <typename Fits>
-std::string longest_fitting(const std::string& text, Fits fits) {
+// The longest cut of `text` (cut(text, max_bytes) keeps at most that many
+// bytes of it) for which `fits(piece)` holds: a binary search on the bytes.
+template <typename Cut, typename Fits>
+std::string longest_fitting_cut(const std::string& text, Cut cut, Fits fits) {
   std::size_t low = 0, high = text.size();
-  std::string best = truncate_utf8(text, 0);
+  std::string best = cut(text, 0);
   if (!fits(best)) return best;
   while (low < high) {
     std::size_t mid = low + (high - low + 1) / 2;
-    std::string candidate = truncate_utf8(text, mid);
+    std::string candidate = cut(text, mid);
     if (fits(candidate)) {
       low = mid;
       best = std::move(candidate);
@@ -37,23 +38,19 @@ std::string longest_fitting(const std::string& text, Fits fits) {
   return best;
 }
 
-// Longest suffix of `text` (cut by utf8_suffix) for which `fits(suffix)` holds.
+// Largest prefix (cut by truncate_utf8, marked) for which `fits(prefix)` holds.
+template <typename Fits>
+std::string longest_fitting(const std::string& text, Fits fits) {
+  return longest_fitting_cut(
+      text, [](const std::string& t, std::size_t n) { return truncate_utf8(t, n); }, fits);
+}
+
+// Longest suffix (where a log ends) for which `fits(suffix)` holds.
 template <typename Fits>
 std::string longest_fitting_suffix(const std::string& text, Fits fits) {
-  std::size_t low = 0, high = text.size();
-  std::string best;
-  if (!fits(best)) return best;
-  while (low < high) {
-    std::size_t mid = low + (high - low + 1) / 2;
-    std::string candidate(utf8_suffix(text, mid));
-    if (fits(candidate)) {
-      low = mid;
-      best = std::move(candidate);
-    } else {
-      high = mid - 1;
-    }
-  }
-  return best;
+  return longest_fitting_cut(
+      text, [](const std::string& t, std::size_t n) { return std::string(utf8_suffix(t, n)); },
+      fits);
 }
 
 std::string excerpt(const std::string& text) {

@@ -42,6 +42,14 @@ class CheckerTest : public ::testing::Test {
   void set_agent_status(const Json& status) {
     server_.merge_patch(Actor::kOperator, "agents", "ns", "a", {{"status", status}}, true);
   }
+  // February's budget stop, still waiting for a person (no resume value then).
+  void hold_february_stop() {
+    set_agent_status({{"budgetHold",
+                       {{"period", "2026-02"},
+                        {"budgetCents", 100},
+                        {"since", "2026-02-27T10:00:00Z"},
+                        {"resumeValueHash", ""}}}});
+  }
   void set_run_status(const std::string& run, const Json& status) {
     server_.merge_patch(Actor::kOperator, "heartbeatruns", "ns", run, {{"status", status}}, true);
   }
@@ -126,11 +134,7 @@ TEST_F(CheckerTest, ARunStartedOverBudgetIsCaught) {
 
 TEST_F(CheckerTest, ARunStartedWhileABudgetStopWaitsForAPersonIsCaught) {
   // February's stop, carried into March: spend is 0 now.
-  set_agent_status({{"budgetHold",
-                     {{"period", "2026-02"},
-                      {"budgetCents", 100},
-                      {"since", "2026-02-27T10:00:00Z"},
-                      {"resumeValueHash", ""}}}});
+  hold_february_stop();
   server_.create(Actor::kOperator, "heartbeatruns", "ns",
                  scheduler_run("r1", "2026-03-10T10:00:00Z"));
   start("r1");
@@ -139,11 +143,7 @@ TEST_F(CheckerTest, ARunStartedWhileABudgetStopWaitsForAPersonIsCaught) {
 }
 
 TEST_F(CheckerTest, ARunStartedAfterAPersonSaidResumeIsAllowed) {
-  set_agent_status({{"budgetHold",
-                     {{"period", "2026-02"},
-                      {"budgetCents", 100},
-                      {"since", "2026-02-27T10:00:00Z"},
-                      {"resumeValueHash", ""}}}});
+  hold_february_stop();
   server_.merge_patch(Actor::kUser, "agents", "ns", "a",
                       {{"metadata", {{"annotations", {{"heartbeat.dev/resume", "ok"}}}}}}, false);
   server_.create(Actor::kOperator, "heartbeatruns", "ns",
