@@ -62,6 +62,12 @@ struct RunResult {
   bool operator==(const RunResult&) const = default;
 };
 
+// What either side keeps of a log excerpt (its last kLogExcerptCharsMax
+// characters) and of a transcript's note (its first kTranscriptNoteBytesMax
+// bytes), as valid UTF-8.
+std::string log_excerpt(std::string_view text);
+std::string transcript_note(std::string_view text);
+
 // Rendering (runner side). Times are written with milliseconds.
 // The full object, the output not shortened.
 nlohmann::json result_to_json(const RunResult& result);

@@ -54,7 +54,7 @@ void read_usage(const json& usage, RunResult& r) {
 std::string excerpt_or_empty(const json& object, const char* key) {
   const json* value = member(object, key);
   if (value == nullptr || !value->is_string()) return {};
-  return sanitize_utf8(utf8_last_chars(value->get_ref<const std::string&>(), kLogExcerptCharsMax));
+  return log_excerpt(value->get_ref<const std::string&>());
 }
 
 bool is_sha256_hex(const json& value) {
@@ -84,8 +84,7 @@ std::optional<TranscriptRecord> transcript_or_none(const json& doc) {
     *flag = value != nullptr && value->get<bool>();
   }
   if (const json* note = member(*t, "note"); note != nullptr && note->is_string()) {
-    record.note =
-        sanitize_utf8(utf8_prefix(note->get_ref<const std::string&>(), kTranscriptNoteBytesMax));
+    record.note = transcript_note(note->get_ref<const std::string&>());
   }
   return record;
 }

@@ -53,10 +53,6 @@ std::string longest_fitting_suffix(const std::string& text, Fits fits) {
       fits);
 }
 
-std::string excerpt(const std::string& text) {
-  return sanitize_utf8(utf8_last_chars(text, kLogExcerptCharsMax));
-}
-
 // Shortens each excerpt in `out`, keeping its end, until the whole fits.
 void shorten_excerpts(json& out, std::size_t max_bytes) {
   for (const char* key : {"stdoutExcerpt", "stderrExcerpt"}) {
@@ -70,6 +66,14 @@ void shorten_excerpts(json& out, std::size_t max_bytes) {
 }
 
 }  // namespace
+
+std::string log_excerpt(std::string_view text) {
+  return sanitize_utf8(utf8_last_chars(text, kLogExcerptCharsMax));
+}
+
+std::string transcript_note(std::string_view text) {
+  return sanitize_utf8(utf8_prefix(text, kTranscriptNoteBytesMax));
+}
 
 json result_to_json(const RunResult& result) {
   json out = {{"version", kResultSchemaVersion},
@@ -89,15 +93,15 @@ json result_to_json(const RunResult& result) {
   out["output"] = sanitize_utf8(result.output);
   out["outputBytes"] = result.output.size();
   if (!result.error.empty()) out["error"] = sanitize_utf8(result.error);
-  if (!result.stdout_excerpt.empty()) out["stdoutExcerpt"] = excerpt(result.stdout_excerpt);
-  if (!result.stderr_excerpt.empty()) out["stderrExcerpt"] = excerpt(result.stderr_excerpt);
+  if (!result.stdout_excerpt.empty()) out["stdoutExcerpt"] = log_excerpt(result.stdout_excerpt);
+  if (!result.stderr_excerpt.empty()) out["stderrExcerpt"] = log_excerpt(result.stderr_excerpt);
   if (const auto& t = result.transcript) {
     out["transcript"] = {{"bytes", t->bytes},
                          {"sha256", t->sha256},
                          {"compressed", t->compressed},
                          {"truncated", t->truncated}};
     if (!t->note.empty()) {
-      out["transcript"]["note"] = sanitize_utf8(utf8_prefix(t->note, kTranscriptNoteBytesMax));
+      out["transcript"]["note"] = transcript_note(t->note);
     }
   }
   if (!result.notes.empty()) {

@@ -43,7 +43,6 @@ struct BudgetHoldInput {
 struct BudgetHoldPlan {
   std::optional<BudgetHold> hold;  // status.budgetHold to store; none: absent
   std::vector<Event> events;       // BudgetResumed when a hold is released
-  bool holds() const { return hold && hold->holds(); }
 };
 
 BudgetHoldPlan plan_budget_hold(const BudgetHoldInput& in);

@@ -17,6 +17,7 @@
 #include "runner/toolbox.h"
 #include "runner/transcript.h"
 #include "runner/transcript_file.h"
+#include "runner/wire_util.h"
 
 namespace hb::runner {
 namespace {
@@ -75,7 +76,7 @@ std::unique_ptr<TranscriptFile> open_stored_transcript(const api::ContextDocumen
 void close_stored_transcript(TranscriptFile& file, api::RunResult& result, int exit_code) {
   nlohmann::json last = {
       {"event", "result"}, {"exitCode", exit_code}, {"result", api::result_to_json(result)}};
-  file.write_line(last.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  file.write_line(dump_json(last));
   result.transcript = file.finish();
   if (result.transcript) {
     result.transcript->note = file.note();
