@@ -4,6 +4,7 @@
 
 #include "api/context_document.h"
 #include "controllers/pod_settings.h"
+#include "controllers/schedule/stable_hash.h"
 #include "controllers/text_util.h"
 
 namespace hb::controllers {
@@ -98,7 +99,8 @@ SpecCheck parse_agent_spec(const Json& agent) {
   const std::string_view interval = string_view_at(heartbeat, "interval");
   const std::string_view cron = string_view_at(heartbeat, "schedule");
   if (!interval.empty() || !cron.empty()) {
-    auto parsed = schedule::parse_schedule(interval, cron);
+    auto parsed = schedule::parse_schedule({interval, cron, string_view_at(heartbeat, "spread"),
+                                            schedule::schedule_hash_key(s.ns, s.name)});
     if (parsed.ok()) {
       s.schedule = *parsed.value;
     } else {

@@ -2,7 +2,10 @@
 
 #include <array>
 #include <cctype>
+#include <cstdint>
 #include <vector>
+
+#include "controllers/schedule/stable_hash.h"
 
 namespace hb::schedule {
 namespace {
@@ -26,6 +29,10 @@ struct FieldSpec {
   std::string_view name;
   int min;
   int max;
+  // The highest value a bare H or H/n picks: day-of-month stops at 28 so a
+  // hashed day exists in every month (as Jenkins does), day-of-week at 6 so
+  // Sunday is not twice as likely.
+  int hash_max;
   const std::string_view* names = nullptr;  // names[i] has value names_base + i
   int name_count = 0;
   int names_base = 0;
@@ -33,13 +40,14 @@ struct FieldSpec {
 };
 
 const FieldSpec kFields[5] = {
-    {"minute", 0, 59},
-    {"hour", 0, 23},
-    {"day-of-month", 1, 31},
-    {"month", 1, 12, kMonthNames.data(), 12, 1, "month name (JAN-DEC)"},
+    {"minute", 0, 59, 59},
+    {"hour", 0, 23, 23},
+    {"day-of-month", 1, 31, 28},
+    {"month", 1, 12, 12, kMonthNames.data(), 12, 1, "month name (JAN-DEC)"},
     // 7 is accepted as a second Sunday, as in Vixie cron.
-    {"day-of-week", 0, 7, kDayNames.data(), 7, 0, "day name (SUN-SAT)"},
+    {"day-of-week", 0, 7, 6, kDayNames.data(), 7, 0, "day name (SUN-SAT)"},
 };
+
 
 struct Macro {
   std::string_view name;
@@ -133,29 +141,81 @@ std::optional<int> parse_value(std::string_view token, const FieldSpec& spec, st
   return value;
 }
 
+// The step after '/', 1..span.
+std::optional<int> parse_step(std::string_view step_text, int span, const std::string& field,
+                              std::string& error) {
+  if (!is_digits(step_text)) {
+    error = field + " step \"" + std::string(step_text) + "\" is not a number";
+    return std::nullopt;
+  }
+  const int step =
+      step_text.size() > kCronNumberDigitsMax ? span + 1 : std::stoi(std::string(step_text));
+  if (step < 1 || step > span) {
+    error = field + " step " + std::string(step_text) + " out of range 1-" + std::to_string(span);
+    return std::nullopt;
+  }
+  return step;
+}
+
+// Jenkins' H: "H" (one hashed value), "H/n" (every n from a hashed start),
+// "H(a-b)" (one hashed value in a..b), "H(a-b)/n" (every n in a..b from a
+// hashed start). `hash` is this field's stable_hash.
+bool parse_hashed(std::string_view element, const FieldSpec& spec, uint64_t hash,
+                  std::vector<bool>& bits, std::string& error) {
+  const std::string field(spec.name);
+  const std::size_t slash = element.find('/');
+  std::string_view range = element.substr(1, slash == std::string_view::npos ? slash : slash - 1);
+  int low = spec.min;
+  int high = spec.hash_max;
+  if (!range.empty()) {
+    if (range.size() < 2 || range.front() != '(' || range.back() != ')' ||
+        range.find('-') == std::string_view::npos) {
+      error = field + " \"" + std::string(element) +
+              "\": H takes an optional range in parentheses, e.g. H(0-29) or H(0-29)/10";
+      return false;
+    }
+    range = range.substr(1, range.size() - 2);
+    const std::size_t dash = range.find('-');
+    const auto lo = parse_value(range.substr(0, dash), spec, error);
+    if (!lo) return false;
+    const auto hi = parse_value(range.substr(dash + 1), spec, error);
+    if (!hi) return false;
+    if (*lo > *hi) {
+      error = field + " range " + std::string(range) + " is backwards; write the smaller value first";
+      return false;
+    }
+    low = *lo;
+    high = *hi;
+  }
+  const int span = high - low + 1;
+  if (slash == std::string_view::npos) {
+    bits[static_cast<std::size_t>(low + static_cast<int>(hash % static_cast<uint64_t>(span)))] =
+        true;
+    return true;
+  }
+  const auto step = parse_step(element.substr(slash + 1), span, field, error);
+  if (!step) return false;
+  const int start = low + static_cast<int>(hash % static_cast<uint64_t>(*step));
+  for (int v = start; v <= high; v += *step) bits[static_cast<std::size_t>(v)] = true;
+  return true;
+}
+
 // Parses one comma-separated element into `bits` (indexed by value).
-bool parse_element(std::string_view element, const FieldSpec& spec, std::vector<bool>& bits,
-                   std::string& error) {
+bool parse_element(std::string_view element, const FieldSpec& spec, uint64_t hash,
+                   std::vector<bool>& bits, std::string& error) {
   const std::string field(spec.name);
   if (element.empty()) {
     error = field + " has an empty list element";
     return false;
   }
+  if (element.front() == 'H') return parse_hashed(element, spec, hash, bits, error);
   const std::size_t slash = element.find('/');
   const std::string_view range = element.substr(0, slash);
   int step = 1;
   if (slash != std::string_view::npos) {
-    const std::string_view step_text = element.substr(slash + 1);
-    const int span = spec.max - spec.min + 1;
-    if (!is_digits(step_text)) {
-      error = field + " step \"" + std::string(step_text) + "\" is not a number";
-      return false;
-    }
-    step = step_text.size() > kCronNumberDigitsMax ? span + 1 : std::stoi(std::string(step_text));
-    if (step < 1 || step > span) {
-      error = field + " step " + std::string(step_text) + " out of range 1-" + std::to_string(span);
-      return false;
-    }
+    const auto parsed = parse_step(element.substr(slash + 1), spec.max - spec.min + 1, field, error);
+    if (!parsed) return false;
+    step = *parsed;
   }
   int low = spec.min;
   int high = spec.max;
@@ -182,11 +242,11 @@ bool parse_element(std::string_view element, const FieldSpec& spec, std::vector<
 }
 
 template <std::size_t N>
-bool parse_field(std::string_view text, const FieldSpec& spec, std::bitset<N>& out,
+bool parse_field(std::string_view text, const FieldSpec& spec, uint64_t hash, std::bitset<N>& out,
                  std::string& error) {
   std::vector<bool> bits(static_cast<std::size_t>(spec.max) + 1, false);
   for (std::string_view element : split(text, ',')) {
-    if (!parse_element(element, spec, bits, error)) return false;
+    if (!parse_element(element, spec, hash, bits, error)) return false;
   }
   for (std::size_t v = 0; v < bits.size(); ++v) {
     // Day-of-week 7 is Sunday, bit 0; other fields fit their bitset exactly.
@@ -228,7 +288,8 @@ std::optional<int> last_time_until(const CronSchedule& cron, int until) {
 
 }  // namespace
 
-ParseResult<CronSchedule> parse_cron(std::string_view text, std::string_view field) {
+ParseResult<CronSchedule> parse_cron(std::string_view text, std::string_view field,
+                                     std::string_view hash_key) {
   const std::string_view trimmed = trim(text);
   const auto fail = [&](const std::string& problem) {
     std::string message;
@@ -272,11 +333,12 @@ ParseResult<CronSchedule> parse_cron(std::string_view text, std::string_view fie
   CronSchedule cron;
   cron.text = std::string(trimmed);
   std::string error;
-  if (!parse_field(parts[0], kFields[0], cron.minutes, error) ||
-      !parse_field(parts[1], kFields[1], cron.hours, error) ||
-      !parse_field(parts[2], kFields[2], cron.days_of_month, error) ||
-      !parse_field(parts[3], kFields[3], cron.months, error) ||
-      !parse_field(parts[4], kFields[4], cron.days_of_week, error)) {
+  const auto hash = [&](uint64_t field_index) { return stable_hash(hash_key, field_index); };
+  if (!parse_field(parts[0], kFields[0], hash(0), cron.minutes, error) ||
+      !parse_field(parts[1], kFields[1], hash(1), cron.hours, error) ||
+      !parse_field(parts[2], kFields[2], hash(2), cron.days_of_month, error) ||
+      !parse_field(parts[3], kFields[3], hash(3), cron.months, error) ||
+      !parse_field(parts[4], kFields[4], hash(4), cron.days_of_week, error)) {
     return fail(error);
   }
   cron.dom_star = parts[2].front() == '*';

@@ -37,7 +37,14 @@ struct CronSchedule {
 // quoted input and name the cron field and value, e.g.
 //   schedule "61 * * * *": minute 61 out of range 0-59
 // A schedule that can never fire ("0 0 30 2 *") parses; see can_ever_match.
-ParseResult<CronSchedule> parse_cron(std::string_view text, std::string_view field = "schedule");
+//
+// Jenkins' H spreads a fleet: `H`, `H/n`, `H(a-b)` and `H(a-b)/n` stand for a
+// value (or a start) that is a stable hash of `hash_key` (the Agent's
+// "namespace/name"), different per field, so each agent keeps its minute
+// forever and a fleet on "H * * * *" does not fire as one herd. A bare H in
+// day-of-month picks 1-28 (a day every month has), in day-of-week 0-6.
+ParseResult<CronSchedule> parse_cron(std::string_view text, std::string_view field = "schedule",
+                                     std::string_view hash_key = {});
 
 // Whether the minute containing t matches.
 bool cron_matches(const CronSchedule& cron, TimePoint t);

@@ -4,11 +4,15 @@
 #include <chrono>
 
 #include "controllers/schedule/duration.h"
+#include "controllers/schedule/stable_hash.h"
 
 namespace hb::schedule {
 namespace {
 
 using std::chrono::seconds;
+
+// Cron fields use salts 0-4 (one per field); the interval spread its own.
+constexpr uint64_t kSpreadHashSalt = 5;
 
 // floor(a / b) for b > 0; C++ division truncates towards zero instead.
 int64_t floor_div(int64_t a, int64_t b) {
@@ -16,20 +20,20 @@ int64_t floor_div(int64_t a, int64_t b) {
   return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
-// `earliest` is max(created, lastScheduleTime); slots are created + k * interval.
-SlotDecision decide_interval(int64_t interval_seconds, TimePoint created, TimePoint earliest,
+// `earliest` is max(created, lastScheduleTime); slots are anchor + k * interval.
+SlotDecision decide_interval(int64_t interval_seconds, TimePoint anchor, TimePoint earliest,
                              std::optional<int64_t> deadline_seconds, TimePoint now) {
   SlotDecision d;
   if (interval_seconds <= 0) return d;  // parse_schedule never yields this; stay safe anyway
   const TimePoint::duration interval = seconds{interval_seconds};
-  const auto slot = [&](int64_t k) { return created + k * interval; };
+  const auto slot = [&](int64_t k) { return anchor + k * interval; };
   // Slot indices come from division, so a gap of any length costs the same.
-  const int64_t first = floor_div((earliest - created).count(), interval.count()) + 1;
+  const int64_t first = floor_div((earliest - anchor).count(), interval.count()) + 1;
   if (now < slot(first)) {
     d.next_slot = slot(first);
     return d;
   }
-  const int64_t latest = floor_div((now - created).count(), interval.count());
+  const int64_t latest = floor_div((now - anchor).count(), interval.count());
   const int64_t due = latest - first + 1;
   d.next_slot = slot(latest + 1);
   if (deadline_seconds && slot(latest) < now - seconds{*deadline_seconds}) {
@@ -70,10 +74,41 @@ SlotDecision decide_cron(const CronSchedule& cron, TimePoint earliest,
   return d;
 }
 
+// The offset of an interval's slots from its spread (see ScheduleText).
+ParseResult<int64_t> parse_spread(std::string_view spread, int64_t interval_seconds,
+                                  std::string_view hash_key) {
+  using Result = ParseResult<int64_t>;
+  if (spread.empty() || spread == kSpreadNone) return Result::success(0);
+  const auto hashed_below = [&](int64_t bound) {
+    return static_cast<int64_t>(stable_hash(hash_key, kSpreadHashSalt) %
+                                static_cast<uint64_t>(bound));
+  };
+  if (spread == kSpreadAuto) return Result::success(hashed_below(interval_seconds));
+  auto within = parse_duration_seconds(spread, kSpreadField);
+  if (!within.ok()) {
+    return Result::failure(std::move(within.error) + "; or use " + std::string(kSpreadAuto) +
+                           " (within one interval) or " + std::string(kSpreadNone));
+  }
+  if (*within.value > interval_seconds) {
+    return Result::failure(std::string(kSpreadField) + " \"" + std::string(spread) +
+                           "\": longer than the interval " + format_duration(interval_seconds) +
+                           "; use at most the interval, or " + std::string(kSpreadAuto));
+  }
+  return Result::success(*within.value == 0 ? 0 : hashed_below(*within.value));
+}
+
+// The anchor that makes slot(1) = created + offset, the first slot after creation.
+TimePoint interval_anchor(const IntervalSchedule& iv, TimePoint created) {
+  const int64_t back = iv.offset_seconds > 0 ? iv.seconds - iv.offset_seconds : 0;
+  return created - seconds{back};
+}
+
 }  // namespace
 
-ParseResult<Schedule> parse_schedule(std::string_view interval, std::string_view cron) {
+ParseResult<Schedule> parse_schedule(const ScheduleText& text) {
   using Result = ParseResult<Schedule>;
+  const std::string_view interval = text.interval;
+  const std::string_view cron = text.cron;
   if (!interval.empty() && !cron.empty()) {
     return Result::failure(std::string(kIntervalField) + " and " + std::string(kScheduleField) +
                            " are both set; set exactly one");
@@ -88,9 +123,16 @@ ParseResult<Schedule> parse_schedule(std::string_view interval, std::string_view
     if (auto error = check_duration_min(kIntervalField, *parsed.value)) {
       return Result::failure(std::move(*error));
     }
-    return Result::success(IntervalSchedule{*parsed.value});
+    auto offset = parse_spread(text.spread, *parsed.value, text.hash_key);
+    if (!offset.ok()) return Result::failure(std::move(offset.error));
+    return Result::success(IntervalSchedule{*parsed.value, *offset.value});
   }
-  auto parsed = parse_cron(cron, kScheduleField);
+  if (!text.spread.empty() && text.spread != kSpreadNone) {
+    return Result::failure(std::string(kSpreadField) + " \"" + std::string(text.spread) +
+                           "\": applies to an interval; spread a schedule with H instead, e.g. "
+                           "\"H * * * *\" or \"H(0-29) 9 * * 1-5\"");
+  }
+  auto parsed = parse_cron(cron, kScheduleField, text.hash_key);
   if (!parsed.ok()) return Result::failure(std::move(parsed.error));
   if (!can_ever_match(*parsed.value)) {
     return Result::failure(std::string(kScheduleField) + " \"" + parsed.value->text +
@@ -105,7 +147,8 @@ std::optional<TimePoint> first_slot_after(const Schedule& schedule, TimePoint cr
   if (const auto* iv = std::get_if<IntervalSchedule>(&schedule)) {
     if (iv->seconds <= 0) return std::nullopt;
     const TimePoint::duration interval = seconds{iv->seconds};
-    return created + (floor_div((earliest - created).count(), interval.count()) + 1) * interval;
+    const TimePoint anchor = interval_anchor(*iv, created);
+    return anchor + (floor_div((earliest - anchor).count(), interval.count()) + 1) * interval;
   }
   return next_after(std::get<CronSchedule>(schedule), earliest);
 }
@@ -115,7 +158,8 @@ SlotDecision decide_slot(const Schedule& schedule, TimePoint created,
                          std::optional<int64_t> starting_deadline_seconds, TimePoint now) {
   const TimePoint earliest = std::max(created, last_schedule_time.value_or(created));
   if (const auto* iv = std::get_if<IntervalSchedule>(&schedule)) {
-    return decide_interval(iv->seconds, created, earliest, starting_deadline_seconds, now);
+    return decide_interval(iv->seconds, interval_anchor(*iv, created), earliest,
+                           starting_deadline_seconds, now);
   }
   return decide_cron(std::get<CronSchedule>(schedule), earliest, starting_deadline_seconds, now);
 }

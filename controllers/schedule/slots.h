@@ -22,17 +22,36 @@ inline constexpr std::string_view kScheduleField = "spec.heartbeat.schedule";
 // directly with latest_at_or_before, however long the downtime.
 inline constexpr int64_t kCronMissedSlotsScanMax = 1000;
 
+inline constexpr std::string_view kSpreadField = "spec.heartbeat.spread";
+inline constexpr std::string_view kSpreadAuto = "Auto";
+inline constexpr std::string_view kSpreadNone = "None";
+
+// Slots are created + offset + k * interval, the first strictly after the
+// agent's creation: with offset 0 one interval after it, with a spread
+// offset sooner, so a fleet created in one second fires across the interval.
 struct IntervalSchedule {
   int64_t seconds = 0;
+  int64_t offset_seconds = 0;  // 0 <= offset < seconds
 };
 
 // Either a fixed interval anchored to the agent's creation, or a cron rule.
 using Schedule = std::variant<IntervalSchedule, CronSchedule>;
 
+// What decides an agent's slots, as written in spec.heartbeat.
+struct ScheduleText {
+  std::string_view interval;
+  std::string_view cron;
+  // "", None: no offset; Auto: a stable hash of hash_key within one
+  // interval; a duration D (at most the interval): a hash within D.
+  std::string_view spread;
+  std::string_view hash_key;  // the Agent's "namespace/name" (stable_hash.h)
+};
+
 // Exactly one of interval and cron must be non-empty. Checks the interval
-// minimum (kIntervalSecondsMin) and rejects cron rules that can never fire.
-// Errors name spec.heartbeat.interval or spec.heartbeat.schedule.
-ParseResult<Schedule> parse_schedule(std::string_view interval, std::string_view cron);
+// minimum (kIntervalSecondsMin), rejects cron rules that can never fire and a
+// spread next to a cron rule (H spreads those). Errors name the field
+// (spec.heartbeat.interval, .schedule or .spread) and the fix.
+ParseResult<Schedule> parse_schedule(const ScheduleText& text);
 
 // The first slot strictly after t. Interval slot k is created + k*interval,
 // k >= 1, so the first heartbeat comes one interval after creation, never at

@@ -101,3 +101,5 @@ lease_reports_calls() {  # lease_reports_calls AGENT N: the runner's usage beat 
   k -n "$ns" get lease "$1-heartbeat" -o json 2>/dev/null |
     jq -e --argjson n "$2" '.metadata.annotations["heartbeat.dev/usage"] // "{}" | fromjson | (.llmCalls // 0) >= $n' >/dev/null
 }
+claim_bound() { [ "$(k -n "$ns" get pvc "$1" -o jsonpath='{.status.phase}')" = Bound ]; }
+run_gone() { ! k -n "$ns" get hbr "$1" >/dev/null 2>&1; }

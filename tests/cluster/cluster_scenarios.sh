@@ -203,3 +203,56 @@ scenario_runner_killed() {
   expect "victim-1 charged $(run_field victim-1 .status.usage.llmCalls) calls, not 1" [ "$(run_field victim-1 .status.usage.llmCalls)" = 1 ]
   echo "ok: runner killed: $(run_field victim-1 '.status | {phase, reason, exitCode, usage: {llmCalls: .usage.llmCalls, costCents: .usage.costCents}}' | tr -d '\n ')"
 }
+
+# An agent with an archival claim (a hostPath volume on the node, owned as
+# the kubelet's fsGroup handling would leave it): each run's whole
+# transcript lands on the claim, gzip, with the size and digest its status
+# names; a run's file goes when its run is trimmed from history.
+scenario_stored_transcript() {
+  step "the whole transcript on the agent's archival claim, trimmed with its runs"
+  local dir="$state/archival-volume" claim=scribe-archive
+  rm -rf "$dir" && mkdir -p "$dir" && chown 65532:65532 "$dir" && chmod 2770 "$dir"
+  jq -n --arg dir "$dir" --arg claim "$claim" --arg ns "$ns" '{apiVersion: "v1", kind: "List", items: [
+    {apiVersion: "v1", kind: "PersistentVolume", metadata: {name: "hb-test-\($claim)"},
+     spec: {capacity: {storage: "1Gi"}, accessModes: ["ReadWriteOnce"], storageClassName: "",
+            persistentVolumeReclaimPolicy: "Retain", hostPath: {path: $dir, type: "Directory"},
+            claimRef: {namespace: $ns, name: $claim}}},
+    {apiVersion: "v1", kind: "PersistentVolumeClaim", metadata: {name: $claim, namespace: $ns},
+     spec: {accessModes: ["ReadWriteOnce"], storageClassName: "", volumeName: "hb-test-\($claim)",
+            resources: {requests: {storage: "1Gi"}}}}]}' | k apply -f - >/dev/null
+  wait_until 60 "claim $claim bound" claim_bound "$claim"
+  apply_agent scribe "Write it down. [[shell echo scribe-was-here]]" \
+    "{\"memory\": {\"archival\": {\"persistentVolumeClaimName\": \"$claim\"}}, \"historyLimits\": {\"succeeded\": 1}}"
+  local i run file
+  for i in 1 2 3; do
+    create_run scribe "scribe-$i"
+    wait_phase "scribe-$i" Succeeded 120
+  done
+  run=scribe-3
+  file="$dir/transcripts/$run.jsonl.gz"
+  expect "no transcript file $file: $(ls -la "$dir" "$dir/transcripts" 2>&1 | tr '\n' ' ')" [ -s "$file" ]
+  expect "$run's log.transcript.ref: $(show_run "$run" | tr -d '\n')" \
+    [ "$(run_field "$run" .status.log.transcript.ref)" = "pvc/$claim/transcripts/$run.jsonl.gz" ]
+  expect "$run's log.transcript.bytes is not the file's size" \
+    [ "$(run_field "$run" .status.log.transcript.bytes)" = "$(stat -c %s "$file")" ]
+  expect "$run's log.transcript.sha256 is not the file's digest" \
+    [ "$(run_field "$run" .status.log.transcript.sha256)" = "$(sha256sum "$file" | cut -d' ' -f1)" ]
+  expect "$run's transcript is not marked compressed" [ "$(run_field "$run" .status.log.transcript.compressed)" = true ]
+  local lines
+  lines="$(zcat "$file")" || fail "$file is not gzip"
+  expect "the stored transcript lacks the tool's output: $lines" grep -q 'scribe-was-here' <<<"$lines"
+  expect "the stored transcript does not end with the result" [ "$(tail -1 <<<"$lines" | jq -r .event)" = result ]
+  expect "the stored transcript is not JSON lines" jq -e . <<<"$lines" >/dev/null
+  expect "$run's stdoutExcerpt is empty" [ -n "$(run_field "$run" '.status.stdoutExcerpt // empty')" ]
+  # historyLimits.succeeded 1: scribe-1 was trimmed before scribe-3 started.
+  wait_until 60 "scribe-1 trimmed from history" run_gone scribe-1
+  expect "scribe-1's transcript outlived its run: $(ls "$dir/transcripts")" [ ! -e "$dir/transcripts/scribe-1.jsonl.gz" ]
+  expect "scribe-2's transcript went while the operator still kept scribe-2 at scribe-3's start" \
+    [ -e "$dir/transcripts/scribe-2.jsonl.gz" ]
+  # Once the Job is gone, the plugin names the stored copy.
+  k -n "$ns" delete job "$(run_field "$run" .status.jobName)" --wait=true >/dev/null
+  local plugin
+  plugin="$(KUBECTL="$kubectl_bin" bash "$src/tools/kubectl-heartbeat/kubectl-heartbeat" -n "$ns" logs "$run" 2>&1 >/dev/null || true)"
+  expect "kubectl heartbeat logs does not name the stored transcript: $plugin" grep -q "pvc/$claim/transcripts/$run.jsonl.gz" <<<"$plugin"
+  echo "ok: $run's transcript on the claim: $(stat -c %s "$file") bytes, sha256 matches its status; scribe-1's file trimmed with its run, scribe-2's kept"
+}

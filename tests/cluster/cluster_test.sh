@@ -11,6 +11,9 @@
 #     timeout, a cancel (SIGTERM reaches the runner in its container and the
 #     result is still written), a runner frozen with SIGSTOP (Stalled), the
 #     operator's Pod deleted mid-run (no duplicate, cost counted once);
+#   - a run's whole transcript stored on the agent's archival claim (a
+#     hostPath PersistentVolume), its size and digest in the run's status,
+#     trimmed with its run;
 #   - and it prints Pod create -> the runner's first model request.
 set -eEuo pipefail
 # A command that fails outside an explicit check still says where.
@@ -99,6 +102,7 @@ scenario_lifecycle
 scenario_attacks_from_the_tools_container
 scenario_stall
 scenario_runner_killed
+scenario_stored_transcript
 scenario_operator_pod_deleted
 
 step "teardown gives everything back"

@@ -178,8 +178,9 @@ start_controller_manager() {
   local controllers=job,garbagecollector,serviceaccount,serviceaccount-token,namespace,ttl-after-finished,root-ca-cert-publisher
   # A real node: Service endpoints for kube-proxy; node lifecycle lifts the
   # not-ready taint (Pods stay Pending without it); Deployments (the chart's
-  # operator runs in-cluster there).
-  node_mode && controllers+=,endpoint,endpointslice,nodelifecycle,deployment,replicaset
+  # operator runs in-cluster there); the volume binder (an agent's archival
+  # claim on a hostPath PersistentVolume).
+  node_mode && controllers+=,endpoint,endpointslice,nodelifecycle,deployment,replicaset,persistentvolume-binder
   # Benchmarks add controllers and gates (scripts/bench-dispatch.sh: cronjob).
   [ -n "${HB_KCM_EXTRA_CONTROLLERS:-}" ] && controllers+=",$HB_KCM_EXTRA_CONTROLLERS"
   start_daemon controller-manager "$bin/kube-controller-manager" \

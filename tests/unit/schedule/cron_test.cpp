@@ -1,6 +1,12 @@
 #include "controllers/schedule/cron.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+
+#include "controllers/schedule/stable_hash.h"
 
 #include "tests/unit/schedule/test_time.h"
 
@@ -253,6 +259,117 @@ TEST(CronMatches, ChecksTheWholeMinute) {
   EXPECT_TRUE(cron_matches(c, utc("2024-05-01T10:15:00Z")));
   EXPECT_TRUE(cron_matches(c, utc("2024-05-01T10:15:59Z")));
   EXPECT_FALSE(cron_matches(c, utc("2024-05-01T10:16:00Z")));
+}
+
+
+// ---- H: a stable hash of the agent spreads a fleet ----
+
+CronSchedule hashed(std::string_view text, std::string_view key) {
+  auto r = parse_cron(text, "schedule", key);
+  EXPECT_TRUE(r.ok()) << r.error;
+  return r.value.value_or(CronSchedule{});
+}
+
+template <std::size_t N>
+std::vector<int> values(const std::bitset<N>& bits) {
+  std::vector<int> out;
+  for (std::size_t v = 0; v < N; ++v) {
+    if (bits.test(v)) out.push_back(static_cast<int>(v));
+  }
+  return out;
+}
+
+TEST(CronHashed, PinnedValuesNeverChange) {
+  // An agent keeps its minute across builds and operator versions: these are
+  // the values every future version must give (a change moves every fleet).
+  const CronSchedule c = hashed("H H H * H", "agents/scribe");
+  EXPECT_EQ(values(c.minutes), std::vector<int>({6}));
+  EXPECT_EQ(values(c.hours), std::vector<int>({20}));
+  EXPECT_EQ(values(c.days_of_month), std::vector<int>({7}));
+  EXPECT_EQ(values(c.days_of_week), std::vector<int>({0}));
+  EXPECT_EQ(stable_hash("", 0), 14087677454934409008u);
+}
+
+TEST(CronHashed, SameAgentSameValuesOtherAgentsSpread) {
+  EXPECT_EQ(hashed("H * * * *", "a/b").minutes, hashed("H * * * *", "a/b").minutes);
+  // 1,000 agents on "H * * * *": every minute of the hour is used and none
+  // carries a herd (a fair share is 16.7).
+  std::array<int, 60> per_minute{};
+  for (int i = 0; i < 1000; ++i) {
+    const auto mins = values(hashed("H * * * *", "team/agent-" + std::to_string(i)).minutes);
+    ASSERT_EQ(mins.size(), 1u);
+    ++per_minute[static_cast<std::size_t>(mins[0])];
+  }
+  EXPECT_EQ(std::count(per_minute.begin(), per_minute.end(), 0), 0);
+  EXPECT_LE(*std::max_element(per_minute.begin(), per_minute.end()), 35);
+}
+
+TEST(CronHashed, FieldsOfOneAgentAreIndependent) {
+  // With one hash for all fields, "H H * * *" would pick minute == hour % 24
+  // style coincidences for every agent; per-field salts make them unrelated.
+  int same = 0;
+  for (int i = 0; i < 200; ++i) {
+    const CronSchedule c = hashed("H H * * *", "ns/a" + std::to_string(i));
+    if (values(c.minutes)[0] % 24 == values(c.hours)[0]) ++same;
+  }
+  EXPECT_LT(same, 40);  // about 200/24 = 8 by chance
+}
+
+TEST(CronHashed, StepsAndRanges) {
+  const CronSchedule every15 = hashed("H/15 * * * *", "x/y");
+  const auto m = values(every15.minutes);
+  ASSERT_EQ(m.size(), 4u);
+  EXPECT_LT(m[0], 15);
+  EXPECT_EQ(m[1] - m[0], 15);
+  EXPECT_EQ(m[3] - m[0], 45);
+
+  for (int i = 0; i < 100; ++i) {
+    const std::string key = "ns/r" + std::to_string(i);
+    const CronSchedule morning = hashed("H(0-29) 9 * * 1-5", key);
+    const auto mm = values(morning.minutes);
+    ASSERT_EQ(mm.size(), 1u);
+    EXPECT_LE(mm[0], 29);
+    EXPECT_EQ(values(morning.hours), std::vector<int>({9}));
+    const auto stepped = values(hashed("H(0-29)/10 * * * *", key).minutes);
+    ASSERT_EQ(stepped.size(), 3u);
+    EXPECT_LT(stepped[0], 10);
+    EXPECT_LE(stepped[2], 29);
+    // A hashed day of month exists in every month; a hashed weekday is 0-6.
+    const CronSchedule days = hashed("0 0 H * H", key);
+    EXPECT_LE(values(days.days_of_month)[0], 28);
+    EXPECT_LE(values(days.days_of_week)[0], 6);
+    EXPECT_FALSE(days.dom_star);  // H restricts the day like a number does
+    const auto weekday = values(hashed("0 0 * * H(MON-FRI)", key).days_of_week);
+    ASSERT_EQ(weekday.size(), 1u);
+    EXPECT_GE(weekday[0], 1);
+    EXPECT_LE(weekday[0], 5);
+  }
+  // A list may mix H with numbers.
+  EXPECT_EQ(values(hashed("H(0-0),30 * * * *", "k/k").minutes), std::vector<int>({0, 30}));
+}
+
+TEST(CronHashed, BadHashedFieldsNameTheFieldAndTheFix) {
+  const auto err = [](std::string_view text) {
+    const auto r = parse_cron(text, "spec.heartbeat.schedule", "ns/a");
+    EXPECT_FALSE(r.ok()) << text;
+    return r.error;
+  };
+  EXPECT_EQ(err("H(5) * * * *"),
+            "spec.heartbeat.schedule \"H(5) * * * *\": minute \"H(5)\": H takes an optional range "
+            "in parentheses, e.g. H(0-29) or H(0-29)/10");
+  EXPECT_THAT(err("H5 * * * *"), ::testing::HasSubstr("H takes an optional range"));
+  EXPECT_THAT(err("H(0-29 * * * *"), ::testing::HasSubstr("H takes an optional range"));
+  EXPECT_EQ(err("H(30-10) * * * *"),
+            "spec.heartbeat.schedule \"H(30-10) * * * *\": minute range 30-10 is backwards; "
+            "write the smaller value first");
+  EXPECT_EQ(err("0 H(0-24) * * *"),
+            "spec.heartbeat.schedule \"0 H(0-24) * * *\": hour 24 out of range 0-23");
+  EXPECT_EQ(err("H/0 * * * *"),
+            "spec.heartbeat.schedule \"H/0 * * * *\": minute step 0 out of range 1-60");
+  EXPECT_EQ(err("H(0-9)/11 * * * *"),
+            "spec.heartbeat.schedule \"H(0-9)/11 * * * *\": minute step 11 out of range 1-10");
+  EXPECT_THAT(err("H/x * * * *"), ::testing::HasSubstr("minute step \"x\" is not a number"));
+  EXPECT_THAT(err("h * * * *"), ::testing::HasSubstr("minute \"h\" is not a number"));
 }
 
 }  // namespace

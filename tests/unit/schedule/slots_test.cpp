@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <set>
 #include <vector>
 
 #include "tests/unit/schedule/test_time.h"
@@ -14,13 +17,13 @@ using std::chrono::seconds;
 using testing::utc;
 
 Schedule interval(std::string_view text) {
-  auto r = parse_schedule(text, "");
+  auto r = parse_schedule({text, "", "", ""});
   EXPECT_TRUE(r.ok()) << r.error;
   return r.value.value_or(Schedule{IntervalSchedule{60}});
 }
 
 Schedule cron(std::string_view text) {
-  auto r = parse_schedule("", text);
+  auto r = parse_schedule({"", text, "", ""});
   EXPECT_TRUE(r.ok()) << r.error;
   return r.value.value_or(Schedule{IntervalSchedule{60}});
 }
@@ -32,9 +35,9 @@ std::string str(std::optional<TimePoint> t) {
 // ---- parse_schedule ----
 
 TEST(ParseSchedule, ExactlyOneOfIntervalAndSchedule) {
-  EXPECT_EQ(parse_schedule("5m", "0 * * * *").error,
+  EXPECT_EQ(parse_schedule({"5m", "0 * * * *", "", ""}).error,
             "spec.heartbeat.interval and spec.heartbeat.schedule are both set; set exactly one");
-  const auto neither = parse_schedule("", "");
+  const auto neither = parse_schedule({"", "", "", ""});
   EXPECT_FALSE(neither.ok());
   EXPECT_NE(neither.error.find("spec.heartbeat.interval"), std::string::npos);
   EXPECT_NE(neither.error.find("spec.heartbeat.schedule"), std::string::npos);
@@ -42,18 +45,18 @@ TEST(ParseSchedule, ExactlyOneOfIntervalAndSchedule) {
 
 TEST(ParseSchedule, IntervalIsParsedAndChecked) {
   EXPECT_EQ(std::get<IntervalSchedule>(interval("2h30m")).seconds, 9000);
-  EXPECT_EQ(parse_schedule("29s", "").error,
+  EXPECT_EQ(parse_schedule({"29s", "", "", ""}).error,
             "spec.heartbeat.interval 29s is shorter than the minimum 30s");
-  EXPECT_EQ(parse_schedule("5x", "").error,
+  EXPECT_EQ(parse_schedule({"5x", "", "", ""}).error,
             "spec.heartbeat.interval \"5x\": unknown unit 'x'; use a duration like 30s, 5m, 1h or "
             "2h30m");
 }
 
 TEST(ParseSchedule, CronIsParsedAndMustBeAbleToFire) {
   EXPECT_TRUE(std::holds_alternative<CronSchedule>(cron("@hourly")));
-  EXPECT_EQ(parse_schedule("", "61 * * * *").error,
+  EXPECT_EQ(parse_schedule({"", "61 * * * *", "", ""}).error,
             "spec.heartbeat.schedule \"61 * * * *\": minute 61 out of range 0-59");
-  const auto never = parse_schedule("", "0 0 30 2 *");
+  const auto never = parse_schedule({"", "0 0 30 2 *", "", ""});
   EXPECT_FALSE(never.ok());
   EXPECT_EQ(never.error.rfind("spec.heartbeat.schedule \"0 0 30 2 *\": never fires", 0), 0u);
 }
@@ -274,6 +277,96 @@ TEST(CronSlots, YearRollover) {
                                      std::nullopt, utc("2025-01-01T00:00:05Z"));
   EXPECT_EQ(str(d.run_slot), "2025-01-01T00:00:00Z");
   EXPECT_EQ(str(d.next_slot), "2026-01-01T00:00:00Z");
+}
+
+
+// ---- interval spread: a fleet created in one second does not fire as one ----
+
+IntervalSchedule spread(std::string_view every, std::string_view how, std::string_view key) {
+  auto r = parse_schedule({every, "", how, key});
+  EXPECT_TRUE(r.ok()) << r.error;
+  const auto* iv = r.value ? std::get_if<IntervalSchedule>(&*r.value) : nullptr;
+  return iv != nullptr ? *iv : IntervalSchedule{60};
+}
+
+TEST(IntervalSpread, NoneAndUnsetKeepOneIntervalAfterCreation) {
+  EXPECT_EQ(spread("5m", "", "ns/a").offset_seconds, 0);
+  EXPECT_EQ(spread("5m", "None", "ns/a").offset_seconds, 0);
+  EXPECT_EQ(spread("5m", "0s", "ns/a").offset_seconds, 0);
+}
+
+TEST(IntervalSpread, AutoIsAStableOffsetWithinOneInterval) {
+  const IntervalSchedule a = spread("1h", "Auto", "agents/scribe");
+  EXPECT_EQ(a.offset_seconds, spread("1h", "Auto", "agents/scribe").offset_seconds);
+  EXPECT_GT(a.offset_seconds, 0);  // this key's offset; 0 would mean one interval
+  EXPECT_LT(a.offset_seconds, 3600);
+  // The first slot comes at created + offset, then every interval, forever.
+  const Schedule s = a;
+  const TimePoint first = kCreated + seconds{a.offset_seconds};
+  EXPECT_EQ(str(first_slot_after(s, kCreated, kCreated)), str(first));
+  const SlotDecision before =
+      decide_slot(s, kCreated, std::nullopt, std::nullopt, first - seconds{1});
+  EXPECT_FALSE(before.run_slot);
+  EXPECT_EQ(str(before.next_slot), str(first));
+  const SlotDecision at = decide_slot(s, kCreated, std::nullopt, std::nullopt, first);
+  EXPECT_EQ(str(at.run_slot), str(first));
+  EXPECT_EQ(str(at.next_slot), str(first + std::chrono::hours{1}));
+  // Three hours of downtime later: only the latest slot, on the same grid.
+  const SlotDecision late =
+      decide_slot(s, kCreated, first, std::nullopt, first + std::chrono::hours{3} + seconds{5});
+  EXPECT_EQ(str(late.run_slot), str(first + std::chrono::hours{3}));
+  EXPECT_EQ(late.missed_count, 2);
+  // The slot just run is not run again.
+  const SlotDecision again = decide_slot(s, kCreated, first, std::nullopt, first + seconds{30});
+  EXPECT_FALSE(again.run_slot);
+}
+
+TEST(IntervalSpread, AFleetAppliedInOneCommitSpreadsOverTheInterval) {
+  // 1,000 Agents created in the same second, interval 1h: without a spread
+  // all fire in one second; with Auto no minute holds a herd (a fair share is 16.7).
+  std::array<int, 60> per_minute{};
+  std::set<int64_t> seconds_used;
+  for (int i = 0; i < 1000; ++i) {
+    const IntervalSchedule iv = spread("1h", "Auto", "team/agent-" + std::to_string(i));
+    ASSERT_LT(iv.offset_seconds, 3600);
+    ++per_minute[static_cast<std::size_t>(iv.offset_seconds / 60)];
+    seconds_used.insert(iv.offset_seconds);
+  }
+  EXPECT_EQ(std::count(per_minute.begin(), per_minute.end(), 0), 0);
+  EXPECT_LE(*std::max_element(per_minute.begin(), per_minute.end()), 35);
+  EXPECT_GT(seconds_used.size(), 800u);
+}
+
+TEST(IntervalSpread, ADurationBoundsTheOffset) {
+  for (int i = 0; i < 200; ++i) {
+    const IntervalSchedule iv = spread("1h", "10m", "ns/a" + std::to_string(i));
+    EXPECT_LT(iv.offset_seconds, 600);
+  }
+  EXPECT_LT(spread("1h", "1h", "ns/x").offset_seconds, 3600);
+}
+
+TEST(IntervalSpread, BadSpreadNamesTheFieldAndTheFix) {
+  EXPECT_EQ(parse_schedule({"5m", "", "6m", "ns/a"}).error,
+            "spec.heartbeat.spread \"6m\": longer than the interval 5m; use at most the "
+            "interval, or Auto");
+  EXPECT_EQ(parse_schedule({"5m", "", "auto", "ns/a"}).error,
+            "spec.heartbeat.spread \"auto\": expected a number at 'a'; use a duration like 30s, 5m, 1h or "
+            "2h30m; or use Auto (within one interval) or None");
+  EXPECT_EQ(parse_schedule({"", "0 * * * *", "Auto", "ns/a"}).error,
+            "spec.heartbeat.spread \"Auto\": applies to an interval; spread a schedule with H "
+            "instead, e.g. \"H * * * *\" or \"H(0-29) 9 * * 1-5\"");
+  EXPECT_TRUE(parse_schedule({"", "0 * * * *", "None", "ns/a"}).ok());
+}
+
+TEST(CronHashedSlots, TheKeyPicksTheMinute) {
+  const auto minute_of = [](std::string_view key) {
+    auto r = parse_schedule({"", "H * * * *", "", key});
+    EXPECT_TRUE(r.ok()) << r.error;
+    const auto next = first_slot_after(*r.value, kCreated, kCreated);
+    return next ? (*next - kCreated) : seconds{-1};
+  };
+  EXPECT_EQ(minute_of("agents/scribe"), minute_of("agents/scribe"));
+  EXPECT_EQ(minute_of("agents/scribe"), std::chrono::minutes{6});  // cron_test's pinned minute
 }
 
 }  // namespace

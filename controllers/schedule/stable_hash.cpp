@@ -1,0 +1,28 @@
+#include "controllers/schedule/stable_hash.h"
+
+namespace hb::schedule {
+namespace {
+
+constexpr uint64_t kFnvOffsetBasis = 14695981039346656037ull;
+constexpr uint64_t kFnvPrime = 1099511628211ull;
+constexpr uint64_t kGoldenGamma = 0x9e3779b97f4a7c15ull;  // splitmix64's increment
+
+}  // namespace
+
+uint64_t stable_hash(std::string_view key, uint64_t salt) {
+  uint64_t h = kFnvOffsetBasis;
+  for (char c : key) h = (h ^ static_cast<unsigned char>(c)) * kFnvPrime;
+  h += kGoldenGamma * (salt + 1);
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+std::string schedule_hash_key(std::string_view ns, std::string_view name) {
+  std::string key(ns);
+  key += '/';
+  key += name;
+  return key;
+}
+
+}  // namespace hb::schedule
