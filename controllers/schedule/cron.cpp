@@ -48,7 +48,6 @@ const FieldSpec kFields[5] = {
     {"day-of-week", 0, 7, 6, kDayNames.data(), 7, 0, "day name (SUN-SAT)"},
 };
 
-
 struct Macro {
   std::string_view name;
   std::string_view fields;
@@ -181,7 +180,8 @@ bool parse_hashed(std::string_view element, const FieldSpec& spec, uint64_t hash
     const auto hi = parse_value(range.substr(dash + 1), spec, error);
     if (!hi) return false;
     if (*lo > *hi) {
-      error = field + " range " + std::string(range) + " is backwards; write the smaller value first";
+      error =
+          field + " range " + std::string(range) + " is backwards; write the smaller value first";
       return false;
     }
     low = *lo;
@@ -213,7 +213,8 @@ bool parse_element(std::string_view element, const FieldSpec& spec, uint64_t has
   const std::string_view range = element.substr(0, slash);
   int step = 1;
   if (slash != std::string_view::npos) {
-    const auto parsed = parse_step(element.substr(slash + 1), spec.max - spec.min + 1, field, error);
+    const auto parsed =
+        parse_step(element.substr(slash + 1), spec.max - spec.min + 1, field, error);
     if (!parsed) return false;
     step = *parsed;
   }

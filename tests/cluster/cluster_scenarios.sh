@@ -222,7 +222,7 @@ scenario_stored_transcript() {
             resources: {requests: {storage: "1Gi"}}}}]}' | k apply -f - >/dev/null
   wait_until 60 "claim $claim bound" claim_bound "$claim"
   apply_agent scribe "Write it down. [[shell echo scribe-was-here]]" \
-    "{\"memory\": {\"archival\": {\"persistentVolumeClaimName\": \"$claim\"}}, \"historyLimits\": {\"succeeded\": 1}}"
+    "{\"memory\": {\"archival\": {\"persistentVolumeClaimName\": \"$claim\"}}, \"heartbeat\": {\"historyLimits\": {\"succeeded\": 1}}}"
   local i run file
   for i in 1 2 3; do
     create_run scribe "scribe-$i"

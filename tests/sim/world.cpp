@@ -305,10 +305,12 @@ void World::create_agents() {
                       {"startingDeadlineSeconds", 120},
                       {"contextRuns", 2},
                       {"historyLimits", {{"succeeded", 3}, {"failed", 2}}}};
-    const int kind = std::uniform_int_distribution<int>(0, 2)(rng_);
+    const int kind = std::uniform_int_distribution<int>(0, 4)(rng_);
     if (kind == 0) heartbeat["interval"] = "1m";
     if (kind == 1) heartbeat["interval"] = "3m";
     if (kind == 2) heartbeat["schedule"] = "*/2 * * * *";
+    if (kind == 3) heartbeat.update({{"interval", "2m"}, {"spread", "Auto"}});
+    if (kind == 4) heartbeat["schedule"] = "H/3 * * * *";
     Json agent = {
         {"apiVersion", "heartbeat.dev/v1alpha1"},
         {"kind", "Agent"},

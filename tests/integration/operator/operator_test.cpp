@@ -1,11 +1,14 @@
 // The operator against a real API server, kube-controller-manager (Job and
 // garbage-collector controllers) and a fake kubelet.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "controllers/json_util.h"
 #include "controllers/schedule/run_name.h"
+#include "controllers/schedule/slots.h"
+#include "controllers/schedule/stable_hash.h"
 #include "controllers/schedule/utc_time.h"
 #include "tests/integration/operator/harness.h"
 #include "tests/support/kstatus.h"
@@ -494,6 +497,45 @@ TEST_F(OperatorTest, InvalidSpecNamesTheFieldAndRunsNothing) {
   ASSERT_TRUE(wait_until([&] { return condition(agent("lambda"), "SpecValid", "False"); }, 20s));
   EXPECT_EQ(agent("lambda")["status"]["phase"], "Invalid");
   EXPECT_TRUE(runs_of("lambda").empty());
+}
+
+// H and spread take their values from the Agent's namespace/name: the slot
+// the operator announces is the one the pure schedule gives for that key,
+// and the API server takes the new syntax (parentheses, Auto).
+TEST_F(OperatorTest, HashedSchedulesAndSpreadIntervalsAnnounceTheirOwnSlots) {
+  start_operator();
+  json hashed = create_agent(
+      agent_manifest("hashed", {{"prompt", "Heartbeat."}, {"schedule", "H(0-29) H * * *"}}));
+  json spread = create_agent(
+      agent_manifest("spread", {{"prompt", "Heartbeat."}, {"interval", "1h"}, {"spread", "Auto"}}));
+  create_agent(agent_manifest("overspread",
+                              {{"prompt", "Heartbeat."}, {"interval", "1h"}, {"spread", "2h"}}));
+  const auto expected = [&](const json& a, const char* interval, const char* cron,
+                            const char* how) {
+    const auto parsed = schedule::parse_schedule(
+        {interval, cron, how, schedule::schedule_hash_key(ns_, string_at(a, "metadata/name"))});
+    EXPECT_TRUE(parsed.ok()) << parsed.error;
+    const auto created = *controllers::time_at(a, "metadata/creationTimestamp");
+    return schedule::format_rfc3339(*schedule::first_slot_after(*parsed.value, created, created));
+  };
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return agent("hashed")["status"].contains("nextHeartbeatTime") &&
+               agent("spread")["status"].contains("nextHeartbeatTime");
+      },
+      20s));
+  EXPECT_EQ(string_at(agent("hashed"), "status/nextHeartbeatTime"),
+            expected(hashed, "", "H(0-29) H * * *", ""));
+  EXPECT_EQ(string_at(agent("spread"), "status/nextHeartbeatTime"),
+            expected(spread, "1h", "", "Auto"));
+  ASSERT_TRUE(
+      wait_until([&] { return condition(agent("overspread"), "SpecValid", "False"); }, 20s));
+  for (const json& c : agent("overspread")["status"]["conditions"]) {
+    if (c["type"] == "SpecValid") {
+      EXPECT_THAT(c["message"].get<std::string>(),
+                  ::testing::HasSubstr("spec.heartbeat.spread \"2h\": longer than the interval"));
+    }
+  }
 }
 
 // The operator may not read Secrets: a missing API key shows up as the

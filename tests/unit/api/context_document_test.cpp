@@ -33,6 +33,8 @@ ContextDocument full_document() {
   doc.run.deadline = *parse_rfc3339("2024-05-01T12:10:00.250Z");
   doc.lease = LeaseConfig{"scout-heartbeat", 120s, 24s};
   doc.archival_path = "/var/lib/heartbeat/archival.db";
+  doc.transcript_dir = "/var/lib/heartbeat/transcripts";
+  doc.transcript_keep = {"scout-1", "scout-2"};
   return doc;
 }
 
@@ -95,6 +97,15 @@ TEST(ContextDocumentContract, WrongTypesAreNamed) {
       {json::json_pointer("/run/metadata/bad key"), "v", "run.metadata: metadata key \"bad key\""},
       {json::json_pointer("/lease/durationSeconds"), 5, "lease.durationSeconds: must be between"},
       {json::json_pointer("/memory/blocks/0/limit"), 0, "memory.blocks[0].limit: must be between"},
+      // The runner deletes every transcript not in keep: a hostile or broken
+      // list must be refused whole, not read as "keep nothing".
+      {json::json_pointer("/transcripts/keep"), "scout-1",
+       "transcripts.keep: must be an array of at most 256 run names"},
+      {json::json_pointer("/transcripts/keep"), json(std::vector<std::string>(257, "r")),
+       "transcripts.keep: must be an array of at most 256 run names"},
+      {json::json_pointer("/transcripts/keep/1"), 7,
+       "transcripts.keep: must hold run names (strings)"},
+      {json::json_pointer("/transcripts/dir"), json::array(), "transcripts.dir: must be a string"},
   };
   for (const Case& c : cases) {
     json doc = valid;

@@ -7,7 +7,6 @@
 #include <array>
 
 #include "controllers/schedule/stable_hash.h"
-
 #include "tests/unit/schedule/test_time.h"
 
 namespace hb::schedule {
@@ -260,7 +259,6 @@ TEST(CronMatches, ChecksTheWholeMinute) {
   EXPECT_TRUE(cron_matches(c, utc("2024-05-01T10:15:59Z")));
   EXPECT_FALSE(cron_matches(c, utc("2024-05-01T10:16:00Z")));
 }
-
 
 // ---- H: a stable hash of the agent spreads a fleet ----
 

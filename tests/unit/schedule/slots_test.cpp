@@ -279,7 +279,6 @@ TEST(CronSlots, YearRollover) {
   EXPECT_EQ(str(d.next_slot), "2026-01-01T00:00:00Z");
 }
 
-
 // ---- interval spread: a fleet created in one second does not fire as one ----
 
 IntervalSchedule spread(std::string_view every, std::string_view how, std::string_view key) {
@@ -350,7 +349,8 @@ TEST(IntervalSpread, BadSpreadNamesTheFieldAndTheFix) {
             "spec.heartbeat.spread \"6m\": longer than the interval 5m; use at most the "
             "interval, or Auto");
   EXPECT_EQ(parse_schedule({"5m", "", "auto", "ns/a"}).error,
-            "spec.heartbeat.spread \"auto\": expected a number at 'a'; use a duration like 30s, 5m, 1h or "
+            "spec.heartbeat.spread \"auto\": expected a number at 'a'; use a duration like 30s, "
+            "5m, 1h or "
             "2h30m; or use Auto (within one interval) or None");
   EXPECT_EQ(parse_schedule({"", "0 * * * *", "Auto", "ns/a"}).error,
             "spec.heartbeat.spread \"Auto\": applies to an interval; spread a schedule with H "
