@@ -99,8 +99,9 @@ SpecCheck parse_agent_spec(const Json& agent) {
   const std::string_view interval = string_view_at(heartbeat, "interval");
   const std::string_view cron = string_view_at(heartbeat, "schedule");
   if (!interval.empty() || !cron.empty()) {
+    const std::string hash_key = schedule::schedule_hash_key(s.ns, s.name);
     auto parsed = schedule::parse_schedule({interval, cron, string_view_at(heartbeat, "spread"),
-                                            schedule::schedule_hash_key(s.ns, s.name)});
+                                            hash_key, string_view_at(heartbeat, "timeZone")});
     if (parsed.ok()) {
       s.schedule = *parsed.value;
     } else {

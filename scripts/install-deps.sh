@@ -9,6 +9,7 @@ build_packages=(
   build-essential cmake ninja-build pkg-config
   libcpprest-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libssl-dev libsqlite3-dev libboost-dev zlib1g-dev
+  libhowardhinnant-date-dev  # date-tz: cron schedules in an IANA time zone (the OS tzdata)
 )
 packages=(
   "${build_packages[@]}" clang-format git rsync libgtest-dev libgmock-dev libbenchmark-dev

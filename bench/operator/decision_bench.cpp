@@ -168,7 +168,7 @@ BENCHMARK(BM_DecideViewingEveryObject)->Unit(benchmark::kMillisecond)->MinTime(2
 
 // The pure schedule part alone (no JSON): decide_slot for 10,000 agents.
 void BM_DecideSlotOnly(benchmark::State& state) {
-  auto schedule = hb::schedule::parse_schedule({"1m", "", "", ""});
+  auto schedule = hb::schedule::parse_schedule({"1m", "", "", "", ""});
   const TimePoint created = *hc::parse_rfc3339("2024-05-01T00:00:00Z");
   const TimePoint last = *hc::parse_rfc3339("2024-05-01T11:59:00Z");
   const TimePoint now = *hc::parse_rfc3339("2024-05-01T12:00:00Z");

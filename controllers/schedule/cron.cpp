@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "controllers/schedule/cron_zoned.h"
 #include "controllers/schedule/stable_hash.h"
 
 namespace hb::schedule {
@@ -303,7 +304,7 @@ ParseResult<CronSchedule> parse_cron(std::string_view text, std::string_view fie
         "@daily");
   }
   if (trimmed.starts_with("TZ=") || trimmed.starts_with("CRON_TZ=")) {
-    return fail("time zones are not supported; schedules are evaluated in UTC");
+    return fail("a TZ= prefix is not supported; set spec.heartbeat.timeZone (an IANA name)");
   }
 
   std::string_view fields_text = trimmed;
@@ -358,6 +359,15 @@ bool cron_matches(const CronSchedule& cron, TimePoint t) {
 // minute scan runs only on matching days. Simple, and fast enough for the
 // handful of calls a reconcile makes.
 std::optional<TimePoint> next_after(const CronSchedule& cron, TimePoint t) {
+  return cron.zone != nullptr ? next_after_zoned(cron, t) : next_after_in_utc(cron, t);
+}
+
+std::optional<TimePoint> latest_at_or_before(const CronSchedule& cron, TimePoint t) {
+  return cron.zone != nullptr ? latest_at_or_before_zoned(cron, t)
+                              : latest_at_or_before_in_utc(cron, t);
+}
+
+std::optional<TimePoint> next_after_in_utc(const CronSchedule& cron, TimePoint t) {
   const auto start = std::chrono::floor<minutes>(t) + minutes{1};
   const sys_days first_day = std::chrono::floor<days>(start);
   int from = static_cast<int>((start - first_day).count());
@@ -369,7 +379,7 @@ std::optional<TimePoint> next_after(const CronSchedule& cron, TimePoint t) {
   return std::nullopt;
 }
 
-std::optional<TimePoint> latest_at_or_before(const CronSchedule& cron, TimePoint t) {
+std::optional<TimePoint> latest_at_or_before_in_utc(const CronSchedule& cron, TimePoint t) {
   const auto start = std::chrono::floor<minutes>(t);
   const sys_days first_day = std::chrono::floor<days>(start);
   int until = static_cast<int>((start - first_day).count());

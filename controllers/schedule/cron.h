@@ -1,5 +1,5 @@
 // Five-field cron expressions (minute hour day-of-month month day-of-week),
-// always evaluated in UTC.
+// evaluated in UTC or in an IANA time zone (cron_zoned.h has the DST rules).
 #pragma once
 
 #include <bitset>
@@ -9,6 +9,10 @@
 
 #include "controllers/schedule/parse_result.h"
 #include "controllers/schedule/utc_time.h"
+
+namespace date {
+class time_zone;
+}
 
 namespace hb::schedule {
 
@@ -28,6 +32,8 @@ struct CronSchedule {
   bool dom_star = false;
   bool dow_star = false;
   std::string text;  // as written, for messages
+  // The fields name local times of this zone (time_zone.h); null: UTC.
+  const date::time_zone* zone = nullptr;
 };
 
 // Accepts `*`, numbers, ranges `a-b`, steps `*/n`, `a-b/n` and `a/n` (= a-max/n,
@@ -46,7 +52,7 @@ struct CronSchedule {
 ParseResult<CronSchedule> parse_cron(std::string_view text, std::string_view field = "schedule",
                                      std::string_view hash_key = {});
 
-// Whether the minute containing t matches.
+// Whether the minute containing t matches (in UTC; the zone is not applied).
 bool cron_matches(const CronSchedule& cron, TimePoint t);
 
 // The first matching minute strictly after t; nullopt when none lies within
@@ -57,6 +63,11 @@ std::optional<TimePoint> next_after(const CronSchedule& cron, TimePoint t);
 // kCronSearchYearsMax years back. Finds the most recent missed slot directly,
 // so a long downtime never means iterating over every slot in between.
 std::optional<TimePoint> latest_at_or_before(const CronSchedule& cron, TimePoint t);
+
+// The same searches reading the fields as UTC whatever the zone; the zoned
+// searches (cron_zoned.h) are built on them.
+std::optional<TimePoint> next_after_in_utc(const CronSchedule& cron, TimePoint t);
+std::optional<TimePoint> latest_at_or_before_in_utc(const CronSchedule& cron, TimePoint t);
 
 // False for schedules that restrict only the day of month to days no chosen
 // month has ("0 0 30 2 *", "0 0 31 4,6 *"). Exact, without searching.

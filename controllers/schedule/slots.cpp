@@ -5,6 +5,7 @@
 
 #include "controllers/schedule/duration.h"
 #include "controllers/schedule/stable_hash.h"
+#include "controllers/schedule/time_zone.h"
 
 namespace hb::schedule {
 namespace {
@@ -123,6 +124,10 @@ ParseResult<Schedule> parse_schedule(const ScheduleText& text) {
     if (auto error = check_duration_min(kIntervalField, *parsed.value)) {
       return Result::failure(std::move(*error));
     }
+    if (!text.time_zone.empty() && text.time_zone != "UTC") {
+      return Result::failure(std::string(kTimeZoneField) + " \"" + std::string(text.time_zone) +
+                             "\": applies to a schedule; an interval is the same in every zone");
+    }
     auto offset = parse_spread(text.spread, *parsed.value, text.hash_key);
     if (!offset.ok()) return Result::failure(std::move(offset.error));
     return Result::success(IntervalSchedule{*parsed.value, *offset.value});
@@ -134,6 +139,9 @@ ParseResult<Schedule> parse_schedule(const ScheduleText& text) {
   }
   auto parsed = parse_cron(cron, kScheduleField, text.hash_key);
   if (!parsed.ok()) return Result::failure(std::move(parsed.error));
+  auto zone = find_time_zone(text.time_zone);
+  if (!zone.ok()) return Result::failure(std::move(zone.error));
+  parsed.value->zone = *zone.value;
   if (!can_ever_match(*parsed.value)) {
     return Result::failure(std::string(kScheduleField) + " \"" + parsed.value->text +
                            "\": never fires; no chosen month has the chosen day of month");

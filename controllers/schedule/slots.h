@@ -45,12 +45,15 @@ struct ScheduleText {
   // interval; a duration D (at most the interval): a hash within D.
   std::string_view spread;
   std::string_view hash_key;  // the Agent's "namespace/name" (stable_hash.h)
+  // An IANA name the cron fields are read in ("" or UTC: UTC); not with an interval.
+  std::string_view time_zone;
 };
 
 // Exactly one of interval and cron must be non-empty. Checks the interval
 // minimum (kIntervalSecondsMin), rejects cron rules that can never fire and a
-// spread next to a cron rule (H spreads those). Errors name the field
-// (spec.heartbeat.interval, .schedule or .spread) and the fix.
+// spread next to a cron rule (H spreads those), an unknown time zone and a
+// time zone next to an interval. Errors name the field
+// (spec.heartbeat.interval, .schedule, .spread or .timeZone) and the fix.
 ParseResult<Schedule> parse_schedule(const ScheduleText& text);
 
 // The first slot strictly after t. Interval slot k is created + k*interval,

@@ -2,7 +2,7 @@
 # the HB_NODE_* variables from node.sh env).
 
 # apply_agent NAME PROMPT [EXTRA_JSON]: an Agent on the stand-in model,
-# EXTRA_JSON merged into its spec.
+# EXTRA_JSON merged into its spec (a null there removes the field).
 apply_agent() {
   local name=$1 prompt=$2 extra=${3:-'{}'}
   jq -n --arg name "$name" --arg prompt "$prompt" --arg url "$model_url" --argjson extra "$extra" '{
@@ -15,7 +15,7 @@ apply_agent() {
       persona: "You are a test agent on a real node.",
       heartbeat: {prompt: $prompt, interval: "1h"},
       runtime: {timeoutSeconds: 300, graceSeconds: 5}
-    } * $extra)}' | k -n "$ns" apply -f - >/dev/null
+    } * $extra)} | del(.. | nulls)' | k -n "$ns" apply -f - >/dev/null
 }
 
 create_run() {  # create_run AGENT RUN: a manual run, as a user makes one
@@ -103,3 +103,4 @@ lease_reports_calls() {  # lease_reports_calls AGENT N: the runner's usage beat 
 }
 claim_bound() { [ "$(k -n "$ns" get pvc "$1" -o jsonpath='{.status.phase}')" = Bound ]; }
 run_gone() { ! k -n "$ns" get hbr "$1" >/dev/null 2>&1; }
+agent_has_next() { [ -n "$(agent_field "$1" '.status.nextHeartbeatTime // empty')" ]; }

@@ -256,3 +256,16 @@ scenario_stored_transcript() {
   expect "kubectl heartbeat logs does not name the stored transcript: $plugin" grep -q "pvc/$claim/transcripts/$run.jsonl.gz" <<<"$plugin"
   echo "ok: $run's transcript on the claim: $(stat -c %s "$file") bytes, sha256 matches its status; scribe-1's file trimmed with its run, scribe-2's kept"
 }
+
+# A schedule in a time zone: the operator's image carries tzdata and the
+# tz library, so 09:00 in Berlin is announced as the right UTC instant.
+scenario_zoned_schedule() {
+  step "a schedule in Europe/Berlin, from the operator's image"
+  apply_agent berlin "Good morning." '{"heartbeat": {"schedule": "0 9 * * *", "timeZone": "Europe/Berlin", "interval": null}}'
+  wait_until 60 "berlin's nextHeartbeatTime" agent_has_next berlin
+  local next
+  next="$(agent_field berlin .status.nextHeartbeatTime)"
+  expect "berlin's next heartbeat $next is not 09:00 in Berlin" [ "$(TZ=Europe/Berlin date -d "$next" +%H:%M)" = 09:00 ]
+  expect "berlin's spec is not valid: $(agent_field berlin .status.conditions)" agent_condition_true berlin SpecValid
+  echo "ok: 0 9 * * * in Europe/Berlin: next heartbeat $next"
+}

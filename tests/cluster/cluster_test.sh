@@ -103,6 +103,7 @@ scenario_attacks_from_the_tools_container
 scenario_stall
 scenario_runner_killed
 scenario_stored_transcript
+scenario_zoned_schedule
 scenario_operator_pod_deleted
 
 step "teardown gives everything back"

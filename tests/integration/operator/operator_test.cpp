@@ -499,10 +499,11 @@ TEST_F(OperatorTest, InvalidSpecNamesTheFieldAndRunsNothing) {
   EXPECT_TRUE(runs_of("lambda").empty());
 }
 
-// H and spread take their values from the Agent's namespace/name: the slot
-// the operator announces is the one the pure schedule gives for that key,
-// and the API server takes the new syntax (parentheses, Auto).
-TEST_F(OperatorTest, HashedSchedulesAndSpreadIntervalsAnnounceTheirOwnSlots) {
+// H and spread take their values from the Agent's namespace/name, timeZone
+// from the OS tzdata: the slot the operator announces is the one the pure
+// schedule gives, and the API server takes the new syntax (parentheses,
+// Auto, an IANA name); an unknown zone is named.
+TEST_F(OperatorTest, HashedZonedAndSpreadSchedulesAnnounceTheirOwnSlots) {
   start_operator();
   json hashed = create_agent(
       agent_manifest("hashed", {{"prompt", "Heartbeat."}, {"schedule", "H(0-29) H * * *"}}));
@@ -510,10 +511,16 @@ TEST_F(OperatorTest, HashedSchedulesAndSpreadIntervalsAnnounceTheirOwnSlots) {
       agent_manifest("spread", {{"prompt", "Heartbeat."}, {"interval", "1h"}, {"spread", "Auto"}}));
   create_agent(agent_manifest("overspread",
                               {{"prompt", "Heartbeat."}, {"interval", "1h"}, {"spread", "2h"}}));
+  json berlin = create_agent(agent_manifest(
+      "berlin",
+      {{"prompt", "Heartbeat."}, {"schedule", "0 9 * * *"}, {"timeZone", "Europe/Berlin"}}));
+  create_agent(agent_manifest(
+      "mars", {{"prompt", "Heartbeat."}, {"schedule", "0 9 * * *"}, {"timeZone", "Mars/Olympus"}}));
   const auto expected = [&](const json& a, const char* interval, const char* cron,
-                            const char* how) {
+                            const char* how, const char* zone) {
     const auto parsed = schedule::parse_schedule(
-        {interval, cron, how, schedule::schedule_hash_key(ns_, string_at(a, "metadata/name"))});
+        {interval, cron, how, schedule::schedule_hash_key(ns_, string_at(a, "metadata/name")),
+         zone});
     EXPECT_TRUE(parsed.ok()) << parsed.error;
     const auto created = *controllers::time_at(a, "metadata/creationTimestamp");
     return schedule::format_rfc3339(*schedule::first_slot_after(*parsed.value, created, created));
@@ -521,19 +528,32 @@ TEST_F(OperatorTest, HashedSchedulesAndSpreadIntervalsAnnounceTheirOwnSlots) {
   ASSERT_TRUE(wait_until(
       [&] {
         return agent("hashed")["status"].contains("nextHeartbeatTime") &&
-               agent("spread")["status"].contains("nextHeartbeatTime");
+               agent("spread")["status"].contains("nextHeartbeatTime") &&
+               agent("berlin")["status"].contains("nextHeartbeatTime");
       },
       20s));
   EXPECT_EQ(string_at(agent("hashed"), "status/nextHeartbeatTime"),
-            expected(hashed, "", "H(0-29) H * * *", ""));
+            expected(hashed, "", "H(0-29) H * * *", "", ""));
   EXPECT_EQ(string_at(agent("spread"), "status/nextHeartbeatTime"),
-            expected(spread, "1h", "", "Auto"));
+            expected(spread, "1h", "", "Auto", ""));
+  // 09:00 in Berlin is 08:00 or 07:00 UTC, never 09:00.
+  const std::string nine_in_berlin = string_at(agent("berlin"), "status/nextHeartbeatTime");
+  EXPECT_EQ(nine_in_berlin, expected(berlin, "", "0 9 * * *", "", "Europe/Berlin"));
+  EXPECT_THAT(nine_in_berlin, ::testing::AnyOf(::testing::HasSubstr("T08:00:00Z"),
+                                               ::testing::HasSubstr("T07:00:00Z")));
+  ASSERT_TRUE(wait_until([&] { return condition(agent("mars"), "SpecValid", "False"); }, 20s));
   ASSERT_TRUE(
       wait_until([&] { return condition(agent("overspread"), "SpecValid", "False"); }, 20s));
   for (const json& c : agent("overspread")["status"]["conditions"]) {
     if (c["type"] == "SpecValid") {
       EXPECT_THAT(c["message"].get<std::string>(),
                   ::testing::HasSubstr("spec.heartbeat.spread \"2h\": longer than the interval"));
+    }
+  }
+  for (const json& c : agent("mars")["status"]["conditions"]) {
+    if (c["type"] == "SpecValid") {
+      EXPECT_THAT(c["message"].get<std::string>(),
+                  ::testing::HasSubstr("spec.heartbeat.timeZone \"Mars/Olympus\": unknown time zone"));
     }
   }
 }

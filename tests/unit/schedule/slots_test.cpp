@@ -17,13 +17,13 @@ using std::chrono::seconds;
 using testing::utc;
 
 Schedule interval(std::string_view text) {
-  auto r = parse_schedule({text, "", "", ""});
+  auto r = parse_schedule({text, "", "", "", ""});
   EXPECT_TRUE(r.ok()) << r.error;
   return r.value.value_or(Schedule{IntervalSchedule{60}});
 }
 
 Schedule cron(std::string_view text) {
-  auto r = parse_schedule({"", text, "", ""});
+  auto r = parse_schedule({"", text, "", "", ""});
   EXPECT_TRUE(r.ok()) << r.error;
   return r.value.value_or(Schedule{IntervalSchedule{60}});
 }
@@ -35,9 +35,9 @@ std::string str(std::optional<TimePoint> t) {
 // ---- parse_schedule ----
 
 TEST(ParseSchedule, ExactlyOneOfIntervalAndSchedule) {
-  EXPECT_EQ(parse_schedule({"5m", "0 * * * *", "", ""}).error,
+  EXPECT_EQ(parse_schedule({"5m", "0 * * * *", "", "", ""}).error,
             "spec.heartbeat.interval and spec.heartbeat.schedule are both set; set exactly one");
-  const auto neither = parse_schedule({"", "", "", ""});
+  const auto neither = parse_schedule({"", "", "", "", ""});
   EXPECT_FALSE(neither.ok());
   EXPECT_NE(neither.error.find("spec.heartbeat.interval"), std::string::npos);
   EXPECT_NE(neither.error.find("spec.heartbeat.schedule"), std::string::npos);
@@ -45,18 +45,18 @@ TEST(ParseSchedule, ExactlyOneOfIntervalAndSchedule) {
 
 TEST(ParseSchedule, IntervalIsParsedAndChecked) {
   EXPECT_EQ(std::get<IntervalSchedule>(interval("2h30m")).seconds, 9000);
-  EXPECT_EQ(parse_schedule({"29s", "", "", ""}).error,
+  EXPECT_EQ(parse_schedule({"29s", "", "", "", ""}).error,
             "spec.heartbeat.interval 29s is shorter than the minimum 30s");
-  EXPECT_EQ(parse_schedule({"5x", "", "", ""}).error,
+  EXPECT_EQ(parse_schedule({"5x", "", "", "", ""}).error,
             "spec.heartbeat.interval \"5x\": unknown unit 'x'; use a duration like 30s, 5m, 1h or "
             "2h30m");
 }
 
 TEST(ParseSchedule, CronIsParsedAndMustBeAbleToFire) {
   EXPECT_TRUE(std::holds_alternative<CronSchedule>(cron("@hourly")));
-  EXPECT_EQ(parse_schedule({"", "61 * * * *", "", ""}).error,
+  EXPECT_EQ(parse_schedule({"", "61 * * * *", "", "", ""}).error,
             "spec.heartbeat.schedule \"61 * * * *\": minute 61 out of range 0-59");
-  const auto never = parse_schedule({"", "0 0 30 2 *", "", ""});
+  const auto never = parse_schedule({"", "0 0 30 2 *", "", "", ""});
   EXPECT_FALSE(never.ok());
   EXPECT_EQ(never.error.rfind("spec.heartbeat.schedule \"0 0 30 2 *\": never fires", 0), 0u);
 }
@@ -282,7 +282,7 @@ TEST(CronSlots, YearRollover) {
 // ---- interval spread: a fleet created in one second does not fire as one ----
 
 IntervalSchedule spread(std::string_view every, std::string_view how, std::string_view key) {
-  auto r = parse_schedule({every, "", how, key});
+  auto r = parse_schedule({every, "", how, key, ""});
   EXPECT_TRUE(r.ok()) << r.error;
   const auto* iv = r.value ? std::get_if<IntervalSchedule>(&*r.value) : nullptr;
   return iv != nullptr ? *iv : IntervalSchedule{60};
@@ -345,22 +345,22 @@ TEST(IntervalSpread, ADurationBoundsTheOffset) {
 }
 
 TEST(IntervalSpread, BadSpreadNamesTheFieldAndTheFix) {
-  EXPECT_EQ(parse_schedule({"5m", "", "6m", "ns/a"}).error,
+  EXPECT_EQ(parse_schedule({"5m", "", "6m", "ns/a", ""}).error,
             "spec.heartbeat.spread \"6m\": longer than the interval 5m; use at most the "
             "interval, or Auto");
-  EXPECT_EQ(parse_schedule({"5m", "", "auto", "ns/a"}).error,
+  EXPECT_EQ(parse_schedule({"5m", "", "auto", "ns/a", ""}).error,
             "spec.heartbeat.spread \"auto\": expected a number at 'a'; use a duration like 30s, "
             "5m, 1h or "
             "2h30m; or use Auto (within one interval) or None");
-  EXPECT_EQ(parse_schedule({"", "0 * * * *", "Auto", "ns/a"}).error,
+  EXPECT_EQ(parse_schedule({"", "0 * * * *", "Auto", "ns/a", ""}).error,
             "spec.heartbeat.spread \"Auto\": applies to an interval; spread a schedule with H "
             "instead, e.g. \"H * * * *\" or \"H(0-29) 9 * * 1-5\"");
-  EXPECT_TRUE(parse_schedule({"", "0 * * * *", "None", "ns/a"}).ok());
+  EXPECT_TRUE(parse_schedule({"", "0 * * * *", "None", "ns/a", ""}).ok());
 }
 
 TEST(CronHashedSlots, TheKeyPicksTheMinute) {
   const auto minute_of = [](std::string_view key) {
-    auto r = parse_schedule({"", "H * * * *", "", key});
+    auto r = parse_schedule({"", "H * * * *", "", key, ""});
     EXPECT_TRUE(r.ok()) << r.error;
     const auto next = first_slot_after(*r.value, kCreated, kCreated);
     return next ? (*next - kCreated) : seconds{-1};

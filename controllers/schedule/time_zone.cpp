@@ -1,0 +1,39 @@
+#include "controllers/schedule/time_zone.h"
+
+#include <date/tz.h>
+
+#include <algorithm>
+#include <string>
+
+namespace hb::schedule {
+namespace {
+
+bool iana_characters(std::string_view name) {
+  return std::all_of(name.begin(), name.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '/' || c == '_' || c == '-' || c == '+';
+  });
+}
+
+}  // namespace
+
+ParseResult<const date::time_zone*> find_time_zone(std::string_view name) {
+  using Result = ParseResult<const date::time_zone*>;
+  if (name.empty() || name == "UTC") return Result::success(nullptr);
+  const auto fail = [&](std::string_view problem) {
+    std::string message(kTimeZoneField);
+    message.append(" \"").append(name.substr(0, kTimeZoneNameBytesMax)).append("\": ");
+    message.append(problem).append("; use an IANA name such as Europe/Berlin, America/New_York or UTC");
+    return Result::failure(std::move(message));
+  };
+  if (name.size() > kTimeZoneNameBytesMax || !iana_characters(name) || name.front() == '/' ||
+      name.find("..") != std::string_view::npos) {
+    return fail("is not a time zone name");
+  }
+  try {
+    return Result::success(date::locate_zone(name));
+  } catch (const std::exception&) {
+    return fail("unknown time zone");
+  }
+}
+
+}  // namespace hb::schedule
