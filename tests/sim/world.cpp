@@ -310,7 +310,7 @@ void World::create_agents() {
     if (kind == 1) heartbeat["interval"] = "3m";
     if (kind == 2) heartbeat["schedule"] = "*/2 * * * *";
     if (kind == 3) heartbeat.update({{"interval", "2m"}, {"spread", "Auto"}});
-    if (kind == 4) heartbeat["schedule"] = "H/3 * * * *";
+    if (kind == 4) heartbeat.update({{"schedule", "H/3 * * * *"}, {"timeZone", "Asia/Kolkata"}});
     Json agent = {
         {"apiVersion", "heartbeat.dev/v1alpha1"},
         {"kind", "Agent"},
