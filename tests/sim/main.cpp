@@ -1,7 +1,7 @@
 // heartbeat-sim: runs the deterministic simulation for a range of seeds and
 // prints what it found; a failing seed prints the one command that replays it.
 //   heartbeat-sim [--seed=S] [--seeds=N] [--hours=H] [--agents=K] [--jobs=J] [--no-faults]
-//                 [--verbose]
+//                 [--start=RFC3339] [--verbose]
 // Seeds are independent: J threads (default: one per core) each run whole
 // seeds, and the report is printed in seed order, so it reads the same for
 // any J.
@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "controllers/json_util.h"
 #include "tests/sim/world.h"
 
 namespace {
@@ -65,6 +66,12 @@ int main(int argc, char** argv) {
       options.agents = std::stoi(v);
     } else if (flag(argv[i], "--jobs", v)) {
       jobs = static_cast<unsigned>(std::max(1, std::stoi(v)));
+    } else if (flag(argv[i], "--start", v)) {
+      if (!hb::controllers::parse_rfc3339(v)) {
+        std::fprintf(stderr, "--start=%s: not an RFC 3339 time (2026-03-29T00:30:00Z)\n", v.c_str());
+        return 2;
+      }
+      options.start = v;
     } else if (std::strcmp(argv[i], "--no-faults") == 0) {
       options.faults = false;
     } else if (std::strcmp(argv[i], "--verbose") == 0) {
@@ -72,7 +79,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--seed=S] [--seeds=N] [--hours=H] [--agents=K] [--jobs=J] "
-                   "[--no-faults] [--verbose]\n",
+                   "[--no-faults] [--start=RFC3339] [--verbose]\n",
                    argv[0]);
       return 2;
     }

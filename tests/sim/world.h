@@ -28,6 +28,10 @@ struct SimOptions {
   int agents = 3;
   bool faults = true;  // API faults, watch relists, crashes, skew
   bool verbose = false;
+  // Where simulated time begins: a seed starts within a day after the
+  // default (mid-March, one spend period), within an hour after `start`
+  // when set (e.g. just before a daylight-saving transition).
+  std::string start;  // RFC 3339; empty: the default
 };
 
 struct SimReport {
