@@ -22,7 +22,8 @@ ParseResult<const date::time_zone*> find_time_zone(std::string_view name) {
   const auto fail = [&](std::string_view problem) {
     std::string message(kTimeZoneField);
     message.append(" \"").append(name.substr(0, kTimeZoneNameBytesMax)).append("\": ");
-    message.append(problem).append("; use an IANA name such as Europe/Berlin, America/New_York or UTC");
+    message.append(problem).append(
+        "; use an IANA name such as Europe/Berlin, America/New_York or UTC");
     return Result::failure(std::move(message));
   };
   if (name.size() > kTimeZoneNameBytesMax || !iana_characters(name) || name.front() == '/' ||

@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
       jobs = static_cast<unsigned>(std::max(1, std::stoi(v)));
     } else if (flag(argv[i], "--start", v)) {
       if (!hb::controllers::parse_rfc3339(v)) {
-        std::fprintf(stderr, "--start=%s: not an RFC 3339 time (2026-03-29T00:30:00Z)\n", v.c_str());
+        std::fprintf(stderr, "--start=%s: not an RFC 3339 time (2026-03-29T00:30:00Z)\n",
+                     v.c_str());
         return 2;
       }
       options.start = v;

@@ -516,8 +516,8 @@ TEST_F(OperatorTest, HashedZonedAndSpreadSchedulesAnnounceTheirOwnSlots) {
       {{"prompt", "Heartbeat."}, {"schedule", "0 9 * * *"}, {"timeZone", "Europe/Berlin"}}));
   create_agent(agent_manifest(
       "mars", {{"prompt", "Heartbeat."}, {"schedule", "0 9 * * *"}, {"timeZone", "Mars/Olympus"}}));
-  const auto expected = [&](const json& a, const char* interval, const char* cron,
-                            const char* how, const char* zone) {
+  const auto expected = [&](const json& a, const char* interval, const char* cron, const char* how,
+                            const char* zone) {
     const auto parsed = schedule::parse_schedule(
         {interval, cron, how, schedule::schedule_hash_key(ns_, string_at(a, "metadata/name")),
          zone});
@@ -552,8 +552,9 @@ TEST_F(OperatorTest, HashedZonedAndSpreadSchedulesAnnounceTheirOwnSlots) {
   }
   for (const json& c : agent("mars")["status"]["conditions"]) {
     if (c["type"] == "SpecValid") {
-      EXPECT_THAT(c["message"].get<std::string>(),
-                  ::testing::HasSubstr("spec.heartbeat.timeZone \"Mars/Olympus\": unknown time zone"));
+      EXPECT_THAT(
+          c["message"].get<std::string>(),
+          ::testing::HasSubstr("spec.heartbeat.timeZone \"Mars/Olympus\": unknown time zone"));
     }
   }
 }

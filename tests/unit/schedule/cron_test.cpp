@@ -7,6 +7,7 @@
 #include <array>
 
 #include "controllers/schedule/stable_hash.h"
+#include "tests/unit/schedule/cron_firings.h"
 #include "tests/unit/schedule/test_time.h"
 
 namespace hb::schedule {
@@ -28,16 +29,7 @@ std::string error_of(std::string_view text) {
 
 // The next `n` firings after `from`, as RFC 3339 strings.
 std::vector<std::string> firings(std::string_view text, const std::string& from, int n) {
-  const CronSchedule c = cron(text);
-  std::vector<std::string> out;
-  TimePoint t = utc(from);
-  for (int i = 0; i < n; ++i) {
-    const auto next = next_after(c, t);
-    if (!next) break;
-    out.push_back(format_rfc3339(*next));
-    t = *next;
-  }
-  return out;
+  return testing::firings(cron(text), from, n);
 }
 
 std::string next(std::string_view text, const std::string& from) {

@@ -10,11 +10,13 @@
 
 #include "controllers/schedule/slots.h"
 #include "controllers/schedule/time_zone.h"
+#include "tests/unit/schedule/cron_firings.h"
 #include "tests/unit/schedule/test_time.h"
 
 namespace hb::schedule {
 namespace {
 
+using testing::firings;
 using testing::utc;
 
 CronSchedule zoned(std::string_view text, std::string_view zone) {
@@ -22,18 +24,6 @@ CronSchedule zoned(std::string_view text, std::string_view zone) {
   EXPECT_TRUE(r.ok()) << r.error;
   const auto* cron = r.value ? std::get_if<CronSchedule>(&*r.value) : nullptr;
   return cron != nullptr ? *cron : CronSchedule{};
-}
-
-std::vector<std::string> firings(const CronSchedule& c, const std::string& from, int n) {
-  std::vector<std::string> out;
-  TimePoint t = utc(from);
-  for (int i = 0; i < n; ++i) {
-    const auto next = next_after(c, t);
-    if (!next) break;
-    out.push_back(format_rfc3339(*next));
-    t = *next;
-  }
-  return out;
 }
 
 std::string latest(const CronSchedule& c, const std::string& at) {
@@ -100,13 +90,16 @@ TEST(CronZoned, UtcByNameIsUtc) {
 // transitions of zones with 1 h, 30 min and no DST, and Samoa's skipped day.
 TEST(CronZoned, NextAndLatestAgreeAcrossTransitions) {
   const std::vector<std::pair<const char*, const char*>> cases = {
-      {"Europe/Berlin", "2026-03-28T12:00:00Z"},      {"Europe/Berlin", "2026-10-24T12:00:00Z"},
-      {"Australia/Lord_Howe", "2026-04-04T00:00:00Z"}, {"Australia/Lord_Howe", "2026-10-03T00:00:00Z"},
-      {"America/New_York", "2026-03-08T00:00:00Z"},   {"Pacific/Apia", "2011-12-29T00:00:00Z"},
+      {"Europe/Berlin", "2026-03-28T12:00:00Z"},
+      {"Europe/Berlin", "2026-10-24T12:00:00Z"},
+      {"Australia/Lord_Howe", "2026-04-04T00:00:00Z"},
+      {"Australia/Lord_Howe", "2026-10-03T00:00:00Z"},
+      {"America/New_York", "2026-03-08T00:00:00Z"},
+      {"Pacific/Apia", "2011-12-29T00:00:00Z"},
       {"Asia/Kolkata", "2026-03-28T12:00:00Z"},
   };
-  const std::vector<const char*> rules = {"* * * * *",  "*/15 * * * *", "30 2 * * *",
-                                          "0 * * * *",  "45 1-3 * * *", "0 0 * * *",
+  const std::vector<const char*> rules = {"* * * * *",   "*/15 * * * *", "30 2 * * *",
+                                          "0 * * * *",   "45 1-3 * * *", "0 0 * * *",
                                           "10 0 30 12 *"};
   for (const auto& [zone, from] : cases) {
     for (const char* rule : rules) {
