@@ -449,11 +449,15 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
                                              string_at(*lease, "metadata/resourceVersion"), now);
   }
   std::vector<std::optional<Json>> jobs;
-  std::vector<std::string> going_on;  // unfinished runs with a Job
+  std::vector<std::string> going_on;                            // unfinished runs with a Job
+  std::vector<std::optional<size_t>> going_on_at(runs.size());  // run i's place in going_on
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::string job_name = job_name_for_run(name_of(runs[i]));
     jobs.push_back(overlay_.merge(kOverlayJobs, object_key(ns, job_name), view_.job(ns, job_name)));
-    if (jobs.back() && !is_final(views.runs[i]->phase)) going_on.push_back(name_of(runs[i]));
+    if (jobs.back() && !is_final(views.runs[i]->phase)) {
+      going_on_at[i] = going_on.size();
+      going_on.push_back(name_of(runs[i]));
+    }
   }
   const std::vector<TimePoint> going_on_seen =
       lease_sightings_.runs_seen_at(object_key(ns, name), going_on, now);
@@ -470,8 +474,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
     for (const Json& p : pods) in.pods.push_back(&p);
     in.lease = lease ? &*lease : nullptr;
     in.lease_seen_at = lease_seen_at;
-    auto seen = std::find(going_on.begin(), going_on.end(), name_of(runs[i]));
-    if (seen != going_on.end()) in.run_seen_at = going_on_seen[seen - going_on.begin()];
+    if (going_on_at[i]) in.run_seen_at = going_on_seen[*going_on_at[i]];
     in.timeouts = timeouts;
     in.pricing = spec.pricing;
     in.bounds = usage_bounds(spec);
