@@ -544,13 +544,16 @@ TEST_F(OperatorTest, HashedZonedAndSpreadSchedulesAnnounceTheirOwnSlots) {
   ASSERT_TRUE(wait_until([&] { return condition(agent("mars"), "SpecValid", "False"); }, 20s));
   ASSERT_TRUE(
       wait_until([&] { return condition(agent("overspread"), "SpecValid", "False"); }, 20s));
-  for (const json& c : agent("overspread")["status"]["conditions"]) {
+  // Held in a local: a range-for over a member of agent()'s temporary reads freed memory.
+  const json overspread = agent("overspread");
+  for (const json& c : overspread["status"]["conditions"]) {
     if (c["type"] == "SpecValid") {
       EXPECT_THAT(c["message"].get<std::string>(),
                   ::testing::HasSubstr("spec.heartbeat.spread \"2h\": longer than the interval"));
     }
   }
-  for (const json& c : agent("mars")["status"]["conditions"]) {
+  const json mars = agent("mars");
+  for (const json& c : mars["status"]["conditions"]) {
     if (c["type"] == "SpecValid") {
       EXPECT_THAT(
           c["message"].get<std::string>(),
