@@ -17,6 +17,7 @@ struct Span {
   TimePoint begin;
   TimePoint end;
   seconds offset;
+  seconds previous_offset;  // of the span before (its own at the far bound)
   // The earliest local time of the span that is not a repeat: when the
   // clocks went back at `begin`, local times up to the old offset already
   // happened in the span before.
@@ -35,19 +36,12 @@ Span span_of(const date::time_zone& zone, date::sys_seconds at) {
   const date::sys_seconds end = std::min(info.end, kSpanBoundLatest);
   const seconds before =
       begin > kSpanBoundEarliest ? zone.get_info(begin - seconds{1}).offset : info.offset;
-  return {begin, end, info.offset, begin + std::max(info.offset, before)};
+  return {begin, end, info.offset, before, begin + std::max(info.offset, before)};
 }
 
 // The offset the span after `span` has (its own at the far bound).
 seconds next_offset(const date::time_zone& zone, const Span& span) {
   return span.end < kSpanBoundLatest ? zone.get_info(floor<seconds>(span.end)).offset : span.offset;
-}
-
-// The offset the span before `span` had (its own at the far bound).
-seconds previous_offset(const date::time_zone& zone, const Span& span) {
-  return span.begin > kSpanBoundEarliest
-             ? zone.get_info(floor<seconds>(span.begin) - seconds{1}).offset
-             : span.offset;
 }
 
 }  // namespace
@@ -64,9 +58,8 @@ std::optional<TimePoint> next_after_zoned(const CronSchedule& cron, TimePoint t)
     if (*local - span.offset < span.end) return *local - span.offset;
     // Past this span. A match among the local times the clocks skip runs
     // when they jump, once.
-    if (next_offset(zone, span) > span.offset && *local < span.end + next_offset(zone, span)) {
-      return span.end;
-    }
+    const seconds after_jump = next_offset(zone, span);
+    if (after_jump > span.offset && *local < span.end + after_jump) return span.end;
     if (span.end >= kSpanBoundLatest) return std::nullopt;
     after = span.end - nanoseconds{1};
     span = span_of(zone, floor<seconds>(span.end));
@@ -83,7 +76,7 @@ std::optional<TimePoint> latest_at_or_before_zoned(const CronSchedule& cron, Tim
     if (local && *local >= span.first_fresh_local) return *local - span.offset;
     // Nothing fresh in this span. Local times skipped when the clocks
     // jumped forward at its start ran at that jump.
-    const seconds before = previous_offset(zone, span);
+    const seconds before = span.previous_offset;
     if (before < span.offset) {
       const std::optional<TimePoint> skipped =
           latest_at_or_before_in_utc(cron, span.begin + span.offset - nanoseconds{1});

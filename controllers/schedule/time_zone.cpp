@@ -3,6 +3,7 @@
 #include <date/tz.h>
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 
 namespace hb::schedule {
