@@ -51,6 +51,11 @@ bool tool_needs_archival_storage(std::string_view tool) {
          tool == kToolConversationSearch;
 }
 
+bool tool_only_reads(std::string_view tool) {
+  return tool == kToolArchivalMemorySearch || tool == kToolConversationSearch ||
+         tool == kToolPauseHeartbeats;
+}
+
 bool AgentCapabilities::allows(std::string_view tool) const {
   return std::find(allowed_tools.begin(), allowed_tools.end(), tool) != allowed_tools.end();
 }

@@ -27,6 +27,11 @@ inline constexpr std::string_view kToolPauseHeartbeats = "pause_heartbeats";
 // Tools that need the archival storage (SQLite file on a per-agent volume).
 bool tool_needs_archival_storage(std::string_view tool);
 
+// Tools that change nothing: memory searches and pause_heartbeats. A run
+// whose only tool calls are these acted on nothing (idle backoff counts it
+// idle; the result's usage.actionToolCalls leaves them out).
+bool tool_only_reads(std::string_view tool);
+
 // The system prompt template a type opens with (ADR-011's
 // system_prompt_template): its name, shown in Agent status, and its text,
 // rendered by the runner with "{agent}" replaced by the agent's name.

@@ -41,6 +41,10 @@ struct RunResult {
   int64_t llm_calls = 0;
   int64_t tool_calls = 0;
   int64_t iterations = 0;
+  // usage.actionToolCalls: the tool calls that could change something (an
+  // offered tool other than tool_only_reads). Not charged; idle backoff
+  // reads it. Parsed: unset when absent or not a count up to tool_calls.
+  std::optional<int64_t> action_tool_calls;
   std::optional<int> pause_minutes;  // parsed: clamped to kPauseMinutesMin..kPauseMinutesMax
   std::optional<TimePoint> pause_until;
   std::string output;              // the model's last text; excerpted when rendered too long

@@ -43,6 +43,13 @@ void read_usage(const json& usage, RunResult& r) {
   read_count(usage, "llmCalls", r.llm_calls, r.usage_problem);
   read_count(usage, "toolCalls", r.tool_calls, r.usage_problem);
   read_count(usage, "iterations", r.iterations, r.usage_problem);
+  // Not money: a malformed figure is only not believed.
+  int64_t actions = 0;
+  const json* action_calls = member(usage, "actionToolCalls");
+  if (action_calls != nullptr && !action_calls->is_null() &&
+      read_usage_count(usage, "actionToolCalls", actions).empty() && actions <= r.tool_calls) {
+    r.action_tool_calls = actions;
+  }
   if (const json* cost = member(usage, "costCents"); cost != nullptr && !cost->is_null()) {
     const bool valid =
         cost->is_number() && std::isfinite(cost->get<double>()) && cost->get<double>() >= 0;

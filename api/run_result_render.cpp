@@ -85,6 +85,7 @@ json result_to_json(const RunResult& result) {
                 {"llmCalls", result.llm_calls},
                 {"toolCalls", result.tool_calls},
                 {"iterations", result.iterations}}}};
+  if (result.action_tool_calls) out["usage"]["actionToolCalls"] = *result.action_tool_calls;
   if (result.pause_minutes) out["pauseMinutes"] = *result.pause_minutes;
   if (result.pause_until) out["pauseUntil"] = format_rfc3339_millis(*result.pause_until);
   if (result.started_at) out["startedAt"] = format_rfc3339_millis(*result.started_at);

@@ -28,7 +28,8 @@ bool differs_beyond_run_start(const AgentStatus& want, const AgentView& view) {
          want.capabilities != stored.capabilities ||
          !same_recent_runs(want.recent_runs, stored.recent_runs) ||
          want.last_invoke != stored.last_invoke || want.last_skipped != stored.last_skipped ||
-         want.budget_hold != stored.budget_hold;
+         want.budget_hold != stored.budget_hold || want.idle_streak != stored.idle_streak ||
+         want.effective_interval != stored.effective_interval;
 }
 
 // Fields that also move when a run merely starts.
@@ -84,7 +85,9 @@ StatusPlan plan_status(StatusInput in) {
       .recent_runs = std::move(in.counted.recent_runs),
       .last_invoke = last_invoke(in),
       .last_skipped = in.skipped,
-      .budget_hold = std::move(in.budget_hold)};
+      .budget_hold = std::move(in.budget_hold),
+      .idle_streak = in.idle.streak,
+      .effective_interval = std::move(in.idle.effective_interval)};
   const bool must_write = differs_beyond_run_start(plan.status, in.view);
   const bool run_start_only = !must_write && differs_in_run_start(plan.status, stored);
   if (run_start_only) plan.deferred_until = run_start_write_due(in);

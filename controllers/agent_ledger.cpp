@@ -1,8 +1,10 @@
 #include "controllers/agent_ledger.h"
 
 #include <cmath>
+#include <variant>
 
 #include "controllers/agent_decision.h"
+#include "controllers/schedule/duration.h"
 #include "controllers/schedule/spend.h"
 
 namespace hb::controllers {
@@ -20,6 +22,7 @@ CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<Finishe
     counted.ledger.spend = spend_this_month(stored.spend, now);
     counted.ledger.last_heartbeat = stored.last_heartbeat_time;
     counted.ledger.paused_until = stored.paused_until;
+    counted.ledger.idle_streak = stored.idle_streak.value_or(0);
     counted.recent_runs = stored.recent_runs != nullptr
                               ? stored.recent_runs
                               : std::make_shared<const std::vector<LedgerEntry>>();
@@ -32,6 +35,7 @@ CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<Finishe
   if (stored.recent_runs != nullptr) in.recent = *stored.recent_runs;
   in.last_heartbeat = stored.last_heartbeat_time;
   in.paused_until = stored.paused_until;
+  in.idle_streak = stored.idle_streak.value_or(0);
   counted.ledger = apply_ledger(in);
   counted.recent_runs =
       std::make_shared<const std::vector<LedgerEntry>>(std::move(counted.ledger.recent));
@@ -41,6 +45,18 @@ CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<Finishe
 int64_t spent_cents_this_month(const LedgerResult& ledger, TimePoint now) {
   return schedule::spend_in_current_period(ledger.spend.period,
                                            saturating_int64(std::floor(ledger.spend.cents)), now);
+}
+
+IdleState idle_state(const AgentSpec& spec, const AgentStatus& stored, const LedgerResult& ledger) {
+  IdleState idle;
+  const auto* interval = spec.schedule ? std::get_if<schedule::IntervalSchedule>(&*spec.schedule)
+                                       : nullptr;
+  if (!spec.idle_backoff || interval == nullptr) return idle;
+  const bool same_spec = stored.observed_generation == spec.generation;
+  idle.streak = same_spec ? ledger.idle_streak : 0;
+  idle.intervals = backoff_intervals(*spec.idle_backoff, interval->seconds, *idle.streak);
+  idle.effective_interval = schedule::format_duration(idle.intervals * interval->seconds);
+  return idle;
 }
 
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,

@@ -11,6 +11,8 @@ namespace {
 FinishedRun finished_run(const RunObservation& run, TimePoint now) {
   FinishedRun f;
   f.name = run.view->name;
+  f.source = run.view->source;
+  f.idle = bool_at(run.status, "idle");
   f.phase = run.phase;
   f.exit_code = int_at(run.status, "exitCode");
   f.usage = usage_from_status(run.status);

@@ -43,11 +43,12 @@ bool run_exists(const std::vector<RunObservation>& runs, const std::string& name
 std::optional<TimePoint> heartbeat_after_blocks(const AgentSpec& spec,
                                                 const schedule::BlockResult& blocks,
                                                 std::optional<TimePoint> last_scheduled,
-                                                TimePoint now) {
+                                                TimePoint now, int64_t intervals_after_last) {
   const TimePoint lifts =
       std::max(blocks.paused_until_lifts_at.value_or(now), blocks.budget_resets_at.value_or(now));
-  const schedule::SlotDecision at_lift = schedule::decide_slot(
-      *spec.schedule, spec.created, last_scheduled, spec.starting_deadline_seconds, lifts);
+  const schedule::SlotDecision at_lift =
+      schedule::decide_slot(*spec.schedule, spec.created, last_scheduled,
+                            spec.starting_deadline_seconds, lifts, intervals_after_last);
   return at_lift.run_slot ? std::optional<TimePoint>(lifts) : at_lift.next_slot;
 }
 
@@ -62,10 +63,12 @@ std::optional<TimePoint> later_time(std::optional<TimePoint> a, std::optional<Ti
 SchedulePlan plan_schedule(const AgentSpec& spec, const schedule::BlockResult& blocks,
                            std::optional<TimePoint> last_scheduled,
                            const std::vector<RunObservation>& runs,
-                           const RunObservation* first_waiting, TimePoint now) {
+                           const RunObservation* first_waiting, TimePoint now,
+                           int64_t intervals_after_last) {
   SchedulePlan plan;
-  const schedule::SlotDecision slot = schedule::decide_slot(
-      *spec.schedule, spec.created, last_scheduled, spec.starting_deadline_seconds, now);
+  const schedule::SlotDecision slot =
+      schedule::decide_slot(*spec.schedule, spec.created, last_scheduled,
+                            spec.starting_deadline_seconds, now, intervals_after_last);
   if (slot.missed_too_late) plan.events.push_back(missed_too_late_event(spec, slot));
   if (slot.run_slot && !blocks.blocked()) {
     if (slot.missed_count > 0) plan.events.push_back(missed_slots_event(spec, slot));
@@ -91,7 +94,8 @@ SchedulePlan plan_schedule(const AgentSpec& spec, const schedule::BlockResult& b
   if (!spec.paused && !blocks.until_a_person_acts) {
     plan.next_heartbeat =
         blocks.blocked()
-            ? heartbeat_after_blocks(spec, blocks, later_time(last_scheduled, plan.run_slot), now)
+            ? heartbeat_after_blocks(spec, blocks, later_time(last_scheduled, plan.run_slot), now,
+                                     intervals_after_last)
             : slot.next_slot;
   }
   return plan;

@@ -23,10 +23,12 @@ struct SchedulePlan {
 
 // For a valid agent with an interval or schedule. `first_waiting`: the
 // Queued run that starts next, if any (a due slot folds into it).
+// `intervals_after_last`: idle backoff's gap (backoff_intervals).
 SchedulePlan plan_schedule(const AgentSpec& spec, const schedule::BlockResult& blocks,
                            std::optional<TimePoint> last_scheduled,
                            const std::vector<RunObservation>& runs,
-                           const RunObservation* first_waiting, TimePoint now);
+                           const RunObservation* first_waiting, TimePoint now,
+                           int64_t intervals_after_last = 1);
 
 // When to look again: the earliest future one of a deferred status write,
 // the next heartbeat, a lifting block and the runs' own rechecks (a deadline,

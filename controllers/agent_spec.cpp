@@ -5,6 +5,7 @@
 #include "api/context_document.h"
 #include "controllers/pod_settings.h"
 #include "controllers/schedule/stable_hash.h"
+#include "controllers/schedule/time_zone.h"
 #include "controllers/text_util.h"
 
 namespace hb::controllers {
@@ -37,6 +38,23 @@ SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env) {
   check.errors = spec_errors(check, env);
   return check;
 }
+
+namespace {
+
+// A spread or time zone on an agent with neither interval nor schedule
+// would be silently ignored: say so instead.
+void unscheduled_field_errors(std::string_view spread, std::string_view time_zone,
+                              std::vector<std::string>& errors) {
+  const std::string none = " applies to a heartbeat, and neither " +
+                           std::string(schedule::kIntervalField) + " nor " +
+                           std::string(schedule::kScheduleField) + " is set";
+  if (!spread.empty() && spread != schedule::kSpreadNone) {
+    errors.push_back(std::string(schedule::kSpreadField) + ":" + none);
+  }
+  if (!time_zone.empty()) errors.push_back(std::string(schedule::kTimeZoneField) + ":" + none);
+}
+
+}  // namespace
 
 SpecCheck parse_agent_spec(const Json& agent) {
   SpecCheck check;
@@ -98,15 +116,22 @@ SpecCheck parse_agent_spec(const Json& agent) {
 
   const std::string_view interval = string_view_at(heartbeat, "interval");
   const std::string_view cron = string_view_at(heartbeat, "schedule");
+  const std::string_view spread = string_view_at(heartbeat, "spread");
+  const std::string_view time_zone = string_view_at(heartbeat, "timeZone");
   if (!interval.empty() || !cron.empty()) {
     const std::string hash_key = schedule::schedule_hash_key(s.ns, s.name);
-    auto parsed = schedule::parse_schedule({interval, cron, string_view_at(heartbeat, "spread"),
-                                            hash_key, string_view_at(heartbeat, "timeZone")});
+    auto parsed = schedule::parse_schedule({interval, cron, spread, hash_key, time_zone});
     if (parsed.ok()) {
       s.schedule = *parsed.value;
     } else {
       check.errors.push_back(parsed.error);
     }
+  } else {
+    unscheduled_field_errors(spread, time_zone, check.errors);
+  }
+  if (s.schedule || (interval.empty() && cron.empty())) {
+    s.idle_backoff =
+        parse_idle_backoff(heartbeat, s.schedule ? &*s.schedule : nullptr, check.errors);
   }
   s.starting_deadline_seconds = int_at(heartbeat, "startingDeadlineSeconds");
   if (s.starting_deadline_seconds && (*s.starting_deadline_seconds < 0 ||

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/agent_types.h"
+#include "controllers/idle_backoff.h"
 #include "controllers/json_util.h"
 #include "controllers/schedule/slots.h"
 
@@ -60,6 +61,7 @@ struct AgentSpec {
   int64_t max_tokens = kModelMaxTokensDefault;  // per model call
   std::optional<schedule::Schedule> schedule;   // none: manual and callback runs only
   std::optional<int64_t> starting_deadline_seconds;
+  std::optional<IdleBackoff> idle_backoff;  // interval schedules only
   int context_runs = kContextRunsDefault;
   int history_succeeded = kHistorySucceededDefault;
   int history_failed = kHistoryFailedDefault;

@@ -1,7 +1,9 @@
 #include "controllers/agent_status.h"
 
+#include <algorithm>
 #include <array>
 
+#include "controllers/idle_backoff.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::controllers {
@@ -48,7 +50,8 @@ bool operator==(const AgentStatus& a, const AgentStatus& b) {
          a.next_heartbeat_time == b.next_heartbeat_time && a.paused_until == b.paused_until &&
          a.active_run == b.active_run && a.spend == b.spend && a.capabilities == b.capabilities &&
          same_recent_runs(a.recent_runs, b.recent_runs) && a.last_invoke == b.last_invoke &&
-         a.last_skipped == b.last_skipped && a.budget_hold == b.budget_hold;
+         a.last_skipped == b.last_skipped && a.budget_hold == b.budget_hold &&
+         a.idle_streak == b.idle_streak && a.effective_interval == b.effective_interval;
 }
 
 Json to_json(const Condition& c) {
@@ -91,6 +94,8 @@ Json to_json(const AgentStatus& s) {
     skipped.emplace("message", s.last_skipped->message);
   }
   if (s.budget_hold) out.emplace("budgetHold", to_json(*s.budget_hold));
+  if (s.idle_streak) out.emplace("idleStreak", *s.idle_streak);
+  if (!s.effective_interval.empty()) out.emplace("effectiveInterval", s.effective_interval);
   return out;
 }
 
@@ -159,6 +164,9 @@ ParsedAgentStatus parse_agent_status(const Json* stored) {
                                  string_at(*hold, "releasedBy")};
     }
   }
+  // Out of range (a hand-edited status): clamped, so rewritten.
+  if (auto streak = int_at(j, "idleStreak")) s.idle_streak = std::clamp<int64_t>(*streak, 0, kIdleStreakMax);
+  s.effective_interval = string_at(j, "effectiveInterval");
   parsed.canonical = to_json(s) == j;
   return parsed;
 }

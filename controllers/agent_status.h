@@ -85,6 +85,11 @@ struct AgentStatus {
   std::optional<LastInvoke> last_invoke;
   std::optional<SkippedHeartbeat> last_skipped;
   std::optional<BudgetHold> budget_hold;
+  // Idle backoff (idle_backoff.h), shown while spec.heartbeat.idleBackoff is
+  // set: scheduled runs in a row that ended idle, and the gap that makes
+  // between slots ("10m", "20m", ...).
+  std::optional<int64_t> idle_streak;
+  std::string effective_interval;  // empty: absent
 };
 
 bool same_conditions(const Conditions& a, const Conditions& b);

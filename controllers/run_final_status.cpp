@@ -180,6 +180,11 @@ RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput
       obs.view->job_name.empty() ? job_name_for_run(name) : obs.view->job_name;
   obs.status = build_final_status(obs.status, f, charge, started, job_name, lease_renew, in.now);
   put_run_logs(obs.status, f, in, name);
+  // Judged once, here, from the result: the ledger counts it into the
+  // agent's idle streak (idle_backoff.h).
+  if (f.result && f.phase == RunPhase::kSucceeded) {
+    obs.status["idle"] = result_is_idle(*f.result, in.idle_token);
+  }
   obs.events.push_back(final_event(name, f));
   return obs;
 }

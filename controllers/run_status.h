@@ -16,6 +16,7 @@
 
 #include "api/contract_limits.h"
 #include "controllers/event.h"
+#include "controllers/idle_backoff.h"
 #include "controllers/json_util.h"
 #include "controllers/run_cost.h"
 #include "controllers/run_pod_state.h"  // pick_pod
@@ -99,6 +100,8 @@ struct RunObservationInput {
   // The Agent's archival claim: the stored transcript's ref names it. Empty:
   // no stored transcripts (a record a result claims anyway is not believed).
   std::string archival_claim;
+  // A succeeded run whose output is this acted on nothing (idle_backoff.h).
+  std::string idle_token = std::string(kIdleTokenDefault);
   // This month's spend has reached the agent's budget (say the budget was
   // lowered mid-run): a started run is cancelled; a Queued one keeps waiting.
   bool budget_exceeded = false;

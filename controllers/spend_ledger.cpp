@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 
+#include "controllers/idle_backoff.h"
 #include "controllers/run_cost.h"
 #include "controllers/schedule/spend.h"
 
@@ -23,6 +24,7 @@ LedgerResult apply_ledger(const LedgerInput& in) {
   out.recent = in.recent;
   out.last_heartbeat = in.last_heartbeat;
   out.paused_until = in.paused_until;
+  out.idle_streak = in.idle_streak;
 
   std::vector<FinishedRun> finished = in.finished;
   std::sort(finished.begin(), finished.end(), [](const FinishedRun& a, const FinishedRun& b) {
@@ -57,6 +59,7 @@ LedgerResult apply_ledger(const LedgerInput& in) {
                       LedgerEntry{run.name, std::string(to_string(run.phase)), run.exit_code,
                                   run.usage.cost_cents, run.finished_at});
     out.counted.push_back(run.name);
+    out.idle_streak = next_idle_streak(out.idle_streak, run.source, run.phase, run.idle);
     if (!out.last_heartbeat || run.finished_at > *out.last_heartbeat) {
       out.last_heartbeat = run.finished_at;
     }

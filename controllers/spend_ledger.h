@@ -50,6 +50,8 @@ struct LedgerEntry {  // one item of status.recentRuns
 
 struct FinishedRun {  // a final run whose costRecorded is not yet true
   std::string name;
+  std::string source;  // scheduler | manual | callback
+  bool idle = false;   // status.idle: a succeeded run that acted on nothing
   RunPhase phase = RunPhase::kSucceeded;
   std::optional<int64_t> exit_code;
   RunUsage usage;
@@ -63,6 +65,7 @@ struct LedgerInput {
   std::optional<TimePoint> last_heartbeat;
   std::optional<TimePoint> paused_until;
   std::vector<FinishedRun> finished;  // unmarked final runs, any order
+  int64_t idle_streak = 0;            // status.idleStreak (idle_backoff.h)
   TimePoint now{};
 };
 
@@ -71,6 +74,8 @@ struct LedgerResult {
   std::vector<LedgerEntry> recent;
   std::optional<TimePoint> last_heartbeat;
   std::optional<TimePoint> paused_until;
+  // Moved by each newly counted run, in the order they finished.
+  int64_t idle_streak = 0;
   std::vector<std::string> counted;  // newly added to spend (need the agent write first)
   std::vector<std::string> mark;     // write costRecorded=true (after the agent write)
   // Counted before and charged more now: the charge is only right if the

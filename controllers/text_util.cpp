@@ -18,8 +18,18 @@ std::string camel_case(std::string_view snake) {
   return out.empty() ? std::string("Unknown") : out;
 }
 
+namespace {
+constexpr std::string_view kBlankChars = " \t\r\n\f\v";
+}  // namespace
+
 bool is_blank(std::string_view text) {
-  return text.find_first_not_of(" \t\r\n\f\v") == std::string_view::npos;
+  return text.find_first_not_of(kBlankChars) == std::string_view::npos;
+}
+
+std::string_view trim_blank(std::string_view text) {
+  const std::size_t first = text.find_first_not_of(kBlankChars);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(kBlankChars) - first + 1);
 }
 
 }  // namespace hb::controllers

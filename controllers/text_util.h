@@ -13,4 +13,7 @@ std::string camel_case(std::string_view snake);
 // Empty or only ASCII whitespace (a prompt with nothing to do).
 bool is_blank(std::string_view text);
 
+// `text` without ASCII whitespace at either end.
+std::string_view trim_blank(std::string_view text);
+
 }  // namespace hb::controllers

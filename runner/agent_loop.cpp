@@ -40,6 +40,7 @@ class Loop {
   api::RunResult run() {
     result_.started_at = deps_.clock.now();
     result_.cost_cents = 0.0;
+    result_.action_tool_calls = 0;
     messages_.push_back({Message::Role::kUser, config_.first_message, {}, {}});
     deps_.transcript.emit(
         {{"event", "user_message"}, {"text", api::sanitize_utf8(config_.first_message)}});
@@ -172,6 +173,7 @@ class Loop {
                     "the model called " + call.name + " with the same arguments " +
                         std::to_string(kRepeatedToolCallsMax) + " times in a row");
       }
+      if (offered(call.name) && !api::tool_only_reads(call.name)) ++*result_.action_tool_calls;
       ToolOutcome outcome = answer(call);
       if (stopped_) return;  // pause_heartbeats, tools_unavailable
       deps_.transcript.emit({{"event", "tool_result"},

@@ -1,6 +1,7 @@
 #include "controllers/schedule/slots.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
 
 #include "controllers/schedule/duration.h"
@@ -163,11 +164,16 @@ std::optional<TimePoint> first_slot_after(const Schedule& schedule, TimePoint cr
 
 SlotDecision decide_slot(const Schedule& schedule, TimePoint created,
                          std::optional<TimePoint> last_schedule_time,
-                         std::optional<int64_t> starting_deadline_seconds, TimePoint now) {
+                         std::optional<int64_t> starting_deadline_seconds, TimePoint now,
+                         int64_t intervals_after_last) {
+  assert(intervals_after_last >= 1);
   const TimePoint earliest = std::max(created, last_schedule_time.value_or(created));
   if (const auto* iv = std::get_if<IntervalSchedule>(&schedule)) {
-    return decide_interval(iv->seconds, interval_anchor(*iv, created), earliest,
-                           starting_deadline_seconds, now);
+    // Slots strictly after last + (n - 1) intervals: at least n after it.
+    const int64_t skipped = last_schedule_time ? std::max<int64_t>(intervals_after_last - 1, 0) : 0;
+    return decide_interval(iv->seconds, interval_anchor(*iv, created),
+                           earliest + skipped * seconds{iv->seconds}, starting_deadline_seconds,
+                           now);
   }
   return decide_cron(std::get<CronSchedule>(schedule), earliest, starting_deadline_seconds, now);
 }

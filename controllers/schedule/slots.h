@@ -79,8 +79,13 @@ struct SlotDecision {
 // and at or before now. If a clock steps back behind last_schedule_time,
 // nothing is due and next_slot still lies after last_schedule_time. O(1) for
 // intervals; bounded for cron.
+//
+// `intervals_after_last` (idle backoff, interval schedules only): the next
+// slot lies at least this many intervals after last_schedule_time; the slots
+// in between are neither run nor missed.
 SlotDecision decide_slot(const Schedule& schedule, TimePoint created,
                          std::optional<TimePoint> last_schedule_time,
-                         std::optional<int64_t> starting_deadline_seconds, TimePoint now);
+                         std::optional<int64_t> starting_deadline_seconds, TimePoint now,
+                         int64_t intervals_after_last = 1);
 
 }  // namespace hb::schedule

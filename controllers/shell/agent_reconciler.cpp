@@ -481,6 +481,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
     in.budget_exceeded = budget_spent;
     in.pause_allowed = pause_allowed(spec);
     in.archival_claim = spec.archival_claim;
+    in.idle_token = idle_token(spec.idle_backoff);
     in.now = now;
     observed.runs.push_back(observe_run(in));
     observed.has_job.push_back(job.has_value());
