@@ -49,8 +49,8 @@ int64_t spent_cents_this_month(const LedgerResult& ledger, TimePoint now) {
 
 IdleState idle_state(const AgentSpec& spec, const AgentStatus& stored, const LedgerResult& ledger) {
   IdleState idle;
-  const auto* interval = spec.schedule ? std::get_if<schedule::IntervalSchedule>(&*spec.schedule)
-                                       : nullptr;
+  const auto* interval =
+      spec.schedule ? std::get_if<schedule::IntervalSchedule>(&*spec.schedule) : nullptr;
   if (!spec.idle_backoff || interval == nullptr) return idle;
   const bool same_spec = stored.observed_generation == spec.generation;
   idle.streak = same_spec ? ledger.idle_streak : 0;

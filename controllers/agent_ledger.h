@@ -33,8 +33,8 @@ int64_t spent_cents_this_month(const LedgerResult& ledger, TimePoint now);
 // Idle backoff as this pass sees it (idle_backoff.h); all unset while
 // spec.heartbeat.idleBackoff is not.
 struct IdleState {
-  std::optional<int64_t> streak;  // status.idleStreak
-  int64_t intervals = 1;          // the next slot's gap after lastScheduleTime
+  std::optional<int64_t> streak;   // status.idleStreak
+  int64_t intervals = 1;           // the next slot's gap after lastScheduleTime
   std::string effective_interval;  // status.effectiveInterval
 };
 

@@ -165,7 +165,8 @@ ParsedAgentStatus parse_agent_status(const Json* stored) {
     }
   }
   // Out of range (a hand-edited status): clamped, so rewritten.
-  if (auto streak = int_at(j, "idleStreak")) s.idle_streak = std::clamp<int64_t>(*streak, 0, kIdleStreakMax);
+  if (auto streak = int_at(j, "idleStreak"))
+    s.idle_streak = std::clamp<int64_t>(*streak, 0, kIdleStreakMax);
   s.effective_interval = string_at(j, "effectiveInterval");
   parsed.canonical = to_json(s) == j;
   return parsed;

@@ -27,7 +27,8 @@ std::optional<int64_t> parse_max_interval(const Json& backoff, int64_t interval_
   }
   if (*parsed.value < interval_seconds) {
     errors.push_back(field("maxInterval") + " \"" + std::string(text) +
-                     "\": shorter than the interval " + schedule::format_duration(interval_seconds) +
+                     "\": shorter than the interval " +
+                     schedule::format_duration(interval_seconds) +
                      "; use at least the interval (it is where backing off stops)");
     return std::nullopt;
   }

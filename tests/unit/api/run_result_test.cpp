@@ -157,6 +157,34 @@ TEST(RunResultContract, PauseMinutesAreClamped) {
   EXPECT_EQ(pause("30"), 30);
 }
 
+// Not money, so never charged: a malformed count is only not believed (the
+// run is then not idle by it), and a count above toolCalls is a lie.
+TEST(RunResultContract, ActionToolCallsIsBelievedOnlyAsACountUpToToolCalls) {
+  auto actions = [](const std::string& usage) {
+    const ParsedResult parsed = parse_run_result(R"({"usage":)" + usage + "}");
+    EXPECT_TRUE(parsed.result) << parsed.problem;
+    EXPECT_EQ(parsed.result->usage_problem, "") << usage;
+    return parsed.result->action_tool_calls;
+  };
+  EXPECT_EQ(actions(R"({"toolCalls":3,"actionToolCalls":2})"), 2);
+  EXPECT_EQ(actions(R"({"toolCalls":3,"actionToolCalls":0})"), 0);
+  EXPECT_EQ(actions(R"({"toolCalls":3})"), std::nullopt);
+  EXPECT_EQ(actions(R"({"toolCalls":3,"actionToolCalls":null})"), std::nullopt);
+  EXPECT_EQ(actions(R"({"toolCalls":3,"actionToolCalls":4})"), std::nullopt);
+  EXPECT_EQ(actions(R"({"toolCalls":3,"actionToolCalls":-1})"), std::nullopt);
+  EXPECT_EQ(actions(R"({"toolCalls":3,"actionToolCalls":"0"})"), std::nullopt);
+  EXPECT_EQ(actions(R"({"toolCalls":3,"actionToolCalls":0.5})"), std::nullopt);
+  EXPECT_EQ(actions(R"({"toolCalls":3,"actionToolCalls":1e300})"), std::nullopt);
+  EXPECT_EQ(actions(R"({"toolCalls":3,"actionToolCalls":18446744073709551615})"), std::nullopt);
+
+  RunResult r;
+  r.tool_calls = 4;
+  r.action_tool_calls = 1;
+  EXPECT_EQ(parse_run_result(render_result(r)).result->action_tool_calls, 1);
+  r.action_tool_calls.reset();
+  EXPECT_FALSE(result_to_json(r)["usage"].contains("actionToolCalls"));
+}
+
 TEST(RunResultContract, AnyStopReasonTextIsKeptForCustomRunners) {
   const ParsedResult parsed = parse_run_result(R"({"stopReason":"end_turn","usage":{}})");
   ASSERT_TRUE(parsed.result);

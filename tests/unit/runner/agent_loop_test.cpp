@@ -112,6 +112,33 @@ TEST(AgentLoop, MultiStepToolLoopThenAnswer) {
   EXPECT_EQ(h.transcript.events("stop").back()["stopReason"], "completed");
 }
 
+// usage.actionToolCalls: the calls that could change something. Memory
+// searches and pause_heartbeats read; a refused tool never ran.
+TEST(AgentLoop, ActionToolCallsLeaveOutReadsAndRefusedTools) {
+  Harness h;
+  h.model.push(ScriptedModel::call("archival_memory_search", R"({"query":"x"})", "c1"));
+  h.model.push(ScriptedModel::call("conversation_search", R"({"query":"y"})", "c2"));
+  h.model.push(ScriptedModel::call("no_such_tool", R"({})", "c3"));
+  h.model.push(ScriptedModel::text("HEARTBEAT_OK"));
+  auto quiet = h.run();
+  EXPECT_EQ(quiet.tool_calls, 3);
+  EXPECT_EQ(quiet.action_tool_calls, 0);
+
+  Harness busy;
+  busy.model.push(ScriptedModel::call("conversation_search", R"({"query":"y"})", "c1"));
+  busy.model.push(ScriptedModel::call("shell", R"({"command":"ls"})", "c2"));
+  busy.model.push(
+      ScriptedModel::call("core_memory_append", R"({"label":"human","content":"x"})", "c3"));
+  busy.model.push(ScriptedModel::text("done"));
+  auto acted = busy.run();
+  EXPECT_EQ(acted.tool_calls, 3);
+  EXPECT_EQ(acted.action_tool_calls, 2);
+
+  Harness none;
+  none.model.push(ScriptedModel::text("nothing to do"));
+  EXPECT_EQ(none.run().action_tool_calls, 0) << "counted from the start, so present";
+}
+
 TEST(AgentLoop, PauseHeartbeatsEndsTheLoopAtOnce) {
   Harness h;
   ScriptedModel::Step step = [](const ModelRequest&) {
