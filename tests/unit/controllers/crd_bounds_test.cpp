@@ -33,6 +33,10 @@ TEST(CrdBounds, TheSchemaAndTheCodeAgree) {
             kPriceCentsPerMillionTokensMax);
   EXPECT_EQ(maximum_of({"model", "maxTokens"}), static_cast<double>(kModelMaxTokensMax));
   EXPECT_EQ(agent_field({"model", "maxTokens"})["default"].as<int64_t>(), kModelMaxTokensDefault);
+  EXPECT_EQ(maximum_of({"heartbeat", "idleBackoff", "after"}),
+            static_cast<double>(kIdleBackoffAfterMax));
+  EXPECT_EQ(agent_field({"heartbeat", "idleBackoff", "idleToken"})["maxLength"].as<std::size_t>(),
+            kIdleTokenBytesMax);
 }
 
 // What the schema does not stop, the code refuses by name.
