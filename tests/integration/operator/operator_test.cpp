@@ -490,6 +490,41 @@ TEST_F(OperatorTest, PauseHeartbeatsMovesTheNextSlot) {
   EXPECT_GE(events_with_reason("PauseIgnored"), 1u);
 }
 
+// Idle backoff on the real API server: the run's result is judged once
+// (status.idle), the agent's streak and gap follow, and the API server takes
+// the new fields; a manual run that acts starts the count again.
+TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
+  start_kubelet([](const json& pod) {
+    PodScript s = finishes_with(0.1);
+    json result = json::parse(s.termination_message);
+    // Pods are named after their Job, which is named after its run.
+    const bool manual = string_at(pod, "metadata/name").rfind("idler-m", 0) == 0;
+    result["output"] = manual ? "rotated the logs" : "HEARTBEAT_OK";
+    result["usage"]["actionToolCalls"] = manual ? 1 : 0;
+    s.termination_message = result.dump();
+    return s;
+  });
+  json a = create_agent(agent_manifest(
+      "idler", {{"prompt", "Heartbeat. Answer HEARTBEAT_OK when there is nothing to do."},
+                {"interval", "30s"},
+                {"idleBackoff", {{"after", 1}, {"maxInterval", "1m"}}}}));
+  const auto created = *controllers::time_at(a, "metadata/creationTimestamp");
+  start_operator();
+  const std::string first = schedule::scheduled_run_name("idler", created + 30s);
+  ASSERT_TRUE(wait_until([&] { return agent("idler")["status"]["idleStreak"] == 1; }, 50s));
+  EXPECT_EQ(run(first)["status"]["idle"], true);
+  json idle = agent("idler");
+  EXPECT_EQ(idle["status"]["effectiveInterval"], "1m");
+  EXPECT_EQ(string_at(idle, "status/nextHeartbeatTime"), schedule::format_rfc3339(created + 90s))
+      << "the 60 s slot is backed off";
+
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("idler", "idler-m1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return agent("idler")["status"]["idleStreak"] == 0; }, 30s));
+  EXPECT_EQ(run("idler-m1")["status"]["idle"], false);
+  EXPECT_EQ(agent("idler")["status"]["effectiveInterval"], "30s");
+  EXPECT_EQ(runs_of("idler").size(), 2u) << "no slot ran while backed off";
+}
+
 TEST_F(OperatorTest, InvalidSpecNamesTheFieldAndRunsNothing) {
   start_operator();
   create_agent(agent_manifest(
