@@ -107,6 +107,8 @@ Directives parse_directives(std::string_view text) {
       out.hang = true;
     } else if (name == "expensive") {
       out.expensive = true;
+    } else if (name == "idle") {
+      out.idle = true;
     }
     // Anything else in double brackets is ordinary text.
   }
@@ -136,7 +138,7 @@ std::vector<ToolStep> plan_steps(const Directives& d, const std::vector<std::str
     }
   }
   if (d.pause_minutes) add("pause_heartbeats", {{"minutes", *d.pause_minutes}});
-  if (d.order.empty() && offered(tools, "shell")) {
+  if (d.order.empty() && !d.idle && offered(tools, "shell")) {
     steps.push_back({"shell", {{"command", kDefaultShellCommand}}});
   }
   return steps;
@@ -167,6 +169,11 @@ Decision decide(const ModelRequest& request, const std::string& now) {
     return out;
   }
   out.kind = Decision::Kind::kText;
+  if (d.idle) {
+    out.text = kIdleAnswer;
+    out.summary = "idle answer after " + std::to_string(request.tool_turns) + " tool turn(s)";
+    return out;
+  }
   out.text = "Stand-in model (hb-fake-model), not a real LLM: heartbeat done at " + now +
              " after " + std::to_string(request.tool_turns) + " tool call(s).";
   if (!request.last_tool_result.empty()) {

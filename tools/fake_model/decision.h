@@ -10,6 +10,8 @@
 //   [[hang]]        never answer (until the client disconnects or the server stops)
 //   [[expensive]]   report the request's whole output limit (max_tokens) as
 //                   completion tokens, so a reply costs its worst case
+//   [[idle]]        call no tool (not even the default shell) and answer just
+//                   kIdleAnswer, as a model with nothing to do is told to
 //
 // Tool directives run in the order they appear, one per model turn, pause
 // last (it ends the heartbeat). Without any tool directive the first turn
@@ -36,6 +38,8 @@ inline constexpr int kSleepTimeoutSlackSeconds = 30;
 inline constexpr int kShellTimeoutSecondsMax = 600;
 inline constexpr std::size_t kToolResultEchoBytesMax = 200;
 inline constexpr std::size_t kShellDirectivesMax = 8;
+// The [[idle]] answer: the operator's default idle token.
+inline constexpr const char* kIdleAnswer = "HEARTBEAT_OK";
 
 struct Directives {
   std::optional<int> pause_minutes;
@@ -45,6 +49,7 @@ struct Directives {
   std::optional<int> fail_status;           // 400..599
   bool hang = false;
   bool expensive = false;
+  bool idle = false;  // [[idle]]: only the other tool directives' calls, then kIdleAnswer
   // Tool directives in order of appearance: "memory", "sleep", "pause",
   // "shell:N" (the Nth of shell_commands).
   std::vector<std::string> order;

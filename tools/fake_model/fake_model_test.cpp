@@ -121,6 +121,18 @@ TEST(Decide, ToolsNotOfferedAreSkippedAndSaidSo) {
   EXPECT_NE(d.text.find("pause_heartbeats was not offered"), std::string::npos);
 }
 
+TEST(Decide, IdleCallsNoDefaultToolAndAnswersTheIdleToken) {
+  Decision first = decide(request_with("Heartbeat. [[idle]]", 0, {"shell"}), kNow);
+  ASSERT_EQ(first.kind, Decision::Kind::kText);
+  EXPECT_EQ(first.text, "HEARTBEAT_OK");
+  // Other directives still run first, then the idle answer.
+  Decision searched =
+      decide(request_with("[[idle]] [[memory x]]", 0, {"core_memory_append"}), kNow);
+  EXPECT_EQ(searched.kind, Decision::Kind::kToolCall);
+  EXPECT_EQ(decide(request_with("[[idle]] [[memory x]]", 1, {"core_memory_append"}), kNow).text,
+            "HEARTBEAT_OK");
+}
+
 TEST(Decide, FailAndHangWinOverEverything) {
   Decision fail = decide(request_with("[[sleep 1]] [[fail 429]]", 1), kNow);
   EXPECT_EQ(fail.kind, Decision::Kind::kFail);

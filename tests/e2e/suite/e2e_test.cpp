@@ -129,6 +129,36 @@ TEST_F(E2eTest, PauseHeartbeatsMovesTheNextSlot) {
   EXPECT_EQ(runs_of("pauser").size(), 2u);
 }
 
+// Idle backoff with the real runner: the stand-in model answers just
+// HEARTBEAT_OK without a tool call, the runner reports no action, the
+// operator judges the run idle and stretches the interval.
+TEST_F(E2eTest, AnIdleAgentsIntervalDoubles) {
+  const json created = create_agent(agent_manifest_e2e(
+      "idler", "Anything new? Answer HEARTBEAT_OK if not. [[idle]]",
+      {{"heartbeat",
+        {{"interval", "30s"}, {"idleBackoff", {{"after", 1}, {"maxInterval", "1m"}}}}}}));
+  const auto created_at = *controllers::time_at(created, "metadata/creationTimestamp");
+  wait_ready(start_operator());
+  ASSERT_TRUE(wait_until([&] { return runs_of("idler").size() == 1; }, 60s));
+  const std::string name = string_at(runs_of("idler").front(), "metadata/name");
+  ASSERT_TRUE(wait_phase(name, "Succeeded", 60s)) << run(name).dump(2);
+  const json done = run(name);
+  EXPECT_EQ(done["status"]["output"], "HEARTBEAT_OK");
+  EXPECT_EQ(done["status"]["usage"]["toolCalls"], 0);
+  EXPECT_EQ(done["status"]["idle"], true);
+  ASSERT_TRUE(wait_until([&] { return agent("idler")["status"]["idleStreak"] == 1; }, 15s));
+  const json a = agent("idler");
+  EXPECT_EQ(a["status"]["effectiveInterval"], "1m");
+  EXPECT_EQ(string_at(a, "status/nextHeartbeatTime"),
+            schedule::format_rfc3339(created_at + std::chrono::seconds(90)));
+  const std::string table = kubectl("get hbr " + name + " -o wide");
+  EXPECT_NE(table.find("IDLE"), std::string::npos) << table;
+  EXPECT_NE(last_line(table).find("true"), std::string::npos) << table;
+  // The 60 s slot passes without a run.
+  std::this_thread::sleep_until(created_at + std::chrono::seconds(70));
+  EXPECT_EQ(runs_of("idler").size(), 1u);
+}
+
 TEST_F(E2eTest, BudgetExhaustionPausesTheAgent) {
   // Each model reply reports max_tokens of output: 100 tokens at 10,000
   // cents per million = 1 cent, the whole month's budget.
