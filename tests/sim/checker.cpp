@@ -47,6 +47,9 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
       (*before)["spec"] != (*after)["spec"]) {
     violation("the operator wrote the spec of Agent " + key_of(*after));
   }
+  if (resource == "agents" && actor == Actor::kOperator && before && after) {
+    check_idle_streak(*before, *after);
+  }
   if (resource == "heartbeatruns") on_run_write(actor, before, after);
   // A run starts when the operator creates its Job (the dispatch path's
   // second write; its Running status follows a pass later, perhaps after
@@ -57,6 +60,32 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
     const Json* run = server_.peek("heartbeatruns", string_at(*after, "metadata/namespace"),
                                    string_at((*owners)[0], "name"));
     if (run != nullptr) on_run_start(*run, now);
+  }
+}
+
+// Independent of the rule's details: a streak can only grow by one per run
+// that this write newly counts (a name new in recentRuns), falls to 0, or
+// stays; a new spec generation sets it to 0.
+void Checker::check_idle_streak(const Json& before, const Json& after) {
+  const std::optional<int64_t> streak = controllers::int_at(after, "status/idleStreak");
+  if (!streak) return;
+  const int64_t was = controllers::int_at(before, "status/idleStreak").value_or(0);
+  std::set<std::string> counted_before;
+  if (const Json* runs = controllers::find_path(before, "status/recentRuns"); runs != nullptr) {
+    for (const Json& r : *runs) counted_before.insert(string_at(r, "name"));
+  }
+  int64_t newly_counted = 0;
+  if (const Json* runs = controllers::find_path(after, "status/recentRuns"); runs != nullptr) {
+    for (const Json& r : *runs) newly_counted += counted_before.count(string_at(r, "name")) == 0;
+  }
+  const bool new_spec = controllers::int_at(before, "status/observedGeneration") !=
+                        controllers::int_at(after, "metadata/generation");
+  const bool moved_once_per_run =
+      *streak == 0 || (*streak >= was && *streak <= was + newly_counted);
+  if ((new_spec && *streak != 0) || !moved_once_per_run) {
+    violation("Agent " + key_of(after) + " idleStreak " + std::to_string(was) + " -> " +
+              std::to_string(*streak) + " with " + std::to_string(newly_counted) +
+              " newly counted run(s)" + (new_spec ? " and a new spec generation" : ""));
   }
 }
 

@@ -50,6 +50,8 @@ class Checker {
   void violation(const std::string& what) {
     if (violations_.size() < 20) violations_.push_back(what);
   }
+  // status.idleStreak moves once per newly counted run, or resets.
+  void check_idle_streak(const Json& before, const Json& after);
   void on_run_write(Actor actor, const std::optional<Json>& before,
                     const std::optional<Json>& after);
   void on_run_start(const Json& run, TimePoint now);

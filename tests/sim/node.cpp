@@ -240,6 +240,8 @@ std::string Node::result_message(const Runner& r, int exit_code) {
       (r.input_tokens * kInputCentsPerMillion + r.output_tokens * kOutputCentsPerMillion) / 1e6;
   result.llm_calls = 3;
   result.tool_calls = 2;
+  // Half the heartbeats find nothing to do (idle backoff's agents stretch).
+  result.action_tool_calls = std::bernoulli_distribution(0.5)(rng_) ? 0 : 2;
   result.iterations = 3;
   result.output = "simulated heartbeat of " + r.run;
   if (r.behaviour == RunnerBehaviour::kPauses) {

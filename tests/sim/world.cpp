@@ -314,13 +314,18 @@ void World::create_agents() {
                       {"startingDeadlineSeconds", 120},
                       {"contextRuns", 2},
                       {"historyLimits", {{"succeeded", 3}, {"failed", 2}}}};
-    const int kind = std::uniform_int_distribution<int>(0, 4)(rng_);
+    const int kind = std::uniform_int_distribution<int>(0, 5)(rng_);
     if (kind == 0) heartbeat["interval"] = "1m";
     if (kind == 1) heartbeat["interval"] = "3m";
     if (kind == 2) heartbeat["schedule"] = "*/2 * * * *";
     if (kind == 3) heartbeat.update({{"interval", "2m"}, {"spread", "Auto"}});
     // Berlin: a --start before one of its transitions crosses a skipped or a repeated hour.
     if (kind == 4) heartbeat.update({{"schedule", "H/3 * * * *"}, {"timeZone", "Europe/Berlin"}});
+    // Half its runs end idle (the node's results), so the gap grows and resets.
+    if (kind == 5) {
+      heartbeat.update(
+          {{"interval", "1m"}, {"idleBackoff", {{"after", 2}, {"maxInterval", "8m"}}}});
+    }
     Json agent = {
         {"apiVersion", "heartbeat.dev/v1alpha1"},
         {"kind", "Agent"},
