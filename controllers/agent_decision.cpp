@@ -9,6 +9,7 @@
 #include "controllers/agent_runs.h"
 #include "controllers/agent_schedule_plan.h"
 #include "controllers/budget_hold.h"
+#include "controllers/mention_plan.h"
 #include "controllers/names.h"
 #include "controllers/prompt_skip.h"
 #include "controllers/schedule/spend.h"
@@ -115,7 +116,12 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   }
   const bool valid = d.spec_errors.empty() && !spec.deleting;
 
-  // 1. Ledger: count final runs whose cost is not recorded yet.
+  // 1. Mentions in finished runs' output wake other agents, before the
+  // ledger counts (and a mark ends) those runs.
+  MentionPlan mentions = plan_mentions(spec, in.runs, in.accepts_mention);
+  d.mention_runs = std::move(mentions.runs);
+
+  // 2. Ledger: count final runs whose cost is not recorded yet.
   RunsByState runs = sort_runs_by_state(in.runs, view.status.last_schedule_time, in.now);
   CountedLedger counted = count_finished_runs(view.status, std::move(runs.uncounted), in.now);
   d.ledger_changed = !counted.ledger.counted.empty();
@@ -146,6 +152,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   }
   d.create_run = std::move(plan.create_run);
   d.events = std::move(hold.events);
+  append(d.events, std::move(mentions.events));
   append(d.events, std::move(plan.events));
   // An empty or missing prompt skips the slot: no run, no Job.
   SkipPlan skip = plan_skip(spec, view.status.last_skipped, in.prompt, d.create_run);

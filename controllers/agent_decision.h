@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,6 +55,14 @@ struct RunRequest {
   std::string trigger_detail;
 };
 
+// A callback run for another Agent that a run's output @mentioned.
+struct MentionRequest {
+  std::string target;  // the Agent woken
+  std::string name;    // mention_run_name: deterministic
+  std::string trigger_detail;
+  int64_t depth = 1;  // the mentioning run's depth + 1
+};
+
 struct AgentDecisionInput {
   // The agent: its view (the shell keeps one per stored version), or the
   // object itself, viewed here. One of the two is required.
@@ -66,6 +75,9 @@ struct AgentDecisionInput {
   // spec.heartbeat.promptFrom as the shell read it, when needs_prompt_read
   // said to (prompt_skip.h); an inline prompt is judged from the spec.
   PromptRead prompt;
+  // Whether the Agent of that name in this namespace accepts a mention from
+  // this one (the shell looks it up in its cache); null: mentions wake nobody.
+  std::function<bool(const std::string& target)> accepts_mention;
 };
 
 struct AgentDecision {
@@ -78,6 +90,9 @@ struct AgentDecision {
   bool ledger_changed = false;           // spend/recentRuns grew: the write must be conditional
   std::optional<RunRequest> create_run;  // a scheduler run for the due slot
   std::optional<RunRequest> invoke_run;  // a manual run asked for by annotation
+  // Callback runs for the agents this agent's finished, not yet marked runs
+  // @mentioned (created before the ledger write, by deterministic name).
+  std::vector<MentionRequest> mention_runs;
   std::optional<std::string> start_run;  // a Queued run to start now (Job)
   std::vector<std::string> mark;         // write final status + costRecorded after the status
   // Runs whose earlier charge this decision raises: the shell confirms from

@@ -133,6 +133,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
     s.idle_backoff =
         parse_idle_backoff(heartbeat, s.schedule ? &*s.schedule : nullptr, check.errors);
   }
+  s.mentions = parse_mention_policy(heartbeat, check.errors);
   s.starting_deadline_seconds = int_at(heartbeat, "startingDeadlineSeconds");
   if (s.starting_deadline_seconds && (*s.starting_deadline_seconds < 0 ||
                                       *s.starting_deadline_seconds > kStartingDeadlineSecondsMax)) {

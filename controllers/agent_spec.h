@@ -11,6 +11,7 @@
 #include "api/agent_types.h"
 #include "controllers/idle_backoff.h"
 #include "controllers/json_util.h"
+#include "controllers/mentions.h"
 #include "controllers/schedule/slots.h"
 
 namespace hb::controllers {
@@ -62,6 +63,7 @@ struct AgentSpec {
   std::optional<schedule::Schedule> schedule;   // none: manual and callback runs only
   std::optional<int64_t> starting_deadline_seconds;
   std::optional<IdleBackoff> idle_backoff;  // interval schedules only
+  MentionPolicy mentions;                   // who may wake this agent by @name
   int context_runs = kContextRunsDefault;
   int history_succeeded = kHistorySucceededDefault;
   int history_failed = kHistoryFailedDefault;

@@ -3,6 +3,7 @@
 #include <array>
 #include <chrono>
 
+#include "controllers/mentions.h"
 #include "controllers/names.h"
 
 namespace hb::controllers {
@@ -66,6 +67,7 @@ RunView view_run(const Json& run) {
       v.requested = *requested;
     }
   }
+  v.mention_depth = mention_depth(run);
   v.cancel = bool_at(spec, "cancel");
   if (const Json* owners = find_path(metadata, "ownerReferences"); owners && owners->is_array()) {
     for (const Json& owner : *owners) {

@@ -53,6 +53,7 @@ struct RunView {
   std::optional<TimePoint> pause_until;
   std::optional<int64_t> exit_code;
   std::string reason, message;  // status.reason / status.message
+  int64_t mention_depth = 0;    // mentions.h: 0 unless a mention started it
   RunUsage usage;
 };
 

@@ -152,6 +152,12 @@ std::vector<PlannedWrite> plan_writes(const WritePlanInput& in) {
   }
   if (d.create_run) plan.push_back(request_write(WriteOp::kCreateRun, *d.create_run));
   if (d.invoke_run) plan.push_back(request_write(WriteOp::kInvokeRun, *d.invoke_run));
+  for (const MentionRequest& mention : d.mention_runs) {
+    PlannedWrite w;
+    w.op = WriteOp::kMentionRun;
+    w.mention = mention;
+    plan.push_back(std::move(w));
+  }
   if (d.status_changed) {
     PlannedWrite w;
     w.op = WriteOp::kReplaceAgentStatus;
@@ -184,6 +190,7 @@ kube::RequestPriority write_priority(const PlannedWrite& w, bool counts_spend,
   switch (w.op) {
     case WriteOp::kCreateRun:
     case WriteOp::kInvokeRun:
+    case WriteOp::kMentionRun:
       return {RequestClass::kDispatch, order + 1};
     case WriteOp::kStartRun:
       return {RequestClass::kDispatch, order};
@@ -214,6 +221,8 @@ WriteResult perform(const PlannedWrite& w, PlanWriter& writer) {
       return writer.create_run(*w.request);
     case WriteOp::kInvokeRun:
       return writer.invoke_run(*w.request);
+    case WriteOp::kMentionRun:
+      return writer.mention_run(*w.mention);
     case WriteOp::kReplaceAgentStatus:
       return writer.replace_agent_status(w.status);
     case WriteOp::kRunStatus:

@@ -7,8 +7,9 @@
 //
 // The order (docs/operator.md):
 //   1. delete Jobs of cancelled, stalled or overdue runs
-//   2. create the slot's scheduler run (deterministic name; AlreadyExists = adopt)
-//      and the manual run an invoke annotation asks for
+//   2. create the slot's scheduler run (deterministic name; AlreadyExists = adopt),
+//      the manual run an invoke annotation asks for, and the callback runs
+//      of other agents a finished run @mentioned
 //   3. replace the agent status (conditional on resourceVersion): counts spend
 //   4. write each counted run's final status with costRecorded=true (what the
 //      ledger charged), then the coalesced runs
@@ -35,6 +36,7 @@ enum class WriteOp {
   kDeleteJob,           // `run`'s Job (Background propagation; NotFound is done)
   kCreateRun,           // `request`: the slot's scheduler run
   kInvokeRun,           // `request`: the manual run a new invoke annotation value asks for
+  kMentionRun,          // `mention`: a callback run for another Agent this one @mentioned
   kReplaceAgentStatus,  // `status`: the agent's whole status
   kRunStatus,           // `run`'s whole `status`; final ones also get their phase label
   kStartRun,            // `run`: prompt, per-agent objects, context, Job, Running status
@@ -59,10 +61,11 @@ struct PlannedWrite {
   Json status;                    // kReplaceAgentStatus, kRunStatus
   bool final_with_label = false;  // kRunStatus: also label the run with its phase
   RunStatusPurpose purpose = RunStatusPurpose::kNone;
-  bool cost_mismatch = false;         // kCounted: the runner's cost differs from ours
-  std::string folded_into;            // kFolded: the queued callback run it folded into
-  std::optional<RunRequest> request;  // kCreateRun, kInvokeRun
-  std::optional<Event> event;         // kEvent
+  bool cost_mismatch = false;             // kCounted: the runner's cost differs from ours
+  std::string folded_into;                // kFolded: the queued callback run it folded into
+  std::optional<RunRequest> request;      // kCreateRun, kInvokeRun
+  std::optional<MentionRequest> mention;  // kMentionRun
+  std::optional<Event> event;             // kEvent
 };
 
 struct WritePlanInput {
@@ -107,6 +110,8 @@ class PlanWriter {
   virtual WriteResult delete_job(const std::string& run) = 0;
   virtual WriteResult create_run(const RunRequest& request) = 0;
   virtual WriteResult invoke_run(const RunRequest& request) = 0;
+  // AlreadyExists and a target that is gone are done: never retried.
+  virtual WriteResult mention_run(const MentionRequest& request) = 0;
   virtual WriteResult replace_agent_status(const Json& status) = 0;
   virtual WriteResult write_run_status(const PlannedWrite& write) = 0;
   virtual WriteResult start_run(const std::string& run) = 0;

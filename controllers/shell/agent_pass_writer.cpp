@@ -80,6 +80,31 @@ WriteResult AgentReconciler::PassWriter::invoke_run(const RunRequest& request) {
   return result;
 }
 
+// A callback run for the Agent another's run @mentioned, owned by that
+// Agent, which starts it under its own blocks (pause, budget, queue). The
+// target is looked up again here: gone or no longer accepting, nothing is
+// made; AlreadyExists is this pass repeated.
+WriteResult AgentReconciler::PassWriter::mention_run(const MentionRequest& request) {
+  const std::optional<Json> target = r_.agent(ns_, request.target);
+  if (!target || find_path(*target, "metadata/deletionTimestamp") != nullptr) {
+    return WriteResult::kDone;
+  }
+  const AgentSpec target_spec = parse_agent_spec(*target).spec;
+  if (!accepts_mention(target_spec.mentions, name_)) return WriteResult::kDone;
+  Json run = make_run_object(target_spec, kSourceCallback, request.name, "", std::nullopt,
+                             request.trigger_detail);
+  run["metadata"]["annotations"] = {{kAnnotationMentionDepth, std::to_string(request.depth)}};
+  kube::Result<Json> created = r_.create_run(ns_, run);
+  if (!created.ok() && !created.is(ErrorKind::kAlreadyExists)) {
+    return check(std::move(created).error());
+  }
+  if (created.ok()) {
+    spdlog::info("event=run_mentioned agent={}/{} target={} run={} depth={}", ns_, name_,
+                 request.target, request.name, request.depth);
+  }
+  return WriteResult::kDone;
+}
+
 // Conditional on the Agent's resourceVersion: a 409 means another pass wrote
 // first, and the spend this status counts is counted by whichever one won.
 WriteResult AgentReconciler::PassWriter::replace_agent_status(const Json& status) {

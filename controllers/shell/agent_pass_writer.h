@@ -25,6 +25,7 @@ class AgentReconciler::PassWriter final : public PlanWriter {
   WriteResult delete_job(const std::string& run) override;
   WriteResult create_run(const RunRequest& request) override;
   WriteResult invoke_run(const RunRequest& request) override;
+  WriteResult mention_run(const MentionRequest& request) override;
   WriteResult replace_agent_status(const Json& status) override;
   WriteResult write_run_status(const PlannedWrite& write) override;
   WriteResult start_run(const std::string& run) override;

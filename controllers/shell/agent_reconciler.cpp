@@ -508,6 +508,11 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   HB_TRY_ASSIGN(input.env.object_in_the_way, object_in_the_way(agent));
   input.now = now;
   input.status_coalesce = config_.status_coalesce;
+  // Read only when a finished run's output @mentions someone (rare).
+  input.accepts_mention = [this, &ns, &name](const std::string& target) {
+    const std::optional<Json> other = this->agent(ns, target);
+    return other && accepts_mention(parse_agent_spec(*other).spec.mentions, name);
+  };
   ObservedRuns observed = observe_runs(ns, name, runs, views, now);
   input.runs = std::move(observed.runs);
   AgentDecision d = decide_agent(input);

@@ -191,6 +191,8 @@ struct World : PlanWriter {
   std::vector<Event> recorded;       // Events written, in order
   // What reading spec.heartbeat.promptFrom finds (the shell's read).
   std::optional<PromptGap> prompt_from_gap;
+  // Which other Agents take a mention from this one (null: none).
+  std::function<bool(const std::string&)> accepts_mention;
   TimePoint now_{};
 
   AgentDecision step(TimePoint now) {
@@ -200,6 +202,7 @@ struct World : PlanWriter {
     in.runs = observe_all(runs, now);
     in.now = now;
     in.status_coalesce = coalesce;
+    in.accepts_mention = accepts_mention;
     AgentDecision d = decide_agent(in);
     // As the shell: a due slot or a standing skip reads promptFrom, then decides again.
     const AgentView view = view_agent(agent);
@@ -230,6 +233,12 @@ struct World : PlanWriter {
   WriteResult invoke_run(const RunRequest& request) override {
     create_run(request);
     agent["metadata"]["annotations"].erase(kAnnotationInvoke);
+    return WriteResult::kDone;
+  }
+  // Another Agent's runs are not in this world: recorded, not stored.
+  std::vector<MentionRequest> mentioned;
+  WriteResult mention_run(const MentionRequest& request) override {
+    mentioned.push_back(request);
     return WriteResult::kDone;
   }
   WriteResult replace_agent_status(const Json& status) override {

@@ -75,6 +75,8 @@ std::string describe(const PlannedWrite& w) {
       return "create run " + w.run;
     case WriteOp::kInvokeRun:
       return "invoke run " + w.run;
+    case WriteOp::kMentionRun:
+      return "mention run " + w.mention->name;
     case WriteOp::kReplaceAgentStatus:
       return "agent status";
     case WriteOp::kRunStatus:
@@ -230,6 +232,9 @@ struct ScriptedWriter : PlanWriter {
     return q.name == name_taken ? WriteResult::kNameTaken : result;
   }
   WriteResult invoke_run(const RunRequest& q) override { return answer("invoke run " + q.name); }
+  WriteResult mention_run(const MentionRequest& q) override {
+    return answer("mention run " + q.name);
+  }
   WriteResult replace_agent_status(const Json&) override { return answer("agent status"); }
   WriteResult write_run_status(const PlannedWrite& w) override {
     return answer("run status " + w.run);
