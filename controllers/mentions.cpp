@@ -22,10 +22,12 @@ bool is_alnum(char c) {
 }
 
 // The name after an '@' at `at`: name characters, trimmed of the '-' and
-// '.' a sentence may put after it ("@beta." "@beta-"), empty when none.
+// '.' a sentence may put after it ("@beta." "@beta-"); empty when none or
+// when a character no name has follows (an uppercase letter, '_').
 std::string_view name_after(std::string_view text, std::size_t at) {
   std::size_t end = at + 1;
   while (end < text.size() && is_name_char(text[end])) ++end;
+  if (end < text.size() && is_word_char(text[end])) return {};  // @Beta, @beta_bot
   std::string_view name = text.substr(at + 1, end - at - 1);
   while (!name.empty() && !is_alnum(name.back())) name.remove_suffix(1);
   if (name.empty() || !is_alnum(name.front()) || name.size() > kObjectNameCharsMax) return {};

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 
 #include "controllers/json_util.h"
+#include "controllers/mentions.h"
 #include "controllers/schedule/run_name.h"
 #include "controllers/schedule/slots.h"
 #include "controllers/schedule/stable_hash.h"
@@ -523,6 +525,46 @@ TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
   EXPECT_EQ(run("idler-m1")["status"]["idle"], false);
   EXPECT_EQ(agent("idler")["status"]["effectiveInterval"], "30s");
   EXPECT_EQ(runs_of("idler").size(), 2u) << "no slot ran while backed off";
+}
+
+// @mentions on the real API server: two agents that always mention each
+// other wake each other three times in a row and no more; an agent that did
+// not opt in is never woken, and the mentioning agent cannot name itself.
+TEST_F(OperatorTest, MentionsWakeAnotherAgentAndAPingPongStopsAtDepthThree) {
+  start_kubelet([](const json& pod) {
+    PodScript s = finishes_with(0.1);
+    json result = json::parse(s.termination_message);
+    const bool ping = string_at(pod, "metadata/name").rfind("ping-", 0) == 0;
+    result["output"] = ping ? "@pong your turn (not @closed, not @ping)" : "@ping your turn";
+    s.termination_message = result.dump();
+    return s;
+  });
+  create_agent(agent_manifest("ping", {{"prompt", "Play."}, {"wakeOnMention", true}}));
+  create_agent(agent_manifest("pong", {{"prompt", "Play."}, {"mentionableBy", {"ping"}}}));
+  create_agent(agent_manifest("closed", {{"prompt", "Play."}}));
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("ping", "ping-1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return events_with_reason("MentionChainStopped") >= 1; }, 60s));
+  std::this_thread::sleep_for(3s);  // nothing more comes
+  const auto ping_runs = runs_of("ping");
+  const auto pong_runs = runs_of("pong");
+  ASSERT_EQ(ping_runs.size(), 2u);
+  ASSERT_EQ(pong_runs.size(), 2u);
+  EXPECT_TRUE(runs_of("closed").empty());
+  std::map<std::string, json> by_depth;  // "1", "2", "3": the chain's runs
+  for (const auto* runs : {&ping_runs, &pong_runs}) {
+    for (const json& r : *runs) {
+      EXPECT_EQ(string_at(r, "status/phase"), "Succeeded") << r.dump();
+      const json annotations = r["metadata"].value("annotations", json::object());
+      by_depth[annotations.value(controllers::kAnnotationMentionDepth, "")] = r;
+    }
+  }
+  ASSERT_EQ(by_depth.size(), 4u);  // "" (the manual run), 1, 2, 3
+  EXPECT_EQ(string_at(by_depth["1"], "spec/agentRef/name"), "pong");
+  EXPECT_EQ(string_at(by_depth["1"], "spec/invocationSource"), "callback");
+  EXPECT_EQ(string_at(by_depth["1"], "spec/triggerDetail"), "mentioned by ping in run ping-1");
+  EXPECT_EQ(string_at(by_depth["2"], "spec/agentRef/name"), "ping");
+  EXPECT_EQ(string_at(by_depth["3"], "spec/agentRef/name"), "pong");
 }
 
 TEST_F(OperatorTest, InvalidSpecNamesTheFieldAndRunsNothing) {

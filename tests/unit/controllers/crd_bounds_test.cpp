@@ -37,6 +37,8 @@ TEST(CrdBounds, TheSchemaAndTheCodeAgree) {
             static_cast<double>(kIdleBackoffAfterMax));
   EXPECT_EQ(agent_field({"heartbeat", "idleBackoff", "idleToken"})["maxLength"].as<std::size_t>(),
             kIdleTokenBytesMax);
+  EXPECT_EQ(agent_field({"heartbeat", "mentionableBy"})["maxItems"].as<std::size_t>(),
+            kMentionableByItemsMax);
 }
 
 // What the schema does not stop, the code refuses by name.
