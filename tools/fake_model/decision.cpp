@@ -109,6 +109,13 @@ Directives parse_directives(std::string_view text) {
       out.expensive = true;
     } else if (name == "idle") {
       out.idle = true;
+    } else if (name == "say") {
+      if (out.say) continue;
+      if (arg.empty()) {
+        problem("needs the text to answer");
+      } else {
+        out.say = defang(arg);
+      }
     }
     // Anything else in double brackets is ordinary text.
   }
@@ -138,7 +145,7 @@ std::vector<ToolStep> plan_steps(const Directives& d, const std::vector<std::str
     }
   }
   if (d.pause_minutes) add("pause_heartbeats", {{"minutes", *d.pause_minutes}});
-  if (d.order.empty() && !d.idle && offered(tools, "shell")) {
+  if (d.order.empty() && !d.idle && !d.say && offered(tools, "shell")) {
     steps.push_back({"shell", {{"command", kDefaultShellCommand}}});
   }
   return steps;
@@ -169,6 +176,11 @@ Decision decide(const ModelRequest& request, const std::string& now) {
     return out;
   }
   out.kind = Decision::Kind::kText;
+  if (d.say) {
+    out.text = *d.say;
+    out.summary = "said after " + std::to_string(request.tool_turns) + " tool turn(s)";
+    return out;
+  }
   if (d.idle) {
     out.text = kIdleAnswer;
     out.summary = "idle answer after " + std::to_string(request.tool_turns) + " tool turn(s)";

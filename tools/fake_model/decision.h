@@ -12,6 +12,8 @@
 //                   completion tokens, so a reply costs its worst case
 //   [[idle]]        call no tool (not even the default shell) and answer just
 //                   kIdleAnswer, as a model with nothing to do is told to
+//   [[say TEXT]]    end with TEXT as the final answer (e.g. "@other look"),
+//                   after any tool directives (no default shell call)
 //
 // Tool directives run in the order they appear, one per model turn, pause
 // last (it ends the heartbeat). Without any tool directive the first turn
@@ -50,6 +52,7 @@ struct Directives {
   bool hang = false;
   bool expensive = false;
   bool idle = false;  // [[idle]]: only the other tool directives' calls, then kIdleAnswer
+  std::optional<std::string> say;  // [[say TEXT]]: the final answer
   // Tool directives in order of appearance: "memory", "sleep", "pause",
   // "shell:N" (the Nth of shell_commands).
   std::vector<std::string> order;

@@ -133,6 +133,13 @@ TEST(Decide, IdleCallsNoDefaultToolAndAnswersTheIdleToken) {
             "HEARTBEAT_OK");
 }
 
+TEST(Decide, SayEndsWithTheGivenTextWithoutTheDefaultTool) {
+  Decision d = decide(request_with("Play. [[say @pong your turn]]", 0, {"shell"}), kNow);
+  ASSERT_EQ(d.kind, Decision::Kind::kText);
+  EXPECT_EQ(d.text, "@pong your turn");
+  EXPECT_EQ(parse_directives("[[say]]").problems.size(), 1u);
+}
+
 TEST(Decide, FailAndHangWinOverEverything) {
   Decision fail = decide(request_with("[[sleep 1]] [[fail 429]]", 1), kNow);
   EXPECT_EQ(fail.kind, Decision::Kind::kFail);

@@ -159,6 +159,33 @@ TEST_F(E2eTest, AnIdleAgentsIntervalDoubles) {
   EXPECT_EQ(runs_of("idler").size(), 1u);
 }
 
+// @mentions with the real runner: each agent's final answer mentions the
+// other; the chain runs ping, pong, ping, pong and stops at depth 3.
+TEST_F(E2eTest, AMentionWakesAnotherAgentAndAPingPongStops) {
+  create_agent(agent_manifest_e2e("ping", "Play. [[say @pong your turn]]",
+                                  {{"heartbeat", {{"wakeOnMention", true}}}}));
+  create_agent(agent_manifest_e2e("pong", "Play. [[say @ping your turn]]",
+                                  {{"heartbeat", {{"mentionableBy", {"ping"}}}}}));
+  wait_ready(start_operator());
+  kubectl_create_run("ping", "ping-1");
+  auto finished = [&](const std::string& agent_name) {
+    size_t n = 0;
+    for (const json& r : runs_of(agent_name)) n += string_at(r, "status/phase") == "Succeeded";
+    return n;
+  };
+  ASSERT_TRUE(wait_until([&] { return finished("ping") == 2 && finished("pong") == 2; }, 180s))
+      << runs_of("ping").size() << " ping run(s), " << runs_of("pong").size() << " pong run(s)";
+  EXPECT_EQ(string_at(run("ping-1"), "status/output"), "@pong your turn");
+  std::this_thread::sleep_for(5s);  // the last pong run's mention is not followed
+  EXPECT_EQ(runs_of("ping").size(), 2u);
+  EXPECT_EQ(runs_of("pong").size(), 2u);
+  for (const json& r : runs_of("pong")) {
+    EXPECT_EQ(string_at(r, "spec/invocationSource"), "callback");
+    EXPECT_EQ(string_at(r, "spec/triggerDetail").rfind("mentioned by ping in run ", 0), 0u)
+        << r.dump();
+  }
+}
+
 TEST_F(E2eTest, BudgetExhaustionPausesTheAgent) {
   // Each model reply reports max_tokens of output: 100 tokens at 10,000
   // cents per million = 1 cent, the whole month's budget.
