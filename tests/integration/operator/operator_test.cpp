@@ -185,6 +185,18 @@ PodScript finishes_with(double cost, std::optional<int> pause = std::nullopt, in
   return s;
 }
 
+// A run that ends with this final answer (and, when given, this many tool
+// calls that could change something).
+PodScript finishes_saying(const std::string& output,
+                          std::optional<int64_t> action_tool_calls = std::nullopt) {
+  PodScript s = finishes_with(0.1);
+  json result = json::parse(s.termination_message);
+  result["output"] = output;
+  if (action_tool_calls) result["usage"]["actionToolCalls"] = *action_tool_calls;
+  s.termination_message = result.dump();
+  return s;
+}
+
 TEST_F(OperatorTest, FirstRunAfterOneIntervalAndNoDuplicateForAnExistingSlotRun) {
   start_kubelet([](const json&) { return finishes_with(0.5); });
   json a = create_agent(agent_manifest("alpha", {{"prompt", "Heartbeat."}, {"interval", "30s"}}));
@@ -497,14 +509,9 @@ TEST_F(OperatorTest, PauseHeartbeatsMovesTheNextSlot) {
 // the new fields; a manual run that acts starts the count again.
 TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
   start_kubelet([](const json& pod) {
-    PodScript s = finishes_with(0.1);
-    json result = json::parse(s.termination_message);
     // Pods are named after their Job, which is named after its run.
     const bool manual = string_at(pod, "metadata/name").rfind("idler-m", 0) == 0;
-    result["output"] = manual ? "rotated the logs" : "HEARTBEAT_OK";
-    result["usage"]["actionToolCalls"] = manual ? 1 : 0;
-    s.termination_message = result.dump();
-    return s;
+    return manual ? finishes_saying("rotated the logs", 1) : finishes_saying("HEARTBEAT_OK", 0);
   });
   json a = create_agent(agent_manifest(
       "idler", {{"prompt", "Heartbeat. Answer HEARTBEAT_OK when there is nothing to do."},
@@ -532,12 +539,8 @@ TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
 // not opt in is never woken, and the mentioning agent cannot name itself.
 TEST_F(OperatorTest, MentionsWakeAnotherAgentAndAPingPongStopsAtDepthThree) {
   start_kubelet([](const json& pod) {
-    PodScript s = finishes_with(0.1);
-    json result = json::parse(s.termination_message);
     const bool ping = string_at(pod, "metadata/name").rfind("ping-", 0) == 0;
-    result["output"] = ping ? "@pong your turn (not @closed, not @ping)" : "@ping your turn";
-    s.termination_message = result.dump();
-    return s;
+    return finishes_saying(ping ? "@pong your turn (not @closed, not @ping)" : "@ping your turn");
   });
   create_agent(agent_manifest("ping", {{"prompt", "Play."}, {"wakeOnMention", true}}));
   create_agent(agent_manifest("pong", {{"prompt", "Play."}, {"mentionableBy", {"ping"}}}));

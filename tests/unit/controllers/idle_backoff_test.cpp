@@ -151,6 +151,15 @@ std::string run_at(const char* slot) {
   return "bot-" + std::to_string(schedule::unix_seconds(at(slot)));
 }
 
+// One scheduled heartbeat: the slot's pass, the run ending a minute later
+// idle or not, and the pass that counts it.
+AgentDecision heartbeat(World& w, const char* slot, bool idle) {
+  w.step(at(slot));
+  const TimePoint done = at(slot) + 1min;
+  finish(w, run_at(slot), done, idle);
+  return w.step(done);
+}
+
 TEST(IdleBackoffDecision, AnIdleAgentsGapDoublesAndAnActingRunResetsIt) {
   World w{with_backoff({{"after", 2}, {"maxInterval", "20m"}})};
   AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
@@ -161,9 +170,7 @@ TEST(IdleBackoffDecision, AnIdleAgentsGapDoublesAndAnActingRunResetsIt) {
   EXPECT_EQ(d.status_json()["idleStreak"], 1);
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:10:00Z");
 
-  w.step(at("2024-05-01T12:10:00Z"));
-  finish(w, run_at("2024-05-01T12:10:00Z"), at("2024-05-01T12:11:00Z"), true);
-  d = w.step(at("2024-05-01T12:11:00Z"));
+  d = heartbeat(w, "2024-05-01T12:10:00Z", true);
   EXPECT_EQ(d.status_json()["idleStreak"], 2);
   EXPECT_EQ(d.status_json()["effectiveInterval"], "10m");
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:20:00Z");
@@ -172,22 +179,16 @@ TEST(IdleBackoffDecision, AnIdleAgentsGapDoublesAndAnActingRunResetsIt) {
   EXPECT_FALSE(d.create_run) << "12:15 is backed off, neither run nor missed";
   EXPECT_FALSE(has_event(d, "MissedSchedule"));
 
-  w.step(at("2024-05-01T12:20:00Z"));
-  finish(w, run_at("2024-05-01T12:20:00Z"), at("2024-05-01T12:21:00Z"), true);
-  d = w.step(at("2024-05-01T12:21:00Z"));
+  d = heartbeat(w, "2024-05-01T12:20:00Z", true);
   EXPECT_EQ(d.status_json()["effectiveInterval"], "20m");
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T12:40:00Z");
 
-  w.step(at("2024-05-01T12:40:00Z"));
-  finish(w, run_at("2024-05-01T12:40:00Z"), at("2024-05-01T12:41:00Z"), true);
-  d = w.step(at("2024-05-01T12:41:00Z"));
+  d = heartbeat(w, "2024-05-01T12:40:00Z", true);
   EXPECT_EQ(d.status_json()["idleStreak"], 4);
   EXPECT_EQ(d.status_json()["effectiveInterval"], "20m") << "capped at maxInterval";
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T13:00:00Z");
 
-  w.step(at("2024-05-01T13:00:00Z"));
-  finish(w, run_at("2024-05-01T13:00:00Z"), at("2024-05-01T13:01:00Z"), false);
-  d = w.step(at("2024-05-01T13:01:00Z"));
+  d = heartbeat(w, "2024-05-01T13:00:00Z", false);
   EXPECT_EQ(d.status_json()["idleStreak"], 0);
   EXPECT_EQ(d.status_json()["effectiveInterval"], "5m");
   EXPECT_EQ(d.status_json()["nextHeartbeatTime"], "2024-05-01T13:05:00Z");
