@@ -138,7 +138,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
                         .period = schedule::spend_period(in.now),
                         .now = in.now});
   const schedule::BlockResult blocks = agent_blocks(spec, counted.ledger, hold.hold, in.now);
-  IdleState idle = idle_state(spec, view.status, counted.ledger);
+  BackoffState backoff = backoff_state(spec, view.status, counted.ledger);
 
   // 3. The schedule: at most the most recent due slot, never a burst. Later
   // queued callbacks fold into the first: they never start.
@@ -148,7 +148,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   if (valid && spec.schedule) {
     const RunObservation* first_waiting = queue.waiting.empty() ? nullptr : queue.waiting.front();
     plan = plan_schedule(spec, blocks, runs.last_scheduled, in.runs, first_waiting, in.now,
-                         idle.intervals);
+                         backoff.intervals);
   }
   d.create_run = std::move(plan.create_run);
   d.events = std::move(hold.events);
@@ -188,7 +188,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
                                    .invoked = d.invoke_run ? &*d.invoke_run : nullptr,
                                    .skipped = skip.skipped,
                                    .budget_hold = std::move(hold.hold),
-                                   .idle = std::move(idle),
+                                   .backoff = std::move(backoff),
                                    .now = in.now});
   d.status = std::move(status.status);
   d.status_changed = status.write_now;

@@ -29,6 +29,7 @@ bool differs_beyond_run_start(const AgentStatus& want, const AgentView& view) {
          !same_recent_runs(want.recent_runs, stored.recent_runs) ||
          want.last_invoke != stored.last_invoke || want.last_skipped != stored.last_skipped ||
          want.budget_hold != stored.budget_hold || want.idle_streak != stored.idle_streak ||
+         want.provider_error_streak != stored.provider_error_streak ||
          want.effective_interval != stored.effective_interval;
 }
 
@@ -86,8 +87,9 @@ StatusPlan plan_status(StatusInput in) {
       .last_invoke = last_invoke(in),
       .last_skipped = in.skipped,
       .budget_hold = std::move(in.budget_hold),
-      .idle_streak = in.idle.streak,
-      .effective_interval = std::move(in.idle.effective_interval)};
+      .idle_streak = in.backoff.idle_streak,
+      .provider_error_streak = in.backoff.provider_streak,
+      .effective_interval = std::move(in.backoff.effective_interval)};
   const bool must_write = differs_beyond_run_start(plan.status, in.view);
   const bool run_start_only = !must_write && differs_in_run_start(plan.status, stored);
   if (run_start_only) plan.deferred_until = run_start_write_due(in);

@@ -37,7 +37,7 @@ struct StatusInput {
   const RunRequest* invoked = nullptr;
   std::optional<SkippedHeartbeat> skipped;  // status.lastSkippedHeartbeat (prompt_skip.h)
   std::optional<BudgetHold> budget_hold;    // status.budgetHold (budget_hold.h)
-  IdleState idle;                           // status.idleStreak, .effectiveInterval
+  BackoffState backoff;  // status.idleStreak, .providerErrorStreak, .effectiveInterval
   TimePoint now{};
 };
 

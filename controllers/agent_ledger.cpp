@@ -1,9 +1,11 @@
 #include "controllers/agent_ledger.h"
 
+#include <algorithm>
 #include <cmath>
 #include <variant>
 
 #include "controllers/agent_decision.h"
+#include "controllers/provider_backoff.h"
 #include "controllers/schedule/duration.h"
 #include "controllers/schedule/spend.h"
 
@@ -23,6 +25,7 @@ CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<Finishe
     counted.ledger.last_heartbeat = stored.last_heartbeat_time;
     counted.ledger.paused_until = stored.paused_until;
     counted.ledger.idle_streak = stored.idle_streak.value_or(0);
+    counted.ledger.provider_error_streak = stored.provider_error_streak.value_or(0);
     counted.recent_runs = stored.recent_runs != nullptr
                               ? stored.recent_runs
                               : std::make_shared<const std::vector<LedgerEntry>>();
@@ -36,6 +39,7 @@ CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<Finishe
   in.last_heartbeat = stored.last_heartbeat_time;
   in.paused_until = stored.paused_until;
   in.idle_streak = stored.idle_streak.value_or(0);
+  in.provider_error_streak = stored.provider_error_streak.value_or(0);
   counted.ledger = apply_ledger(in);
   counted.recent_runs =
       std::make_shared<const std::vector<LedgerEntry>>(std::move(counted.ledger.recent));
@@ -47,16 +51,25 @@ int64_t spent_cents_this_month(const LedgerResult& ledger, TimePoint now) {
                                            saturating_int64(std::floor(ledger.spend.cents)), now);
 }
 
-IdleState idle_state(const AgentSpec& spec, const AgentStatus& stored, const LedgerResult& ledger) {
-  IdleState idle;
+BackoffState backoff_state(const AgentSpec& spec, const AgentStatus& stored,
+                           const LedgerResult& ledger) {
+  BackoffState backoff;
+  if (ledger.provider_error_streak > 0) backoff.provider_streak = ledger.provider_error_streak;
   const auto* interval =
       spec.schedule ? std::get_if<schedule::IntervalSchedule>(&*spec.schedule) : nullptr;
-  if (!spec.idle_backoff || interval == nullptr) return idle;
-  const bool same_spec = stored.observed_generation == spec.generation;
-  idle.streak = same_spec ? ledger.idle_streak : 0;
-  idle.intervals = backoff_intervals(*spec.idle_backoff, interval->seconds, *idle.streak);
-  idle.effective_interval = schedule::format_duration(idle.intervals * interval->seconds);
-  return idle;
+  if (interval == nullptr) return backoff;
+  backoff.intervals = provider_backoff_intervals(ledger.provider_error_streak);
+  if (spec.idle_backoff) {
+    const bool same_spec = stored.observed_generation == spec.generation;
+    backoff.idle_streak = same_spec ? ledger.idle_streak : 0;
+    backoff.intervals =
+        std::max(backoff.intervals,
+                 backoff_intervals(*spec.idle_backoff, interval->seconds, *backoff.idle_streak));
+  }
+  if (spec.idle_backoff || backoff.intervals > 1) {
+    backoff.effective_interval = schedule::format_duration(backoff.intervals * interval->seconds);
+  }
+  return backoff;
 }
 
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,

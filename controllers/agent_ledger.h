@@ -30,17 +30,20 @@ CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<Finishe
 // The ledger's spend counted in this UTC month (older spend counts as 0).
 int64_t spent_cents_this_month(const LedgerResult& ledger, TimePoint now);
 
-// Idle backoff as this pass sees it (idle_backoff.h); all unset while
-// spec.heartbeat.idleBackoff is not.
-struct IdleState {
-  std::optional<int64_t> streak;   // status.idleStreak
-  int64_t intervals = 1;           // the next slot's gap after lastScheduleTime
-  std::string effective_interval;  // status.effectiveInterval
+// Idle and provider backoff as this pass sees them (idle_backoff.h,
+// provider_backoff.h): the gap between interval slots is the longer of the
+// two. A cron schedule keeps its rule (only the streaks are shown).
+struct BackoffState {
+  std::optional<int64_t> idle_streak;      // status.idleStreak, with idleBackoff
+  std::optional<int64_t> provider_streak;  // status.providerErrorStreak, while > 0
+  int64_t intervals = 1;                   // the next slot's gap after lastScheduleTime
+  std::string effective_interval;          // status.effectiveInterval, while it says something
 };
 
-// The ledger's streak, or 0 in the pass that first sees a new spec
-// generation (a spec change starts the count again).
-IdleState idle_state(const AgentSpec& spec, const AgentStatus& stored, const LedgerResult& ledger);
+// The ledger's streaks; the idle streak is 0 in the pass that first sees a
+// new spec generation (a spec change starts that count again).
+BackoffState backoff_state(const AgentSpec& spec, const AgentStatus& stored,
+                           const LedgerResult& ledger);
 
 // `hold`: status.budgetHold as this pass decided it (budget_hold.h).
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,

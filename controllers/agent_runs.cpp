@@ -13,6 +13,7 @@ FinishedRun finished_run(const RunObservation& run, TimePoint now) {
   f.name = run.view->name;
   f.source = run.view->source;
   f.idle = bool_at(run.status, "idle");
+  f.reason = string_at(run.status, "reason");
   f.phase = run.phase;
   f.exit_code = int_at(run.status, "exitCode");
   f.usage = usage_from_status(run.status);

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "controllers/idle_backoff.h"
+#include "controllers/provider_backoff.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::controllers {
@@ -51,7 +52,8 @@ bool operator==(const AgentStatus& a, const AgentStatus& b) {
          a.active_run == b.active_run && a.spend == b.spend && a.capabilities == b.capabilities &&
          same_recent_runs(a.recent_runs, b.recent_runs) && a.last_invoke == b.last_invoke &&
          a.last_skipped == b.last_skipped && a.budget_hold == b.budget_hold &&
-         a.idle_streak == b.idle_streak && a.effective_interval == b.effective_interval;
+         a.idle_streak == b.idle_streak && a.provider_error_streak == b.provider_error_streak &&
+         a.effective_interval == b.effective_interval;
 }
 
 Json to_json(const Condition& c) {
@@ -95,6 +97,7 @@ Json to_json(const AgentStatus& s) {
   }
   if (s.budget_hold) out.emplace("budgetHold", to_json(*s.budget_hold));
   if (s.idle_streak) out.emplace("idleStreak", *s.idle_streak);
+  if (s.provider_error_streak) out.emplace("providerErrorStreak", *s.provider_error_streak);
   if (!s.effective_interval.empty()) out.emplace("effectiveInterval", s.effective_interval);
   return out;
 }
@@ -167,6 +170,9 @@ ParsedAgentStatus parse_agent_status(const Json* stored) {
   // Out of range (a hand-edited status): clamped, so rewritten.
   if (auto streak = int_at(j, "idleStreak"))
     s.idle_streak = std::clamp<int64_t>(*streak, 0, kIdleStreakMax);
+  if (auto streak = int_at(j, "providerErrorStreak"); streak && *streak > 0) {
+    s.provider_error_streak = std::min(*streak, kProviderErrorStreakMax);
+  }
   s.effective_interval = string_at(j, "effectiveInterval");
   parsed.canonical = to_json(s) == j;
   return parsed;

@@ -86,9 +86,11 @@ struct AgentStatus {
   std::optional<SkippedHeartbeat> last_skipped;
   std::optional<BudgetHold> budget_hold;
   // Idle backoff (idle_backoff.h), shown while spec.heartbeat.idleBackoff is
-  // set: scheduled runs in a row that ended idle, and the gap that makes
-  // between slots ("10m", "20m", ...).
+  // set: scheduled runs in a row that ended idle; and the gap idle and
+  // provider backoff make between interval slots ("10m", "20m", ...).
   std::optional<int64_t> idle_streak;
+  // Runs in a row that failed on the model provider (provider_backoff.h); absent at 0.
+  std::optional<int64_t> provider_error_streak;
   std::string effective_interval;  // empty: absent
 };
 

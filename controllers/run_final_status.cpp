@@ -8,6 +8,7 @@
 #include "api/heartbeat_pod.h"
 #include "api/utf8.h"
 #include "controllers/names.h"
+#include "controllers/provider_backoff.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/text_util.h"
 
@@ -132,7 +133,7 @@ Event final_event(const std::string& run_name, const Final& f) {
 std::string reason_for_exit(int64_t exit_code, const std::string& terminated_reason) {
   switch (exit_code) {
     case api::kExitProviderError:
-      return "ProviderError";
+      return kReasonProviderError;
     case api::kExitInternalError:
       return "InternalError";
     case api::kExitConfigError:

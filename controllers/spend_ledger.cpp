@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "controllers/idle_backoff.h"
+#include "controllers/provider_backoff.h"
 #include "controllers/run_cost.h"
 #include "controllers/schedule/spend.h"
 
@@ -25,6 +26,7 @@ LedgerResult apply_ledger(const LedgerInput& in) {
   out.last_heartbeat = in.last_heartbeat;
   out.paused_until = in.paused_until;
   out.idle_streak = in.idle_streak;
+  out.provider_error_streak = in.provider_error_streak;
 
   std::vector<FinishedRun> finished = in.finished;
   std::sort(finished.begin(), finished.end(), [](const FinishedRun& a, const FinishedRun& b) {
@@ -60,6 +62,8 @@ LedgerResult apply_ledger(const LedgerInput& in) {
                                   run.usage.cost_cents, run.finished_at});
     out.counted.push_back(run.name);
     out.idle_streak = next_idle_streak(out.idle_streak, run.source, run.phase, run.idle);
+    out.provider_error_streak =
+        next_provider_error_streak(out.provider_error_streak, run.phase, run.reason);
     if (!out.last_heartbeat || run.finished_at > *out.last_heartbeat) {
       out.last_heartbeat = run.finished_at;
     }

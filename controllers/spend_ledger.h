@@ -52,6 +52,7 @@ struct FinishedRun {  // a final run whose costRecorded is not yet true
   std::string name;
   std::string source;  // scheduler | manual | callback
   bool idle = false;   // status.idle: a succeeded run that acted on nothing
+  std::string reason;  // status.reason (ProviderError: provider_backoff.h)
   RunPhase phase = RunPhase::kSucceeded;
   std::optional<int64_t> exit_code;
   RunUsage usage;
@@ -66,6 +67,7 @@ struct LedgerInput {
   std::optional<TimePoint> paused_until;
   std::vector<FinishedRun> finished;  // unmarked final runs, any order
   int64_t idle_streak = 0;            // status.idleStreak (idle_backoff.h)
+  int64_t provider_error_streak = 0;  // status.providerErrorStreak (provider_backoff.h)
   TimePoint now{};
 };
 
@@ -76,6 +78,7 @@ struct LedgerResult {
   std::optional<TimePoint> paused_until;
   // Moved by each newly counted run, in the order they finished.
   int64_t idle_streak = 0;
+  int64_t provider_error_streak = 0;
   std::vector<std::string> counted;  // newly added to spend (need the agent write first)
   std::vector<std::string> mark;     // write costRecorded=true (after the agent write)
   // Counted before and charged more now: the charge is only right if the

@@ -48,7 +48,7 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
     violation("the operator wrote the spec of Agent " + key_of(*after));
   }
   if (resource == "agents" && actor == Actor::kOperator && before && after) {
-    check_idle_streak(*before, *after);
+    check_streaks(*before, *after);
   }
   if (resource == "heartbeatruns") on_run_write(actor, before, after);
   // A run starts when the operator creates its Job (the dispatch path's
@@ -63,13 +63,10 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
   }
 }
 
-// Independent of the rule's details: a streak can only grow by one per run
-// that this write newly counts (a name new in recentRuns), falls to 0, or
-// stays; a new spec generation sets it to 0.
-void Checker::check_idle_streak(const Json& before, const Json& after) {
-  const std::optional<int64_t> streak = controllers::int_at(after, "status/idleStreak");
-  if (!streak) return;
-  const int64_t was = controllers::int_at(before, "status/idleStreak").value_or(0);
+// Independent of the rules' details: a streak (idle, provider errors) can
+// only grow by one per run that this write newly counts (a name new in
+// recentRuns), fall to 0, or stay; a new spec generation resets the idle one.
+void Checker::check_streaks(const Json& before, const Json& after) {
   std::set<std::string> counted_before;
   if (const Json* runs = controllers::find_path(before, "status/recentRuns"); runs != nullptr) {
     for (const Json& r : *runs) counted_before.insert(string_at(r, "name"));
@@ -80,12 +77,18 @@ void Checker::check_idle_streak(const Json& before, const Json& after) {
   }
   const bool new_spec = controllers::int_at(before, "status/observedGeneration") !=
                         controllers::int_at(after, "metadata/generation");
-  const bool moved_once_per_run =
-      *streak == 0 || (*streak >= was && *streak <= was + newly_counted);
-  if ((new_spec && *streak != 0) || !moved_once_per_run) {
-    violation("Agent " + key_of(after) + " idleStreak " + std::to_string(was) + " -> " +
-              std::to_string(*streak) + " with " + std::to_string(newly_counted) +
-              " newly counted run(s)" + (new_spec ? " and a new spec generation" : ""));
+  for (const char* field : {"idleStreak", "providerErrorStreak"}) {
+    const std::string path = std::string("status/") + field;
+    const int64_t now_streak = controllers::int_at(after, path).value_or(0);
+    const int64_t was = controllers::int_at(before, path).value_or(0);
+    const bool reset_by_spec = new_spec && std::string_view(field) == "idleStreak";
+    const bool moved_once_per_run =
+        now_streak == 0 || (now_streak >= was && now_streak <= was + newly_counted);
+    if ((reset_by_spec && now_streak != 0) || !moved_once_per_run) {
+      violation("Agent " + key_of(after) + " " + field + " " + std::to_string(was) + " -> " +
+                std::to_string(now_streak) + " with " + std::to_string(newly_counted) +
+                " newly counted run(s)" + (reset_by_spec ? " and a new spec generation" : ""));
+    }
   }
 }
 

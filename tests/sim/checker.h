@@ -50,8 +50,9 @@ class Checker {
   void violation(const std::string& what) {
     if (violations_.size() < 20) violations_.push_back(what);
   }
-  // status.idleStreak moves once per newly counted run, or resets.
-  void check_idle_streak(const Json& before, const Json& after);
+  // status.idleStreak and .providerErrorStreak move once per newly counted
+  // run, or reset.
+  void check_streaks(const Json& before, const Json& after);
   void on_run_write(Actor actor, const std::optional<Json>& before,
                     const std::optional<Json>& after);
   void on_run_start(const Json& run, TimePoint now);

@@ -223,7 +223,11 @@ void Node::advance(const std::string& key, Runner& r, TimePoint now) {
   }
   if (r.behaviour == RunnerBehaviour::kStalls || now < r.ends_at) return;
   int exit_code = 0;
-  if (r.behaviour == RunnerBehaviour::kFails) exit_code = 1;
+  // Half the failures are the model provider's (the runner's exit 69):
+  // interval agents back off from them.
+  if (r.behaviour == RunnerBehaviour::kFails) {
+    exit_code = std::bernoulli_distribution(0.5)(rng_) ? api::kExitProviderError : 1;
+  }
   if (r.behaviour == RunnerBehaviour::kKilled) exit_code = kExitSigkill;
   terminate(*pod, r, exit_code, result_message(r, exit_code), now);
 }

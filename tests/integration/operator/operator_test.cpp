@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 
+#include "api/exit_codes.h"
 #include "controllers/json_util.h"
 #include "controllers/mentions.h"
 #include "controllers/schedule/run_name.h"
@@ -510,7 +511,13 @@ TEST_F(OperatorTest, PauseHeartbeatsMovesTheNextSlot) {
 TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
   start_kubelet([](const json& pod) {
     // Pods are named after their Job, which is named after its run.
-    const bool manual = string_at(pod, "metadata/name").rfind("idler-m", 0) == 0;
+    const std::string name = string_at(pod, "metadata/name");
+    if (name.rfind("idler-down", 0) == 0) {  // the provider's outage: the runner's exit 69
+      PodScript s = finishes_with(0.01, std::nullopt, api::kExitProviderError);
+      s.termination_message = FakeKubelet::result(0.01, std::nullopt, "provider_error");
+      return s;
+    }
+    const bool manual = name.rfind("idler-m", 0) == 0;
     return manual ? finishes_saying("rotated the logs", 1) : finishes_saying("HEARTBEAT_OK", 0);
   });
   json a = create_agent(agent_manifest(
@@ -532,6 +539,16 @@ TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
   EXPECT_EQ(run("idler-m1")["status"]["idle"], false);
   EXPECT_EQ(agent("idler")["status"]["effectiveInterval"], "30s");
   EXPECT_EQ(runs_of("idler").size(), 2u) << "no slot ran while backed off";
+
+  // Provider backoff: a run that fails on the model provider stretches the
+  // gap to two intervals, whatever started it.
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("idler", "idler-down1")).or_throw();
+  ASSERT_TRUE(
+      wait_until([&] { return agent("idler")["status"]["providerErrorStreak"] == 1; }, 30s))
+      << run("idler-down1")["status"].dump() << "\n"
+      << agent("idler")["status"].dump();
+  EXPECT_EQ(run("idler-down1")["status"]["reason"], "ProviderError");
+  EXPECT_EQ(agent("idler")["status"]["effectiveInterval"], "1m");
 }
 
 // @mentions on the real API server: two agents that always mention each

@@ -6,6 +6,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "controllers/agent_spec.h"
+#include "controllers/agent_status.h"
 
 namespace hb::controllers {
 namespace {
@@ -39,6 +40,42 @@ TEST(CrdBounds, TheSchemaAndTheCodeAgree) {
             kIdleTokenBytesMax);
   EXPECT_EQ(agent_field({"heartbeat", "mentionableBy"})["maxItems"].as<std::size_t>(),
             kMentionableByItemsMax);
+}
+
+// The API server prunes status fields its schema does not list, without an
+// error: a field the operator writes and the CRD lacks is silently lost
+// (providerErrorStreak was, once). Every field of a full status is listed.
+TEST(CrdBounds, EveryAgentStatusFieldTheOperatorWritesIsInTheSchema) {
+  AgentStatus full;
+  full.observed_generation = 1;
+  full.conditions = std::make_shared<const std::vector<Condition>>(std::vector<Condition>{{}});
+  full.phase = "Idle";
+  const TimePoint t = TimePoint{} + std::chrono::hours(24 * 365 * 55);
+  full.last_schedule_time = full.last_heartbeat_time = full.next_heartbeat_time = t;
+  full.paused_until = t;
+  full.active_run = "r";
+  full.spend = Spend{"2024-05", 1, 2, 3};
+  full.capabilities = api::AgentType::kMemgpt;
+  full.recent_runs = std::make_shared<const std::vector<LedgerEntry>>(
+      std::vector<LedgerEntry>{{"r", "Succeeded", 0, 1, t}});
+  full.last_invoke = LastInvoke{"v", "h", "r"};
+  full.last_skipped = SkippedHeartbeat{t, "PromptEmpty", "m"};
+  full.budget_hold = BudgetHold{"2024-05", 1, t, "h", t, "BudgetRaised"};
+  full.idle_streak = 1;
+  full.provider_error_streak = 1;
+  full.effective_interval = "1m";
+  YAML::Node crd = YAML::LoadFile(std::string(HB_SOURCE_DIR) + "/crds/heartbeat.dev_agents.yaml");
+  const YAML::Node status =
+      crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"];
+  const Json rendered = to_json(full);  // held: items() of a temporary would dangle
+  for (const auto& [key, value] : rendered.items()) {
+    const YAML::Node field = status["properties"][key];
+    ASSERT_TRUE(field) << "status." << key << " is written but not in the CRD: it would be pruned";
+    if (!value.is_object() || !field["properties"]) continue;
+    for (const auto& [inner, unused] : value.items()) {
+      EXPECT_TRUE(field["properties"][inner]) << "status." << key << "." << inner;
+    }
+  }
 }
 
 // What the schema does not stop, the code refuses by name.
