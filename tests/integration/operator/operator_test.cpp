@@ -543,8 +543,7 @@ TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
   // Provider backoff: a run that fails on the model provider stretches the
   // gap to two intervals, whatever started it.
   client_->create(res::kHeartbeatRuns, ns_, manual_run("idler", "idler-down1")).or_throw();
-  ASSERT_TRUE(
-      wait_until([&] { return agent("idler")["status"]["providerErrorStreak"] == 1; }, 30s))
+  ASSERT_TRUE(wait_until([&] { return agent("idler")["status"]["providerErrorStreak"] == 1; }, 30s))
       << run("idler-down1")["status"].dump() << "\n"
       << agent("idler")["status"].dump();
   EXPECT_EQ(run("idler-down1")["status"]["reason"], "ProviderError");
