@@ -52,7 +52,10 @@ MentionPolicy parse_mention_policy(const Json& heartbeat, std::vector<std::strin
     return policy;
   }
   for (const Json& item : *from) {
-    const std::string_view name = item.is_string() ? item.get_ref<const std::string&>() : "";
+    // Both arms string_view: a std::string arm would make a temporary to view.
+    const std::string_view name = item.is_string()
+                                      ? std::string_view(item.get_ref<const std::string&>())
+                                      : std::string_view();
     if (!is_agent_name(name)) {
       errors.push_back(std::string(kMentionableByField) + " \"" +
                        (item.is_string() ? std::string(name) : item.dump()) +
