@@ -527,7 +527,12 @@ TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
   const auto created = *controllers::time_at(a, "metadata/creationTimestamp");
   start_operator();
   const std::string first = schedule::scheduled_run_name("idler", created + 30s);
+  // The agent's status (the ledger) is written before the run's final one.
+  auto judged = [&](const std::string& name) {
+    return wait_until([&] { return run(name)["status"].contains("idle"); }, 10s);
+  };
   ASSERT_TRUE(wait_until([&] { return agent("idler")["status"]["idleStreak"] == 1; }, 50s));
+  ASSERT_TRUE(judged(first));
   EXPECT_EQ(run(first)["status"]["idle"], true);
   json idle = agent("idler");
   EXPECT_EQ(idle["status"]["effectiveInterval"], "1m");
@@ -536,6 +541,7 @@ TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
 
   client_->create(res::kHeartbeatRuns, ns_, manual_run("idler", "idler-m1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return agent("idler")["status"]["idleStreak"] == 0; }, 30s));
+  ASSERT_TRUE(judged("idler-m1"));
   EXPECT_EQ(run("idler-m1")["status"]["idle"], false);
   EXPECT_EQ(agent("idler")["status"]["effectiveInterval"], "30s");
   EXPECT_EQ(runs_of("idler").size(), 2u) << "no slot ran while backed off";
@@ -546,6 +552,7 @@ TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
   ASSERT_TRUE(wait_until([&] { return agent("idler")["status"]["providerErrorStreak"] == 1; }, 30s))
       << run("idler-down1")["status"].dump() << "\n"
       << agent("idler")["status"].dump();
+  ASSERT_TRUE(wait_until([&] { return run("idler-down1")["status"].contains("reason"); }, 10s));
   EXPECT_EQ(run("idler-down1")["status"]["reason"], "ProviderError");
   EXPECT_EQ(agent("idler")["status"]["effectiveInterval"], "1m");
 }
