@@ -21,6 +21,11 @@ bool is_alnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
+bool is_agent_name(std::string_view name) {
+  return !name.empty() && name.size() <= kObjectNameCharsMax && is_alnum(name.front()) &&
+         is_alnum(name.back()) && std::all_of(name.begin(), name.end(), is_name_char);
+}
+
 // The name after an '@' at `at`: name characters, trimmed of the '-' and
 // '.' a sentence may put after it ("@beta." "@beta-"); empty when none or
 // when a character no name has follows (an uppercase letter, '_').
@@ -30,13 +35,7 @@ std::string_view name_after(std::string_view text, std::size_t at) {
   if (end < text.size() && is_word_char(text[end])) return {};  // @Beta, @beta_bot
   std::string_view name = text.substr(at + 1, end - at - 1);
   while (!name.empty() && !is_alnum(name.back())) name.remove_suffix(1);
-  if (name.empty() || !is_alnum(name.front()) || name.size() > kObjectNameCharsMax) return {};
-  return name;
-}
-
-bool is_agent_name(std::string_view name) {
-  return !name.empty() && name.size() <= kObjectNameCharsMax && is_alnum(name.front()) &&
-         is_alnum(name.back()) && std::all_of(name.begin(), name.end(), is_name_char);
+  return is_agent_name(name) ? name : std::string_view();
 }
 
 }  // namespace
