@@ -55,6 +55,9 @@ on_exit() {
   if [ $status -ne 0 ]; then
     echo "--- diagnostics"
     k get hbr,jobs,pods -A -o wide 2>&1 | tail -40
+    # Why a Pod stays Pending: the node's conditions and taints, and the disk.
+    k get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" taints="}{.spec.taints}{"\n"}{range .status.conditions[*]}{"  "}{.type}={.status}{" "}{.message}{"\n"}{end}{end}' 2>&1 || true
+    df -h "$state" 2>&1 | tail -1 || true
     k -n "$release_ns" logs deploy/hb-heartbeat-operator --tail=30 2>&1 || true
     grep -E '^[EW][0-9]{4}' "$state/node/logs/kubelet.log" 2>/dev/null | tail -n 10 || true
     tail -n 10 "$state/model.log" 2>/dev/null || true
