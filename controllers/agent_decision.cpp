@@ -35,6 +35,32 @@ std::optional<RunRequest> invoke_request(const AgentView& view) {
                     value.empty() ? std::string(kInvokeDetailDefault) : value};
 }
 
+// When the run that would start was asked for: a queued run's request
+// time, the new run's slot (now for a slot-less one).
+TimePoint start_order(const std::string& run, const std::vector<const RunObservation*>& waiting,
+                      const std::optional<RunRequest>& created, TimePoint now) {
+  for (const RunObservation* q : waiting) {
+    if (q->view->name == run) return q->view->requested;
+  }
+  return created && created->name == run ? created->slot.value_or(now) : now;
+}
+
+// The concurrency cap holds the run back: it stays Queued, told why, and
+// nothing is active (a start only happens with no run going on).
+void hold_for_capacity(StartPlan& start, const std::vector<const RunObservation*>& waiting,
+                       const std::string& message) {
+  const std::string run = *start.start_run;
+  start.start_run.reset();
+  start.active.reset();
+  for (const RunObservation* q : waiting) {
+    if (q->view->name != run) continue;
+    if (string_at(q->status, "message") != message ||
+        string_at(q->status, "reason") != kReasonConcurrencyLimited) {
+      start.queued_messages[run] = message;
+    }
+  }
+}
+
 void append(std::vector<Event>& to, std::vector<Event> from) {
   to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
 }
@@ -162,6 +188,14 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   // 4. Start a queued run (else the slot's) when the agent is free and unblocked.
   StartPlan start = plan_start(wait_reasons(valid, blocks, runs.running), runs.running,
                                queue.waiting, d.create_run ? &d.create_run->name : nullptr);
+  if (start.start_run && in.admit_start) {
+    const Admission admission = in.admit_start(
+        *start.start_run, start_order(*start.start_run, queue.waiting, d.create_run, in.now));
+    if (!admission.admitted) {
+      d.concurrency_limited = start.start_run;
+      hold_for_capacity(start, queue.waiting, admission.message);
+    }
+  }
   d.start_run = start.start_run;
   d.queued_messages = std::move(start.queued_messages);
 
@@ -200,9 +234,11 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   const bool may_run = valid && !blocks.blocked();
   d.requeue_at = requeue_time(status.deferred_until, may_run ? plan.next_heartbeat : std::nullopt,
                               blocks, in.runs, in.now);
-  if (auto recheck = prompt_recheck_at(spec, skip.skipped, in.now)) {
-    d.requeue_at = std::min(d.requeue_at.value_or(*recheck), *recheck);
-  }
+  std::optional<TimePoint> recheck = prompt_recheck_at(spec, skip.skipped, in.now);
+  if (d.concurrency_limited)
+    recheck =
+        std::min(recheck.value_or(in.now + kConcurrencyRecheck), in.now + kConcurrencyRecheck);
+  if (recheck) d.requeue_at = std::min(d.requeue_at.value_or(*recheck), *recheck);
   for (const RunObservation& run : in.runs) append(d.events, run.events);
   return d;
 }

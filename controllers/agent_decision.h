@@ -16,6 +16,7 @@
 #include "controllers/agent_status.h"
 #include "controllers/agent_view.h"
 #include "controllers/coalesce.h"
+#include "controllers/concurrency.h"
 #include "controllers/event.h"
 #include "controllers/json_util.h"
 #include "controllers/prompt_skip.h"
@@ -78,6 +79,10 @@ struct AgentDecisionInput {
   // Whether the Agent of that name in this namespace accepts a mention from
   // this one (the shell looks it up in its cache); null: mentions wake nobody.
   std::function<bool(const std::string& target)> accepts_mention;
+  // Whether the run this pass would start may start under the operator's
+  // concurrency cap (the shell's gate reserves its place); `order` is when
+  // the run was asked for. Null: no cap.
+  std::function<Admission(const std::string& run, TimePoint order)> admit_start;
 };
 
 struct AgentDecision {
@@ -94,7 +99,10 @@ struct AgentDecision {
   // @mentioned (created before the ledger write, by deterministic name).
   std::vector<MentionRequest> mention_runs;
   std::optional<std::string> start_run;  // a Queued run to start now (Job)
-  std::vector<std::string> mark;         // write final status + costRecorded after the status
+  // The run that would have started but waits for a place under the
+  // concurrency cap (reason ConcurrencyLimited).
+  std::optional<std::string> concurrency_limited;
+  std::vector<std::string> mark;  // write final status + costRecorded after the status
   // Runs whose earlier charge this decision raises: the shell confirms from
   // the API server that each is still unmarked before writing anything.
   std::vector<std::string> confirm_unmarked;

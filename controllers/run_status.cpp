@@ -94,6 +94,9 @@ std::string timed_out_message(const RunObservationInput& in) {
 // write was lost).
 Json running_status(Json status, const RunView& view, const Json* job, TimePoint started) {
   status["phase"] = std::string(to_string(RunPhase::kRunning));
+  // Why it waited (a Queued message, ConcurrencyLimited) is over.
+  status.erase("reason");
+  status.erase("message");
   status["jobName"] = job_name_for_run(view.name);
   if (job != nullptr) status["jobUID"] = string_at(*job, "metadata/uid");
   status["startedAt"] = schedule::format_rfc3339(started);

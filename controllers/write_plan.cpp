@@ -115,6 +115,11 @@ void add_other_statuses(std::vector<PlannedWrite>& plan, const WritePlanInput& i
       Json status = obs.status;
       status["phase"] = "Queued";
       status["message"] = message->second;
+      if (d.concurrency_limited == name) {
+        status["reason"] = kReasonConcurrencyLimited;
+      } else {
+        status.erase("reason");
+      }
       plan.push_back(status_write(name, std::move(status), false, RunStatusPurpose::kChanged));
     } else if (stored == nullptr ? !obs.status.empty() : *stored != obs.status) {
       plan.push_back(status_write(name, obs.status, false, RunStatusPurpose::kChanged));

@@ -53,6 +53,9 @@ const Flag kFlags[] = {
      "seconds an Agent status that only says a run started may wait, so a short heartbeat "
      "writes start and end at once (0..300, default 10; 0: at once)"},
     {"workers", "concurrent reconciles (default 4)"},
+    {"max-concurrent-runs",
+     "at most this many heartbeats Running at once across every Agent; the rest wait Queued "
+     "(reason ConcurrencyLimited) and start in the order they were asked for (default 0: no cap)"},
     {"watch-timeout-seconds",
      "server-side timeout of each watch before it is reopened (default 290)"},
     {"qps", "client requests per second to the API server (default 20)"},
@@ -323,6 +326,12 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
     } else if (name == "workers") {
       if (!parse_number(value, c.workers) || c.workers < 1 || c.workers > kWorkersMax) {
         return fail(name, "use a number between 1 and 64");
+      }
+    } else if (name == "max-concurrent-runs") {
+      if (!parse_number(value, c.max_concurrent_runs) || c.max_concurrent_runs < 0 ||
+          c.max_concurrent_runs > controllers::kMaxConcurrentRunsMax) {
+        return fail(name, "use a number between 0 (no cap) and " +
+                              std::to_string(controllers::kMaxConcurrentRunsMax));
       }
     } else if (name == "watch-timeout-seconds") {
       if (!parse_number(value, c.watch_timeout_seconds) || c.watch_timeout_seconds < 1 ||

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "controllers/agent_decision.h"
+#include "controllers/concurrency.h"
 #include "controllers/job_builder.h"
 #include "controllers/runtime/agent_metrics.h"
 
@@ -49,6 +50,7 @@ struct Config {
   std::string log_level = "info";
   std::string log_format = "json";  // json | text
   int workers = kWorkersDefault;
+  int64_t max_concurrent_runs = 0;  // 0: no cap (controllers/concurrency.h)
   double qps = 20;
   int burst = 30;
   bool routine_events = false;

@@ -145,17 +145,28 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   kube::ClusterConfig cluster;
   std::shared_ptr<kube::Client> client = connect(config, cluster);
   if (!client) return kExitConfig;
-  spdlog::info("event=starting cluster=\"{}\" namespace={} workers={} leader_elect={}",
-               cluster.source, watched_namespaces(config.watch_namespaces), config.workers,
-               config.leader_elect);
+  spdlog::info(
+      "event=starting cluster=\"{}\" namespace={} workers={} leader_elect={} "
+      "max_concurrent_runs={}",
+      cluster.source, watched_namespaces(config.watch_namespaces), config.workers,
+      config.leader_elect, config.max_concurrent_runs);
 
   controllers::Metrics metrics;
   controllers::describe_operator_metrics(metrics);
   controllers::WorkQueue queue;
   const auto enqueue = [&queue](const std::string& key) { queue.add(key); };
-  controllers::ClusterCache cache(client, {config.watch_namespaces, config.watch_timeout_seconds},
-                                  enqueue);
+  controllers::CacheOptions cache_options;
+  cache_options.namespaces = config.watch_namespaces;
+  cache_options.watch_timeout_seconds = config.watch_timeout_seconds;
   controllers::ReconcilerConfig reconciler_config;
+  if (config.max_concurrent_runs > 0) {
+    reconciler_config.concurrency = std::make_shared<controllers::ConcurrencyGate>(
+        config.max_concurrent_runs, std::chrono::steady_clock::now, enqueue);
+    cache_options.observe_run = [gate = reconciler_config.concurrency](
+                                    const std::string& key, const controllers::Json* run,
+                                    bool has_job) { gate->observe_run(key, run, has_job); };
+  }
+  controllers::ClusterCache cache(client, std::move(cache_options), enqueue);
   reconciler_config.job = config.job;
   reconciler_config.routine_events = config.routine_events;
   reconciler_config.status_coalesce = config.status_coalesce;
@@ -175,6 +186,13 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
     }
     controllers::export_agent_metrics(m, rows, config.agent_metrics_max);
   });
+
+  if (const auto gate = reconciler_config.concurrency) {
+    metrics.on_render([gate](controllers::Metrics& m) {
+      m.gauge_set("heartbeat_concurrent_runs", {}, static_cast<double>(gate->in_use()));
+      m.gauge_set("heartbeat_runs_waiting_for_place", {}, static_cast<double>(gate->waiting()));
+    });
+  }
 
   WakeupToken token(wakeup_token_reader(
       [&client](const std::string& ns, const std::string& name) {

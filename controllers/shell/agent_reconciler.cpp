@@ -497,6 +497,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   if (!agent_opt || find_path(*agent_opt, "metadata/deletionTimestamp") != nullptr) {
     views_.forget(object_key(ns, name));
     forget_agent(object_key(ns, name));
+    if (config_.concurrency) config_.concurrency->withdraw(object_key(ns, name));
     HB_TRY(reconcile_orphans(ns, name, runs, now));
     return ReconcileResult{};
   }
@@ -513,6 +514,14 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
     const std::optional<Json> other = this->agent(ns, target);
     return other && accepts_mention(parse_agent_spec(*other).spec.mentions, name);
   };
+  std::set<std::string> admitted;  // runs the gate reserved a place for in this pass
+  if (config_.concurrency) {
+    input.admit_start = [this, &ns, &name, &admitted](const std::string& run, TimePoint order) {
+      Admission a = config_.concurrency->admit({object_key(ns, name), object_key(ns, run), order});
+      if (a.admitted) admitted.insert(run);
+      return a;
+    };
+  }
   ObservedRuns observed = observe_runs(ns, name, runs, views, now);
   input.runs = std::move(observed.runs);
   AgentDecision d = decide_agent(input);
@@ -541,6 +550,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   PassWriter writer(*this, agent, views.agent->spec.spec, runs, now);
   writer.prompt = std::move(prompt);
   const PlanOutcome outcome = perform_plan(plan, writer);
+  settle_admissions(object_key(ns, name), ns, d, admitted, outcome.start_held_back);
   if (!outcome.completed) return std::move(*writer.error);
   budget_blocked_.record(object_key(ns, name), budget_block_reason(d.status));
   const bool in_the_way = !input.env.object_in_the_way.empty();
@@ -550,6 +560,20 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
     HB_TRY_ASSIGN(found_in_the_way, ensure_objects_ahead(agent));
   }
   return requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way);
+}
+
+// A place the gate reserved for a run this pass did not start (decided
+// again without it, held back by an object in the way) is given back at
+// once; an agent that starts nothing leaves the line. A pass that failed
+// part way keeps its reservation: the retry starts that run.
+void AgentReconciler::settle_admissions(const std::string& agent_key, const std::string& ns,
+                                        const AgentDecision& d,
+                                        const std::set<std::string>& admitted, bool held_back) {
+  if (!config_.concurrency) return;
+  for (const std::string& run : admitted) {
+    if (held_back || d.start_run != run) config_.concurrency->release(object_key(ns, run));
+  }
+  if (!d.start_run && !d.concurrency_limited) config_.concurrency->withdraw(agent_key);
 }
 
 // A raised charge is only right while its run is unmarked, and the agent

@@ -23,6 +23,7 @@
 #include "controllers/runtime/budget_blocked.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/shell/cluster_view.h"
+#include "controllers/shell/concurrency_gate.h"
 #include "controllers/shell/lease_sightings.h"
 #include "controllers/shell/view_cache.h"
 #include "controllers/shell/write_overlay.h"
@@ -64,6 +65,9 @@ struct ReconcilerConfig {
   // (AgentDecisionInput::status_coalesce).
   std::chrono::seconds status_coalesce = kStatusCoalesceSecondsDefault;
   std::string controller_name = "agent";
+  // --max-concurrent-runs: shared with the runs' informer, which counts the
+  // fleet's running runs; null: no cap.
+  std::shared_ptr<ConcurrencyGate> concurrency;
 };
 
 struct ReconcileResult {
@@ -144,6 +148,9 @@ class AgentReconciler {
   // Performs one pass's write plan (write_plan.h) against the API server.
   class PassWriter;
   void count_write(const char* kind);
+  void settle_admissions(const std::string& agent_key, const std::string& ns,
+                         const AgentDecision& d, const std::set<std::string>& admitted,
+                         bool held_back);
   // Drops what was remembered about an Agent that is gone.
   void forget_agent(const std::string& key);
 

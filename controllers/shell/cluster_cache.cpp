@@ -38,7 +38,9 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
           std::move(options), std::move(enqueue)) {}
 
 ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqueue enqueue)
-    : enqueue_(std::move(enqueue)), steady_now_(options.steady_now) {
+    : enqueue_(std::move(enqueue)),
+      observe_run_(std::move(options.observe_run)),
+      steady_now_(options.steady_now) {
   const std::string selector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
   const std::vector<std::string> namespaces =
       options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
@@ -86,6 +88,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   };
   run_handlers.on_add = [this, run_agent_key](const Json& o) {
     index(runs_by_agent_, run_agent_key(o), object_key(o), true);
+    tell_run_place(ns_of(o), string_at(o, "metadata/name"));
     enqueue_(run_agent_key(o));
   };
   run_handlers.on_update = [this, run_agent_key](const Json& old, const Json& o) {
@@ -95,11 +98,13 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
       enqueue_(run_agent_key(old));
     }
     index(runs_by_agent_, run_agent_key(o), object_key(o), true);
+    tell_run_place(ns_of(o), string_at(o, "metadata/name"));
     enqueue_(run_agent_key(o));
   };
   run_handlers.on_delete = [this, run_agent_key](const Json& o) {
     forget_pods_of(object_key(o));
     index(runs_by_agent_, run_agent_key(o), object_key(o), false);
+    tell_run_place(ns_of(o), string_at(o, "metadata/name"));
     enqueue_(run_agent_key(o));
   };
   runs_.set_handlers(run_handlers);
@@ -108,7 +113,20 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     const std::string agent = annotation(o, kAnnotationAgentName);
     return agent.empty() ? std::string() : object_key(ns_of(o), agent);
   };
-  jobs_.set_handlers(agent_handlers(named_agent_key));
+  kube::StoreHandlers job_handlers = agent_handlers(named_agent_key);
+  // A started run's Job comes before its Running status: the gate counts it.
+  auto job_run_changed = [this](const Json& o) {
+    tell_run_place(ns_of(o), annotation(o, kAnnotationRunName));
+  };
+  job_handlers.on_add = [this, add = job_handlers.on_add, job_run_changed](const Json& o) {
+    add(o);
+    if (observe_run_) job_run_changed(o);
+  };
+  job_handlers.on_delete = [this, del = job_handlers.on_delete, job_run_changed](const Json& o) {
+    del(o);
+    if (observe_run_) job_run_changed(o);
+  };
+  jobs_.set_handlers(job_handlers);
 
   kube::StoreHandlers pod_handlers;
   auto pod_run_key = [](const Json& o) {
@@ -227,6 +245,14 @@ std::optional<Json> get_from(const kube::CachedResource* informer, const std::st
   return informer->store().get(object_key(ns, name));
 }
 }  // namespace
+
+void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_name) {
+  if (!observe_run_ || run_name.empty()) return;
+  std::lock_guard lock(place_mutex_);
+  const std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
+  const bool has_job = get_from(jobs_.in(ns), ns, job_name_for_run(run_name)).has_value();
+  observe_run_(object_key(ns, run_name), run ? &*run : nullptr, has_job);
+}
 
 std::optional<Json> ClusterCache::agent(const std::string& ns, const std::string& name) const {
   return get_from(agents_.in(ns), ns, name);

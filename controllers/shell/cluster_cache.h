@@ -25,6 +25,10 @@ struct CacheOptions {
   int watch_timeout_seconds = 290;
   // How long deleted Pods' last states are kept is measured on this clock.
   std::function<PodTombstones::Clock::time_point()> steady_now = PodTombstones::Clock::now;
+  // Told a run as stored (null: deleted) and whether its Job exists, by run
+  // key ("ns/name"), after each change of either; the concurrency gate
+  // counts the fleet's started runs from it.
+  std::function<void(const std::string& run_key, const Json* run, bool has_job)> observe_run;
 };
 
 class ClusterCache final : public ClusterView {
@@ -63,11 +67,15 @@ class ClusterCache final : public ClusterView {
     void set_handlers(const kube::StoreHandlers& handlers);
   };
   void forget_pods_of(const std::string& run_key);
+  // Reads the run and its Job from the caches and tells observe_run_.
+  void tell_run_place(const std::string& ns, const std::string& run_name);
   void index(Index& index, const std::string& index_key, const std::string& object_key, bool add);
   std::vector<Json> lookup(const InformerSet& set, const std::string& ns, const Index& index,
                            const std::string& index_key) const;
 
   Enqueue enqueue_;
+  std::function<void(const std::string&, const Json*, bool)> observe_run_;
+  std::mutex place_mutex_;  // orders observe_run_ calls: the last reads the newest
   std::function<PodTombstones::Clock::time_point()> steady_now_;
   InformerSet agents_, runs_, jobs_, pods_, leases_;
   mutable std::mutex mutex_;

@@ -4,6 +4,7 @@
 
 #include "controllers/budget_hold.h"
 #include "controllers/json_util.h"
+#include "controllers/names.h"
 #include "controllers/run_status.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -60,6 +61,27 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
     const Json* run = server_.peek("heartbeatruns", string_at(*after, "metadata/namespace"),
                                    string_at((*owners)[0], "name"));
     if (run != nullptr) on_run_start(*run, now);
+    if (run != nullptr) check_concurrency(*run);
+  }
+}
+
+// Counted on the API server, the truth every replica's informer lags: runs
+// not final that are Running or have their Job, the one just made included.
+void Checker::check_concurrency(const Json& started) {
+  if (config_.max_concurrent_runs <= 0) return;
+  int64_t in_use = 0;
+  server_.for_each("heartbeatruns", [&](const Json& run) {
+    const std::string phase = string_at(run, "status/phase");
+    if (is_final_phase(phase)) return;
+    const bool has_job =
+        server_.peek("jobs", string_at(run, "metadata/namespace"),
+                     controllers::job_name_for_run(string_at(run, "metadata/name"))) != nullptr;
+    if (phase == "Running" || has_job) ++in_use;
+  });
+  if (in_use > config_.max_concurrent_runs) {
+    violation("run " + key_of(started) + " started with " + std::to_string(in_use) +
+              " runs going on, over --max-concurrent-runs=" +
+              std::to_string(config_.max_concurrent_runs));
   }
 }
 

@@ -28,6 +28,9 @@ struct CheckerConfig {
   // When the runner of a run ("ns/name") last beat, on true time (the
   // node's record); a run that beat this recently is not Stalled.
   std::function<std::optional<TimePoint>(const std::string&)> last_beat;
+  // The operator's --max-concurrent-runs (0: none): no Job is made while
+  // that many runs are started and not final.
+  int64_t max_concurrent_runs = 0;
 };
 
 class Checker {
@@ -56,6 +59,7 @@ class Checker {
   void on_run_write(Actor actor, const std::optional<Json>& before,
                     const std::optional<Json>& after);
   void on_run_start(const Json& run, TimePoint now);
+  void check_concurrency(const Json& run);
   void on_stall_verdict(const Json& run);
   double spend_of(const Json& agent) const;
   static bool held_for_a_person(const Json& agent);

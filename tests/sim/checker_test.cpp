@@ -21,7 +21,8 @@ class CheckerTest : public ::testing::Test {
                              auto it = beats_.find(run);
                              if (it == beats_.end()) return std::nullopt;
                              return it->second;
-                           }}) {
+                           },
+                           /*max_concurrent_runs=*/2}) {
     server_.set_observer(
         [this](Actor a, const std::string& r, const std::optional<Json>& before,
                const std::optional<Json>& after) { checker_.on_write(a, r, before, after, now_); });
@@ -77,6 +78,22 @@ TEST_F(CheckerTest, AWellBehavedOperatorHasNoViolations) {
   checker_.check_state(now_, now_ - std::chrono::hours(1));
   checker_.check_settled();
   EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+}
+
+TEST_F(CheckerTest, AThirdRunStartedUnderACapOfTwoIsCaught) {
+  for (const char* run : {"r1", "r2", "r3", "r4"}) {
+    server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                   scheduler_run(run, std::string("2026-03-10T10:0") + run[1] + ":00Z"));
+  }
+  start("r1");
+  start("r2");
+  set_run_status("r1", finished(1));  // a finished run's Job holds no place
+  start("r3");
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  start("r4");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("r4 started with 3 runs going on"), std::string::npos)
+      << checker_.violations()[0];
 }
 
 TEST_F(CheckerTest, ABeatingRunFailedAsStalledIsCaught) {

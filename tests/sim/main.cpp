@@ -1,6 +1,7 @@
 // heartbeat-sim: runs the deterministic simulation for a range of seeds and
 // prints what it found; a failing seed prints the one command that replays it.
 //   heartbeat-sim [--seed=S] [--seeds=N] [--hours=H] [--agents=K] [--jobs=J] [--no-faults]
+//                 [--max-concurrent-runs=N]
 //                 [--start=RFC3339] [--verbose]
 // Seeds are independent: J threads (default: one per core) each run whole
 // seeds, and the report is printed in seed order, so it reads the same for
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
       options.hours = std::stod(v);
     } else if (flag(argv[i], "--agents", v)) {
       options.agents = std::stoi(v);
+    } else if (flag(argv[i], "--max-concurrent-runs", v)) {
+      options.max_concurrent_runs = std::stoll(v);
     } else if (flag(argv[i], "--jobs", v)) {
       jobs = static_cast<unsigned>(std::max(1, std::stoi(v)));
     } else if (flag(argv[i], "--start", v)) {
@@ -80,7 +83,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--seed=S] [--seeds=N] [--hours=H] [--agents=K] [--jobs=J] "
-                   "[--no-faults] [--start=RFC3339] [--verbose]\n",
+                   "[--max-concurrent-runs=N] [--no-faults] [--start=RFC3339] [--verbose]\n",
                    argv[0]);
       return 2;
     }
@@ -89,7 +92,7 @@ int main(int argc, char** argv) {
                         ? (std::getenv("HB_SIM_DEBUG") ? spdlog::level::debug : spdlog::level::info)
                         : spdlog::level::off);
   uint64_t failed = 0, runs = 0, counted = 0, reconciles = 0, crashes = 0, faults = 0, pods = 0;
-  uint64_t jumps = 0, leader_changes = 0, freezes = 0;
+  uint64_t jumps = 0, leader_changes = 0, freezes = 0, holds = 0;
   // One seed at a time when its story is logged, so the lines do not interleave.
   if (options.verbose) jobs = 1;
   const auto threads = static_cast<unsigned>(std::min<uint64_t>(jobs, seeds));
@@ -107,6 +110,7 @@ int main(int argc, char** argv) {
     jumps += r.clock_jumps;
     leader_changes += r.leader_changes;
     freezes += r.freezes;
+    holds += r.concurrency_holds;
     faults += r.api_faults;
     pods += r.node.pods;
     if (options.verbose || !r.violations.empty()) {
@@ -131,14 +135,14 @@ int main(int argc, char** argv) {
   std::printf(
       "simulated %llu seed(s) x %.1f h, %d agents: %llu violating seed(s); %llu runs "
       "(%llu Pods), %llu counted, %llu reconciles, %llu crashes, %llu leader changes, %llu "
-      "frozen leaders, %llu clock jumps, %llu API faults; %.2f s wall on %u thread(s), %.0f "
-      "heartbeats/s\n",
+      "frozen leaders, %llu clock jumps, %llu API faults, %llu runs held by the concurrency cap; "
+      "%.2f s wall on %u thread(s), %.0f heartbeats/s\n",
       static_cast<unsigned long long>(seeds), options.hours, options.agents,
       static_cast<unsigned long long>(failed), static_cast<unsigned long long>(runs),
       static_cast<unsigned long long>(pods), static_cast<unsigned long long>(counted),
       static_cast<unsigned long long>(reconciles), static_cast<unsigned long long>(crashes),
       static_cast<unsigned long long>(leader_changes), static_cast<unsigned long long>(freezes),
-      static_cast<unsigned long long>(jumps), static_cast<unsigned long long>(faults), wall,
-      threads, wall > 0 ? runs / wall : 0.0);
+      static_cast<unsigned long long>(jumps), static_cast<unsigned long long>(faults),
+      static_cast<unsigned long long>(holds), wall, threads, wall > 0 ? runs / wall : 0.0);
   return failed == 0 ? 0 : 1;
 }

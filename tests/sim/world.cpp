@@ -53,6 +53,10 @@ uint64_t mix(uint64_t x) {  // splitmix64: lags as pure functions of (seed, feed
   return x ^ (x >> 31);
 }
 
+bool held_by_cap(const Json& run) {
+  return controllers::string_at(run, "status/reason") == controllers::kReasonConcurrencyLimited;
+}
+
 struct OperatorProcess {
   controllers::Metrics metrics;
   controllers::WorkQueue queue;
@@ -142,8 +146,9 @@ World::World(const SimOptions& o)
       start_(start_time(o, rng_)),
       now_(start_),
       server_([this] { return now_; }),
-      checker_(server_, {kStallWindow, 120s,
-                         [this](const std::string& run) { return node_.last_beat(run); }}),
+      checker_(server_,
+               {kStallWindow, 120s, [this](const std::string& run) { return node_.last_beat(run); },
+                o.max_concurrent_runs}),
       operator_transport_(std::make_shared<Transport>(server_, Actor::kOperator, rng_)),
       runner_transport_(std::make_shared<Transport>(server_, Actor::kRunner, rng_)),
       node_(server_, client_over(runner_transport_), rng_,
@@ -163,6 +168,9 @@ World::World(const SimOptions& o)
   server_.set_observer([this](Actor a, const std::string& r, const std::optional<Json>& before,
                               const std::optional<Json>& after) {
     if (r == "heartbeatruns" && !before && after) ++report_.runs_created;
+    if (r == "heartbeatruns" && after && held_by_cap(*after) && !(before && held_by_cap(*before))) {
+      ++report_.concurrency_holds;
+    }
     checker_.on_write(a, r, before, after, operator_now());
   });
   report_.seed = o.seed;
@@ -189,6 +197,15 @@ void World::start_operator(std::size_t i) {
   };
   controllers::CacheOptions cache_options;
   cache_options.steady_now = [this] { return steady_now(); };
+  controllers::ReconcilerConfig config;
+  if (options_.max_concurrent_runs > 0) {
+    config.concurrency = std::make_shared<controllers::ConcurrencyGate>(
+        options_.max_concurrent_runs, [this] { return steady_now(); },
+        [op](const std::string& key) { op->queue.add(key); });
+    cache_options.observe_run = [gate = config.concurrency](
+                                    const std::string& key, const controllers::Json* run,
+                                    bool has_job) { gate->observe_run(key, run, has_job); };
+  }
   op->cache = std::make_unique<controllers::ClusterCache>(
       make_feed, cache_options, [op](const std::string& key) { op->queue.add(key); });
   controllers::describe_operator_metrics(op->metrics);
@@ -203,7 +220,6 @@ void World::start_operator(std::size_t i) {
                                                            election, clocks);
   std::shared_ptr<kube::Client> client = client_over(operator_transport_);
   client->set_write_gate([op] { return op->elector->holding(); });
-  controllers::ReconcilerConfig config;
   config.job.stall_window = kStallWindow;
   op->reconciler = std::make_unique<controllers::AgentReconciler>(
       client, *op->cache, config, op->metrics, [this] { return operator_now(); },
@@ -553,8 +569,9 @@ SimReport simulate(const SimOptions& options) {
 std::string replay_command(const std::string& program, const SimOptions& o) {
   std::ostringstream out;
   out << program << " --seed=" << o.seed << " --seeds=1 --hours=" << o.hours
-      << " --agents=" << o.agents << (o.faults ? "" : " --no-faults")
-      << (o.start.empty() ? "" : " --start=" + o.start) << " --verbose";
+      << " --agents=" << o.agents << " --max-concurrent-runs=" << o.max_concurrent_runs
+      << (o.faults ? "" : " --no-faults") << (o.start.empty() ? "" : " --start=" + o.start)
+      << " --verbose";
   return out.str();
 }
 

@@ -32,6 +32,9 @@ struct SimOptions {
   // default (mid-March, one spend period), within an hour after `start`
   // when set (e.g. just before a daylight-saving transition).
   std::string start;  // RFC 3339; empty: the default
+  // The operator's --max-concurrent-runs (0: no cap). Below the fleet's
+  // size by default, so runs wait for places and the cap is checked.
+  int64_t max_concurrent_runs = 2;
 };
 
 struct SimReport {
@@ -40,6 +43,7 @@ struct SimReport {
   uint64_t runs_created = 0, runs_counted = 0, reconciles = 0, reconcile_errors = 0;
   uint64_t crashes = 0, relists = 0, api_faults = 0, user_actions = 0, steps = 0;
   uint64_t clock_jumps = 0, leader_changes = 0, freezes = 0;
+  uint64_t concurrency_holds = 0;  // runs the cap held Queued (ConcurrencyLimited)
   NodeStats node;
   double wall_seconds = 0;
 };

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <set>
 
 #include "api/contract_limits.h"
 #include "api/utf8.h"
+#include "controllers/concurrency.h"
 #include "controllers/json_util.h"
 #include "controllers/schedule/utc_time.h"
 #include "tests/e2e/suite/e2e_fixture.h"
@@ -157,6 +159,41 @@ TEST_F(E2eTest, AnIdleAgentsIntervalDoubles) {
   // The 60 s slot passes without a run.
   std::this_thread::sleep_until(created_at + std::chrono::seconds(70));
   EXPECT_EQ(runs_of("idler").size(), 1u);
+}
+
+// --max-concurrent-runs with the real runner: five agents asked at once, a
+// cap of 2; never more than two run, the rest wait ConcurrencyLimited, all
+// five finish.
+TEST_F(E2eTest, ACapOfTwoRunsFiveAgentsTwoAtATime) {
+  const std::vector<std::string> names = {"cap-a", "cap-b", "cap-c", "cap-d", "cap-e"};
+  for (const std::string& name : names) {
+    create_agent(agent_manifest_e2e(name, "Work for a while. [[sleep 4]]"));
+  }
+  wait_ready(start_operator({"--max-concurrent-runs=2"}));
+  for (const std::string& name : names) kubectl_create_run(name, name + "-1");
+  size_t most_running = 0;
+  std::set<std::string> limited;
+  const bool all_done = wait_until(
+      [&] {
+        size_t running = 0, succeeded = 0;
+        for (const std::string& name : names) {
+          const json r = run(name + "-1");
+          const std::string phase = string_at(r, "status/phase");
+          running += phase == "Running";
+          succeeded += phase == "Succeeded";
+          if (string_at(r, "status/reason") == controllers::kReasonConcurrencyLimited) {
+            limited.insert(name);
+          }
+        }
+        most_running = std::max(most_running, running);
+        return succeeded == names.size();
+      },
+      180s, 50ms);
+  EXPECT_TRUE(all_done);
+  EXPECT_LE(most_running, 2u);
+  EXPECT_GE(limited.size(), 1u) << "the runs beyond the cap said why they waited";
+  const std::string table = kubectl("get hbr -o wide");
+  EXPECT_EQ(table.find("ConcurrencyLimited"), std::string::npos) << "over once they ran\n" << table;
 }
 
 // @mentions with the real runner: each agent's final answer mentions the

@@ -5,8 +5,10 @@
 
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "api/exit_codes.h"
+#include "controllers/concurrency.h"
 #include "controllers/json_util.h"
 #include "controllers/mentions.h"
 #include "controllers/schedule/run_name.h"
@@ -555,6 +557,55 @@ TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
   ASSERT_TRUE(wait_until([&] { return run("idler-down1")["status"].contains("reason"); }, 10s));
   EXPECT_EQ(run("idler-down1")["status"]["reason"], "ProviderError");
   EXPECT_EQ(agent("idler")["status"]["effectiveInterval"], "1m");
+}
+
+// --max-concurrent-runs on the real API server: five agents asked to run at
+// once with a cap of 2 never have more than two runs Running; the others wait
+// Queued with reason ConcurrencyLimited, and every one runs in the end.
+TEST_F(OperatorTest, ACapOfTwoRunsFiveWaitingAgentsTwoAtATime) {
+  start_kubelet([](const json&) {
+    PodScript s = finishes_with(0.01);
+    s.run_for = 3s;
+    return s;
+  });
+  const std::vector<std::string> names = {"cap-a", "cap-b", "cap-c", "cap-d", "cap-e"};
+  for (const std::string& name : names) create_agent(agent_manifest(name, {{"prompt", "Work."}}));
+  start_operator({"--max-concurrent-runs=2"});
+  for (const std::string& name : names) {
+    client_->create(res::kHeartbeatRuns, ns_, manual_run(name, name + "-m1")).or_throw();
+  }
+  size_t most_running = 0;
+  std::set<std::string> limited;
+  const bool all_done = wait_until(
+      [&] {
+        const json list = client_->list_all(res::kHeartbeatRuns, ns_).or_throw();
+        size_t running = 0, succeeded = 0;
+        for (const json& r : list["items"]) {
+          const std::string phase = string_at(r, "status/phase");
+          running += phase == "Running" ? 1 : 0;
+          succeeded += phase == "Succeeded" ? 1 : 0;
+          if (string_at(r, "status/reason") == controllers::kReasonConcurrencyLimited) {
+            limited.insert(string_at(r, "metadata/name"));
+            EXPECT_EQ(phase, "Queued");
+            EXPECT_THAT(string_at(r, "status/message"),
+                        ::testing::HasSubstr("--max-concurrent-runs"));
+          }
+        }
+        most_running = std::max(most_running, running);
+        return succeeded == names.size();
+      },
+      90s, 50ms);
+  EXPECT_TRUE(all_done) << "every waiting run starts once a place frees";
+  EXPECT_LE(most_running, 2u);
+  EXPECT_EQ(most_running, 2u) << "the cap is used, not just respected";
+  EXPECT_GE(limited.size(), 1u) << "the runs beyond the cap said why they waited";
+  EXPECT_TRUE(wait_until([&] { return operator_->metric("heartbeat_concurrent_runs") == 0; }, 10s))
+      << "every place is given back";
+  EXPECT_EQ(operator_->metric("heartbeat_runs_waiting_for_place"), 0);
+  for (const std::string& name : names) {
+    EXPECT_NE(string_at(run(name + "-m1"), "status/reason"), controllers::kReasonConcurrencyLimited)
+        << name << ": the reason is gone once it ran";
+  }
 }
 
 // @mentions on the real API server: two agents that always mention each

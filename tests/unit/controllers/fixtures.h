@@ -193,6 +193,8 @@ struct World : PlanWriter {
   std::optional<PromptGap> prompt_from_gap;
   // Which other Agents take a mention from this one (null: none).
   std::function<bool(const std::string&)> accepts_mention;
+  // The concurrency cap's answer (null: no cap).
+  std::function<Admission(const std::string&, TimePoint)> admit_start;
   TimePoint now_{};
 
   AgentDecision step(TimePoint now) {
@@ -203,6 +205,7 @@ struct World : PlanWriter {
     in.now = now;
     in.status_coalesce = coalesce;
     in.accepts_mention = accepts_mention;
+    in.admit_start = admit_start;
     AgentDecision d = decide_agent(in);
     // As the shell: a due slot or a standing skip reads promptFrom, then decides again.
     const AgentView view = view_agent(agent);
@@ -259,6 +262,7 @@ struct World : PlanWriter {
       status["jobName"] = name;
       status["startedAt"] = fmt(now_);
       status.erase("message");
+      status.erase("reason");
     }
     return WriteResult::kDone;
   }

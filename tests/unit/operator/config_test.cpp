@@ -86,6 +86,20 @@ TEST(OperatorConfig, StatusCoalescingAndContextTransportDefaultsSaveWrites) {
   }
 }
 
+TEST(OperatorConfig, TheConcurrencyCapIsOffByDefaultAndBounded) {
+  ConfigResult r = parse({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->max_concurrent_runs, 0);
+  r = parse({"--max-concurrent-runs=2"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->max_concurrent_runs, 2);
+  for (const char* bad : {"-1", "100001", "2.5", "two", "", "99999999999999999999"}) {
+    r = parse({std::string("--max-concurrent-runs=") + bad});
+    EXPECT_FALSE(r.config) << bad;
+    EXPECT_THAT(r.error, ::testing::HasSubstr("--max-concurrent-runs")) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace hb::operator_
 
