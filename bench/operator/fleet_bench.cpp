@@ -17,6 +17,8 @@
 //   hb_operator_fleet_bench --agents=1000 --minutes=3 --qps=200 --burst=400 --workers=4
 //       [--spread-seconds=60]  create the agents over 60 s, so their slots
 //                              spread over the minute (default 0: all at once)
+//       [--spread-auto=1]      give every agent heartbeat.spread: Auto, so a
+//                              fleet created at once spreads its own slots
 #include <unistd.h>
 
 #include <algorithm>
@@ -49,6 +51,7 @@ struct Options {
   int burst = 400;
   int workers = 4;  // the operator's --workers (its default)
   int spread_seconds = 0;
+  int spread_auto = 0;  // 1: heartbeat.spread: Auto on every agent
   int probe_writes = 2000;
   int probe_clients = 32;
 };
@@ -61,14 +64,15 @@ Options parse(int argc, char** argv) {
                                       {"--burst", &o.burst},
                                       {"--workers", &o.workers},
                                       {"--spread-seconds", &o.spread_seconds},
+                                      {"--spread-auto", &o.spread_auto},
                                       {"--probe-writes", &o.probe_writes},
                                       {"--probe-clients", &o.probe_clients}};
   hb::bench::parse_int_flags(argc, argv, flags);
   if (o.agents < 1 || o.minutes < 1 || o.spread_seconds < 0 || o.probe_writes < 0 ||
-      o.probe_clients < 1) {
+      o.probe_clients < 1 || (o.spread_auto != 0 && o.spread_auto != 1)) {
     throw std::invalid_argument(
         "--agents, --minutes and --probe-clients must be >= 1; --spread-seconds and "
-        "--probe-writes >= 0");
+        "--probe-writes >= 0; --spread-auto 0 or 1");
   }
   return o;
 }
@@ -196,6 +200,39 @@ LagHistogram lag_histogram(OperatorProcess& op) {
 
 }  // namespace
 
+// How many runs started in each wall-clock second of [from, to), from each
+// run's status.startedAt (the operator stamps it when it creates the Job):
+// a herd shows as a high peak, a spread fleet as a flat line.
+struct StartsPerSecond {
+  int peak = 0, p99 = 0;
+  double mean_busy = 0;  // over the seconds that had any start
+};
+
+StartsPerSecond starts_per_second(const json& runs, std::chrono::system_clock::time_point from,
+                                  std::chrono::system_clock::time_point to) {
+  std::map<int64_t, int> per_second;
+  for (const json& r : runs["items"]) {
+    const auto started = hb::controllers::time_at(r, "status/startedAt");
+    if (!started || *started < from || *started >= to) continue;
+    ++per_second[std::chrono::duration_cast<std::chrono::seconds>(*started - from).count()];
+  }
+  const int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(to - from).count();
+  std::vector<int> counts;
+  int total = 0;
+  for (int64_t s = 0; s < seconds; ++s) {
+    const auto it = per_second.find(s);
+    counts.push_back(it == per_second.end() ? 0 : it->second);
+    total += counts.back();
+  }
+  StartsPerSecond out;
+  if (counts.empty()) return out;
+  std::sort(counts.begin(), counts.end());
+  out.peak = counts.back();
+  out.p99 = counts[std::min(counts.size() - 1, counts.size() * 99 / 100)];
+  out.mean_busy = per_second.empty() ? 0 : static_cast<double>(total) / per_second.size();
+  return out;
+}
+
 int main(int argc, char** argv) {
   Options opt;
   try {
@@ -209,7 +246,8 @@ int main(int argc, char** argv) {
   std::cout << "fleet bench: " << opt.agents << " agents at 1m in namespace " << ns << ", "
             << opt.minutes << " measured minutes, operator --qps=" << opt.qps
             << " --burst=" << opt.burst << " --workers=" << opt.workers << ", creation spread over "
-            << opt.spread_seconds << " s" << std::endl;
+            << opt.spread_seconds << " s, spread: " << (opt.spread_auto ? "Auto" : "None")
+            << std::endl;
   probe_write_ceiling(*client, ns, opt.probe_writes, opt.probe_clients);
 
   OperatorProcess op({"--namespace=" + ns, "--leader-elect=false", "--runner-image=runner:bench",
@@ -231,8 +269,9 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_until(
             create_started +
             std::chrono::milliseconds(int64_t{1000} * opt.spread_seconds * i / opt.agents));
-        json a = agent_manifest("agent-" + std::to_string(i),
-                                {{"prompt", "Heartbeat."}, {"interval", "1m"}});
+        json heartbeat = {{"prompt", "Heartbeat."}, {"interval", "1m"}};
+        if (opt.spread_auto != 0) heartbeat["spread"] = "Auto";
+        json a = agent_manifest("agent-" + std::to_string(i), heartbeat);
         client->create(res::kAgents, ns, a).or_throw();
       }
     });
@@ -269,7 +308,9 @@ int main(int argc, char** argv) {
   const LagHistogram lag0 = lag_histogram(op);
   const auto plane_cpu0 = control_plane_cpu();
   const double bench_cpu0 = cpu_and_peak_rss(getpid()).first;
+  const auto window_start = std::chrono::system_clock::now();
   std::this_thread::sleep_for(std::chrono::minutes(opt.minutes));
+  const auto window_end = std::chrono::system_clock::now();
   const auto plane_cpu1 = control_plane_cpu();
   const double bench_cpu = cpu_and_peak_rss(getpid()).first - bench_cpu0;
   const double requests = op.metric("rest_client_requests_total") - requests0;
@@ -288,6 +329,8 @@ int main(int argc, char** argv) {
   const LagHistogram lag = lag_histogram(op) - lag0;
   kubelet.stop();
   op.kill(SIGTERM);
+  const StartsPerSecond starts = starts_per_second(
+      client->list_all(res::kHeartbeatRuns, ns).or_throw(), window_start, window_end);
 
   const double minutes = opt.minutes;
   std::printf("\n| measure | value |\n| --- | --- |\n");
@@ -298,6 +341,10 @@ int main(int argc, char** argv) {
       "%.3f s / %.3f s |\n",
       quantile(0.5, lag.buckets, lag.count), quantile(0.99, lag.buckets, lag.count),
       lag.count > 0 ? lag.sum / lag.count : 0.0);
+  std::printf(
+      "| Jobs started per second (the operator's start stamp), peak / p99 / mean over the busy "
+      "seconds | %d / %d / %.1f |\n",
+      starts.peak, starts.p99, starts.mean_busy);
   std::printf("| API requests per heartbeat (all verbs; %.0f watch opens in all) | %.2f |\n",
               watches, finished > 0 ? requests / finished : 0.0);
   std::printf("| writes per heartbeat | %.2f |\n", finished > 0 ? writes / finished : 0.0);

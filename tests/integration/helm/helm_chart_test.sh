@@ -87,10 +87,17 @@ expect_refused 'logFormat must be one of the following: "json", "text"' --set lo
 expect_refused 'logLevel must be one of the following' --set logLevel=verbose
 expect_refused 'replicaCount: Must be greater than or equal to 1' --set replicaCount=0
 expect_refused 'Additional property replicas is not allowed' --set replicas=2
+expect_refused 'operator.maxConcurrentRuns: Must be greater than or equal to 0' \
+  --set operator.maxConcurrentRuns=-1
 expect_refused 'Additional property volumes is not allowed' --set 'runner.podDefaults.volumes[0].name=x'
 
 echo "== 4. server dry-run of the rendered chart"
 helm template "$release" "$chart" -n "$rel_ns" >"$tmp/default.yaml"
+grep -qF -- '--max-concurrent-runs=0' "$tmp/default.yaml" ||
+  fail "the default render does not pass --max-concurrent-runs=0 (no cap)"
+helm template "$release" "$chart" -n "$rel_ns" --set operator.maxConcurrentRuns=25 |
+  grep -qF -- '--max-concurrent-runs=25' ||
+  fail "operator.maxConcurrentRuns=25 does not reach the operator's --max-concurrent-runs"
 if grep -q 'kind: ServiceMonitor' "$tmp/default.yaml"; then fail "a ServiceMonitor is rendered by default"; fi
 helm template "$release" "$chart" -n "$rel_ns" --set serviceMonitor.enabled=true \
   --show-only templates/servicemonitor.yaml >"$tmp/sm.yaml"
