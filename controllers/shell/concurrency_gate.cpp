@@ -82,11 +82,9 @@ void ConcurrencyGate::observe_run(const std::string& run_key, const Json* run, b
   if (cap_ <= 0) return;
   const std::optional<RunPhase> phase =
       run != nullptr ? parse_run_phase(string_view_at(*run, "status/phase")) : std::nullopt;
-  // A Job whose run the cache does not hold (yet: the watches race; or no
-  // more: the garbage collector is behind) counts, so the cap errs on the
-  // safe side until one of them arrives or goes.
-  const bool ended = run == nullptr ? !has_job : phase && is_final(*phase);
-  const bool started = !ended && (has_job || phase == RunPhase::kRunning);
+  const bool ended = run != nullptr && phase && is_final(*phase);
+  const bool started = run != nullptr && !ended && (has_job || phase == RunPhase::kRunning);
+  const auto now = steady_();
   std::unique_lock lock(mutex_);
   const int64_t before = in_use_locked();
   if (started) {
@@ -94,8 +92,16 @@ void ConcurrencyGate::observe_run(const std::string& run_key, const Json* run, b
   } else {
     started_.erase(run_key);
   }
-  // A Queued run without its Job keeps its reservation: its start is under way.
-  if (started || ended) reserved_.erase(run_key);
+  if (run == nullptr && has_job) {
+    // A Job whose run the cache does not hold: not yet (the watches race)
+    // or no more (the garbage collector is behind). It holds a place as a
+    // reservation would, so the cap errs on the safe side, but an orphan
+    // cannot hold it past kReservationTtl.
+    reserved_.emplace(run_key, now + kReservationTtl);
+  } else if (started || ended || run == nullptr) {
+    // A Queued run without its Job keeps its reservation: its start is under way.
+    reserved_.erase(run_key);
+  }
   wake_if_freed(lock, before);
 }
 

@@ -4,7 +4,8 @@
 // informers show Running or with its Job (a started run's Running status is
 // written a pass later), or reserved by an admission until the informers
 // show one of those (or kReservationTtl passes: the pass that reserved it
-// failed and never came back). Rebuilt from the informers after a restart or
+// failed and never came back). A Job whose run the cache does not hold
+// counts as a reservation. Rebuilt from the informers after a restart or
 // a change of leader, so the cap holds across both.
 #pragma once
 

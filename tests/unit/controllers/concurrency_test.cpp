@@ -147,6 +147,15 @@ TEST(ConcurrencyGate, AJobSeenBeforeItsRunStillHoldsItsPlace) {
   EXPECT_EQ(f.gate.in_use(), 1);
 }
 
+TEST(ConcurrencyGate, AnOrphanJobHoldsAPlaceOnlyForAWhile) {
+  Fleet f;  // a Job labelled as ours whose run never shows up
+  f.gate.observe_run("ns/ghost-run", nullptr, /*has_job=*/true);
+  f.gate.admit(candidate("a", kT0));
+  EXPECT_FALSE(f.gate.admit(candidate("b", kT0)).admitted) << "it counts while its run may come";
+  f.now += kReservationTtl;
+  EXPECT_TRUE(f.gate.admit(candidate("b", kT0)).admitted) << "but not past the reservation's life";
+}
+
 TEST(ConcurrencyGate, AnUnusedReservationIsGivenBackOrLapses) {
   Fleet f;
   f.gate.admit(candidate("a", kT0));
