@@ -153,6 +153,11 @@ std::vector<std::string> Store::keys() const {
   return out;
 }
 
+bool Store::contains(const std::string& key) const {
+  std::lock_guard lock(mutex_);
+  return items_.count(key) != 0;
+}
+
 size_t Store::size() const {
   std::lock_guard lock(mutex_);
   return items_.size();

@@ -57,6 +57,8 @@ class Store {
   void replace(std::vector<nlohmann::json> items);
 
   std::optional<nlohmann::json> get(const std::string& key) const;
+  // Whether `key` is stored, without parsing it.
+  bool contains(const std::string& key) const;
   std::vector<nlohmann::json> list() const;
   std::vector<std::string> keys() const;
   size_t size() const;

@@ -118,13 +118,13 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   auto job_run_changed = [this](const Json& o) {
     tell_run_place(ns_of(o), annotation(o, kAnnotationRunName));
   };
-  job_handlers.on_add = [this, add = job_handlers.on_add, job_run_changed](const Json& o) {
+  job_handlers.on_add = [add = job_handlers.on_add, job_run_changed](const Json& o) {
     add(o);
-    if (observe_run_) job_run_changed(o);
+    job_run_changed(o);
   };
-  job_handlers.on_delete = [this, del = job_handlers.on_delete, job_run_changed](const Json& o) {
+  job_handlers.on_delete = [del = job_handlers.on_delete, job_run_changed](const Json& o) {
     del(o);
-    if (observe_run_) job_run_changed(o);
+    job_run_changed(o);
   };
   jobs_.set_handlers(job_handlers);
 
@@ -250,7 +250,9 @@ void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_
   if (!observe_run_ || run_name.empty()) return;
   std::lock_guard lock(place_mutex_);
   const std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
-  const bool has_job = get_from(jobs_.in(ns), ns, job_name_for_run(run_name)).has_value();
+  const kube::CachedResource* jobs = jobs_.in(ns);
+  const bool has_job =
+      jobs != nullptr && jobs->store().contains(object_key(ns, job_name_for_run(run_name)));
   observe_run_(object_key(ns, run_name), run ? &*run : nullptr, has_job);
 }
 

@@ -12,10 +12,10 @@ ConcurrencyGate::ConcurrencyGate(int64_t cap, SteadyClock steady, Wake wake)
   assert(cap_ >= 0 && cap_ <= kMaxConcurrentRunsMax);
 }
 
+// A run is in started_ or in reserved_, never both: a run shown started
+// loses its reservation, and a started run is never reserved again.
 int64_t ConcurrencyGate::in_use_locked() const {
-  int64_t n = static_cast<int64_t>(started_.size());
-  for (const auto& [run, until] : reserved_) n += started_.count(run) == 0 ? 1 : 0;
-  return n;
+  return static_cast<int64_t>(started_.size() + reserved_.size());
 }
 
 void ConcurrencyGate::erase_waiting_locked(const std::string& agent) {

@@ -36,7 +36,6 @@ class ConcurrencyGate {
   // `wake` queues an agent whose run may start now that a place freed.
   ConcurrencyGate(int64_t cap, SteadyClock steady, Wake wake);
 
-  int64_t cap() const { return cap_; }
   // Admits the candidate (reserving a place) or records it as waiting.
   // Asking again for a run already admitted admits it again.
   Admission admit(const StartCandidate& candidate);

@@ -36,8 +36,10 @@ TEST(Store, EventsAddUpdateDelete) {
   store.apply({WatchEventType::kAdded, obj("a", "1")});
   store.apply({WatchEventType::kModified, obj("a", "2", 7)});
   EXPECT_EQ(store.get("ns/a")->at("spec").at("value"), 7);
+  EXPECT_TRUE(store.contains("ns/a"));
   store.apply({WatchEventType::kDeleted, obj("a", "3")});
   EXPECT_FALSE(store.get("ns/a"));
+  EXPECT_FALSE(store.contains("ns/a"));
   EXPECT_EQ(rec.log, (std::vector<std::string>{"add ns/a", "update ns/a 1->2", "delete ns/a"}));
 }
 
