@@ -163,7 +163,8 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
                         .spent_cents_this_period = spent_cents_this_month(counted.ledger, in.now),
                         .period = schedule::spend_period(in.now),
                         .now = in.now});
-  const schedule::BlockResult blocks = agent_blocks(spec, counted.ledger, hold.hold, in.now);
+  const schedule::BlockResult blocks =
+      agent_blocks(spec, counted.ledger, hold.hold, in.policy_budgets, in.now);
   BackoffState backoff = backoff_state(spec, view.status, counted.ledger);
 
   // 3. The schedule: at most the most recent due slot, never a burst. Later

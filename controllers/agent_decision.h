@@ -21,6 +21,7 @@
 #include "controllers/json_util.h"
 #include "controllers/prompt_skip.h"
 #include "controllers/run_status.h"
+#include "controllers/schedule/blocks.h"
 #include "controllers/spend_ledger.h"
 
 namespace hb::controllers {
@@ -83,6 +84,9 @@ struct AgentDecisionInput {
   // concurrency cap (the shell's gate reserves its place); `order` is when
   // the run was asked for. Null: no cap.
   std::function<Admission(const std::string& run, TimePoint order)> admit_start;
+  // The team budgets of the HeartbeatPolicies that select the agent, by
+  // policy name (the shell sums their agents' spend).
+  std::vector<schedule::PolicyBudget> policy_budgets;
 };
 
 struct AgentDecision {

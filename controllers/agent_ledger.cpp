@@ -73,8 +73,11 @@ BackoffState backoff_state(const AgentSpec& spec, const AgentStatus& stored,
 }
 
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,
-                                   const std::optional<BudgetHold>& hold, TimePoint now) {
+                                   const std::optional<BudgetHold>& hold,
+                                   std::vector<schedule::PolicyBudget> policy_budgets,
+                                   TimePoint now) {
   schedule::BlockInput in;
+  in.policy_budgets = std::move(policy_budgets);
   in.paused = spec.paused;
   in.paused_until = ledger.paused_until;
   in.monthly_budget_cents = spec.monthly_budget_cents;

@@ -47,6 +47,8 @@ BackoffState backoff_state(const AgentSpec& spec, const AgentStatus& stored,
 
 // `hold`: status.budgetHold as this pass decided it (budget_hold.h).
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,
-                                   const std::optional<BudgetHold>& hold, TimePoint now);
+                                   const std::optional<BudgetHold>& hold,
+                                   std::vector<schedule::PolicyBudget> policy_budgets,
+                                   TimePoint now);
 
 }  // namespace hb::controllers

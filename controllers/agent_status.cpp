@@ -113,6 +113,18 @@ Json to_json(const BudgetHold& hold) {
   return out;
 }
 
+Conditions parse_conditions(const Json* list) {
+  if (list == nullptr || !list->is_array()) return nullptr;
+  auto conditions = std::make_shared<std::vector<Condition>>();
+  conditions->reserve(list->size());
+  for (const Json& c : *list) {
+    conditions->push_back(Condition{
+        string_at(c, "type"), string_at(c, "status"), int_at(c, "observedGeneration").value_or(0),
+        string_at(c, "lastTransitionTime"), string_at(c, "reason"), string_at(c, "message")});
+  }
+  return conditions;
+}
+
 ParsedAgentStatus parse_agent_status(const Json* stored) {
   ParsedAgentStatus parsed;
   if (stored == nullptr || !stored->is_object()) {
@@ -122,16 +134,7 @@ ParsedAgentStatus parse_agent_status(const Json* stored) {
   const Json& j = *stored;
   AgentStatus& s = parsed.status;
   s.observed_generation = int_at(j, "observedGeneration");
-  if (const Json* list = find_path(j, "conditions"); list != nullptr && list->is_array()) {
-    auto conditions = std::make_shared<std::vector<Condition>>();
-    conditions->reserve(list->size());
-    for (const Json& c : *list) {
-      conditions->push_back(Condition{
-          string_at(c, "type"), string_at(c, "status"), int_at(c, "observedGeneration").value_or(0),
-          string_at(c, "lastTransitionTime"), string_at(c, "reason"), string_at(c, "message")});
-    }
-    s.conditions = std::move(conditions);
-  }
+  s.conditions = parse_conditions(find_path(j, "conditions"));
   s.phase = string_at(j, "phase");
   s.last_schedule_time = time_at(j, "lastScheduleTime");
   s.last_heartbeat_time = time_at(j, "lastHeartbeatTime");

@@ -106,6 +106,8 @@ struct ParsedAgentStatus {
 };
 
 ParsedAgentStatus parse_agent_status(const Json* stored);
+// A status.conditions list (of any kind of ours); null when absent or not a list.
+Conditions parse_conditions(const Json* list);
 // status.capabilities as the CRD names them: the type's row of the table.
 const Json& capabilities_json(api::AgentType type);
 Json to_json(const AgentStatus& status);

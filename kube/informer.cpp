@@ -59,6 +59,22 @@ Done Informer::list_and_replace() {
   return done();
 }
 
+void Informer::treat_as_absent(const Error& error) {
+  if (!synced_ || store_.size() > 0) {
+    spdlog::warn(
+        "informer resource_absent resource={} error=\"{}\" action=\"running without it; "
+        "install its CRD (crds/) and grant list/watch to use it\"",
+        resource_.describe(), error.describe());
+  }
+  store_.replace({});
+  {
+    std::lock_guard lock(mutex_);
+    resource_version_.clear();
+    synced_ = true;
+  }
+  cv_.notify_all();
+}
+
 Done Informer::watch_once() {
   WatchOptions options;
   options.label_selector = options_.label_selector;
@@ -141,7 +157,15 @@ void Informer::run() {
       need_list = true;
       continue;
     }
-    need_list = need_list || error.kind == ErrorKind::kMalformed;
+    const bool absent = error.kind == ErrorKind::kNotFound || error.kind == ErrorKind::kForbidden;
+    if (need_list && options_.optional_resource && absent) {
+      treat_as_absent(error);
+      sleep_unless_stopped(kAbsentResourceRecheck);
+      continue;
+    }
+    // A CRD deleted under the watch: the next list finds it absent.
+    need_list =
+        need_list || error.kind == ErrorKind::kMalformed || (options_.optional_resource && absent);
     ++stats_.errors;
     auto delay = backoff_.next();
     spdlog::warn("informer error resource={} error=\"{}\" retry_in_ms={}", what, error.describe(),

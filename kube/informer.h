@@ -26,7 +26,13 @@ struct InformerOptions {
   int watch_timeout_seconds = kWatchTimeoutSecondsDefault;
   // Cuts every cached object down to what readers use (Store::set_projection).
   Projection projection;
+  // A resource that may not be served (an optional CRD not installed, or
+  // not granted by an older Role): a 404 or 403 on list counts as an empty,
+  // synced list, and the list is tried again every kAbsentResourceRecheck.
+  bool optional_resource = false;
 };
+
+inline constexpr std::chrono::seconds kAbsentResourceRecheck{30};
 
 struct InformerStats {
   std::atomic<uint64_t> lists{0};
@@ -75,6 +81,8 @@ class Informer final : public CachedResource {
  private:
   void run();
   Done list_and_replace();
+  // An optional resource that is not served: an empty, synced cache.
+  void treat_as_absent(const Error& error);
   Done watch_once();
   bool sleep_unless_stopped(std::chrono::milliseconds delay);
 

@@ -20,6 +20,7 @@ struct Resource {
 namespace resources {
 inline const Resource kAgents{"heartbeat.dev", "v1alpha1", "agents"};
 inline const Resource kHeartbeatRuns{"heartbeat.dev", "v1alpha1", "heartbeatruns"};
+inline const Resource kHeartbeatPolicies{"heartbeat.dev", "v1alpha1", "heartbeatpolicies"};
 inline const Resource kJobs{"batch", "v1", "jobs"};
 inline const Resource kPods{"", "v1", "pods"};
 inline const Resource kConfigMaps{"", "v1", "configmaps"};

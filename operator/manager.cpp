@@ -13,6 +13,7 @@
 #include "controllers/runtime/workqueue.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "controllers/shell/cluster_cache.h"
+#include "controllers/shell/policy_status_writer.h"
 #include "kube/kubeconfig.h"
 #include "operator/http_routes.h"
 #include "operator/leader_election.h"
@@ -166,6 +167,9 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
                                     const std::string& key, const controllers::Json* run,
                                     bool has_job) { gate->observe_run(key, run, has_job); };
   }
+  auto policies = std::make_shared<controllers::PolicyIndex>(enqueue);
+  cache_options.policies = policies;
+  reconciler_config.policies = policies;
   controllers::ClusterCache cache(client, std::move(cache_options), enqueue);
   reconciler_config.job = config.job;
   reconciler_config.routine_events = config.routine_events;
@@ -228,7 +232,13 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
       },
       metrics, kController, active_workers};
   std::vector<std::thread> workers = start_reconcile_workers(config.workers, worker_deps);
+  controllers::PolicyStatusWriter policy_status(client, *policies, metrics,
+                                                [] { return std::chrono::system_clock::now(); });
+  std::atomic<bool> policy_status_stop{false};
+  std::thread policy_status_thread([&] { policy_status.run_until(policy_status_stop); });
   const int exit_code = lead_until_stopped(elector.get(), stop);
+  policy_status_stop = true;
+  policy_status_thread.join();
   spdlog::info("event=shutting_down reason={}",
                exit_code == kExitOk ? "signal" : "lost_leadership");
   queue.shutdown();

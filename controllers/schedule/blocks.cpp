@@ -39,6 +39,21 @@ void add_budget_block(const BlockInput& input, TimePoint now, BlockResult& resul
   result.budget_resets_at = resets;
 }
 
+std::optional<Block> policy_budget_block(const BlockInput& input, TimePoint now) {
+  for (const PolicyBudget& p : input.policy_budgets) {
+    const int64_t spent = spend_in_current_period(p.period, p.spent_cents, now);
+    if (p.budget_cents <= 0 || spent < p.budget_cents) continue;
+    return Block{std::string(kReasonBudgetExceeded),
+                 "the agents of HeartbeatPolicy " + p.policy + " spent " + std::to_string(spent) +
+                     " of the " + std::to_string(p.budget_cents) + " cents budgeted for " +
+                     spend_period(now) + "; heartbeats resume at " +
+                     format_rfc3339(start_of_next_period(now)) +
+                     " or when the policy's spec.budget.monthlyCents is raised",
+                 kReasonPolicyBudgetExceeded};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool BlockResult::has(std::string_view reason) const {
@@ -62,6 +77,11 @@ BlockResult evaluate_blocks(const BlockInput& input, TimePoint now) {
     result.paused_until_lifts_at = *input.paused_until;
   }
   add_budget_block(input, now, result);
+  if (result.has(kReasonBudgetExceeded)) return result;
+  if (std::optional<Block> team = policy_budget_block(input, now)) {
+    result.blocks.push_back(std::move(*team));
+    result.budget_resets_at = start_of_next_period(now);
+  }
   return result;
 }
 

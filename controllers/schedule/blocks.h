@@ -18,11 +18,22 @@ inline constexpr std::string_view kReasonPausedByAgent = "PausedByAgent";
 inline constexpr std::string_view kReasonBudgetExceeded = "BudgetExceeded";
 // The BudgetExceeded condition's reason while a budget stop waits for a person.
 inline constexpr std::string_view kReasonAwaitingApproval = "AwaitingApproval";
+// The BudgetExceeded condition's reason when a HeartbeatPolicy's team budget stops it.
+inline constexpr std::string_view kReasonPolicyBudgetExceeded = "PolicyBudgetExceeded";
 
 // A budget stop that waits for a person (status.budgetHold while it holds).
 struct HeldBudgetStop {
   std::string period;  // the month whose budget was spent
   int64_t budget_cents = 0;
+};
+
+// A HeartbeatPolicy's team budget over the agent: what the agents it
+// selects spent in `period` together.
+struct PolicyBudget {
+  std::string policy;  // its name (same namespace as the agent)
+  int64_t budget_cents = 0;
+  int64_t spent_cents = 0;
+  std::string period;  // "YYYY-MM"; spend of an earlier month counts as 0
 };
 
 struct BlockInput {
@@ -32,6 +43,7 @@ struct BlockInput {
   int64_t spent_cents_this_period = 0;    // status.spend.cents
   std::string spend_period;               // status.spend.period ("YYYY-MM")
   std::optional<HeldBudgetStop> budget_hold;
+  std::vector<PolicyBudget> policy_budgets;  // the policies that select the agent, by name
 };
 
 struct Block {
@@ -59,7 +71,9 @@ struct BlockResult {
 // A pausedUntil at or before now no longer blocks, so a clock that jumps past
 // it lifts the pause and one that jumps back reinstates it: only now counts.
 // Spend recorded for an earlier month counts as 0. A held budget stop
-// blocks in any month until a person releases it (budget_hold.h).
+// blocks in any month until a person releases it (budget_hold.h). A spent
+// team budget blocks (one block: the first policy by name) unless the
+// agent's own budget already does; it lifts when the month turns.
 BlockResult evaluate_blocks(const BlockInput& input, TimePoint now);
 
 }  // namespace hb::schedule

@@ -514,6 +514,8 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
     const std::optional<Json> other = this->agent(ns, target);
     return other && accepts_mention(parse_agent_spec(*other).spec.mentions, name);
   };
+  if (config_.policies)
+    input.policy_budgets = config_.policies->budgets_for(object_key(ns, name), now);
   std::set<std::string> admitted;  // runs the gate reserved a place for in this pass
   if (config_.concurrency) {
     input.admit_start = [this, &ns, &name, &admitted](const std::string& run, TimePoint order) {

@@ -25,6 +25,7 @@
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/concurrency_gate.h"
 #include "controllers/shell/lease_sightings.h"
+#include "controllers/shell/policy_index.h"
 #include "controllers/shell/view_cache.h"
 #include "controllers/shell/write_overlay.h"
 #include "controllers/write_plan.h"
@@ -68,6 +69,8 @@ struct ReconcilerConfig {
   // --max-concurrent-runs: shared with the runs' informer, which counts the
   // fleet's running runs; null: no cap.
   std::shared_ptr<ConcurrencyGate> concurrency;
+  // The HeartbeatPolicies' team budgets (kept by the cache); null: none.
+  std::shared_ptr<const PolicyIndex> policies;
 };
 
 struct ReconcileResult {

@@ -40,12 +40,13 @@ ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions op
 ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqueue enqueue)
     : enqueue_(std::move(enqueue)),
       observe_run_(std::move(options.observe_run)),
-      steady_now_(options.steady_now) {
+      steady_now_(options.steady_now),
+      policy_index_(std::move(options.policies)) {
   const std::string selector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
   const std::vector<std::string> namespaces =
       options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
   auto make = [&](const kube::Resource& r, const std::string& label_selector,
-                  kube::Projection projection = nullptr) {
+                  kube::Projection projection = nullptr, bool optional = false) {
     InformerSet set;
     for (const std::string& ns : namespaces) {
       kube::InformerOptions o;
@@ -53,6 +54,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
       o.label_selector = label_selector;
       o.watch_timeout_seconds = options.watch_timeout_seconds;
       o.projection = projection;
+      o.optional_resource = optional;
       set.namespaces.push_back(ns);
       set.informers.push_back(make_source(r, o));
     }
@@ -66,6 +68,16 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   jobs_ = make(kube::resources::kJobs, selector, project_job);
   pods_ = make(kube::resources::kPods, selector, project_pod);
   leases_ = make(kube::resources::kLeases, selector);
+  if (policy_index_) {
+    policies_ = make(kube::resources::kHeartbeatPolicies, "", nullptr, /*optional=*/true);
+    kube::StoreHandlers h;
+    h.on_add = [index = policy_index_](const Json& o) { index->policy_changed(nullptr, &o); };
+    h.on_update = [index = policy_index_](const Json& old, const Json& o) {
+      index->policy_changed(&old, &o);
+    };
+    h.on_delete = [index = policy_index_](const Json& o) { index->policy_changed(&o, nullptr); };
+    policies_.set_handlers(h);
+  }
 
   auto agent_handlers = [this](auto key_of) {
     kube::StoreHandlers h;
@@ -80,7 +92,28 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     };
     return h;
   };
-  agents_.set_handlers(agent_handlers([](const Json& o) { return object_key(o); }));
+  kube::StoreHandlers own_agent_handlers =
+      agent_handlers([](const Json& o) { return object_key(o); });
+  if (policy_index_) {
+    // Told before the agent is queued, so its reconcile sees its labels and spend counted.
+    auto told = [index = policy_index_](const Json& o, bool gone) {
+      index->agent_changed(object_key(o), gone ? nullptr : &o);
+    };
+    own_agent_handlers.on_add = [add = own_agent_handlers.on_add, told](const Json& o) {
+      told(o, false);
+      add(o);
+    };
+    own_agent_handlers.on_update = [update = own_agent_handlers.on_update, told](const Json& old,
+                                                                                 const Json& o) {
+      told(o, false);
+      update(old, o);
+    };
+    own_agent_handlers.on_delete = [del = own_agent_handlers.on_delete, told](const Json& o) {
+      told(o, true);
+      del(o);
+    };
+  }
+  agents_.set_handlers(own_agent_handlers);
 
   kube::StoreHandlers run_handlers;
   auto run_agent_key = [](const Json& o) {
@@ -160,14 +193,22 @@ ClusterCache::~ClusterCache() {
   stop();
 }
 
+std::vector<ClusterCache::InformerSet*> ClusterCache::all_sets() {
+  return {&agents_, &runs_, &jobs_, &pods_, &leases_, &policies_};
+}
+
+std::vector<const ClusterCache::InformerSet*> ClusterCache::all_sets() const {
+  return {&agents_, &runs_, &jobs_, &pods_, &leases_, &policies_};
+}
+
 void ClusterCache::start() {
-  for (InformerSet* set : {&agents_, &runs_, &jobs_, &pods_, &leases_}) {
+  for (InformerSet* set : all_sets()) {
     for (auto& informer : set->informers) informer->start();
   }
 }
 
 void ClusterCache::stop() {
-  for (InformerSet* set : {&agents_, &runs_, &jobs_, &pods_, &leases_}) {
+  for (InformerSet* set : all_sets()) {
     for (auto& informer : set->informers) informer->stop();
   }
 }
@@ -191,7 +232,7 @@ bool ClusterCache::synced() const {
 
 std::vector<const kube::CachedResource*> ClusterCache::sources() const {
   std::vector<const kube::CachedResource*> out;
-  for (const InformerSet* set : {&agents_, &runs_, &jobs_, &pods_, &leases_}) {
+  for (const InformerSet* set : all_sets()) {
     for (const auto& informer : set->informers) out.push_back(informer.get());
   }
   return out;
@@ -247,13 +288,15 @@ std::optional<Json> get_from(const kube::CachedResource* informer, const std::st
 }  // namespace
 
 void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_name) {
-  if (!observe_run_ || run_name.empty()) return;
+  if ((!observe_run_ && !policy_index_) || run_name.empty()) return;
   std::lock_guard lock(place_mutex_);
   const std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
   const kube::CachedResource* jobs = jobs_.in(ns);
   const bool has_job =
       jobs != nullptr && jobs->store().contains(object_key(ns, job_name_for_run(run_name)));
-  observe_run_(object_key(ns, run_name), run ? &*run : nullptr, has_job);
+  if (observe_run_) observe_run_(object_key(ns, run_name), run ? &*run : nullptr, has_job);
+  if (policy_index_)
+    policy_index_->run_changed(object_key(ns, run_name), run ? &*run : nullptr, has_job);
 }
 
 std::optional<Json> ClusterCache::agent(const std::string& ns, const std::string& name) const {

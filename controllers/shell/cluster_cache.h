@@ -14,6 +14,7 @@
 
 #include "controllers/pod_tombstones.h"
 #include "controllers/shell/cluster_view.h"
+#include "controllers/shell/policy_index.h"
 #include "kube/informer.h"
 
 namespace hb::controllers {
@@ -29,6 +30,10 @@ struct CacheOptions {
   // key ("ns/name"), after each change of either; the concurrency gate
   // counts the fleet's started runs from it.
   std::function<void(const std::string& run_key, const Json* run, bool has_job)> observe_run;
+  // Kept from a HeartbeatPolicy informer (an optional resource: the cache
+  // syncs without the CRD) and from the Agent and run informers; null: no
+  // policies are watched.
+  std::shared_ptr<PolicyIndex> policies;
 };
 
 class ClusterCache final : public ClusterView {
@@ -77,7 +82,11 @@ class ClusterCache final : public ClusterView {
   std::function<void(const std::string&, const Json*, bool)> observe_run_;
   std::mutex place_mutex_;  // orders observe_run_ calls: the last reads the newest
   std::function<PodTombstones::Clock::time_point()> steady_now_;
-  InformerSet agents_, runs_, jobs_, pods_, leases_;
+  std::vector<InformerSet*> all_sets();
+  std::vector<const InformerSet*> all_sets() const;
+
+  std::shared_ptr<PolicyIndex> policy_index_;
+  InformerSet agents_, runs_, jobs_, pods_, leases_, policies_;
   mutable std::mutex mutex_;
   Index runs_by_agent_;  // "ns/agent" -> run keys
   Index pods_by_run_;    // "ns/run" -> pod keys

@@ -294,6 +294,32 @@ const Event* event_of(const AgentDecision& d, const std::string& reason) {
   return nullptr;
 }
 
+// A HeartbeatPolicy's team budget spent: no run, condition BudgetExceeded
+// with reason PolicyBudgetExceeded naming the policy, an Event; a budget
+// raised (or the policy gone) lets the next slot run.
+TEST(AgentDecision, ASpentTeamBudgetStopsTheAgentUntilRaised) {
+  Json a = agent("bot", "2024-05-10T10:00:00Z");
+  World w{a};
+  w.policy_budgets = {{"team-a", 100, 100, "2024-05"}};
+  AgentDecision d = w.step(at("2024-05-10T10:05:00Z"));
+  EXPECT_FALSE(d.create_run);
+  const Json status = d.status_json();
+  const Json* budget = condition(status, "BudgetExceeded");
+  ASSERT_NE(budget, nullptr);
+  EXPECT_EQ((*budget)["status"], "True");
+  EXPECT_EQ((*budget)["reason"], "PolicyBudgetExceeded");
+  EXPECT_THAT((*budget)["message"].get<std::string>(),
+              ::testing::HasSubstr("HeartbeatPolicy team-a"));
+  EXPECT_EQ(status["phase"], "BudgetExceeded");
+  ASSERT_NE(event_of(d, "BudgetExceeded"), nullptr);
+  EXPECT_THAT(event_of(d, "BudgetExceeded")->message, ::testing::HasSubstr("team-a"));
+  EXPECT_FALSE(status.contains("budgetHold"));  // no person needed: the month lifts it
+  w.policy_budgets = {{"team-a", 200, 100, "2024-05"}};
+  d = w.step(at("2024-05-10T10:06:00Z"));
+  ASSERT_TRUE(d.create_run);
+  EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["status"], "False");
+}
+
 // The design's budget stop: spent, the agent waits for a person, across the
 // month boundary; a new heartbeat.dev/resume value lets it go.
 TEST(AgentDecision, ABudgetStopWaitsForAPersonAcrossTheMonth) {

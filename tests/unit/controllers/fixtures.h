@@ -195,6 +195,8 @@ struct World : PlanWriter {
   std::function<bool(const std::string&)> accepts_mention;
   // The concurrency cap's answer (null: no cap).
   std::function<Admission(const std::string&, TimePoint)> admit_start;
+  // The HeartbeatPolicies' team budgets over the agent (the shell's sums).
+  std::vector<schedule::PolicyBudget> policy_budgets;
   TimePoint now_{};
 
   AgentDecision step(TimePoint now) {
@@ -206,6 +208,7 @@ struct World : PlanWriter {
     in.status_coalesce = coalesce;
     in.accepts_mention = accepts_mention;
     in.admit_start = admit_start;
+    in.policy_budgets = policy_budgets;
     AgentDecision d = decide_agent(in);
     // As the shell: a due slot or a standing skip reads promptFrom, then decides again.
     const AgentView view = view_agent(agent);

@@ -114,5 +114,39 @@ TEST(Blocks, AllBlocksReportedInOrder) {
   EXPECT_EQ(r.blocks[2].reason, kReasonBudgetExceeded);
 }
 
+// A team budget (HeartbeatPolicy) spent blocks with its own condition
+// reason, names the policy and lifts when the month turns.
+TEST(Blocks, PolicyBudgetSpentBlocksAndNamesThePolicy) {
+  BlockInput in;
+  in.policy_budgets = {{"team-a", 100, 40, "2024-03"}, {"team-b", 50, 50, "2024-03"}};
+  const BlockResult r = evaluate_blocks(in, utc("2024-03-10T10:00:00Z"));
+  ASSERT_EQ(r.blocks.size(), 1u);
+  EXPECT_EQ(r.blocks[0].reason, kReasonBudgetExceeded);
+  EXPECT_EQ(r.blocks[0].condition_reason, kReasonPolicyBudgetExceeded);
+  EXPECT_NE(r.blocks[0].message.find("HeartbeatPolicy team-b spent 50 of the 50 cents"),
+            std::string::npos);
+  EXPECT_EQ(*r.budget_resets_at, utc("2024-04-01T00:00:00Z"));
+  EXPECT_FALSE(r.until_a_person_acts);
+}
+
+TEST(Blocks, PolicyBudgetUnderOrOfAnEarlierMonthOrZeroDoesNotBlock) {
+  BlockInput in;
+  in.policy_budgets = {{"under", 100, 99, "2024-03"},
+                       {"last-month", 10, 500, "2024-02"},
+                       {"no-budget", 0, 500, "2024-03"}};
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-03-10T10:00:00Z")).blocked());
+}
+
+TEST(Blocks, TheAgentsOwnBudgetWinsOverATeamBudget) {
+  BlockInput in;
+  in.monthly_budget_cents = 10;
+  in.spent_cents_this_period = 10;
+  in.spend_period = "2024-03";
+  in.policy_budgets = {{"team", 5, 5, "2024-03"}};
+  const BlockResult r = evaluate_blocks(in, utc("2024-03-10T10:00:00Z"));
+  ASSERT_EQ(r.blocks.size(), 1u);
+  EXPECT_TRUE(r.blocks[0].condition_reason.empty());
+}
+
 }  // namespace
 }  // namespace hb::schedule

@@ -1,0 +1,109 @@
+#include "controllers/policy.h"
+
+#include <cmath>
+
+#include "controllers/agent_decision.h"
+#include "controllers/agent_status.h"
+#include "controllers/schedule/blocks.h"
+#include "controllers/spend_ledger.h"
+
+namespace hb::controllers {
+
+namespace {
+
+// A limit field: absent is 0 (no limit); anything but an integer in
+// [0, max] is an error naming the field.
+int64_t parse_limit(const Json& policy, std::string_view path, const std::string& field,
+                    int64_t max, std::vector<std::string>& errors) {
+  const Json* value = find_path(policy, path);
+  if (value == nullptr || value->is_null()) return 0;
+  if (!value->is_number_integer() || value->get<int64_t>() < 0 || value->get<int64_t>() > max) {
+    errors.push_back(field + ": must be an integer from 0 to " + std::to_string(max) +
+                     " (0: no limit)");
+    return 0;
+  }
+  return value->get<int64_t>();
+}
+
+struct WantedPolicyCondition {
+  const char* type;
+  bool status;
+  std::string reason;
+  std::string message;
+};
+
+std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& policy,
+                                                            const PolicyTally& tally) {
+  std::vector<WantedPolicyCondition> out;
+  std::string errors;
+  for (const std::string& e : policy.errors) errors += (errors.empty() ? "" : "; ") + e;
+  out.push_back(policy.valid() ? WantedPolicyCondition{kConditionReady, true, "Valid",
+                                                       "the policy's limits are in force"}
+                               : WantedPolicyCondition{kConditionReady, false, "InvalidSpec",
+                                                       errors + "; no limit is in force"});
+  const int64_t spent = static_cast<int64_t>(std::floor(tally.spent_cents));
+  const bool exceeded =
+      policy.valid() && policy.monthly_budget_cents > 0 && spent >= policy.monthly_budget_cents;
+  const std::string budget = std::to_string(policy.monthly_budget_cents);
+  out.push_back(exceeded
+                    ? WantedPolicyCondition{kConditionBudgetExceeded, true,
+                                            std::string(schedule::kReasonPolicyBudgetExceeded),
+                                            "the selected agents spent " + std::to_string(spent) +
+                                                " of the " + budget + " cents budgeted for " +
+                                                tally.period + "; none of them starts a heartbeat"}
+                    : WantedPolicyCondition{kConditionBudgetExceeded, false, "WithinBudget",
+                                            "within the team budget"});
+  out.push_back(tally.agents == 0
+                    ? WantedPolicyCondition{kConditionSelectorMatchesNothing, true, "NoAgents",
+                                            "spec.selector selects no Agent of namespace " +
+                                                policy.ns + "; check its labels"}
+                    : WantedPolicyCondition{kConditionSelectorMatchesNothing, false,
+                                            "AgentsSelected",
+                                            std::to_string(tally.agents) + " Agent(s) selected"});
+  return out;
+}
+
+}  // namespace
+
+bool PolicySpec::selects(const std::map<std::string, std::string>& agent_labels) const {
+  return valid() && selector_matches(selector, agent_labels);
+}
+
+PolicySpec parse_policy(const Json& policy) {
+  PolicySpec p;
+  p.ns = string_at(policy, "metadata/namespace");
+  p.name = string_at(policy, "metadata/name");
+  p.generation = int_at(policy, "metadata/generation").value_or(0);
+  SelectorParse selector =
+      parse_label_selector(find_path(policy, "spec/selector"), "spec.selector");
+  p.selector = std::move(selector.selector);
+  p.errors = std::move(selector.errors);
+  p.monthly_budget_cents = parse_limit(policy, "spec/budget/monthlyCents",
+                                       "spec.budget.monthlyCents", INT64_MAX, p.errors);
+  p.max_concurrent_runs = parse_limit(policy, "spec/maxConcurrentRuns", "spec.maxConcurrentRuns",
+                                      kPolicyMaxConcurrentRunsMax, p.errors);
+  return p;
+}
+
+Json desired_policy_status(const PolicySpec& policy, const Json* stored, const PolicyTally& tally,
+                           TimePoint now) {
+  const Conditions existing =
+      stored != nullptr ? parse_conditions(find_path(*stored, "conditions")) : nullptr;
+  Json conditions = Json::array();
+  for (const WantedPolicyCondition& w : wanted_policy_conditions(policy, tally)) {
+    conditions.push_back(to_json(
+        make_condition(existing, w.type, w.status, w.reason, w.message, policy.generation, now)));
+  }
+  Json spend = Json::object();
+  spend.emplace("period", tally.period);
+  spend.emplace("cents", round_to_spend_resolution(tally.spent_cents));
+  Json status = Json::object();
+  status.emplace("observedGeneration", policy.generation);
+  status.emplace("agents", tally.agents);
+  status.emplace("runningRuns", tally.running_runs);
+  status.emplace("spend", std::move(spend));
+  status.emplace("conditions", std::move(conditions));
+  return status;
+}
+
+}  // namespace hb::controllers

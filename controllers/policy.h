@@ -1,0 +1,54 @@
+// HeartbeatPolicy (crds/heartbeat.dev_heartbeatpolicies.yaml): a team's
+// budget and concurrency cap over the Agents of its namespace that its
+// selector picks. Pure: parsing the policy, and the status it should show
+// for what the shell counted (shell/policy_index.h keeps the counts).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "controllers/json_util.h"
+#include "controllers/label_selector.h"
+
+namespace hb::controllers {
+
+inline constexpr const char* kPolicyKind = "HeartbeatPolicy";
+// Condition types of a policy (besides Ready and BudgetExceeded).
+inline constexpr const char* kConditionSelectorMatchesNothing = "SelectorMatchesNothing";
+// The CRD's bound on spec.maxConcurrentRuns (the operator-wide flag's too).
+inline constexpr int64_t kPolicyMaxConcurrentRunsMax = 100000;
+
+struct PolicySpec {
+  std::string ns;
+  std::string name;
+  int64_t generation = 0;
+  LabelSelector selector;            // empty: every Agent of the namespace
+  int64_t monthly_budget_cents = 0;  // <= 0: no team budget
+  int64_t max_concurrent_runs = 0;   // <= 0: no cap
+  std::vector<std::string> errors;   // each names the field; a policy with errors sets no limit
+
+  bool valid() const { return errors.empty(); }
+  // Whether it selects an Agent of its namespace with these labels. An
+  // invalid policy selects nothing: a typo must not stop a whole team.
+  bool selects(const std::map<std::string, std::string>& agent_labels) const;
+};
+
+PolicySpec parse_policy(const Json& policy);
+
+// What the shell counted over the Agents a policy selects.
+struct PolicyTally {
+  int64_t agents = 0;
+  int64_t running_runs = 0;
+  double spent_cents = 0;  // in `period`
+  std::string period;      // "YYYY-MM" of now
+};
+
+// The status the policy should show; the shell writes it when it differs
+// from `stored` (status as stored, null when absent). Conditions keep their
+// lastTransitionTime while they hold.
+Json desired_policy_status(const PolicySpec& policy, const Json* stored, const PolicyTally& tally,
+                           TimePoint now);
+
+}  // namespace hb::controllers

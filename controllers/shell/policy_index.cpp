@@ -1,0 +1,185 @@
+#include "controllers/shell/policy_index.h"
+
+#include <cmath>
+
+#include "controllers/run_view.h"
+#include "controllers/schedule/spend.h"
+
+namespace hb::controllers {
+
+namespace {
+
+std::string namespace_of_key(const std::string& key) {
+  return key.substr(0, key.find('/'));
+}
+
+// The generation changes with the spec only (the status is a subresource).
+bool same_spec(const Json& a, const Json& b) {
+  const std::optional<int64_t> generation = int_at(a, "metadata/generation");
+  return generation && generation == int_at(b, "metadata/generation") &&
+         string_at(a, "metadata/uid") == string_at(b, "metadata/uid");
+}
+
+int64_t to_micros(double cents) {
+  return saturating_int64(std::llround(cents * kMicroCentsPerCent));
+}
+
+}  // namespace
+
+PolicyIndex::PolicyIndex(Enqueue enqueue, std::function<void()> limits_changed)
+    : enqueue_(std::move(enqueue)), limits_changed_(std::move(limits_changed)) {}
+
+std::pair<PolicyIndex::Policies::const_iterator, PolicyIndex::Policies::const_iterator>
+PolicyIndex::in_namespace(const std::string& ns) const {
+  // '0' follows '/' in ASCII: [ns/, ns0) holds exactly the keys "ns/...".
+  return {policies_.lower_bound(ns + "/"), policies_.lower_bound(ns + "0")};
+}
+
+void PolicyIndex::count_agent(const std::string& ns, const AgentEntry& agent, int64_t sign) {
+  const auto [begin, end] = in_namespace(ns);
+  for (auto it = begin; it != end; ++it) {
+    if (!it->second.spec.selects(agent.labels)) continue;
+    auto& sums = policies_.at(it->first).spent_micros_by_period;
+    sums[agent.period] += sign * agent.spent_micros;
+  }
+}
+
+std::vector<std::string> PolicyIndex::agents_selected(const PolicySpec& spec) const {
+  std::vector<std::string> out;
+  for (auto it = agents_.lower_bound(spec.ns + "/"); it != agents_.lower_bound(spec.ns + "0");
+       ++it) {
+    if (spec.selects(it->second.labels)) out.push_back(it->first);
+  }
+  return out;
+}
+
+PolicyIndex::PolicyEntry PolicyIndex::entry_for(const Json& policy) const {
+  PolicyEntry entry;
+  entry.spec = parse_policy(policy);
+  if (const Json* status = find_path(policy, "status")) entry.stored_status = *status;
+  for (const std::string& key : agents_selected(entry.spec)) {
+    const AgentEntry& agent = agents_.at(key);
+    entry.spent_micros_by_period[agent.period] += agent.spent_micros;
+  }
+  return entry;
+}
+
+void PolicyIndex::policy_changed(const Json* old_policy, const Json* policy) {
+  std::vector<std::string> touched;
+  {
+    std::lock_guard lock(mutex_);
+    if (old_policy != nullptr && policy != nullptr && same_spec(*old_policy, *policy)) {
+      // The operator's own status write (or a relist): no limit changed.
+      auto it = policies_.find(object_key(*policy));
+      const Json* status = find_path(*policy, "status");
+      if (it != policies_.end()) it->second.stored_status = status ? *status : Json();
+      return;
+    }
+    if (old_policy != nullptr) {
+      auto it = policies_.find(object_key(*old_policy));
+      if (it != policies_.end()) {
+        touched = agents_selected(it->second.spec);
+        policies_.erase(it);
+      }
+    }
+    if (policy != nullptr) {
+      PolicyEntry entry = entry_for(*policy);
+      for (std::string& key : agents_selected(entry.spec)) touched.push_back(std::move(key));
+      policies_.insert_or_assign(object_key(*policy), std::move(entry));
+    }
+  }
+  for (const std::string& key : touched) enqueue_(key);
+  if (limits_changed_) limits_changed_();
+}
+
+void PolicyIndex::agent_changed(const std::string& agent_key, const Json* agent) {
+  const std::string ns = namespace_of_key(agent_key);
+  std::lock_guard lock(mutex_);
+  if (auto it = agents_.find(agent_key); it != agents_.end()) {
+    count_agent(ns, it->second, -1);
+    agents_.erase(it);
+  }
+  if (agent == nullptr) return;
+  AgentEntry entry;
+  entry.labels = labels_of(*agent);
+  entry.period = string_at(*agent, "status/spend/period");
+  entry.spent_micros = to_micros(number_at(*agent, "status/spend/cents").value_or(0));
+  count_agent(ns, entry, +1);
+  agents_.emplace(agent_key, std::move(entry));
+}
+
+void PolicyIndex::run_changed(const std::string& run_key, const Json* run, bool has_job) {
+  const std::optional<RunPhase> phase =
+      run != nullptr ? parse_run_phase(string_view_at(*run, "status/phase")) : std::nullopt;
+  const bool started =
+      run != nullptr && !(phase && is_final(*phase)) && (has_job || phase == RunPhase::kRunning);
+  std::lock_guard lock(mutex_);
+  if (!started) {
+    started_.erase(run_key);
+    return;
+  }
+  started_[run_key] = object_key(namespace_of_key(run_key), string_at(*run, "spec/agentRef/name"));
+}
+
+std::vector<schedule::PolicyBudget> PolicyIndex::budgets_for(const std::string& agent_key,
+                                                             TimePoint now) const {
+  std::vector<schedule::PolicyBudget> out;
+  const std::string period = schedule::spend_period(now);
+  std::lock_guard lock(mutex_);
+  const auto agent = agents_.find(agent_key);
+  if (agent == agents_.end()) return out;
+  const auto [begin, end] = in_namespace(namespace_of_key(agent_key));
+  for (auto it = begin; it != end; ++it) {
+    const PolicyEntry& p = it->second;
+    if (p.spec.monthly_budget_cents <= 0 || !p.spec.selects(agent->second.labels)) continue;
+    const auto spent = p.spent_micros_by_period.find(period);
+    const int64_t micros = spent == p.spent_micros_by_period.end() ? 0 : spent->second;
+    out.push_back({p.spec.name, p.spec.monthly_budget_cents,
+                   static_cast<int64_t>(std::floor(micros / kMicroCentsPerCent)), period});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, int64_t>> PolicyIndex::caps_for(
+    const std::string& agent_key) const {
+  std::vector<std::pair<std::string, int64_t>> out;
+  std::lock_guard lock(mutex_);
+  const auto agent = agents_.find(agent_key);
+  if (agent == agents_.end()) return out;
+  const auto [begin, end] = in_namespace(namespace_of_key(agent_key));
+  for (auto it = begin; it != end; ++it) {
+    const PolicySpec& spec = it->second.spec;
+    if (spec.max_concurrent_runs > 0 && spec.selects(agent->second.labels)) {
+      out.emplace_back(it->first, spec.max_concurrent_runs);
+    }
+  }
+  return out;
+}
+
+std::vector<PolicyIndex::Report> PolicyIndex::reports(TimePoint now) const {
+  std::vector<Report> out;
+  const std::string period = schedule::spend_period(now);
+  std::lock_guard lock(mutex_);
+  for (const auto& [key, p] : policies_) {
+    Report r{p.spec, {}, p.stored_status};
+    r.tally.period = period;
+    const std::vector<std::string> selected = agents_selected(p.spec);
+    r.tally.agents = static_cast<int64_t>(selected.size());
+    for (const auto& [run, agent] : started_) {
+      if (std::binary_search(selected.begin(), selected.end(), agent)) ++r.tally.running_runs;
+    }
+    const auto spent = p.spent_micros_by_period.find(period);
+    if (spent != p.spent_micros_by_period.end()) {
+      r.tally.spent_cents = static_cast<double>(spent->second) / kMicroCentsPerCent;
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::size_t PolicyIndex::size() const {
+  std::lock_guard lock(mutex_);
+  return policies_.size();
+}
+
+}  // namespace hb::controllers

@@ -1,0 +1,80 @@
+// The HeartbeatPolicies of the watched namespaces and what they count, kept
+// from the informers (policies, Agents, runs) so a reconcile asks for an
+// agent's team budgets without a scan: each policy keeps the sum of its
+// selected agents' spend per month, updated as an Agent's status or labels
+// change. Counts a person reads (agents, runningRuns) are taken by a scan
+// when the policy's status is written (shell/policy_status_writer.h), a few
+// times a minute, never on the hot path.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "controllers/policy.h"
+#include "controllers/schedule/blocks.h"
+
+namespace hb::controllers {
+
+// Spend is summed in millionths of a cent: integers add and subtract exactly
+// (a double sum would drift as agents come and go).
+inline constexpr double kMicroCentsPerCent = 1e6;
+
+class PolicyIndex {
+ public:
+  using Enqueue = std::function<void(const std::string& agent_key)>;
+  // `enqueue`: an agent whose limits a policy change may have changed.
+  // `limits_changed`: after any policy change (the gate wakes who may start).
+  explicit PolicyIndex(Enqueue enqueue, std::function<void()> limits_changed = nullptr);
+
+  // From the informers' handlers; null: absent (added or deleted).
+  void policy_changed(const Json* old_policy, const Json* policy);
+  void agent_changed(const std::string& agent_key, const Json* agent);
+  void run_changed(const std::string& run_key, const Json* run, bool has_job);
+
+  // The team budgets over an agent, by policy name; spend as of the stored
+  // statuses of the agents (a run still going is not in it yet).
+  std::vector<schedule::PolicyBudget> budgets_for(const std::string& agent_key,
+                                                  TimePoint now) const;
+  // The caps over an agent: (policy key "ns/name", maxConcurrentRuns).
+  std::vector<std::pair<std::string, int64_t>> caps_for(const std::string& agent_key) const;
+
+  struct Report {
+    PolicySpec spec;
+    PolicyTally tally;
+    Json stored_status;  // null when it has none
+  };
+  // Every policy with its counts now.
+  std::vector<Report> reports(TimePoint now) const;
+  std::size_t size() const;
+
+ private:
+  struct AgentEntry {
+    std::map<std::string, std::string> labels;
+    std::string period;        // status.spend.period
+    int64_t spent_micros = 0;  // status.spend.cents, in millionths
+  };
+  struct PolicyEntry {
+    PolicySpec spec;
+    Json stored_status;
+    std::map<std::string, int64_t> spent_micros_by_period;
+  };
+  using Policies = std::map<std::string, PolicyEntry>;
+  // The policies of a namespace: keys "ns/name" sort together.
+  std::pair<Policies::const_iterator, Policies::const_iterator> in_namespace(
+      const std::string& ns) const;
+  void count_agent(const std::string& ns, const AgentEntry& agent, int64_t sign);
+  PolicyEntry entry_for(const Json& policy) const;
+  std::vector<std::string> agents_selected(const PolicySpec& spec) const;
+
+  Enqueue enqueue_;
+  std::function<void()> limits_changed_;
+  mutable std::mutex mutex_;
+  Policies policies_;                           // by "ns/name"
+  std::map<std::string, AgentEntry> agents_;    // by "ns/name"
+  std::map<std::string, std::string> started_;  // run key -> agent key
+};
+
+}  // namespace hb::controllers

@@ -1,0 +1,48 @@
+#include "controllers/shell/policy_status_writer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <thread>
+
+namespace hb::controllers {
+
+PolicyStatusWriter::PolicyStatusWriter(std::shared_ptr<kube::Client> client,
+                                       const PolicyIndex& index, Metrics& metrics, Clock clock)
+    : client_(std::move(client)), index_(index), metrics_(metrics), clock_(std::move(clock)) {}
+
+int PolicyStatusWriter::write_changed() {
+  const TimePoint now = clock_();
+  int written = 0;
+  for (const PolicyIndex::Report& r : index_.reports(now)) {
+    const Json* stored = r.stored_status.is_object() ? &r.stored_status : nullptr;
+    Json desired = desired_policy_status(r.spec, stored, r.tally, now);
+    if (stored != nullptr && same_json(*stored, desired)) continue;
+    Json patch = Json::object();
+    patch.emplace("status", std::move(desired));
+    kube::Result<Json> done = client_->merge_patch_status(kube::resources::kHeartbeatPolicies,
+                                                          r.spec.ns, r.spec.name, patch);
+    if (!done.ok()) {
+      // Not the leader, or gone meanwhile: the next round decides again.
+      spdlog::debug("event=policy_status_write_failed policy={}/{} error=\"{}\"", r.spec.ns,
+                    r.spec.name, done.error().describe());
+      continue;
+    }
+    metrics_.counter_add("heartbeat_api_writes_total", {{"kind", kWritePolicyStatus}});
+    ++written;
+  }
+  return written;
+}
+
+void PolicyStatusWriter::run_until(const std::atomic<bool>& stop) {
+  constexpr auto kTick = std::chrono::milliseconds(100);
+  auto next = std::chrono::steady_clock::now();
+  while (!stop) {
+    if (std::chrono::steady_clock::now() >= next) {
+      write_changed();
+      next = std::chrono::steady_clock::now() + kPolicyStatusInterval;
+    }
+    std::this_thread::sleep_for(kTick);
+  }
+}
+
+}  // namespace hb::controllers

@@ -1,0 +1,40 @@
+// Writes each HeartbeatPolicy's status (agents, spend, runningRuns,
+// conditions) when it differs from the stored one. Runs on its own thread a
+// few times a minute, so a fleet of heartbeats costs no policy write on its
+// hot path: at most one write per policy per kPolicyStatusInterval.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "controllers/runtime/metrics.h"
+#include "controllers/shell/policy_index.h"
+#include "kube/client.h"
+
+namespace hb::controllers {
+
+inline constexpr std::chrono::seconds kPolicyStatusInterval{5};
+inline constexpr const char* kWritePolicyStatus = "policy_status";
+
+class PolicyStatusWriter {
+ public:
+  using Clock = std::function<TimePoint()>;
+  PolicyStatusWriter(std::shared_ptr<kube::Client> client, const PolicyIndex& index,
+                     Metrics& metrics, Clock clock);
+
+  // One round: writes every status that changed; how many were written.
+  // A failed write is logged and tried again next round.
+  int write_changed();
+  // Rounds every kPolicyStatusInterval until `stop`.
+  void run_until(const std::atomic<bool>& stop);
+
+ private:
+  std::shared_ptr<kube::Client> client_;
+  const PolicyIndex& index_;
+  Metrics& metrics_;
+  Clock clock_;
+};
+
+}  // namespace hb::controllers

@@ -1,0 +1,262 @@
+// HeartbeatPolicy: the label selector, the policy's parse (errors name the
+// field), its desired status, and the shell's index of what it counts.
+#include "controllers/policy.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "controllers/label_selector.h"
+#include "controllers/shell/policy_index.h"
+#include "tests/unit/controllers/fixtures.h"
+
+namespace hb::controllers {
+namespace {
+
+using testing::at;
+using ::testing::HasSubstr;
+
+LabelSelector selector(const char* json) {
+  const Json j = Json::parse(json);
+  SelectorParse p = parse_label_selector(&j, "spec.selector");
+  EXPECT_TRUE(p.errors.empty()) << p.errors.front();
+  return p.selector;
+}
+
+std::vector<std::string> selector_errors(const char* json) {
+  const Json j = Json::parse(json);
+  return parse_label_selector(&j, "spec.selector").errors;
+}
+
+TEST(LabelSelector, EmptyOrAbsentSelectsEverything) {
+  EXPECT_TRUE(selector_matches(selector("{}"), {}));
+  EXPECT_TRUE(selector_matches(parse_label_selector(nullptr, "s").selector, {{"a", "b"}}));
+}
+
+TEST(LabelSelector, MatchLabelsAndEveryOperator) {
+  const LabelSelector s = selector(R"({"matchLabels": {"team": "a"},
+    "matchExpressions": [{"key": "tier", "operator": "In", "values": ["gold", "silver"]},
+                         {"key": "env", "operator": "NotIn", "values": ["dev"]},
+                         {"key": "owner", "operator": "Exists"},
+                         {"key": "legacy", "operator": "DoesNotExist"}]})");
+  const std::map<std::string, std::string> yes = {
+      {"team", "a"}, {"tier", "gold"}, {"env", "prod"}, {"owner", "x"}};
+  EXPECT_TRUE(selector_matches(s, yes));
+  auto without = [&](const char* key) {
+    auto l = yes;
+    l.erase(key);
+    return l;
+  };
+  auto with = [&](const char* key, const char* value) {
+    auto l = yes;
+    l[key] = value;
+    return l;
+  };
+  EXPECT_FALSE(selector_matches(s, with("team", "b")));
+  EXPECT_FALSE(selector_matches(s, with("tier", "bronze")));
+  EXPECT_FALSE(selector_matches(s, without("tier")));
+  EXPECT_FALSE(selector_matches(s, with("env", "dev")));
+  EXPECT_TRUE(selector_matches(s, without("env")));  // NotIn holds for an absent label
+  EXPECT_FALSE(selector_matches(s, without("owner")));
+  EXPECT_FALSE(selector_matches(s, with("legacy", "")));
+}
+
+// Hostile or mistaken selectors: each error names the field and the fix.
+TEST(LabelSelector, BadSelectorsNameTheField) {
+  EXPECT_THAT(selector_errors(R"("team=a")")[0], HasSubstr("spec.selector: must be a label"));
+  EXPECT_THAT(selector_errors(R"({"matchLabels": {"team": 7}})")[0],
+              HasSubstr("spec.selector.matchLabels.team: must be a label value"));
+  EXPECT_THAT(selector_errors(R"({"matchLabels": {"bad key!": "a"}})")[0],
+              HasSubstr("not a valid label key"));
+  EXPECT_THAT(selector_errors(R"({"matchExpressions": [{"key": "a", "operator": "Near"}]})")[0],
+              HasSubstr("spec.selector.matchExpressions[0].operator: use In, NotIn"));
+  EXPECT_THAT(selector_errors(R"({"matchExpressions": [{"key": "a", "operator": "In"}]})")[0],
+              HasSubstr("matchExpressions[0].values: In and NotIn need 1 to 64 values"));
+  EXPECT_THAT(
+      selector_errors(
+          R"({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]})")[0],
+      HasSubstr("must be empty for Exists"));
+  EXPECT_THAT(selector_errors(R"({"matchExpressions": {"key": "a"}})")[0],
+              HasSubstr("matchExpressions: must be a list"));
+  Json many = {{"matchExpressions", Json::array()}};
+  for (int i = 0; i < 40; ++i) {
+    many["matchExpressions"].push_back({{"key", "k" + std::to_string(i)}, {"operator", "Exists"}});
+  }
+  const std::vector<std::string> errors = parse_label_selector(&many, "spec.selector").errors;
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_THAT(errors[0], HasSubstr("at most 32"));
+}
+
+Json policy(const char* name, Json spec) {
+  return {
+      {"metadata",
+       {{"namespace", "ns"}, {"name", name}, {"generation", 2}, {"uid", std::string("u-") + name}}},
+      {"spec", std::move(spec)}};
+}
+
+TEST(Policy, ParsesLimitsAndRejectsBadOnesByField) {
+  PolicySpec p =
+      parse_policy(policy("team", {{"budget", {{"monthlyCents", 500}}}, {"maxConcurrentRuns", 2}}));
+  EXPECT_TRUE(p.valid());
+  EXPECT_EQ(p.monthly_budget_cents, 500);
+  EXPECT_EQ(p.max_concurrent_runs, 2);
+  EXPECT_TRUE(p.selects({}));
+  p = parse_policy(policy("bad", {{"budget", {{"monthlyCents", -1}}},
+                                  {"maxConcurrentRuns", "two"},
+                                  {"selector", {{"matchLabels", {{"team", "a"}}}}}}));
+  ASSERT_EQ(p.errors.size(), 2u);
+  EXPECT_THAT(p.errors[0], HasSubstr("spec.budget.monthlyCents: must be an integer from 0"));
+  EXPECT_THAT(p.errors[1],
+              HasSubstr("spec.maxConcurrentRuns: must be an integer from 0 to 100000"));
+  // An invalid policy sets no limit on anyone: a typo must not stop a team.
+  EXPECT_FALSE(p.selects({{"team", "a"}}));
+}
+
+const Json* condition_of(const Json& status, const char* type) {
+  for (const Json& c : status["conditions"]) {
+    if (c["type"] == type) return &c;
+  }
+  return nullptr;
+}
+
+TEST(Policy, StatusShowsCountsAndConditionsAndKeepsTransitionTimes) {
+  const PolicySpec p = parse_policy(policy("team", {{"budget", {{"monthlyCents", 100}}}}));
+  PolicyTally tally{2, 1, 100.25, "2024-05"};
+  const Json s = desired_policy_status(p, nullptr, tally, at("2024-05-10T10:00:00Z"));
+  EXPECT_EQ(s["agents"], 2);
+  EXPECT_EQ(s["runningRuns"], 1);
+  EXPECT_EQ(s["spend"]["cents"], 100.25);
+  EXPECT_EQ(s["spend"]["period"], "2024-05");
+  EXPECT_EQ(s["observedGeneration"], 2);
+  EXPECT_EQ((*condition_of(s, "BudgetExceeded"))["status"], "True");
+  EXPECT_EQ((*condition_of(s, "BudgetExceeded"))["reason"], "PolicyBudgetExceeded");
+  EXPECT_EQ((*condition_of(s, "SelectorMatchesNothing"))["status"], "False");
+  EXPECT_EQ((*condition_of(s, "Ready"))["status"], "True");
+  // The same again later: identical, so the writer writes nothing.
+  const Json again = desired_policy_status(p, &s, tally, at("2024-05-10T10:05:00Z"));
+  EXPECT_EQ(again, s);
+  tally.agents = 0;
+  const Json none = desired_policy_status(p, &s, tally, at("2024-05-10T10:06:00Z"));
+  EXPECT_EQ((*condition_of(none, "SelectorMatchesNothing"))["status"], "True");
+  EXPECT_THAT((*condition_of(none, "SelectorMatchesNothing"))["message"].get<std::string>(),
+              HasSubstr("selects no Agent of namespace ns"));
+  EXPECT_EQ((*condition_of(none, "BudgetExceeded"))["lastTransitionTime"], "2024-05-10T10:00:00Z");
+}
+
+TEST(Policy, AnInvalidPolicySaysSoInReady) {
+  const PolicySpec p = parse_policy(policy("bad", {{"maxConcurrentRuns", -3}}));
+  const Json s =
+      desired_policy_status(p, nullptr, {1, 0, 0, "2024-05"}, at("2024-05-10T10:00:00Z"));
+  EXPECT_EQ((*condition_of(s, "Ready"))["status"], "False");
+  EXPECT_THAT((*condition_of(s, "Ready"))["message"].get<std::string>(),
+              HasSubstr("spec.maxConcurrentRuns"));
+}
+
+Json agent_with(const char* name, std::map<std::string, std::string> labels, double cents,
+                const char* period = "2024-05") {
+  Json a = {{"metadata", {{"namespace", "ns"}, {"name", name}, {"labels", labels}}},
+            {"status", {{"spend", {{"period", period}, {"cents", cents}}}}}};
+  return a;
+}
+
+// The index sums the selected agents' spend as their statuses and labels
+// change, keeps policies of other namespaces apart, and wakes the agents a
+// policy change concerns.
+TEST(PolicyIndex, SumsSpendOfSelectedAgentsAsTheyChange) {
+  std::vector<std::string> woken;
+  PolicyIndex index([&](const std::string& key) { woken.push_back(key); });
+  const TimePoint now = at("2024-05-10T10:00:00Z");
+  const Json a = agent_with("a", {{"team", "x"}}, 30.5);
+  const Json b = agent_with("b", {{"team", "x"}}, 40.75);
+  const Json c = agent_with("c", {{"team", "y"}}, 1000);
+  index.agent_changed("ns/a", &a);
+  index.agent_changed("ns/b", &b);
+  index.agent_changed("ns/c", &c);
+  Json other_ns = agent_with("a", {{"team", "x"}}, 999);
+  other_ns["metadata"]["namespace"] = "ns-2";
+  index.agent_changed("ns-2/a", &other_ns);
+  const Json p = policy("team-x", {{"selector", {{"matchLabels", {{"team", "x"}}}}},
+                                   {"budget", {{"monthlyCents", 100}}},
+                                   {"maxConcurrentRuns", 1}});
+  index.policy_changed(nullptr, &p);
+  EXPECT_EQ(woken, (std::vector<std::string>{"ns/a", "ns/b"}));
+  std::vector<schedule::PolicyBudget> budgets = index.budgets_for("ns/a", now);
+  ASSERT_EQ(budgets.size(), 1u);
+  EXPECT_EQ(budgets[0].policy, "team-x");
+  EXPECT_EQ(budgets[0].spent_cents, 71);  // 30.5 + 40.75, floored
+  EXPECT_TRUE(index.budgets_for("ns/c", now).empty());
+  EXPECT_TRUE(index.budgets_for("ns-2/a", now).empty());
+  EXPECT_EQ(index.caps_for("ns/b"),
+            (std::vector<std::pair<std::string, int64_t>>{{"ns/team-x", 1}}));
+  // b spends more, then leaves the team; c joins it.
+  const Json b2 = agent_with("b", {{"team", "x"}}, 60);
+  index.agent_changed("ns/b", &b2);
+  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 90);
+  const Json b3 = agent_with("b", {{"team", "z"}}, 60);
+  index.agent_changed("ns/b", &b3);
+  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 30);
+  const Json c2 = agent_with("c", {{"team", "x"}}, 1000);
+  index.agent_changed("ns/c", &c2);
+  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 1030);
+  index.agent_changed("ns/c", nullptr);
+  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 30);
+  // Spend of last month does not count this month.
+  const Json a_old = agent_with("a", {{"team", "x"}}, 30.5, "2024-04");
+  index.agent_changed("ns/a", &a_old);
+  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 0);
+}
+
+TEST(PolicyIndex, ReportsCountAgentsAndRunningRuns) {
+  PolicyIndex index([](const std::string&) {});
+  const Json a = agent_with("a", {{"team", "x"}}, 10);
+  const Json b = agent_with("b", {{"team", "y"}}, 20);
+  index.agent_changed("ns/a", &a);
+  index.agent_changed("ns/b", &b);
+  const Json p = policy("team-x", {{"selector", {{"matchLabels", {{"team", "x"}}}}}});
+  index.policy_changed(nullptr, &p);
+  const Json running = {{"spec", {{"agentRef", {{"name", "a"}}}}},
+                        {"status", {{"phase", "Running"}}}};
+  const Json queued_with_job = {{"spec", {{"agentRef", {{"name", "a"}}}}}};
+  const Json done = {{"spec", {{"agentRef", {{"name", "a"}}}}},
+                     {"status", {{"phase", "Succeeded"}}}};
+  const Json other = {{"spec", {{"agentRef", {{"name", "b"}}}}},
+                      {"status", {{"phase", "Running"}}}};
+  index.run_changed("ns/r1", &running, true);
+  index.run_changed("ns/r2", &queued_with_job, true);
+  index.run_changed("ns/r3", &done, true);
+  index.run_changed("ns/r4", &other, false);
+  index.run_changed("ns/r5", &queued_with_job, false);  // not started yet
+  std::vector<PolicyIndex::Report> reports = index.reports(at("2024-05-10T10:00:00Z"));
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(reports[0].tally.agents, 1);
+  EXPECT_EQ(reports[0].tally.running_runs, 2);
+  EXPECT_EQ(reports[0].tally.spent_cents, 10);
+  index.run_changed("ns/r1", &done, true);
+  index.run_changed("ns/r2", nullptr, false);
+  EXPECT_EQ(index.reports(at("2024-05-10T10:00:00Z"))[0].tally.running_runs, 0);
+}
+
+TEST(PolicyIndex, AStatusOnlyUpdateWakesNobody) {
+  int woken = 0;
+  PolicyIndex index([&](const std::string&) { ++woken; });
+  const Json a = agent_with("a", {}, 10);
+  index.agent_changed("ns/a", &a);
+  const Json p = policy("all", {{"budget", {{"monthlyCents", 100}}}});
+  index.policy_changed(nullptr, &p);
+  EXPECT_EQ(woken, 1);
+  Json with_status = p;
+  with_status["status"] = {{"agents", 1}};
+  index.policy_changed(&p, &with_status);
+  EXPECT_EQ(woken, 1);
+  EXPECT_EQ(index.reports(at("2024-05-10T10:00:00Z"))[0].stored_status["agents"], 1);
+  Json raised = with_status;
+  raised["metadata"]["generation"] = 3;
+  raised["spec"]["budget"]["monthlyCents"] = 200;
+  index.policy_changed(&with_status, &raised);
+  EXPECT_EQ(woken, 3);  // the agent, by the old and the new spec
+  index.policy_changed(&raised, nullptr);
+  EXPECT_EQ(index.size(), 0u);
+  EXPECT_TRUE(index.budgets_for("ns/a", at("2024-05-10T10:00:00Z")).empty());
+}
+
+}  // namespace
+}  // namespace hb::controllers
