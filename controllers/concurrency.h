@@ -1,14 +1,18 @@
-// The operator-wide concurrency cap (--max-concurrent-runs): at most `cap`
-// heartbeats run at once across every Agent the operator manages. Runs that
-// would start beyond it wait Queued (reason ConcurrencyLimited) and start in
-// the order of the time they were asked for (a scheduler run's slot), not in
-// the order their agents happen to be reconciled. Pure: the shell
-// (shell/concurrency_gate.h) keeps the fleet's counts and asks these.
+// Concurrency caps. The operator-wide one (--max-concurrent-runs): at most
+// `cap` heartbeats run at once across every Agent the operator manages. A
+// HeartbeatPolicy's maxConcurrentRuns caps the agents it selects the same
+// way; each cap is a pool, and a run starts only when every pool its agent
+// belongs to admits it. Runs that would start beyond a cap wait Queued
+// (reason ConcurrencyLimited) and start in the order of the time they were
+// asked for (a scheduler run's slot), not in the order their agents happen to
+// be reconciled. Pure: the shell (shell/concurrency_gate.h) keeps the fleet's
+// counts and asks these.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "controllers/json_util.h"
@@ -44,17 +48,57 @@ struct Admission {
   }
 };
 
+// The operator-wide pool's key, and how its refusals name the limit.
+inline constexpr std::string_view kOperatorPool = "";
+inline constexpr std::string_view kOperatorLimit = "--max-concurrent-runs";
+
+// A cap that applies to an agent.
+struct PoolCap {
+  std::string pool;  // "" = the operator-wide cap; otherwise a policy key "ns/name"
+  int64_t cap = 0;   // > 0
+};
+
+// How a refusal names a pool's limit: the flag for the operator-wide pool,
+// the policy ("HeartbeatPolicy team-a, maxConcurrentRuns") for the others.
+std::string limit_name(std::string_view pool);
+
 // Whether `candidate` may start now: a place is free (`in_use` < `cap`) and
 // fewer candidates that start before it wait than there are free places.
 // `waiting_in_order` is sorted by starts_before and may hold the candidate
-// itself (it is not counted). cap <= 0: no cap.
+// itself (it is not counted). cap <= 0: no cap. A refusal names `limit`.
 Admission admit_start(int64_t cap, int64_t in_use,
                       const std::vector<const StartCandidate*>& waiting_in_order,
-                      const StartCandidate& candidate);
+                      const StartCandidate& candidate, std::string_view limit = kOperatorLimit);
+
+// One pool as the shell counts it at one moment.
+struct PoolState {
+  std::string pool;
+  int64_t cap = 0;                          // <= 0: no cap
+  int64_t in_use = 0;                       // started and reserved runs of the pool's agents
+  std::vector<const StartCandidate*> line;  // its agents' waiting candidates, by starts_before
+};
+
+// admit_start in every pool of `pools` (the ones the candidate's agent
+// belongs to): admitted when all admit. A refusal is the one with the most
+// runs ahead (the longest wait); on a tie, the first such pool's.
+Admission admit_start_in_pools(const std::vector<PoolState>& pools,
+                               const StartCandidate& candidate);
 
 // The waiting agents to wake when places free up: the first (cap - in_use)
 // in order (each then asks admit_start again).
 std::vector<std::string> agents_to_wake(int64_t cap, int64_t in_use,
                                         const std::vector<const StartCandidate*>& waiting_in_order);
+
+// The waiting agents that admit_start_in_pools would admit now, in order:
+// those among the first (cap - in_use) of every line they stand in.
+// `pools` holds every pool with a waiting agent; a waiting candidate in no
+// line (its agent left its pools) may start at once.
+std::vector<std::string> agents_to_wake_in_pools(
+    const std::vector<PoolState>& pools,
+    const std::vector<const StartCandidate*>& waiting_in_order);
+
+// The agent ("ns/name") of a run: the run key's namespace and the run's
+// spec.agentRef.name; "" when the run names none.
+std::string agent_of_run(std::string_view run_key, const Json& run);
 
 }  // namespace hb::controllers

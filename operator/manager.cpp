@@ -160,15 +160,17 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   cache_options.namespaces = config.watch_namespaces;
   cache_options.watch_timeout_seconds = config.watch_timeout_seconds;
   controllers::ReconcilerConfig reconciler_config;
-  if (config.max_concurrent_runs > 0) {
-    reconciler_config.concurrency = std::make_shared<controllers::ConcurrencyGate>(
-        config.max_concurrent_runs, std::chrono::steady_clock::now, enqueue);
-    cache_options.observe_run = [gate = reconciler_config.concurrency](
-                                    const std::string& key, const controllers::Json* run,
-                                    bool has_job) { gate->observe_run(key, run, has_job); };
-  }
+  // The gate holds the operator-wide cap and every HeartbeatPolicy's
+  // maxConcurrentRuns (its pools, from the policy index).
   auto policies = std::make_shared<controllers::PolicyIndex>(enqueue);
+  auto gate = std::make_shared<controllers::ConcurrencyGate>(
+      config.max_concurrent_runs, std::chrono::steady_clock::now, enqueue,
+      [policies](const std::string& agent) { return policies->caps_for(agent); });
+  policies->on_limits_changed([gate] { gate->pools_changed(); });
+  cache_options.observe_run = [gate](const std::string& key, const controllers::Json* run,
+                                     bool has_job) { gate->observe_run(key, run, has_job); };
   cache_options.policies = policies;
+  reconciler_config.concurrency = gate;
   reconciler_config.policies = policies;
   controllers::ClusterCache cache(client, std::move(cache_options), enqueue);
   reconciler_config.job = config.job;
@@ -191,12 +193,10 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
     controllers::export_agent_metrics(m, rows, config.agent_metrics_max);
   });
 
-  if (const auto gate = reconciler_config.concurrency) {
-    metrics.on_render([gate](controllers::Metrics& m) {
-      m.gauge_set("heartbeat_concurrent_runs", {}, static_cast<double>(gate->in_use()));
-      m.gauge_set("heartbeat_runs_waiting_for_place", {}, static_cast<double>(gate->waiting()));
-    });
-  }
+  metrics.on_render([gate](controllers::Metrics& m) {
+    m.gauge_set("heartbeat_concurrent_runs", {}, static_cast<double>(gate->in_use()));
+    m.gauge_set("heartbeat_runs_waiting_for_place", {}, static_cast<double>(gate->waiting()));
+  });
 
   WakeupToken token(wakeup_token_reader(
       [&client](const std::string& ns, const std::string& name) {

@@ -153,9 +153,11 @@ void describe_operator_metrics(Metrics& m) {
              "1 while this replica is the leader, else 0.");
   m.describe("heartbeat_runs_total", "counter", "HeartbeatRuns finished, by final phase.");
   m.describe("heartbeat_concurrent_runs", "gauge",
-             "Runs started and not final (or admitted), counted against --max-concurrent-runs.");
+             "Runs started and not final (or admitted), counted against --max-concurrent-runs and "
+             "the HeartbeatPolicies' maxConcurrentRuns.");
   m.describe("heartbeat_runs_waiting_for_place", "gauge",
-             "Agents whose next run waits for a place under --max-concurrent-runs.");
+             "Agents whose next run waits for a place under --max-concurrent-runs or a "
+             "HeartbeatPolicy's maxConcurrentRuns.");
   m.describe("heartbeat_runs_coalesced_total", "counter",
              "Callback runs folded into an earlier queued callback run (wakeup coalescing).");
   m.describe("heartbeat_runs_started_total", "counter",

@@ -1,5 +1,6 @@
 #include "controllers/shell/concurrency_gate.h"
 
+#include <algorithm>
 #include <cassert>
 
 #include "controllers/json_util.h"
@@ -7,8 +8,11 @@
 
 namespace hb::controllers {
 
-ConcurrencyGate::ConcurrencyGate(int64_t cap, SteadyClock steady, Wake wake)
-    : cap_(cap), steady_(std::move(steady)), wake_(std::move(wake)) {
+ConcurrencyGate::ConcurrencyGate(int64_t cap, SteadyClock steady, Wake wake, PoolsOf pools_of)
+    : cap_(cap),
+      steady_(std::move(steady)),
+      wake_(std::move(wake)),
+      pools_of_(std::move(pools_of)) {
   assert(cap_ >= 0 && cap_ <= kMaxConcurrentRunsMax);
 }
 
@@ -18,38 +22,111 @@ int64_t ConcurrencyGate::in_use_locked() const {
   return static_cast<int64_t>(started_.size() + reserved_.size());
 }
 
-void ConcurrencyGate::erase_waiting_locked(const std::string& agent) {
-  auto it = waiting_.find(agent);
-  if (it == waiting_.end()) return;
-  line_.erase(&it->second.candidate);
-  waiting_.erase(it);
+const std::vector<PoolCap>& ConcurrencyGate::policy_pools_locked(const std::string& agent,
+                                                                 Membership& memo) const {
+  if (const auto it = memo.find(agent); it != memo.end()) return it->second;
+  std::vector<PoolCap> pools;
+  if (pools_of_ && !agent.empty()) pools = pools_of_(agent);
+  std::erase_if(pools, [](const PoolCap& p) { return p.pool.empty() || p.cap <= 0; });
+  return memo.emplace(agent, std::move(pools)).first->second;  // map nodes do not move
 }
 
-void ConcurrencyGate::expire_locked(std::chrono::steady_clock::time_point now) {
-  std::erase_if(reserved_, [now](const auto& r) { return r.second <= now; });
+bool ConcurrencyGate::in_pool_locked(const std::string& agent, const std::string& pool,
+                                     Membership& memo) const {
+  if (pool.empty()) return true;  // the operator-wide pool holds every run
+  const std::vector<PoolCap>& pools = policy_pools_locked(agent, memo);
+  return std::any_of(pools.begin(), pools.end(), [&](const PoolCap& p) { return p.pool == pool; });
+}
+
+std::vector<PoolCap> ConcurrencyGate::pools_locked(const std::string& agent,
+                                                   Membership& memo) const {
+  std::vector<PoolCap> pools;
+  if (cap_ > 0) pools.push_back({std::string(kOperatorPool), cap_});
+  for (const PoolCap& p : policy_pools_locked(agent, memo)) {
+    const bool seen =
+        std::any_of(pools.begin(), pools.end(), [&](const PoolCap& q) { return q.pool == p.pool; });
+    if (!seen) pools.push_back(p);
+  }
+  return pools;
+}
+
+int64_t ConcurrencyGate::in_use_locked(const std::string& pool, Membership& memo) const {
+  if (pool.empty()) return in_use_locked();
+  int64_t n = 0;
+  for (const auto& [run, agent] : started_) n += in_pool_locked(agent, pool, memo) ? 1 : 0;
+  for (const auto& [run, r] : reserved_) n += in_pool_locked(r.agent, pool, memo) ? 1 : 0;
+  return n;
+}
+
+std::vector<PoolState> ConcurrencyGate::states_locked(const std::vector<PoolCap>& pools,
+                                                      Membership& memo) const {
+  std::vector<PoolState> states;
+  states.reserve(pools.size());
+  for (const PoolCap& p : pools) {
+    PoolState s{p.pool, p.cap, in_use_locked(p.pool, memo), {}};
+    for (const StartCandidate* w : line_) {
+      if (in_pool_locked(w->agent, p.pool, memo)) s.line.push_back(w);
+    }
+    states.push_back(std::move(s));
+  }
+  return states;
+}
+
+std::string ConcurrencyGate::known_agent_locked(const std::string& run_key) const {
+  if (const auto s = started_.find(run_key); s != started_.end()) return s->second;
+  if (const auto r = reserved_.find(run_key); r != reserved_.end()) return r->second.agent;
+  return {};
+}
+
+bool ConcurrencyGate::erase_waiting_locked(const std::string& agent) {
+  auto it = waiting_.find(agent);
+  if (it == waiting_.end()) return false;
+  line_.erase(&it->second.candidate);
+  waiting_.erase(it);
+  return true;
+}
+
+bool ConcurrencyGate::expire_locked(std::chrono::steady_clock::time_point now) {
+  const std::size_t reservations =
+      std::erase_if(reserved_, [now](const auto& r) { return r.second.expires <= now; });
   std::vector<std::string> lapsed;
   for (const auto& [agent, w] : waiting_) {
     if (w.expires <= now) lapsed.push_back(agent);
   }
   for (const std::string& agent : lapsed) erase_waiting_locked(agent);
+  return reservations != 0 || !lapsed.empty();
 }
 
 std::vector<const StartCandidate*> ConcurrencyGate::line_locked() const {
   return {line_.begin(), line_.end()};
 }
 
-Admission ConcurrencyGate::admit(const StartCandidate& candidate) {
-  const auto now = steady_();
-  std::lock_guard lock(mutex_);
-  expire_locked(now);
-  if (started_.count(candidate.run) != 0 || reserved_.count(candidate.run) != 0) {
-    erase_waiting_locked(candidate.agent);
-    return Admission::yes();
+bool ConcurrencyGate::holds_place_locked(const StartCandidate& candidate) {
+  std::string* agent = nullptr;
+  if (auto s = started_.find(candidate.run); s != started_.end()) {
+    agent = &s->second;
+  } else if (auto r = reserved_.find(candidate.run); r != reserved_.end()) {
+    agent = &r->second.agent;
   }
-  Admission a = admit_start(cap_, in_use_locked(), line_locked(), candidate);
+  if (agent == nullptr) return false;
+  if (agent->empty()) *agent = candidate.agent;  // a Job was seen before its run
+  return true;
+}
+
+Admission ConcurrencyGate::admit_locked(const StartCandidate& candidate,
+                                        std::chrono::steady_clock::time_point now) {
+  // Asking again for a run that holds a place keeps that place.
+  const bool held = holds_place_locked(candidate);
+  Admission a = Admission::yes();
+  if (!held) {
+    Membership memo;
+    a = admit_start_in_pools(states_locked(pools_locked(candidate.agent, memo), memo), candidate);
+  }
   erase_waiting_locked(candidate.agent);
   if (a.admitted) {
-    if (cap_ > 0) reserved_[candidate.run] = now + kReservationTtl;
+    if (!held && tracking()) {
+      reserved_[candidate.run] = Reservation{now + kReservationTtl, candidate.agent};
+    }
     return a;
   }
   auto [it, inserted] = waiting_.emplace(candidate.agent, Waiting{candidate, now + kWaitingTtl});
@@ -58,28 +135,47 @@ Admission ConcurrencyGate::admit(const StartCandidate& candidate) {
   return a;
 }
 
-void ConcurrencyGate::wake_if_freed(std::unique_lock<std::mutex>& lock, int64_t before) {
-  const int64_t now_in_use = in_use_locked();
-  if (now_in_use >= before) return;
-  const std::vector<std::string> agents = agents_to_wake(cap_, now_in_use, line_locked());
+Admission ConcurrencyGate::admit(const StartCandidate& candidate) {
+  const auto now = steady_();
+  std::unique_lock lock(mutex_);
+  const bool lapsed = expire_locked(now);
+  Admission a = admit_locked(candidate, now);
+  // Lapsed places (or a lapsed place in line ahead) may let others start.
+  if (lapsed) wake_admissible(lock, candidate.agent);
+  return a;
+}
+
+void ConcurrencyGate::wake_admissible(std::unique_lock<std::mutex>& lock,
+                                      const std::string& except) {
+  Membership memo;
+  std::map<std::string, int64_t> caps;  // every pool a waiting agent stands in
+  for (const auto& [agent, w] : waiting_) {
+    for (const PoolCap& p : pools_locked(agent, memo)) caps.emplace(p.pool, p.cap);
+  }
+  std::vector<PoolCap> pools;
+  for (const auto& [pool, cap] : caps) pools.push_back({pool, cap});
+  const std::vector<std::string> agents =
+      agents_to_wake_in_pools(states_locked(pools, memo), line_locked());
   lock.unlock();  // the queue takes its own lock
-  for (const std::string& agent : agents) wake_(agent);
+  for (const std::string& agent : agents) {
+    if (agent != except) wake_(agent);
+  }
 }
 
 void ConcurrencyGate::release(const std::string& run_key) {
   std::unique_lock lock(mutex_);
-  const int64_t before = in_use_locked();
-  reserved_.erase(run_key);
-  wake_if_freed(lock, before);
+  if (reserved_.erase(run_key) != 0) wake_admissible(lock);
 }
 
 void ConcurrencyGate::withdraw(const std::string& agent) {
-  std::lock_guard lock(mutex_);
-  erase_waiting_locked(agent);
+  std::unique_lock lock(mutex_);
+  // Standing first in one pool's line, it may have held back those behind
+  // it while another pool held it.
+  if (erase_waiting_locked(agent)) wake_admissible(lock);
 }
 
 void ConcurrencyGate::observe_run(const std::string& run_key, const Json* run, bool has_job) {
-  if (cap_ <= 0) return;
+  if (!tracking()) return;
   const std::optional<RunPhase> phase =
       run != nullptr ? parse_run_phase(string_view_at(*run, "status/phase")) : std::nullopt;
   const bool ended = run != nullptr && phase && is_final(*phase);
@@ -87,27 +183,42 @@ void ConcurrencyGate::observe_run(const std::string& run_key, const Json* run, b
   const auto now = steady_();
   std::unique_lock lock(mutex_);
   const int64_t before = in_use_locked();
+  std::string agent = run != nullptr ? agent_of_run(run_key, *run) : std::string();
+  if (agent.empty()) agent = known_agent_locked(run_key);
   if (started) {
-    started_.insert(run_key);
+    started_[run_key] = agent;
   } else {
     started_.erase(run_key);
   }
   if (run == nullptr && has_job) {
     // A Job whose run the cache does not hold: not yet (the watches race)
     // or no more (the garbage collector is behind). It holds a place as a
-    // reservation would, so the cap errs on the safe side, but an orphan
+    // reservation would, so the caps err on the safe side, but an orphan
     // cannot hold it past kReservationTtl.
-    reserved_.emplace(run_key, now + kReservationTtl);
+    reserved_.emplace(run_key, Reservation{now + kReservationTtl, agent});
   } else if (started || ended || run == nullptr) {
     // A Queued run without its Job keeps its reservation: its start is under way.
     reserved_.erase(run_key);
   }
-  wake_if_freed(lock, before);
+  // A run only leaves or joins every pool of its agent at once, so a place
+  // frees in some pool exactly when the fleet's count drops.
+  if (in_use_locked() < before) wake_admissible(lock);
+}
+
+void ConcurrencyGate::pools_changed() {
+  std::unique_lock lock(mutex_);
+  wake_admissible(lock);
 }
 
 int64_t ConcurrencyGate::in_use() const {
   std::lock_guard lock(mutex_);
   return in_use_locked();
+}
+
+int64_t ConcurrencyGate::in_use(const std::string& pool) const {
+  std::lock_guard lock(mutex_);
+  Membership memo;
+  return in_use_locked(pool, memo);
 }
 
 std::size_t ConcurrencyGate::waiting() const {

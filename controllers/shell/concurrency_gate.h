@@ -1,4 +1,4 @@
-// The shell half of --max-concurrent-runs (controllers/concurrency.h): the
+// The shell half of the concurrency caps (controllers/concurrency.h): the
 // fleet's places in use and the runs waiting for one, shared by every
 // reconcile worker. A place is taken by a run that is not final and that the
 // informers show Running or with its Job (a started run's Running status is
@@ -6,7 +6,12 @@
 // show one of those (or kReservationTtl passes: the pass that reserved it
 // failed and never came back). A Job whose run the cache does not hold
 // counts as a reservation. Rebuilt from the informers after a restart or
-// a change of leader, so the cap holds across both.
+// a change of leader, so the caps hold across both.
+//
+// Pools: the operator-wide cap (when > 0) holds every run; a policy's pool
+// holds the runs of the agents `pools_of` places in it. Membership is asked
+// at count time, not remembered, so an agent whose labels or policies change
+// moves its runs' places with it.
 #pragma once
 
 #include <chrono>
@@ -33,8 +38,14 @@ class ConcurrencyGate {
   // a wall clock that jumps must not free a place).
   using SteadyClock = std::function<std::chrono::steady_clock::time_point()>;
   using Wake = std::function<void(const std::string& agent_key)>;
-  // `wake` queues an agent whose run may start now that a place freed.
-  ConcurrencyGate(int64_t cap, SteadyClock steady, Wake wake);
+  // The policy pools an agent ("ns/name") belongs to now, with their caps
+  // (entries with pool "" or cap <= 0 are ignored). Called with the gate's
+  // mutex held, so it must be quick and must not call back into the gate.
+  using PoolsOf = std::function<std::vector<PoolCap>(const std::string& agent_key)>;
+  // `cap` is the operator-wide cap (0: none). `wake` queues an agent whose
+  // run may start now that a place freed. Without `pools_of` and with cap 0
+  // the gate admits everything and tracks nothing.
+  ConcurrencyGate(int64_t cap, SteadyClock steady, Wake wake, PoolsOf pools_of = nullptr);
 
   // Admits the candidate (reserving a place) or records it as waiting.
   // Asking again for a run already admitted admits it again.
@@ -47,8 +58,14 @@ class ConcurrencyGate {
   // A run as the informer stores it (null: not in the cache), and whether
   // its Job exists.
   void observe_run(const std::string& run_key, const Json* run, bool has_job);
+  // A policy's cap or selection changed (pools_of answers differently):
+  // wakes whoever may start now.
+  void pools_changed();
 
+  // Places in use across the fleet (the operator-wide pool).
   int64_t in_use() const;
+  // Places in use by the runs of `pool`'s agents ("": the operator-wide pool).
+  int64_t in_use(const std::string& pool) const;
   std::size_t waiting() const;
 
  private:
@@ -56,24 +73,48 @@ class ConcurrencyGate {
     StartCandidate candidate;
     std::chrono::steady_clock::time_point expires{};
   };
+  struct Reservation {
+    std::chrono::steady_clock::time_point expires{};
+    std::string agent;  // "" when unknown (a Job seen without its run)
+  };
   struct Before {
     bool operator()(const StartCandidate* a, const StartCandidate* b) const {
       return starts_before(*a, *b);
     }
   };
+  // Each agent's policy pools, asked once per agent within one operation.
+  using Membership = std::map<std::string, std::vector<PoolCap>>;
+
+  // Whether runs are counted at all: some cap may hold them.
+  bool tracking() const { return cap_ > 0 || static_cast<bool>(pools_of_); }
   int64_t in_use_locked() const;
-  void expire_locked(std::chrono::steady_clock::time_point now);
-  void erase_waiting_locked(const std::string& agent);
+  const std::vector<PoolCap>& policy_pools_locked(const std::string& agent, Membership& memo) const;
+  bool in_pool_locked(const std::string& agent, const std::string& pool, Membership& memo) const;
+  // The pools that hold `agent`: the operator-wide one first when capped.
+  std::vector<PoolCap> pools_locked(const std::string& agent, Membership& memo) const;
+  int64_t in_use_locked(const std::string& pool, Membership& memo) const;
+  std::vector<PoolState> states_locked(const std::vector<PoolCap>& pools, Membership& memo) const;
+  std::string known_agent_locked(const std::string& run_key) const;
+  // Whether the candidate's run holds a place already (started or reserved).
+  bool holds_place_locked(const StartCandidate& candidate);
+  Admission admit_locked(const StartCandidate& candidate,
+                         std::chrono::steady_clock::time_point now);
+  // Whether anything lapsed (places or places in line freed).
+  bool expire_locked(std::chrono::steady_clock::time_point now);
+  // Whether the agent stood in line.
+  bool erase_waiting_locked(const std::string& agent);
   std::vector<const StartCandidate*> line_locked() const;
-  // Wakes the agents first in line for the places free beyond `before`.
-  void wake_if_freed(std::unique_lock<std::mutex>& lock, int64_t before);
+  // Wakes every waiting agent (but `except`, which is being answered) that
+  // may start now; unlocks first.
+  void wake_admissible(std::unique_lock<std::mutex>& lock, const std::string& except = {});
 
   const int64_t cap_;
   SteadyClock steady_;
   Wake wake_;
+  PoolsOf pools_of_;
   mutable std::mutex mutex_;
-  std::set<std::string> started_;  // run keys shown started, not final
-  std::map<std::string, std::chrono::steady_clock::time_point> reserved_;  // run key -> its end
+  std::map<std::string, std::string> started_;    // run keys shown started, not final -> agent
+  std::map<std::string, Reservation> reserved_;   // run key -> its end and agent
   std::map<std::string, Waiting> waiting_;        // agent key -> its candidate
   std::set<const StartCandidate*, Before> line_;  // waiting_'s candidates, in order
 };

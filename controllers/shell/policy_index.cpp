@@ -1,6 +1,10 @@
 #include "controllers/shell/policy_index.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <optional>
+#include <set>
 
 #include "controllers/run_view.h"
 #include "controllers/schedule/spend.h"
@@ -26,8 +30,17 @@ int64_t to_micros(double cents) {
 
 }  // namespace
 
-PolicyIndex::PolicyIndex(Enqueue enqueue, std::function<void()> limits_changed)
-    : enqueue_(std::move(enqueue)), limits_changed_(std::move(limits_changed)) {}
+PolicyIndex::PolicyIndex(Enqueue enqueue) : enqueue_(std::move(enqueue)) {}
+
+void PolicyIndex::on_limits_changed(std::function<void()> limits_changed) {
+  limits_changed_ = std::move(limits_changed);
+}
+
+bool PolicyIndex::namespace_has_caps(const std::string& ns) const {
+  const auto [begin, end] = in_namespace(ns);
+  return std::any_of(begin, end,
+                     [](const auto& p) { return p.second.spec.max_concurrent_runs > 0; });
+}
 
 std::pair<PolicyIndex::Policies::const_iterator, PolicyIndex::Policies::const_iterator>
 PolicyIndex::in_namespace(const std::string& ns) const {
@@ -92,20 +105,62 @@ void PolicyIndex::policy_changed(const Json* old_policy, const Json* policy) {
   if (limits_changed_) limits_changed_();
 }
 
+std::set<std::string> PolicyIndex::spent_budgets(const std::string& ns,
+                                                 const std::string& period) const {
+  std::set<std::string> out;
+  const auto [begin, end] = in_namespace(ns);
+  for (auto it = begin; it != end; ++it) {
+    const PolicyEntry& p = it->second;
+    if (p.spec.monthly_budget_cents <= 0) continue;
+    const auto spent = p.spent_micros_by_period.find(period);
+    if (spent != p.spent_micros_by_period.end() &&
+        spent->second >= p.spec.monthly_budget_cents * kMicroCentsPerCent) {
+      out.insert(it->first);
+    }
+  }
+  return out;
+}
+
 void PolicyIndex::agent_changed(const std::string& agent_key, const Json* agent) {
   const std::string ns = namespace_of_key(agent_key);
-  std::lock_guard lock(mutex_);
-  if (auto it = agents_.find(agent_key); it != agents_.end()) {
-    count_agent(ns, it->second, -1);
-    agents_.erase(it);
+  bool caps_moved = false;           // its labels changed where a policy caps runs
+  std::vector<std::string> touched;  // agents of a team budget this change spent or freed
+  {
+    std::lock_guard lock(mutex_);
+    std::string period = agent != nullptr ? string_at(*agent, "status/spend/period") : "";
+    if (auto it = agents_.find(agent_key); agent == nullptr && it != agents_.end()) {
+      period = it->second.period;
+    }
+    const std::set<std::string> spent_before = spent_budgets(ns, period);
+    std::optional<std::map<std::string, std::string>> old_labels;
+    if (auto it = agents_.find(agent_key); it != agents_.end()) {
+      count_agent(ns, it->second, -1);
+      old_labels = std::move(it->second.labels);
+      agents_.erase(it);
+    }
+    if (agent != nullptr) {
+      AgentEntry entry;
+      entry.labels = labels_of(*agent);
+      entry.period = string_at(*agent, "status/spend/period");
+      entry.spent_micros = to_micros(number_at(*agent, "status/spend/cents").value_or(0));
+      count_agent(ns, entry, +1);
+      caps_moved = old_labels && *old_labels != entry.labels;
+      agents_.emplace(agent_key, std::move(entry));
+    }
+    caps_moved = caps_moved && namespace_has_caps(ns);
+    // Every agent of a team whose budget this spend used up (or a label
+    // change freed) decides again now, not at its next slot.
+    const std::set<std::string> spent_after = spent_budgets(ns, period);
+    std::vector<std::string> crossed;
+    std::set_symmetric_difference(spent_before.begin(), spent_before.end(), spent_after.begin(),
+                                  spent_after.end(), std::back_inserter(crossed));
+    for (const std::string& key : crossed) {
+      for (std::string& a : agents_selected(policies_.at(key).spec))
+        touched.push_back(std::move(a));
+    }
   }
-  if (agent == nullptr) return;
-  AgentEntry entry;
-  entry.labels = labels_of(*agent);
-  entry.period = string_at(*agent, "status/spend/period");
-  entry.spent_micros = to_micros(number_at(*agent, "status/spend/cents").value_or(0));
-  count_agent(ns, entry, +1);
-  agents_.emplace(agent_key, std::move(entry));
+  for (const std::string& key : touched) enqueue_(key);
+  if (caps_moved && limits_changed_) limits_changed_();
 }
 
 void PolicyIndex::run_changed(const std::string& run_key, const Json* run, bool has_job) {
@@ -140,9 +195,8 @@ std::vector<schedule::PolicyBudget> PolicyIndex::budgets_for(const std::string& 
   return out;
 }
 
-std::vector<std::pair<std::string, int64_t>> PolicyIndex::caps_for(
-    const std::string& agent_key) const {
-  std::vector<std::pair<std::string, int64_t>> out;
+std::vector<PoolCap> PolicyIndex::caps_for(const std::string& agent_key) const {
+  std::vector<PoolCap> out;
   std::lock_guard lock(mutex_);
   const auto agent = agents_.find(agent_key);
   if (agent == agents_.end()) return out;
@@ -150,7 +204,7 @@ std::vector<std::pair<std::string, int64_t>> PolicyIndex::caps_for(
   for (auto it = begin; it != end; ++it) {
     const PolicySpec& spec = it->second.spec;
     if (spec.max_concurrent_runs > 0 && spec.selects(agent->second.labels)) {
-      out.emplace_back(it->first, spec.max_concurrent_runs);
+      out.push_back({it->first, spec.max_concurrent_runs});
     }
   }
   return out;

@@ -10,9 +10,11 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "controllers/concurrency.h"
 #include "controllers/policy.h"
 #include "controllers/schedule/blocks.h"
 
@@ -26,8 +28,11 @@ class PolicyIndex {
  public:
   using Enqueue = std::function<void(const std::string& agent_key)>;
   // `enqueue`: an agent whose limits a policy change may have changed.
-  // `limits_changed`: after any policy change (the gate wakes who may start).
-  explicit PolicyIndex(Enqueue enqueue, std::function<void()> limits_changed = nullptr);
+  explicit PolicyIndex(Enqueue enqueue);
+  // Told after a policy changes or an Agent's labels do (the concurrency
+  // gate wakes whoever may start now); called without the index's lock.
+  // Set before the informers start.
+  void on_limits_changed(std::function<void()> limits_changed);
 
   // From the informers' handlers; null: absent (added or deleted).
   void policy_changed(const Json* old_policy, const Json* policy);
@@ -38,8 +43,9 @@ class PolicyIndex {
   // statuses of the agents (a run still going is not in it yet).
   std::vector<schedule::PolicyBudget> budgets_for(const std::string& agent_key,
                                                   TimePoint now) const;
-  // The caps over an agent: (policy key "ns/name", maxConcurrentRuns).
-  std::vector<std::pair<std::string, int64_t>> caps_for(const std::string& agent_key) const;
+  // The policies' caps over an agent, as the concurrency gate's pools
+  // (pool: the policy key "ns/name").
+  std::vector<PoolCap> caps_for(const std::string& agent_key) const;
 
   struct Report {
     PolicySpec spec;
@@ -66,6 +72,9 @@ class PolicyIndex {
   std::pair<Policies::const_iterator, Policies::const_iterator> in_namespace(
       const std::string& ns) const;
   void count_agent(const std::string& ns, const AgentEntry& agent, int64_t sign);
+  bool namespace_has_caps(const std::string& ns) const;
+  // The policies of `ns` whose budget the spend of `period` has reached.
+  std::set<std::string> spent_budgets(const std::string& ns, const std::string& period) const;
   PolicyEntry entry_for(const Json& policy) const;
   std::vector<std::string> agents_selected(const PolicySpec& spec) const;
 

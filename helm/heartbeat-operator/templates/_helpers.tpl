@@ -89,6 +89,13 @@ Verbs are exactly what the operator calls; see controllers/shell and operator/.
 - apiGroups: ["heartbeat.dev"]
   resources: ["heartbeatruns/status"]
   verbs: ["get", "update", "patch"]
+- apiGroups: ["heartbeat.dev"]
+  resources: ["heartbeatpolicies"]
+  # list/watch: the policy informer (the operator runs without them too).
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["heartbeat.dev"]
+  resources: ["heartbeatpolicies/status"]
+  verbs: ["get", "update", "patch"]
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "list", "watch", "create", "delete"]

@@ -229,7 +229,8 @@ class ClusterFixture {
     const std::string crds = env("HB_SOURCE_DIR", ".") + "/crds";
     const std::string cmd = "kubectl apply -f " + crds +
                             " >/dev/null && kubectl wait --for condition=established --timeout=60s "
-                            "crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev >/dev/null";
+                            "crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev "
+                            "crd/heartbeatpolicies.heartbeat.dev >/dev/null";
     if (std::system(cmd.c_str()) != 0) throw std::runtime_error("could not install the CRDs");
   }
   static std::string make_namespace(const std::string& prefix) {

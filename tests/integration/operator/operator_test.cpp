@@ -167,6 +167,8 @@ class OperatorTest : public ::testing::Test {
         "bash " HB_SOURCE_DIR "/tests/unit/argocd/health_test.sh '" + file + "'";
     return std::system(command.c_str());
   }
+  void five_agents_two_at_a_time(const std::vector<std::string>& operator_flags,
+                                 const std::string& limit);
   size_t events_with_reason(const std::string& reason) {
     size_t n = 0;
     const json list = client_->list_all(res::kEvents, ns_).or_throw();
@@ -562,7 +564,10 @@ TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
 // --max-concurrent-runs on the real API server: five agents asked to run at
 // once with a cap of 2 never have more than two runs Running; the others wait
 // Queued with reason ConcurrencyLimited, and every one runs in the end.
-TEST_F(OperatorTest, ACapOfTwoRunsFiveWaitingAgentsTwoAtATime) {
+// Five agents due together under a cap of 2 (`limit` names it): at most
+// two run at once, all five run, the waiting ones say why.
+void OperatorTest::five_agents_two_at_a_time(const std::vector<std::string>& operator_flags,
+                                             const std::string& limit) {
   start_kubelet([](const json&) {
     PodScript s = finishes_with(0.01);
     s.run_for = 3s;
@@ -570,7 +575,7 @@ TEST_F(OperatorTest, ACapOfTwoRunsFiveWaitingAgentsTwoAtATime) {
   });
   const std::vector<std::string> names = {"cap-a", "cap-b", "cap-c", "cap-d", "cap-e"};
   for (const std::string& name : names) create_agent(agent_manifest(name, {{"prompt", "Work."}}));
-  start_operator({"--max-concurrent-runs=2"});
+  start_operator(operator_flags);
   for (const std::string& name : names) {
     client_->create(res::kHeartbeatRuns, ns_, manual_run(name, name + "-m1")).or_throw();
   }
@@ -587,8 +592,7 @@ TEST_F(OperatorTest, ACapOfTwoRunsFiveWaitingAgentsTwoAtATime) {
           if (string_at(r, "status/reason") == controllers::kReasonConcurrencyLimited) {
             limited.insert(string_at(r, "metadata/name"));
             EXPECT_EQ(phase, "Queued");
-            EXPECT_THAT(string_at(r, "status/message"),
-                        ::testing::HasSubstr("--max-concurrent-runs"));
+            EXPECT_THAT(string_at(r, "status/message"), ::testing::HasSubstr(limit));
           }
         }
         most_running = std::max(most_running, running);
@@ -606,6 +610,92 @@ TEST_F(OperatorTest, ACapOfTwoRunsFiveWaitingAgentsTwoAtATime) {
     EXPECT_NE(string_at(run(name + "-m1"), "status/reason"), controllers::kReasonConcurrencyLimited)
         << name << ": the reason is gone once it ran";
   }
+}
+
+TEST_F(OperatorTest, ACapOfTwoRunsFiveWaitingAgentsTwoAtATime) {
+  five_agents_two_at_a_time({"--max-concurrent-runs=2"}, "--max-concurrent-runs");
+}
+
+// The same cap set by a team's HeartbeatPolicy (every Agent of the namespace).
+TEST_F(OperatorTest, APolicyCapOfTwoRunsFiveAgentsTwoAtATime) {
+  client_
+      ->create(res::kHeartbeatPolicies, ns_,
+               {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                {"kind", "HeartbeatPolicy"},
+                {"metadata", {{"name", "two-at-a-time"}}},
+                {"spec", {{"maxConcurrentRuns", 2}}}})
+      .or_throw();
+  five_agents_two_at_a_time({}, "HeartbeatPolicy two-at-a-time, maxConcurrentRuns");
+}
+
+// A HeartbeatPolicy's team budget on the real API server: once the agents
+// it selects spent it together, none of them starts a run (reason
+// PolicyBudgetExceeded naming the policy) while an agent it does not select
+// runs on; the policy's status counts them; a raised budget lets them go.
+TEST_F(OperatorTest, ATeamBudgetStopsEverySelectedAgentAtOnce) {
+  start_kubelet([](const json&) { return finishes_with(2.0); });
+  for (const auto& [name, team] : std::vector<std::pair<std::string, std::string>>{
+           {"team-a1", "a"}, {"team-a2", "a"}, {"team-b1", "b"}}) {
+    json manifest = agent_manifest(name, {{"prompt", "Work."}});
+    manifest["metadata"]["labels"] = {{"team", team}};
+    create_agent(manifest);
+  }
+  auto policy = [](const std::string& name, const std::string& team, int64_t cents) {
+    return json{{"apiVersion", "heartbeat.dev/v1alpha1"},
+                {"kind", "HeartbeatPolicy"},
+                {"metadata", {{"name", name}}},
+                {"spec",
+                 {{"selector", {{"matchLabels", {{"team", team}}}}},
+                  {"budget", {{"monthlyCents", cents}}}}}};
+  };
+  client_->create(res::kHeartbeatPolicies, ns_, policy("team-a", "a", 3)).or_throw();
+  client_->create(res::kHeartbeatPolicies, ns_, policy("nobody", "zzz", 3)).or_throw();
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("team-a1", "team-a1-m1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("team-a1-m1", "Succeeded"); }, 30s));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("team-a2", "team-a2-m1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("team-a2-m1", "Succeeded"); }, 30s));
+  // 2 + 2 cents of a 3-cent team budget: both team agents stop.
+  for (const char* name : {"team-a1", "team-a2"}) {
+    ASSERT_TRUE(wait_until(
+        [&] { return condition_reason(agent(name), "BudgetExceeded") == "PolicyBudgetExceeded"; },
+        30s))
+        << name;
+    const json stopped = agent(name);
+    EXPECT_THAT(string_at(*condition_of(stopped, "BudgetExceeded"), "message"),
+                ::testing::HasSubstr("HeartbeatPolicy team-a"));
+  }
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("team-a1", "team-a1-m2")).or_throw();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("team-b1", "team-b1-m1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("team-b1-m1", "Succeeded"); }, 30s))
+      << "an agent the policy does not select runs on";
+  EXPECT_EQ(string_at(run("team-a1-m2"), "status/phase"), "Queued");
+  EXPECT_THAT(string_at(run("team-a1-m2"), "status/message"),
+              ::testing::HasSubstr("HeartbeatPolicy team-a"));
+  // The policy's status, written off the hot path within a few seconds.
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json p = client_->get(res::kHeartbeatPolicies, ns_, "team-a").or_throw();
+        return p["status"].value("agents", 0) == 2 &&
+               controllers::number_at(p, "status/spend/cents").value_or(0) == 4 &&
+               condition(p, "BudgetExceeded", "True");
+      },
+      20s));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return condition(client_->get(res::kHeartbeatPolicies, ns_, "nobody").or_throw(),
+                         "SelectorMatchesNothing", "True");
+      },
+      20s))
+      << "a selector that matches nothing says so";
+  // A team budget raised lets the queued run go.
+  client_
+      ->merge_patch(res::kHeartbeatPolicies, ns_, "team-a",
+                    {{"spec", {{"budget", {{"monthlyCents", 1000}}}}}})
+      .or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("team-a1-m2", "Succeeded"); }, 30s));
+  EXPECT_TRUE(
+      wait_until([&] { return condition(agent("team-a2"), "BudgetExceeded", "False"); }, 20s));
 }
 
 // @mentions on the real API server: two agents that always mention each

@@ -1,9 +1,13 @@
-// The operator-wide concurrency cap: the pure admission (who may start, in
-// which order), the shell's gate over the fleet (reservations, the line,
-// wakeups, what lapses), and the Agent decision holding a run back.
+// The concurrency caps: the pure admission (who may start, in which order,
+// in which pools), the shell's gate over the fleet (reservations, the line,
+// wakeups, what lapses, policy pools), and the Agent decision holding a run
+// back.
 #include "controllers/concurrency.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
+#include <utility>
 
 #include "controllers/shell/concurrency_gate.h"
 #include "tests/unit/controllers/fixtures.h"
@@ -63,6 +67,65 @@ TEST(ConcurrencyAdmission, TheFirstInLineAreWokenForTheFreePlaces) {
   EXPECT_EQ(agents_to_wake(3, 1, line), (std::vector<std::string>{"ns/a", "ns/b"}));
   EXPECT_TRUE(agents_to_wake(3, 3, line).empty());
   EXPECT_TRUE(agents_to_wake(3, 5, line).empty()) << "over the cap (a lowered flag): nobody";
+}
+
+TEST(ConcurrencyAdmission, ARefusalNamesItsLimit) {
+  EXPECT_EQ(limit_name(""), "--max-concurrent-runs");
+  EXPECT_EQ(limit_name("team/team-a"), "HeartbeatPolicy team-a, maxConcurrentRuns");
+  const Admission a = admit_start(2, 2, {}, candidate("a", kT0), limit_name("team/team-a"));
+  EXPECT_FALSE(a.admitted);
+  EXPECT_NE(a.message.find("2 of 2 concurrent runs in use (HeartbeatPolicy team-a, "
+                           "maxConcurrentRuns)"),
+            std::string::npos)
+      << a.message;
+}
+
+TEST(ConcurrencyAdmission, EveryPoolMustAdmitAndTheLongestWaitIsShown) {
+  const StartCandidate early = candidate("early", kT0), c = candidate("c", kT0 + 1s);
+  const std::vector<const StartCandidate*> line = {&early, &c};
+  struct Case {
+    const char* name;
+    std::vector<PoolState> pools;
+    bool admitted;
+    const char* names;  // the limit the refusal names
+  };
+  const std::vector<Case> cases = {
+      {"no pools: no cap", {}, true, ""},
+      {"all have room", {{"", 5, 1, line}, {"ns/p", 3, 1, line}}, true, ""},
+      {"one full", {{"", 5, 1, line}, {"ns/p", 1, 1, {&c}}}, false, "HeartbeatPolicy p"},
+      {"both full: more ahead wins",
+       {{"ns/p", 1, 1, {&c}}, {"ns/q", 2, 2, line}},
+       false,
+       "HeartbeatPolicy q"},
+      {"both full, tie: first pool",
+       {{"", 1, 1, {&c}}, {"ns/p", 1, 1, {&c}}},
+       false,
+       "--max-concurrent-runs"},
+  };
+  for (const Case& k : cases) {
+    const Admission a = admit_start_in_pools(k.pools, c);
+    EXPECT_EQ(a.admitted, k.admitted) << k.name;
+    EXPECT_NE(a.message.find(k.names), std::string::npos) << k.name << ": " << a.message;
+  }
+}
+
+TEST(ConcurrencyAdmission, TheWokenAreThoseEveryPoolOfTheirsWouldAdmit) {
+  const StartCandidate a = candidate("a", kT0), b = candidate("b", kT0 + 1s),
+                       c = candidate("c", kT0 + 2s), d = candidate("d", kT0 + 3s);
+  const std::vector<const StartCandidate*> line = {&a, &b, &c, &d};
+  // p (1 free): a, b stand in it; q (1 free): b, c; d stands in no line (it
+  // left its pools) and may start at once.
+  const std::vector<PoolState> pools = {{"ns/p", 2, 1, {&a, &b}}, {"ns/q", 2, 1, {&b, &c}}};
+  EXPECT_EQ(agents_to_wake_in_pools(pools, line), (std::vector<std::string>{"ns/a", "ns/d"}))
+      << "b is second in p's line; c is behind b in q's";
+  const std::vector<PoolState> roomy = {{"ns/p", 3, 1, {&a, &b}}, {"ns/q", 3, 1, {&b, &c}}};
+  EXPECT_EQ(agents_to_wake_in_pools(roomy, line),
+            (std::vector<std::string>{"ns/a", "ns/b", "ns/c", "ns/d"}));
+}
+
+TEST(ConcurrencyAdmission, ARunsAgentIsItsNamespaceAndAgentRef) {
+  EXPECT_EQ(agent_of_run("team/a-run", Json{{"spec", {{"agentRef", {{"name", "a"}}}}}}), "team/a");
+  EXPECT_EQ(agent_of_run("team/a-run", Json::object()), "");
 }
 
 // The gate over a fleet, on a fake clock; wakeups are recorded.
@@ -198,6 +261,159 @@ TEST(ConcurrencyGate, TheLineIsByRequestTimeNotByWhoAsksFirst) {
   EXPECT_EQ(f.woken, std::vector<std::string>{"ns/early"});
   EXPECT_FALSE(f.gate.admit(candidate("late", kT0 + 5min)).admitted) << "early is ahead";
   EXPECT_TRUE(f.gate.admit(candidate("early", kT0 + 1min)).admitted);
+}
+
+// The gate with HeartbeatPolicy pools: `pools` says which policies select
+// which agent (edited by the tests as labels and policies change).
+struct PooledFleet {
+  explicit PooledFleet(int64_t cap = 0) : gate(make_gate(cap)) {}
+
+  std::chrono::steady_clock::time_point now{};
+  std::vector<std::string> woken;
+  std::map<std::string, std::vector<PoolCap>> pools;  // agent key -> its policies' caps
+  ConcurrencyGate gate;
+
+  // Puts agents ("a" -> "ns/a") in a policy pool of `cap`.
+  void select(const std::string& pool, int64_t cap, const std::vector<std::string>& agents) {
+    for (const std::string& agent : agents) pools["ns/" + agent].push_back({pool, cap});
+  }
+  void phase(const std::string& agent, const char* phase, bool has_job = false) {
+    const Json run = {{"spec", {{"agentRef", {{"name", agent}}}}}, {"status", {{"phase", phase}}}};
+    gate.observe_run("ns/" + agent + "-run", &run, has_job);
+  }
+  std::vector<std::string> take_woken() { return std::exchange(woken, {}); }
+
+ private:
+  ConcurrencyGate make_gate(int64_t cap) {
+    return ConcurrencyGate(
+        cap, [this] { return now; }, [this](const std::string& agent) { woken.push_back(agent); },
+        [this](const std::string& agent) {
+          const auto it = pools.find(agent);
+          return it == pools.end() ? std::vector<PoolCap>{} : it->second;
+        });
+  }
+};
+
+TEST(ConcurrencyPools, APolicyPoolStartsItsAgentsInSlotOrder) {
+  PooledFleet f;  // no operator-wide cap: only the policy's maxConcurrentRuns 2
+  f.select("ns/team", 2, {"a", "b", "c", "d", "e"});
+  EXPECT_TRUE(f.gate.admit(candidate("a", kT0)).admitted);
+  EXPECT_TRUE(f.gate.admit(candidate("b", kT0 + 1s)).admitted);
+  // The rest, due together, are reconciled in whatever order.
+  for (const char* agent : {"e", "d", "c"}) {
+    const int seconds = 2 + (agent[0] - 'c');
+    EXPECT_FALSE(f.gate.admit(candidate(agent, kT0 + std::chrono::seconds(seconds))).admitted)
+        << agent;
+  }
+  EXPECT_EQ(f.gate.in_use("ns/team"), 2);
+  EXPECT_EQ(f.gate.waiting(), 3u);
+  f.phase("a", "Running", /*has_job=*/true);
+  f.phase("a", "Succeeded", /*has_job=*/true);
+  EXPECT_EQ(f.take_woken(), std::vector<std::string>{"ns/c"}) << "the earliest slot first";
+  EXPECT_FALSE(f.gate.admit(candidate("d", kT0 + 3s)).admitted) << "c is ahead";
+  EXPECT_TRUE(f.gate.admit(candidate("c", kT0 + 2s)).admitted);
+  EXPECT_EQ(f.gate.in_use("ns/team"), 2);
+}
+
+TEST(ConcurrencyPools, AnAgentInTwoPoolsIsHeldByTheFullerOne) {
+  PooledFleet f(/*cap=*/10);
+  f.select("ns/small", 1, {"x", "z"});
+  f.select("ns/big", 3, {"y", "z"});
+  EXPECT_TRUE(f.gate.admit(candidate("x", kT0)).admitted);
+  EXPECT_TRUE(f.gate.admit(candidate("y", kT0)).admitted);
+  const Admission held = f.gate.admit(candidate("z", kT0));
+  EXPECT_FALSE(held.admitted);
+  EXPECT_NE(held.message.find("HeartbeatPolicy small"), std::string::npos) << held.message;
+  EXPECT_EQ(f.gate.in_use("ns/big"), 1);
+  f.gate.observe_run("ns/x-run", nullptr, false);  // x's run is gone
+  EXPECT_EQ(f.take_woken(), std::vector<std::string>{"ns/z"});
+  EXPECT_TRUE(f.gate.admit(candidate("z", kT0)).admitted);
+  EXPECT_EQ(f.gate.in_use("ns/small"), 1);
+  EXPECT_EQ(f.gate.in_use("ns/big"), 2);
+  EXPECT_EQ(f.gate.in_use(), 2);
+}
+
+TEST(ConcurrencyPools, AnAgentOutsideThePoolIsNotHeldByIt) {
+  PooledFleet f;
+  f.select("ns/team", 1, {"a", "b"});
+  EXPECT_TRUE(f.gate.admit(candidate("a", kT0)).admitted);
+  EXPECT_FALSE(f.gate.admit(candidate("b", kT0)).admitted);
+  EXPECT_TRUE(f.gate.admit(candidate("outsider", kT0 + 1min)).admitted) << "not behind b";
+  EXPECT_EQ(f.gate.in_use("ns/team"), 1);
+  EXPECT_EQ(f.gate.in_use(), 2);
+}
+
+TEST(ConcurrencyPools, TheOperatorWideCapStillHoldsPoolMembers) {
+  PooledFleet f(/*cap=*/1);
+  f.select("ns/team", 5, {"a", "b"});
+  EXPECT_TRUE(f.gate.admit(candidate("a", kT0)).admitted);
+  const Admission held = f.gate.admit(candidate("b", kT0));
+  EXPECT_FALSE(held.admitted);
+  EXPECT_NE(held.message.find("--max-concurrent-runs"), std::string::npos) << held.message;
+}
+
+TEST(ConcurrencyPools, WithoutAnOperatorCapTheInformersRunsStillCount) {
+  PooledFleet f;  // a restarted operator, no --max-concurrent-runs
+  f.select("ns/team", 2, {"a", "b", "c"});
+  f.phase("a", "Running");
+  f.phase("outsider", "Running");
+  // A Job seen before its run: its agent is unknown until the run shows up.
+  f.gate.observe_run("ns/b-run", nullptr, /*has_job=*/true);
+  EXPECT_EQ(f.gate.in_use("ns/team"), 1);
+  f.phase("b", "Queued", /*has_job=*/true);
+  EXPECT_EQ(f.gate.in_use("ns/team"), 2);
+  EXPECT_EQ(f.gate.in_use(), 3);
+  EXPECT_FALSE(f.gate.admit(candidate("c", kT0)).admitted);
+  f.phase("outsider", "Succeeded");
+  EXPECT_TRUE(f.take_woken().empty()) << "no place in the team's pool freed";
+  f.phase("a", "Failed");
+  EXPECT_EQ(f.take_woken(), std::vector<std::string>{"ns/c"});
+}
+
+TEST(ConcurrencyPools, RaisingAPoolsCapWakesTheNext) {
+  PooledFleet f;
+  f.select("ns/team", 1, {"a", "b", "c"});
+  f.gate.admit(candidate("a", kT0));
+  f.gate.admit(candidate("b", kT0 + 1s));
+  f.gate.admit(candidate("c", kT0 + 2s));
+  f.gate.pools_changed();  // an unrelated edit: nobody may start
+  EXPECT_TRUE(f.take_woken().empty());
+  for (auto& [agent, caps] : f.pools) caps = {{"ns/team", 2}};
+  f.gate.pools_changed();
+  EXPECT_EQ(f.take_woken(), std::vector<std::string>{"ns/b"});
+  EXPECT_TRUE(f.gate.admit(candidate("b", kT0 + 1s)).admitted);
+  EXPECT_FALSE(f.gate.admit(candidate("c", kT0 + 2s)).admitted);
+}
+
+TEST(ConcurrencyPools, AnAgentLeavingThePoolTakesItsPlaceWithIt) {
+  PooledFleet f;
+  f.select("ns/team", 1, {"a", "b", "c"});
+  f.gate.admit(candidate("a", kT0));
+  f.phase("a", "Running", /*has_job=*/true);
+  f.gate.admit(candidate("b", kT0 + 1s));
+  f.gate.admit(candidate("c", kT0 + 2s));
+  f.pools.erase("ns/a");  // a's labels changed: the policy no longer selects it
+  f.gate.pools_changed();
+  EXPECT_EQ(f.gate.in_use("ns/team"), 0);
+  EXPECT_EQ(f.take_woken(), std::vector<std::string>{"ns/b"});
+  // A waiting agent that leaves the pool may start at once.
+  f.pools.erase("ns/c");
+  f.gate.pools_changed();
+  EXPECT_EQ(f.take_woken(), (std::vector<std::string>{"ns/b", "ns/c"}));
+  EXPECT_TRUE(f.gate.admit(candidate("c", kT0 + 2s)).admitted);
+}
+
+TEST(ConcurrencyPools, OneLeavingTheLineWakesThoseItHeldBack) {
+  PooledFleet f;
+  f.select("ns/small", 1, {"w", "x"});
+  f.select("ns/other", 1, {"x", "y"});
+  f.gate.admit(candidate("w", kT0));  // small is full
+  EXPECT_FALSE(f.gate.admit(candidate("x", kT0 + 1s)).admitted);
+  // other has room, but x (held by small) is ahead of y in other's line.
+  EXPECT_FALSE(f.gate.admit(candidate("y", kT0 + 2s)).admitted);
+  f.gate.withdraw("ns/x");  // x was paused
+  EXPECT_EQ(f.take_woken(), std::vector<std::string>{"ns/y"});
+  EXPECT_TRUE(f.gate.admit(candidate("y", kT0 + 2s)).admitted);
 }
 
 TEST(ConcurrencyDecision, AHeldRunWaitsQueuedWithTheReasonAndStartsWhenAdmitted) {

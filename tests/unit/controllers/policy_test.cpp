@@ -185,8 +185,11 @@ TEST(PolicyIndex, SumsSpendOfSelectedAgentsAsTheyChange) {
   EXPECT_EQ(budgets[0].spent_cents, 71);  // 30.5 + 40.75, floored
   EXPECT_TRUE(index.budgets_for("ns/c", now).empty());
   EXPECT_TRUE(index.budgets_for("ns-2/a", now).empty());
-  EXPECT_EQ(index.caps_for("ns/b"),
-            (std::vector<std::pair<std::string, int64_t>>{{"ns/team-x", 1}}));
+  const std::vector<PoolCap> caps = index.caps_for("ns/b");
+  ASSERT_EQ(caps.size(), 1u);
+  EXPECT_EQ(caps[0].pool, "ns/team-x");
+  EXPECT_EQ(caps[0].cap, 1);
+  EXPECT_TRUE(index.caps_for("ns/c").empty());
   // b spends more, then leaves the team; c joins it.
   const Json b2 = agent_with("b", {{"team", "x"}}, 60);
   index.agent_changed("ns/b", &b2);
@@ -199,6 +202,14 @@ TEST(PolicyIndex, SumsSpendOfSelectedAgentsAsTheyChange) {
   EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 1030);
   index.agent_changed("ns/c", nullptr);
   EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 30);
+  // c spends the team budget: every agent of the team decides again.
+  woken.clear();
+  const Json c3 = agent_with("c", {{"team", "x"}}, 80);
+  index.agent_changed("ns/c", &c3);
+  EXPECT_EQ(woken, (std::vector<std::string>{"ns/a", "ns/c"}));
+  woken.clear();
+  index.agent_changed("ns/c", nullptr);  // and frees it when it goes
+  EXPECT_EQ(woken, (std::vector<std::string>{"ns/a"}));
   // Spend of last month does not count this month.
   const Json a_old = agent_with("a", {{"team", "x"}}, 30.5, "2024-04");
   index.agent_changed("ns/a", &a_old);
@@ -233,6 +244,28 @@ TEST(PolicyIndex, ReportsCountAgentsAndRunningRuns) {
   index.run_changed("ns/r1", &done, true);
   index.run_changed("ns/r2", nullptr, false);
   EXPECT_EQ(index.reports(at("2024-05-10T10:00:00Z"))[0].tally.running_runs, 0);
+}
+
+// A label change moves an agent between pools: the gate is told (only
+// where a policy caps runs), so whoever may start now is woken.
+TEST(PolicyIndex, ALabelChangeUnderACapTellsTheGate) {
+  PolicyIndex index([](const std::string&) {});
+  int told = 0;
+  index.on_limits_changed([&] { ++told; });
+  const Json a = agent_with("a", {{"team", "x"}}, 10);
+  index.agent_changed("ns/a", &a);
+  const Json spend_more = agent_with("a", {{"team", "x"}}, 20);
+  index.agent_changed("ns/a", &spend_more);
+  const Json relabelled = agent_with("a", {{"team", "y"}}, 20);
+  index.agent_changed("ns/a", &relabelled);
+  EXPECT_EQ(told, 0) << "no policy caps runs here";
+  const Json p = policy("cap", {{"maxConcurrentRuns", 1}});
+  index.policy_changed(nullptr, &p);
+  EXPECT_EQ(told, 1);
+  index.agent_changed("ns/a", &relabelled);
+  EXPECT_EQ(told, 1) << "the same labels";
+  index.agent_changed("ns/a", &a);
+  EXPECT_EQ(told, 2);
 }
 
 TEST(PolicyIndex, AStatusOnlyUpdateWakesNobody) {
