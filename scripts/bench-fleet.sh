@@ -20,5 +20,5 @@ export HB_KCM_API_QPS="${HB_KCM_API_QPS:-300}" HB_KCM_API_BURST="${HB_KCM_API_BU
 eval "$(bash tests/e2e/control-plane.sh up "$state")"
 kubectl apply -f crds/ >/dev/null
 kubectl wait --for condition=established --timeout=60s \
-  crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev >/dev/null
+  crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev crd/heartbeatpolicies.heartbeat.dev >/dev/null
 HB_CONTROL_PLANE_DIR="$state" HB_BUILD_DIR="$PWD/build" build/bench/operator/hb_operator_fleet_bench "$@"

@@ -19,6 +19,9 @@
 //                              spread over the minute (default 0: all at once)
 //       [--spread-auto=1]      give every agent heartbeat.spread: Auto, so a
 //                              fleet created at once spreads its own slots
+//       [--policies=N]         N HeartbeatPolicies over every agent, with a
+//                              budget and a cap the fleet never reaches: what
+//                              a policy costs in writes and CPU
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +35,7 @@
 #include "bench/operator/int_flags.h"
 #include "controllers/names.h"
 #include "controllers/shell/agent_reconciler.h"
+#include "controllers/shell/policy_status_writer.h"
 #include "tests/integration/operator/harness.h"
 
 namespace {
@@ -52,6 +56,7 @@ struct Options {
   int workers = 4;  // the operator's --workers (its default)
   int spread_seconds = 0;
   int spread_auto = 0;  // 1: heartbeat.spread: Auto on every agent
+  int policies = 0;     // HeartbeatPolicies selecting every agent
   int probe_writes = 2000;
   int probe_clients = 32;
 };
@@ -65,13 +70,14 @@ Options parse(int argc, char** argv) {
                                       {"--workers", &o.workers},
                                       {"--spread-seconds", &o.spread_seconds},
                                       {"--spread-auto", &o.spread_auto},
+                                      {"--policies", &o.policies},
                                       {"--probe-writes", &o.probe_writes},
                                       {"--probe-clients", &o.probe_clients}};
   hb::bench::parse_int_flags(argc, argv, flags);
   if (o.agents < 1 || o.minutes < 1 || o.spread_seconds < 0 || o.probe_writes < 0 ||
-      o.probe_clients < 1 || (o.spread_auto != 0 && o.spread_auto != 1)) {
+      o.probe_clients < 1 || (o.spread_auto != 0 && o.spread_auto != 1) || o.policies < 0) {
     throw std::invalid_argument(
-        "--agents, --minutes and --probe-clients must be >= 1; --spread-seconds and "
+        "--agents, --minutes and --probe-clients must be >= 1; --spread-seconds, --policies and "
         "--probe-writes >= 0; --spread-auto 0 or 1");
   }
   return o;
@@ -246,9 +252,21 @@ int main(int argc, char** argv) {
   std::cout << "fleet bench: " << opt.agents << " agents at 1m in namespace " << ns << ", "
             << opt.minutes << " measured minutes, operator --qps=" << opt.qps
             << " --burst=" << opt.burst << " --workers=" << opt.workers << ", creation spread over "
-            << opt.spread_seconds << " s, spread: " << (opt.spread_auto ? "Auto" : "None")
-            << std::endl;
+            << opt.spread_seconds << " s, spread: " << (opt.spread_auto ? "Auto" : "None") << ", "
+            << opt.policies << " HeartbeatPolicies over every agent" << std::endl;
   probe_write_ceiling(*client, ns, opt.probe_writes, opt.probe_clients);
+
+  for (int i = 0; i < opt.policies; ++i) {
+    client
+        ->create(
+            res::kHeartbeatPolicies, ns,
+            {{"apiVersion", "heartbeat.dev/v1alpha1"},
+             {"kind", "HeartbeatPolicy"},
+             {"metadata", {{"name", "policy-" + std::to_string(i)}}},
+             {"spec",
+              {{"budget", {{"monthlyCents", int64_t{1} << 40}}}, {"maxConcurrentRuns", 100000}}}})
+        .or_throw();
+  }
 
   OperatorProcess op({"--namespace=" + ns, "--leader-elect=false", "--runner-image=runner:bench",
                       "--qps=" + std::to_string(opt.qps), "--burst=" + std::to_string(opt.burst),
@@ -301,7 +319,10 @@ int main(int argc, char** argv) {
     return op.metric(std::string("heartbeat_api_writes_total{kind=\"") + kind + "\"}");
   };
   std::map<std::string, double> kind_writes0;
-  for (const char* kind : hb::controllers::kWriteKinds) kind_writes0[kind] = writes_of(kind);
+  std::vector<const char*> kinds(hb::controllers::kWriteKinds.begin(),
+                                 hb::controllers::kWriteKinds.end());
+  kinds.push_back(hb::controllers::kWritePolicyStatus);
+  for (const char* kind : kinds) kind_writes0[kind] = writes_of(kind);
   const double started0 = op.metric("heartbeat_runs_started_total");
   const double finished0 = op.metric("heartbeat_runs_total");
   const auto [cpu0, rss0] = cpu_and_peak_rss(op.pid());
@@ -317,7 +338,7 @@ int main(int argc, char** argv) {
   const double watches = op.metric("rest_client_requests_total{method=\"WATCH\"}");
   const double writes = op.metric("heartbeat_api_writes_total") - writes0;
   std::string writes_by_kind;
-  for (const char* kind : hb::controllers::kWriteKinds) {
+  for (const char* kind : kinds) {
     const double n = writes_of(kind) - kind_writes0[kind];
     if (n > 0)
       writes_by_kind += std::string(writes_by_kind.empty() ? "" : ", ") + kind + " " +

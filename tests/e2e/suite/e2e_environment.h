@@ -143,7 +143,8 @@ class E2eEnvironment : public ::testing::Environment {
        kReleaseNamespace + " --set image.tag=e2e --set wakeup.enabled=true" +
        " --set wakeup.existingSecret=" + kWakeupSecret);
     sh(kubectl_ + " wait --for condition=established --timeout=60s " +
-       "crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev");
+       "crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev "
+       "crd/heartbeatpolicies.heartbeat.dev");
   }
 
   // The chart ServiceAccount's token (Kubernetes 1.20 creates a token Secret

@@ -284,6 +284,69 @@ TEST_F(E2eTest, BudgetExhaustionPausesTheAgent) {
   ASSERT_TRUE(wait_phase("spender-2", "Succeeded", 60s)) << run("spender-2").dump(2);
 }
 
+// A team budget (HeartbeatPolicy) with the real runner: two agents of the
+// team spend 1 cent each; together they reach the 2-cent team budget and
+// both stop at once, naming the policy; `kubectl get hbp` shows the spend;
+// a raised team budget lets a queued run go.
+TEST_F(E2eTest, APolicyBudgetStopsTwoAgentsAtOnce) {
+  const json one_cent_a_run = {
+      {"maxTokens", 100},
+      {"pricing", {{"inputCentsPerMillionTokens", 0}, {"outputCentsPerMillionTokens", 10000}}}};
+  for (const char* name : {"team-1", "team-2"}) {
+    // perRunCents stops each run at its first 1-cent reply.
+    json manifest =
+        agent_manifest_e2e(name, "Spend. [[expensive]]",
+                           {{"model", one_cent_a_run}, {"budget", {{"perRunCents", 1}}}});
+    manifest["metadata"]["labels"] = {{"team", "blue"}};
+    create_agent(manifest);
+  }
+  client_
+      ->create(res::kHeartbeatPolicies, ns_,
+               {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                {"kind", "HeartbeatPolicy"},
+                {"metadata", {{"name", "blue-team"}}},
+                {"spec",
+                 {{"selector", {{"matchLabels", {{"team", "blue"}}}}},
+                  {"budget", {{"monthlyCents", 2}}}}}})
+      .or_throw();
+  wait_ready(start_operator());
+  kubectl_create_run("team-1", "team-1-1");
+  ASSERT_TRUE(wait_phase("team-1-1", "Succeeded", 60s)) << run("team-1-1").dump(2);
+  kubectl_create_run("team-2", "team-2-1");
+  ASSERT_TRUE(wait_phase("team-2-1", "Succeeded", 60s)) << run("team-2-1").dump(2);
+  EXPECT_DOUBLE_EQ(run_cost("team-1-1"), 1.0) << run("team-1-1").dump(2);
+  EXPECT_DOUBLE_EQ(run_cost("team-2-1"), 1.0) << run("team-2-1").dump(2);
+  for (const char* name : {"team-1", "team-2"}) {
+    ASSERT_TRUE(wait_until(
+        [&] {
+          return kubectl(
+                     std::string("get hba ") + name +
+                     " -o jsonpath='{.status.conditions[?(@.type==\"BudgetExceeded\")].reason}'")
+                     .find("PolicyBudgetExceeded") != std::string::npos;
+        },
+        30s))
+        << agent(name)["status"].dump(2);
+  }
+  kubectl_create_run("team-1", "team-1-2");
+  std::this_thread::sleep_for(5s);
+  EXPECT_EQ(phase_of("team-1-2"), "Queued");
+  EXPECT_NE(string_at(run("team-1-2"), "status/message").find("HeartbeatPolicy blue-team"),
+            std::string::npos)
+      << run("team-1-2")["status"].dump(2);
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json policy = client_->get(res::kHeartbeatPolicies, ns_, "blue-team").or_throw();
+        return controllers::number_at(policy, "status/spend/cents") == 2.0 &&
+               controllers::int_at(policy, "status/agents") == 2;
+      },
+      20s))
+      << kubectl("get hbp blue-team -o yaml");
+  const std::string table = kubectl("get hbp");
+  EXPECT_NE(table.find("blue-team"), std::string::npos) << table;
+  kubectl("patch hbp blue-team --type=merge -p '{\"spec\":{\"budget\":{\"monthlyCents\":100}}}'");
+  ASSERT_TRUE(wait_phase("team-1-2", "Succeeded", 60s)) << run("team-1-2").dump(2);
+}
+
 TEST_F(E2eTest, CancelStopsTheRunner) {
   create_agent(agent_manifest_e2e("canceller", "Work long. [[sleep 120]]",
                                   {{"runtime", {{"graceSeconds", 5}}}}));

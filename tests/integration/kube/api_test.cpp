@@ -229,6 +229,26 @@ TEST_F(ApiTest, InformerSeesAddModifyDelete) {
   informer.stop();
 }
 
+// An optional resource the server does not serve (a CRD not installed):
+// the informer syncs an empty cache instead of retrying forever, so the
+// operator starts; a required one does not sync.
+TEST_F(ApiTest, AnOptionalResourceThatIsNotServedSyncsEmpty) {
+  const Resource missing{"heartbeat.dev", "v1alpha1", "nosuchpolicies"};
+  InformerOptions options;
+  options.namespace_ = ns_;
+  options.optional_resource = true;
+  Informer optional(client_, missing, options);
+  optional.start();
+  EXPECT_TRUE(optional.wait_for_sync(std::chrono::seconds(10)));
+  EXPECT_EQ(optional.store().size(), 0u);
+  optional.stop();
+  options.optional_resource = false;
+  Informer required(client_, missing, options);
+  required.start();
+  EXPECT_FALSE(required.wait_for_sync(std::chrono::seconds(2)));
+  required.stop();
+}
+
 TEST_F(ApiTest, WrongCertificateAuthorityIsNamed) {
   ClusterConfig config = client_->config();
   config.tls.ca_pem.clear();
