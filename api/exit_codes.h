@@ -19,6 +19,7 @@ inline constexpr int kExitCancelled = kExitSignalBase + 15;
 constexpr int exit_code_for(StopReason reason) {
   switch (reason) {
     case StopReason::kProviderError:
+    case StopReason::kProviderQuota:
       return kExitProviderError;
     case StopReason::kConfigError:
       return kExitConfigError;

@@ -47,6 +47,9 @@ struct RunResult {
   std::optional<int64_t> action_tool_calls;
   std::optional<int> pause_minutes;  // parsed: clamped to kPauseMinutesMin..kPauseMinutesMax
   std::optional<TimePoint> pause_until;
+  // stopReason provider_quota: when the provider said its quota resets (its
+  // retry-after from the response's time); unset when it did not say.
+  std::optional<TimePoint> provider_reset_at;
   std::string output;              // the model's last text; excerpted when rendered too long
   std::string error;               // empty unless the run failed
   std::vector<std::string> notes;  // e.g. why archival tools were not offered

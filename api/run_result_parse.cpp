@@ -106,6 +106,7 @@ void read_details(const json& doc, RunResult& r) {
     }
   }
   r.pause_until = time_or_none(doc, "pauseUntil");
+  r.provider_reset_at = time_or_none(doc, "providerResetAt");
   r.output = string_or_empty(doc, "output");
   r.error = string_or_empty(doc, "error");
   if (const json* notes = member(doc, "notes"); notes != nullptr && notes->is_array()) {

@@ -88,6 +88,9 @@ json result_to_json(const RunResult& result) {
   if (result.action_tool_calls) out["usage"]["actionToolCalls"] = *result.action_tool_calls;
   if (result.pause_minutes) out["pauseMinutes"] = *result.pause_minutes;
   if (result.pause_until) out["pauseUntil"] = format_rfc3339_millis(*result.pause_until);
+  if (result.provider_reset_at) {
+    out["providerResetAt"] = format_rfc3339_millis(*result.provider_reset_at);
+  }
   if (result.started_at) out["startedAt"] = format_rfc3339_millis(*result.started_at);
   if (result.finished_at) out["finishedAt"] = format_rfc3339_millis(*result.finished_at);
   if (result.last_beat) out["lastBeatTime"] = format_rfc3339_millis(*result.last_beat);

@@ -6,7 +6,7 @@
 namespace hb::api {
 namespace {
 
-constexpr std::array<std::pair<StopReason, std::string_view>, 12> kNames = {{
+constexpr std::array<std::pair<StopReason, std::string_view>, 13> kNames = {{
     {StopReason::kCompleted, "completed"},
     {StopReason::kMaxTokens, "max_tokens"},
     {StopReason::kPauseHeartbeats, "pause_heartbeats"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<StopReason, std::string_view>, 12> kNames = {{
     {StopReason::kConfigError, "config_error"},
     {StopReason::kInternalError, "internal_error"},
     {StopReason::kToolsUnavailable, "tools_unavailable"},
+    {StopReason::kProviderQuota, "provider_quota"},
 }};
 
 }  // namespace

@@ -20,11 +20,14 @@ enum class StopReason {
   kConfigError,       // the context document or environment is wrong
   kInternalError,     // a bug
   kToolsUnavailable,  // the tools container died or never answered
+  kProviderQuota,     // the provider's quota is spent (insufficient_quota, or a
+                      // 429 whose retry-after is longer than the run may wait)
 };
 
 // Wire names in the result JSON: "completed", "max_tokens", "pause_heartbeats",
 // "max_iterations", "budget", "deadline", "repeated_tool_call", "cancelled",
-// "provider_error", "config_error", "internal_error", "tools_unavailable".
+// "provider_error", "config_error", "internal_error", "tools_unavailable",
+// "provider_quota".
 std::string_view to_string(StopReason reason);
 // The reason with that wire name; nullopt for any other text.
 std::optional<StopReason> parse_stop_reason(std::string_view name);

@@ -42,7 +42,9 @@ void parse_match_labels(const Json& labels, const std::string& path, SelectorPar
     out.errors.push_back(path + ": must be a map of label keys to values");
     return;
   }
+  std::size_t seen = 0;
   for (const auto& [key, value] : labels.items()) {
+    if (++seen > kSelectorRequirementsMax + 1) break;  // refused past the bound anyway
     const std::string field = path + "." + key;
     if (!valid_label_key(key)) out.errors.push_back(field + ": not a valid label key");
     if (!value.is_string() || !valid_label_value(value.get<std::string>())) {
@@ -101,7 +103,9 @@ SelectorParse parse_label_selector(const Json* selector, const std::string& path
     out.errors.push_back(path + ".matchExpressions: must be a list");
     return out;
   }
-  for (std::size_t i = 0; i < expressions->size(); ++i) {
+  // Past the bound the selector is refused anyway: parse no more of it.
+  const std::size_t parsed = std::min(expressions->size(), kSelectorRequirementsMax + 1);
+  for (std::size_t i = 0; i < parsed; ++i) {
     parse_expression((*expressions)[i], path + ".matchExpressions[" + std::to_string(i) + "]", out);
   }
   if (out.selector.requirements.size() > kSelectorRequirementsMax) {

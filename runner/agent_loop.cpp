@@ -49,6 +49,9 @@ class Loop {
     } catch (const ProviderError& error) {
       if (error.kind() == ProviderError::Kind::kCancelled) {
         stop(StopReason::kCancelled, "terminated by signal during a model call");
+      } else if (error.kind() == ProviderError::Kind::kQuota) {
+        stop(StopReason::kProviderQuota, error.what());
+        result_.provider_reset_at = error.reset_at();
       } else {
         stop(StopReason::kProviderError, error.what());
       }

@@ -97,6 +97,10 @@ ModelReply HttpModelClient::complete(const ModelRequest& request) {
   http::Request http_request = build(request, field);
   http_request.cancel = options_.cancel;
   auto cancelled = [&] { return options_.cancel && options_.cancel->cancelled(); };
+  auto reset_time = [&](std::optional<Millis> hint) -> std::optional<TimePoint> {
+    if (!hint) return std::nullopt;
+    return clock_.now() + *hint;
+  };
   std::string last_error;
   int last_status = 0;
   Kind last_kind = Kind::kTransport;
@@ -116,9 +120,16 @@ ModelReply HttpModelClient::complete(const ModelRequest& request) {
       if (response.status >= 200 && response.status < 300) return decode(response.body);
       last_status = response.status;
       last_error = describe_error(response);
+      hint = parse_retry_after(response.headers, clock_.now());
       if (options_.provider == api::Provider::kOpenAI &&
           openai::is_insufficient_quota(response.body)) {
-        throw ProviderError(Kind::kQuota, response.status, last_error);
+        throw ProviderError(Kind::kQuota, response.status, last_error, reset_time(hint));
+      }
+      if (is_quota_wait(response.status, hint, clock_.now(), request.deadline)) {
+        throw ProviderError(Kind::kQuota, response.status,
+                            last_error + " (retry-after " + std::to_string(hint->count() / 1000) +
+                                " s: longer than this run may wait)",
+                            reset_time(hint));
       }
       if (options_.provider == api::Provider::kOpenAI && !field_switched &&
           openai::rejects_token_limit_field(response.status, response.body, field)) {
@@ -141,7 +152,6 @@ ModelReply HttpModelClient::complete(const ModelRequest& request) {
       }
       retryable = is_retryable_status(response.status, response.headers);
       last_kind = Kind::kHttpStatus;
-      hint = parse_retry_after(response.headers, clock_.now());
     } catch (const http::TransportError& error) {
       if (error.kind() == http::TransportError::Kind::kCancelled || cancelled()) {
         throw ProviderError(Kind::kCancelled, 0, "model call cancelled");

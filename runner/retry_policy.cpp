@@ -68,4 +68,11 @@ Millis retry_delay(int retry, std::optional<Millis> server_hint, double jitter_u
   return Millis(static_cast<long long>(base * jitter));
 }
 
+bool is_quota_wait(int status, std::optional<Millis> server_hint, TimePoint now,
+                   TimePoint deadline) {
+  constexpr int kTooManyRequests = 429;
+  if (status != kTooManyRequests || !server_hint) return false;
+  return *server_hint > kRetryAfterMax || now + *server_hint >= deadline;
+}
+
 }  // namespace hb::runner

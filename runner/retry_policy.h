@@ -19,6 +19,12 @@ bool is_retryable_status(int status, const std::map<std::string, std::string>& h
 std::optional<Millis> parse_retry_after(const std::map<std::string, std::string>& headers,
                                         TimePoint now);
 
+// A 429 whose hint asks for a longer wait than kRetryAfterMax, or than is
+// left before the run's deadline: the provider's quota is spent for this
+// run (stopReason provider_quota), not worth a retry.
+bool is_quota_wait(int status, std::optional<Millis> server_hint, TimePoint now,
+                   TimePoint deadline);
+
 // Delay before retry number `retry` (0 = first retry). A server hint within
 // (0, kRetryAfterMax] is used as is, a larger one is capped at kRetryAfterMax;
 // otherwise exponential backoff from kRetryDelayInitial, capped at

@@ -25,7 +25,7 @@ bool same_spec(const Json& a, const Json& b) {
 }
 
 int64_t to_micros(double cents) {
-  return saturating_int64(std::llround(cents * kMicroCentsPerCent));
+  return saturating_int64(std::round(cents * kMicroCentsPerCent));
 }
 
 }  // namespace

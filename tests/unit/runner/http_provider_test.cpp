@@ -1,6 +1,7 @@
 // The HTTP providers against the scripted fake model server on 127.0.0.1.
 #include <gtest/gtest.h>
 
+#include "api/exit_codes.h"
 #include "kube/http.h"
 #include "runner/agent_loop.h"
 #include "runner/errors.h"
@@ -169,6 +170,57 @@ TEST(OpenAIProvider, InsufficientQuotaIsNeverRetried) {
   }
   EXPECT_EQ(h.server.requests().size(), 1u);
   EXPECT_TRUE(h.clock.sleeps().empty());
+}
+
+// A 429 asking for an hour: no retry, no sleep; the quota is spent for
+// this run and the provider's reset time goes to the result.
+TEST(OpenAIProvider, A429WithALongRetryAfterEndsTheRunAsQuotaWithTheResetTime) {
+  HttpHarness h;
+  h.server.push(FakeModelServer::error(
+      429, R"({"error":{"message":"Rate limit reached for requests per day"}})",
+      {{"retry-after", "3600"}}));
+  try {
+    h.client(api::Provider::kOpenAI).complete(h.request());
+    FAIL() << "expected ProviderError";
+  } catch (const ProviderError& error) {
+    EXPECT_EQ(error.kind(), ProviderError::Kind::kQuota);
+    ASSERT_TRUE(error.reset_at().has_value());
+    EXPECT_EQ(*error.reset_at(), h.clock.now() + 3600s);
+    EXPECT_NE(std::string(error.what()).find("longer than this run may wait"), std::string::npos)
+        << error.what();
+  }
+  EXPECT_EQ(h.server.requests().size(), 1u);
+  EXPECT_TRUE(h.clock.sleeps().empty());
+}
+
+TEST(OpenAIProvider, InsufficientQuotaCarriesTheRetryAfterAsTheResetTime) {
+  HttpHarness h;
+  h.server.push(FakeModelServer::error(
+      429, R"({"error":{"message":"You exceeded your current quota","code":"insufficient_quota"}})",
+      {{"retry-after", "120"}}));
+  try {
+    h.client(api::Provider::kOpenAI).complete(h.request());
+    FAIL() << "expected ProviderError";
+  } catch (const ProviderError& error) {
+    EXPECT_EQ(error.kind(), ProviderError::Kind::kQuota);
+    ASSERT_TRUE(error.reset_at().has_value());
+    EXPECT_EQ(*error.reset_at(), h.clock.now() + 120s);
+  }
+}
+
+// Anthropic's rate limit with a long retry-after is the same quota stop,
+// and the loop ends with stopReason provider_quota and the reset time.
+TEST(AnthropicProvider, ALongRateLimitEndsTheLoopAsProviderQuota) {
+  HttpHarness h;
+  h.server.push(FakeModelServer::error(
+      429, R"({"type":"error","error":{"type":"rate_limit_error","message":"slow down"}})",
+      {{"retry-after", "900"}}));
+  const auto started = h.clock.now();
+  const api::RunResult result = h.loop(api::Provider::kAnthropic);
+  EXPECT_EQ(result.stop_reason, "provider_quota");
+  ASSERT_TRUE(result.provider_reset_at.has_value());
+  EXPECT_EQ(*result.provider_reset_at, started + 900s);
+  EXPECT_EQ(api::exit_code_for(api::StopReason::kProviderQuota), api::kExitProviderError);
 }
 
 TEST(OpenAIProvider, ClientErrorsAreNotRetriedAndNeverEchoTheKey) {
