@@ -67,7 +67,8 @@ WantedCondition paused_condition(const schedule::BlockResult& blocks) {
   const bool paused =
       blocks.has(schedule::kReasonPaused) || blocks.has(schedule::kReasonPausedByAgent);
   for (const schedule::Block& b : blocks.blocks) {
-    if (b.reason != schedule::kReasonBudgetExceeded) {
+    if (b.reason != schedule::kReasonBudgetExceeded &&
+        b.reason != schedule::kReasonProviderThrottled) {
       return {kConditionPaused, paused, b.reason, b.message};
     }
   }
@@ -84,6 +85,17 @@ WantedCondition budget_condition(const schedule::BlockResult& blocks) {
     if (!b.condition_reason.empty()) reason = b.condition_reason;
   }
   return {kConditionBudgetExceeded, exceeded, reason, message};
+}
+
+// Shown while a hold applies; once stored, kept as False after it lifts
+// (so it never flaps in and out of the list).
+std::optional<WantedCondition> provider_throttled_condition(const schedule::BlockResult& blocks) {
+  for (const schedule::Block& b : blocks.blocks) {
+    if (b.reason == schedule::kReasonProviderThrottled) {
+      return WantedCondition{kConditionProviderThrottled, true, b.reason, b.message};
+    }
+  }
+  return std::nullopt;
 }
 
 WantedCondition spec_valid_condition(const SpecValidity& spec) {
@@ -120,14 +132,22 @@ AgentConditions wanted_conditions(const SpecValidity& spec, const schedule::Bloc
           stalled,
           paused_condition(blocks),
           budget_condition(blocks),
-          spec_valid_condition(spec)};
+          spec_valid_condition(spec),
+          provider_throttled_condition(blocks)};
 }
 
 Conditions conditions_for(const Conditions& stored, const AgentConditions& wanted,
                           int64_t generation, TimePoint now) {
-  const std::array<const WantedCondition*, 6> list = {&wanted.ready,           &wanted.reconciling,
-                                                      &wanted.stalled,         &wanted.paused,
-                                                      &wanted.budget_exceeded, &wanted.spec_valid};
+  static const WantedCondition kNotThrottled{kConditionProviderThrottled, false, "NotThrottled",
+                                             "the model provider's quota is not known spent"};
+  std::vector<const WantedCondition*> list = {&wanted.ready,           &wanted.reconciling,
+                                              &wanted.stalled,         &wanted.paused,
+                                              &wanted.budget_exceeded, &wanted.spec_valid};
+  if (wanted.provider_throttled) {
+    list.push_back(&*wanted.provider_throttled);
+  } else if (stored_status(stored, kConditionProviderThrottled).has_value()) {
+    list.push_back(&kNotThrottled);
+  }
   if (stored != nullptr && stored->size() == list.size()) {
     bool same = true;
     for (size_t i = 0; same && i < list.size(); ++i) {
@@ -157,6 +177,10 @@ std::vector<Event> condition_events(const Conditions& stored, const AgentConditi
   }
   if (wanted.paused.status && !stored_status(stored, kConditionPaused).value_or(false)) {
     raise(false, wanted.paused.reason, wanted.paused.message);
+  }
+  if (wanted.provider_throttled &&
+      !stored_status(stored, kConditionProviderThrottled).value_or(false)) {
+    raise(true, wanted.provider_throttled->reason, wanted.provider_throttled->message);
   }
   const WantedCondition& budget = wanted.budget_exceeded;
   if (budget.status && !stored_status(stored, kConditionBudgetExceeded).value_or(false)) {

@@ -42,10 +42,13 @@ struct RunProblem {
   std::string message;
 };
 
-// The six conditions in the order status lists them. Their texts are views
-// into the inputs of wanted_conditions, which must outlive them.
+// The six conditions in the order status lists them, then ProviderThrottled
+// while a provider quota hold applies (and, once stored, False after it).
+// Their texts are views into the inputs of wanted_conditions, which must
+// outlive them.
 struct AgentConditions {
   WantedCondition ready, reconciling, stalled, paused, budget_exceeded, spec_valid;
+  std::optional<WantedCondition> provider_throttled;  // True: held; unset: never held
 };
 
 // `run_problem`: the newest run's (newest_run_problem). `skipped`: the last

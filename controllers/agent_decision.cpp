@@ -164,7 +164,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
                         .period = schedule::spend_period(in.now),
                         .now = in.now});
   const schedule::BlockResult blocks =
-      agent_blocks(spec, counted.ledger, hold.hold, in.policy_budgets, in.now);
+      agent_blocks(spec, counted.ledger, hold.hold, in.policy_budgets, in.provider_hold, in.now);
   BackoffState backoff = backoff_state(spec, view.status, counted.ledger);
 
   // 3. The schedule: at most the most recent due slot, never a burst. Later

@@ -34,6 +34,8 @@ inline constexpr const char* kConditionStalled = "Stalled";
 inline constexpr const char* kConditionPaused = "Paused";
 inline constexpr const char* kConditionBudgetExceeded = "BudgetExceeded";
 inline constexpr const char* kConditionSpecValid = "SpecValid";
+// Only while (and once stored, after) a provider quota hold applies.
+inline constexpr const char* kConditionProviderThrottled = "ProviderThrottled";
 
 // Agent phases.
 inline constexpr const char* kAgentPhaseIdle = "Idle";
@@ -87,6 +89,9 @@ struct AgentDecisionInput {
   // The team budgets of the HeartbeatPolicies that select the agent, by
   // policy name (the shell sums their agents' spend).
   std::vector<schedule::PolicyBudget> policy_budgets;
+  // A provider quota hold over the agent's endpoint and API key (the shell
+  // keeps them from the runs that ended with stopReason provider_quota).
+  std::optional<schedule::ProviderHold> provider_hold;
 };
 
 struct AgentDecision {

@@ -75,9 +75,11 @@ BackoffState backoff_state(const AgentSpec& spec, const AgentStatus& stored,
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,
                                    const std::optional<BudgetHold>& hold,
                                    std::vector<schedule::PolicyBudget> policy_budgets,
+                                   std::optional<schedule::ProviderHold> provider_hold,
                                    TimePoint now) {
   schedule::BlockInput in;
   in.policy_budgets = std::move(policy_budgets);
+  in.provider_hold = std::move(provider_hold);
   in.paused = spec.paused;
   in.paused_until = ledger.paused_until;
   in.monthly_budget_cents = spec.monthly_budget_cents;

@@ -49,6 +49,7 @@ BackoffState backoff_state(const AgentSpec& spec, const AgentStatus& stored,
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,
                                    const std::optional<BudgetHold>& hold,
                                    std::vector<schedule::PolicyBudget> policy_budgets,
+                                   std::optional<schedule::ProviderHold> provider_hold,
                                    TimePoint now);
 
 }  // namespace hb::controllers

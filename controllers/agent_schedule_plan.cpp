@@ -45,7 +45,8 @@ std::optional<TimePoint> heartbeat_after_blocks(const AgentSpec& spec,
                                                 std::optional<TimePoint> last_scheduled,
                                                 TimePoint now, int64_t intervals_after_last) {
   const TimePoint lifts =
-      std::max(blocks.paused_until_lifts_at.value_or(now), blocks.budget_resets_at.value_or(now));
+      std::max({blocks.paused_until_lifts_at.value_or(now), blocks.budget_resets_at.value_or(now),
+                blocks.provider_hold_lifts_at.value_or(now)});
   const schedule::SlotDecision at_lift =
       schedule::decide_slot(*spec.schedule, spec.created, last_scheduled,
                             spec.starting_deadline_seconds, lifts, intervals_after_last);
@@ -108,6 +109,7 @@ std::optional<TimePoint> requeue_time(std::optional<TimePoint> deferred_write,
   std::optional<TimePoint> at = deferred_write;
   at = earliest_future(at, next_heartbeat, now);
   at = earliest_future(at, blocks.paused_until_lifts_at, now);
+  at = earliest_future(at, blocks.provider_hold_lifts_at, now);
   at = earliest_future(at, blocks.budget_resets_at, now);
   for (const RunObservation& run : runs) at = earliest_future(at, run.recheck_at, now);
   return at;

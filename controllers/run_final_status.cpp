@@ -9,6 +9,7 @@
 #include "api/utf8.h"
 #include "controllers/names.h"
 #include "controllers/provider_backoff.h"
+#include "controllers/provider_hold.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/text_util.h"
 
@@ -54,6 +55,11 @@ Json build_final_status(const Json& stored, const Final& f, const Charge& c, Tim
       status["pauseUntil"] = schedule::format_rfc3339(now + std::chrono::minutes(*r.pause_minutes));
     }
     if (r.last_beat) status["lastBeatTime"] = schedule::format_rfc3339(*r.last_beat);
+    if (r.stop_reason == kStopReasonProviderQuota) {
+      // Bounded here, once: every agent sharing the key is held until then.
+      status["providerResetAt"] =
+          schedule::format_rfc3339(provider_hold_until(r.provider_reset_at, finished));
+    }
   }
   if (!status.contains("lastBeatTime") && lease_renew && *lease_renew >= started) {
     status["lastBeatTime"] = schedule::format_rfc3339(*lease_renew);

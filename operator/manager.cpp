@@ -170,8 +170,11 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   cache_options.observe_run = [gate](const std::string& key, const controllers::Json* run,
                                      bool has_job) { gate->observe_run(key, run, has_job); };
   cache_options.policies = policies;
+  auto provider_holds = std::make_shared<controllers::ProviderHolds>(enqueue);
+  cache_options.provider_holds = provider_holds;
   reconciler_config.concurrency = gate;
   reconciler_config.policies = policies;
+  reconciler_config.provider_holds = provider_holds;
   controllers::ClusterCache cache(client, std::move(cache_options), enqueue);
   reconciler_config.job = config.job;
   reconciler_config.routine_events = config.routine_events;

@@ -76,6 +76,12 @@ BlockResult evaluate_blocks(const BlockInput& input, TimePoint now) {
                                  format_rfc3339(*input.paused_until)});
     result.paused_until_lifts_at = *input.paused_until;
   }
+  if (input.provider_hold && input.provider_hold->until > now) {
+    result.blocks.push_back({std::string(kReasonProviderThrottled),
+                             input.provider_hold->message + "; heartbeats resume at " +
+                                 format_rfc3339(input.provider_hold->until)});
+    result.provider_hold_lifts_at = input.provider_hold->until;
+  }
   add_budget_block(input, now, result);
   if (result.has(kReasonBudgetExceeded)) return result;
   if (std::optional<Block> team = policy_budget_block(input, now)) {

@@ -20,6 +20,15 @@ inline constexpr std::string_view kReasonBudgetExceeded = "BudgetExceeded";
 inline constexpr std::string_view kReasonAwaitingApproval = "AwaitingApproval";
 // The BudgetExceeded condition's reason when a HeartbeatPolicy's team budget stops it.
 inline constexpr std::string_view kReasonPolicyBudgetExceeded = "PolicyBudgetExceeded";
+// The model provider's quota is spent for the agent's endpoint and API key.
+inline constexpr std::string_view kReasonProviderThrottled = "ProviderThrottled";
+
+// A provider quota hold over the agent: a run of an agent with the same
+// endpoint and API-key Secret ended with stopReason provider_quota.
+struct ProviderHold {
+  TimePoint until{};
+  std::string message;  // what is held and why (names the endpoint, Secret and run)
+};
 
 // A budget stop that waits for a person (status.budgetHold while it holds).
 struct HeldBudgetStop {
@@ -44,6 +53,7 @@ struct BlockInput {
   std::string spend_period;               // status.spend.period ("YYYY-MM")
   std::optional<HeldBudgetStop> budget_hold;
   std::vector<PolicyBudget> policy_budgets;  // the policies that select the agent, by name
+  std::optional<ProviderHold> provider_hold;
 };
 
 struct Block {
@@ -54,9 +64,12 @@ struct Block {
 };
 
 struct BlockResult {
-  std::vector<Block> blocks;  // in the order Paused, PausedByAgent, BudgetExceeded
+  // In the order Paused, PausedByAgent, ProviderThrottled, BudgetExceeded.
+  std::vector<Block> blocks;
   // When the PausedByAgent block lifts; set only while it applies. Requeue then.
   std::optional<TimePoint> paused_until_lifts_at;
+  // When the ProviderThrottled block lifts; set only while it applies.
+  std::optional<TimePoint> provider_hold_lifts_at;
   // When the BudgetExceeded block lifts by itself (the next UTC month);
   // never while a hold waits for a person.
   std::optional<TimePoint> budget_resets_at;

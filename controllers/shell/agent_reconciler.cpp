@@ -516,6 +516,9 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   };
   if (config_.policies)
     input.policy_budgets = config_.policies->budgets_for(object_key(ns, name), now);
+  if (config_.provider_holds) {
+    input.provider_hold = config_.provider_holds->hold_for(object_key(ns, name), now);
+  }
   std::set<std::string> admitted;  // runs the gate reserved a place for in this pass
   if (config_.concurrency) {
     input.admit_start = [this, &ns, &name, &admitted](const std::string& run, TimePoint order) {

@@ -26,6 +26,7 @@
 #include "controllers/shell/concurrency_gate.h"
 #include "controllers/shell/lease_sightings.h"
 #include "controllers/shell/policy_index.h"
+#include "controllers/shell/provider_holds.h"
 #include "controllers/shell/view_cache.h"
 #include "controllers/shell/write_overlay.h"
 #include "controllers/write_plan.h"
@@ -71,6 +72,8 @@ struct ReconcilerConfig {
   std::shared_ptr<ConcurrencyGate> concurrency;
   // The HeartbeatPolicies' team budgets (kept by the cache); null: none.
   std::shared_ptr<const PolicyIndex> policies;
+  // Provider quota holds (kept by the cache); null: none.
+  std::shared_ptr<const ProviderHolds> provider_holds;
 };
 
 struct ReconcileResult {

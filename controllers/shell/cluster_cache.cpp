@@ -41,7 +41,8 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     : enqueue_(std::move(enqueue)),
       observe_run_(std::move(options.observe_run)),
       steady_now_(options.steady_now),
-      policy_index_(std::move(options.policies)) {
+      policy_index_(std::move(options.policies)),
+      provider_holds_(std::move(options.provider_holds)) {
   const std::string selector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
   const std::vector<std::string> namespaces =
       options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
@@ -94,10 +95,12 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   };
   kube::StoreHandlers own_agent_handlers =
       agent_handlers([](const Json& o) { return object_key(o); });
-  if (policy_index_) {
-    // Told before the agent is queued, so its reconcile sees its labels and spend counted.
-    auto told = [index = policy_index_](const Json& o, bool gone) {
-      index->agent_changed(object_key(o), gone ? nullptr : &o);
+  if (policy_index_ || provider_holds_) {
+    // Told before the agent is queued, so its reconcile sees its labels,
+    // spend and credential counted.
+    auto told = [index = policy_index_, holds = provider_holds_](const Json& o, bool gone) {
+      if (index) index->agent_changed(object_key(o), gone ? nullptr : &o);
+      if (holds) holds->agent_changed(object_key(o), gone ? nullptr : &o);
     };
     own_agent_handlers.on_add = [add = own_agent_handlers.on_add, told](const Json& o) {
       told(o, false);
@@ -288,7 +291,7 @@ std::optional<Json> get_from(const kube::CachedResource* informer, const std::st
 }  // namespace
 
 void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_name) {
-  if ((!observe_run_ && !policy_index_) || run_name.empty()) return;
+  if ((!observe_run_ && !policy_index_ && !provider_holds_) || run_name.empty()) return;
   std::lock_guard lock(place_mutex_);
   const std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
   const kube::CachedResource* jobs = jobs_.in(ns);
@@ -297,6 +300,8 @@ void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_
   if (observe_run_) observe_run_(object_key(ns, run_name), run ? &*run : nullptr, has_job);
   if (policy_index_)
     policy_index_->run_changed(object_key(ns, run_name), run ? &*run : nullptr, has_job);
+  if (provider_holds_)
+    provider_holds_->run_changed(object_key(ns, run_name), run ? &*run : nullptr);
 }
 
 std::optional<Json> ClusterCache::agent(const std::string& ns, const std::string& name) const {

@@ -15,6 +15,7 @@
 #include "controllers/pod_tombstones.h"
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/policy_index.h"
+#include "controllers/shell/provider_holds.h"
 #include "kube/informer.h"
 
 namespace hb::controllers {
@@ -34,6 +35,8 @@ struct CacheOptions {
   // syncs without the CRD) and from the Agent and run informers; null: no
   // policies are watched.
   std::shared_ptr<PolicyIndex> policies;
+  // Kept from the Agent and run informers; null: no provider quota holds.
+  std::shared_ptr<ProviderHolds> provider_holds;
 };
 
 class ClusterCache final : public ClusterView {
@@ -86,6 +89,7 @@ class ClusterCache final : public ClusterView {
   std::vector<const InformerSet*> all_sets() const;
 
   std::shared_ptr<PolicyIndex> policy_index_;
+  std::shared_ptr<ProviderHolds> provider_holds_;
   InformerSet agents_, runs_, jobs_, pods_, leases_, policies_;
   mutable std::mutex mutex_;
   Index runs_by_agent_;  // "ns/agent" -> run keys

@@ -11,6 +11,7 @@
 #include "controllers/concurrency.h"
 #include "controllers/json_util.h"
 #include "controllers/mentions.h"
+#include "controllers/names.h"
 #include "controllers/schedule/run_name.h"
 #include "controllers/schedule/slots.h"
 #include "controllers/schedule/stable_hash.h"
@@ -696,6 +697,62 @@ TEST_F(OperatorTest, ATeamBudgetStopsEverySelectedAgentAtOnce) {
   ASSERT_TRUE(wait_until([&] { return run_phase("team-a1-m2", "Succeeded"); }, 30s));
   EXPECT_TRUE(
       wait_until([&] { return condition(agent("team-a2"), "BudgetExceeded", "False"); }, 20s));
+}
+
+// Quota-aware holds on the real API server: one agent's run ends on a
+// spent provider quota; the agent sharing its endpoint and key Secret is
+// held (ProviderThrottled, its manual run Queued) until the reset, while an
+// agent on another key runs on.
+TEST_F(OperatorTest, AQuotaStopHoldsEveryAgentOnTheSameKey) {
+  start_kubelet([](const json& pod) {
+    const json* annotations = controllers::find_path(pod, "metadata/annotations");
+    const std::string agent_name =
+        annotations != nullptr ? annotations->value(controllers::kAnnotationAgentName, "") : "";
+    PodScript s = finishes_with(0.01);
+    if (agent_name != "quota-a") return s;
+    json result = json::parse(s.termination_message);
+    result["stopReason"] = "provider_quota";
+    result["error"] = "openai: HTTP 429: You exceeded your current quota";
+    result["providerResetAt"] =
+        hb::schedule::format_rfc3339(std::chrono::system_clock::now() + std::chrono::hours(1));
+    s.termination_message = result.dump();
+    s.exit_code = 69;
+    return s;
+  });
+  create_agent(agent_manifest("quota-a", {{"prompt", "Work."}}));
+  create_agent(agent_manifest("quota-b", {{"prompt", "Work."}}));
+  json other_key = agent_manifest("quota-c", {{"prompt", "Work."}});
+  other_key["spec"]["model"]["apiKeySecretRef"]["key"] = "token";
+  create_agent(other_key);
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("quota-a", "quota-a-1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("quota-a-1", "Failed"); }, 30s));
+  const json failed = run("quota-a-1");
+  EXPECT_EQ(string_at(failed, "status/stopReason"), "provider_quota");
+  EXPECT_FALSE(string_at(failed, "status/providerResetAt").empty());
+  for (const char* name : {"quota-a", "quota-b"}) {
+    ASSERT_TRUE(
+        wait_until([&] { return condition(agent(name), "ProviderThrottled", "True"); }, 30s))
+        << name;
+  }
+  const json b = agent("quota-b");
+  EXPECT_THAT(string_at(*condition_of(b, "ProviderThrottled"), "message"),
+              ::testing::HasSubstr("HeartbeatRun quota-a-1 of Agent quota-a"));
+  EXPECT_TRUE(wait_until([&] { return events_with_reason("ProviderThrottled") >= 2; }, 10s));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("quota-b", "quota-b-1")).or_throw();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("quota-c", "quota-c-1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("quota-c-1", "Succeeded"); }, 30s))
+      << "an agent on another key runs on";
+  EXPECT_EQ(string_at(run("quota-b-1"), "status/phase"), "Queued");
+  EXPECT_THAT(string_at(run("quota-b-1"), "status/message"), ::testing::HasSubstr("quota"));
+  const json c = agent("quota-c");
+  EXPECT_EQ(condition_of(c, "ProviderThrottled"), nullptr);
+  // A restarted operator rebuilds the hold from the runs.
+  operator_->kill(SIGKILL);
+  start_operator();
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(string_at(run("quota-b-1"), "status/phase"), "Queued");
+  EXPECT_TRUE(condition(agent("quota-b"), "ProviderThrottled", "True"));
 }
 
 // @mentions on the real API server: two agents that always mention each

@@ -197,6 +197,7 @@ struct World : PlanWriter {
   std::function<Admission(const std::string&, TimePoint)> admit_start;
   // The HeartbeatPolicies' team budgets over the agent (the shell's sums).
   std::vector<schedule::PolicyBudget> policy_budgets;
+  std::optional<schedule::ProviderHold> provider_hold;  // the shell's quota hold
   TimePoint now_{};
 
   AgentDecision step(TimePoint now) {
@@ -209,6 +210,7 @@ struct World : PlanWriter {
     in.accepts_mention = accepts_mention;
     in.admit_start = admit_start;
     in.policy_budgets = policy_budgets;
+    in.provider_hold = provider_hold;
     AgentDecision d = decide_agent(in);
     // As the shell: a due slot or a standing skip reads promptFrom, then decides again.
     const AgentView view = view_agent(agent);

@@ -68,6 +68,28 @@ TEST(RunStatus, SucceededWithUsageCostAndPause) {
   EXPECT_FALSE(o.status.contains("costRecorded"));
 }
 
+// A run on a spent provider quota keeps the provider's reset time,
+// bounded to a day after the run ended (every agent on the key waits for it).
+TEST(RunStatus, AProviderQuotaStopKeepsTheBoundedResetTime) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json result = Json::parse(result_json(0, 10, 0, std::nullopt, "provider_quota"));
+  result["providerResetAt"] = "2024-05-01T13:30:00.000Z";
+  Json p = terminated(pod("r1-abc"), 69, result.dump());
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  EXPECT_EQ(o.status["stopReason"], "provider_quota");
+  EXPECT_EQ(o.status["providerResetAt"], "2024-05-01T13:30:00Z");
+  result["providerResetAt"] = "2024-06-01T00:00:00.000Z";
+  p = terminated(pod("r1-abc"), 69, result.dump());
+  o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  EXPECT_EQ(o.status["providerResetAt"], "2024-05-02T12:06:00Z") << "a day after it ended";
+  result.erase("providerResetAt");
+  result["stopReason"] = "provider_error";
+  p = terminated(pod("r1-abc"), 69, result.dump());
+  o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  EXPECT_FALSE(o.status.contains("providerResetAt"));
+}
+
 // Run logs: the container log's ref, the ends of stdout and stderr, and the
 // stored transcript where the Agent has an archival claim (only there: a
 // record a result claims without one is not believed).
