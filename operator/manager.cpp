@@ -166,7 +166,11 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   auto gate = std::make_shared<controllers::ConcurrencyGate>(
       config.max_concurrent_runs, std::chrono::steady_clock::now, enqueue,
       [policies](const std::string& agent) { return policies->caps_for(agent); });
-  policies->on_limits_changed([gate] { gate->pools_changed(); });
+  // Weak: the gate holds the index (pools_of), so a strong pointer back
+  // would keep both alive forever (a leak the sanitizers report).
+  policies->on_limits_changed([weak = std::weak_ptr<controllers::ConcurrencyGate>(gate)] {
+    if (const auto g = weak.lock()) g->pools_changed();
+  });
   cache_options.observe_run = [gate](const std::string& key, const controllers::Json* run,
                                      bool has_job) { gate->observe_run(key, run, has_job); };
   cache_options.policies = policies;

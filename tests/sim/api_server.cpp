@@ -11,8 +11,8 @@ namespace {
 
 // Status is written only through /status on these (as the real API server does).
 bool has_status_subresource(const std::string& resource) {
-  return resource == "agents" || resource == "heartbeatruns" || resource == "jobs" ||
-         resource == "pods";
+  return resource == "agents" || resource == "heartbeatruns" || resource == "heartbeatpolicies" ||
+         resource == "jobs" || resource == "pods";
 }
 
 std::string name_of(const Json& o) {

@@ -1,5 +1,6 @@
 #include "tests/sim/checker.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "controllers/budget_hold.h"
@@ -30,6 +31,14 @@ bool is_final_phase(const std::string& phase) {
 bool cost_recorded(const std::optional<Json>& run) {
   return run && controllers::bool_at(*run, "status/costRecorded");
 }
+// A run started and not final: Running, or its Job exists.
+bool holds_place(const ApiServer& server, const Json& run) {
+  const std::string phase = string_at(run, "status/phase");
+  if (is_final_phase(phase)) return false;
+  return phase == "Running" ||
+         server.peek("jobs", string_at(run, "metadata/namespace"),
+                     controllers::job_name_for_run(string_at(run, "metadata/name"))) != nullptr;
+}
 
 }  // namespace
 
@@ -44,14 +53,19 @@ double Checker::counted_sum(const std::string& agent_key, const std::string& per
 
 void Checker::on_write(Actor actor, const std::string& resource, const std::optional<Json>& before,
                        const std::optional<Json>& after, TimePoint now) {
-  if (resource == "agents" && actor == Actor::kOperator && before && after &&
-      (*before)["spec"] != (*after)["spec"]) {
-    violation("the operator wrote the spec of Agent " + key_of(*after));
+  const bool user_owned = resource == "agents" || resource == "heartbeatpolicies";
+  if (user_owned && actor == Actor::kOperator && before && after &&
+      before->value("spec", Json()) != after->value("spec", Json())) {
+    violation(std::string("the operator wrote the spec of ") +
+              (resource == "agents" ? "Agent " : "HeartbeatPolicy ") + key_of(*after));
   }
   if (resource == "agents" && actor == Actor::kOperator && before && after) {
     check_streaks(*before, *after);
   }
   if (resource == "heartbeatruns") on_run_write(actor, before, after);
+  if (resource == "agents" || resource == "heartbeatpolicies") {
+    on_policy_input_write(resource, before, after);
+  }
   // A run starts when the operator creates its Job (the dispatch path's
   // second write; its Running status follows a pass later, perhaps after
   // the operator's clock jumped): the start rules hold at that instant.
@@ -62,6 +76,7 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
                                    string_at((*owners)[0], "name"));
     if (run != nullptr) on_run_start(*run, now);
     if (run != nullptr) check_concurrency(*run);
+    if (run != nullptr) check_policies(*run);
   }
 }
 
@@ -70,19 +85,148 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
 void Checker::check_concurrency(const Json& started) {
   if (config_.max_concurrent_runs <= 0) return;
   int64_t in_use = 0;
-  server_.for_each("heartbeatruns", [&](const Json& run) {
-    const std::string phase = string_at(run, "status/phase");
-    if (is_final_phase(phase)) return;
-    const bool has_job =
-        server_.peek("jobs", string_at(run, "metadata/namespace"),
-                     controllers::job_name_for_run(string_at(run, "metadata/name"))) != nullptr;
-    if (phase == "Running" || has_job) ++in_use;
-  });
+  server_.for_each("heartbeatruns", [&](const Json& run) { in_use += holds_place(server_, run); });
   if (in_use > config_.max_concurrent_runs) {
     violation("run " + key_of(started) + " started with " + std::to_string(in_use) +
               " runs going on, over --max-concurrent-runs=" +
               std::to_string(config_.max_concurrent_runs));
   }
+}
+
+PolicyLimits policy_limits(const Json& policy) {
+  PolicyLimits p;
+  p.ns = string_at(policy, "metadata/namespace");
+  p.name = string_at(policy, "metadata/name");
+  if (const Json* selector = controllers::find_path(policy, "spec/selector")) {
+    p.selector = *selector;
+  }
+  p.max_concurrent_runs = controllers::int_at(policy, "spec/maxConcurrentRuns").value_or(0);
+  p.monthly_cents = controllers::int_at(policy, "spec/budget/monthlyCents").value_or(0);
+  return p;
+}
+
+bool policy_selects(const PolicyLimits& policy, const Json& agent) {
+  if (string_at(agent, "metadata/namespace") != policy.ns) return false;
+  if (!policy.selector.is_object()) return true;
+  const Json* labels = controllers::find_path(agent, "metadata/labels");
+  auto label = [labels](const std::string& key) -> std::optional<std::string> {
+    if (labels == nullptr || !labels->is_object()) return std::nullopt;
+    auto it = labels->find(key);
+    if (it == labels->end() || !it->is_string()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  const Json match = policy.selector.value("matchLabels", Json::object());
+  for (const auto& [key, value] : match.items()) {
+    if (!value.is_string() || label(key) != value.get<std::string>()) return false;
+  }
+  for (const Json& r : policy.selector.value("matchExpressions", Json::array())) {
+    const std::optional<std::string> value = label(r.value("key", std::string()));
+    const Json values = r.value("values", Json::array());
+    const bool listed = value && std::find(values.begin(), values.end(), *value) != values.end();
+    const std::string op = r.value("operator", std::string());
+    if ((op == "In" && !listed) || (op == "NotIn" && listed) || (op == "Exists" && !value) ||
+        (op == "DoesNotExist" && value)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string Checker::current_period() const {
+  return format_rfc3339(server_.now()).substr(0, 7);
+}
+
+double Checker::team_spend(const PolicyLimits& policy) const {
+  const std::string period = current_period();
+  double cents = 0;
+  server_.for_each("agents", [&](const Json& agent) {
+    if (policy_selects(policy, agent) && string_at(agent, "status/spend/period") == period) {
+      cents += spend_of(agent);
+    }
+  });
+  return cents;
+}
+
+bool Checker::team_budget_spent(const PolicyLimits& policy) const {
+  return policy.monthly_cents > 0 &&
+         std::floor(team_spend(policy) - kCentsTolerance) >= policy.monthly_cents;
+}
+
+void Checker::on_policy_input_write(const std::string& resource, const std::optional<Json>& before,
+                                    const std::optional<Json>& after) {
+  const Json& object = after ? *after : *before;
+  const std::string ns = string_at(object, "metadata/namespace");
+  const char* input = resource == "agents" ? "metadata/labels" : "spec";
+  auto at = [input](const std::optional<Json>& o) {
+    const Json* found = o ? controllers::find_path(*o, input) : nullptr;
+    return found == nullptr ? Json() : *found;
+  };
+  if (!before || !after || at(before) != at(after)) selection_changed_at_[ns] = server_.now();
+  if (resource == "heartbeatpolicies" && !after) team_budget_spent_.erase(key_of(object));
+  const std::string period = current_period();
+  server_.for_each("heartbeatpolicies", [&](const Json& policy) {
+    const PolicyLimits p = policy_limits(policy);
+    if (p.ns != ns) return;
+    if (!team_budget_spent(p)) {
+      team_budget_spent_.erase(key_of(policy));
+      return;
+    }
+    auto [it, first] = team_budget_spent_.try_emplace(key_of(policy), Spent{server_.now(), period});
+    if (!first && it->second.period != period) it->second = {server_.now(), period};
+  });
+}
+
+// Each policy over the started run's agent, by the server's policies and
+// labels (the truth the operator's informers lag).
+void Checker::check_policies(const Json& started) {
+  const Json* agent = server_.peek("agents", string_at(started, "metadata/namespace"),
+                                   string_at(started, "spec/agentRef/name"));
+  if (agent == nullptr) return;
+  server_.for_each("heartbeatpolicies", [&](const Json& policy) {
+    const PolicyLimits p = policy_limits(policy);
+    if (!policy_selects(p, *agent)) return;
+    check_policy_cap(p, started);
+    check_team_budget(p, started);
+  });
+}
+
+// The runs of the policy's agents that hold a place (as check_concurrency
+// counts them), the one just made included, are at most its cap; unless a
+// policy or an Agent's labels changed there too recently for the operator
+// to have seen it.
+void Checker::check_policy_cap(const PolicyLimits& policy, const Json& started) {
+  if (policy.max_concurrent_runs <= 0) return;
+  auto changed = selection_changed_at_.find(policy.ns);
+  if (changed != selection_changed_at_.end() &&
+      server_.now() - changed->second < kUserChangeSeenWithin) {
+    return;
+  }
+  int64_t in_use = 0;
+  server_.for_each("heartbeatruns", [&](const Json& run) {
+    if (string_at(run, "metadata/namespace") != policy.ns || !holds_place(server_, run)) return;
+    const Json* agent = server_.peek("agents", policy.ns, string_at(run, "spec/agentRef/name"));
+    in_use += agent != nullptr && policy_selects(policy, *agent);
+  });
+  if (in_use > policy.max_concurrent_runs) {
+    violation("run " + key_of(started) + " started with " + std::to_string(in_use) +
+              " runs of HeartbeatPolicy " + policy.ns + "/" + policy.name +
+              "'s agents going on, over its maxConcurrentRuns=" +
+              std::to_string(policy.max_concurrent_runs));
+  }
+}
+
+// Once the selected agents' stored spend this month reached the team
+// budget, none of them starts, after the operator had time to see it.
+void Checker::check_team_budget(const PolicyLimits& policy, const Json& started) {
+  auto spent = team_budget_spent_.find(policy.ns + "/" + policy.name);
+  if (spent == team_budget_spent_.end() || spent->second.period != current_period() ||
+      server_.now() - spent->second.since < kUserChangeSeenWithin || !team_budget_spent(policy)) {
+    return;
+  }
+  violation("run " + key_of(started) + " started while HeartbeatPolicy " + policy.ns + "/" +
+            policy.name + "'s team budget is spent (" + std::to_string(team_spend(policy)) +
+            " of " + std::to_string(policy.monthly_cents) + " cents since " +
+            format_rfc3339(spent->second.since) + ")");
 }
 
 // Independent of the rules' details: a streak (idle, provider errors) can

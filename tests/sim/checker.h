@@ -33,6 +33,19 @@ struct CheckerConfig {
   int64_t max_concurrent_runs = 0;
 };
 
+// What the checker reads from a HeartbeatPolicy on the server (its own
+// reading of the CRD, not the operator's parser).
+struct PolicyLimits {
+  std::string ns, name;
+  Json selector;                    // spec.selector (null: every Agent of ns)
+  int64_t max_concurrent_runs = 0;  // <= 0: no cap
+  int64_t monthly_cents = 0;        // <= 0: no team budget
+};
+PolicyLimits policy_limits(const Json& policy);
+// Whether the policy selects the Agent: same namespace, and its labels
+// satisfy matchLabels and matchExpressions.
+bool policy_selects(const PolicyLimits& policy, const Json& agent);
+
 class Checker {
  public:
   Checker(const ApiServer& server, CheckerConfig config) : server_(server), config_(config) {}
@@ -60,6 +73,18 @@ class Checker {
                     const std::optional<Json>& after);
   void on_run_start(const Json& run, TimePoint now);
   void check_concurrency(const Json& run);
+  // Every HeartbeatPolicy over the started run's agent: its cap and its team budget.
+  void check_policies(const Json& run);
+  void check_policy_cap(const PolicyLimits& policy, const Json& started);
+  void check_team_budget(const PolicyLimits& policy, const Json& started);
+  // A policy's spec or an Agent's labels changed in `ns`; re-times the team budgets there.
+  void on_policy_input_write(const std::string& resource, const std::optional<Json>& before,
+                             const std::optional<Json>& after);
+  // The current UTC month ("YYYY-MM", true time); the selected agents'
+  // spend in it, and whether it reached the team budget.
+  std::string current_period() const;
+  double team_spend(const PolicyLimits& policy) const;
+  bool team_budget_spent(const PolicyLimits& policy) const;
   void on_stall_verdict(const Json& run);
   double spend_of(const Json& agent) const;
   static bool held_for_a_person(const Json& agent);
@@ -77,6 +102,16 @@ class Checker {
   };
   std::map<std::string, Counted> counted_;      // by run uid
   std::map<std::string, double> counted_sums_;  // "ns/agent|period" -> cents
+  // When the policies or Agent labels of a namespace last changed (true
+  // time): the operator may start by the old ones until it sees the change.
+  std::map<std::string, TimePoint> selection_changed_at_;
+  // Since when a policy's ("ns/name") team budget has stood spent, and the
+  // month it was spent in.
+  struct Spent {
+    TimePoint since{};
+    std::string period;
+  };
+  std::map<std::string, Spent> team_budget_spent_;
   uint64_t checked_runs_version_ = 0, checked_agents_version_ = 0;
   TimePoint checked_at_{};
 };

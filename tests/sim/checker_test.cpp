@@ -228,5 +228,126 @@ TEST_F(CheckerTest, TwoQueuedScheduledRunsOfOneAgentAreCaught) {
   EXPECT_NE(checker_.violations()[0].find("more than one queued"), std::string::npos);
 }
 
+// Agents b (team x), c (team y) beside a (made team x), and team-x's policy.
+class PolicyCheckerTest : public CheckerTest {
+ protected:
+  PolicyCheckerTest() {
+    server_.merge_patch(Actor::kUser, "agents", "ns", "a",
+                        {{"metadata", {{"labels", {{"team", "x"}}}}}}, false);
+    for (const auto& [name, team] : {std::pair{"b", "x"}, std::pair{"c", "y"}}) {
+      server_.create(Actor::kUser, "agents", "ns",
+                     {{"metadata", {{"name", name}, {"labels", {{"team", team}}}}},
+                      {"spec", {{"runtime", {{"timeoutSeconds", 60}}}}}});
+    }
+  }
+  void create_policy(Json spec) {
+    spec["selector"] = {{"matchLabels", {{"team", "x"}}}};
+    server_.create(Actor::kUser, "heartbeatpolicies", "ns",
+                   {{"metadata", {{"name", "team-x"}}}, {"spec", spec}});
+  }
+  void create_run(const std::string& run, const std::string& agent) {
+    Json manual = {{"metadata", {{"name", run}}},
+                   {"spec", {{"agentRef", {{"name", agent}}}, {"invocationSource", "manual"}}}};
+    server_.create(Actor::kOperator, "heartbeatruns", "ns", manual);
+  }
+  void set_spend(const std::string& agent, const std::string& period, double cents) {
+    server_.merge_patch(Actor::kOperator, "agents", "ns", agent,
+                        {{"status", {{"spend", {{"period", period}, {"cents", cents}}}}}}, true);
+  }
+  // Past the time the operator may take to see a user's change.
+  void wait_until_seen() { now_ += kUserChangeSeenWithin + std::chrono::seconds(1); }
+};
+
+TEST_F(PolicyCheckerTest, ASecondRunOfAPolicysAgentsUnderItsCapOfOneIsCaught) {
+  create_policy({{"maxConcurrentRuns", 1}});
+  wait_until_seen();
+  for (const auto& [run, agent] :
+       {std::pair{"r1", "a"}, std::pair{"r2", "c"}, std::pair{"r3", "b"}}) {
+    create_run(run, agent);
+  }
+  start("r1");
+  start("r2");  // c is not selected: its run holds no place of team-x
+  set_run_status("r2", finished(1));
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  start("r3");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("r3 started with 2 runs of HeartbeatPolicy ns/team-x"),
+            std::string::npos)
+      << checker_.violations()[0];
+}
+
+TEST_F(PolicyCheckerTest, ARunStartedBeforeTheOperatorCouldSeeARelabelIsExcused) {
+  create_policy({{"maxConcurrentRuns", 1}});
+  wait_until_seen();
+  create_run("r1", "a");
+  create_run("r2", "c");
+  start("r1");
+  start("r2");
+  set_run_status("r2", {{"phase", "Running"}});
+  server_.merge_patch(Actor::kUser, "agents", "ns", "c",
+                      {{"metadata", {{"labels", {{"team", "x"}}}}}}, false);
+  create_run("r3", "b");
+  set_run_status("r1", finished(1));
+  start("r3");  // c joined team x just now: 2 of 1 in use, but the operator may not know yet
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+}
+
+TEST_F(PolicyCheckerTest, ARunStartedOnceTheTeamBudgetIsSpentIsCaught) {
+  create_policy({{"budget", {{"monthlyCents", 3}}}});
+  set_spend("c", "2026-03", 50);  // not selected
+  set_spend("b", "2026-02", 50);  // last month's
+  set_spend("a", "2026-03", 2);
+  create_run("r1", "b");
+  start("r1");
+  set_spend("b", "2026-03", 1.5);  // 3.5 of 3 cents: spent
+  create_run("r2", "a");
+  start("r2");  // within the time the operator may take to see b's spend
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  wait_until_seen();
+  set_run_status("r2", finished(0));
+  create_run("r3", "a");
+  start("r3");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("r3 started while HeartbeatPolicy ns/team-x's team "
+                                          "budget is spent"),
+            std::string::npos)
+      << checker_.violations()[0];
+}
+
+TEST_F(PolicyCheckerTest, TheOperatorWritingAPolicySpecIsCaught) {
+  create_policy({{"maxConcurrentRuns", 1}});
+  server_.merge_patch(Actor::kOperator, "heartbeatpolicies", "ns", "team-x",
+                      {{"status", {{"agents", 2}}}}, true);
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  server_.merge_patch(Actor::kOperator, "heartbeatpolicies", "ns", "team-x",
+                      {{"spec", {{"maxConcurrentRuns", 2}}}}, false);
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("wrote the spec of HeartbeatPolicy ns/team-x"),
+            std::string::npos);
+}
+
+TEST(PolicySelectsTest, SelectsByLabelsAndExpressionsInItsNamespaceOnly) {
+  PolicyLimits p =
+      policy_limits({{"metadata", {{"namespace", "ns"}, {"name", "p"}}},
+                     {"spec",
+                      {{"selector",
+                        {{"matchLabels", {{"team", "x"}}},
+                         {"matchExpressions",
+                          {{{"key", "tier"}, {"operator", "NotIn"}, {"values", {"gold"}}},
+                           {{"key", "env"}, {"operator", "Exists"}}}}}},
+                       {"maxConcurrentRuns", 2}}}});
+  EXPECT_EQ(p.max_concurrent_runs, 2);
+  auto agent = [](const std::string& ns, const Json& labels) {
+    return Json{{"metadata", {{"namespace", ns}, {"name", "a"}, {"labels", labels}}}};
+  };
+  EXPECT_TRUE(policy_selects(p, agent("ns", {{"team", "x"}, {"env", "prod"}})));
+  EXPECT_FALSE(policy_selects(p, agent("other", {{"team", "x"}, {"env", "prod"}})));
+  EXPECT_FALSE(policy_selects(p, agent("ns", {{"team", "x"}})));
+  EXPECT_FALSE(policy_selects(p, agent("ns", {{"team", "x"}, {"env", "a"}, {"tier", "gold"}})));
+  EXPECT_FALSE(policy_selects(p, agent("ns", {{"team", "y"}, {"env", "prod"}})));
+  p.selector = Json();
+  EXPECT_TRUE(policy_selects(p, agent("ns", Json::object())));
+}
+
 }  // namespace
 }  // namespace hb::sim

@@ -1,7 +1,7 @@
 // heartbeat-sim: runs the deterministic simulation for a range of seeds and
 // prints what it found; a failing seed prints the one command that replays it.
 //   heartbeat-sim [--seed=S] [--seeds=N] [--hours=H] [--agents=K] [--jobs=J] [--no-faults]
-//                 [--max-concurrent-runs=N]
+//                 [--max-concurrent-runs=N] [--policy-max-concurrent-runs=N]
 //                 [--start=RFC3339] [--verbose]
 // Seeds are independent: J threads (default: one per core) each run whole
 // seeds, and the report is printed in seed order, so it reads the same for
@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
       options.agents = std::stoi(v);
     } else if (flag(argv[i], "--max-concurrent-runs", v)) {
       options.max_concurrent_runs = std::stoll(v);
+    } else if (flag(argv[i], "--policy-max-concurrent-runs", v)) {
+      options.policy_max_concurrent_runs = std::stoll(v);
     } else if (flag(argv[i], "--jobs", v)) {
       jobs = static_cast<unsigned>(std::max(1, std::stoi(v)));
     } else if (flag(argv[i], "--start", v)) {
@@ -83,7 +85,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--seed=S] [--seeds=N] [--hours=H] [--agents=K] [--jobs=J] "
-                   "[--max-concurrent-runs=N] [--no-faults] [--start=RFC3339] [--verbose]\n",
+                   "[--max-concurrent-runs=N] [--policy-max-concurrent-runs=N] [--no-faults] "
+                   "[--start=RFC3339] [--verbose]\n",
                    argv[0]);
       return 2;
     }
@@ -92,7 +95,8 @@ int main(int argc, char** argv) {
                         ? (std::getenv("HB_SIM_DEBUG") ? spdlog::level::debug : spdlog::level::info)
                         : spdlog::level::off);
   uint64_t failed = 0, runs = 0, counted = 0, reconciles = 0, crashes = 0, faults = 0, pods = 0;
-  uint64_t jumps = 0, leader_changes = 0, freezes = 0, holds = 0;
+  uint64_t jumps = 0, leader_changes = 0, freezes = 0, holds = 0, policy_holds = 0;
+  uint64_t team_budget_stops = 0;
   // One seed at a time when its story is logged, so the lines do not interleave.
   if (options.verbose) jobs = 1;
   const auto threads = static_cast<unsigned>(std::min<uint64_t>(jobs, seeds));
@@ -111,6 +115,8 @@ int main(int argc, char** argv) {
     leader_changes += r.leader_changes;
     freezes += r.freezes;
     holds += r.concurrency_holds;
+    policy_holds += r.policy_holds;
+    team_budget_stops += r.policy_budget_stops;
     faults += r.api_faults;
     pods += r.node.pods;
     if (options.verbose || !r.violations.empty()) {
@@ -135,7 +141,8 @@ int main(int argc, char** argv) {
   std::printf(
       "simulated %llu seed(s) x %.1f h, %d agents: %llu violating seed(s); %llu runs "
       "(%llu Pods), %llu counted, %llu reconciles, %llu crashes, %llu leader changes, %llu "
-      "frozen leaders, %llu clock jumps, %llu API faults, %llu runs held by the concurrency cap; "
+      "frozen leaders, %llu clock jumps, %llu API faults, %llu runs held by the concurrency cap, "
+      "%llu runs held by a policy cap, %llu agents stopped by a team budget; "
       "%.2f s wall on %u thread(s), %.0f heartbeats/s\n",
       static_cast<unsigned long long>(seeds), options.hours, options.agents,
       static_cast<unsigned long long>(failed), static_cast<unsigned long long>(runs),
@@ -143,6 +150,8 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(reconciles), static_cast<unsigned long long>(crashes),
       static_cast<unsigned long long>(leader_changes), static_cast<unsigned long long>(freezes),
       static_cast<unsigned long long>(jumps), static_cast<unsigned long long>(faults),
-      static_cast<unsigned long long>(holds), wall, threads, wall > 0 ? runs / wall : 0.0);
+      static_cast<unsigned long long>(holds), static_cast<unsigned long long>(policy_holds),
+      static_cast<unsigned long long>(team_budget_stops), wall, threads,
+      wall > 0 ? runs / wall : 0.0);
   return failed == 0 ? 0 : 1;
 }

@@ -10,9 +10,13 @@
 #include "controllers/names.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/runtime/workqueue.h"
+#include "controllers/schedule/blocks.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "controllers/shell/cluster_cache.h"
+#include "controllers/shell/concurrency_gate.h"
+#include "controllers/shell/policy_index.h"
+#include "controllers/shell/policy_status_writer.h"
 #include "operator/leader_election.h"
 #include "operator/reconcile_workers.h"
 #include "tests/sim/checker.h"
@@ -45,6 +49,22 @@ constexpr int kReconcilesPerInstantMax = 10000;
 // An answered request takes up to this (1% take 0.5-3 s, transport.h).
 constexpr std::chrono::milliseconds kLatencyMax{20};
 const char* const kNamespaces[] = {"team-a", "team-b"};
+// The HeartbeatPolicy the world creates: in namespace team-a, over the
+// Agents labelled team=a there (the ones of team-b that carry the same
+// label are not its own). Every third Agent of team-a is in team b.
+constexpr const char* kPolicyName = "team-a";
+constexpr const char* kPolicyNamespace = "team-a";
+constexpr const char* kTeamLabel = "team";
+constexpr int kOtherTeamEvery = 3;
+// Its team budget: none half the time, else a few cents (a run costs about
+// a third of a cent), so the hour's runs reach it; the user changes it
+// within [0, kTeamBudgetCentsMax] and the cap within [1, kPolicyCapMax].
+constexpr double kTeamBudgetShare = 0.5;
+constexpr int kTeamBudgetCentsMin = 2;
+constexpr int kTeamBudgetCentsMax = 20;
+constexpr int64_t kPolicyCapMax = 3;
+// The share of the user's actions that change the policy or a team label.
+constexpr double kPolicyActionShare = 0.2;
 
 uint64_t mix(uint64_t x) {  // splitmix64: lags as pure functions of (seed, feed, rv)
   x += 0x9e3779b97f4a7c15ULL;
@@ -56,13 +76,44 @@ uint64_t mix(uint64_t x) {  // splitmix64: lags as pure functions of (seed, feed
 bool held_by_cap(const Json& run) {
   return controllers::string_at(run, "status/reason") == controllers::kReasonConcurrencyLimited;
 }
+// Held by a HeartbeatPolicy's cap (the refusal names the policy), or by the operator-wide one.
+bool held_by_policy(const Json& run) {
+  return held_by_cap(run) &&
+         controllers::string_at(run, "status/message").find(controllers::kPolicyKind) !=
+             std::string::npos;
+}
+bool held_by_operator_cap(const Json& run) {
+  return held_by_cap(run) && !held_by_policy(run);
+}
+// Held back by a team budget: BudgetExceeded with reason PolicyBudgetExceeded.
+bool stopped_by_team_budget(const Json& agent) {
+  const Json* conditions = controllers::find_path(agent, "status/conditions");
+  if (conditions == nullptr || !conditions->is_array()) return false;
+  for (const Json& c : *conditions) {
+    if (controllers::string_at(c, "type") == controllers::kConditionBudgetExceeded &&
+        controllers::string_at(c, "status") == "True" &&
+        controllers::string_at(c, "reason") == schedule::kReasonPolicyBudgetExceeded) {
+      return true;
+    }
+  }
+  return false;
+}
+// Whether `held` holds after a write and did not before (a new hold to count).
+template <typename Held>
+bool newly(Held held, const std::optional<Json>& before, const std::optional<Json>& after) {
+  return after && held(*after) && !(before && held(*before));
+}
 
 struct OperatorProcess {
   controllers::Metrics metrics;
   controllers::WorkQueue queue;
   std::vector<Feed*> feeds;
+  std::shared_ptr<controllers::PolicyIndex> policies;
   std::unique_ptr<controllers::ClusterCache> cache;
   std::unique_ptr<controllers::AgentReconciler> reconciler;
+  // The manager's policy status thread, one round every kPolicyStatusInterval.
+  std::unique_ptr<controllers::PolicyStatusWriter> policy_status;
+  TimePoint next_policy_status{};
   // Leader election through its own client; the reconciler's client only
   // writes while `elector->holding()` (the operator's write gate).
   std::unique_ptr<operator_::LeaderElector> elector;
@@ -110,6 +161,10 @@ class World {
   void step();
   void user_action();
   void create_agents();
+  void create_policy();
+  bool policy_action();
+  void wire_policies(OperatorProcess& op, controllers::CacheOptions& cache_options,
+                     controllers::ReconcilerConfig& config);
   TimePoint next_time();
   bool draw(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 
@@ -168,9 +223,11 @@ World::World(const SimOptions& o)
   server_.set_observer([this](Actor a, const std::string& r, const std::optional<Json>& before,
                               const std::optional<Json>& after) {
     if (r == "heartbeatruns" && !before && after) ++report_.runs_created;
-    if (r == "heartbeatruns" && after && held_by_cap(*after) && !(before && held_by_cap(*before))) {
-      ++report_.concurrency_holds;
+    if (r == "heartbeatruns") {
+      report_.concurrency_holds += newly(held_by_operator_cap, before, after);
+      report_.policy_holds += newly(held_by_policy, before, after);
     }
+    if (r == "agents") report_.policy_budget_stops += newly(stopped_by_team_budget, before, after);
     checker_.on_write(a, r, before, after, operator_now());
   });
   report_.seed = o.seed;
@@ -198,14 +255,7 @@ void World::start_operator(std::size_t i) {
   controllers::CacheOptions cache_options;
   cache_options.steady_now = [this] { return steady_now(); };
   controllers::ReconcilerConfig config;
-  if (options_.max_concurrent_runs > 0) {
-    config.concurrency = std::make_shared<controllers::ConcurrencyGate>(
-        options_.max_concurrent_runs, [this] { return steady_now(); },
-        [op](const std::string& key) { op->queue.add(key); });
-    cache_options.observe_run = [gate = config.concurrency](
-                                    const std::string& key, const controllers::Json* run,
-                                    bool has_job) { gate->observe_run(key, run, has_job); };
-  }
+  wire_policies(*op, cache_options, config);
   op->cache = std::make_unique<controllers::ClusterCache>(
       make_feed, cache_options, [op](const std::string& key) { op->queue.add(key); });
   controllers::describe_operator_metrics(op->metrics);
@@ -224,9 +274,33 @@ void World::start_operator(std::size_t i) {
   op->reconciler = std::make_unique<controllers::AgentReconciler>(
       client, *op->cache, config, op->metrics, [this] { return operator_now(); },
       [this] { return steady_now(); });
+  op->policy_status = std::make_unique<controllers::PolicyStatusWriter>(
+      client, *op->policies, op->metrics, [this] { return operator_now(); });
   op->cache->start();
   for (Feed* f : op->feeds) f->relist(now_);
   op->next_election = now_;
+  op->next_policy_status = now_;
+}
+
+// As operator/manager.cpp: the gate always, its pools from the policy index
+// (which the cache keeps from a HeartbeatPolicy informer); a policy change
+// wakes the gate. The index holds the gate weakly: a crashed process's
+// pair is freed (the manager's pair lives as long as the process).
+void World::wire_policies(OperatorProcess& op, controllers::CacheOptions& cache_options,
+                          controllers::ReconcilerConfig& config) {
+  auto enqueue = [q = &op.queue](const std::string& key) { q->add(key); };
+  op.policies = std::make_shared<controllers::PolicyIndex>(enqueue);
+  auto gate = std::make_shared<controllers::ConcurrencyGate>(
+      options_.max_concurrent_runs, [this] { return steady_now(); }, enqueue,
+      [policies = op.policies](const std::string& agent) { return policies->caps_for(agent); });
+  op.policies->on_limits_changed([weak = std::weak_ptr<controllers::ConcurrencyGate>(gate)] {
+    if (auto g = weak.lock()) g->pools_changed();
+  });
+  cache_options.observe_run = [gate](const std::string& key, const controllers::Json* run,
+                                     bool has_job) { gate->observe_run(key, run, has_job); };
+  cache_options.policies = op.policies;
+  config.concurrency = gate;
+  config.policies = op.policies;
 }
 
 // The process is gone (a crash, or it fenced itself on losing the Lease);
@@ -283,6 +357,10 @@ void World::step_replica(std::size_t i) {
   if (!r.op || now_ < r.frozen_until) return;
   for (Feed* f : r.op->feeds) f->deliver(now_);
   if (r.op->leading) drain_queue(*r.op);
+  if (r.op->leading && now_ >= r.op->next_policy_status) {
+    r.op->policy_status->write_changed();
+    r.op->next_policy_status = now_ + controllers::kPolicyStatusInterval;
+  }
   if (now_ >= r.op->next_election) elect(i);
 }
 
@@ -342,10 +420,13 @@ void World::create_agents() {
       heartbeat.update(
           {{"interval", "1m"}, {"idleBackoff", {{"after", 2}, {"maxInterval", "8m"}}}});
     }
+    const bool other_team = i % 2 == 0 && (i / 2) % kOtherTeamEvery == kOtherTeamEvery - 1;
     Json agent = {
         {"apiVersion", "heartbeat.dev/v1alpha1"},
         {"kind", "Agent"},
-        {"metadata", {{"name", "agent-" + std::to_string(i)}}},
+        {"metadata",
+         {{"name", "agent-" + std::to_string(i)},
+          {"labels", {{kTeamLabel, other_team ? "b" : "a"}}}}},
         {"spec",
          {{"type", "memgpt_agent"},
           {"model",
@@ -362,6 +443,49 @@ void World::create_agents() {
   }
 }
 
+void World::create_policy() {
+  if (options_.policy_max_concurrent_runs <= 0) return;
+  Json spec = {{"selector", {{"matchLabels", {{kTeamLabel, "a"}}}}},
+               {"maxConcurrentRuns", options_.policy_max_concurrent_runs}};
+  if (draw(kTeamBudgetShare)) {
+    spec["budget"] = {{"monthlyCents", std::uniform_int_distribution<int>(
+                                           kTeamBudgetCentsMin, kTeamBudgetCentsMax)(rng_)}};
+  }
+  server_.create(Actor::kUser, "heartbeatpolicies", kPolicyNamespace,
+                 {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                  {"kind", controllers::kPolicyKind},
+                  {"metadata", {{"name", kPolicyName}}},
+                  {"spec", spec}});
+}
+
+// Now and then the user moves an Agent to the other team, or changes the
+// policy's cap or team budget. False when there is no policy.
+bool World::policy_action() {
+  if (server_.peek("heartbeatpolicies", kPolicyNamespace, kPolicyName) == nullptr) return false;
+  if (draw(0.5)) {
+    std::vector<Json> agents = server_.objects("agents", kPolicyNamespace);
+    if (agents.empty()) return false;
+    ++report_.user_actions;
+    const Json& agent =
+        agents[std::uniform_int_distribution<std::size_t>(0, agents.size() - 1)(rng_)];
+    const bool in_a =
+        controllers::string_at(agent, std::string("metadata/labels/") + kTeamLabel) == "a";
+    server_.merge_patch(Actor::kUser, "agents", kPolicyNamespace,
+                        controllers::string_at(agent, "metadata/name"),
+                        {{"metadata", {{"labels", {{kTeamLabel, in_a ? "b" : "a"}}}}}}, false);
+    return true;
+  }
+  ++report_.user_actions;
+  Json spec = draw(0.5) ? Json{{"maxConcurrentRuns",
+                                std::uniform_int_distribution<int64_t>(1, kPolicyCapMax)(rng_)}}
+                        : Json{{"budget",
+                                {{"monthlyCents", std::uniform_int_distribution<int>(
+                                                      0, kTeamBudgetCentsMax)(rng_)}}}};
+  server_.merge_patch(Actor::kUser, "heartbeatpolicies", kPolicyNamespace, kPolicyName,
+                      {{"spec", spec}}, false);
+  return true;
+}
+
 namespace {
 
 std::string annotation_of(const Json& agent, const char* key) {
@@ -376,6 +500,7 @@ std::string annotation_of(const Json& agent, const char* key) {
 // budget or its resume policy, approve a budget stop, change the prompt,
 // create a run.
 void World::user_action() {
+  if (draw(kPolicyActionShare) && policy_action()) return;
   std::vector<Json> agents = server_.objects("agents");
   if (agents.empty()) return;
   Json agent = agents[std::uniform_int_distribution<std::size_t>(0, agents.size() - 1)(rng_)];
@@ -460,6 +585,7 @@ TimePoint World::next_time() {
     }
     for (Feed* f : r.op->feeds) take(f->next_arrival(), "feed");
     take(r.op->next_election, "election");
+    if (r.op->leading) take(r.op->next_policy_status, "policy status");
     if (auto ready = r.op->queue.next_ready_at(); ready && r.op->leading) {
       take(now_ + (*ready - steady_now()), "queue");
     }
@@ -517,6 +643,7 @@ void World::jump_operator_clock() {
 SimReport World::run() {
   const auto wall_start = std::chrono::steady_clock::now();
   create_agents();
+  create_policy();
   for (std::size_t i = 0; i < kReplicas; ++i) start_operator(i);
   next_user_ = now_ + 5min;
   next_crash_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
@@ -570,6 +697,7 @@ std::string replay_command(const std::string& program, const SimOptions& o) {
   std::ostringstream out;
   out << program << " --seed=" << o.seed << " --seeds=1 --hours=" << o.hours
       << " --agents=" << o.agents << " --max-concurrent-runs=" << o.max_concurrent_runs
+      << " --policy-max-concurrent-runs=" << o.policy_max_concurrent_runs
       << (o.faults ? "" : " --no-faults") << (o.start.empty() ? "" : " --start=" + o.start)
       << " --verbose";
   return out.str();

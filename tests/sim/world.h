@@ -1,11 +1,12 @@
 // One seeded run of the whole operator: the real AgentReconciler, decisions,
-// WorkQueue and ClusterCache over the simulated API server, node and
-// runners, on a simulated clock, with faults (API errors, lost answers,
-// watch lag and relists, operator crashes and restarts, two replicas with
-// leader election and a leader frozen past its term, clock skew and jumps)
-// and a
-// user who pauses, invokes and changes budgets. The same seed replays the
-// same run exactly: one thread, every choice drawn from the seed.
+// WorkQueue, ClusterCache, concurrency gate and HeartbeatPolicy index over
+// the simulated API server, node and runners, on a simulated clock, with
+// faults (API errors, lost answers, watch lag and relists, operator crashes
+// and restarts, two replicas with leader election and a leader frozen past
+// its term, clock skew and jumps) and a user who pauses, invokes, changes
+// budgets, moves Agents between teams and changes the team policy. The same
+// seed replays the same run exactly: one thread, every choice drawn from
+// the seed.
 #pragma once
 
 #include <chrono>
@@ -35,6 +36,11 @@ struct SimOptions {
   // The operator's --max-concurrent-runs (0: no cap). Below the fleet's
   // size by default, so runs wait for places and the cap is checked.
   int64_t max_concurrent_runs = 2;
+  // The HeartbeatPolicy "team-a" (namespace team-a, selector team=a) caps
+  // its agents' concurrent runs at this (0: no policy at all). Its team
+  // budget is drawn from the seed (none half the time, else a few cents,
+  // so the hour reaches it); the user changes both now and then.
+  int64_t policy_max_concurrent_runs = 1;
 };
 
 struct SimReport {
@@ -43,7 +49,11 @@ struct SimReport {
   uint64_t runs_created = 0, runs_counted = 0, reconciles = 0, reconcile_errors = 0;
   uint64_t crashes = 0, relists = 0, api_faults = 0, user_actions = 0, steps = 0;
   uint64_t clock_jumps = 0, leader_changes = 0, freezes = 0;
-  uint64_t concurrency_holds = 0;  // runs the cap held Queued (ConcurrencyLimited)
+  // Runs the operator-wide cap held Queued (ConcurrencyLimited), and runs a
+  // HeartbeatPolicy's cap held (its name in the message); a run held by
+  // one and then the other counts in both.
+  uint64_t concurrency_holds = 0, policy_holds = 0;
+  uint64_t policy_budget_stops = 0;  // Agents that turned BudgetExceeded by a team budget
   NodeStats node;
   double wall_seconds = 0;
 };

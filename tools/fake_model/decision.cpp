@@ -103,6 +103,14 @@ Directives parse_directives(std::string_view text) {
       } else {
         problem("status must be 400..599");
       }
+    } else if (name == "quota") {
+      if (out.quota_seconds) continue;
+      constexpr int kQuotaSecondsMax = 86400;
+      if (auto seconds = parse_int(arg, 1, kQuotaSecondsMax)) {
+        out.quota_seconds = seconds;
+      } else {
+        problem("seconds must be 1..86400");
+      }
     } else if (name == "hang") {
       out.hang = true;
     } else if (name == "expensive") {
@@ -160,6 +168,16 @@ Decision decide(const ModelRequest& request, const std::string& now) {
     out.text = "hb-fake-model: scripted failure (fail " + std::to_string(*d.fail_status) +
                " directive in the prompt)";
     out.summary = "fail " + std::to_string(*d.fail_status);
+    return out;
+  }
+  if (d.quota_seconds) {
+    constexpr int kTooManyRequests = 429;
+    out.kind = Decision::Kind::kFail;
+    out.status = kTooManyRequests;
+    out.retry_after_seconds = *d.quota_seconds;
+    out.text = "hb-fake-model: scripted rate limit, resets in " + std::to_string(*d.quota_seconds) +
+               " s (quota directive in the prompt)";
+    out.summary = "quota " + std::to_string(*d.quota_seconds);
     return out;
   }
   if (d.hang) {

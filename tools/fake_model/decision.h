@@ -7,6 +7,8 @@
 //                   e.g. the attacks the e2e suite tries from inside the Pod)
 //   [[memory TEXT]] call core_memory_append {"label": "human", "content": TEXT}
 //   [[fail STATUS]] answer every request with HTTP STATUS and an error body
+//   [[quota SECS]]  answer every request with 429 and retry-after: SECS (a
+//                   rate limit that resets later than a run may wait)
 //   [[hang]]        never answer (until the client disconnects or the server stops)
 //   [[expensive]]   report the request's whole output limit (max_tokens) as
 //                   completion tokens, so a reply costs its worst case
@@ -49,6 +51,7 @@ struct Directives {
   std::optional<std::string> memory_text;
   std::vector<std::string> shell_commands;  // [[shell CMD]], in order
   std::optional<int> fail_status;           // 400..599
+  std::optional<int> quota_seconds;         // [[quota SECS]]: 1..86400
   bool hang = false;
   bool expensive = false;
   bool idle = false;  // [[idle]]: only the other tool directives' calls, then kIdleAnswer
@@ -69,10 +72,11 @@ struct ToolStep {
 struct Decision {
   enum class Kind { kToolCall, kText, kFail, kHang };
   Kind kind = Kind::kText;
-  ToolStep call;        // kToolCall
-  std::string text;     // kText; the error message for kFail
-  int status = 200;     // kFail
-  std::string summary;  // one line for the log
+  ToolStep call;                           // kToolCall
+  std::string text;                        // kText; the error message for kFail
+  int status = 200;                        // kFail
+  std::optional<int> retry_after_seconds;  // kFail: the retry-after header
+  std::string summary;                     // one line for the log
 };
 
 // The tool calls a heartbeat with these directives makes, in order.

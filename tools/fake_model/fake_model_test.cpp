@@ -229,6 +229,13 @@ TEST(Responder, FailHangErrorsAndRoutes) {
   EXPECT_EQ(fail.status, 503);
   EXPECT_NE(runner::openai::error_message(fail.body).find("scripted failure"), std::string::npos);
 
+  const std::string quota =
+      runner::openai::encode_request(runner_request("[[quota 3600]]", false)).dump();
+  HttpReply limited = respond("POST", "/v1/chat/completions", quota, kNow, 0);
+  EXPECT_EQ(limited.status, 429);
+  EXPECT_EQ(limited.retry_after_seconds, 3600);
+  EXPECT_EQ(parse_directives("[[quota 0]]").problems.size(), 1u) << "seconds 1..86400";
+
   const std::string hanging =
       runner::anthropic::encode_request(runner_request("[[hang]]", false)).dump();
   EXPECT_TRUE(respond("POST", "/v1/messages", hanging, kNow, 0).hang);

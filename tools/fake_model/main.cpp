@@ -127,6 +127,9 @@ int main(int argc, char** argv) {
     out.status = reply.status;
     out.body = std::move(reply.body);
     out.hang = reply.hang;
+    if (reply.retry_after_seconds) {
+      out.headers.emplace_back("retry-after", std::to_string(*reply.retry_after_seconds));
+    }
     return out;
   });
 

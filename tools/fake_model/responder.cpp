@@ -113,6 +113,7 @@ HttpReply model_call(Wire wire, const std::string& body, const std::string& now_
     case Decision::Kind::kFail:
       out.status = d.status;
       out.body = error_body(wire, d.status, d.text);
+      out.retry_after_seconds = d.retry_after_seconds;
       return out;
     case Decision::Kind::kHang:
       out.hang = true;
@@ -157,7 +158,7 @@ HttpReply respond(const std::string& method, const std::string& raw_path, const 
     return model_call(Wire::kAnthropic, body, now_text, now);
   }
   if (method == "GET" && (path == "/healthz" || path == "/")) {
-    return {200, R"({"status":"ok","model":"hb-fake-model"})", false, "health"};
+    return {200, R"({"status":"ok","model":"hb-fake-model"})", false, "health", std::nullopt};
   }
   if (method == "GET" && ends_with(path, "/models")) {
     return {200,
@@ -166,10 +167,10 @@ HttpReply respond(const std::string& method, const std::string& raw_path, const 
                                         {"object", "model"},
                                         {"owned_by", "hb-fake-model (stand-in)"}}})}}
                 .dump(),
-            false, "models"};
+            false, "models", std::nullopt};
   }
   return {404, error_body(Wire::kOpenAI, 404, "hb-fake-model: no route " + method + " " + path),
-          false, "404"};
+          false, "404", std::nullopt};
 }
 
 }  // namespace hb::fake_model

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace hb::fake_model {
@@ -13,7 +14,8 @@ struct HttpReply {
   int status = 200;
   std::string body;
   bool hang = false;
-  std::string summary;  // for the one-line request log
+  std::string summary;                     // for the one-line request log
+  std::optional<int> retry_after_seconds;  // a retry-after header when set
 };
 
 // Usage figures: about four bytes of request per prompt token, as English

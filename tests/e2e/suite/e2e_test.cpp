@@ -347,6 +347,42 @@ TEST_F(E2eTest, APolicyBudgetStopsTwoAgentsAtOnce) {
   ASSERT_TRUE(wait_phase("team-1-2", "Succeeded", 60s)) << run("team-1-2").dump(2);
 }
 
+// Quota holds with the real runner: the stand-in model answers one agent
+// with a 429 that resets in an hour; the runner ends the run at once
+// (provider_quota, no retry), and the operator holds the other agent on the
+// same key Secret too, while an agent on another key runs on.
+TEST_F(E2eTest, AQuota429HoldsTwoAgentsThatShareAKey) {
+  create_agent(agent_manifest_e2e("walled", "Work. [[quota 3600]]"));
+  create_agent(agent_manifest_e2e("sibling", "Work."));
+  json other = agent_manifest_e2e("stranger", "Work.");
+  other["spec"]["model"]["apiKeySecretRef"]["key"] = "token";
+  create_agent(other);
+  wait_ready(start_operator());
+  kubectl_create_run("walled", "walled-1");
+  ASSERT_TRUE(wait_phase("walled-1", "Failed", 60s)) << run("walled-1").dump(2);
+  const json walled = run("walled-1");
+  EXPECT_EQ(string_at(walled, "status/stopReason"), "provider_quota");
+  const std::optional<std::chrono::system_clock::time_point> reset =
+      controllers::time_at(walled, "status/providerResetAt");
+  ASSERT_TRUE(reset.has_value()) << walled["status"].dump(2);
+  EXPECT_GT(*reset, std::chrono::system_clock::now() + std::chrono::minutes(50));
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return kubectl(
+                   "get hba sibling -o "
+                   "jsonpath='{.status.conditions[?(@.type==\"ProviderThrottled\")].status}'")
+                   .find("True") != std::string::npos;
+      },
+      30s))
+      << agent("sibling")["status"].dump(2);
+  kubectl_create_run("sibling", "sibling-1");
+  kubectl_create_run("stranger", "stranger-1");
+  ASSERT_TRUE(wait_phase("stranger-1", "Succeeded", 60s)) << run("stranger-1").dump(2);
+  EXPECT_EQ(phase_of("sibling-1"), "Queued") << run("sibling-1")["status"].dump(2);
+  const std::string events = kubectl("get events --field-selector reason=ProviderThrottled");
+  EXPECT_NE(events.find("sibling"), std::string::npos) << events;
+}
+
 TEST_F(E2eTest, CancelStopsTheRunner) {
   create_agent(agent_manifest_e2e("canceller", "Work long. [[sleep 120]]",
                                   {{"runtime", {{"graceSeconds", 5}}}}));
