@@ -1,4 +1,4 @@
-// Informers (reflector + store) for Agents, HeartbeatRuns, and the
+// Informers (reflector + store) for Agents, HeartbeatRuns, HeartbeatPolicies and the
 // label-selected Jobs, Pods and Leases the operator made, with indexes by
 // agent and by run, and a mapping of every change to the agent key
 // ("ns/name") whose reconcile it concerns. Watching several namespaces takes
