@@ -14,6 +14,9 @@
 namespace hb::controllers {
 
 inline constexpr const char* kStopReasonProviderQuota = "provider_quota";
+// The run's reason when it stopped on a spent quota (exit 69 otherwise says
+// ProviderError, which provider backoff counts).
+inline constexpr const char* kReasonProviderQuota = "ProviderQuota";
 // A hold never lasts longer than this past the run's end, whatever the
 // provider (or an endpoint the Agent's author runs) says.
 inline constexpr std::chrono::hours kProviderHoldMax{24};

@@ -5,6 +5,8 @@
 #include "api/run_result.h"
 #include "api/usage_report.h"
 #include "controllers/names.h"
+#include "controllers/provider_backoff.h"
+#include "controllers/provider_hold.h"
 #include "controllers/run_final_status.h"
 #include "controllers/run_pod_state.h"
 #include "controllers/schedule/utc_time.h"
@@ -163,7 +165,14 @@ Final finished_pod_outcome(const Json& pod, const CancelCause& cancel, const Job
     f = make_final(RunPhase::kFailed, kReasonStalled,
                    stall_message(in.timeouts.stall_window, &pod));
   } else {
-    f = make_final(RunPhase::kFailed, reason_for_exit(exit.exit_code, exit.terminated_reason),
+    std::string reason = reason_for_exit(exit.exit_code, exit.terminated_reason);
+    // A spent quota is not an outage: the quota hold waits for it, so it
+    // must not also count into provider backoff's streak.
+    if (reason == kReasonProviderError && parsed.result &&
+        parsed.result->stop_reason == kStopReasonProviderQuota) {
+      reason = kReasonProviderQuota;
+    }
+    f = make_final(RunPhase::kFailed, std::move(reason),
                    "the runner exited with code " + std::to_string(exit.exit_code));
   }
   f.pod_name = exit.pod_name;

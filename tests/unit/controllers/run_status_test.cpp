@@ -78,6 +78,7 @@ TEST(RunStatus, AProviderQuotaStopKeepsTheBoundedResetTime) {
   Json p = terminated(pod("r1-abc"), 69, result.dump());
   RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
   EXPECT_EQ(o.status["stopReason"], "provider_quota");
+  EXPECT_EQ(o.status["reason"], "ProviderQuota") << "not ProviderError: no provider backoff";
   EXPECT_EQ(o.status["providerResetAt"], "2024-05-01T13:30:00Z");
   result["providerResetAt"] = "2024-06-01T00:00:00.000Z";
   p = terminated(pod("r1-abc"), 69, result.dump());
@@ -88,6 +89,7 @@ TEST(RunStatus, AProviderQuotaStopKeepsTheBoundedResetTime) {
   p = terminated(pod("r1-abc"), 69, result.dump());
   o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
   EXPECT_FALSE(o.status.contains("providerResetAt"));
+  EXPECT_EQ(o.status["reason"], "ProviderError");
 }
 
 // Run logs: the container log's ref, the ends of stdout and stderr, and the
