@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+
+#include "controllers/run_view.h"
 
 namespace hb::controllers {
 
@@ -80,6 +83,13 @@ std::vector<std::string> agents_to_wake_in_pools(
     }
   }
   return agents;
+}
+
+bool run_holds_place(const Json* run, bool has_job) {
+  if (run == nullptr) return false;
+  const std::optional<RunPhase> phase = parse_run_phase(string_view_at(*run, "status/phase"));
+  if (phase && is_final(*phase)) return false;
+  return has_job || phase == RunPhase::kRunning;
 }
 
 std::string agent_of_run(std::string_view run_key, const Json& run) {

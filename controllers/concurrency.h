@@ -101,4 +101,10 @@ std::vector<std::string> agents_to_wake_in_pools(
 // spec.agentRef.name; "" when the run names none.
 std::string agent_of_run(std::string_view run_key, const Json& run);
 
+// Whether a run as the informer stores it (null: not in the cache) holds a
+// place: not final, and Running or with its Job (a started run's Running
+// status is written a pass after its Job). The gate and the policies'
+// runningRuns count by this one rule.
+bool run_holds_place(const Json* run, bool has_job);
+
 }  // namespace hb::controllers

@@ -179,7 +179,7 @@ void ConcurrencyGate::observe_run(const std::string& run_key, const Json* run, b
   const std::optional<RunPhase> phase =
       run != nullptr ? parse_run_phase(string_view_at(*run, "status/phase")) : std::nullopt;
   const bool ended = run != nullptr && phase && is_final(*phase);
-  const bool started = run != nullptr && !ended && (has_job || phase == RunPhase::kRunning);
+  const bool started = run_holds_place(run, has_job);
   const auto now = steady_();
   std::unique_lock lock(mutex_);
   const int64_t before = in_use_locked();

@@ -6,7 +6,6 @@
 #include <optional>
 #include <set>
 
-#include "controllers/run_view.h"
 #include "controllers/schedule/spend.h"
 
 namespace hb::controllers {
@@ -127,13 +126,12 @@ void PolicyIndex::agent_changed(const std::string& agent_key, const Json* agent)
   std::vector<std::string> touched;  // agents of a team budget this change spent or freed
   {
     std::lock_guard lock(mutex_);
+    const auto it = agents_.find(agent_key);
     std::string period = agent != nullptr ? string_at(*agent, "status/spend/period") : "";
-    if (auto it = agents_.find(agent_key); agent == nullptr && it != agents_.end()) {
-      period = it->second.period;
-    }
+    if (agent == nullptr && it != agents_.end()) period = it->second.period;
     const std::set<std::string> spent_before = spent_budgets(ns, period);
     std::optional<std::map<std::string, std::string>> old_labels;
-    if (auto it = agents_.find(agent_key); it != agents_.end()) {
+    if (it != agents_.end()) {
       count_agent(ns, it->second, -1);
       old_labels = std::move(it->second.labels);
       agents_.erase(it);
@@ -164,16 +162,12 @@ void PolicyIndex::agent_changed(const std::string& agent_key, const Json* agent)
 }
 
 void PolicyIndex::run_changed(const std::string& run_key, const Json* run, bool has_job) {
-  const std::optional<RunPhase> phase =
-      run != nullptr ? parse_run_phase(string_view_at(*run, "status/phase")) : std::nullopt;
-  const bool started =
-      run != nullptr && !(phase && is_final(*phase)) && (has_job || phase == RunPhase::kRunning);
   std::lock_guard lock(mutex_);
-  if (!started) {
+  if (!run_holds_place(run, has_job)) {
     started_.erase(run_key);
     return;
   }
-  started_[run_key] = object_key(namespace_of_key(run_key), string_at(*run, "spec/agentRef/name"));
+  started_[run_key] = agent_of_run(run_key, *run);
 }
 
 std::vector<schedule::PolicyBudget> PolicyIndex::budgets_for(const std::string& agent_key,

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "controllers/concurrency.h"
 #include "controllers/provider_hold.h"
 
 namespace hb::controllers {
@@ -34,17 +35,17 @@ void ProviderHolds::run_changed(const std::string& run_key, const Json* run) {
   if (run == nullptr || string_at(*run, "status/stopReason") != kStopReasonProviderQuota) return;
   const std::optional<TimePoint> until = time_at(*run, "status/providerResetAt");
   if (!until) return;
-  const std::string ns = run_key.substr(0, run_key.find('/'));
-  const std::string run_agent = object_key(ns, string_at(*run, "spec/agentRef/name"));
+  const std::string run_agent = agent_of_run(run_key, *run);
+  if (run_agent.empty()) return;
   std::vector<std::string> held;
   {
     std::lock_guard lock(mutex_);
     Hold& hold = holds_[run_agent];
     if (hold.until >= *until) return;
     const auto agent = agents_.find(run_agent);
-    const TimePoint before = agent == agents_.end()
-                                 ? TimePoint{}
-                                 : longest_locked(agent->second.credential).value_or(TimePoint{});
+    const HeldBy* longest =
+        agent == agents_.end() ? nullptr : longest_locked(agent->second.credential);
+    const TimePoint before = longest != nullptr ? longest->second.until : TimePoint{};
     hold = Hold{*until, string_at(*run, "metadata/name")};
     // The agents held with it: now, so each says so (its agent may be
     // unknown yet after a restart; then each finds the hold at its next pass).
@@ -56,12 +57,13 @@ void ProviderHolds::run_changed(const std::string& run_key, const Json* run) {
   for (const std::string& key : held) enqueue_(key);
 }
 
-std::optional<TimePoint> ProviderHolds::longest_locked(const std::string& credential) const {
-  std::optional<TimePoint> longest;
-  for (const auto& [held_agent, hold] : holds_) {
-    const auto other = agents_.find(held_agent);
+const ProviderHolds::HeldBy* ProviderHolds::longest_locked(const std::string& credential) const {
+  // Holds are few (runs that hit a spent quota): a scan costs nothing.
+  const HeldBy* longest = nullptr;
+  for (const HeldBy& held : holds_) {
+    const auto other = agents_.find(held.first);
     if (other == agents_.end() || other->second.credential != credential) continue;
-    if (!longest || hold.until > *longest) longest = hold.until;
+    if (longest == nullptr || held.second.until > longest->second.until) longest = &held;
   }
   return longest;
 }
@@ -71,17 +73,12 @@ std::optional<schedule::ProviderHold> ProviderHolds::hold_for(const std::string&
   std::lock_guard lock(mutex_);
   const auto agent = agents_.find(agent_key);
   if (agent == agents_.end()) return std::nullopt;
-  // Holds are few (runs that hit a spent quota): a scan costs nothing.
-  std::optional<schedule::ProviderHold> longest;
-  for (const auto& [held_agent, hold] : holds_) {
-    if (hold.until <= now || (longest && longest->until >= hold.until)) continue;
-    const auto other = agents_.find(held_agent);
-    if (other == agents_.end() || other->second.credential != agent->second.credential) continue;
-    const std::string name = held_agent.substr(held_agent.find('/') + 1);
-    longest = schedule::ProviderHold{
-        hold.until, provider_hold_message(other->second.agent_for_message, hold.run, name)};
-  }
-  return longest;
+  const HeldBy* longest = longest_locked(agent->second.credential);
+  if (longest == nullptr || longest->second.until <= now) return std::nullopt;
+  const auto& [held_agent, hold] = *longest;
+  const std::string name = held_agent.substr(held_agent.find('/') + 1);
+  return schedule::ProviderHold{
+      hold.until, provider_hold_message(agents_.at(held_agent).agent_for_message, hold.run, name)};
 }
 
 }  // namespace hb::controllers

@@ -30,8 +30,6 @@ class ProviderHolds {
   std::optional<schedule::ProviderHold> hold_for(const std::string& agent_key, TimePoint now) const;
 
  private:
-  // The latest end of the holds on a credential.
-  std::optional<TimePoint> longest_locked(const std::string& credential) const;
   struct AgentEntry {
     std::string credential;
     Json agent_for_message;  // metadata and spec.model only
@@ -46,6 +44,9 @@ class ProviderHolds {
   // By the agent whose run set it (its credential is looked up when asked,
   // so a hold found before its agent is known still counts).
   std::map<std::string, Hold> holds_;
+  using HeldBy = std::map<std::string, Hold>::value_type;
+  // The hold on a credential that ends last (ended or not); null: none.
+  const HeldBy* longest_locked(const std::string& credential) const;
 };
 
 }  // namespace hb::controllers
