@@ -1,0 +1,247 @@
+// What the operator's caches hold at fleet size: the real ClusterCache (its
+// stores, projections and indexes) filled, as its informers would fill it,
+// with N agents and each agent's history at the default historyLimits
+// (10 succeeded + 5 failed runs, each with its Job and Pod) plus one
+// heartbeat in flight and the agent's Lease. The objects are copies of ones
+// the operator, kube-controller-manager and the fake kubelet made on the
+// local control plane (fixtures/fleet_objects.json, managedFields stripped,
+// as the Store strips them), renamed per agent and run; --output-bytes sets
+// the size of each run's output (in its status and its Pod's termination
+// message), which is the agent's to choose up to 4,000 bytes.
+//
+// Each fleet size runs in a fresh child process, so its peak RSS is its own.
+// Printed, not asserted: heap bytes in use (mallinfo2) added by each kind of
+// object, and the process's RSS and peak RSS once everything is cached.
+//
+//   hb_operator_cache_memory_bench [--agents=1000,5000,10000] [--output-bytes=200]
+#include <malloc.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "controllers/agent_spec.h"
+#include "controllers/shell/cluster_cache.h"
+
+namespace {
+
+using hb::controllers::Json;
+
+constexpr int kHistoryRuns =
+    hb::controllers::kHistorySucceededDefault + hb::controllers::kHistoryFailedDefault;
+constexpr int kRunsInFlight = 1;
+constexpr const char* kFixturePath = HB_BENCH_FIXTURES "/fleet_objects.json";
+constexpr const char* kFixtureNamespace = "fleet";
+
+// A cache source the bench fills itself: the Store an informer would keep,
+// with the same projection.
+class FilledSource final : public hb::kube::CachedResource {
+ public:
+  explicit FilledSource(const hb::kube::InformerOptions& options) {
+    if (options.projection) store_.set_projection(options.projection);
+  }
+  void set_handlers(hb::kube::StoreHandlers handlers) override {
+    store_.set_handlers(std::move(handlers));
+  }
+  void start() override {}
+  void stop() override {}
+  bool has_synced() const override { return true; }
+  bool wait_for_sync(std::chrono::milliseconds) const override { return true; }
+  const hb::kube::Store& store() const override { return store_; }
+  void add(Json object) {
+    store_.apply(hb::kube::WatchEvent{hb::kube::WatchEventType::kAdded, std::move(object)});
+  }
+
+ private:
+  hb::kube::Store store_;
+};
+
+// Text substitution: every occurrence of each template name or uid becomes
+// the copy's own, so labels, owners, annotations and references agree.
+std::string substitute(std::string text,
+                       const std::vector<std::pair<std::string, std::string>>& pairs) {
+  for (const auto& [from, to] : pairs) {
+    for (std::size_t at = text.find(from); at != std::string::npos;
+         at = text.find(from, at + to.size())) {
+      text.replace(at, from.size(), to);
+    }
+  }
+  return text;
+}
+
+std::string fake_uid(uint64_t n) {
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%08llx-0000-4000-8000-%012llx",
+                static_cast<unsigned long long>(n >> 20), static_cast<unsigned long long>(n));
+  return buffer;
+}
+
+struct Templates {
+  std::string agent, run, job, pod, lease;
+  std::string agent_name, agent_uid, run_name, run_uid, job_uid, pod_name, pod_uid, lease_uid;
+};
+
+Templates load_templates(int output_bytes) {
+  std::ifstream in(kFixturePath);
+  if (!in) throw std::runtime_error(std::string("cannot read ") + kFixturePath);
+  Json all = Json::parse(in);
+  const std::string output(static_cast<std::size_t>(output_bytes), 'o');
+  all["run"]["status"]["output"] = output;
+  Json& states = all["pod"]["status"]["containerStatuses"];
+  for (Json& c : states) {
+    if (!c["state"].contains("terminated")) continue;
+    Json message = Json::parse(c["state"]["terminated"]["message"].get<std::string>());
+    message["output"] = output;
+    c["state"]["terminated"]["message"] = message.dump();
+  }
+  Templates t;
+  t.agent = all["agent"].dump();
+  t.run = all["run"].dump();
+  t.job = all["job"].dump();
+  t.pod = all["pod"].dump();
+  t.lease = all["lease"].dump();
+  t.agent_name = all["agent"]["metadata"]["name"];
+  t.agent_uid = all["agent"]["metadata"]["uid"];
+  t.run_name = all["run"]["metadata"]["name"];
+  t.run_uid = all["run"]["metadata"]["uid"];
+  t.job_uid = all["job"]["metadata"]["uid"];
+  t.pod_name = all["pod"]["metadata"]["name"];
+  t.pod_uid = all["pod"]["metadata"]["uid"];
+  t.lease_uid = all["lease"]["metadata"]["uid"];
+  return t;
+}
+
+std::size_t heap_bytes() {
+  return mallinfo2().uordblks;
+}
+
+long status_kib(const char* field) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind(field, 0) == 0) return std::stol(line.substr(std::string(field).size()));
+  }
+  return 0;
+}
+
+// One fleet size, in this (child) process; prints one table row.
+void measure(int agents, const Templates& t, int output_bytes) {
+  std::map<std::string, FilledSource*> sources;
+  hb::controllers::CacheOptions options;
+  options.namespaces = {kFixtureNamespace};
+  const std::size_t heap_start = heap_bytes();
+  hb::controllers::ClusterCache cache(
+      [&sources](const hb::kube::Resource& r, const hb::kube::InformerOptions& o) {
+        auto source = std::make_unique<FilledSource>(o);
+        sources[r.resource] = source.get();
+        return source;
+      },
+      std::move(options), [](const std::string&) {});
+  uint64_t uid = 1;
+  std::map<std::string, std::size_t> added;
+  auto fill = [&](const char* plural, auto&& object_of) {
+    const std::size_t before = heap_bytes();
+    for (int a = 0; a < agents; ++a) {
+      for (std::string& text : object_of(a)) sources.at(plural)->add(Json::parse(text));
+    }
+    added[plural] = heap_bytes() - before;
+  };
+  auto agent_pairs = [&](int a) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {t.agent_uid, fake_uid(uid++)}, {t.agent_name, "agent-" + std::to_string(a)}};
+  };
+  auto run_name = [](int a, int k) {
+    return "agent-" + std::to_string(a) + "-" + std::to_string(1795759200 + 60 * k);
+  };
+  // Per run: its own name and uids first (they contain the agent's name).
+  auto run_pairs = [&](int a, int k) {
+    auto pairs =
+        std::vector<std::pair<std::string, std::string>>{{t.pod_name, run_name(a, k) + "-abcde"},
+                                                         {t.run_name, run_name(a, k)},
+                                                         {t.run_uid, fake_uid(uid++)},
+                                                         {t.job_uid, fake_uid(uid++)},
+                                                         {t.pod_uid, fake_uid(uid++)}};
+    for (auto& p : agent_pairs(a)) pairs.push_back(p);
+    return pairs;
+  };
+  auto per_run = [&](const std::string& text) {
+    return [&](int a) {
+      std::vector<std::string> out;
+      for (int k = 0; k < kHistoryRuns + kRunsInFlight; ++k)
+        out.push_back(substitute(text, run_pairs(a, k)));
+      return out;
+    };
+  };
+  fill("agents",
+       [&](int a) { return std::vector<std::string>{substitute(t.agent, agent_pairs(a))}; });
+  fill("heartbeatruns", per_run(t.run));
+  fill("jobs", per_run(t.job));
+  fill("pods", per_run(t.pod));
+  fill("leases", [&](int a) {
+    auto pairs = agent_pairs(a);
+    pairs.insert(pairs.begin(), {t.lease_uid, fake_uid(uid++)});
+    return std::vector<std::string>{substitute(t.lease, pairs)};
+  });
+  malloc_trim(0);
+  const double mib = 1024.0 * 1024.0;
+  const std::size_t total = heap_bytes() - heap_start;
+  std::printf(
+      "| %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f (%.0f B an agent) | %.1f | %.1f |\n",
+      agents, output_bytes, added["agents"] / mib, added["heartbeatruns"] / mib,
+      added["jobs"] / mib, added["pods"] / mib, added["leases"] / mib, total / mib,
+      static_cast<double>(total) / agents, status_kib("VmRSS:") / 1024.0,
+      status_kib("VmHWM:") / 1024.0);
+  std::fflush(stdout);
+}
+
+std::vector<int> parse_list(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stoi(item));
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> fleet = {1000, 5000, 10000};
+  int output_bytes = 200;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--agents=", 0) == 0) {
+      fleet = parse_list(arg.substr(9));
+    } else if (arg.rfind("--output-bytes=", 0) == 0) {
+      output_bytes = std::stoi(arg.substr(15));
+    } else {
+      std::cerr << "usage: " << argv[0] << " [--agents=1000,5000,10000] [--output-bytes=200]\n";
+      return 2;
+    }
+  }
+  const Templates t = load_templates(output_bytes);
+  std::printf(
+      "operator caches: per agent 1 Agent, %d runs (%d finished + %d in flight) with their Jobs "
+      "and Pods, 1 Lease\n\n",
+      kHistoryRuns + kRunsInFlight, kHistoryRuns, kRunsInFlight);
+  std::printf(
+      "| agents | output bytes | Agents MiB | runs MiB | Jobs MiB | Pods MiB | Leases MiB | cache "
+      "heap MiB | RSS MiB | peak RSS MiB |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- "
+      "| "
+      "--- |\n");
+  std::fflush(stdout);
+  for (int agents : fleet) {
+    const pid_t child = fork();
+    if (child == 0) {
+      measure(agents, t, output_bytes);
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+  }
+  return 0;
+}
