@@ -1,6 +1,7 @@
 #include "kube/client.h"
 
 #include <cassert>
+#include <optional>
 
 namespace hb::kube {
 namespace {
@@ -152,36 +153,46 @@ Result<Json> Client::list(const Resource& r, const std::string& ns, const ListOp
 }
 
 Result<Json> Client::list_all(const Resource& r, const std::string& ns, ListOptions options) {
-  bool restarted = false;
   Json items = Json::array();
-  Json first_metadata;
+  Result<std::string> version = list_each(
+      r, ns, std::move(options), [&items](Json item) { items.push_back(std::move(item)); },
+      [&items] { items = Json::array(); });
+  if (!version.ok()) return std::move(version).error();
+  Json out = Json::object();
+  out["items"] = std::move(items);
+  out["metadata"]["resourceVersion"] = std::move(version.value());
+  return out;
+}
+
+Result<std::string> Client::list_each(const Resource& r, const std::string& ns, ListOptions options,
+                                      const std::function<void(Json item)>& on_item,
+                                      const std::function<void()>& on_restart) {
+  bool restarted = false;
+  std::optional<std::string> snapshot;
   while (true) {
     Result<Json> answer = list(r, ns, options);
     if (!answer.ok()) {
       // The continue token expired; start once more from the beginning.
       if (!answer.is(ErrorKind::kGone) || options.continue_token.empty() || restarted) {
-        return answer;
+        return std::move(answer).error();
       }
       restarted = true;
       options.continue_token.clear();
-      items = Json::array();
-      first_metadata = Json();
+      snapshot.reset();
+      on_restart();
       continue;
     }
     Json& page = answer.value();
-    if (first_metadata.is_null()) first_metadata = page.value("metadata", Json::object());
+    // The first page's resourceVersion is the snapshot every page belongs to.
+    if (!snapshot) snapshot = page.value("/metadata/resourceVersion"_json_pointer, "");
     if (auto it = page.find("items"); it != page.end() && it->is_array()) {
-      for (auto& item : *it) items.push_back(std::move(item));
+      for (auto& item : *it) on_item(std::move(item));
     }
     std::string next = page.value("/metadata/continue"_json_pointer, "");
     if (next.empty()) break;
     options.continue_token = next;
   }
-  // The first page's resourceVersion is the snapshot every page belongs to.
-  Json out = Json::object();
-  out["items"] = std::move(items);
-  out["metadata"]["resourceVersion"] = first_metadata.value("resourceVersion", "");
-  return out;
+  return std::move(*snapshot);
 }
 
 Result<Json> Client::create(const Resource& r, const std::string& ns, const Json& object) {

@@ -80,6 +80,13 @@ class Client {
   // Every page, merged: {"items": [...], "metadata": {"resourceVersion": ...}}.
   // A continue token that expires mid-way (410) restarts the list once from scratch.
   Result<Json> list_all(const Resource& r, const std::string& ns, ListOptions options = {});
+  // The same, one page at a time: each item is handed to `on_item` as its
+  // page arrives, so no more than a page is ever held parsed. `on_restart`
+  // is called before a restarted list hands out its first item again.
+  // Returns the snapshot's resourceVersion.
+  Result<std::string> list_each(const Resource& r, const std::string& ns, ListOptions options,
+                                const std::function<void(Json item)>& on_item,
+                                const std::function<void()>& on_restart);
   Result<Json> create(const Resource& r, const std::string& ns, const Json& object);
   // PUT; metadata.resourceVersion in the object makes it conditional (409 if stale).
   Result<Json> replace(const Resource& r, const std::string& ns, const std::string& name,

@@ -45,14 +45,18 @@ Done Informer::list_and_replace() {
   ListOptions options;
   options.label_selector = options_.label_selector;
   options.limit = kListPageItemsMax;
-  HB_TRY_ASSIGN(Json list, client_->list_all(resource_, options_.namespace_, options));
+  // Each page is projected and encoded as it arrives (Store::Replacement).
+  Store::Replacement replacement = store_.begin_replace();
+  HB_TRY_ASSIGN(std::string version,
+                client_->list_each(
+                    resource_, options_.namespace_, options,
+                    [&replacement](Json item) { replacement.add(std::move(item)); },
+                    [&] { replacement = store_.begin_replace(); }));
   ++stats_.lists;
-  std::vector<Json> items;
-  for (auto& item : list["items"]) items.push_back(std::move(item));
-  store_.replace(std::move(items));
+  store_.replace(std::move(replacement));
   {
     std::lock_guard lock(mutex_);
-    resource_version_ = list["metadata"].value("resourceVersion", "");
+    resource_version_ = std::move(version);
     synced_ = true;
   }
   cv_.notify_all();

@@ -94,31 +94,58 @@ void Store::apply(const ScannedWatchEvent& event) {
   commit(key, event.type == WatchEventType::kDeleted, std::move(entry), nullptr);
 }
 
-void Store::replace(std::vector<nlohmann::json> items) {
-  std::map<std::string, Entry> fresh;
-  for (auto& object : items) fresh.insert_or_assign(key_of(object), encode(object));
+void Store::Replacement::add(nlohmann::json object) {
+  std::string key = key_of(object);
+  entries_.insert_or_assign(std::move(key), store_->encode(object));
+}
 
+void Store::replace(std::vector<nlohmann::json> items) {
+  Replacement replacement = begin_replace();
+  for (auto& object : items) replacement.add(std::move(object));
+  items.clear();
+  replace(std::move(replacement));
+}
+
+void Store::replace(Replacement replacement) {
   std::map<std::string, Entry> old;
   std::shared_ptr<const StoreHandlers> handlers;
+  std::vector<std::string> added, changed;
   {
     std::lock_guard lock(mutex_);
     handlers = handlers_;
     old.swap(items_);
-    items_ = fresh;  // the swap: readers never see a half-built cache
+    items_ = std::move(replacement.entries_);  // the swap: readers never see a half-built cache
+    for (const auto& [key, entry] : items_) {
+      auto it = old.find(key);
+      if (it == old.end()) {
+        added.push_back(key);
+      } else if (it->second.resource_version != entry.resource_version) {
+        changed.push_back(key);
+      } else {
+        old.erase(it);  // unchanged: nothing to report, nothing to keep
+      }
+    }
   }
+  // Handlers run outside the lock; each reads its object's text when it is
+  // its turn, so the new contents are never copied whole. Only this thread
+  // writes the store, so what they read is what was swapped in.
+  auto current = [this](const std::string& key) {
+    std::lock_guard lock(mutex_);
+    auto it = items_.find(key);
+    return it == items_.end() ? std::string() : it->second.text;
+  };
   for (const auto& [key, entry] : old) {
-    if (fresh.count(key)) continue;
+    if (contains(key)) continue;  // changed, reported below
     if (handlers->on_change) handlers->on_change(key);
     if (handlers->on_delete) handlers->on_delete(parse(entry.text));
   }
-  for (const auto& [key, entry] : fresh) {
-    auto it = old.find(key);
-    bool added = it == old.end();
-    bool changed = !added && it->second.resource_version != entry.resource_version;
-    if ((added || changed) && handlers->on_change) handlers->on_change(key);
-    if (added && handlers->on_add) handlers->on_add(parse(entry.text));
-    if (changed && handlers->on_update)
-      handlers->on_update(parse(it->second.text), parse(entry.text));
+  for (const std::string& key : added) {
+    if (handlers->on_change) handlers->on_change(key);
+    if (handlers->on_add) handlers->on_add(parse(current(key)));
+  }
+  for (const std::string& key : changed) {
+    if (handlers->on_change) handlers->on_change(key);
+    if (handlers->on_update) handlers->on_update(parse(old.at(key).text), parse(current(key)));
   }
 }
 

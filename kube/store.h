@@ -50,10 +50,32 @@ class Store {
   // parsed-object handler is set).
   void apply(const ScannedWatchEvent& event);
 
-  // Buffer and swap: builds the new contents from a complete list off to the
-  // side, swaps them in at once, then reports what changed against the old
-  // contents: deletes for objects that vanished (including deletions missed
-  // while disconnected), adds for new ones, updates where resourceVersion moved.
+  // The new contents of a relist, built off to the side page by page: each
+  // object is projected and encoded as it arrives, so a list of the whole
+  // fleet is never held as parsed trees (at 10,000 agents those would be
+  // gigabytes; the projected text is a few percent of it).
+  class Replacement {
+   public:
+    void add(nlohmann::json object);
+    size_t size() const { return entries_.size(); }
+
+   private:
+    friend class Store;
+    explicit Replacement(const Store& store) : store_(&store) {}
+    struct Entry {
+      std::string resource_version;
+      std::string text;
+    };
+    const Store* store_;
+    std::map<std::string, Entry> entries_;
+  };
+  Replacement begin_replace() const { return Replacement(*this); }
+
+  // Buffer and swap: swaps the new contents in at once, then reports what
+  // changed against the old contents: deletes for objects that vanished
+  // (including deletions missed while disconnected), adds for new ones,
+  // updates where resourceVersion moved.
+  void replace(Replacement replacement);
   void replace(std::vector<nlohmann::json> items);
 
   std::optional<nlohmann::json> get(const std::string& key) const;
@@ -64,10 +86,7 @@ class Store {
   size_t size() const;
 
  private:
-  struct Entry {
-    std::string resource_version;
-    std::string text;
-  };
+  using Entry = Replacement::Entry;
   Entry encode(nlohmann::json& object) const;
   // Stores (or erases) one entry, then runs the handlers outside the lock.
   // `parsed` is the new object when the caller already has it as a tree.

@@ -109,5 +109,47 @@ TEST(ClientResults, OrThrowRaisesTheSameErrorForTestsAndTools) {
   }
 }
 
+// A paged list hands out each page's items as the page arrives; a continue
+// token that expires mid-way restarts the list once, and the caller is told
+// before the first item comes again.
+TEST(ClientResults, APagedListRestartsOnceWhenItsContinueTokenExpires) {
+  Fixture f;
+  int calls = 0;
+  f.transport->answer = [&calls](const http::Request& r) {
+    ++calls;
+    const bool continued = r.url.find("continue=") != std::string::npos;
+    if (calls == 2) return http::Response{410, {}, R"({"kind":"Status","code":410})"};
+    if (!continued) {
+      return http::Response{200, {}, R"({"metadata":{"resourceVersion":"7","continue":"t"},
+                                         "items":[{"metadata":{"name":"a"}}]})"};
+    }
+    return http::Response{200, {}, R"({"metadata":{"resourceVersion":"9"},
+                                       "items":[{"metadata":{"name":"b"}}]})"};
+  };
+  std::vector<std::string> seen;
+  ListOptions options;
+  options.limit = 1;
+  const Result<std::string> version = f.client.list_each(
+      resources::kConfigMaps, "team", options,
+      [&](Json item) { seen.push_back(item["metadata"]["name"]); },
+      [&] { seen.push_back("restart"); });
+  ASSERT_TRUE(version.ok()) << version.error().describe();
+  EXPECT_EQ(version.value(), "7");  // the first page's snapshot
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "restart", "a", "b"}));
+
+  // A second expiry in the same list is an error, not a loop.
+  calls = 0;
+  f.transport->answer = [](const http::Request& r) {
+    if (r.url.find("continue=") != std::string::npos) {
+      return http::Response{410, {}, R"({"kind":"Status","code":410})"};
+    }
+    return http::Response{200, {}, R"({"metadata":{"resourceVersion":"7","continue":"t"},
+                                       "items":[]})"};
+  };
+  const Result<Json> all = f.client.list_all(resources::kConfigMaps, "team", options);
+  ASSERT_FALSE(all.ok());
+  EXPECT_EQ(all.error().kind, ErrorKind::kGone);
+}
+
 }  // namespace
 }  // namespace hb::kube

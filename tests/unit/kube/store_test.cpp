@@ -82,6 +82,27 @@ TEST(Store, ReadersNeverSeeHalfBuiltCache) {
   EXPECT_EQ(store.size(), 200u);
 }
 
+// A relist built page by page keeps only the encoded text of each object,
+// projected as it is added, and reports against the old contents as a
+// whole-list replace does.
+TEST(Store, AReplacementBuiltItemByItemIsProjectedAndSwappedInAtOnce) {
+  Store store;
+  store.set_projection([](nlohmann::json& o) { o.erase("spec"); });
+  store.replace({obj("keep", "1"), obj("gone", "1")});
+  Recorder rec;
+  store.set_handlers(rec.handlers());
+  Store::Replacement next = store.begin_replace();
+  next.add(obj("keep", "1"));
+  next.add(obj("new", "2", 5));
+  EXPECT_EQ(next.size(), 2u);
+  EXPECT_TRUE(store.contains("ns/gone"));  // nothing changes before the swap
+  store.replace(std::move(next));
+  std::sort(rec.log.begin(), rec.log.end());
+  EXPECT_EQ(rec.log, (std::vector<std::string>{"add ns/new", "delete ns/gone"}));
+  EXPECT_EQ(store.keys(), (std::vector<std::string>{"ns/keep", "ns/new"}));
+  EXPECT_FALSE(store.get("ns/new")->contains("spec"));
+}
+
 TEST(Store, ClusterScopedKeyHasNoNamespace) {
   EXPECT_EQ(Store::key_of({{"metadata", {{"name", "n"}}}}), "n");
 }
