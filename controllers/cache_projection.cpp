@@ -4,6 +4,7 @@
 
 #include "api/heartbeat_pod.h"
 #include "controllers/names.h"
+#include "controllers/run_view.h"
 
 namespace hb::controllers {
 
@@ -79,6 +80,25 @@ void project_pod(Json& pod) {
     if (!kept.empty()) out["status"] = std::move(kept);
   }
   pod = std::move(out);
+}
+
+void project_run(Json& run) {
+  if (!run.is_object()) return;
+  auto status = run.find("status");
+  if (status == run.end() || !status->is_object()) return;
+  const auto phase = parse_run_phase(string_view_at(*status, "phase"));
+  if (!phase || !is_final(*phase) || !bool_at(*status, "costRecorded")) return;
+  for (const char* unread :
+       {"conditions", "log", "podName", "observedGeneration", "durationSeconds", "idle"}) {
+    status->erase(unread);
+  }
+  if (auto usage = status->find("usage"); usage != status->end()) {
+    *usage = take(*usage, {"inputTokens", "outputTokens", "costCents"});  // what the ledger reads
+  }
+  if (auto meta = run.find("metadata"); meta != run.end() && meta->is_object()) {
+    meta->erase("labels");
+    meta->erase("generation");
+  }
 }
 
 }  // namespace hb::controllers

@@ -21,4 +21,11 @@ void project_job(Json& job);
 // (the tools container's is the agent's to write and is never read).
 void project_pod(Json& pod);
 
+// A settled run (final, its cost recorded) is only read for its history
+// (phase, times, tokens and cost, output for the next runs' context) and is
+// never written again: its labels, conditions, log reference, Pod name,
+// idle flag, usage detail and bookkeeping are dropped. Any other run is
+// kept whole.
+void project_run(Json& run);
+
 }  // namespace hb::controllers

@@ -274,7 +274,7 @@ RunObservation observe_run(const RunObservationInput& in) {
   obs.view = in.view != nullptr ? in.view : std::make_shared<const RunView>(view_run(*in.run));
   const RunView& view = *obs.view;
   obs.phase = view.phase;
-  obs.settled = is_final(view.phase) && view.cost_recorded;
+  obs.settled = is_settled(view);
   if (obs.settled) return obs;
   const Json* stored = find_path(*in.run, "status");
   obs.status = stored != nullptr && stored->is_object() ? *stored : Json::object();

@@ -59,6 +59,11 @@ struct RunView {
 
 RunView view_run(const Json& run);
 
+// Final with its cost recorded: nothing about it changes any more.
+inline bool is_settled(const RunView& run) {
+  return is_final(run.phase) && run.cost_recorded;
+}
+
 RunUsage usage_from_status(const Json& status);
 
 }  // namespace hb::controllers

@@ -56,6 +56,8 @@ class CachedResource {
   virtual bool has_synced() const = 0;
   virtual bool wait_for_sync(std::chrono::milliseconds timeout) const = 0;
   virtual const Store& store() const = 0;
+  // Store::reproject on the kept object (the cache's own bookkeeping).
+  virtual void reproject(const std::string& key) = 0;
 };
 
 class Informer final : public CachedResource {
@@ -74,6 +76,7 @@ class Informer final : public CachedResource {
   bool wait_for_sync(std::chrono::milliseconds timeout) const override;
 
   const Store& store() const override { return store_; }
+  void reproject(const std::string& key) override { store_.reproject(key); }
   const Resource& resource() const { return resource_; }
   const InformerStats& stats() const { return stats_; }
   std::string last_resource_version() const;

@@ -22,12 +22,13 @@ void Store::set_projection(Projection projection) {
   projection_ = std::move(projection);
 }
 
-Store::Entry Store::encode(nlohmann::json& object) const {
+std::optional<Store::Entry> Store::encode(nlohmann::json& object) const {
   // Server-side-apply bookkeeping: large, and nothing here reads it.
   if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
     meta->erase("managedFields");
   }
   if (projection_) projection_(object);
+  if (object.is_null()) return std::nullopt;
   Entry entry;
   entry.resource_version = object.value("/metadata/resourceVersion"_json_pointer, "");
   entry.text = object.dump();
@@ -79,8 +80,12 @@ void Store::apply(WatchEvent event) {
   nlohmann::json& object = event.object;
   std::string key = key_of(object);
   bool deleted = event.type == WatchEventType::kDeleted;
-  Entry entry = encode(object);  // projects `object`: handlers see what the cache keeps
-  commit(key, deleted, std::move(entry), &object);
+  std::optional<Entry> entry = encode(object);  // projects `object`: handlers see what is kept
+  if (!entry) {
+    forget(key);
+    return;
+  }
+  commit(key, deleted, std::move(*entry), &object);
 }
 
 void Store::apply(const ScannedWatchEvent& event) {
@@ -96,7 +101,9 @@ void Store::apply(const ScannedWatchEvent& event) {
 
 void Store::Replacement::add(nlohmann::json object) {
   std::string key = key_of(object);
-  entries_.insert_or_assign(std::move(key), store_->encode(object));
+  if (std::optional<Entry> entry = store_->encode(object)) {
+    entries_.insert_or_assign(std::move(key), std::move(*entry));
+  }
 }
 
 void Store::replace(std::vector<nlohmann::json> items) {
@@ -147,6 +154,23 @@ void Store::replace(Replacement replacement) {
     if (handlers->on_change) handlers->on_change(key);
     if (handlers->on_update) handlers->on_update(parse(old.at(key).text), parse(current(key)));
   }
+}
+
+void Store::reproject(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  auto it = items_.find(key);
+  if (it == items_.end() || !projection_) return;
+  nlohmann::json object = parse(it->second.text);
+  if (std::optional<Entry> entry = encode(object)) {
+    it->second = std::move(*entry);
+  } else {
+    items_.erase(it);
+  }
+}
+
+void Store::forget(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  items_.erase(key);
 }
 
 std::optional<nlohmann::json> Store::get(const std::string& key) const {

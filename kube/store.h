@@ -31,7 +31,9 @@ struct StoreHandlers {
 };
 
 // Reduces an object, in place, to the members its readers use. It must keep
-// metadata.name, metadata.namespace and metadata.resourceVersion.
+// metadata.name, metadata.namespace and metadata.resourceVersion, or make
+// the object null: the store then keeps nothing for it and reports nothing
+// (not a deletion: nobody reads it any more; a stored copy is dropped).
 using Projection = std::function<void(nlohmann::json& object)>;
 
 class Store {
@@ -78,6 +80,12 @@ class Store {
   void replace(Replacement replacement);
   void replace(std::vector<nlohmann::json> items);
 
+  // Applies the projection again to what is kept for `key` (when its answer
+  // has changed since: the projection may read state outside the object),
+  // dropping it if the projection now discards it. Not an event: no handler
+  // runs.
+  void reproject(const std::string& key);
+
   std::optional<nlohmann::json> get(const std::string& key) const;
   // Whether `key` is stored, without parsing it.
   bool contains(const std::string& key) const;
@@ -87,7 +95,10 @@ class Store {
 
  private:
   using Entry = Replacement::Entry;
-  Entry encode(nlohmann::json& object) const;
+  // Drops what is kept for `key`, reporting nothing.
+  void forget(const std::string& key);
+  // Projects and encodes; nullopt when the projection discards the object.
+  std::optional<Entry> encode(nlohmann::json& object) const;
   // Stores (or erases) one entry, then runs the handlers outside the lock.
   // `parsed` is the new object when the caller already has it as a tree.
   void commit(const std::string& key, bool deleted, Entry entry, const nlohmann::json* parsed);

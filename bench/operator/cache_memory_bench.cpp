@@ -54,6 +54,7 @@ class FilledSource final : public hb::kube::CachedResource {
   bool has_synced() const override { return true; }
   bool wait_for_sync(std::chrono::milliseconds) const override { return true; }
   const hb::kube::Store& store() const override { return store_; }
+  void reproject(const std::string& key) override { store_.reproject(key); }
   // The informer's startup list: every object projected as it arrives, then
   // swapped in at once (the handlers fill the cache's indexes).
   hb::kube::Store::Replacement begin_list() const { return store_.begin_replace(); }
@@ -84,7 +85,7 @@ std::string fake_uid(uint64_t n) {
 }
 
 struct Templates {
-  std::string agent, run, job, pod, lease;
+  std::string agent, run, run_in_flight, job, pod, lease;
   std::string agent_name, agent_uid, run_name, run_uid, job_uid, pod_name, pod_uid, lease_uid;
 };
 
@@ -104,6 +105,12 @@ Templates load_templates(int output_bytes) {
   Templates t;
   t.agent = all["agent"].dump();
   t.run = all["run"].dump();
+  Json running = all["run"];
+  for (const char* unset : {"costRecorded", "finishedAt", "exitCode", "stopReason", "output"}) {
+    running["status"].erase(unset);
+  }
+  running["status"]["phase"] = "Running";
+  t.run_in_flight = running.dump();
   t.job = all["job"].dump();
   t.pod = all["pod"].dump();
   t.lease = all["lease"].dump();
@@ -173,19 +180,20 @@ void measure(int agents, const Templates& t, int output_bytes) {
     for (auto& p : agent_pairs(a)) pairs.push_back(p);
     return pairs;
   };
-  auto per_run = [&](const std::string& text) {
+  auto per_run = [&](const std::string& finished, const std::string& in_flight) {
     return [&](int a) {
       std::vector<std::string> out;
-      for (int k = 0; k < kHistoryRuns + kRunsInFlight; ++k)
-        out.push_back(substitute(text, run_pairs(a, k)));
+      for (int k = 0; k < kHistoryRuns + kRunsInFlight; ++k) {
+        out.push_back(substitute(k < kHistoryRuns ? finished : in_flight, run_pairs(a, k)));
+      }
       return out;
     };
   };
   fill("agents",
        [&](int a) { return std::vector<std::string>{substitute(t.agent, agent_pairs(a))}; });
-  fill("heartbeatruns", per_run(t.run));
-  fill("jobs", per_run(t.job));
-  fill("pods", per_run(t.pod));
+  fill("heartbeatruns", per_run(t.run, t.run_in_flight));
+  fill("jobs", per_run(t.job, t.job));
+  fill("pods", per_run(t.pod, t.pod));
   fill("leases", [&](int a) {
     auto pairs = agent_pairs(a);
     pairs.insert(pairs.begin(), {t.lease_uid, fake_uid(uid++)});

@@ -452,6 +452,11 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
   std::vector<std::string> going_on;                            // unfinished runs with a Job
   std::vector<std::optional<size_t>> going_on_at(runs.size());  // run i's place in going_on
   for (size_t i = 0; i < runs.size(); ++i) {
+    // A settled run decides nothing from its Job or Pods (kept as stubs).
+    if (is_settled(*views.runs[i])) {
+      jobs.emplace_back();
+      continue;
+    }
     const std::string job_name = job_name_for_run(name_of(runs[i]));
     jobs.push_back(overlay_.merge(kOverlayJobs, object_key(ns, job_name), view_.job(ns, job_name)));
     if (jobs.back() && !is_final(views.runs[i]->phase)) {
@@ -465,8 +470,10 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::optional<Json>& job = jobs[i];
     const std::vector<Json> pods =
-        pods_of_job(view_.pods_of(ns, name_of(runs[i])),
-                    job_uid_of(job ? &*job : nullptr, views.runs[i]->job_uid));
+        is_settled(*views.runs[i])
+            ? std::vector<Json>{}
+            : pods_of_job(view_.pods_of(ns, name_of(runs[i])),
+                          job_uid_of(job ? &*job : nullptr, views.runs[i]->job_uid));
     RunObservationInput in;
     in.run = &runs[i];
     in.view = views.runs[i];

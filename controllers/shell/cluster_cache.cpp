@@ -1,7 +1,10 @@
 #include "controllers/shell/cluster_cache.h"
 
+#include <utility>
+
 #include "controllers/cache_projection.h"
 #include "controllers/names.h"
+#include "controllers/run_view.h"
 
 namespace hb::controllers {
 
@@ -62,12 +65,22 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     return set;
   };
   agents_ = make(kube::resources::kAgents, "");
-  runs_ = make(kube::resources::kHeartbeatRuns, "");
+  runs_ = make(kube::resources::kHeartbeatRuns, "", project_run);
   // Jobs and Pods are kept as projected (cache_projection.h): their
   // templates, specs and the run's context document are nearly all of their
-  // size, and nothing here reads them.
-  jobs_ = make(kube::resources::kJobs, selector, project_job);
-  pods_ = make(kube::resources::kPods, selector, project_pod);
+  // size, and nothing here reads them. Those of settled runs are not kept:
+  // nothing decides from them any more (a settled run holds no place).
+  auto unless_settled = [this](void (*project)(Json&)) {
+    return [this, project](Json& o) {
+      if (owner_run_settled(o)) {
+        o = nullptr;
+        return;
+      }
+      project(o);
+    };
+  };
+  jobs_ = make(kube::resources::kJobs, selector, unless_settled(project_job));
+  pods_ = make(kube::resources::kPods, selector, unless_settled(project_pod));
   leases_ = make(kube::resources::kLeases, selector);
   if (policy_index_) {
     policies_ = make(kube::resources::kHeartbeatPolicies, "", nullptr, /*optional=*/true);
@@ -123,23 +136,27 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     return object_key(ns_of(o), string_at(o, "spec/agentRef/name"));
   };
   run_handlers.on_add = [this, run_agent_key](const Json& o) {
-    index(runs_by_agent_, run_agent_key(o), object_key(o), true);
+    if (index_run(run_agent_key(o), object_key(o), &o)) {
+      drop_objects_of(ns_of(o), string_at(o, "metadata/name"));
+    }
     tell_run_place(ns_of(o), string_at(o, "metadata/name"));
     enqueue_(run_agent_key(o));
   };
   run_handlers.on_update = [this, run_agent_key](const Json& old, const Json& o) {
     if (bool_at(o, "status/costRecorded")) forget_pods_of(object_key(o));
     if (run_agent_key(old) != run_agent_key(o)) {
-      index(runs_by_agent_, run_agent_key(old), object_key(old), false);
+      index_run(run_agent_key(old), object_key(old), nullptr);
       enqueue_(run_agent_key(old));
     }
-    index(runs_by_agent_, run_agent_key(o), object_key(o), true);
+    if (index_run(run_agent_key(o), object_key(o), &o)) {
+      drop_objects_of(ns_of(o), string_at(o, "metadata/name"));
+    }
     tell_run_place(ns_of(o), string_at(o, "metadata/name"));
     enqueue_(run_agent_key(o));
   };
   run_handlers.on_delete = [this, run_agent_key](const Json& o) {
     forget_pods_of(object_key(o));
-    index(runs_by_agent_, run_agent_key(o), object_key(o), false);
+    index_run(run_agent_key(o), object_key(o), nullptr);
     tell_run_place(ns_of(o), string_at(o, "metadata/name"));
     enqueue_(run_agent_key(o));
   };
@@ -248,6 +265,10 @@ const kube::CachedResource* ClusterCache::InformerSet::in(const std::string& ns)
   return nullptr;
 }
 
+kube::CachedResource* ClusterCache::InformerSet::in(const std::string& ns) {
+  return const_cast<kube::CachedResource*>(std::as_const(*this).in(ns));
+}
+
 void ClusterCache::InformerSet::set_handlers(const kube::StoreHandlers& handlers) {
   for (auto& informer : informers) informer->set_handlers(handlers);
 }
@@ -265,16 +286,59 @@ void ClusterCache::index(Index& idx, const std::string& index_key, const std::st
   if (it->second.empty()) idx.erase(it);
 }
 
-std::vector<Json> ClusterCache::lookup(const InformerSet& set, const std::string& ns,
-                                       const Index& idx, const std::string& index_key) const {
-  const kube::CachedResource* informer = set.in(ns);
-  if (informer == nullptr) return {};
-  std::vector<std::string> keys;
+bool ClusterCache::index_run(const std::string& agent_key, const std::string& run_key,
+                             const Json* run) {
+  std::lock_guard lock(mutex_);
+  if (run == nullptr) {
+    auto it = runs_by_agent_.find(agent_key);
+    if (it == runs_by_agent_.end()) return false;
+    it->second.erase(run_key);
+    if (it->second.empty()) runs_by_agent_.erase(it);
+    return false;
+  }
+  const auto phase = parse_run_phase(string_view_at(*run, "status/phase"));
+  const bool settled = phase && is_final(*phase) && bool_at(*run, "status/costRecorded");
+  bool& stored = runs_by_agent_[agent_key][run_key];
+  const bool became_settled = settled && !stored;
+  stored = settled;
+  return became_settled;
+}
+
+bool ClusterCache::owner_run_settled(const Json& object) const {
+  const std::string agent = annotation(object, kAnnotationAgentName);
+  const std::string run = annotation(object, kAnnotationRunName);
+  if (agent.empty() || run.empty()) return false;
+  const std::string ns = ns_of(object);
+  std::lock_guard lock(mutex_);
+  auto runs = runs_by_agent_.find(object_key(ns, agent));
+  if (runs == runs_by_agent_.end()) return false;
+  auto it = runs->second.find(object_key(ns, run));
+  return it != runs->second.end() && it->second;
+}
+
+void ClusterCache::drop_objects_of(const std::string& ns, const std::string& run_name) {
+  std::vector<std::string> pods;
   {
     std::lock_guard lock(mutex_);
-    auto it = idx.find(index_key);
-    if (it != idx.end()) keys.assign(it->second.begin(), it->second.end());
+    auto it = pods_by_run_.find(object_key(ns, run_name));
+    if (it != pods_by_run_.end()) {
+      pods.assign(it->second.begin(), it->second.end());
+      pods_by_run_.erase(it);
+    }
   }
+  // Outside mutex_: a store's projection takes it.
+  if (kube::CachedResource* jobs = jobs_.in(ns)) {
+    jobs->reproject(object_key(ns, job_name_for_run(run_name)));
+  }
+  if (kube::CachedResource* pod_store = pods_.in(ns)) {
+    for (const std::string& key : pods) pod_store->reproject(key);
+  }
+}
+
+std::vector<Json> ClusterCache::lookup(const InformerSet& set, const std::string& ns,
+                                       const std::vector<std::string>& keys) const {
+  const kube::CachedResource* informer = set.in(ns);
+  if (informer == nullptr) return {};
   std::vector<Json> out;
   for (const std::string& key : keys) {
     if (auto object = informer->store().get(key)) out.push_back(std::move(*object));
@@ -322,13 +386,27 @@ std::size_t ClusterCache::agent_count() const {
   return count;
 }
 std::vector<Json> ClusterCache::runs_of(const std::string& ns, const std::string& agent) const {
-  return lookup(runs_, ns, runs_by_agent_, object_key(ns, agent));
+  std::vector<std::string> keys;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = runs_by_agent_.find(object_key(ns, agent));
+    if (it != runs_by_agent_.end()) {
+      for (const auto& [key, settled] : it->second) keys.push_back(key);
+    }
+  }
+  return lookup(runs_, ns, keys);
 }
 std::optional<Json> ClusterCache::job(const std::string& ns, const std::string& name) const {
   return get_from(jobs_.in(ns), ns, name);
 }
 std::vector<Json> ClusterCache::pods_of(const std::string& ns, const std::string& run) const {
-  std::vector<Json> pods = lookup(pods_, ns, pods_by_run_, object_key(ns, run));
+  std::vector<std::string> keys;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = pods_by_run_.find(object_key(ns, run));
+    if (it != pods_by_run_.end()) keys.assign(it->second.begin(), it->second.end());
+  }
+  std::vector<Json> pods = lookup(pods_, ns, keys);
   std::lock_guard lock(mutex_);
   std::vector<Json> gone = tombstones_.of(object_key(ns, run), pods);
   pods.insert(pods.end(), std::make_move_iterator(gone.begin()),

@@ -67,19 +67,29 @@ class ClusterCache final : public ClusterView {
 
  private:
   using Index = std::map<std::string, std::set<std::string>>;
+  // "ns/agent" -> its runs' keys, each with whether the run is settled
+  // (final, cost recorded): the Jobs and Pods of settled runs are not kept.
+  using RunIndex = std::map<std::string, std::map<std::string, bool>>;
   // One resource's informers: one for all namespaces, or one per namespace.
   struct InformerSet {
     std::vector<std::string> namespaces;  // parallel to `informers`; {""} = all
     std::vector<std::unique_ptr<kube::CachedResource>> informers;
     const kube::CachedResource* in(const std::string& ns) const;  // nullptr: not watched
+    kube::CachedResource* in(const std::string& ns);
     void set_handlers(const kube::StoreHandlers& handlers);
   };
   void forget_pods_of(const std::string& run_key);
   // Reads the run and its Job from the caches and tells observe_run_.
   void tell_run_place(const std::string& ns, const std::string& run_name);
   void index(Index& index, const std::string& index_key, const std::string& object_key, bool add);
-  std::vector<Json> lookup(const InformerSet& set, const std::string& ns, const Index& index,
-                           const std::string& index_key) const;
+  // Records the run (or its removal); true when it has just become settled.
+  bool index_run(const std::string& agent_key, const std::string& run_key, const Json* run);
+  // Whether the run a Job or Pod belongs to (by its annotations) is settled.
+  bool owner_run_settled(const Json& object) const;
+  // Drops the settled run's Job and Pods from the caches.
+  void drop_objects_of(const std::string& ns, const std::string& run_name);
+  std::vector<Json> lookup(const InformerSet& set, const std::string& ns,
+                           const std::vector<std::string>& keys) const;
 
   Enqueue enqueue_;
   std::function<void(const std::string&, const Json*, bool)> observe_run_;
@@ -92,8 +102,8 @@ class ClusterCache final : public ClusterView {
   std::shared_ptr<ProviderHolds> provider_holds_;
   InformerSet agents_, runs_, jobs_, pods_, leases_, policies_;
   mutable std::mutex mutex_;
-  Index runs_by_agent_;  // "ns/agent" -> run keys
-  Index pods_by_run_;    // "ns/run" -> pod keys
+  RunIndex runs_by_agent_;
+  Index pods_by_run_;  // "ns/run" -> pod keys
   // Deleted Pods' last states until their run's cost is recorded ("ns/run").
   PodTombstones tombstones_;
 };

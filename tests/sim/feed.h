@@ -29,6 +29,7 @@ class Feed final : public kube::CachedResource {
   bool has_synced() const override { return synced_; }
   bool wait_for_sync(std::chrono::milliseconds) const override { return synced_; }
   const kube::Store& store() const override { return store_; }
+  void reproject(const std::string& key) override { store_.reproject(key); }
 
   // The list (first sync or after a drop): the server's state now.
   void relist(TimePoint now);

@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include "controllers/job_builder.h"
 #include "controllers/job_pods.h"
 #include "controllers/pod_tombstones.h"
 #include "controllers/run_pod_state.h"
+#include "controllers/run_view.h"
 
 namespace hb::controllers {
 namespace {
@@ -199,12 +201,120 @@ TEST(CacheProjection, AJobKeepsItsIdentityOwnersAndConditions) {
   EXPECT_LT(projected.dump().size() * 20, full.dump().size());
 }
 
+Json full_run(const std::string& phase, bool counted) {
+  return {{"apiVersion", "heartbeat.dev/v1alpha1"},
+          {"kind", "HeartbeatRun"},
+          {"metadata",
+           {{"name", "bot-1"},
+            {"namespace", "team-a"},
+            {"uid", "run-uid"},
+            {"resourceVersion", "900"},
+            {"generation", 1},
+            {"creationTimestamp", "2026-03-10T08:00:00Z"},
+            {"labels", {{"heartbeat.dev/agent", "bot"}, {"heartbeat.dev/phase", phase}}},
+            {"annotations", {{"heartbeat.dev/requested-at", "2026-03-10T08:00:00.250000Z"}}},
+            {"ownerReferences", Json::array({{{"apiVersion", "heartbeat.dev/v1alpha1"},
+                                              {"kind", "Agent"},
+                                              {"name", "bot"},
+                                              {"uid", "agent-uid"},
+                                              {"controller", true}}})}}},
+          {"spec",
+           {{"agentRef", {{"name", "bot"}}},
+            {"invocationSource", "scheduler"},
+            {"scheduledTime", "2026-03-10T08:00:00Z"},
+            {"triggerDetail", "slot"}}},
+          {"status",
+           {{"phase", phase},
+            {"costRecorded", counted},
+            {"reason", "Completed"},
+            {"message", "done"},
+            {"exitCode", 0},
+            {"stopReason", "completed"},
+            {"output", "checked the queue"},
+            {"jobName", "bot-1"},
+            {"jobUID", "job-uid"},
+            {"podName", "bot-1-x7k2p"},
+            {"startedAt", "2026-03-10T08:00:01Z"},
+            {"finishedAt", "2026-03-10T08:01:00Z"},
+            {"pauseUntil", "2026-03-10T09:00:00Z"},
+            {"durationSeconds", 59},
+            {"idle", false},
+            {"observedGeneration", 1},
+            {"log", {{"ref", "pod/team-a/bot-1-x7k2p/runner"}}},
+            {"conditions", Json::array({{{"type", "Complete"}, {"status", "True"}}})},
+            {"usage",
+             {{"inputTokens", 1200},
+              {"outputTokens", 10},
+              {"costCents", 0.25},
+              {"llmCalls", 2},
+              {"toolCalls", 1},
+              {"iterations", 2},
+              {"reportedCostCents", 0.25}}}}}};
+}
+
+// A settled run reads the same projected: its view and what the next runs'
+// context takes from it.
+TEST(CacheProjection, ASettledRunKeepsWhatItsHistoryIsReadFor) {
+  for (const char* phase : {"Succeeded", "Failed", "Cancelled", "TimedOut"}) {
+    const Json full = full_run(phase, true);
+    Json projected = full;
+    project_run(projected);
+    const RunView a = view_run(full), b = view_run(projected);
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.uid, b.uid);
+    EXPECT_EQ(a.agent_name, b.agent_name);
+    EXPECT_EQ(a.source, b.source);
+    EXPECT_EQ(a.trigger_detail, b.trigger_detail);
+    EXPECT_EQ(a.scheduled_time, b.scheduled_time);
+    EXPECT_EQ(a.created, b.created);
+    EXPECT_EQ(a.requested, b.requested);
+    EXPECT_EQ(a.owned_by_agent, b.owned_by_agent);
+    EXPECT_EQ(a.phase, b.phase);
+    EXPECT_EQ(a.cost_recorded, b.cost_recorded);
+    EXPECT_EQ(a.job_name, b.job_name);
+    EXPECT_EQ(a.job_uid, b.job_uid);
+    EXPECT_EQ(a.started_at, b.started_at);
+    EXPECT_EQ(a.finished_at, b.finished_at);
+    EXPECT_EQ(a.pause_until, b.pause_until);
+    EXPECT_EQ(a.exit_code, b.exit_code);
+    EXPECT_EQ(a.reason, b.reason);
+    EXPECT_EQ(a.message, b.message);
+    EXPECT_EQ(a.usage.input_tokens, b.usage.input_tokens);
+    EXPECT_EQ(a.usage.output_tokens, b.usage.output_tokens);
+    EXPECT_EQ(a.usage.cost_cents, b.usage.cost_cents);
+    const auto context_full = recent_runs_oldest_first({&full}, "bot-2", 3);
+    const auto context_projected = recent_runs_oldest_first({&projected}, "bot-2", 3);
+    ASSERT_EQ(context_full.size(), 1u);
+    ASSERT_EQ(context_projected.size(), 1u);
+    EXPECT_EQ(context_full, context_projected);
+    for (const char* dropped : {"conditions", "log", "podName", "durationSeconds", "idle"}) {
+      EXPECT_FALSE(projected["status"].contains(dropped)) << dropped;
+    }
+    EXPECT_LT(projected.dump().size() * 5, full.dump().size() * 4) << projected.dump();
+  }
+}
+
+// A run that is not settled is still decided and written from: kept whole.
+TEST(CacheProjection, ARunNotSettledIsKeptWhole) {
+  for (const auto& [phase, counted] : std::vector<std::pair<std::string, bool>>{
+           {"Queued", false}, {"Running", false}, {"Succeeded", false}, {"Failed", false}}) {
+    const Json full = full_run(phase, counted);
+    Json projected = full;
+    project_run(projected);
+    EXPECT_EQ(projected, full) << phase;
+  }
+  Json odd = Json({{"status", "none"}});
+  EXPECT_NO_THROW(project_run(odd));
+}
+
 TEST(CacheProjection, OddShapesAreLeftAlone) {
   for (Json odd : {Json(), Json("text"), Json::array(), Json({{"metadata", "x"}}),
                    Json({{"status", {{"containerStatuses", "none"}}}})}) {
     Json pod = odd, job = odd;  // a malformed object is cut as far as it has a shape
     EXPECT_NO_THROW(project_pod(pod)) << odd.dump();
     EXPECT_NO_THROW(project_job(job)) << odd.dump();
+    Json run = odd;
+    EXPECT_NO_THROW(project_run(run)) << odd.dump();
   }
 }
 

@@ -103,6 +103,32 @@ TEST(Store, AReplacementBuiltItemByItemIsProjectedAndSwappedInAtOnce) {
   EXPECT_FALSE(store.get("ns/new")->contains("spec"));
 }
 
+// A projection may discard an object (make it null): nothing is kept and
+// nothing reported, by an event, a list or a later reprojection.
+TEST(StoreProjection, ADiscardedObjectIsNotKeptAndNotReported) {
+  Store store;
+  bool discard_b = false;
+  store.set_projection([&](nlohmann::json& o) {
+    if (o["metadata"]["name"] == "b" && discard_b) o = nullptr;
+  });
+  Recorder rec;
+  store.set_handlers(rec.handlers());
+  store.apply({WatchEventType::kAdded, obj("a", "1")});
+  store.apply({WatchEventType::kAdded, obj("b", "1")});
+  EXPECT_TRUE(store.contains("ns/b"));
+  discard_b = true;
+  store.reproject("ns/a");  // its answer has not changed
+  store.reproject("ns/b");
+  EXPECT_TRUE(store.contains("ns/a"));
+  EXPECT_FALSE(store.contains("ns/b"));
+  store.apply({WatchEventType::kModified, obj("b", "2")});
+  store.apply({WatchEventType::kDeleted, obj("b", "3")});
+  EXPECT_FALSE(store.contains("ns/b"));
+  store.replace({obj("a", "1"), obj("b", "4")});
+  EXPECT_EQ(store.keys(), (std::vector<std::string>{"ns/a"}));
+  EXPECT_EQ(rec.log, (std::vector<std::string>{"add ns/a", "add ns/b"}));
+}
+
 TEST(Store, ClusterScopedKeyHasNoNamespace) {
   EXPECT_EQ(Store::key_of({{"metadata", {{"name", "n"}}}}), "n");
 }
