@@ -11,7 +11,8 @@
 //
 // Each fleet size runs in a fresh child process, so its peak RSS is its own.
 // Printed, not asserted: heap bytes in use (mallinfo2) added by each kind of
-// object, and the process's RSS and peak RSS once everything is cached.
+// object and by the reconciler's typed views of every agent and run (what
+// a pass over the fleet keeps), and the process's RSS and peak RSS.
 //
 //   hb_operator_cache_memory_bench [--agents=1000,5000,10000] [--output-bytes=200]
 #include <malloc.h>
@@ -28,6 +29,7 @@
 
 #include "controllers/agent_spec.h"
 #include "controllers/shell/cluster_cache.h"
+#include "controllers/shell/view_cache.h"
 
 namespace {
 
@@ -199,14 +201,27 @@ void measure(int agents, const Templates& t, int output_bytes) {
     pairs.insert(pairs.begin(), {t.lease_uid, fake_uid(uid++)});
     return std::vector<std::string>{substitute(t.lease, pairs)};
   });
+  // A reconcile pass over every agent keeps each agent's typed views (the
+  // reconciler's ViewCache).
+  hb::controllers::ViewCache views;
+  const std::size_t before_views = heap_bytes();
+  for (int a = 0; a < agents; ++a) {
+    const std::string name = "agent-" + std::to_string(a);
+    std::optional<Json> agent = cache.agent(kFixtureNamespace, name);
+    if (!agent) throw std::runtime_error("agent not cached: " + name);
+    (void)views.views(std::string(kFixtureNamespace) + "/" + name, *agent,
+                      cache.runs_of(kFixtureNamespace, name));
+  }
+  added["views"] = heap_bytes() - before_views;
   malloc_trim(0);
   const double mib = 1024.0 * 1024.0;
   const std::size_t total = heap_bytes() - heap_start;
   std::printf(
-      "| %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f (%.0f B an agent) | %.1f | %.1f |\n",
+      "| %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f (%.0f B an agent) | %.1f | %.1f "
+      "|\n",
       agents, output_bytes, added["agents"] / mib, added["heartbeatruns"] / mib,
-      added["jobs"] / mib, added["pods"] / mib, added["leases"] / mib, total / mib,
-      static_cast<double>(total) / agents, status_kib("VmRSS:") / 1024.0,
+      added["jobs"] / mib, added["pods"] / mib, added["leases"] / mib, added["views"] / mib,
+      total / mib, static_cast<double>(total) / agents, status_kib("VmRSS:") / 1024.0,
       status_kib("VmHWM:") / 1024.0);
   std::fflush(stdout);
 }
@@ -240,10 +255,9 @@ int main(int argc, char** argv) {
       "and Pods, 1 Lease\n\n",
       kHistoryRuns + kRunsInFlight, kHistoryRuns, kRunsInFlight);
   std::printf(
-      "| agents | output bytes | Agents MiB | runs MiB | Jobs MiB | Pods MiB | Leases MiB | cache "
-      "heap MiB | RSS MiB | peak RSS MiB |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- "
-      "| "
-      "--- |\n");
+      "| agents | output bytes | Agents MiB | runs MiB | Jobs MiB | Pods MiB | Leases MiB | views "
+      "MiB | heap MiB | RSS MiB | peak RSS MiB |\n| --- | --- | --- | --- | --- | --- | --- | --- "
+      "| --- | --- | --- |\n");
   std::fflush(stdout);
   for (int agents : fleet) {
     const pid_t child = fork();
