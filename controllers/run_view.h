@@ -25,6 +25,7 @@ struct RunUsage {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   double cost_cents = 0;
+  bool operator==(const RunUsage&) const = default;
 };
 
 // How far before its creationTimestamp a run's requested-at stamp may lie
@@ -55,6 +56,7 @@ struct RunView {
   std::string reason, message;  // status.reason / status.message
   int64_t mention_depth = 0;    // mentions.h: 0 unless a mention started it
   RunUsage usage;
+  bool operator==(const RunView&) const = default;
 };
 
 RunView view_run(const Json& run);

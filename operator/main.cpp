@@ -1,5 +1,6 @@
 // heartbeat-operator: schedules Agents' heartbeats as HeartbeatRuns and Jobs.
 //   heartbeat-operator --help
+#include <malloc.h>
 #include <signal.h>
 
 #include <atomic>
@@ -12,6 +13,13 @@
 
 namespace {
 
+// glibc gives each thread that allocates under contention an arena of its
+// own (up to 8 per core), and each keeps its freed memory: with 16 workers,
+// the informers and the HTTP threads, the fleet bench's peak RSS at 1,000
+// agents was 130 MiB with them and 83 MiB with two, at the same CPU and lag.
+// MALLOC_ARENA_MAX in the environment still decides when it is set.
+constexpr int kMallocArenasMax = 2;
+
 std::atomic<bool> g_stop{false};
 void on_signal(int) {
   g_stop = true;
@@ -20,6 +28,7 @@ void on_signal(int) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, kMallocArenasMax);
   std::vector<std::string> args(argv + 1, argv + argc);
   auto result =
       hb::operator_::parse_config(args, [](const std::string& name) -> std::optional<std::string> {

@@ -33,7 +33,11 @@ AgentViews ViewCache::views(const std::string& key, const Json& agent,
       versioned = {std::string(rv), std::make_shared<const RunView>(view_run(run))};
     }
     out.runs.push_back(versioned.view);
-    next->runs.insert_or_assign(std::string(name), std::move(versioned));
+    // A settled run is viewed afresh each pass: cheap next to its parse, and
+    // kept it would cost about 1 KB for each run of the fleet's history.
+    if (!is_settled(*versioned.view)) {
+      next->runs.insert_or_assign(std::string(name), std::move(versioned));
+    }
   }
   std::lock_guard lock(mutex_);
   entries_[key] = std::move(next);

@@ -2,7 +2,9 @@
 // reads its Agent and the Agent's runs as views (AgentView, RunView) and
 // parses JSON only for objects whose resourceVersion changed since the last
 // reconcile of that agent, the way kube-rs keeps typed objects in its
-// reflector store. Entries are per agent and replaced on every reconcile, so
+// reflector store. Views of settled runs (final, cost recorded: most of an
+// agent's history) are not kept; at fleet size they were a third of the
+// operator's memory. Entries are per agent and replaced on every reconcile, so
 // views of deleted runs go with the next pass and a deleted agent's with
 // forget(). Thread-safe; one reconcile per agent key runs at a time.
 #pragma once

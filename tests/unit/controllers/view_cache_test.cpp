@@ -34,6 +34,24 @@ TEST(ViewCache, ReusesViewsWhileTheResourceVersionStays) {
   EXPECT_EQ(changed.runs[1], first.runs[1]);  // untouched run: same view
 }
 
+// Most of a fleet's runs are settled history: their views are built each
+// pass and not kept, and read the same as a kept one would.
+TEST(ViewCache, ViewsOfSettledRunsAreNotKept) {
+  ViewCache cache;
+  const Json a = agent();
+  Json settled = run("bot-1");
+  settled["status"] = {{"phase", "Succeeded"}, {"costRecorded", true}};
+  Json uncounted = run("bot-2");
+  uncounted["status"] = {{"phase", "Succeeded"}, {"costRecorded", false}};
+  const std::vector<Json> runs = {settled, uncounted};
+  const AgentViews first = cache.views("ns/bot", a, runs);
+  const AgentViews again = cache.views("ns/bot", a, runs);
+  EXPECT_NE(first.runs[0], again.runs[0]);  // built again
+  EXPECT_TRUE(*first.runs[0] == *again.runs[0]);
+  EXPECT_TRUE(again.runs[0]->cost_recorded);
+  EXPECT_EQ(first.runs[1], again.runs[1]);  // may still change: kept
+}
+
 TEST(ViewCache, ViewsOfDeletedRunsAndAgentsAreDropped) {
   ViewCache cache;
   const Json a = agent();
