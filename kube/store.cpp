@@ -116,7 +116,7 @@ void Store::replace(std::vector<nlohmann::json> items) {
 void Store::replace(Replacement replacement) {
   std::map<std::string, Entry> old;
   std::shared_ptr<const StoreHandlers> handlers;
-  std::vector<std::string> added, changed;
+  std::vector<std::string> added, changed, deleted;
   {
     std::lock_guard lock(mutex_);
     handlers = handlers_;
@@ -132,27 +132,34 @@ void Store::replace(Replacement replacement) {
         old.erase(it);  // unchanged: nothing to report, nothing to keep
       }
     }
+    for (const auto& [key, entry] : old) {
+      if (!items_.count(key)) deleted.push_back(key);
+    }
   }
   // Handlers run outside the lock; each reads its object's text when it is
-  // its turn, so the new contents are never copied whole. Only this thread
-  // writes the store, so what they read is what was swapped in.
-  auto current = [this](const std::string& key) {
+  // its turn, so the new contents are never copied whole. An object dropped
+  // meanwhile (reproject, from another thread) is not reported.
+  auto current = [this](const std::string& key) -> std::optional<std::string> {
     std::lock_guard lock(mutex_);
     auto it = items_.find(key);
-    return it == items_.end() ? std::string() : it->second.text;
+    if (it == items_.end()) return std::nullopt;
+    return it->second.text;
   };
-  for (const auto& [key, entry] : old) {
-    if (contains(key)) continue;  // changed, reported below
+  for (const std::string& key : deleted) {
     if (handlers->on_change) handlers->on_change(key);
-    if (handlers->on_delete) handlers->on_delete(parse(entry.text));
+    if (handlers->on_delete) handlers->on_delete(parse(old.at(key).text));
   }
   for (const std::string& key : added) {
     if (handlers->on_change) handlers->on_change(key);
-    if (handlers->on_add) handlers->on_add(parse(current(key)));
+    if (!handlers->on_add) continue;
+    if (std::optional<std::string> text = current(key)) handlers->on_add(parse(*text));
   }
   for (const std::string& key : changed) {
     if (handlers->on_change) handlers->on_change(key);
-    if (handlers->on_update) handlers->on_update(parse(old.at(key).text), parse(current(key)));
+    if (!handlers->on_update) continue;
+    if (std::optional<std::string> text = current(key)) {
+      handlers->on_update(parse(old.at(key).text), parse(*text));
+    }
   }
 }
 

@@ -129,6 +129,27 @@ TEST(StoreProjection, ADiscardedObjectIsNotKeptAndNotReported) {
   EXPECT_EQ(rec.log, (std::vector<std::string>{"add ns/a", "add ns/b"}));
 }
 
+// The cache may drop an object (reproject, from another informer's thread)
+// while a relist is still reporting: the dropped object is not reported,
+// and nothing throws.
+TEST(StoreProjection, AnObjectDroppedWhileARelistReportsIsSkipped) {
+  Store store;
+  bool discard_b = false;
+  store.set_projection([&](nlohmann::json& o) {
+    if (o["metadata"]["name"] == "b" && discard_b) o = nullptr;
+  });
+  std::vector<std::string> added;
+  store.set_handlers({[&](const nlohmann::json& o) {
+                        added.push_back(Store::key_of(o));
+                        discard_b = true;
+                        store.reproject("ns/b");  // as the runs informer would, mid-report
+                      },
+                      nullptr, nullptr});
+  EXPECT_NO_THROW(store.replace({obj("a", "1"), obj("b", "1")}));
+  EXPECT_EQ(added, (std::vector<std::string>{"ns/a"}));
+  EXPECT_EQ(store.keys(), (std::vector<std::string>{"ns/a"}));
+}
+
 TEST(Store, ClusterScopedKeyHasNoNamespace) {
   EXPECT_EQ(Store::key_of({{"metadata", {{"name", "n"}}}}), "n");
 }
