@@ -85,9 +85,7 @@ void project_pod(Json& pod) {
 void project_run(Json& run) {
   if (!run.is_object()) return;
   auto status = run.find("status");
-  if (status == run.end() || !status->is_object()) return;
-  const auto phase = parse_run_phase(string_view_at(*status, "phase"));
-  if (!phase || !is_final(*phase) || !bool_at(*status, "costRecorded")) return;
+  if (status == run.end() || !status->is_object() || !is_settled(run)) return;
   for (const char* unread :
        {"conditions", "log", "podName", "observedGeneration", "durationSeconds", "idle"}) {
     status->erase(unread);

@@ -36,6 +36,11 @@ RunUsage usage_from_status(const Json& status) {
   return usage;
 }
 
+bool is_settled(const Json& run) {
+  const auto phase = parse_run_phase(string_view_at(run, "status/phase"));
+  return phase && is_final(*phase) && bool_at(run, "status/costRecorded");
+}
+
 RunView view_run(const Json& run) {
   // Each section is looked up once; fields are read relative to it.
   static const Json kEmpty = Json::object();

@@ -65,6 +65,8 @@ RunView view_run(const Json& run);
 inline bool is_settled(const RunView& run) {
   return is_final(run.phase) && run.cost_recorded;
 }
+// The same read from a stored run, without building its view.
+bool is_settled(const Json& run);
 
 RunUsage usage_from_status(const Json& status);
 

@@ -452,7 +452,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
   std::vector<std::string> going_on;                            // unfinished runs with a Job
   std::vector<std::optional<size_t>> going_on_at(runs.size());  // run i's place in going_on
   for (size_t i = 0; i < runs.size(); ++i) {
-    // A settled run decides nothing from its Job or Pods (kept as stubs).
+    // A settled run decides nothing from its Job or Pods (the cache lets them go).
     if (is_settled(*views.runs[i])) {
       jobs.emplace_back();
       continue;

@@ -30,6 +30,24 @@ std::string ns_of(const Json& object) {
   return string_at(object, "metadata/namespace");
 }
 
+const std::string& key_in(const std::string& key) {
+  return key;
+}
+const std::string& key_in(const std::pair<const std::string, bool>& entry) {
+  return entry.first;
+}
+
+// The object keys an index holds under `index_key` (the caller holds its lock).
+template <typename Values>
+std::vector<std::string> keys_under(const std::map<std::string, Values>& index,
+                                    const std::string& index_key) {
+  std::vector<std::string> keys;
+  if (auto it = index.find(index_key); it != index.end()) {
+    for (const auto& entry : it->second) keys.push_back(key_in(entry));
+  }
+  return keys;
+}
+
 }  // namespace
 
 ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions options,
@@ -296,8 +314,7 @@ bool ClusterCache::index_run(const std::string& agent_key, const std::string& ru
     if (it->second.empty()) runs_by_agent_.erase(it);
     return false;
   }
-  const auto phase = parse_run_phase(string_view_at(*run, "status/phase"));
-  const bool settled = phase && is_final(*phase) && bool_at(*run, "status/costRecorded");
+  const bool settled = is_settled(*run);
   bool& stored = runs_by_agent_[agent_key][run_key];
   const bool became_settled = settled && !stored;
   stored = settled;
@@ -320,11 +337,8 @@ void ClusterCache::drop_objects_of(const std::string& ns, const std::string& run
   std::vector<std::string> pods;
   {
     std::lock_guard lock(mutex_);
-    auto it = pods_by_run_.find(object_key(ns, run_name));
-    if (it != pods_by_run_.end()) {
-      pods.assign(it->second.begin(), it->second.end());
-      pods_by_run_.erase(it);
-    }
+    pods = keys_under(pods_by_run_, object_key(ns, run_name));
+    pods_by_run_.erase(object_key(ns, run_name));
   }
   // Outside mutex_: a store's projection takes it.
   if (kube::CachedResource* jobs = jobs_.in(ns)) {
@@ -389,10 +403,7 @@ std::vector<Json> ClusterCache::runs_of(const std::string& ns, const std::string
   std::vector<std::string> keys;
   {
     std::lock_guard lock(mutex_);
-    auto it = runs_by_agent_.find(object_key(ns, agent));
-    if (it != runs_by_agent_.end()) {
-      for (const auto& [key, settled] : it->second) keys.push_back(key);
-    }
+    keys = keys_under(runs_by_agent_, object_key(ns, agent));
   }
   return lookup(runs_, ns, keys);
 }
@@ -403,8 +414,7 @@ std::vector<Json> ClusterCache::pods_of(const std::string& ns, const std::string
   std::vector<std::string> keys;
   {
     std::lock_guard lock(mutex_);
-    auto it = pods_by_run_.find(object_key(ns, run));
-    if (it != pods_by_run_.end()) keys.assign(it->second.begin(), it->second.end());
+    keys = keys_under(pods_by_run_, object_key(ns, run));
   }
   std::vector<Json> pods = lookup(pods_, ns, keys);
   std::lock_guard lock(mutex_);
