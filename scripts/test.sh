@@ -41,8 +41,11 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS... -- CTEST_ARGS...
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" "${ctest_args[@]}"
 }
 
-# ctest labels that run in the normal pass only (a regex for -LE).
-heavy_labels='^(images|cluster|sim)$'
+# ctest labels that run in the normal pass only (a regex for -LE): building
+# the images, the real node, the long simulation and the e2e suite (about
+# 5 minutes under the sanitizers; the operator's and runner's code it drives
+# is exercised under them by the integration suites already).
+heavy_labels='^(images|cluster|sim|e2e)$'
 
 run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -- "$@"
 # Every parser's fuzzer for a short while, once (they run under ASan+UBSan
@@ -57,8 +60,7 @@ if [ "${HB_TEST_SANITIZE:-1}" = "1" ]; then
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
   # Leaks inside OpenSSL/cpprestsdk's global connection pools are not ours.
   export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
-  # The heaviest suites run once, in the pass above: building the images
-  # (label images) tests no code of ours that the sanitizers could check.
+  # The heaviest suites run once, in the pass above (heavy_labels).
   run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DHB_SANITIZE=ON -DHB_BUILD_BENCHMARKS=OFF -- \
     -LE "$heavy_labels" "$@"
 fi
