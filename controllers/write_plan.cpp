@@ -127,6 +127,32 @@ void add_other_statuses(std::vector<PlannedWrite>& plan, const WritePlanInput& i
   }
 }
 
+// The agent status (it counts spend), the counted runs' final statuses and
+// the coalesced runs', each with the Events their write makes true: the
+// ledger's order (agent status before the final statuses it counts).
+std::vector<PlannedWrite> counting_writes(const WritePlanInput& in) {
+  const AgentDecision& d = *in.decision;
+  std::vector<PlannedWrite> writes;
+  if (d.status_changed) {
+    PlannedWrite w;
+    w.op = WriteOp::kReplaceAgentStatus;
+    w.status = d.status_json();
+    writes.push_back(std::move(w));
+  }
+  add_events(writes, d, EventTarget::kAgent, in.routine_events);
+  add_counted(writes, in);
+  add_events(writes, d, EventTarget::kRun, in.routine_events);
+  add_coalesced(writes, in);
+  return writes;
+}
+
+bool writes_run(const std::vector<PlannedWrite>& writes, const std::string& run) {
+  for (const PlannedWrite& w : writes) {
+    if (w.op == WriteOp::kRunStatus && w.run == run) return true;
+  }
+  return false;
+}
+
 // The slot of the run a write is about (a request's, or a stored run's
 // scheduledTime), for the order within its class.
 std::optional<TimePoint> slot_of(const PlannedWrite& w, const WritePlanInput& in) {
@@ -163,17 +189,17 @@ std::vector<PlannedWrite> plan_writes(const WritePlanInput& in) {
     w.mention = mention;
     plan.push_back(std::move(w));
   }
-  if (d.status_changed) {
-    PlannedWrite w;
-    w.op = WriteOp::kReplaceAgentStatus;
-    w.status = d.status_json();
-    plan.push_back(std::move(w));
-  }
-  add_events(plan, d, EventTarget::kAgent, in.routine_events);
-  add_counted(plan, in);
-  add_events(plan, d, EventTarget::kRun, in.routine_events);
-  add_coalesced(plan, in);
-  if (d.start_run) plan.push_back(run_write(WriteOp::kStartRun, *d.start_run));
+  std::vector<PlannedWrite> counting = counting_writes(in);
+  // The Job goes ahead of the writes that count finished runs: under a
+  // saturated limiter those queue as lifecycle behind every dispatch, and a
+  // heartbeat would wait for its predecessor's bookkeeping. Not when one of
+  // them writes the run being started (a callback run's coalesced record
+  // is conditional on the copy the start reads).
+  const bool start_first = d.start_run && !writes_run(counting, *d.start_run);
+  if (start_first) plan.push_back(run_write(WriteOp::kStartRun, *d.start_run));
+  plan.insert(plan.end(), std::make_move_iterator(counting.begin()),
+              std::make_move_iterator(counting.end()));
+  if (d.start_run && !start_first) plan.push_back(run_write(WriteOp::kStartRun, *d.start_run));
   add_other_statuses(plan, in);
   for (const std::string& name : d.delete_runs) {
     plan.push_back(run_write(WriteOp::kDeleteRun, name));
@@ -248,16 +274,32 @@ WriteResult perform(const PlannedWrite& w, PlanWriter& writer) {
 PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writer) {
   PlanOutcome outcome;
   std::optional<std::string> name_taken;  // the slot's run name is someone else's run
+  bool start_failed = false;
   for (const PlannedWrite& w : plan) {
     if (w.op == WriteOp::kStartRun && name_taken == w.run) continue;
     const WriteResult result = perform(w, writer);
+    // A start that fails does not hold back the writes after it: they count
+    // finished runs, which must not wait for a Job that cannot be made now
+    // (a namespace's quota, a webhook). The pass still fails and is retried.
+    if (result == WriteResult::kFailed && w.op == WriteOp::kStartRun) {
+      start_failed = true;
+      continue;
+    }
     if (result == WriteResult::kFailed) return outcome;
     if (result == WriteResult::kNameTaken) name_taken = w.run;
     if (result == WriteResult::kHeldBack) outcome.start_held_back = true;
     ++outcome.performed;
   }
-  outcome.completed = true;
+  outcome.completed = !start_failed;
   return outcome;
+}
+
+std::map<std::string, Json> final_statuses(const std::vector<PlannedWrite>& plan) {
+  std::map<std::string, Json> out;
+  for (const PlannedWrite& w : plan) {
+    if (w.op == WriteOp::kRunStatus && w.final_with_label) out[w.run] = w.status;
+  }
+  return out;
 }
 
 }  // namespace hb::controllers

@@ -10,16 +10,20 @@
 //   2. create the slot's scheduler run (deterministic name; AlreadyExists = adopt),
 //      the manual run an invoke annotation asks for, and the callback runs
 //      of other agents a finished run @mentioned
-//   3. replace the agent status (conditional on resourceVersion): counts spend
-//   4. write each counted run's final status with costRecorded=true (what the
+//   3. start the next queued run: per-agent objects once, context, Job
+//   4. replace the agent status (conditional on resourceVersion): counts spend
+//   5. write each counted run's final status with costRecorded=true (what the
 //      ledger charged), then the coalesced runs
-//   5. start the next queued run: per-agent objects once, context, Job, Running
 //   6. other run statuses (Queued messages), history deletes
-// Events follow the write that makes them true (agent Events after 3, run
-// Events after 4), so a later failure cannot lose a transition's Event.
+// The start (3) comes after 4 and 5 instead when one of them writes the run
+// being started. A failed start does not stop the writes after it (the
+// pass still fails); any other failure stops the pass.
+// Events follow the write that makes them true (agent Events after 4, run
+// Events after 5), so a later failure cannot lose a transition's Event.
 // A failed pass is retried and re-derives everything from the caches.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -120,11 +124,14 @@ class PlanWriter {
 };
 
 struct PlanOutcome {
-  bool completed = false;  // every write was performed; false: stopped at a failure
+  bool completed = false;  // every write was performed; false: a write failed
   bool start_held_back = false;
   std::size_t performed = 0;  // writes performed (the failed one not included)
 };
 
 PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writer);
+
+// The final statuses a plan writes (counted and folded runs), by run name.
+std::map<std::string, Json> final_statuses(const std::vector<PlannedWrite>& plan);
 
 }  // namespace hb::controllers

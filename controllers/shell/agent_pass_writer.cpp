@@ -121,6 +121,7 @@ WriteResult AgentReconciler::PassWriter::write_run_status(const PlannedWrite& wr
   Json* run = find_named(runs_, write.run);
   if (run == nullptr) return WriteResult::kDone;
   const WriteResult result = check(r_.write_run_status(*run, write.status, write.final_with_label));
+  if (result == WriteResult::kDone) finals_ahead.erase(write.run);
   if (result == WriteResult::kDone) count_finished(write);
   return result;
 }
@@ -156,7 +157,20 @@ void AgentReconciler::PassWriter::count_finished(const PlannedWrite& write) {
 WriteResult AgentReconciler::PassWriter::start_run(const std::string& run) {
   Json* stored = find_named(runs_, run);
   if (stored == nullptr) return WriteResult::kDone;
-  kube::Result<bool> started = r_.start_run(agent_, *stored, runs_, prompt, now_);
+  std::vector<Json> ending;  // copies of the runs whose final status is still to be written
+  ending.reserve(finals_ahead.size());
+  std::vector<const Json*> history;
+  for (const Json& r : runs_) {
+    auto final_status = finals_ahead.find(name_of(r));
+    if (final_status == finals_ahead.end()) {
+      history.push_back(&r);
+      continue;
+    }
+    ending.push_back(r);
+    ending.back()["status"] = final_status->second;
+    history.push_back(&ending.back());
+  }
+  kube::Result<bool> started = r_.start_run(agent_, *stored, history, prompt, now_);
   if (!started.ok()) return check(std::move(started).error());
   return started.value() ? WriteResult::kDone : WriteResult::kHeldBack;
 }

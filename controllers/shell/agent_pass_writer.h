@@ -4,6 +4,7 @@
 // keeps its error here and stops the pass.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,10 @@ class AgentReconciler::PassWriter final : public PlanWriter {
   std::optional<kube::Error> error;
   // The heartbeat prompt when the pass read it before deciding.
   std::optional<Prompt> prompt;
+  // The final statuses the plan writes (final_statuses), by run name, until
+  // each is written: a run started ahead of them tells its context document
+  // those runs as they end.
+  std::map<std::string, Json> finals_ahead;
 
  private:
   WriteResult check(kube::Done done);

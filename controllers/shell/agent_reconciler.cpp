@@ -299,7 +299,7 @@ void AgentReconciler::record_event(const Json& agent, const Json* run, const Eve
 }
 
 kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
-                                              const std::vector<Json>& runs,
+                                              const std::vector<const Json*>& history,
                                               const std::optional<Prompt>& read, TimePoint now) {
   const std::string ns = string_at(run, "metadata/namespace");
   const std::string run_name = name_of(run);
@@ -343,8 +343,6 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
     overlay_.put(kOverlayRuns, adopted);
     count_write(kWriteRunAdopt);
   }
-  std::vector<const Json*> history;
-  for (const Json& r : runs) history.push_back(&r);
   const Json context = render_context({&agent, &run, *prompt.text, history, now}, config_.job);
   JobPlan plan = build_job(run, agent, context.dump(), config_.job);
   plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
@@ -561,6 +559,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
   PassWriter writer(*this, agent, views.agent->spec.spec, runs, now);
   writer.prompt = std::move(prompt);
+  writer.finals_ahead = final_statuses(plan);
   const PlanOutcome outcome = perform_plan(plan, writer);
   settle_admissions(object_key(ns, name), ns, d, admitted, outcome.start_held_back);
   if (!outcome.completed) return std::move(*writer.error);

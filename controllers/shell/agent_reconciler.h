@@ -126,8 +126,10 @@ class AgentReconciler {
   // again once kObjectInTheWayRecheck passed.
   kube::Result<std::string> object_in_the_way(const Json& agent);
   // False when an object in the way held the run back (it stays Queued).
-  // `read`: the prompt this pass already read, if it did.
-  kube::Result<bool> start_run(const Json& agent, Json& run, const std::vector<Json>& runs,
+  // `history`: the agent's runs as the context document tells them; `read`:
+  // the prompt this pass already read, if it did.
+  kube::Result<bool> start_run(const Json& agent, Json& run,
+                               const std::vector<const Json*>& history,
                                const std::optional<Prompt>& read, TimePoint now);
   // Creates the run's context ConfigMap and Job (each adopted when this run
   // owns it already); the Job's uid, and when this pass created it.

@@ -1,0 +1,157 @@
+// A pass that counts a finished run and starts the next one creates the
+// next run's Job first (the dispatch path must not wait for the counting
+// writes, which queue behind other agents' dispatches), and the started
+// run's context document still tells the finished run's output, which is
+// only stored by a write after the Job. The real AgentReconciler runs
+// against a fake ClusterView and a real kube::Client whose transport is
+// scripted per request.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "controllers/job_pods.h"
+#include "controllers/names.h"
+#include "controllers/shell/agent_reconciler.h"
+#include "kube/client.h"
+#include "tests/unit/controllers/fixtures.h"
+
+namespace hb::controllers {
+namespace {
+
+using testing::at;
+
+constexpr const char* kJobUid = "uid-job-bot-1";
+constexpr const char* kFinishedOutput = "the finished run's own words";
+
+class FakeView final : public ClusterView {
+ public:
+  Json agent_object;
+  std::vector<Json> runs;
+  std::map<std::string, Json> jobs;
+  std::vector<Json> pods;
+  std::optional<Json> agent(const std::string&, const std::string&) const override {
+    return agent_object;
+  }
+  std::vector<Json> agents() const override { return {agent_object}; }
+  std::vector<Json> runs_of(const std::string&, const std::string&) const override { return runs; }
+  std::optional<Json> job(const std::string&, const std::string& name) const override {
+    auto it = jobs.find(name);
+    return it == jobs.end() ? std::nullopt : std::optional<Json>(it->second);
+  }
+  std::vector<Json> pods_of(const std::string&, const std::string&) const override { return pods; }
+  std::optional<Json> lease(const std::string&, const std::string&) const override { return {}; }
+  bool synced() const override { return true; }
+};
+
+// Every write succeeds (the body echoed with a uid and a resourceVersion);
+// a write that fails can be scripted by a part of its URL.
+class RecordingApi final : public http::Client {
+ public:
+  std::vector<http::Request> requests;
+  std::string fail_url_part;  // a POST or PUT whose URL has it answers 403
+  http::Response send(const http::Request& r) override {
+    requests.push_back(r);
+    if (r.method == "GET") return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
+    if (!fail_url_part.empty() && r.url.find(fail_url_part) != std::string::npos) {
+      return {403, {}, R"({"kind":"Status","code":403,"reason":"Forbidden"})"};
+    }
+    Json body = Json::parse(r.body, nullptr, false);
+    if (body.is_object()) {
+      body["metadata"]["uid"] = "uid-made";
+      body["metadata"]["resourceVersion"] = "300";
+    }
+    return {r.method == "POST" ? 201 : 200, {}, body.dump()};
+  }
+  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
+    return {200, {}, ""};
+  }
+  // The index of the first request with this method whose URL has the part.
+  std::optional<std::size_t> first(const std::string& method, const std::string& url_part) const {
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i].method == method && requests[i].url.find(url_part) != std::string::npos) {
+        return i;
+      }
+    }
+    return std::nullopt;
+  }
+};
+
+// bot-1 (the 12:00 slot) ran and its runner ended with a result; bot-manual-1
+// waits Queued behind it. At 12:03 no slot is due: the pass counts bot-1
+// and starts bot-manual-1.
+struct Harness {
+  FakeView view;
+  std::shared_ptr<RecordingApi> api = std::make_shared<RecordingApi>();
+  Metrics metrics;
+  std::unique_ptr<AgentReconciler> reconciler;
+  Harness() {
+    view.agent_object = testing::agent();
+    view.runs.push_back(testing::with_status(
+        testing::run("bot-1", "scheduler", at("2024-05-01T12:00:00Z"), "2024-05-01T12:00:00Z"),
+        {{"phase", "Running"},
+         {"jobName", "bot-1"},
+         {"jobUID", kJobUid},
+         {"startedAt", "2024-05-01T12:00:01Z"}}));
+    view.runs.push_back(
+        testing::run("bot-manual-1", "manual", std::nullopt, "2024-05-01T12:01:00Z"));
+    Json job = testing::job("bot-1", "2024-05-01T12:00:01Z");
+    job["metadata"]["uid"] = kJobUid;
+    view.jobs["bot-1"] = job;
+    Json result = Json::parse(testing::result_json(0.5));
+    result["output"] = kFinishedOutput;
+    Json pod = testing::terminated(testing::pod("bot-1-x", "2024-05-01T12:00:02Z"), 0,
+                                   result.dump(), "2024-05-01T12:02:00Z");
+    pod["metadata"]["ownerReferences"] =
+        Json::array({{{"kind", "Job"}, {"name", "bot-1"}, {"uid", kJobUid}, {"controller", true}}});
+    pod["metadata"]["labels"] = {{kLabelBatchControllerUid, kJobUid}};
+    view.pods.push_back(pod);
+    kube::ClusterConfig cluster;
+    cluster.server = "https://api.invalid";
+    kube::ClientOptions options;
+    options.qps = 0;
+    reconciler = std::make_unique<AgentReconciler>(
+        std::make_shared<kube::Client>(cluster, options, api), view, ReconcilerConfig{}, metrics,
+        [] { return at("2024-05-01T12:03:00Z"); });
+  }
+};
+
+TEST(ReconcilerDispatch, TheNextJobGoesBeforeTheWritesThatCountTheLastRun) {
+  Harness h;
+  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(result.ok()) << result.error().describe();
+  const auto job = h.api->first("POST", "/jobs");
+  const auto agent_status = h.api->first("PUT", "/agents/bot/status");
+  const auto counted = h.api->first("PATCH", "/heartbeatruns/bot-1/status");
+  ASSERT_TRUE(job && agent_status && counted);
+  EXPECT_LT(*job, *agent_status);
+  EXPECT_LT(*agent_status, *counted) << "the ledger's order: the charge, then the mark";
+  EXPECT_NE(h.api->requests[*counted].body.find("\"costRecorded\":true"), std::string::npos);
+}
+
+TEST(ReconcilerDispatch, TheStartedRunsContextTellsTheOutputNotYetStored) {
+  Harness h;
+  ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
+  const auto job = h.api->first("POST", "/jobs");
+  const auto context = h.api->first("POST", "/configmaps");
+  ASSERT_TRUE(job);
+  bool told = h.api->requests[*job].body.find(kFinishedOutput) != std::string::npos;
+  if (context)
+    told = told || h.api->requests[*context].body.find(kFinishedOutput) != std::string::npos;
+  EXPECT_TRUE(told) << "bot-1's output reaches bot-manual-1's context document";
+}
+
+// A Job that cannot be made (a quota, a webhook) does not hold back the
+// count of the run before it: the charge and the mark are written, and the
+// pass fails so that the start is retried.
+TEST(ReconcilerDispatch, AFailedStartStillCountsTheFinishedRun) {
+  Harness h;
+  h.api->fail_url_part = "/jobs";
+  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().kind, kube::ErrorKind::kForbidden);
+  EXPECT_TRUE(h.api->first("PUT", "/agents/bot/status"));
+  EXPECT_TRUE(h.api->first("PATCH", "/heartbeatruns/bot-1/status"));
+}
+
+}  // namespace
+}  // namespace hb::controllers
