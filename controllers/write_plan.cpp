@@ -243,6 +243,34 @@ kube::RequestPriority write_priority(const PlannedWrite& w, bool counts_spend,
 
 namespace {
 
+// Whether a write other than an Event follows plan[i] (an Event follows the
+// write that makes it true, so the pass that performs that write decides it
+// again).
+bool writes_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
+  for (std::size_t j = i + 1; j < plan.size(); ++j) {
+    if (plan[j].op != WriteOp::kEvent) return true;
+  }
+  return false;
+}
+
+// After a Job was made, the pass ends once the agent status is written (or
+// at the Job, when the plan writes no agent status after it) and leaves
+// what follows to a pass queued at once, behind the agents already waiting
+// for their slot: a worker does not hold other heartbeats' dispatches back
+// for this agent's counting and bookkeeping. The next pass decides the rest
+// again from the caches, as after a crash here. Not before the agent
+// status: it records how this pass handled the slot (a slot coalesced into
+// the run just started), which the next pass must not decide again.
+bool pass_may_end_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
+  if (!writes_after(plan, i)) return false;
+  if (plan[i].op == WriteOp::kReplaceAgentStatus) return true;
+  if (plan[i].op != WriteOp::kStartRun) return false;
+  for (std::size_t j = i + 1; j < plan.size(); ++j) {
+    if (plan[j].op == WriteOp::kReplaceAgentStatus) return false;
+  }
+  return true;
+}
+
 WriteResult perform(const PlannedWrite& w, PlanWriter& writer) {
   writer.before(w);
   switch (w.op) {
@@ -275,7 +303,9 @@ PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writ
   PlanOutcome outcome;
   std::optional<std::string> name_taken;  // the slot's run name is someone else's run
   bool start_failed = false;
-  for (const PlannedWrite& w : plan) {
+  bool started = false;  // a Job was made in this pass
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const PlannedWrite& w = plan[i];
     if (w.op == WriteOp::kStartRun && name_taken == w.run) continue;
     const WriteResult result = perform(w, writer);
     // A start that fails does not hold back the writes after it: they count
@@ -289,6 +319,17 @@ PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writ
     if (result == WriteResult::kNameTaken) name_taken = w.run;
     if (result == WriteResult::kHeldBack) outcome.start_held_back = true;
     ++outcome.performed;
+    started = started || (w.op == WriteOp::kStartRun && result == WriteResult::kDone);
+    if (started && pass_may_end_after(plan, i)) {
+      // The Events that follow the write that made them true go with it.
+      for (std::size_t j = i + 1; j < plan.size() && plan[j].op == WriteOp::kEvent; ++j) {
+        perform(plan[j], writer);
+        ++outcome.performed;
+      }
+      outcome.completed = !start_failed;
+      outcome.rest_left = true;
+      return outcome;
+    }
   }
   outcome.completed = !start_failed;
   return outcome;

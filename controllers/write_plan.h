@@ -16,8 +16,10 @@
 //      ledger charged), then the coalesced runs
 //   6. other run statuses (Queued messages), history deletes
 // The start (3) comes after 4 and 5 instead when one of them writes the run
-// being started. A failed start does not stop the writes after it (the
-// pass still fails); any other failure stops the pass.
+// being started. A pass that made a Job ends there (rest_left): the writes
+// after it are decided again by a pass queued at once. A failed start does
+// not stop the writes after it (the pass still fails); any other failure
+// stops the pass.
 // Events follow the write that makes them true (agent Events after 4, run
 // Events after 5), so a later failure cannot lose a transition's Event.
 // A failed pass is retried and re-derives everything from the caches.
@@ -124,8 +126,11 @@ class PlanWriter {
 };
 
 struct PlanOutcome {
-  bool completed = false;  // every write was performed; false: a write failed
+  bool completed = false;  // no write failed
   bool start_held_back = false;
+  // The pass ended after the Job it made; the rest of the plan was not
+  // performed and is for the next pass, queued at once.
+  bool rest_left = false;
   std::size_t performed = 0;  // writes performed (the failed one not included)
 };
 

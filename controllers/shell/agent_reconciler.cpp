@@ -563,6 +563,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   const PlanOutcome outcome = perform_plan(plan, writer);
   settle_admissions(object_key(ns, name), ns, d, admitted, outcome.start_held_back);
   if (!outcome.completed) return std::move(*writer.error);
+  if (outcome.rest_left) return ReconcileResult{kRestOfPassAfter};
   budget_blocked_.record(object_key(ns, name), budget_block_reason(d.status));
   const bool in_the_way = !input.env.object_in_the_way.empty();
   bool found_in_the_way = false;  // by the objects made ahead: decide again at once

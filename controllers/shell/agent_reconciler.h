@@ -37,6 +37,9 @@ namespace hb::controllers {
 // An object in the way of an Agent's own (not owned by it) is looked for again after this.
 inline constexpr std::chrono::seconds kObjectInTheWayRecheck{60};
 inline constexpr std::size_t kEventMessageBytesMax = 1024;
+// A pass that made a Job leaves its other writes to a pass queued this soon
+// (at the back of the work queue, behind the agents already waiting).
+inline constexpr std::chrono::milliseconds kRestOfPassAfter{1};
 
 // Labels of heartbeat_api_writes_total{kind}: every kind of write the reconciler makes.
 inline constexpr const char* kWriteRunCreate = "run_create";

@@ -369,18 +369,25 @@ void Checker::on_stall_verdict(const Json& run) {
 void Checker::check_state(TimePoint now, TimePoint operator_up_since) {
   const uint64_t runs_version = server_.version_of("heartbeatruns");
   const uint64_t agents_version = server_.version_of("agents");
+  const uint64_t jobs_version = server_.version_of("jobs");
   if (runs_version == checked_runs_version_ && agents_version == checked_agents_version_ &&
-      now >= checked_at_ && now < checked_at_ + kStateRecheckEvery) {
+      jobs_version == checked_jobs_version_ && now >= checked_at_ &&
+      now < checked_at_ + kStateRecheckEvery) {
     return;
   }
   checked_runs_version_ = runs_version;
   checked_agents_version_ = agents_version;
+  checked_jobs_version_ = jobs_version;
   checked_at_ = now;
-  std::map<std::string, int> queued;  // scheduler runs waiting, by agent
+  // Scheduler runs waiting, by agent: not final and not started. A run
+  // whose Job exists has started (the operator writes its Running status a
+  // pass later, perhaps after a failed write and a backoff), as
+  // holds_place counts it.
+  std::map<std::string, int> queued;
   server_.for_each("heartbeatruns", [&](const Json& run) {
     const std::string phase = string_at(run, "status/phase");
     if (string_at(run, "spec/invocationSource") == "scheduler" && !is_final_phase(phase) &&
-        phase != "Running" && ++queued[agent_key_of_run(run)] > 1) {
+        !holds_place(server_, run) && ++queued[agent_key_of_run(run)] > 1) {
       violation("Agent " + agent_key_of_run(run) + " has more than one queued scheduler run");
     }
     if (phase != "Running") return;

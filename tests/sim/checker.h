@@ -112,7 +112,7 @@ class Checker {
     std::string period;
   };
   std::map<std::string, Spent> team_budget_spent_;
-  uint64_t checked_runs_version_ = 0, checked_agents_version_ = 0;
+  uint64_t checked_runs_version_ = 0, checked_agents_version_ = 0, checked_jobs_version_ = 0;
   TimePoint checked_at_{};
 };
 

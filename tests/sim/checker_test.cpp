@@ -228,6 +228,23 @@ TEST_F(CheckerTest, TwoQueuedScheduledRunsOfOneAgentAreCaught) {
   EXPECT_NE(checker_.violations()[0].find("more than one queued"), std::string::npos);
 }
 
+// A run whose Job exists has started, though its Running status is not
+// written yet (the operator writes it a pass later); once the Job is gone
+// and the run is still not final, it counts as waiting again.
+TEST_F(CheckerTest, AStartedRunWithoutItsRunningStatusIsNotQueued) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  start("r1");
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r2", "2026-03-10T10:01:00Z"));
+  checker_.check_state(now_, now_);
+  EXPECT_TRUE(checker_.violations().empty());
+  server_.remove(Actor::kOperator, "jobs", "ns", "r1", Json::object());
+  checker_.check_state(now_, now_);
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("more than one queued"), std::string::npos);
+}
+
 // Agents b (team x), c (team y) beside a (made team x), and team-x's policy.
 class PolicyCheckerTest : public CheckerTest {
  protected:

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "controllers/agent_decision.h"
@@ -200,7 +201,18 @@ struct World : PlanWriter {
   std::optional<schedule::ProviderHold> provider_hold;  // the shell's quota hold
   TimePoint now_{};
 
+  // One reconcile at `now`, and the ones the shell queues at once when a
+  // pass ends after the Job it made (PlanOutcome::rest_left); the first
+  // pass's decision.
   AgentDecision step(TimePoint now) {
+    constexpr int kPassesMax = 8;
+    auto [first, rest_left] = pass(now);
+    for (int i = 1; rest_left && i < kPassesMax; ++i) rest_left = pass(now).second;
+    EXPECT_FALSE(rest_left) << "passes at one instant keep leaving writes";
+    return first;
+  }
+
+  std::pair<AgentDecision, bool> pass(TimePoint now) {
     now_ = now;
     AgentDecisionInput in;
     in.agent = &agent;
@@ -226,7 +238,7 @@ struct World : PlanWriter {
     plan.now = now;
     const PlanOutcome outcome = perform_plan(plan_writes(plan), *this);
     EXPECT_TRUE(outcome.completed);
-    return d;
+    return {d, outcome.rest_left};
   }
 
   WriteResult delete_job(const std::string&) override { return WriteResult::kDone; }
@@ -243,9 +255,13 @@ struct World : PlanWriter {
     agent["metadata"]["annotations"].erase(kAnnotationInvoke);
     return WriteResult::kDone;
   }
-  // Another Agent's runs are not in this world: recorded, not stored.
+  // Another Agent's runs are not in this world: recorded, not stored; the
+  // same name again is the API server's AlreadyExists (the shell adopts it).
   std::vector<MentionRequest> mentioned;
   WriteResult mention_run(const MentionRequest& request) override {
+    for (const MentionRequest& m : mentioned) {
+      if (m.name == request.name) return WriteResult::kDone;
+    }
     mentioned.push_back(request);
     return WriteResult::kDone;
   }

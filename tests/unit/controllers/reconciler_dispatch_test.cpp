@@ -115,17 +115,30 @@ struct Harness {
   }
 };
 
+// The pass that makes the Job writes the agent status (the charge) after
+// it, ends there and asks to be queued again at once; that pass marks the
+// finished run counted: the charge before the mark.
 TEST(ReconcilerDispatch, TheNextJobGoesBeforeTheWritesThatCountTheLastRun) {
   Harness h;
-  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
-  ASSERT_TRUE(result.ok()) << result.error().describe();
+  const kube::Result<ReconcileResult> first = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(first.ok()) << first.error().describe();
   const auto job = h.api->first("POST", "/jobs");
   const auto agent_status = h.api->first("PUT", "/agents/bot/status");
-  const auto counted = h.api->first("PATCH", "/heartbeatruns/bot-1/status");
-  ASSERT_TRUE(job && agent_status && counted);
+  ASSERT_TRUE(job && agent_status);
   EXPECT_LT(*job, *agent_status);
+  EXPECT_FALSE(h.api->first("PATCH", "/heartbeatruns/bot-1/status"));
+  EXPECT_EQ(first.value().requeue_after, kRestOfPassAfter);
+
+  const kube::Result<ReconcileResult> second = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(second.ok()) << second.error().describe();
+  const auto counted = h.api->first("PATCH", "/heartbeatruns/bot-1/status");
+  ASSERT_TRUE(counted);
   EXPECT_LT(*agent_status, *counted) << "the ledger's order: the charge, then the mark";
   EXPECT_NE(h.api->requests[*counted].body.find("\"costRecorded\":true"), std::string::npos);
+  std::size_t jobs = 0;
+  for (const http::Request& r : h.api->requests)
+    jobs += r.method == "POST" && r.url.ends_with("/jobs");
+  EXPECT_EQ(jobs, 1u) << "the second pass adopts the Job the first made";
 }
 
 TEST(ReconcilerDispatch, TheStartedRunsContextTellsTheOutputNotYetStored) {

@@ -6,6 +6,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {
@@ -269,14 +271,63 @@ struct ScriptedWriter : PlanWriter {
   void record_event(const Event& e) override { calls.push_back("event " + e.reason); }
 };
 
-TEST(PerformPlan, PerformsEveryWriteInOrder) {
+// Up to the Job it makes: the pass ends there and the next pass, queued at
+// once, decides the rest again (issue 15: a worker must not hold dispatches
+// back for bookkeeping).
+TEST(PerformPlan, PerformsEveryWriteInOrderUpToTheJobItMakes) {
   const std::vector<PlannedWrite> plan = Scenario().plan();
   ScriptedWriter writer;
   const PlanOutcome outcome = perform_plan(plan, writer);
   EXPECT_TRUE(outcome.completed);
   EXPECT_FALSE(outcome.start_held_back);
-  EXPECT_EQ(outcome.performed, plan.size());
+  EXPECT_TRUE(outcome.rest_left);
+  std::vector<std::string> expected = describe(plan);
+  expected.erase(std::find(expected.begin(), expected.end(), "start run r-q1") + 1, expected.end());
+  EXPECT_EQ(writer.calls, expected);
+  EXPECT_EQ(outcome.performed, expected.size());
+}
+
+// Started ahead of the counting writes: the pass ends after the agent
+// status (it records how the slot was handled, which the next pass must
+// not decide again) and the Events it makes true.
+TEST(PerformPlan, AStartAheadOfTheCountingEndsThePassAfterTheAgentStatus) {
+  Scenario s;
+  s.d.coalesce.clear();
+  ScriptedWriter writer;
+  const PlanOutcome outcome = perform_plan(s.plan(), writer);
+  EXPECT_TRUE(outcome.completed);
+  EXPECT_TRUE(outcome.rest_left);
+  EXPECT_THAT(writer.calls, ElementsAre("delete job r-stall", "create run bot-1714565400",
+                                        "invoke run bot-invoke-1", "start run r-q1", "agent status",
+                                        "event BudgetExceeded"));
+}
+
+TEST(PerformPlan, APassWithoutAStartPerformsItAll) {
+  Scenario s;
+  s.d.start_run.reset();
+  const std::vector<PlannedWrite> plan = s.plan();
+  ScriptedWriter writer;
+  const PlanOutcome outcome = perform_plan(plan, writer);
+  EXPECT_TRUE(outcome.completed);
+  EXPECT_FALSE(outcome.rest_left);
   EXPECT_EQ(writer.calls, describe(plan));
+}
+
+// Only Events after the Job: they are written (a later pass would not
+// decide them again), and nothing is left.
+TEST(PerformPlan, OnlyEventsAfterTheJobAreNotLeft) {
+  std::vector<PlannedWrite> plan = Scenario().plan();
+  const auto start = std::find_if(plan.begin(), plan.end(),
+                                  [](const PlannedWrite& w) { return w.op == WriteOp::kStartRun; });
+  ASSERT_NE(start, plan.end());
+  plan.erase(start + 1, plan.end());
+  PlannedWrite event;
+  event.event = Event{EventTarget::kAgent, "bot", false, "Started", "started", false};
+  plan.push_back(event);
+  ScriptedWriter writer;
+  const PlanOutcome outcome = perform_plan(plan, writer);
+  EXPECT_FALSE(outcome.rest_left);
+  EXPECT_EQ(writer.calls.back(), "event Started");
 }
 
 TEST(PerformPlan, TellsTheWriterEachWritesPriorityFirst) {
@@ -287,15 +338,17 @@ TEST(PerformPlan, TellsTheWriterEachWritesPriorityFirst) {
   const std::vector<PlannedWrite> plan = Scenario().plan();
   PriorityWriter writer;
   perform_plan(plan, writer);
-  ASSERT_EQ(writer.seen.size(), plan.size());
-  for (std::size_t i = 0; i < plan.size(); ++i) EXPECT_EQ(writer.seen[i], plan[i].priority.cls);
+  ASSERT_FALSE(writer.seen.empty());
+  for (std::size_t i = 0; i < writer.seen.size(); ++i) {
+    EXPECT_EQ(writer.seen[i], plan[i].priority.cls);
+  }
 }
 
 TEST(PerformPlan, StopsAtTheFirstFailure) {
   const std::vector<PlannedWrite> plan = Scenario().plan();
   for (const std::string& failing : describe(plan)) {
-    if (failing.starts_with("event")) continue;      // best effort: never fails
-    if (failing.starts_with("start run")) continue;  // below
+    if (failing.starts_with("event")) continue;   // best effort: never fails
+    if (failing.starts_with("start run")) break;  // below; what follows it is left
     ScriptedWriter writer;
     writer.fail_at = failing;
     const PlanOutcome outcome = perform_plan(plan, writer);
@@ -317,6 +370,7 @@ TEST(PerformPlan, AFailedStartDoesNotStopTheWritesAfterIt) {
     writer.fail_at = "start run r-q1";
     const PlanOutcome outcome = perform_plan(plan, writer);
     EXPECT_FALSE(outcome.completed);
+    EXPECT_FALSE(outcome.rest_left);
     EXPECT_EQ(writer.calls, describe(plan)) << "every write was tried";
     EXPECT_EQ(outcome.performed, plan.size() - 1);
   }
