@@ -14,6 +14,7 @@
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/client.h"
 #include "tests/unit/controllers/fixtures.h"
+#include "tests/unit/controllers/scripted_reconciler.h"
 
 namespace hb::controllers {
 namespace {
@@ -105,13 +106,7 @@ struct Harness {
         Json::array({{{"kind", "Job"}, {"name", "bot-1"}, {"uid", kJobUid}, {"controller", true}}});
     pod["metadata"]["labels"] = {{kLabelBatchControllerUid, kJobUid}};
     view.pods.push_back(pod);
-    kube::ClusterConfig cluster;
-    cluster.server = "https://api.invalid";
-    kube::ClientOptions options;
-    options.qps = 0;
-    reconciler = std::make_unique<AgentReconciler>(
-        std::make_shared<kube::Client>(cluster, options, api), view, ReconcilerConfig{}, metrics,
-        [] { return at("2024-05-01T12:03:00Z"); });
+    reconciler = testing::reconciler_over(api, view, metrics, at("2024-05-01T12:03:00Z"));
   }
 };
 

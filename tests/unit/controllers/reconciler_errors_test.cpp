@@ -12,6 +12,7 @@
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/client.h"
 #include "tests/unit/controllers/fixtures.h"
+#include "tests/unit/controllers/scripted_reconciler.h"
 
 namespace hb::controllers {
 namespace {
@@ -80,13 +81,7 @@ struct Harness {
         {"configMapKeyRef", {{"name", "prompts"}, {"key", "heartbeat.md"}}}};
     view.agents_by_name["bot"] = agent;
     view.runs.push_back(testing::run("bot-manual-1", "manual"));
-    kube::ClusterConfig cluster;
-    cluster.server = "https://api.invalid";
-    kube::ClientOptions options;
-    options.qps = 0;
-    reconciler = std::make_unique<AgentReconciler>(
-        std::make_shared<kube::Client>(cluster, options, api), view, ReconcilerConfig{}, metrics,
-        [] { return at("2024-05-01T12:06:00Z"); });
+    reconciler = testing::reconciler_over(api, view, metrics, at("2024-05-01T12:06:00Z"));
   }
 };
 
