@@ -24,26 +24,6 @@ using testing::at;
 constexpr const char* kJobUid = "uid-job-bot-1";
 constexpr const char* kFinishedOutput = "the finished run's own words";
 
-class FakeView final : public ClusterView {
- public:
-  Json agent_object;
-  std::vector<Json> runs;
-  std::map<std::string, Json> jobs;
-  std::vector<Json> pods;
-  std::optional<Json> agent(const std::string&, const std::string&) const override {
-    return agent_object;
-  }
-  std::vector<Json> agents() const override { return {agent_object}; }
-  std::vector<Json> runs_of(const std::string&, const std::string&) const override { return runs; }
-  std::optional<Json> job(const std::string&, const std::string& name) const override {
-    auto it = jobs.find(name);
-    return it == jobs.end() ? std::nullopt : std::optional<Json>(it->second);
-  }
-  std::vector<Json> pods_of(const std::string&, const std::string&) const override { return pods; }
-  std::optional<Json> lease(const std::string&, const std::string&) const override { return {}; }
-  bool synced() const override { return true; }
-};
-
 // Every write succeeds (the body echoed with a uid and a resourceVersion);
 // a write that fails can be scripted by a part of its URL.
 class RecordingApi final : public http::Client {
@@ -81,12 +61,12 @@ class RecordingApi final : public http::Client {
 // waits Queued behind it. At 12:03 no slot is due: the pass counts bot-1
 // and starts bot-manual-1.
 struct Harness {
-  FakeView view;
+  testing::FakeView view;
   std::shared_ptr<RecordingApi> api = std::make_shared<RecordingApi>();
   Metrics metrics;
   std::unique_ptr<AgentReconciler> reconciler;
   Harness() {
-    view.agent_object = testing::agent();
+    view.agents_by_name["bot"] = testing::agent();
     view.runs.push_back(testing::with_status(
         testing::run("bot-1", "scheduler", at("2024-05-01T12:00:00Z"), "2024-05-01T12:00:00Z"),
         {{"phase", "Running"},

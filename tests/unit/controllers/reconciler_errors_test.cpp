@@ -19,22 +19,6 @@ namespace {
 
 using testing::at;
 
-class FakeView final : public ClusterView {
- public:
-  std::map<std::string, Json> agents_by_name;
-  std::vector<Json> runs;
-  std::optional<Json> agent(const std::string&, const std::string& name) const override {
-    auto it = agents_by_name.find(name);
-    return it == agents_by_name.end() ? std::nullopt : std::optional<Json>(it->second);
-  }
-  std::vector<Json> agents() const override { return {}; }
-  std::vector<Json> runs_of(const std::string&, const std::string&) const override { return runs; }
-  std::optional<Json> job(const std::string&, const std::string&) const override { return {}; }
-  std::vector<Json> pods_of(const std::string&, const std::string&) const override { return {}; }
-  std::optional<Json> lease(const std::string&, const std::string&) const override { return {}; }
-  bool synced() const override { return true; }
-};
-
 // Writes succeed (the body echoed with a uid); the prompt ConfigMap's GET
 // answers what the test says; every request is recorded.
 class ScriptedApi final : public http::Client {
@@ -70,7 +54,7 @@ class ScriptedApi final : public http::Client {
 };
 
 struct Harness {
-  FakeView view;
+  testing::FakeView view;
   std::shared_ptr<ScriptedApi> api = std::make_shared<ScriptedApi>();
   Metrics metrics;
   std::unique_ptr<AgentReconciler> reconciler;

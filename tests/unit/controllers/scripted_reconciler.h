@@ -1,14 +1,50 @@
-// The real AgentReconciler for the shell's unit tests: over the test's
-// ClusterView and a real kube::Client whose transport is the test's scripted
-// http::Client (no rate limit), with the clock fixed at `now`.
+// The shell's unit tests run the real AgentReconciler over a fake cache
+// (FakeView) and a real kube::Client whose transport is the test's scripted
+// http::Client (no rate limit), with the clock fixed.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/client.h"
 
 namespace hb::controllers::testing {
+
+// The cache as a test fills it: Agents by name, the agent's runs, Jobs by
+// name and the Pods of every run (one namespace).
+class FakeView final : public ClusterView {
+ public:
+  std::map<std::string, Json> agents_by_name;
+  std::vector<Json> runs;
+  std::map<std::string, Json> jobs;
+  std::vector<Json> pods;
+  std::optional<Json> agent(const std::string&, const std::string& name) const override {
+    return find(agents_by_name, name);
+  }
+  std::vector<Json> agents() const override {
+    std::vector<Json> out;
+    for (const auto& [name, agent] : agents_by_name) out.push_back(agent);
+    return out;
+  }
+  std::vector<Json> runs_of(const std::string&, const std::string&) const override { return runs; }
+  std::optional<Json> job(const std::string&, const std::string& name) const override {
+    return find(jobs, name);
+  }
+  std::vector<Json> pods_of(const std::string&, const std::string&) const override { return pods; }
+  std::optional<Json> lease(const std::string&, const std::string&) const override { return {}; }
+  bool synced() const override { return true; }
+
+ private:
+  static std::optional<Json> find(const std::map<std::string, Json>& by_name,
+                                  const std::string& name) {
+    auto it = by_name.find(name);
+    return it == by_name.end() ? std::nullopt : std::optional<Json>(it->second);
+  }
+};
 
 inline std::unique_ptr<AgentReconciler> reconciler_over(std::shared_ptr<http::Client> api,
                                                         const ClusterView& view, Metrics& metrics,
