@@ -233,6 +233,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   // 8. When to look again: the next slot, a lifting block, a run's deadline,
   // the end of a coalescing window.
   const bool may_run = valid && !blocks.blocked();
+  if (may_run) d.next_heartbeat = plan.next_heartbeat;
   d.requeue_at = requeue_time(status.deferred_until, may_run ? plan.next_heartbeat : std::nullopt,
                               blocks, in.runs, in.now);
   std::optional<TimePoint> recheck = prompt_recheck_at(spec, skip.skipped, in.now);

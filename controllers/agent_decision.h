@@ -120,6 +120,10 @@ struct AgentDecision {
   std::vector<std::string> delete_runs;                // beyond historyLimits
   std::vector<Event> events;
   std::optional<TimePoint> requeue_at;
+  // The next slot that may start a heartbeat (none while a block holds the
+  // agent): this pass's writes that wait for the rate limiter give way
+  // then (kube::GiveWayScope), so that slot's pass is not kept waiting.
+  std::optional<TimePoint> next_heartbeat;
 
   // The desired status as the API takes it (only needed to write it).
   Json status_json() const { return to_json(status); }

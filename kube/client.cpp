@@ -31,6 +31,14 @@ std::string describe(const std::string& verb, const Resource& r, const std::stri
   return out;
 }
 
+Error gave_way_error(const std::string& context) {
+  Error gave_way;
+  gave_way.kind = ErrorKind::kGaveWay;
+  gave_way.message = "not sent: gave way to a heartbeat that came due while it waited";
+  gave_way.context = context;
+  return gave_way;
+}
+
 }  // namespace
 
 Client::Client(ClusterConfig config, ClientOptions options, std::shared_ptr<http::Client> transport)
@@ -53,19 +61,30 @@ Client::Client(ClusterConfig config, ClientOptions options, std::shared_ptr<http
 // Token bucket: qps tokens a second, at most `burst` saved up, handed to
 // the best waiter first (dispatch, then lifecycle, then bookkeeping). A
 // thread whose ticket another thread granted picks it up from served_.
-void Client::wait_for_token() {
-  if (!limiter_) return;
+// False: the request gave way (its give-way time came while it waited).
+bool Client::wait_for_token() {
+  if (!limiter_) return true;
+  const RequestPriority priority = current_request_priority();
+  // A dispatch is what the others give way to: it never does.
+  const GiveWayTime give_way =
+      priority.cls == RequestClass::kDispatch ? std::nullopt : current_give_way_time();
   std::unique_lock lock(limiter_mutex_);
-  const PriorityTokenBucket::Ticket ticket = limiter_->enqueue(current_request_priority());
+  const PriorityTokenBucket::Ticket ticket = limiter_->enqueue(priority);
   while (true) {
-    const std::vector<PriorityTokenBucket::Ticket> granted =
-        limiter_->grant(std::chrono::steady_clock::now());
+    const auto now = std::chrono::steady_clock::now();
+    const std::vector<PriorityTokenBucket::Ticket> granted = limiter_->grant(now);
     served_.insert(granted.begin(), granted.end());
     if (!granted.empty()) limiter_changed_.notify_all();
-    if (served_.erase(ticket) > 0) return;
+    if (served_.erase(ticket) > 0) return true;
+    if (give_way && now >= *give_way) {
+      const bool withdrawn = limiter_->withdraw(ticket);
+      assert(withdrawn);  // not served, so still in line
+      (void)withdrawn;
+      return false;
+    }
     const std::optional<std::chrono::steady_clock::time_point> at = limiter_->next_token_at();
     assert(at.has_value());  // our own ticket still waits
-    limiter_changed_.wait_until(lock, *at);
+    limiter_changed_.wait_until(lock, give_way ? std::min(*at, *give_way) : *at);
   }
 }
 
@@ -97,7 +116,7 @@ Result<http::Response> Client::call(const std::string& verb, const std::string& 
                                                       : &counts_.remove;
   // One retry after a 401: a rotated service-account token is re-read.
   for (int attempt = 0;; ++attempt) {
-    wait_for_token();
+    if (!wait_for_token()) return gave_way_error(context);
     // After the rate limiter's wait: leadership may have ended during it.
     const bool write = counter != &counts_.get && counter != &counts_.list;
     if (write && write_gate_ && !write_gate_()) {
@@ -254,7 +273,7 @@ Done Client::watch(const Resource& r, const std::string& ns, const WatchOptions&
   std::string ctx = describe("watch", r, ns, "");
 
   for (int attempt = 0;; ++attempt) {
-    wait_for_token();
+    if (!wait_for_token()) return gave_way_error(ctx);
     http::Request req = make_request("GET", path);
     // Quiet streams are normal; allow silence up to the server's own timeout.
     req.timeout = std::chrono::seconds(options.timeout_seconds) + kWatchClientSlack;

@@ -120,8 +120,9 @@ class Client {
                               const std::string& path, const std::string& body,
                               const std::string& content_type, const std::string& context);
   http::Request make_request(const std::string& method, const std::string& path);
-  // Waits for the rate limiter under the calling thread's RequestPriority.
-  void wait_for_token();
+  // Waits for the rate limiter under the calling thread's RequestPriority;
+  // false when the request gave way (its GiveWayScope's time came first).
+  [[nodiscard]] bool wait_for_token();
 
   ClusterConfig config_;
   ClientOptions options_;

@@ -85,6 +85,8 @@ const char* to_string(ErrorKind kind) {
       return "Malformed";
     case ErrorKind::kNotLeader:
       return "NotLeader";
+    case ErrorKind::kGaveWay:
+      return "GaveWay";
     case ErrorKind::kOther:
       return "Other";
   }

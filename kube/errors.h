@@ -33,6 +33,7 @@ enum class ErrorKind {
   kTransport,        // no HTTP answer: refused, TLS, timeout (transport_kind says which)
   kMalformed,        // a 2xx answer that is not the JSON it should be
   kNotLeader,        // a write refused before it was sent: this replica is not the leader
+  kGaveWay,          // not sent: it gave way in the rate limiter (request_priority.h)
   kOther,
 };
 

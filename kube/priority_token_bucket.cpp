@@ -16,6 +16,16 @@ PriorityTokenBucket::Ticket PriorityTokenBucket::enqueue(RequestPriority priorit
   return ticket;
 }
 
+bool PriorityTokenBucket::withdraw(Ticket ticket) {
+  // A scan: the line holds one ticket per waiting thread (workers, informers).
+  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+    if (std::get<2>(*it) != ticket) continue;
+    waiters_.erase(it);
+    return true;
+  }
+  return false;
+}
+
 void PriorityTokenBucket::refill(TimePoint now) {
   if (now <= tokens_at_) return;  // a clock read before the last one adds nothing
   const double elapsed = std::chrono::duration<double>(now - tokens_at_).count();

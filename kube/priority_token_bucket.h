@@ -25,6 +25,9 @@ class PriorityTokenBucket {
   // Queues a request; it is served by grant() once a token is free and no
   // waiter ahead of it (a lower class, then a lower order, then earlier) waits.
   Ticket enqueue(RequestPriority priority);
+  // Takes a ticket that was not served out of the line (its request gave
+  // way, request_priority.h); false when it was not waiting.
+  bool withdraw(Ticket ticket);
   // Hands out every token available at `now`, best waiter first; returns the
   // tickets served, in that order.
   std::vector<Ticket> grant(TimePoint now);

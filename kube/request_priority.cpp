@@ -4,6 +4,7 @@ namespace hb::kube {
 
 namespace {
 thread_local RequestPriority current_priority;
+thread_local GiveWayTime current_give_way;
 }  // namespace
 
 RequestPriority current_request_priority() {
@@ -20,6 +21,18 @@ RequestPriorityScope::RequestPriorityScope(RequestPriority priority) : previous_
 
 RequestPriorityScope::~RequestPriorityScope() {
   current_priority = previous_;
+}
+
+GiveWayTime current_give_way_time() {
+  return current_give_way;
+}
+
+GiveWayScope::GiveWayScope(GiveWayTime at) : previous_(current_give_way) {
+  current_give_way = at;
+}
+
+GiveWayScope::~GiveWayScope() {
+  current_give_way = previous_;
 }
 
 }  // namespace hb::kube

@@ -5,7 +5,9 @@
 // each planned write without every Client method taking an extra argument.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace hb::kube {
@@ -55,6 +57,26 @@ class RequestPriorityScope {
 
  private:
   RequestPriority previous_;
+};
+
+// When a request that is not a dispatch stops waiting for the rate limiter
+// and is not sent (ErrorKind::kGaveWay): a reconcile pass that counts or
+// tidies up gives way once its agent's next heartbeat is due, so the pass
+// for that heartbeat (which makes its Job first) is not stuck behind this
+// one's bookkeeping while every other agent's dispatch is served. A request
+// served before that time is sent as usual. Thread-local, like the priority.
+using GiveWayTime = std::optional<std::chrono::steady_clock::time_point>;
+GiveWayTime current_give_way_time();
+
+class GiveWayScope {
+ public:
+  explicit GiveWayScope(GiveWayTime at);
+  ~GiveWayScope();
+  GiveWayScope(const GiveWayScope&) = delete;
+  GiveWayScope& operator=(const GiveWayScope&) = delete;
+
+ private:
+  GiveWayTime previous_;
 };
 
 }  // namespace hb::kube

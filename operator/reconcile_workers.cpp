@@ -48,6 +48,14 @@ std::string reconcile_key(const ReconcileWorkerDeps& deps, const std::string& ke
       return bug;
     }
   }();
+  if (!result.ok() && result.error().kind == kube::ErrorKind::kGaveWay) {
+    // Not a failure: the pass stopped waiting for the rate limiter because
+    // a heartbeat of this agent came due; the next pass, at once, makes its
+    // Job first and decides the rest again.
+    spdlog::debug("event=reconcile_gave_way agent={}", key);
+    deps.queue.add(key);
+    return "gave_way";
+  }
   if (!result.ok()) {
     retry_after_error(deps, key, result.error());
     return "error";

@@ -61,6 +61,15 @@ ReconcileResult requeue_for(const AgentDecision& d, TimePoint now, bool blocked,
   return result;
 }
 
+// When this pass's writes that wait for the rate limiter give way: at the
+// agent's next heartbeat, on the steady clock the limiter runs on.
+kube::GiveWayTime give_way_time(const AgentDecision& d, TimePoint now,
+                                std::chrono::steady_clock::time_point steady_now) {
+  if (!d.next_heartbeat || *d.next_heartbeat <= now) return std::nullopt;
+  return steady_now +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(*d.next_heartbeat - now);
+}
+
 }  // namespace
 
 AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client, const ClusterView& view,
@@ -557,6 +566,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   // Anything the plan does not class (a read on its behalf, the objects
   // made ahead below) queues as bookkeeping.
   kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
+  kube::GiveWayScope give_way(give_way_time(d, now, steady_()));
   PassWriter writer(*this, agent, views.agent->spec.spec, runs, now);
   writer.prompt = std::move(prompt);
   writer.finals_ahead = final_statuses(plan);

@@ -13,6 +13,7 @@
 #include "controllers/names.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/client.h"
+#include "kube/request_priority.h"
 #include "tests/unit/controllers/fixtures.h"
 #include "tests/unit/controllers/scripted_reconciler.h"
 
@@ -29,9 +30,11 @@ constexpr const char* kFinishedOutput = "the finished run's own words";
 class RecordingApi final : public http::Client {
  public:
   std::vector<http::Request> requests;
-  std::string fail_url_part;  // a POST or PUT whose URL has it answers 403
+  std::vector<kube::GiveWayTime> give_way;  // each request's, as the client saw it
+  std::string fail_url_part;                // a POST or PUT whose URL has it answers 403
   http::Response send(const http::Request& r) override {
     requests.push_back(r);
+    give_way.push_back(kube::current_give_way_time());
     if (r.method == "GET") return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
     if (!fail_url_part.empty() && r.url.find(fail_url_part) != std::string::npos) {
       return {403, {}, R"({"kind":"Status","code":403,"reason":"Forbidden"})"};
@@ -65,8 +68,10 @@ struct Harness {
   std::shared_ptr<RecordingApi> api = std::make_shared<RecordingApi>();
   Metrics metrics;
   std::unique_ptr<AgentReconciler> reconciler;
-  Harness() {
+  static constexpr std::chrono::steady_clock::time_point kSteadyNow{std::chrono::hours(7)};
+  explicit Harness(bool paused = false) {
     view.agents_by_name["bot"] = testing::agent();
+    view.agents_by_name["bot"]["spec"]["paused"] = paused;
     view.runs.push_back(testing::with_status(
         testing::run("bot-1", "scheduler", at("2024-05-01T12:00:00Z"), "2024-05-01T12:00:00Z"),
         {{"phase", "Running"},
@@ -86,7 +91,8 @@ struct Harness {
         Json::array({{{"kind", "Job"}, {"name", "bot-1"}, {"uid", kJobUid}, {"controller", true}}});
     pod["metadata"]["labels"] = {{kLabelBatchControllerUid, kJobUid}};
     view.pods.push_back(pod);
-    reconciler = testing::reconciler_over(api, view, metrics, at("2024-05-01T12:03:00Z"));
+    reconciler = testing::reconciler_over(api, view, metrics, at("2024-05-01T12:03:00Z"),
+                                          [] { return kSteadyNow; });
   }
 };
 
@@ -139,6 +145,31 @@ TEST(ReconcilerDispatch, AFailedStartStillCountsTheFinishedRun) {
   EXPECT_EQ(result.error().kind, kube::ErrorKind::kForbidden);
   EXPECT_TRUE(h.api->first("PUT", "/agents/bot/status"));
   EXPECT_TRUE(h.api->first("PATCH", "/heartbeatruns/bot-1/status"));
+}
+
+// Under a saturated rate limiter the counting writes wait behind every other
+// agent's dispatch; they give way when this agent's next heartbeat (12:05,
+// two minutes on) comes due, so that heartbeat's pass can make its Job.
+TEST(ReconcilerDispatch, ThePassesWritesGiveWayAtTheAgentsNextHeartbeat) {
+  Harness h;
+  ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
+  ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
+  const auto counted = h.api->first("PATCH", "/heartbeatruns/bot-1/status");
+  const auto agent_status = h.api->first("PUT", "/agents/bot/status");
+  ASSERT_TRUE(counted && agent_status);
+  const kube::GiveWayTime expected = Harness::kSteadyNow + std::chrono::minutes(2);
+  EXPECT_EQ(h.api->give_way[*counted], expected);
+  EXPECT_EQ(h.api->give_way[*agent_status], expected);
+  EXPECT_FALSE(kube::current_give_way_time()) << "the pass's scope ended with it";
+}
+
+// A paused agent has no heartbeat ahead: its writes wait as long as it takes.
+TEST(ReconcilerDispatch, APausedAgentsWritesNeverGiveWay) {
+  Harness h(/*paused=*/true);
+  ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
+  const auto counted = h.api->first("PATCH", "/heartbeatruns/bot-1/status");
+  ASSERT_TRUE(counted);
+  EXPECT_EQ(h.api->give_way[*counted], std::nullopt);
 }
 
 }  // namespace

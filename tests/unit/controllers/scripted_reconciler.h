@@ -46,16 +46,16 @@ class FakeView final : public ClusterView {
   }
 };
 
-inline std::unique_ptr<AgentReconciler> reconciler_over(std::shared_ptr<http::Client> api,
-                                                        const ClusterView& view, Metrics& metrics,
-                                                        TimePoint now) {
+inline std::unique_ptr<AgentReconciler> reconciler_over(
+    std::shared_ptr<http::Client> api, const ClusterView& view, Metrics& metrics, TimePoint now,
+    AgentReconciler::SteadyClock steady = std::chrono::steady_clock::now) {
   kube::ClusterConfig cluster;
   cluster.server = "https://api.invalid";
   kube::ClientOptions options;
   options.qps = 0;
-  return std::make_unique<AgentReconciler>(std::make_shared<kube::Client>(cluster, options, api),
-                                           view, ReconcilerConfig{}, metrics,
-                                           [now] { return now; });
+  return std::make_unique<AgentReconciler>(
+      std::make_shared<kube::Client>(cluster, options, api), view, ReconcilerConfig{}, metrics,
+      [now] { return now; }, std::move(steady));
 }
 
 }  // namespace hb::controllers::testing

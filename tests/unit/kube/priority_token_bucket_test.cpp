@@ -37,6 +37,20 @@ TEST(PriorityTokenBucket, ADispatchNeverWaitsBehindBookkeepingThatQueuedFirst) {
   EXPECT_EQ(bucket.grant(kStart + 300ms), std::vector<Ticket>{bookkeeping});
 }
 
+TEST(PriorityTokenBucket, AWithdrawnTicketLeavesTheLineAndTakesNoToken) {
+  PriorityTokenBucket bucket(10, 1, kStart);
+  bucket.enqueue({RequestClass::kLifecycle, 0});
+  ASSERT_EQ(bucket.grant(kStart).size(), 1u);
+  const Ticket gave_way = bucket.enqueue({RequestClass::kLifecycle, 0});
+  const Ticket after = bucket.enqueue({RequestClass::kBookkeeping, 0});
+  EXPECT_TRUE(bucket.withdraw(gave_way));
+  EXPECT_FALSE(bucket.withdraw(gave_way)) << "not waiting any more";
+  EXPECT_EQ(bucket.waiting(), 1u);
+  EXPECT_EQ(bucket.grant(kStart + 100ms), std::vector<Ticket>{after});
+  EXPECT_FALSE(bucket.withdraw(after)) << "served: not waiting";
+  EXPECT_FALSE(bucket.next_token_at().has_value());
+}
+
 TEST(PriorityTokenBucket, WithinAClassTheEarliestSlotFirstThenArrival) {
   PriorityTokenBucket bucket(10, 1, kStart);
   bucket.enqueue({RequestClass::kDispatch, 0});

@@ -114,6 +114,20 @@ TEST(ReconcileWorkers, AThrottledAnswerWaitsWhatTheServerAskedWithinABound) {
             hostile.now + std::chrono::seconds(kRetryAfterSecondsMax));
 }
 
+TEST(ReconcileWorkers, APassThatGaveWayIsQueuedAgainAtOnceWithoutCountingAFailure) {
+  Workers w;
+  w.outcome = [] { return error_of(kube::ErrorKind::kGaveWay, 0); };
+  w.queue.add("team/bot");
+  ASSERT_TRUE(process_next_key(w.deps));
+  EXPECT_EQ(w.reconciles("gave_way"), 1);
+  EXPECT_EQ(w.reconciles("error"), 0);
+  EXPECT_EQ(w.metrics.value("controller_runtime_reconcile_errors_total", {{"controller", "agent"}}),
+            0);
+  EXPECT_EQ(w.queue.stats().retries, 0u);
+  EXPECT_EQ(w.queue.backoff_for("team/bot"), controllers::kWorkqueueBackoffMin) << "no backoff";
+  EXPECT_EQ(w.queue.try_get(), std::optional<std::string>("team/bot")) << "ready now";
+}
+
 TEST(ReconcileWorkers, AnExceptionIsABugThatStillRetriesTheKey) {
   Workers w;
   w.outcome = []() -> kube::Result<ReconcileResult> { throw std::runtime_error("boom"); };

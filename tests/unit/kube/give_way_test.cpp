@@ -1,0 +1,109 @@
+// A request that is not a dispatch stops waiting for the rate limiter at its
+// GiveWayScope's time and is not sent (ErrorKind::kGaveWay); a dispatch, a
+// request served in time and one outside any scope are sent as before.
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "kube/client.h"
+#include "kube/request_priority.h"
+#include "kube/resource.h"
+
+namespace hb::kube {
+namespace {
+
+using namespace std::chrono_literals;
+using Steady = std::chrono::steady_clock;
+
+class CountingTransport : public http::Client {
+ public:
+  http::Response send(const http::Request&) override {
+    ++sent;
+    return {200, {}, R"({"metadata":{"name":"x"}})"};
+  }
+  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
+    return {200, {}, ""};
+  }
+  std::atomic<int> sent{0};
+};
+
+// A client whose burst (one token) the first write spends: the next waits
+// 1 / qps for its token.
+struct Saturated {
+  std::shared_ptr<CountingTransport> transport = std::make_shared<CountingTransport>();
+  std::unique_ptr<Client> client;
+  const Json cm = {{"metadata", {{"name", "x"}}}};
+  explicit Saturated(double qps) {
+    ClusterConfig cluster;
+    cluster.server = "https://api.invalid";
+    ClientOptions options;
+    options.qps = qps;
+    options.burst = 1;
+    client = std::make_unique<Client>(cluster, options, transport);
+    EXPECT_TRUE(write().ok());
+  }
+  Result<Json> write() { return client->replace(resources::kConfigMaps, "ns", "x", cm); }
+};
+
+TEST(GiveWay, AWriteWhoseTimeHasComeIsNotSentAndSaysWhy) {
+  Saturated s(/*qps=*/1);
+  RequestPriorityScope lifecycle(RequestClass::kLifecycle);
+  GiveWayScope give_way(Steady::now() - 1ms);
+  const Result<Json> r = s.write();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kGaveWay);
+  EXPECT_NE(r.error().describe().find("configmaps ns/x"), std::string::npos)
+      << r.error().describe();
+  EXPECT_EQ(s.transport->sent, 1) << "nothing left the process";
+}
+
+TEST(GiveWay, AWriteWaitingForItsTokenGivesWayWhenItsTimeComes) {
+  Saturated s(/*qps=*/4);  // the next token in 250 ms
+  RequestPriorityScope bookkeeping(RequestClass::kBookkeeping);
+  GiveWayScope give_way(Steady::now() + 20ms);
+  const Result<Json> r = s.write();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kGaveWay);
+  EXPECT_EQ(s.transport->sent, 1);
+  // The ticket left the line: a dispatch after it is served at the next token.
+  RequestPriorityScope dispatch(RequestClass::kDispatch);
+  EXPECT_TRUE(s.write().ok());
+  EXPECT_EQ(s.transport->sent, 2);
+}
+
+TEST(GiveWay, ADispatchNeverGivesWay) {
+  Saturated s(/*qps=*/50);
+  RequestPriorityScope dispatch(RequestClass::kDispatch);
+  GiveWayScope give_way(Steady::now() - 1ms);
+  EXPECT_TRUE(s.write().ok());
+  EXPECT_EQ(s.transport->sent, 2);
+}
+
+TEST(GiveWay, ATokenAtHandIsSpentEvenPastTheTime) {
+  auto transport = std::make_shared<CountingTransport>();
+  ClusterConfig cluster;
+  cluster.server = "https://api.invalid";
+  ClientOptions options;
+  options.qps = 1;
+  options.burst = 2;
+  Client client(cluster, options, transport);
+  RequestPriorityScope lifecycle(RequestClass::kLifecycle);
+  GiveWayScope give_way(Steady::now() - 1ms);
+  EXPECT_TRUE(client.get(resources::kConfigMaps, "ns", "x").ok());
+  EXPECT_TRUE(client.get(resources::kConfigMaps, "ns", "x").ok());
+  EXPECT_EQ(transport->sent, 2) << "the burst was there: no wait, nothing to give way to";
+}
+
+TEST(GiveWay, OutsideAScopeAWriteWaitsForItsToken) {
+  Saturated s(/*qps=*/50);
+  {
+    GiveWayScope give_way(Steady::now() - 1ms);
+    EXPECT_EQ(current_give_way_time().has_value(), true);
+  }
+  EXPECT_FALSE(current_give_way_time().has_value()) << "the scope restored none";
+  EXPECT_TRUE(s.write().ok());
+  EXPECT_EQ(s.transport->sent, 2);
+}
+
+}  // namespace
+}  // namespace hb::kube
