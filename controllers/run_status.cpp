@@ -292,15 +292,20 @@ RunObservation observe_run(const RunObservationInput& in) {
   // Started: its Job exists, the Running status not yet written (the
   // reconciler writes it after the dispatch, or a crash lost it). Nothing
   // else is decided until it is stored: the start time every later verdict
-  // reads (stall, deadline) must not move when the Job goes away.
+  // reads (stall, deadline) must not move when the Job goes away. Except a
+  // Pod that has already ended while the Job is there to date the start:
+  // its final status (which records the start too) is written at once, so
+  // the agent's next run does not wait for a Running status queued behind
+  // other agents' dispatches.
   const RunClock clock = run_clock(view, in);
+  const Json* pod = pick_pod(in.pods);
+  const bool ended_before_recorded = in.job != nullptr && pod != nullptr && pod_finished(*pod);
   if (view.job_name.empty() || view.phase != RunPhase::kRunning) {
     obs.status = running_status(std::move(obs.status), view, in.job, clock.started);
     obs.phase = RunPhase::kRunning;
-    return obs;
+    if (!ended_before_recorded) return obs;
   }
   const JobState job = job_state(in.job);
-  const Json* pod = pick_pod(in.pods);
   if (pod != nullptr && pod_finished(*pod)) {
     Final f = finished_pod_outcome(*pod, cancel, job, clock, in);
     return finish_run(std::move(obs), std::move(f), in, clock.started, clock.lease_renew);

@@ -519,6 +519,33 @@ TEST(RunStatus, JobFoundWithoutStatusIsAdoptedAsRunning) {
   EXPECT_EQ(o.status["startedAt"], "2024-05-01T12:05:03Z");
 }
 
+// Under a saturated rate limiter the Running status waits behind other
+// agents' dispatches; a Pod that ends meanwhile is judged from the Job's
+// start stamp, and its final status records the start as well, so the
+// agent's next run need not wait for the Running write.
+TEST(RunStatus, APodThatEndedBeforeRunningWasStoredIsJudgedAtOnce) {
+  Json r = run("r1");
+  Json j = job("r1", "2024-05-01T12:05:03Z");
+  j["metadata"]["annotations"]["heartbeat.dev/started-at"] = "2024-05-01T12:05:05Z";
+  j["metadata"]["uid"] = "uid-job-r1";
+  Json p = terminated(pod("r1-abc"), 0, result_json(3, 1000, 200), "2024-05-01T12:05:40Z");
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  EXPECT_TRUE(o.became_final);
+  EXPECT_EQ(o.phase, RunPhase::kSucceeded);
+  EXPECT_EQ(o.status["phase"], "Succeeded");
+  EXPECT_EQ(o.status["jobName"], "r1");
+  EXPECT_EQ(o.status["jobUID"], "uid-job-r1");
+  EXPECT_EQ(o.status["startedAt"], "2024-05-01T12:05:05Z");
+  EXPECT_EQ(o.status["durationSeconds"], 35);
+  EXPECT_DOUBLE_EQ(o.status["usage"]["costCents"], 3.0);
+
+  // A Pod still running waits for the Running status, as before.
+  Json running_pod = pod("r1-abc");
+  o = observe(r, &j, {&running_pod}, at("2024-05-01T12:06:10Z"));
+  EXPECT_FALSE(o.became_final);
+  EXPECT_EQ(o.status["phase"], "Running");
+}
+
 // Found by the simulation: with the operator's clock a minute ahead of the
 // API server's, a run adopted from its Job's creationTimestamp was judged
 // stalled seconds after it started. The operator's own stamp on the Job wins.
