@@ -20,7 +20,12 @@ namespace hb::controllers {
 using namespace std::chrono_literals;
 
 inline constexpr std::chrono::milliseconds kWorkqueueBackoffMin = 5ms;
-inline constexpr std::chrono::milliseconds kWorkqueueBackoffMax = 1000s;
+// client-go stops at 1000 s. Ours stops at a minute: the operator's promises
+// are timed (a run's deadline, the next slot), and a pass that fails gives
+// no requeue time of its own. After an outage of a few minutes in which
+// every event's pass failed, an agent is looked at again within a minute
+// of the recovery, not a quarter of an hour later (found by the simulation).
+inline constexpr std::chrono::milliseconds kWorkqueueBackoffMax = 60s;
 
 struct WorkQueueStats {
   uint64_t adds = 0;
