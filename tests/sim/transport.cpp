@@ -115,6 +115,10 @@ Answer Transport::apply(const http::Request& request) {
 http::Response Transport::send(const http::Request& request) {
   ++stats_.requests;
   const bool write = request.method != "GET";
+  if (outage_ && outage_(request)) {
+    ++stats_.faults;
+    return to_response(status_answer(503, "ServiceUnavailable", "simulated outage"));
+  }
   if (draw(rates_.timeout)) {
     ++stats_.faults;
     throw http::TransportError(http::TransportError::Kind::kTimeout, "simulated timeout");

@@ -49,6 +49,11 @@ class Transport final : public http::Client {
   http::Response stream(const http::Request& request, const http::ChunkHandler&) override;
 
   void set_faults(const FaultRates& rates) { rates_ = rates; }
+  // Requests it matches are answered 503 before they are applied: an outage
+  // of part of the API (a webhook, an aggregated API, an etcd member) for
+  // as long as the predicate says.
+  using Outage = std::function<bool(const http::Request&)>;
+  void set_outage(Outage outage) { outage_ = std::move(outage); }
   void set_elapse(Elapse elapse) { elapse_ = std::move(elapse); }
   const TransportStats& stats() const { return stats_; }
 
@@ -62,6 +67,7 @@ class Transport final : public http::Client {
   std::mt19937_64& rng_;
   FaultRates rates_;
   Elapse elapse_;
+  Outage outage_;
   TransportStats stats_;
 };
 

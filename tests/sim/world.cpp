@@ -63,6 +63,13 @@ constexpr double kTeamBudgetShare = 0.5;
 constexpr int kTeamBudgetCentsMin = 2;
 constexpr int kTeamBudgetCentsMax = 20;
 constexpr int64_t kPolicyCapMax = 3;
+// Now and then every write of a run's status fails for a while (503: a
+// webhook on the status subresource, an etcd member down), so runs start
+// and end with their Running status still unwritten.
+constexpr int kOutageSecondsMin = 10;
+constexpr int kOutageSecondsMax = 90;
+constexpr int kOutageEverySecondsMin = 600;
+constexpr int kOutageEverySecondsMax = 3600;
 // The share of the user's actions that change the policy or a team label.
 constexpr double kPolicyActionShare = 0.2;
 
@@ -97,6 +104,14 @@ bool stopped_by_team_budget(const Json& agent) {
     }
   }
   return false;
+}
+// A started run whose final status replaced no Running one (its Pod ended
+// while the Running status could not be written).
+bool ended_unrecorded(const Json& before, const Json& after) {
+  const std::string was = controllers::string_at(before, "status/phase");
+  const std::string now = controllers::string_at(after, "status/phase");
+  return (was.empty() || was == "Queued") && !now.empty() && now != "Queued" && now != "Running" &&
+         !controllers::string_at(after, "status/jobName").empty();
 }
 // Whether `held` holds after a write and did not before (a new hold to count).
 template <typename Held>
@@ -179,7 +194,10 @@ class World {
   std::array<Replica, kReplicas> replicas_;
   uint64_t generations_ = 0;  // processes started, for identities and feed ids
   void jump_operator_clock();
-  TimePoint next_crash_, next_user_, next_relist_, next_jump_, next_freeze_;
+  void begin_run_status_outage();
+  bool in_run_status_outage(const http::Request& request) const;
+  TimePoint next_crash_, next_user_, next_relist_, next_jump_, next_freeze_, next_outage_;
+  TimePoint outage_until_{};
   bool faults_ = true;
   SimReport report_;
 };
@@ -220,10 +238,13 @@ World::World(const SimOptions& o)
   for (Transport* t : {operator_transport_.get(), runner_transport_.get()}) {
     t->set_elapse([this](std::chrono::milliseconds d) { now_ += d; });
   }
+  operator_transport_->set_outage(
+      [this](const http::Request& r) { return in_run_status_outage(r); });
   server_.set_observer([this](Actor a, const std::string& r, const std::optional<Json>& before,
                               const std::optional<Json>& after) {
     if (r == "heartbeatruns" && !before && after) ++report_.runs_created;
     if (r == "heartbeatruns") {
+      report_.final_before_running += before && after && ended_unrecorded(*before, *after);
       report_.concurrency_holds += newly(held_by_operator_cap, before, after);
       report_.policy_holds += newly(held_by_policy, before, after);
     }
@@ -386,7 +407,8 @@ void World::drain_queue(OperatorProcess& op) {
                                         if (!result.ok()) {
                                           ++report_.reconcile_errors;
                                           if (options_.verbose)
-                                            spdlog::info("sim reconcile {}/{} failed: {}", ns, name,
+                                            spdlog::info("sim reconcile {}/{} failed at {}: {}", ns,
+                                                         name, format_rfc3339(now_),
                                                          result.error().describe());
                                         }
                                         return result;
@@ -611,6 +633,7 @@ void World::step() {
     if (auto i = random_live_replica()) crash_operator(*i, "crash");
     next_crash_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
   }
+  if (faults_ && now_ >= next_outage_) begin_run_status_outage();
   if (faults_ && now_ >= next_freeze_) {
     freeze_leader();
     next_freeze_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(600, 3600)(rng_));
@@ -619,8 +642,27 @@ void World::step() {
     user_action();
     next_user_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(60, 900)(rng_));
   }
+  // Deadlines are held against an operator that could write for long
+  // enough: since it leads, and since the last outage ended.
   const OperatorProcess* lead = leader();
-  checker_.check_state(operator_now(), lead ? lead->leading_since : now_);
+  checker_.check_state(operator_now(), std::max(lead ? lead->leading_since : now_, outage_until_));
+}
+
+void World::begin_run_status_outage() {
+  outage_until_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(
+                             kOutageSecondsMin, kOutageSecondsMax)(rng_));
+  next_outage_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(
+                            kOutageEverySecondsMin, kOutageEverySecondsMax)(rng_));
+  ++report_.run_status_outages;
+  if (options_.verbose) {
+    spdlog::info("sim run status writes fail until {}", format_rfc3339(outage_until_));
+  }
+}
+
+bool World::in_run_status_outage(const http::Request& r) const {
+  return now_ < outage_until_ && r.method != "GET" &&
+         r.url.find("/heartbeatruns/") != std::string::npos &&
+         r.url.find("/status") != std::string::npos;
 }
 
 // The operator's wall clock steps (an NTP correction, a VM resumed), forward
@@ -650,6 +692,8 @@ SimReport World::run() {
   next_relist_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(60, 1800)(rng_));
   next_jump_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
   next_freeze_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(300, 3600)(rng_));
+  next_outage_ = now_ + std::chrono::seconds(std::uniform_int_distribution<int>(
+                            kOutageEverySecondsMin / 2, kOutageEverySecondsMax)(rng_));
   const TimePoint end = start_ + std::chrono::seconds(static_cast<int64_t>(options_.hours * 3600));
   while (now_ < end && checker_.violations().empty() && report_.violations.empty()) {
     step();
@@ -657,6 +701,7 @@ SimReport World::run() {
   }
   // The drain: no faults, every Agent paused; what runs ends and is counted.
   faults_ = false;
+  outage_until_ = std::min(outage_until_, now_);
   operator_transport_->set_faults({});
   runner_transport_->set_faults({});
   for (const Json& a : server_.objects("agents")) {

@@ -49,6 +49,11 @@ struct SimReport {
   uint64_t runs_created = 0, runs_counted = 0, reconciles = 0, reconcile_errors = 0;
   uint64_t crashes = 0, relists = 0, api_faults = 0, user_actions = 0, steps = 0;
   uint64_t clock_jumps = 0, leader_changes = 0, freezes = 0;
+  // Windows in which every write of a run's status failed (503).
+  uint64_t run_status_outages = 0;
+  // Runs whose final status was their first after the start (the Pod ended
+  // before the Running status could be written).
+  uint64_t final_before_running = 0;
   // Runs the operator-wide cap held Queued (ConcurrencyLimited), and runs a
   // HeartbeatPolicy's cap held (its name in the message); a run held by
   // one and then the other counts in both.
