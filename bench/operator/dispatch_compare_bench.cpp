@@ -7,12 +7,17 @@
 // kubelet finishes every Pod after 2 s. Printed, not asserted.
 //
 //   scripts/bench-dispatch.sh --objects=200 [--qps=20 --burst=30 --slots=2 --workers=4]
+//                             [--cronjob=0: the operator's half alone]
+//
+// It also prints each slot's slowest Jobs; HB_BENCH_OPERATOR_LOG_LEVEL=info
+// keeps the operator's story in /tmp/hb-dispatch-operator.log.
 //
 // scripts/bench-dispatch.sh starts the control plane with the cronjob
 // controller and its CronJobControllerV2 gate on, and kube-controller-manager
 // at --qps/--burst (its Job controller shares that budget, as in a cluster).
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -40,24 +45,25 @@ constexpr int kCreateThreads = 8;
 // Unix-minute Job suffixes are below this; unix seconds are above it.
 constexpr int64_t kUnixMinutesMax = 100'000'000;
 
+constexpr std::size_t kSlowestShown = 5;  // per slot, to see which heartbeats the tail is
+
 struct Options {
   int objects = 200;
   int qps = 20;
   int burst = 30;
   int slots = 2;
   int workers = 4;
+  int cronjob = 1;  // 0: the operator's half alone (while iterating on it)
 };
 
 Options parse(int argc, char** argv) {
   Options o;
-  const hb::bench::IntFlag flags[] = {{"--objects", &o.objects},
-                                      {"--qps", &o.qps},
-                                      {"--burst", &o.burst},
-                                      {"--slots", &o.slots},
-                                      {"--workers", &o.workers}};
+  const hb::bench::IntFlag flags[] = {{"--objects", &o.objects}, {"--qps", &o.qps},
+                                      {"--burst", &o.burst},     {"--slots", &o.slots},
+                                      {"--workers", &o.workers}, {"--cronjob", &o.cronjob}};
   hb::bench::parse_int_flags(argc, argv, flags);
   if (o.objects < 1 || o.qps < 1 || o.burst < 1 || o.slots < 1 || o.workers < 1) {
-    throw std::invalid_argument("every flag must be >= 1");
+    throw std::invalid_argument("every flag but --cronjob must be >= 1");
   }
   return o;
 }
@@ -93,19 +99,32 @@ class JobArrivals {
     std::lock_guard lock(mutex_);
     return lags_;
   }
+  // The latest `count` Jobs of `slot`: name and lag, latest first.
+  std::vector<std::pair<double, std::string>> latest(int64_t slot, std::size_t count) const {
+    std::lock_guard lock(mutex_);
+    auto it = named_.find(slot);
+    if (it == named_.end()) return {};
+    std::vector<std::pair<double, std::string>> out = it->second;
+    std::sort(out.rbegin(), out.rend());
+    out.resize(std::min(out.size(), count));
+    return out;
+  }
 
  private:
   void arrived(const json& job) {
     const double now = std::chrono::duration<double>(SystemClock::now().time_since_epoch()).count();
-    const auto slot = slot_of_job(hb::controllers::string_at(job, "metadata/name"));
+    const std::string name = hb::controllers::string_at(job, "metadata/name");
+    const auto slot = slot_of_job(name);
     if (!slot) return;
     std::lock_guard lock(mutex_);
     lags_[*slot].push_back(now - static_cast<double>(*slot));
+    named_[*slot].emplace_back(now - static_cast<double>(*slot), name);
   }
 
   std::unique_ptr<hb::kube::Informer> jobs_;
   mutable std::mutex mutex_;
   std::map<int64_t, std::vector<double>> lags_;
+  std::map<int64_t, std::vector<std::pair<double, std::string>>> named_;
 };
 
 // Sleeps until `second` of the next minute; returns that minute's start.
@@ -187,6 +206,11 @@ std::vector<SlotRow> measure(hb::kube::Client& client, JobArrivals& arrivals, co
                              .count();
     auto it = lags.find(slot);
     rows.push_back(summarize(it == lags.end() ? std::vector<double>{} : it->second));
+    std::printf("slowest Jobs of slot %d:", s + 1);
+    for (const auto& [lag, name] : arrivals.latest(slot, kSlowestShown)) {
+      std::printf(" %s %.1f s;", name.c_str(), lag);
+    }
+    std::printf("\n");
   }
   return rows;
 }
@@ -218,7 +242,7 @@ int main(int argc, char** argv) {
             << " slots, both at --qps=" << opt.qps << " --burst=" << opt.burst << std::endl;
 
   std::vector<SlotRow> cron_rows;
-  {
+  if (opt.cronjob != 0) {
     const std::string ns = ClusterFixture::make_namespace("cron");
     JobArrivals arrivals(client, ns);
     FakeKubelet kubelet(client, ns, [](const json&) {
@@ -232,13 +256,16 @@ int main(int argc, char** argv) {
     kubelet.stop();
     delete_namespace(*client, ns);
   }
-  print_row("CronJob controller v2 (so far)", cron_rows, opt.objects);
+  if (opt.cronjob != 0) print_row("CronJob controller v2 (so far)", cron_rows, opt.objects);
   std::fflush(stdout);  // shown while the operator's half runs (stdout may be a file)
 
   const std::string ns = ClusterFixture::make_namespace("agents");
   OperatorProcess op({"--namespace=" + ns, "--leader-elect=false", "--runner-image=runner:bench",
                       "--qps=" + std::to_string(opt.qps), "--burst=" + std::to_string(opt.burst),
-                      "--workers=" + std::to_string(opt.workers), "--log-level=warn"},
+                      "--workers=" + std::to_string(opt.workers),
+                      "--log-level=" + std::string(std::getenv("HB_BENCH_OPERATOR_LOG_LEVEL")
+                                                       ? std::getenv("HB_BENCH_OPERATOR_LOG_LEVEL")
+                                                       : "warn")},
                      "/tmp/hb-dispatch-operator.log");
   op.start();
   if (!wait_until([&] { return op.ready(); }, std::chrono::seconds(60))) {
@@ -276,7 +303,7 @@ int main(int argc, char** argv) {
   std::printf("\n|---|");
   for (int s = 1; s <= opt.slots; ++s) std::printf("---|");
   std::printf("\n");
-  print_row("CronJob controller v2", cron_rows, opt.objects);
+  if (opt.cronjob != 0) print_row("CronJob controller v2", cron_rows, opt.objects);
   print_row("heartbeat-operator", op_rows, opt.objects);
   std::printf(
       "\noperator writes by class over the run (agent objects included): %s; %.0f runs "
