@@ -27,22 +27,25 @@ class CountingTransport : public http::Client {
   std::atomic<int> sent{0};
 };
 
-// A client whose burst (one token) the first write spends: the next waits
-// 1 / qps for its token.
-struct Saturated {
+// A rate-limited client over a counting transport. Saturated: the first
+// write spends its whole burst (one token), so the next waits 1 / qps.
+struct Limited {
   std::shared_ptr<CountingTransport> transport = std::make_shared<CountingTransport>();
   std::unique_ptr<Client> client;
   const Json cm = {{"metadata", {{"name", "x"}}}};
-  explicit Saturated(double qps) {
+  Limited(double qps, int burst) {
     ClusterConfig cluster;
     cluster.server = "https://api.invalid";
     ClientOptions options;
     options.qps = qps;
-    options.burst = 1;
+    options.burst = burst;
     client = std::make_unique<Client>(cluster, options, transport);
-    EXPECT_TRUE(write().ok());
   }
   Result<Json> write() { return client->replace(resources::kConfigMaps, "ns", "x", cm); }
+};
+
+struct Saturated : Limited {
+  explicit Saturated(double qps) : Limited(qps, 1) { EXPECT_TRUE(write().ok()); }
 };
 
 TEST(GiveWay, AWriteWhoseTimeHasComeIsNotSentAndSaysWhy) {
@@ -80,18 +83,12 @@ TEST(GiveWay, ADispatchNeverGivesWay) {
 }
 
 TEST(GiveWay, ATokenAtHandIsSpentEvenPastTheTime) {
-  auto transport = std::make_shared<CountingTransport>();
-  ClusterConfig cluster;
-  cluster.server = "https://api.invalid";
-  ClientOptions options;
-  options.qps = 1;
-  options.burst = 2;
-  Client client(cluster, options, transport);
+  Limited l(/*qps=*/1, /*burst=*/2);
   RequestPriorityScope lifecycle(RequestClass::kLifecycle);
   GiveWayScope give_way(Steady::now() - 1ms);
-  EXPECT_TRUE(client.get(resources::kConfigMaps, "ns", "x").ok());
-  EXPECT_TRUE(client.get(resources::kConfigMaps, "ns", "x").ok());
-  EXPECT_EQ(transport->sent, 2) << "the burst was there: no wait, nothing to give way to";
+  EXPECT_TRUE(l.write().ok());
+  EXPECT_TRUE(l.write().ok());
+  EXPECT_EQ(l.transport->sent, 2) << "the burst was there: no wait, nothing to give way to";
 }
 
 TEST(GiveWay, OutsideAScopeAWriteWaitsForItsToken) {
