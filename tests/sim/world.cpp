@@ -8,6 +8,7 @@
 
 #include "controllers/budget_hold.h"
 #include "controllers/names.h"
+#include "controllers/run_view.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/runtime/workqueue.h"
 #include "controllers/schedule/blocks.h"
@@ -108,9 +109,9 @@ bool stopped_by_team_budget(const Json& agent) {
 // A started run whose final status replaced no Running one (its Pod ended
 // while the Running status could not be written).
 bool ended_unrecorded(const Json& before, const Json& after) {
-  const std::string was = controllers::string_at(before, "status/phase");
-  const std::string now = controllers::string_at(after, "status/phase");
-  return (was.empty() || was == "Queued") && !now.empty() && now != "Queued" && now != "Running" &&
+  const auto was = controllers::parse_run_phase(controllers::string_at(before, "status/phase"));
+  const auto now = controllers::parse_run_phase(controllers::string_at(after, "status/phase"));
+  return (!was || *was == controllers::RunPhase::kQueued) && now && controllers::is_final(*now) &&
          !controllers::string_at(after, "status/jobName").empty();
 }
 // Whether `held` holds after a write and did not before (a new hold to count).
