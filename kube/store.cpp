@@ -1,14 +1,10 @@
 #include "kube/store.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <utility>
 
 namespace hb::kube {
-
-namespace {
-nlohmann::json parse(const std::string& text) {
-  return nlohmann::json::parse(text);
-}
-}  // namespace
 
 std::string Store::key_of(const nlohmann::json& object) {
   const auto& meta = object.at("metadata");
@@ -31,9 +27,27 @@ std::optional<Store::Entry> Store::encode(nlohmann::json& object) const {
   if (object.is_null()) return std::nullopt;
   Entry entry;
   entry.resource_version = object.value("/metadata/resourceVersion"_json_pointer, "");
-  entry.text = object.dump();
-  entry.text.shrink_to_fit();
+  entry.text = compress(object.dump());
   return entry;
+}
+
+CompressedText Store::compress(std::string_view text) const {
+  std::call_once(dictionary_once_,
+                 [&] { dictionary_ = std::make_unique<const TextDictionary>(text); });
+  return dictionary_->compress(text);
+}
+
+void Store::decompress(const CompressedText& text, std::string& plain) const {
+  if (!dictionary_ || !dictionary_->decompress(text, plain)) {
+    std::fputs("heartbeat-operator: a cached object does not decompress (a bug)\n", stderr);
+    std::abort();
+  }
+}
+
+nlohmann::json Store::parse(const CompressedText& text) const {
+  thread_local std::string plain;  // reused: no allocation per read
+  decompress(text, plain);
+  return nlohmann::json::parse(plain);
 }
 
 void Store::set_handlers(StoreHandlers handlers) {
@@ -45,7 +59,7 @@ void Store::commit(const std::string& key, bool deleted, Entry entry,
                    const nlohmann::json* parsed) {
   std::optional<Entry> old;
   std::shared_ptr<const StoreHandlers> handlers;
-  std::string text_for_handlers;
+  CompressedText text_for_handlers;
   {
     std::lock_guard lock(mutex_);
     handlers = handlers_;
@@ -95,7 +109,7 @@ void Store::apply(const ScannedWatchEvent& event) {
   }
   std::string key(event.name);
   if (!event.namespace_.empty()) key = std::string(event.namespace_) + "/" + key;
-  Entry entry{std::string(event.resource_version), event.compact_object_text()};
+  Entry entry{std::string(event.resource_version), compress(event.compact_object_text())};
   commit(key, event.type == WatchEventType::kDeleted, std::move(entry), nullptr);
 }
 
@@ -139,7 +153,7 @@ void Store::replace(Replacement replacement) {
   // Handlers run outside the lock; each reads its object's text when it is
   // its turn, so the new contents are never copied whole. An object dropped
   // meanwhile (reproject, from another thread) is not reported.
-  auto current = [this](const std::string& key) -> std::optional<std::string> {
+  auto current = [this](const std::string& key) -> std::optional<CompressedText> {
     std::lock_guard lock(mutex_);
     auto it = items_.find(key);
     if (it == items_.end()) return std::nullopt;
@@ -152,12 +166,12 @@ void Store::replace(Replacement replacement) {
   for (const std::string& key : added) {
     if (handlers->on_change) handlers->on_change(key);
     if (!handlers->on_add) continue;
-    if (std::optional<std::string> text = current(key)) handlers->on_add(parse(*text));
+    if (std::optional<CompressedText> text = current(key)) handlers->on_add(parse(*text));
   }
   for (const std::string& key : changed) {
     if (handlers->on_change) handlers->on_change(key);
     if (!handlers->on_update) continue;
-    if (std::optional<std::string> text = current(key)) {
+    if (std::optional<CompressedText> text = current(key)) {
       handlers->on_update(parse(old.at(key).text), parse(*text));
     }
   }
@@ -181,18 +195,18 @@ void Store::forget(const std::string& key) {
 }
 
 std::optional<nlohmann::json> Store::get(const std::string& key) const {
-  std::string text;
+  thread_local std::string text;  // reused: no allocation per read
   {
     std::lock_guard lock(mutex_);
     auto it = items_.find(key);
     if (it == items_.end()) return std::nullopt;
-    text = it->second.text;
+    decompress(it->second.text, text);  // not parsed under the lock: that is the slow part
   }
-  return parse(text);
+  return nlohmann::json::parse(text);
 }
 
 std::vector<nlohmann::json> Store::list() const {
-  std::vector<std::string> texts;
+  std::vector<CompressedText> texts;
   {
     std::lock_guard lock(mutex_);
     texts.reserve(items_.size());
@@ -219,6 +233,17 @@ bool Store::contains(const std::string& key) const {
 size_t Store::size() const {
   std::lock_guard lock(mutex_);
   return items_.size();
+}
+
+Store::Footprint Store::footprint() const {
+  std::lock_guard lock(mutex_);
+  Footprint out;
+  for (const auto& [key, entry] : items_) {
+    out.stored_bytes += entry.text.stored_bytes();
+    out.text_bytes += entry.text.text_bytes;
+  }
+  if (dictionary_) out.dictionary_bytes = dictionary_->footprint_bytes();
+  return out;
 }
 
 }  // namespace hb::kube

@@ -1,6 +1,8 @@
 // The informer's cache: the latest copy of each object, kept by a reflector.
-// Objects are held as compact JSON text (managedFields stripped), which costs
-// about the object's own size; readers get a parsed copy. A projection
+// Objects are held as compact JSON text (managedFields stripped), compressed
+// against a dictionary taken from the store's first object (compressed_text.h:
+// objects of one resource share nearly all their keys and many values, so
+// each costs about a quarter of its text); readers get a parsed copy. A projection
 // (client-go's SetTransform) cuts each object down to what readers use
 // before it is kept, so both the memory and every read's parse shrink.
 #pragma once
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "kube/compressed_text.h"
 #include "kube/watch_decoder.h"
 #include "kube/watch_scan.h"
 
@@ -66,7 +69,7 @@ class Store {
     explicit Replacement(const Store& store) : store_(&store) {}
     struct Entry {
       std::string resource_version;
-      std::string text;
+      CompressedText text;
     };
     const Store* store_;
     std::map<std::string, Entry> entries_;
@@ -92,6 +95,12 @@ class Store {
   std::vector<nlohmann::json> list() const;
   std::vector<std::string> keys() const;
   size_t size() const;
+  // Bytes the kept objects take as stored, and as text, and the
+  // compression dictionary's tables (for benchmarks).
+  struct Footprint {
+    std::size_t stored_bytes = 0, text_bytes = 0, dictionary_bytes = 0;
+  };
+  Footprint footprint() const;
 
  private:
   using Entry = Replacement::Entry;
@@ -99,6 +108,12 @@ class Store {
   void forget(const std::string& key);
   // Projects and encodes; nullopt when the projection discards the object.
   std::optional<Entry> encode(nlohmann::json& object) const;
+  CompressedText compress(std::string_view text) const;
+  // An entry's text into `plain`. Aborts if it does not decompress: that is
+  // this store's own memory, so only a bug gets there.
+  void decompress(const CompressedText& text, std::string& plain) const;
+  // The object an entry holds.
+  nlohmann::json parse(const CompressedText& text) const;
   // Stores (or erases) one entry, then runs the handlers outside the lock.
   // `parsed` is the new object when the caller already has it as a tree.
   void commit(const std::string& key, bool deleted, Entry entry, const nlohmann::json* parsed);
@@ -107,6 +122,10 @@ class Store {
   std::map<std::string, Entry> items_;
   std::shared_ptr<const StoreHandlers> handlers_ = std::make_shared<StoreHandlers>();
   Projection projection_;
+  // Made from the first text compressed; set once, before any entry exists,
+  // and never changed (every entry needs it).
+  mutable std::once_flag dictionary_once_;
+  mutable std::unique_ptr<const TextDictionary> dictionary_;
 };
 
 }  // namespace hb::kube

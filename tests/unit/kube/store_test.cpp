@@ -150,6 +150,35 @@ TEST(StoreProjection, AnObjectDroppedWhileARelistReportsIsSkipped) {
   EXPECT_EQ(store.keys(), (std::vector<std::string>{"ns/a"}));
 }
 
+TEST(Store, KeepsObjectsCompressedAgainstItsFirstAndReadsThemBackWhole) {
+  Store store;
+  auto big = [](const std::string& name, const std::string& rv) {
+    nlohmann::json o = obj(name, rv);
+    o["spec"]["labels"] = {{"app.kubernetes.io/managed-by", "heartbeat-operator"},
+                           {"heartbeat.dev/agent", "agent-" + name}};
+    o["status"] = {{"phase", "Succeeded"}, {"reason", "Completed"}, {"output", name + " done"}};
+    return o;
+  };
+  store.replace({big("a", "1"), big("b", "2")});
+  // Events take both paths: parsed and scanned.
+  store.apply({WatchEventType::kAdded, big("c", "3")});
+  const std::string line = nlohmann::json{{"type", "ADDED"}, {"object", big("d", "4")}}.dump();
+  auto scanned = scan_watch_event(line);
+  ASSERT_TRUE(scanned);
+  store.apply(*scanned);
+  for (const std::string name : {"a", "b", "c", "d"}) {
+    nlohmann::json expected =
+        big(name, store.get("ns/" + name)->at("metadata").at("resourceVersion"));
+    expected["metadata"].erase("managedFields");
+    EXPECT_EQ(*store.get("ns/" + name), expected) << name;
+  }
+  EXPECT_EQ(store.list().size(), 4u);
+  Store::Footprint footprint = store.footprint();
+  EXPECT_GT(footprint.text_bytes, 0u);
+  // Each object but the first is mostly the first one's text.
+  EXPECT_LT(footprint.stored_bytes * 2, footprint.text_bytes);
+}
+
 TEST(Store, ClusterScopedKeyHasNoNamespace) {
   EXPECT_EQ(Store::key_of({{"metadata", {{"name", "n"}}}}), "n");
 }
