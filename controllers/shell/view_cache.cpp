@@ -1,6 +1,12 @@
 #include "controllers/shell/view_cache.h"
 
+#include <cassert>
+
 namespace hb::controllers {
+
+ViewCache::ViewCache(std::size_t agents_max) : agents_max_(agents_max) {
+  assert(agents_max_ > 0);
+}
 
 AgentViews ViewCache::views(const std::string& key, const Json& agent,
                             const std::vector<Json>& runs) {
@@ -8,7 +14,7 @@ AgentViews ViewCache::views(const std::string& key, const Json& agent,
   {
     std::lock_guard lock(mutex_);
     auto it = entries_.find(key);
-    if (it != entries_.end()) last = it->second;
+    if (it != entries_.end()) last = it->second.entry;
   }
   // Built outside the lock: only this agent's reconcile touches its entry.
   auto next = std::make_shared<Entry>();
@@ -40,13 +46,30 @@ AgentViews ViewCache::views(const std::string& key, const Json& agent,
     }
   }
   std::lock_guard lock(mutex_);
-  entries_[key] = std::move(next);
+  keep(key, std::move(next));
   return out;
+}
+
+void ViewCache::keep(const std::string& key, std::shared_ptr<const Entry> entry) {
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    recency_.splice(recency_.begin(), recency_, it->second.recency);
+    it->second.entry = std::move(entry);
+    return;
+  }
+  recency_.push_front(key);
+  entries_.emplace(key, Slot{std::move(entry), recency_.begin()});
+  while (entries_.size() > agents_max_) {
+    entries_.erase(recency_.back());
+    recency_.pop_back();
+  }
 }
 
 void ViewCache::forget(const std::string& key) {
   std::lock_guard lock(mutex_);
-  entries_.erase(key);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return;
+  recency_.erase(it->second.recency);
+  entries_.erase(it);
 }
 
 std::size_t ViewCache::size() const {

@@ -6,9 +6,15 @@
 // agent's history) are not kept; at fleet size they were a third of the
 // operator's memory. Entries are per agent and replaced on every reconcile, so
 // views of deleted runs go with the next pass and a deleted agent's with
-// forget(). Thread-safe; one reconcile per agent key runs at a time.
+// forget(). Only the agents reconciled most recently keep theirs (a bound,
+// not the fleet: an agent's events come in a burst around its heartbeat, and
+// at 10,000 agents views of all of them were 44 MiB); a pass for another
+// agent views it afresh. Thread-safe; one reconcile per agent key runs at a
+// time.
 #pragma once
 
+#include <cstddef>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,8 +31,13 @@ struct AgentViews {
   std::vector<std::shared_ptr<const RunView>> runs;  // in the order of the runs given
 };
 
+// Agents whose views are kept: at 4 to 5 KB an agent, about 4 MiB.
+inline constexpr std::size_t kViewCacheAgentsMax = 1000;
+
 class ViewCache {
  public:
+  explicit ViewCache(std::size_t agents_max = kViewCacheAgentsMax);
+
   // Views of `agent` (key "ns/name") and of `runs`, reused where the
   // resourceVersion is the one seen last time. An object without a
   // resourceVersion is viewed afresh every time.
@@ -44,8 +55,18 @@ class ViewCache {
     Versioned<AgentView> agent;
     std::unordered_map<std::string, Versioned<RunView>> runs;  // by run name
   };
+  struct Slot {
+    std::shared_ptr<const Entry> entry;
+    std::list<std::string>::iterator recency;  // its place in recency_
+  };
+  // Keeps `entry` for `key` as the most recent; drops the least recent
+  // beyond the bound. Under mutex_.
+  void keep(const std::string& key, std::shared_ptr<const Entry> entry);
+
+  const std::size_t agents_max_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const Entry>> entries_;
+  std::unordered_map<std::string, Slot> entries_;
+  std::list<std::string> recency_;  // most recent first
 };
 
 }  // namespace hb::controllers

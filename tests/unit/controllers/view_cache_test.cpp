@@ -34,6 +34,27 @@ TEST(ViewCache, ReusesViewsWhileTheResourceVersionStays) {
   EXPECT_EQ(changed.runs[1], first.runs[1]);  // untouched run: same view
 }
 
+// Only the most recently reconciled agents keep views: the least recent
+// goes past the bound and is viewed afresh when its turn comes again.
+TEST(ViewCache, KeepsOnlyTheMostRecentlyViewedAgents) {
+  ViewCache cache(2);
+  const Json a = agent();
+  const std::vector<Json> runs = {run("bot-1")};
+  const AgentViews first_a = cache.views("ns/a", a, runs);
+  const AgentViews first_b = cache.views("ns/b", a, runs);
+  EXPECT_EQ(cache.views("ns/a", a, runs).agent, first_a.agent);  // a is now the most recent
+  (void)cache.views("ns/c", a, runs);                            // b goes
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.views("ns/a", a, runs).agent, first_a.agent);
+  const AgentViews again_b = cache.views("ns/b", a, runs);  // c goes
+  EXPECT_NE(again_b.agent, first_b.agent);
+  EXPECT_EQ(again_b.agent->spec.spec.name, first_b.agent->spec.spec.name);  // built again
+  EXPECT_EQ(again_b.agent->resource_version, first_b.agent->resource_version);
+  cache.forget("ns/a");
+  cache.forget("ns/a");  // twice: nothing
+  EXPECT_EQ(cache.size(), 1u);
+}
+
 // Most of a fleet's runs are settled history: their views are built each
 // pass and not kept, and read the same as a kept one would.
 TEST(ViewCache, ViewsOfSettledRunsAreNotKept) {
