@@ -7,7 +7,11 @@
 // local control plane (fixtures/fleet_objects.json, managedFields stripped,
 // as the Store strips them), renamed per agent and run; --output-bytes sets
 // the size of each run's output (in its status and its Pod's termination
-// message), which is the agent's to choose up to 4,000 bytes.
+// message), which is the agent's to choose up to 4,000 bytes. What differs
+// between real objects differs here too, from a seeded generator: random
+// UIDs, each run's own times and resourceVersion, and each output its own
+// prose (the caches keep objects compressed, so copies that differed only
+// by name would flatter them).
 //
 // Each fleet size runs in a fresh child process, so its peak RSS is its own.
 // Printed, not asserted: heap bytes in use (mallinfo2) added by each kind of
@@ -23,6 +27,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -79,12 +84,65 @@ std::string substitute(std::string text,
   return text;
 }
 
-std::string fake_uid(uint64_t n) {
-  char buffer[40];
-  std::snprintf(buffer, sizeof buffer, "%08llx-0000-4000-8000-%012llx",
-                static_cast<unsigned long long>(n >> 20), static_cast<unsigned long long>(n));
+// What varies between real objects, drawn from one seeded generator so
+// every run of the bench fills the same fleet.
+class Variety {
+ public:
+  // A version-4 UUID as the API server makes them: 122 random bits.
+  std::string uid() {
+    const uint64_t high = rng_(), low = rng_();
+    char buffer[40];
+    std::snprintf(buffer, sizeof buffer, "%08llx-%04llx-4%03llx-%04llx-%012llx",
+                  static_cast<unsigned long long>(high >> 32),
+                  static_cast<unsigned long long>((high >> 16) & 0xffff),
+                  static_cast<unsigned long long>(high & 0xfff),
+                  static_cast<unsigned long long>(0x8000 | (low >> 48 & 0x3fff)),
+                  static_cast<unsigned long long>(low & 0xffffffffffffULL));
+    return buffer;
+  }
+  // Prose of `bytes` characters: words of a model's report in random order.
+  std::string prose(int bytes) {
+    static const std::vector<std::string> kWords = {
+        "checked", "the",       "queue",   "opened",  "issue",   "closed",   "two",     "pull",
+        "request", "review",    "tests",   "passed",  "failed",  "deploy",   "staging", "found",
+        "nothing", "to",        "do",      "updated", "memory",  "notes",    "latency", "p99",
+        "rose",    "after",     "release", "rolled",  "back",    "alert",    "paged",   "on-call",
+        "summary", "of",        "today",   "three",   "tickets", "waiting",  "for",     "answer",
+        "from",    "team",      "cost",    "budget",  "within",  "limits",   "will",    "retry",
+        "next",    "heartbeat", "merged",  "branch",  "main",    "database", "backup",  "verified",
+        "disk",    "usage",     "at",      "percent", "and",     "a",        "new"};
+    std::string out;
+    std::uniform_int_distribution<std::size_t> word(0, kWords.size() - 1);
+    while (out.size() < static_cast<std::size_t>(bytes)) {
+      if (!out.empty()) out += (rng_() % 9 == 0) ? ". " : " ";
+      out += kWords[word(rng_)];
+    }
+    out.resize(static_cast<std::size_t>(bytes));
+    return out;
+  }
+  uint64_t below(uint64_t n) { return rng_() % n; }
+
+ private:
+  std::mt19937_64 rng_{20261127};
+};
+
+std::string rfc3339(int64_t unix_seconds) {
+  const std::time_t t = unix_seconds;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buffer;
 }
+
+// The fixtures' times, each replaced per copy.
+constexpr const char* kFixtureCreated = "2026-11-27T05:59:03Z";  // the Agent and its Lease
+constexpr const char* kFixtureStarted = "2026-11-27T06:00:03Z";
+constexpr const char* kFixtureFinished = "2026-11-27T06:00:05Z";
+constexpr const char* kFixtureNext = "2026-11-27T06:01:03Z";
+constexpr const char* kFixtureCleanup = "2026-11-27T06:02:03Z";  // the Job's TTL
+constexpr const char* kOutputPlaceholder = "@OUTPUT@";
+constexpr int64_t kFixtureDayStart = 1795737600;  // 2026-11-27T00:00:00Z
 
 struct Templates {
   std::string agent, run, run_in_flight, job, pod, lease;
@@ -95,7 +153,8 @@ Templates load_templates(int output_bytes) {
   std::ifstream in(kFixturePath);
   if (!in) throw std::runtime_error(std::string("cannot read ") + kFixturePath);
   Json all = Json::parse(in);
-  const std::string output(static_cast<std::size_t>(output_bytes), 'o');
+  (void)output_bytes;
+  const std::string output = kOutputPlaceholder;  // each copy's own prose
   all["run"]["status"]["output"] = output;
   Json& states = all["pod"]["status"]["containerStatuses"];
   for (Json& c : states) {
@@ -152,33 +211,56 @@ void measure(int agents, const Templates& t, int output_bytes) {
         return source;
       },
       std::move(options), [](const std::string&) {});
-  uint64_t uid = 1;
+  Variety variety;
+  uint64_t resource_version = 48'000'000;
   std::map<std::string, std::size_t> added;
   auto fill = [&](const char* plural, auto&& object_of) {
     const std::size_t before = heap_bytes();
     FilledSource& source = *sources.at(plural);
     hb::kube::Store::Replacement list = source.begin_list();
     for (int a = 0; a < agents; ++a) {
-      for (std::string& text : object_of(a)) list.add(Json::parse(text));
+      for (std::string& text : object_of(a)) {
+        Json object = Json::parse(text);
+        resource_version += 1 + variety.below(40);
+        object["metadata"]["resourceVersion"] = std::to_string(resource_version);
+        list.add(std::move(object));
+      }
     }
     source.end_list(std::move(list));
     added[plural] = heap_bytes() - before;
   };
+  std::vector<std::string> agent_uids;
+  std::vector<int64_t> agent_created;
+  for (int a = 0; a < agents; ++a) {
+    agent_uids.push_back(variety.uid());
+    agent_created.push_back(kFixtureDayStart + static_cast<int64_t>(variety.below(3600)));
+  }
+  constexpr int64_t kIntervalSeconds = 600;
+  auto slot = [&](int a, int k) { return agent_created[a] + kIntervalSeconds * (k + 1); };
   auto agent_pairs = [&](int a) {
     return std::vector<std::pair<std::string, std::string>>{
-        {t.agent_uid, fake_uid(uid++)}, {t.agent_name, "agent-" + std::to_string(a)}};
+        {t.agent_uid, agent_uids[a]},
+        {t.agent_name, "agent-" + std::to_string(a)},
+        {kFixtureCreated, rfc3339(agent_created[a])}};
   };
-  auto run_name = [](int a, int k) {
-    return "agent-" + std::to_string(a) + "-" + std::to_string(1795759200 + 60 * k);
+  auto run_name = [&](int a, int k) {
+    return "agent-" + std::to_string(a) + "-" + std::to_string(slot(a, k));
   };
   // Per run: its own name and uids first (they contain the agent's name).
   auto run_pairs = [&](int a, int k) {
     auto pairs =
         std::vector<std::pair<std::string, std::string>>{{t.pod_name, run_name(a, k) + "-abcde"},
                                                          {t.run_name, run_name(a, k)},
-                                                         {t.run_uid, fake_uid(uid++)},
-                                                         {t.job_uid, fake_uid(uid++)},
-                                                         {t.pod_uid, fake_uid(uid++)}};
+                                                         {t.run_uid, variety.uid()},
+                                                         {t.job_uid, variety.uid()},
+                                                         {t.pod_uid, variety.uid()}};
+    const int64_t started = slot(a, k) + static_cast<int64_t>(variety.below(3));
+    const int64_t finished = started + 2 + static_cast<int64_t>(variety.below(120));
+    pairs.insert(pairs.end(), {{kFixtureStarted, rfc3339(started)},
+                               {kFixtureFinished, rfc3339(finished)},
+                               {kFixtureNext, rfc3339(slot(a, k + 1))},
+                               {kFixtureCleanup, rfc3339(finished + 120)},
+                               {kOutputPlaceholder, variety.prose(output_bytes)}});
     for (auto& p : agent_pairs(a)) pairs.push_back(p);
     return pairs;
   };
@@ -191,14 +273,20 @@ void measure(int agents, const Templates& t, int output_bytes) {
       return out;
     };
   };
-  fill("agents",
-       [&](int a) { return std::vector<std::string>{substitute(t.agent, agent_pairs(a))}; });
+  fill("agents", [&](int a) {
+    auto pairs = agent_pairs(a);  // its status tells of its last run and next slot
+    const int64_t last = slot(a, kHistoryRuns - 1);
+    pairs.insert(pairs.end(), {{kFixtureStarted, rfc3339(last)},
+                               {kFixtureFinished, rfc3339(last + 2 + variety.below(120))},
+                               {kFixtureNext, rfc3339(slot(a, kHistoryRuns))}});
+    return std::vector<std::string>{substitute(t.agent, pairs)};
+  });
   fill("heartbeatruns", per_run(t.run, t.run_in_flight));
   fill("jobs", per_run(t.job, t.job));
   fill("pods", per_run(t.pod, t.pod));
   fill("leases", [&](int a) {
     auto pairs = agent_pairs(a);
-    pairs.insert(pairs.begin(), {t.lease_uid, fake_uid(uid++)});
+    pairs.insert(pairs.begin(), {t.lease_uid, variety.uid()});
     return std::vector<std::string>{substitute(t.lease, pairs)};
   });
   // A reconcile pass over every agent keeps each agent's typed views (the
@@ -214,15 +302,21 @@ void measure(int agents, const Templates& t, int output_bytes) {
   }
   added["views"] = heap_bytes() - before_views;
   malloc_trim(0);
+  hb::kube::Store::Footprint kept;  // the objects' JSON text against what is stored of it
+  for (const auto& [plural, source] : sources) {
+    const hb::kube::Store::Footprint one = source->store().footprint();
+    kept.text_bytes += one.text_bytes;
+    kept.stored_bytes += one.stored_bytes;
+  }
   const double mib = 1024.0 * 1024.0;
   const std::size_t total = heap_bytes() - heap_start;
   std::printf(
-      "| %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f (%.0f B an agent) | %.1f | %.1f "
-      "|\n",
-      agents, output_bytes, added["agents"] / mib, added["heartbeatruns"] / mib,
-      added["jobs"] / mib, added["pods"] / mib, added["leases"] / mib, added["views"] / mib,
-      total / mib, static_cast<double>(total) / agents, status_kib("VmRSS:") / 1024.0,
-      status_kib("VmHWM:") / 1024.0);
+      "| %d | %d | %.1f → %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f (%.0f B an agent) "
+      "| %.1f | %.1f |\n",
+      agents, output_bytes, kept.text_bytes / mib, kept.stored_bytes / mib, added["agents"] / mib,
+      added["heartbeatruns"] / mib, added["jobs"] / mib, added["pods"] / mib, added["leases"] / mib,
+      added["views"] / mib, total / mib, static_cast<double>(total) / agents,
+      status_kib("VmRSS:") / 1024.0, status_kib("VmHWM:") / 1024.0);
   std::fflush(stdout);
 }
 
@@ -255,9 +349,9 @@ int main(int argc, char** argv) {
       "and Pods, 1 Lease\n\n",
       kHistoryRuns + kRunsInFlight, kHistoryRuns, kRunsInFlight);
   std::printf(
-      "| agents | output bytes | Agents MiB | runs MiB | Jobs MiB | Pods MiB | Leases MiB | views "
-      "MiB | heap MiB | RSS MiB | peak RSS MiB |\n| --- | --- | --- | --- | --- | --- | --- | --- "
-      "| --- | --- | --- |\n");
+      "| agents | output bytes | objects' text → stored MiB | Agents MiB | runs MiB | Jobs MiB | "
+      "Pods MiB | Leases MiB | views MiB | heap MiB | RSS MiB | peak RSS MiB |\n| --- | --- | --- "
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   std::fflush(stdout);
   for (int agents : fleet) {
     const pid_t child = fork();
