@@ -78,7 +78,7 @@ CompressedText TextDictionary::compress(std::string_view text) const {
   return CompressedText{std::move(out), static_cast<uint32_t>(text.size()), true};
 }
 
-bool TextDictionary::decompress(const CompressedText& stored, std::string& text) const {
+bool TextDictionary::decompress(CompressedTextView stored, std::string& text) const {
   if (!stored.compressed) {
     text.assign(stored.bytes);
     return true;
@@ -95,7 +95,7 @@ bool TextDictionary::decompress(const CompressedText& stored, std::string& text)
   return !ZSTD_isError(size) && size == text.size();
 }
 
-std::optional<std::string> TextDictionary::decompress(const CompressedText& stored) const {
+std::optional<std::string> TextDictionary::decompress(CompressedTextView stored) const {
   std::string text;
   if (!decompress(stored, text)) return std::nullopt;
   return text;

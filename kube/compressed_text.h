@@ -30,6 +30,19 @@ struct CompressedText {
   std::size_t stored_bytes() const { return bytes.size(); }
 };
 
+// The same, where the bytes live elsewhere (stored_object.h).
+struct CompressedTextView {
+  std::string_view bytes;
+  uint32_t text_bytes = 0;
+  bool compressed = false;
+
+  CompressedTextView() = default;
+  CompressedTextView(std::string_view b, uint32_t text, bool is_compressed)
+      : bytes(b), text_bytes(text), compressed(is_compressed) {}
+  CompressedTextView(const CompressedText& t)  // NOLINT: a view of it, as string_view of string
+      : bytes(t.bytes), text_bytes(t.text_bytes), compressed(t.compressed) {}
+};
+
 class TextDictionary {
  public:
   // `sample` (its first kCompressionDictionaryBytesMax bytes) is what texts
@@ -45,8 +58,8 @@ class TextDictionary {
   // The text back into `text` (its capacity reused: reads are the hot
   // path), or false when `stored` is not what this dictionary's compress
   // made (the caller's bug: it is the caller's own memory).
-  bool decompress(const CompressedText& stored, std::string& text) const;
-  std::optional<std::string> decompress(const CompressedText& stored) const;
+  bool decompress(CompressedTextView stored, std::string& text) const;
+  std::optional<std::string> decompress(CompressedTextView stored) const;
   // Memory zstd keeps for the dictionary (its tables), for benchmarks.
   std::size_t footprint_bytes() const;
 

@@ -18,17 +18,15 @@ void Store::set_projection(Projection projection) {
   projection_ = std::move(projection);
 }
 
-std::optional<Store::Entry> Store::encode(nlohmann::json& object) const {
+std::optional<StoredObject> Store::encode(const std::string& key, nlohmann::json& object) const {
   // Server-side-apply bookkeeping: large, and nothing here reads it.
   if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
     meta->erase("managedFields");
   }
   if (projection_) projection_(object);
   if (object.is_null()) return std::nullopt;
-  Entry entry;
-  entry.resource_version = object.value("/metadata/resourceVersion"_json_pointer, "");
-  entry.text = compress(object.dump());
-  return entry;
+  return StoredObject(key, object.value("/metadata/resourceVersion"_json_pointer, ""),
+                      compress(object.dump()));
 }
 
 CompressedText Store::compress(std::string_view text) const {
@@ -37,14 +35,14 @@ CompressedText Store::compress(std::string_view text) const {
   return dictionary_->compress(text);
 }
 
-void Store::decompress(const CompressedText& text, std::string& plain) const {
+void Store::decompress(CompressedTextView text, std::string& plain) const {
   if (!dictionary_ || !dictionary_->decompress(text, plain)) {
     std::fputs("heartbeat-operator: a cached object does not decompress (a bug)\n", stderr);
     std::abort();
   }
 }
 
-nlohmann::json Store::parse(const CompressedText& text) const {
+nlohmann::json Store::parse(CompressedTextView text) const {
   thread_local std::string plain;  // reused: no allocation per read
   decompress(text, plain);
   return nlohmann::json::parse(plain);
@@ -55,38 +53,53 @@ void Store::set_handlers(StoreHandlers handlers) {
   handlers_ = std::make_shared<const StoreHandlers>(std::move(handlers));
 }
 
-void Store::commit(const std::string& key, bool deleted, Entry entry,
-                   const nlohmann::json* parsed) {
-  std::optional<Entry> old;
+void Store::put(Objects& objects, StoredObject object) {
+  auto it = objects.find(object.key());
+  if (it == objects.end()) {
+    objects.insert(std::move(object));
+    return;
+  }
+  auto node = objects.extract(it);  // the same key: reinserted without a new node
+  node.value() = std::move(object);
+  objects.insert(std::move(node));
+}
+
+void Store::commit(bool deleted, StoredObject entry, const nlohmann::json* parsed) {
+  const std::string key(entry.key());
+  std::optional<std::string> old_text;  // decompressed under the lock, parsed outside
+  std::string new_text;
+  bool existed = false;
   std::shared_ptr<const StoreHandlers> handlers;
-  CompressedText text_for_handlers;
   {
     std::lock_guard lock(mutex_);
     handlers = handlers_;
     auto it = items_.find(key);
-    if (it != items_.end()) {
-      if (deleted) {
-        old = std::move(it->second);
-        items_.erase(it);
-      } else {
-        old = std::exchange(it->second, std::move(entry));
-        if (handlers->on_add || handlers->on_update) text_for_handlers = it->second.text;
-      }
-    } else if (!deleted) {
-      if (handlers->on_add || handlers->on_update) text_for_handlers = entry.text;
-      items_.emplace(key, std::move(entry));
+    existed = it != items_.end();
+    const bool old_wanted =
+        deleted ? handlers->on_delete && parsed == nullptr : static_cast<bool>(handlers->on_update);
+    if (existed && old_wanted) decompress(it->text(), old_text.emplace());
+    const bool new_wanted =
+        existed ? static_cast<bool>(handlers->on_update) : static_cast<bool>(handlers->on_add);
+    if (!deleted && new_wanted && parsed == nullptr) decompress(entry.text(), new_text);
+    if (deleted) {
+      if (existed) items_.erase(it);
+    } else {
+      put(items_, std::move(entry));
     }
   }
   // Handlers run outside the lock so they may read the store.
-  if (handlers->on_change && (old || !deleted)) handlers->on_change(key);
+  if (handlers->on_change && (existed || !deleted)) handlers->on_change(key);
+  auto new_object = [&] { return parsed ? *parsed : nlohmann::json::parse(new_text); };
   if (deleted) {
-    if (old && handlers->on_delete) handlers->on_delete(parsed ? *parsed : parse(old->text));
+    if (existed && handlers->on_delete) {
+      handlers->on_delete(parsed ? *parsed : nlohmann::json::parse(*old_text));
+    }
     return;
   }
-  if (old && handlers->on_update) {
-    handlers->on_update(parse(old->text), parsed ? *parsed : parse(text_for_handlers));
-  } else if (!old && handlers->on_add) {
-    handlers->on_add(parsed ? *parsed : parse(text_for_handlers));
+  if (existed && handlers->on_update) {
+    handlers->on_update(nlohmann::json::parse(*old_text), new_object());
+  } else if (!existed && handlers->on_add) {
+    handlers->on_add(new_object());
   }
 }
 
@@ -94,12 +107,13 @@ void Store::apply(WatchEvent event) {
   nlohmann::json& object = event.object;
   std::string key = key_of(object);
   bool deleted = event.type == WatchEventType::kDeleted;
-  std::optional<Entry> entry = encode(object);  // projects `object`: handlers see what is kept
+  // Projects `object`: handlers see what is kept.
+  std::optional<StoredObject> entry = encode(key, object);
   if (!entry) {
     forget(key);
     return;
   }
-  commit(key, deleted, std::move(*entry), &object);
+  commit(deleted, std::move(*entry), &object);
 }
 
 void Store::apply(const ScannedWatchEvent& event) {
@@ -109,14 +123,14 @@ void Store::apply(const ScannedWatchEvent& event) {
   }
   std::string key(event.name);
   if (!event.namespace_.empty()) key = std::string(event.namespace_) + "/" + key;
-  Entry entry{std::string(event.resource_version), compress(event.compact_object_text())};
-  commit(key, event.type == WatchEventType::kDeleted, std::move(entry), nullptr);
+  commit(event.type == WatchEventType::kDeleted,
+         StoredObject(key, event.resource_version, compress(event.compact_object_text())), nullptr);
 }
 
 void Store::Replacement::add(nlohmann::json object) {
-  std::string key = key_of(object);
-  if (std::optional<Entry> entry = store_->encode(object)) {
-    entries_.insert_or_assign(std::move(key), std::move(*entry));
+  const std::string key = key_of(object);
+  if (std::optional<StoredObject> entry = store_->encode(key, object)) {
+    put(entries_, std::move(*entry));
   }
 }
 
@@ -128,7 +142,7 @@ void Store::replace(std::vector<nlohmann::json> items) {
 }
 
 void Store::replace(Replacement replacement) {
-  std::map<std::string, Entry> old;
+  Objects old;
   std::shared_ptr<const StoreHandlers> handlers;
   std::vector<std::string> added, changed, deleted;
   {
@@ -136,43 +150,48 @@ void Store::replace(Replacement replacement) {
     handlers = handlers_;
     old.swap(items_);
     items_ = std::move(replacement.entries_);  // the swap: readers never see a half-built cache
-    for (const auto& [key, entry] : items_) {
-      auto it = old.find(key);
+    for (const StoredObject& entry : items_) {
+      auto it = old.find(entry.key());
       if (it == old.end()) {
-        added.push_back(key);
-      } else if (it->second.resource_version != entry.resource_version) {
-        changed.push_back(key);
+        added.emplace_back(entry.key());
+      } else if (it->resource_version() != entry.resource_version()) {
+        changed.emplace_back(entry.key());
       } else {
         old.erase(it);  // unchanged: nothing to report, nothing to keep
       }
     }
-    for (const auto& [key, entry] : old) {
-      if (!items_.count(key)) deleted.push_back(key);
+    for (const StoredObject& entry : old) {
+      if (!items_.contains(entry.key())) deleted.emplace_back(entry.key());
     }
   }
   // Handlers run outside the lock; each reads its object's text when it is
   // its turn, so the new contents are never copied whole. An object dropped
   // meanwhile (reproject, from another thread) is not reported.
-  auto current = [this](const std::string& key) -> std::optional<CompressedText> {
+  auto current = [this](const std::string& key) -> std::optional<std::string> {
     std::lock_guard lock(mutex_);
     auto it = items_.find(key);
     if (it == items_.end()) return std::nullopt;
-    return it->second.text;
+    std::string text;
+    decompress(it->text(), text);
+    return text;
   };
+  auto old_object = [&](const std::string& key) { return parse(old.find(key)->text()); };
   for (const std::string& key : deleted) {
     if (handlers->on_change) handlers->on_change(key);
-    if (handlers->on_delete) handlers->on_delete(parse(old.at(key).text));
+    if (handlers->on_delete) handlers->on_delete(old_object(key));
   }
   for (const std::string& key : added) {
     if (handlers->on_change) handlers->on_change(key);
     if (!handlers->on_add) continue;
-    if (std::optional<CompressedText> text = current(key)) handlers->on_add(parse(*text));
+    if (std::optional<std::string> text = current(key)) {
+      handlers->on_add(nlohmann::json::parse(*text));
+    }
   }
   for (const std::string& key : changed) {
     if (handlers->on_change) handlers->on_change(key);
     if (!handlers->on_update) continue;
-    if (std::optional<CompressedText> text = current(key)) {
-      handlers->on_update(parse(old.at(key).text), parse(*text));
+    if (std::optional<std::string> text = current(key)) {
+      handlers->on_update(old_object(key), nlohmann::json::parse(*text));
     }
   }
 }
@@ -181,9 +200,9 @@ void Store::reproject(const std::string& key) {
   std::lock_guard lock(mutex_);
   auto it = items_.find(key);
   if (it == items_.end() || !projection_) return;
-  nlohmann::json object = parse(it->second.text);
-  if (std::optional<Entry> entry = encode(object)) {
-    it->second = std::move(*entry);
+  nlohmann::json object = parse(it->text());
+  if (std::optional<StoredObject> entry = encode(key, object)) {
+    put(items_, std::move(*entry));
   } else {
     items_.erase(it);
   }
@@ -191,7 +210,7 @@ void Store::reproject(const std::string& key) {
 
 void Store::forget(const std::string& key) {
   std::lock_guard lock(mutex_);
-  items_.erase(key);
+  if (auto it = items_.find(key); it != items_.end()) items_.erase(it);
 }
 
 std::optional<nlohmann::json> Store::get(const std::string& key) const {
@@ -200,34 +219,36 @@ std::optional<nlohmann::json> Store::get(const std::string& key) const {
     std::lock_guard lock(mutex_);
     auto it = items_.find(key);
     if (it == items_.end()) return std::nullopt;
-    decompress(it->second.text, text);  // not parsed under the lock: that is the slow part
+    decompress(it->text(), text);  // not parsed under the lock: that is the slow part
   }
   return nlohmann::json::parse(text);
 }
 
 std::vector<nlohmann::json> Store::list() const {
-  std::vector<CompressedText> texts;
+  std::vector<std::string> texts;
   {
     std::lock_guard lock(mutex_);
-    texts.reserve(items_.size());
-    for (const auto& [key, entry] : items_) texts.push_back(entry.text);
+    texts.resize(items_.size());
+    std::size_t i = 0;
+    for (const StoredObject& entry : items_) decompress(entry.text(), texts[i++]);
   }
   std::vector<nlohmann::json> out;
   out.reserve(texts.size());
-  for (const auto& text : texts) out.push_back(parse(text));
+  for (const std::string& text : texts) out.push_back(nlohmann::json::parse(text));
   return out;
 }
 
 std::vector<std::string> Store::keys() const {
   std::lock_guard lock(mutex_);
   std::vector<std::string> out;
-  for (const auto& [key, entry] : items_) out.push_back(key);
+  out.reserve(items_.size());
+  for (const StoredObject& entry : items_) out.emplace_back(entry.key());
   return out;
 }
 
 bool Store::contains(const std::string& key) const {
   std::lock_guard lock(mutex_);
-  return items_.count(key) != 0;
+  return items_.contains(key);
 }
 
 size_t Store::size() const {
@@ -238,9 +259,9 @@ size_t Store::size() const {
 Store::Footprint Store::footprint() const {
   std::lock_guard lock(mutex_);
   Footprint out;
-  for (const auto& [key, entry] : items_) {
-    out.stored_bytes += entry.text.stored_bytes();
-    out.text_bytes += entry.text.text_bytes;
+  for (const StoredObject& entry : items_) {
+    out.stored_bytes += entry.text().bytes.size();
+    out.text_bytes += entry.text().text_bytes;
   }
   if (dictionary_) out.dictionary_bytes = dictionary_->footprint_bytes();
   return out;

@@ -13,10 +13,12 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "kube/compressed_text.h"
+#include "kube/stored_object.h"
 #include "kube/watch_decoder.h"
 #include "kube/watch_scan.h"
 
@@ -67,12 +69,8 @@ class Store {
    private:
     friend class Store;
     explicit Replacement(const Store& store) : store_(&store) {}
-    struct Entry {
-      std::string resource_version;
-      CompressedText text;
-    };
     const Store* store_;
-    std::map<std::string, Entry> entries_;
+    std::set<StoredObject, StoredObjectByKey> entries_;
   };
   Replacement begin_replace() const { return Replacement(*this); }
 
@@ -103,23 +101,25 @@ class Store {
   Footprint footprint() const;
 
  private:
-  using Entry = Replacement::Entry;
+  using Objects = std::set<StoredObject, StoredObjectByKey>;
   // Drops what is kept for `key`, reporting nothing.
   void forget(const std::string& key);
   // Projects and encodes; nullopt when the projection discards the object.
-  std::optional<Entry> encode(nlohmann::json& object) const;
+  std::optional<StoredObject> encode(const std::string& key, nlohmann::json& object) const;
   CompressedText compress(std::string_view text) const;
   // An entry's text into `plain`. Aborts if it does not decompress: that is
   // this store's own memory, so only a bug gets there.
-  void decompress(const CompressedText& text, std::string& plain) const;
+  void decompress(CompressedTextView text, std::string& plain) const;
   // The object an entry holds.
-  nlohmann::json parse(const CompressedText& text) const;
+  nlohmann::json parse(CompressedTextView text) const;
+  // Puts `object` in place of the entry with its key, or adds it.
+  static void put(Objects& objects, StoredObject object);
   // Stores (or erases) one entry, then runs the handlers outside the lock.
   // `parsed` is the new object when the caller already has it as a tree.
-  void commit(const std::string& key, bool deleted, Entry entry, const nlohmann::json* parsed);
+  void commit(bool deleted, StoredObject entry, const nlohmann::json* parsed);
 
   mutable std::mutex mutex_;
-  std::map<std::string, Entry> items_;
+  Objects items_;
   std::shared_ptr<const StoreHandlers> handlers_ = std::make_shared<StoreHandlers>();
   Projection projection_;
   // Made from the first text compressed; set once, before any entry exists,

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "kube/watch_scan.h"
 
 namespace hb::kube {
@@ -177,6 +179,26 @@ TEST(Store, KeepsObjectsCompressedAgainstItsFirstAndReadsThemBackWhole) {
   EXPECT_GT(footprint.text_bytes, 0u);
   // Each object but the first is mostly the first one's text.
   EXPECT_LT(footprint.stored_bytes * 2, footprint.text_bytes);
+}
+
+TEST(StoredObject, HoldsKeyVersionAndTextInOneBlockAndIsFoundByKey) {
+  const TextDictionary dictionary("{\"metadata\":{}}");
+  std::set<StoredObject, StoredObjectByKey> objects;
+  for (const std::string name : {"b", "a", "c"}) {
+    objects.emplace("ns/" + name, "rv-" + name, dictionary.compress("{\"n\":\"" + name + "\"}"));
+  }
+  ASSERT_EQ(objects.size(), 3u);
+  EXPECT_EQ(objects.begin()->key(), "ns/a");  // ordered by key
+  auto it = objects.find(std::string_view("ns/c"));
+  ASSERT_NE(it, objects.end());
+  EXPECT_EQ(it->resource_version(), "rv-c");
+  EXPECT_EQ(dictionary.decompress(it->text()), "{\"n\":\"c\"}");
+  EXPECT_EQ(objects.find(std::string_view("ns/d")), objects.end());
+  // Empty parts are fine.
+  const StoredObject empty("", "", CompressedText{});
+  EXPECT_EQ(empty.key(), "");
+  EXPECT_EQ(empty.resource_version(), "");
+  EXPECT_EQ(dictionary.decompress(empty.text()), "");
 }
 
 TEST(Store, ClusterScopedKeyHasNoNamespace) {
