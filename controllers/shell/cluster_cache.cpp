@@ -30,20 +30,12 @@ std::string ns_of(const Json& object) {
   return string_at(object, "metadata/namespace");
 }
 
-const std::string& key_in(const std::string& key) {
-  return key;
-}
-const std::string& key_in(const std::pair<const std::string, bool>& entry) {
-  return entry.first;
-}
-
 // The object keys an index holds under `index_key` (the caller holds its lock).
-template <typename Values>
-std::vector<std::string> keys_under(const std::map<std::string, Values>& index,
+std::vector<std::string> keys_under(const std::map<std::string, std::set<std::string>>& index,
                                     const std::string& index_key) {
   std::vector<std::string> keys;
   if (auto it = index.find(index_key); it != index.end()) {
-    for (const auto& entry : it->second) keys.push_back(key_in(entry));
+    keys.assign(it->second.begin(), it->second.end());
   }
   return keys;
 }
@@ -154,28 +146,24 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     return object_key(ns_of(o), string_at(o, "spec/agentRef/name"));
   };
   run_handlers.on_add = [this, run_agent_key](const Json& o) {
-    if (index_run(run_agent_key(o), object_key(o), &o)) {
-      drop_objects_of(ns_of(o), string_at(o, "metadata/name"));
-    }
-    tell_run_place(ns_of(o), string_at(o, "metadata/name"));
+    if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(ns_of(o), name_of(o));
+    tell_run_place(ns_of(o), name_of(o));
     enqueue_(run_agent_key(o));
   };
   run_handlers.on_update = [this, run_agent_key](const Json& old, const Json& o) {
     if (bool_at(o, "status/costRecorded")) forget_pods_of(object_key(o));
     if (run_agent_key(old) != run_agent_key(o)) {
-      index_run(run_agent_key(old), object_key(old), nullptr);
+      index_run(run_agent_key(old), name_of(old), nullptr);
       enqueue_(run_agent_key(old));
     }
-    if (index_run(run_agent_key(o), object_key(o), &o)) {
-      drop_objects_of(ns_of(o), string_at(o, "metadata/name"));
-    }
-    tell_run_place(ns_of(o), string_at(o, "metadata/name"));
+    if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(ns_of(o), name_of(o));
+    tell_run_place(ns_of(o), name_of(o));
     enqueue_(run_agent_key(o));
   };
   run_handlers.on_delete = [this, run_agent_key](const Json& o) {
     forget_pods_of(object_key(o));
-    index_run(run_agent_key(o), object_key(o), nullptr);
-    tell_run_place(ns_of(o), string_at(o, "metadata/name"));
+    index_run(run_agent_key(o), name_of(o), nullptr);
+    tell_run_place(ns_of(o), name_of(o));
     enqueue_(run_agent_key(o));
   };
   runs_.set_handlers(run_handlers);
@@ -304,21 +292,14 @@ void ClusterCache::index(Index& idx, const std::string& index_key, const std::st
   if (it->second.empty()) idx.erase(it);
 }
 
-bool ClusterCache::index_run(const std::string& agent_key, const std::string& run_key,
+bool ClusterCache::index_run(const std::string& agent_key, const std::string& run_name,
                              const Json* run) {
   std::lock_guard lock(mutex_);
   if (run == nullptr) {
-    auto it = runs_by_agent_.find(agent_key);
-    if (it == runs_by_agent_.end()) return false;
-    it->second.erase(run_key);
-    if (it->second.empty()) runs_by_agent_.erase(it);
+    runs_by_agent_.erase(agent_key, run_name);
     return false;
   }
-  const bool settled = is_settled(*run);
-  bool& stored = runs_by_agent_[agent_key][run_key];
-  const bool became_settled = settled && !stored;
-  stored = settled;
-  return became_settled;
+  return runs_by_agent_.set(agent_key, run_name, is_settled(*run));
 }
 
 bool ClusterCache::owner_run_settled(const Json& object) const {
@@ -327,10 +308,7 @@ bool ClusterCache::owner_run_settled(const Json& object) const {
   if (agent.empty() || run.empty()) return false;
   const std::string ns = ns_of(object);
   std::lock_guard lock(mutex_);
-  auto runs = runs_by_agent_.find(object_key(ns, agent));
-  if (runs == runs_by_agent_.end()) return false;
-  auto it = runs->second.find(object_key(ns, run));
-  return it != runs->second.end() && it->second;
+  return runs_by_agent_.settled(object_key(ns, agent), run);
 }
 
 void ClusterCache::drop_objects_of(const std::string& ns, const std::string& run_name) {
@@ -403,8 +381,9 @@ std::vector<Json> ClusterCache::runs_of(const std::string& ns, const std::string
   std::vector<std::string> keys;
   {
     std::lock_guard lock(mutex_);
-    keys = keys_under(runs_by_agent_, object_key(ns, agent));
+    keys = runs_by_agent_.names(object_key(ns, agent));
   }
+  for (std::string& key : keys) key = object_key(ns, key);
   return lookup(runs_, ns, keys);
 }
 std::optional<Json> ClusterCache::job(const std::string& ns, const std::string& name) const {

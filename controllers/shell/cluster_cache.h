@@ -16,6 +16,7 @@
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/policy_index.h"
 #include "controllers/shell/provider_holds.h"
+#include "controllers/shell/run_index.h"
 #include "kube/informer.h"
 
 namespace hb::controllers {
@@ -67,9 +68,6 @@ class ClusterCache final : public ClusterView {
 
  private:
   using Index = std::map<std::string, std::set<std::string>>;
-  // "ns/agent" -> its runs' keys, each with whether the run is settled
-  // (final, cost recorded): the Jobs and Pods of settled runs are not kept.
-  using RunIndex = std::map<std::string, std::map<std::string, bool>>;
   // One resource's informers: one for all namespaces, or one per namespace.
   struct InformerSet {
     std::vector<std::string> namespaces;  // parallel to `informers`; {""} = all
@@ -83,7 +81,7 @@ class ClusterCache final : public ClusterView {
   void tell_run_place(const std::string& ns, const std::string& run_name);
   void index(Index& index, const std::string& index_key, const std::string& object_key, bool add);
   // Records the run (or its removal); true when it has just become settled.
-  bool index_run(const std::string& agent_key, const std::string& run_key, const Json* run);
+  bool index_run(const std::string& agent_key, const std::string& run_name, const Json* run);
   // Whether the run a Job or Pod belongs to (by its annotations) is settled.
   bool owner_run_settled(const Json& object) const;
   // Drops the settled run's Job and Pods from the caches.
@@ -102,8 +100,8 @@ class ClusterCache final : public ClusterView {
   std::shared_ptr<ProviderHolds> provider_holds_;
   InformerSet agents_, runs_, jobs_, pods_, leases_, policies_;
   mutable std::mutex mutex_;
-  RunIndex runs_by_agent_;
-  Index pods_by_run_;  // "ns/run" -> pod keys
+  RunIndex runs_by_agent_;  // the Jobs and Pods of settled runs are not kept
+  Index pods_by_run_;       // "ns/run" -> pod keys
   // Deleted Pods' last states until their run's cost is recorded ("ns/run").
   PodTombstones tombstones_;
 };
