@@ -201,6 +201,26 @@ TEST(StoredObject, HoldsKeyVersionAndTextInOneBlockAndIsFoundByKey) {
   EXPECT_EQ(dictionary.decompress(empty.text()), "");
 }
 
+// The first object makes the dictionary; one made to be useless (a runner
+// can write such a Lease) leaves the others larger, never different.
+TEST(Store, AHostileFirstObjectChangesOnlyTheSizeOfTheOthers) {
+  Store store;
+  nlohmann::json junk = obj("junk", "1");
+  std::string noise;
+  for (int i = 0; i < 20000; ++i) noise.push_back(static_cast<char>('!' + (i * 7919) % 90));
+  junk["spec"]["noise"] = noise;  // longer than the dictionary's bound
+  store.apply({WatchEventType::kAdded, junk});
+  for (int i = 0; i < 50; ++i) {
+    store.apply({WatchEventType::kAdded, obj("o" + std::to_string(i), std::to_string(10 + i), i)});
+  }
+  for (int i = 0; i < 50; ++i) {
+    nlohmann::json expected = obj("o" + std::to_string(i), std::to_string(10 + i), i);
+    expected["metadata"].erase("managedFields");
+    EXPECT_EQ(*store.get("ns/o" + std::to_string(i)), expected);
+  }
+  EXPECT_EQ(store.get("ns/junk")->at("spec").at("noise"), noise);
+}
+
 TEST(Store, ClusterScopedKeyHasNoNamespace) {
   EXPECT_EQ(Store::key_of({{"metadata", {{"name", "n"}}}}), "n");
 }
