@@ -50,7 +50,9 @@ struct TextDictionary::Tables {
 TextDictionary::TextDictionary(std::string_view sample) : tables_(std::make_unique<Tables>()) {
   sample = sample.substr(0, kCompressionDictionaryBytesMax);
   if (sample.empty()) return;
-  // A sample without zstd's dictionary magic is used as raw content.
+  // A sample without zstd's dictionary magic is used as raw content (JSON
+  // text starts with '{', never with the magic; a sample that did would be
+  // read as a zstd dictionary, the same way on both sides).
   tables_->compress = ZSTD_createCDict(sample.data(), sample.size(), kCompressionLevel);
   tables_->decompress = ZSTD_createDDict(sample.data(), sample.size());
   if (tables_->compress == nullptr || tables_->decompress == nullptr) {
