@@ -18,15 +18,23 @@ void Store::set_projection(Projection projection) {
   projection_ = std::move(projection);
 }
 
-std::optional<StoredObject> Store::encode(const std::string& key, nlohmann::json& object) const {
+bool Store::project(nlohmann::json& object) const {
   // Server-side-apply bookkeeping: large, and nothing here reads it.
   if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
     meta->erase("managedFields");
   }
   if (projection_) projection_(object);
-  if (object.is_null()) return std::nullopt;
-  return StoredObject(key, object.value("/metadata/resourceVersion"_json_pointer, ""),
-                      compress(object.dump()));
+  return !object.is_null();
+}
+
+StoredObject Store::stored(const std::string& key, const nlohmann::json& projected) const {
+  return StoredObject(key, projected.value("/metadata/resourceVersion"_json_pointer, ""),
+                      compress(projected.dump()));
+}
+
+std::optional<StoredObject> Store::encode(const std::string& key, nlohmann::json& object) const {
+  if (!project(object)) return std::nullopt;
+  return stored(key, object);
 }
 
 CompressedText Store::compress(std::string_view text) const {
@@ -106,14 +114,16 @@ void Store::commit(bool deleted, StoredObject entry, const nlohmann::json* parse
 void Store::apply(WatchEvent event) {
   nlohmann::json& object = event.object;
   std::string key = key_of(object);
-  bool deleted = event.type == WatchEventType::kDeleted;
   // Projects `object`: handlers see what is kept.
-  std::optional<StoredObject> entry = encode(key, object);
-  if (!entry) {
+  if (!project(object)) {
     forget(key);
     return;
   }
-  commit(deleted, std::move(*entry), &object);
+  if (event.type == WatchEventType::kDeleted) {
+    commit(true, StoredObject(key, "", CompressedText{}), &object);  // only its key is read
+    return;
+  }
+  commit(false, stored(key, object), &object);
 }
 
 void Store::apply(const ScannedWatchEvent& event) {
@@ -123,8 +133,12 @@ void Store::apply(const ScannedWatchEvent& event) {
   }
   std::string key(event.name);
   if (!event.namespace_.empty()) key = std::string(event.namespace_) + "/" + key;
-  commit(event.type == WatchEventType::kDeleted,
-         StoredObject(key, event.resource_version, compress(event.compact_object_text())), nullptr);
+  if (event.type == WatchEventType::kDeleted) {
+    commit(true, StoredObject(key, "", CompressedText{}), nullptr);  // only its key is read
+    return;
+  }
+  commit(false, StoredObject(key, event.resource_version, compress(event.compact_object_text())),
+         nullptr);
 }
 
 void Store::Replacement::add(nlohmann::json object) {

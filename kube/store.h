@@ -104,7 +104,12 @@ class Store {
   using Objects = std::set<StoredObject, StoredObjectByKey>;
   // Drops what is kept for `key`, reporting nothing.
   void forget(const std::string& key);
-  // Projects and encodes; nullopt when the projection discards the object.
+  // Strips managedFields and applies the projection, in place; false when
+  // the projection discards the object.
+  bool project(nlohmann::json& object) const;
+  // The entry for an object already projected.
+  StoredObject stored(const std::string& key, const nlohmann::json& projected) const;
+  // Both; nullopt when the projection discards the object.
   std::optional<StoredObject> encode(const std::string& key, nlohmann::json& object) const;
   CompressedText compress(std::string_view text) const;
   // An entry's text into `plain`. Aborts if it does not decompress: that is
@@ -116,6 +121,7 @@ class Store {
   static void put(Objects& objects, StoredObject object);
   // Stores (or erases) one entry, then runs the handlers outside the lock.
   // `parsed` is the new object when the caller already has it as a tree.
+  // A deletion's entry carries only its key (nothing of it is kept).
   void commit(bool deleted, StoredObject entry, const nlohmann::json* parsed);
 
   mutable std::mutex mutex_;
