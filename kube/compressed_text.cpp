@@ -75,8 +75,7 @@ CompressedText TextDictionary::compress(std::string_view text) const {
                      : ZSTD_compressCCtx(context, out.data(), out.size(), text.data(), text.size(),
                                          kCompressionLevel);
   if (ZSTD_isError(size) || size >= text.size()) return kept_as_is(text);
-  out.resize(size);
-  out.shrink_to_fit();
+  out.resize(size);  // not shrunk: the store copies it into its entry at once
   return CompressedText{std::move(out), static_cast<uint32_t>(text.size()), true};
 }
 

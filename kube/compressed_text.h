@@ -1,7 +1,7 @@
 // Text kept compressed in memory against a dictionary: the informer caches
 // hold thousands of objects of one shape (the same keys, kinds, labels,
 // condition types and owners), so with one of them as a zstd raw-content
-// dictionary each of the others is stored at about a fifth of its size
+// dictionary each of the others is stored at about a quarter of its size
 // (issue 15: 10,000 agents in 64 MiB). The dictionary is immutable once
 // made and safe to share between threads.
 #pragma once
