@@ -86,16 +86,16 @@ void project_run(Json& run) {
   if (!run.is_object()) return;
   auto status = run.find("status");
   if (status == run.end() || !status->is_object() || !is_settled(run)) return;
-  for (const char* unread :
-       {"conditions", "log", "podName", "observedGeneration", "durationSeconds", "idle"}) {
+  for (const char* unread : {"conditions", "log", "podName", "observedGeneration",
+                             "durationSeconds", "idle", "jobName", "jobUID"}) {
     status->erase(unread);
   }
   if (auto usage = status->find("usage"); usage != status->end()) {
     *usage = take(*usage, {"inputTokens", "outputTokens", "costCents"});  // what the ledger reads
   }
   if (auto meta = run.find("metadata"); meta != run.end() && meta->is_object()) {
-    meta->erase("labels");
-    meta->erase("generation");
+    for (const char* unread : {"labels", "generation", "uid", "ownerReferences"})
+      meta->erase(unread);
   }
 }
 

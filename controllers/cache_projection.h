@@ -24,8 +24,10 @@ void project_pod(Json& pod);
 // A settled run (final, its cost recorded) is only read for its history
 // (phase, times, tokens and cost, output for the next runs' context) and is
 // never written again: its labels, conditions, log reference, Pod name,
-// idle flag, usage detail and bookkeeping are dropped. Any other run is
-// kept whole.
+// idle flag, usage detail and bookkeeping are dropped, and so are its UID,
+// owners and Job name and UID (they find its Job and Pods, which the cache
+// lets go when the run settles; the owner is the agent it is indexed by).
+// Any other run is kept whole.
 void project_run(Json& run);
 
 }  // namespace hb::controllers

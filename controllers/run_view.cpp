@@ -74,14 +74,6 @@ RunView view_run(const Json& run) {
   }
   v.mention_depth = mention_depth(run);
   v.cancel = bool_at(spec, "cancel");
-  if (const Json* owners = find_path(metadata, "ownerReferences"); owners && owners->is_array()) {
-    for (const Json& owner : *owners) {
-      if (string_view_at(owner, "kind") == "Agent" &&
-          string_view_at(owner, "name") == v.agent_name && bool_at(owner, "controller")) {
-        v.owned_by_agent = true;
-      }
-    }
-  }
   v.phase = parse_run_phase(string_view_at(status, "phase")).value_or(RunPhase::kQueued);
   v.cost_recorded = bool_at(status, "costRecorded");
   v.job_name = string_view_at(status, "jobName");

@@ -44,7 +44,6 @@ struct RunView {
   // stamp (kAnnotationRequestedAt) when there is one, else `created`.
   TimePoint requested{};
   bool cancel = false;
-  bool owned_by_agent = false;         // has a controller ownerReference to an Agent
   RunPhase phase = RunPhase::kQueued;  // stored; Queued when unset
   bool cost_recorded = false;
   std::string job_name;  // status.jobName: set once the Job was created
