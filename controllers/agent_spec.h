@@ -19,6 +19,7 @@ namespace hb::controllers {
 inline constexpr int64_t kRuntimeTimeoutSecondsDefault = 600;
 inline constexpr int64_t kRuntimeGraceSecondsDefault = 30;
 inline constexpr int kContextRunsDefault = 3;
+inline constexpr int kContextRunsMax = 20;  // the CRD's maximum too
 // The CRD's maximum too (tests/unit/controllers: the two agree).
 inline constexpr int64_t kStartingDeadlineSecondsMax = 31'536'000;  // 365 days
 inline constexpr int kHistorySucceededDefault = 10;

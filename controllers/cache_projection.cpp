@@ -99,4 +99,19 @@ void project_run(Json& run) {
   }
 }
 
+bool settled_with_output(const Json& run) {
+  return is_settled(run) && !string_view_at(run, "status/output").empty();
+}
+
+void drop_output(Json& run) {
+  auto status = run.find("status");
+  if (status == run.end() || !status->is_object() || !status->contains("output")) return;
+  status->erase("output");
+  (*status)[kStatusOutputNotCached] = true;
+}
+
+bool output_dropped(const Json& run) {
+  return bool_at(run, std::string("status/") + kStatusOutputNotCached);
+}
+
 }  // namespace hb::controllers

@@ -30,4 +30,15 @@ void project_pod(Json& pod);
 // Any other run is kept whole.
 void project_run(Json& run);
 
+// A settled run's output is read only by the next runs' context, which
+// shows the agent's newest contextRuns: the cache drops the others'
+// (run_index.h decides which) and marks the run with status.<this> = true,
+// so a reader that needs it after all (contextRuns raised, a newer run
+// deleted) knows to read the run from the API server.
+inline constexpr const char* kStatusOutputNotCached = "outputNotCached";
+// Settled, with an output the cache could drop.
+bool settled_with_output(const Json& run);
+void drop_output(Json& run);
+bool output_dropped(const Json& run);
+
 }  // namespace hb::controllers

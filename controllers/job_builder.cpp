@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "api/utf8.h"
+#include "controllers/cache_projection.h"
 #include "controllers/names.h"
 #include "controllers/pod_settings.h"
 #include "controllers/schedule/spend.h"
@@ -91,25 +92,47 @@ api::Budget budget(const Json& agent, const Json& spec, TimePoint now) {
   return out;
 }
 
-}  // namespace
-
-std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Json*>& runs,
-                                                     const std::string& current_run,
-                                                     int64_t context_runs) {
+// The newest `context_runs` finished runs other than `current_run`, newest first.
+std::vector<const Json*> newest_finished(const std::vector<const Json*>& runs,
+                                         const std::string& current_run, int64_t context_runs) {
   std::vector<std::pair<TimePoint, const Json*>> finished;
   for (const Json* r : runs) {
     if (r == nullptr || string_at(*r, "metadata/name") == current_run) continue;
     if (auto at = time_at(*r, "status/finishedAt")) finished.emplace_back(*at, r);
   }
-  // The newest contextRuns of them, then in the order they finished.
   std::stable_sort(finished.begin(), finished.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   if (static_cast<int64_t>(finished.size()) > context_runs) {
     finished.resize(static_cast<std::size_t>(std::max<int64_t>(0, context_runs)));
   }
-  std::reverse(finished.begin(), finished.end());
+  std::vector<const Json*> out;
+  for (const auto& [at, r] : finished) out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+int64_t context_runs_of(const Json& agent) {
+  return int_at(agent, "spec/heartbeat/contextRuns").value_or(kContextRunsDefault);
+}
+
+std::vector<std::string> context_runs_to_read(const std::vector<const Json*>& runs,
+                                              const std::string& current_run,
+                                              int64_t context_runs) {
+  std::vector<std::string> out;
+  for (const Json* r : newest_finished(runs, current_run, context_runs)) {
+    if (output_dropped(*r)) out.push_back(string_at(*r, "metadata/name"));
+  }
+  return out;
+}
+
+std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Json*>& runs,
+                                                     const std::string& current_run,
+                                                     int64_t context_runs) {
+  std::vector<const Json*> shown = newest_finished(runs, current_run, context_runs);
+  std::reverse(shown.begin(), shown.end());  // in the order they finished
   std::vector<api::RecentRun> out;
-  for (const auto& [at, r] : finished) {
+  for (const Json* r : shown) {
     out.push_back({string_at(*r, "metadata/name"), string_at(*r, "status/finishedAt"),
                    string_at(*r, "status/phase"), string_at(*r, "status/stopReason"),
                    std::string(api::utf8_prefix(string_view_at(*r, "status/output"),
@@ -144,9 +167,8 @@ api::ContextDocument context_document(const ContextInput& in, const JobConfig& c
     }
   }
   doc.budget = budget(agent, spec, in.now);
-  doc.recent_runs =
-      recent_runs_oldest_first(in.recent_runs, string_at(run, "metadata/name"),
-                               int_at(spec, "heartbeat/contextRuns").value_or(kContextRunsDefault));
+  doc.recent_runs = recent_runs_oldest_first(in.recent_runs, string_at(run, "metadata/name"),
+                                             context_runs_of(agent));
   const int64_t timeout =
       int_at(spec, "runtime/timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
   doc.run.name = string_at(run, "metadata/name");

@@ -74,6 +74,14 @@ api::ContextDocument context_document(const ContextInput& input, const JobConfig
 // The same as JSON (api::render_context_document).
 Json render_context(const ContextInput& input, const JobConfig& config);
 
+// The agent's spec.heartbeat.contextRuns (its default when unset).
+int64_t context_runs_of(const Json& agent);
+
+// The names of the runs recent_runs_oldest_first would show whose output the
+// cache dropped (cache_projection.h): read them from the API server first.
+std::vector<std::string> context_runs_to_read(const std::vector<const Json*>& runs,
+                                              const std::string& current_run, int64_t context_runs);
+
 // The last `context_runs` finished runs other than `current_run`, oldest
 // first (the order the runner shows them to the model), outputs cut to
 // api::kRecentRunOutputBytesMax.

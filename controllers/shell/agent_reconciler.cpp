@@ -307,6 +307,40 @@ void AgentReconciler::record_event(const Json& agent, const Json* run, const Eve
                name_of(target), event.reason, created.error().describe());
 }
 
+// The runs the new run's context shows whose output the cache dropped
+// (past the window it keeps: contextRuns raised, a newer run deleted), read
+// from the API server; nullopt for one deleted meanwhile. Usually none.
+kube::Result<AgentReconciler::RereadRuns> AgentReconciler::reread_context_runs(
+    const std::string& ns, const Json& agent, const std::string& run_name,
+    const std::vector<const Json*>& history) {
+  RereadRuns out;
+  for (const std::string& name : context_runs_to_read(history, run_name, context_runs_of(agent))) {
+    kube::Result<Json> read = client_->get(res::kHeartbeatRuns, ns, name);
+    if (!read.ok() && read.error().kind == kube::ErrorKind::kNotFound) {
+      out.emplace(name, std::nullopt);
+      continue;
+    }
+    HB_TRY_ASSIGN(Json fresh, std::move(read));
+    out.emplace(name, std::move(fresh));
+  }
+  return out;
+}
+
+std::vector<const Json*> AgentReconciler::with_reread(const std::vector<const Json*>& history,
+                                                      const RereadRuns& reread) {
+  std::vector<const Json*> out;
+  out.reserve(history.size());
+  for (const Json* run : history) {
+    auto it = reread.find(name_of(*run));
+    if (it == reread.end()) {
+      out.push_back(run);
+    } else if (it->second) {
+      out.push_back(&*it->second);
+    }
+  }
+  return out;
+}
+
 kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
                                               const std::vector<const Json*>& history,
                                               const std::optional<Prompt>& read, TimePoint now) {
@@ -352,7 +386,9 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
     overlay_.put(kOverlayRuns, adopted);
     count_write(kWriteRunAdopt);
   }
-  const Json context = render_context({&agent, &run, *prompt.text, history, now}, config_.job);
+  HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, run_name, history));
+  const Json context =
+      render_context({&agent, &run, *prompt.text, with_reread(history, reread), now}, config_.job);
   JobPlan plan = build_job(run, agent, context.dump(), config_.job);
   plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
   HB_TRY_ASSIGN(const StartedJob job, create_context_and_job(run, plan));

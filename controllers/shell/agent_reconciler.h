@@ -128,6 +128,14 @@ class AgentReconciler {
   // The object in the way of this Agent's own, as last found; looked for
   // again once kObjectInTheWayRecheck passed.
   kube::Result<std::string> object_in_the_way(const Json& agent);
+  // Runs read again for a context, by name (nullopt: deleted meanwhile).
+  using RereadRuns = std::map<std::string, std::optional<Json>>;
+  kube::Result<RereadRuns> reread_context_runs(const std::string& ns, const Json& agent,
+                                               const std::string& run_name,
+                                               const std::vector<const Json*>& history);
+  // `history` with the runs read again in place of the cached copies.
+  static std::vector<const Json*> with_reread(const std::vector<const Json*>& history,
+                                              const RereadRuns& reread);
   // False when an object in the way held the run back (it stays Queued).
   // `history`: the agent's runs as the context document tells them; `read`:
   // the prompt this pass already read, if it did.

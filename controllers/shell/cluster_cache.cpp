@@ -1,7 +1,9 @@
 #include "controllers/shell/cluster_cache.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "controllers/agent_spec.h"
 #include "controllers/cache_projection.h"
 #include "controllers/names.h"
 #include "controllers/run_view.h"
@@ -75,7 +77,10 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     return set;
   };
   agents_ = make(kube::resources::kAgents, "");
-  runs_ = make(kube::resources::kHeartbeatRuns, "", project_run);
+  runs_ = make(kube::resources::kHeartbeatRuns, "", [this](Json& o) {
+    project_run(o);
+    keep_output_in_window(o);
+  });
   // Jobs and Pods are kept as projected (cache_projection.h): their
   // templates, specs and the run's context document are nearly all of their
   // size, and nothing here reads them. Those of settled runs are not kept:
@@ -118,6 +123,20 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   };
   kube::StoreHandlers own_agent_handlers =
       agent_handlers([](const Json& o) { return object_key(o); });
+  // Before the agent is queued: its runs' outputs past its window go first.
+  own_agent_handlers.on_add = [add = own_agent_handlers.on_add, this](const Json& o) {
+    window_changed(o, false);
+    add(o);
+  };
+  own_agent_handlers.on_update = [update = own_agent_handlers.on_update, this](const Json& old,
+                                                                               const Json& o) {
+    window_changed(o, false);
+    update(old, o);
+  };
+  own_agent_handlers.on_delete = [del = own_agent_handlers.on_delete, this](const Json& o) {
+    window_changed(o, true);
+    del(o);
+  };
   if (policy_index_ || provider_holds_) {
     // Told before the agent is queued, so its reconcile sees its labels,
     // spend and credential counted.
@@ -142,11 +161,10 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   agents_.set_handlers(own_agent_handlers);
 
   kube::StoreHandlers run_handlers;
-  auto run_agent_key = [](const Json& o) {
-    return object_key(ns_of(o), string_at(o, "spec/agentRef/name"));
-  };
+  auto run_agent_key = agent_key_of_run;
   run_handlers.on_add = [this, run_agent_key](const Json& o) {
     if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(ns_of(o), name_of(o));
+    if (is_settled(o)) drop_outputs_past_window(ns_of(o), run_agent_key(o));
     tell_run_place(ns_of(o), name_of(o));
     enqueue_(run_agent_key(o));
   };
@@ -157,6 +175,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
       enqueue_(run_agent_key(old));
     }
     if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(ns_of(o), name_of(o));
+    if (is_settled(o)) drop_outputs_past_window(ns_of(o), run_agent_key(o));
     tell_run_place(ns_of(o), name_of(o));
     enqueue_(run_agent_key(o));
   };
@@ -299,7 +318,55 @@ bool ClusterCache::index_run(const std::string& agent_key, const std::string& ru
     runs_by_agent_.erase(agent_key, run_name);
     return false;
   }
-  return runs_by_agent_.set(agent_key, run_name, is_settled(*run));
+  IndexedRun facts;
+  facts.settled = is_settled(*run);
+  facts.finished_at = time_at(*run, "status/finishedAt").value_or(TimePoint{});
+  facts.output_kept = settled_with_output(*run);
+  return runs_by_agent_.set(agent_key, run_name, facts);
+}
+
+std::string ClusterCache::agent_key_of_run(const Json& run) {
+  return object_key(ns_of(run), string_at(run, "spec/agentRef/name"));
+}
+
+void ClusterCache::keep_output_in_window(Json& run) {
+  if (!settled_with_output(run)) return;
+  const std::string agent_key = agent_key_of_run(run);
+  const TimePoint finished_at = time_at(run, "status/finishedAt").value_or(TimePoint{});
+  bool keep = true;
+  {
+    std::lock_guard lock(mutex_);
+    keep = runs_by_agent_.in_output_window(agent_key, name_of(run), finished_at);
+    runs_by_agent_.set_output_kept(agent_key, name_of(run), keep);
+  }
+  if (!keep) drop_output(run);
+}
+
+void ClusterCache::window_changed(const Json& agent, bool deleted) {
+  std::optional<int> context_runs;
+  if (!deleted) {
+    const int64_t wanted =
+        int_at(agent, "spec/heartbeat/contextRuns").value_or(kContextRunsDefault);
+    context_runs = static_cast<int>(std::clamp<int64_t>(wanted, 0, kContextRunsMax));
+  }
+  bool lowered = false;
+  {
+    std::lock_guard lock(mutex_);
+    lowered = runs_by_agent_.set_context_runs(object_key(agent), context_runs);
+  }
+  if (lowered) drop_outputs_past_window(ns_of(agent), object_key(agent));
+}
+
+void ClusterCache::drop_outputs_past_window(const std::string& ns, const std::string& agent_key) {
+  std::vector<std::string> names;
+  {
+    std::lock_guard lock(mutex_);
+    names = runs_by_agent_.outputs_past_window(agent_key);
+  }
+  // Outside mutex_: the projection takes it (and decides again, on the index as it is then).
+  kube::CachedResource* runs = runs_.in(ns);
+  if (runs == nullptr) return;
+  for (const std::string& name : names) runs->reproject(object_key(ns, name));
 }
 
 bool ClusterCache::owner_run_settled(const Json& object) const {

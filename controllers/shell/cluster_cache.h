@@ -82,6 +82,14 @@ class ClusterCache final : public ClusterView {
   void index(Index& index, const std::string& index_key, const std::string& object_key, bool add);
   // Records the run (or its removal); true when it has just become settled.
   bool index_run(const std::string& agent_key, const std::string& run_name, const Json* run);
+  static std::string agent_key_of_run(const Json& run);
+  // The runs' projection: drops a settled run's output past its agent's
+  // context window (run_index.h).
+  void keep_output_in_window(Json& run);
+  // An agent's contextRuns as it now is (or gone): the window follows.
+  void window_changed(const Json& agent, bool deleted);
+  // Reprojects the agent's runs whose output is kept past the window.
+  void drop_outputs_past_window(const std::string& ns, const std::string& agent_key);
   // Whether the run a Job or Pod belongs to (by its annotations) is settled.
   bool owner_run_settled(const Json& object) const;
   // Drops the settled run's Job and Pods from the caches.

@@ -1,35 +1,71 @@
 // The cache's index from an agent ("ns/name") to its runs, each with whether
-// it is settled (final, cost recorded: its Jobs and Pods are not kept). At
-// fleet size it names every run of the history (160,000 at 10,000 agents),
-// so each run is one name in a sorted vector, not a tree node with its
-// namespaced key. Not thread-safe: the cache holds its lock.
+// it is settled (final, cost recorded: its Jobs and Pods are not kept), when
+// it finished and whether the cache keeps its output. At fleet size it names
+// every run of the history (160,000 at 10,000 agents), so each run is one
+// entry in a sorted vector, not a tree node with its namespaced key.
+//
+// A settled run's output is only read for the next runs' context: the
+// agent's newest `contextRuns` settled runs (by finish time) keep theirs in
+// the cache, the others' are dropped (cache_projection.h). The index says
+// which is which. Not thread-safe: the cache holds its lock.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "controllers/json_util.h"
+
 namespace hb::controllers {
+
+struct IndexedRun {
+  TimePoint finished_at{};  // for a settled run: its status.finishedAt
+  bool settled = false;
+  bool output_kept = false;  // a settled run whose output the cache still holds
+};
 
 class RunIndex {
  public:
   // Records the run, settled or not; true when it has just become settled.
-  bool set(const std::string& agent_key, std::string_view run_name, bool settled);
+  bool set(const std::string& agent_key, std::string_view run_name, const IndexedRun& run);
   void erase(const std::string& agent_key, std::string_view run_name);
   // False for a run not indexed.
   bool settled(const std::string& agent_key, std::string_view run_name) const;
   // The agent's runs' names, sorted.
   std::vector<std::string> names(const std::string& agent_key) const;
 
+  // The agent's contextRuns (nullopt: the agent is not cached, and every
+  // settled run keeps its output until it is). True when it lowers the
+  // window, so outputs_past_window may name runs now.
+  bool set_context_runs(const std::string& agent_key, std::optional<int> context_runs);
+  // Whether a settled run that finished at `finished_at` is within the
+  // agent's window: fewer than contextRuns of its other settled runs
+  // finished later (the same time: by name).
+  bool in_output_window(const std::string& agent_key, std::string_view run_name,
+                        TimePoint finished_at) const;
+  // Records what the cache keeps of an indexed run's output.
+  void set_output_kept(const std::string& agent_key, std::string_view run_name, bool kept);
+  // Settled runs whose output is kept but that are past the window now.
+  std::vector<std::string> outputs_past_window(const std::string& agent_key) const;
+
  private:
   struct Run {
     std::string name;
-    bool settled = false;
+    IndexedRun facts;
   };
   using Runs = std::vector<Run>;  // sorted by name
+  struct Agent {
+    Runs runs;
+    std::optional<int> context_runs;
+  };
   static Runs::const_iterator find(const Runs& runs, std::string_view name);
-  std::map<std::string, Runs, std::less<>> by_agent_;
+  static Run* find_mutable(Runs& runs, std::string_view name);
+  // How many of the agent's settled runs other than `name` finished after it.
+  static int settled_later(const Runs& runs, std::string_view name, TimePoint finished_at);
+  void forget_if_empty(std::map<std::string, Agent, std::less<>>::iterator it);
+  std::map<std::string, Agent, std::less<>> by_agent_;
 };
 
 }  // namespace hb::controllers

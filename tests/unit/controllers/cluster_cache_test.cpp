@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "controllers/cache_projection.h"
 #include "controllers/names.h"
 
 namespace hb::controllers {
@@ -72,6 +73,7 @@ struct Fixture {
   HandFedSource& runs() { return *sources.at("heartbeatruns"); }
   HandFedSource& jobs() { return *sources.at("jobs"); }
   HandFedSource& pods() { return *sources.at("pods"); }
+  HandFedSource& agents() { return *sources.at("agents"); }
   bool has_job() const { return cache.job(kNs, job_name_for_run("bot-1")).has_value(); }
   std::size_t pods_of_run() const { return cache.pods_of(kNs, "bot-1").size(); }
 };
@@ -121,6 +123,101 @@ TEST(ClusterCache, ObjectsListedBeforeTheirSettledRunAreLetGoWhenItArrives) {
   f.runs().send(kube::WatchEventType::kDeleted, run("Failed", true, "6"));
   f.jobs().send(kube::WatchEventType::kModified, owned(job_name_for_run("bot-1"), "7"));
   EXPECT_TRUE(f.has_job());
+}
+
+// A settled run of bot's that finished at minute `m` with an output.
+Json settled_run(int m, const std::string& rv) {
+  const std::string stamp =
+      "2026-11-27T06:" + std::string(m < 10 ? "0" : "") + std::to_string(m) + ":00Z";
+  return {{"metadata",
+           {{"name", "bot-" + std::to_string(m)}, {"namespace", kNs}, {"resourceVersion", rv}}},
+          {"spec", {{"agentRef", {{"name", "bot"}}}}},
+          {"status",
+           {{"phase", "Succeeded"},
+            {"costRecorded", true},
+            {"finishedAt", stamp},
+            {"output", "output of minute " + std::to_string(m)}}}};
+}
+
+Json agent(std::optional<int> context_runs, const std::string& rv) {
+  Json a = {{"metadata", {{"name", "bot"}, {"namespace", kNs}, {"resourceVersion", rv}}},
+            {"spec", {{"heartbeat", Json::object()}}}};
+  if (context_runs) a["spec"]["heartbeat"]["contextRuns"] = *context_runs;
+  return a;
+}
+
+// The minutes of bot's cached runs that still carry their output; a run
+// without one is marked as dropped.
+std::vector<int> minutes_with_output(const ClusterCache& cache) {
+  std::vector<int> out;
+  for (const Json& r : cache.runs_of(kNs, "bot")) {
+    const std::string name = string_at(r, "metadata/name");
+    if (!string_at(r, "status/output").empty()) {
+      out.push_back(std::stoi(name.substr(4)));
+    } else {
+      EXPECT_TRUE(output_dropped(r)) << name;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Only the newest contextRuns settled runs keep their output in the cache;
+// as newer runs settle, older ones lose theirs.
+TEST(ClusterCache, OnlyTheContextWindowsOutputsAreKept) {
+  Fixture f;
+  f.agents().send(kube::WatchEventType::kAdded, agent(std::nullopt, "1"));  // default 3
+  for (int m = 1; m <= 5; ++m) {
+    f.runs().send(kube::WatchEventType::kAdded, settled_run(m, std::to_string(10 + m)));
+  }
+  EXPECT_EQ(minutes_with_output(f.cache), (std::vector<int>{3, 4, 5}));
+  // A run that finishes later but is listed by an earlier name still counts by time.
+  Json late = settled_run(9, "30");
+  late["metadata"]["name"] = "bot-0";
+  f.runs().send(kube::WatchEventType::kAdded, late);
+  EXPECT_EQ(minutes_with_output(f.cache), (std::vector<int>{0, 4, 5}));
+  // Lowering contextRuns drops more; raising it restores nothing in the
+  // cache (the reconciler reads those runs from the API server).
+  f.agents().send(kube::WatchEventType::kModified, agent(1, "2"));
+  EXPECT_EQ(minutes_with_output(f.cache), (std::vector<int>{0}));
+  f.agents().send(kube::WatchEventType::kModified, agent(20, "3"));
+  EXPECT_EQ(minutes_with_output(f.cache), (std::vector<int>{0}));
+  f.runs().send(kube::WatchEventType::kAdded, settled_run(10, "40"));
+  EXPECT_EQ(minutes_with_output(f.cache), (std::vector<int>{0, 10}));
+}
+
+// After a restart the runs may be listed before their agent: every output is
+// kept until the agent says how many its runs show, then the rest go.
+TEST(ClusterCache, RunsListedBeforeTheirAgentKeepOutputsUntilItArrives) {
+  Fixture f;
+  std::vector<Json> runs;
+  for (int m = 1; m <= 6; ++m) runs.push_back(settled_run(m, std::to_string(10 + m)));
+  f.runs().list(runs);
+  EXPECT_EQ(minutes_with_output(f.cache), (std::vector<int>{1, 2, 3, 4, 5, 6}));
+  f.agents().list({agent(2, "1")});
+  EXPECT_EQ(minutes_with_output(f.cache), (std::vector<int>{5, 6}));
+  // Listed again with the agent known (a relist): the same.
+  f.runs().list(runs);
+  EXPECT_EQ(minutes_with_output(f.cache), (std::vector<int>{5, 6}));
+}
+
+// A hostile or broken contextRuns (negative, huge, not a number) is clamped
+// to the CRD's bounds: no output kept, or at most kContextRunsMax.
+TEST(ClusterCache, AContextRunsOutOfBoundsIsClamped) {
+  Fixture f;
+  Json hostile = agent(std::nullopt, "1");
+  hostile["spec"]["heartbeat"]["contextRuns"] = -7;
+  f.agents().send(kube::WatchEventType::kAdded, hostile);
+  for (int m = 1; m <= 3; ++m) {
+    f.runs().send(kube::WatchEventType::kAdded, settled_run(m, std::to_string(10 + m)));
+  }
+  EXPECT_TRUE(minutes_with_output(f.cache).empty());
+  hostile["spec"]["heartbeat"]["contextRuns"] = 1'000'000'000'000LL;
+  f.agents().send(kube::WatchEventType::kModified, hostile);
+  f.runs().send(kube::WatchEventType::kAdded, settled_run(4, "20"));
+  EXPECT_EQ(minutes_with_output(f.cache), (std::vector<int>{4}));
+  hostile["spec"]["heartbeat"]["contextRuns"] = "three";
+  EXPECT_NO_THROW(f.agents().send(kube::WatchEventType::kModified, hostile));
 }
 
 }  // namespace

@@ -33,6 +33,8 @@ TEST(CrdBounds, TheSchemaAndTheCodeAgree) {
   EXPECT_EQ(maximum_of({"model", "pricing", "outputCentsPerMillionTokens"}),
             kPriceCentsPerMillionTokensMax);
   EXPECT_EQ(maximum_of({"model", "maxTokens"}), static_cast<double>(kModelMaxTokensMax));
+  EXPECT_EQ(maximum_of({"heartbeat", "contextRuns"}), static_cast<double>(kContextRunsMax));
+  EXPECT_EQ(agent_field({"heartbeat", "contextRuns"})["default"].as<int>(), kContextRunsDefault);
   EXPECT_EQ(agent_field({"model", "maxTokens"})["default"].as<int64_t>(), kModelMaxTokensDefault);
   EXPECT_EQ(maximum_of({"heartbeat", "idleBackoff", "after"}),
             static_cast<double>(kIdleBackoffAfterMax));

@@ -9,6 +9,7 @@
 
 #include <map>
 
+#include "controllers/cache_projection.h"
 #include "controllers/job_pods.h"
 #include "controllers/names.h"
 #include "controllers/shell/agent_reconciler.h"
@@ -30,12 +31,18 @@ constexpr const char* kFinishedOutput = "the finished run's own words";
 class RecordingApi final : public http::Client {
  public:
   std::vector<http::Request> requests;
-  std::vector<kube::GiveWayTime> give_way;  // each request's, as the client saw it
-  std::string fail_url_part;                // a POST or PUT whose URL has it answers 403
+  std::vector<kube::GiveWayTime> give_way;            // each request's, as the client saw it
+  std::string fail_url_part;                          // a POST or PUT whose URL has it answers 403
+  std::map<std::string, http::Response> get_answers;  // by a part of the URL; else 404
   http::Response send(const http::Request& r) override {
     requests.push_back(r);
     give_way.push_back(kube::current_give_way_time());
-    if (r.method == "GET") return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
+    if (r.method == "GET") {
+      for (const auto& [part, answer] : get_answers) {
+        if (r.url.find(part) != std::string::npos) return answer;
+      }
+      return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
+    }
     if (!fail_url_part.empty() && r.url.find(fail_url_part) != std::string::npos) {
       return {403, {}, R"({"kind":"Status","code":403,"reason":"Forbidden"})"};
     }
@@ -170,6 +177,75 @@ TEST(ReconcilerDispatch, APausedAgentsWritesNeverGiveWay) {
   const auto counted = h.api->first("PATCH", "/heartbeatruns/bot-1/status");
   ASSERT_TRUE(counted);
   EXPECT_EQ(h.api->give_way[*counted], std::nullopt);
+}
+
+// The cache keeps a settled run's output only while it is within its
+// agent's context window (cluster_cache.h); a run the context shows whose
+// output the cache dropped (contextRuns raised since) is read from the API
+// server before the Job is made.
+constexpr const char* kDroppedOutput = "words the cache let go";
+
+Json earlier_settled_run(bool output_in_cache) {
+  Json run = testing::with_status(
+      testing::run("bot-0", "scheduler", at("2024-05-01T11:00:00Z"), "2024-05-01T11:00:00Z"),
+      {{"phase", "Succeeded"},
+       {"costRecorded", true},
+       {"finishedAt", "2024-05-01T11:00:30Z"},
+       {"output", kDroppedOutput}});
+  if (!output_in_cache) drop_output(run);
+  return run;
+}
+
+bool context_tells(const RecordingApi& api, const std::string& text) {
+  for (const char* part : {"/jobs", "/configmaps"}) {
+    const auto at_index = api.first("POST", part);
+    if (at_index && api.requests[*at_index].body.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(ReconcilerDispatch, AContextRunWhoseOutputTheCacheDroppedIsReadAgain) {
+  Harness h;
+  h.view.runs.push_back(earlier_settled_run(false));
+  h.api->get_answers["/heartbeatruns/bot-0"] = {200, {}, earlier_settled_run(true).dump()};
+  ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
+  const auto read = h.api->first("GET", "/heartbeatruns/bot-0");
+  const auto job = h.api->first("POST", "/jobs");
+  ASSERT_TRUE(read && job);
+  EXPECT_LT(*read, *job);
+  EXPECT_TRUE(context_tells(*h.api, kDroppedOutput));
+  EXPECT_TRUE(context_tells(*h.api, kFinishedOutput));
+}
+
+TEST(ReconcilerDispatch, AContextRunWithItsOutputCachedIsNotReadAgain) {
+  Harness h;
+  h.view.runs.push_back(earlier_settled_run(true));
+  ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
+  EXPECT_FALSE(h.api->first("GET", "/heartbeatruns/bot-0"));
+  EXPECT_TRUE(context_tells(*h.api, kDroppedOutput));
+}
+
+// Deleted meanwhile: the context goes without it; the run still starts.
+TEST(ReconcilerDispatch, AContextRunDeletedMeanwhileIsLeftOut) {
+  Harness h;
+  h.view.runs.push_back(earlier_settled_run(false));
+  ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
+  EXPECT_TRUE(h.api->first("GET", "/heartbeatruns/bot-0"));
+  EXPECT_TRUE(h.api->first("POST", "/jobs"));
+  EXPECT_FALSE(context_tells(*h.api, "bot-0"));
+}
+
+// A server that cannot answer now: the start waits for the next pass (a
+// transient error, requeued), rather than a context that lacks the output.
+TEST(ReconcilerDispatch, AContextRunThatCannotBeReadHoldsTheStartBack) {
+  Harness h;
+  h.view.runs.push_back(earlier_settled_run(false));
+  h.api->get_answers["/heartbeatruns/bot-0"] = {
+      503, {}, R"({"kind":"Status","code":503,"reason":"ServiceUnavailable"})"};
+  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+  ASSERT_FALSE(result.ok());
+  EXPECT_TRUE(result.error().transient()) << result.error().describe();
+  EXPECT_FALSE(h.api->first("POST", "/jobs"));
 }
 
 }  // namespace
