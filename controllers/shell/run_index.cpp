@@ -1,57 +1,94 @@
 #include "controllers/shell/run_index.h"
 
 #include <algorithm>
+#include <cassert>
+#include <limits>
 
 namespace hb::controllers {
 
-RunIndex::Runs::const_iterator RunIndex::find(const Runs& runs, std::string_view name) {
+// Kubernetes object names are at most 253 bytes; an entry holds up to this.
+constexpr std::size_t kRunNameBytesMax = std::numeric_limits<uint16_t>::max();
+
+std::vector<RunIndex::Entry>::const_iterator RunIndex::Agent::find(std::string_view name) const {
   return std::lower_bound(runs.begin(), runs.end(), name,
-                          [](const Run& run, std::string_view n) { return run.name < n; });
+                          [this](const Entry& e, std::string_view n) { return name_of(e) < n; });
 }
 
-RunIndex::Run* RunIndex::find_mutable(Runs& runs, std::string_view name) {
-  auto at = find(runs, name);
-  if (at == runs.end() || at->name != name) return nullptr;
+RunIndex::Entry* RunIndex::Agent::find_mutable(std::string_view name) {
+  auto at = find(name);
+  if (at == runs.end() || name_of(*at) != name) return nullptr;
   return &runs[static_cast<std::size_t>(at - runs.begin())];
+}
+
+void RunIndex::Agent::compact() {
+  std::string live;
+  live.reserve(names.size() - dead_bytes);
+  for (Entry& e : runs) {
+    const std::string_view name = name_of(e);
+    e.offset = static_cast<uint32_t>(live.size());
+    live.append(name);
+  }
+  names = std::move(live);
+  dead_bytes = 0;
 }
 
 bool RunIndex::set(const std::string& agent_key, std::string_view run_name,
                    const IndexedRun& facts) {
-  Runs& runs = by_agent_[agent_key].runs;
-  if (Run* run = find_mutable(runs, run_name)) {
-    const bool became_settled = facts.settled && !run->facts.settled;
-    run->facts = facts;
+  assert(run_name.size() <= kRunNameBytesMax);
+  Agent& agent = by_agent_[agent_key];
+  if (Entry* e = agent.find_mutable(run_name)) {
+    const bool became_settled = facts.settled && !e->settled;
+    e->finished_at = facts.finished_at;
+    e->settled = facts.settled;
+    e->output_kept = facts.output_kept;
     return became_settled;
   }
-  runs.insert(find(runs, run_name), Run{std::string(run_name), facts});
+  Entry e{facts.finished_at, static_cast<uint32_t>(agent.names.size()),
+          static_cast<uint16_t>(std::min(run_name.size(), kRunNameBytesMax)), facts.settled,
+          facts.output_kept};
+  const auto at = agent.find(run_name);  // before the name is appended: `names` may move
+  const auto place = static_cast<std::size_t>(at - agent.runs.begin());
+  agent.names.append(run_name.substr(0, e.length));
+  agent.runs.insert(agent.runs.begin() + static_cast<std::ptrdiff_t>(place), e);
   return facts.settled;
 }
 
-void RunIndex::forget_if_empty(std::map<std::string, Agent, std::less<>>::iterator it) {
+void RunIndex::forget_if_empty(Agents::iterator it) {
   if (it->second.runs.empty() && !it->second.context_runs) by_agent_.erase(it);
 }
 
 void RunIndex::erase(const std::string& agent_key, std::string_view run_name) {
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end()) return;
-  Runs& runs = it->second.runs;
-  auto at = find(runs, run_name);
-  if (at != runs.end() && at->name == run_name) runs.erase(at);
+  Agent& agent = it->second;
+  auto at = agent.find(run_name);
+  if (at != agent.runs.end() && agent.name_of(*at) == run_name) {
+    agent.dead_bytes += at->length;
+    agent.runs.erase(at);
+    if (agent.runs.empty()) {
+      agent.names.clear();
+      agent.names.shrink_to_fit();
+      agent.dead_bytes = 0;
+    } else if (agent.dead_bytes * 2 > agent.names.size()) {
+      agent.compact();
+    }
+  }
   forget_if_empty(it);
 }
 
 bool RunIndex::settled(const std::string& agent_key, std::string_view run_name) const {
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end()) return false;
-  auto at = find(it->second.runs, run_name);
-  return at != it->second.runs.end() && at->name == run_name && at->facts.settled;
+  const Agent& agent = it->second;
+  auto at = agent.find(run_name);
+  return at != agent.runs.end() && agent.name_of(*at) == run_name && at->settled;
 }
 
 std::vector<std::string> RunIndex::names(const std::string& agent_key) const {
   std::vector<std::string> out;
   if (auto it = by_agent_.find(agent_key); it != by_agent_.end()) {
     out.reserve(it->second.runs.size());
-    for (const Run& run : it->second.runs) out.push_back(run.name);
+    for (const Entry& e : it->second.runs) out.emplace_back(it->second.name_of(e));
   }
   return out;
 }
@@ -65,17 +102,20 @@ bool RunIndex::set_context_runs(const std::string& agent_key, std::optional<int>
     return false;
   }
   Agent& agent = by_agent_[agent_key];
-  const bool lowered = !agent.context_runs || *context_runs < *agent.context_runs;
-  agent.context_runs = std::max(0, *context_runs);
+  const int wanted = std::max(0, *context_runs);
+  const bool lowered = !agent.context_runs || wanted < *agent.context_runs;
+  agent.context_runs = wanted;
   return lowered;
 }
 
-int RunIndex::settled_later(const Runs& runs, std::string_view name, TimePoint finished_at) {
+int RunIndex::settled_later(const Agent& agent, std::string_view name, TimePoint finished_at) {
   int later = 0;
-  for (const Run& other : runs) {
-    if (!other.facts.settled || other.name == name) continue;
-    const TimePoint at = other.facts.finished_at;
-    if (at > finished_at || (at == finished_at && other.name > name)) ++later;
+  for (const Entry& other : agent.runs) {
+    if (!other.settled) continue;
+    const std::string_view other_name = agent.name_of(other);
+    if (other_name == name) continue;
+    const TimePoint at = other.finished_at;
+    if (at > finished_at || (at == finished_at && other_name > name)) ++later;
   }
   return later;
 }
@@ -84,24 +124,24 @@ bool RunIndex::in_output_window(const std::string& agent_key, std::string_view r
                                 TimePoint finished_at) const {
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end() || !it->second.context_runs) return true;
-  return settled_later(it->second.runs, run_name, finished_at) < *it->second.context_runs;
+  return settled_later(it->second, run_name, finished_at) < *it->second.context_runs;
 }
 
 void RunIndex::set_output_kept(const std::string& agent_key, std::string_view run_name, bool kept) {
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end()) return;
-  if (Run* run = find_mutable(it->second.runs, run_name)) run->facts.output_kept = kept;
+  if (Entry* e = it->second.find_mutable(run_name)) e->output_kept = kept;
 }
 
 std::vector<std::string> RunIndex::outputs_past_window(const std::string& agent_key) const {
   std::vector<std::string> out;
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end() || !it->second.context_runs) return out;
-  const Runs& runs = it->second.runs;
-  for (const Run& run : runs) {
-    if (!run.facts.settled || !run.facts.output_kept) continue;
-    if (settled_later(runs, run.name, run.facts.finished_at) >= *it->second.context_runs) {
-      out.push_back(run.name);
+  const Agent& agent = it->second;
+  for (const Entry& e : agent.runs) {
+    if (!e.settled || !e.output_kept) continue;
+    if (settled_later(agent, agent.name_of(e), e.finished_at) >= *agent.context_runs) {
+      out.emplace_back(agent.name_of(e));
     }
   }
   return out;

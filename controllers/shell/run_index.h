@@ -10,6 +10,7 @@
 // which is which. Not thread-safe: the cache holds its lock.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,21 +52,32 @@ class RunIndex {
   std::vector<std::string> outputs_past_window(const std::string& agent_key) const;
 
  private:
-  struct Run {
-    std::string name;
-    IndexedRun facts;
+  // One run: its name is `length` bytes at `offset` in its agent's `names`.
+  struct Entry {
+    TimePoint finished_at{};
+    uint32_t offset = 0;
+    uint16_t length = 0;
+    bool settled = false;
+    bool output_kept = false;
   };
-  using Runs = std::vector<Run>;  // sorted by name
+  // An agent's runs: every name back to back in one string (no allocation
+  // per run; at fleet size a string each cost more than the name), and the
+  // entries sorted by name. An erased name's bytes stay until they are half.
   struct Agent {
-    Runs runs;
+    std::string names;
+    std::vector<Entry> runs;
+    std::size_t dead_bytes = 0;
     std::optional<int> context_runs;
+    std::string_view name_of(const Entry& e) const { return {names.data() + e.offset, e.length}; }
+    std::vector<Entry>::const_iterator find(std::string_view name) const;
+    Entry* find_mutable(std::string_view name);
+    void compact();
   };
-  static Runs::const_iterator find(const Runs& runs, std::string_view name);
-  static Run* find_mutable(Runs& runs, std::string_view name);
+  using Agents = std::map<std::string, Agent, std::less<>>;
   // How many of the agent's settled runs other than `name` finished after it.
-  static int settled_later(const Runs& runs, std::string_view name, TimePoint finished_at);
-  void forget_if_empty(std::map<std::string, Agent, std::less<>>::iterator it);
-  std::map<std::string, Agent, std::less<>> by_agent_;
+  static int settled_later(const Agent& agent, std::string_view name, TimePoint finished_at);
+  void forget_if_empty(Agents::iterator it);
+  Agents by_agent_;
 };
 
 }  // namespace hb::controllers

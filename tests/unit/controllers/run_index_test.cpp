@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace hb::controllers {
 namespace {
 
@@ -103,6 +105,30 @@ TEST(RunIndex, ForgettingTheAgentKeepsItsRunsUntilTheyGo) {
   index.erase("ns/a", "a-2");
   EXPECT_TRUE(index.names("ns/a").empty());
   EXPECT_FALSE(index.set_context_runs("ns/z", std::nullopt));  // never seen: nothing
+}
+
+// Names are kept back to back per agent; erasing leaves dead bytes until
+// they are half, then the names are packed again. Every lookup stays right
+// through inserts in any order, erases and packs.
+TEST(RunIndex, NamesStayRightThroughErasesAndPacking) {
+  RunIndex index;
+  std::set<std::string> expected;
+  uint32_t state = 12345;
+  auto next = [&] { return state = state * 1103515245u + 12345u; };
+  for (int step = 0; step < 2000; ++step) {
+    const std::string name = "a-" + std::to_string(next() % 200);
+    if (next() % 3 == 0) {
+      index.erase("ns/a", name);
+      expected.erase(name);
+    } else {
+      const bool settled = next() % 2 == 0;
+      index.set("ns/a", name, IndexedRun{kT0, settled, settled});
+      expected.insert(name);
+      EXPECT_EQ(index.settled("ns/a", name), settled);
+    }
+    ASSERT_EQ(index.names("ns/a"), std::vector<std::string>(expected.begin(), expected.end()))
+        << "step " << step;
+  }
 }
 
 }  // namespace
