@@ -27,13 +27,13 @@ bool Store::project(nlohmann::json& object) const {
   return !object.is_null();
 }
 
-StoredObject Store::stored(const std::string& key, const nlohmann::json& projected) const {
-  return StoredObject(key, projected.value("/metadata/resourceVersion"_json_pointer, ""),
-                      compress(projected.dump()));
+StoredObjectPtr Store::stored(const std::string& key, const nlohmann::json& projected) const {
+  return StoredObject::make(key, projected.value("/metadata/resourceVersion"_json_pointer, ""),
+                            compress(projected.dump()));
 }
 
-std::optional<StoredObject> Store::encode(const std::string& key, nlohmann::json& object) const {
-  if (!project(object)) return std::nullopt;
+StoredObjectPtr Store::encode(const std::string& key, nlohmann::json& object) const {
+  if (!project(object)) return nullptr;
   return stored(key, object);
 }
 
@@ -61,19 +61,8 @@ void Store::set_handlers(StoreHandlers handlers) {
   handlers_ = std::make_shared<const StoreHandlers>(std::move(handlers));
 }
 
-void Store::put(Objects& objects, StoredObject object) {
-  auto it = objects.find(object.key());
-  if (it == objects.end()) {
-    objects.insert(std::move(object));
-    return;
-  }
-  auto node = objects.extract(it);  // the same key: reinserted without a new node
-  node.value() = std::move(object);
-  objects.insert(std::move(node));
-}
-
-void Store::commit(bool deleted, StoredObject entry, const nlohmann::json* parsed) {
-  const std::string key(entry.key());
+void Store::commit(bool deleted, StoredObjectPtr entry, const nlohmann::json* parsed) {
+  const std::string key(entry->key());
   std::optional<std::string> old_text;  // decompressed under the lock, parsed outside
   std::string new_text;
   bool existed = false;
@@ -81,18 +70,18 @@ void Store::commit(bool deleted, StoredObject entry, const nlohmann::json* parse
   {
     std::lock_guard lock(mutex_);
     handlers = handlers_;
-    auto it = items_.find(key);
-    existed = it != items_.end();
+    const StoredObject* kept = items_.find(key);
+    existed = kept != nullptr;
     const bool old_wanted =
         deleted ? handlers->on_delete && parsed == nullptr : static_cast<bool>(handlers->on_update);
-    if (existed && old_wanted) decompress(it->text(), old_text.emplace());
+    if (existed && old_wanted) decompress(kept->text(), old_text.emplace());
     const bool new_wanted =
         existed ? static_cast<bool>(handlers->on_update) : static_cast<bool>(handlers->on_add);
-    if (!deleted && new_wanted && parsed == nullptr) decompress(entry.text(), new_text);
+    if (!deleted && new_wanted && parsed == nullptr) decompress(entry->text(), new_text);
     if (deleted) {
-      if (existed) items_.erase(it);
+      if (existed) items_.erase(key);
     } else {
-      put(items_, std::move(entry));
+      items_.put(std::move(entry));
     }
   }
   // Handlers run outside the lock so they may read the store.
@@ -120,7 +109,7 @@ void Store::apply(WatchEvent event) {
     return;
   }
   if (event.type == WatchEventType::kDeleted) {
-    commit(true, StoredObject(key, "", CompressedText{}), &object);  // only its key is read
+    commit(true, StoredObject::make(key, "", CompressedText{}), &object);  // only its key is read
     return;
   }
   commit(false, stored(key, object), &object);
@@ -134,18 +123,17 @@ void Store::apply(const ScannedWatchEvent& event) {
   std::string key(event.name);
   if (!event.namespace_.empty()) key = std::string(event.namespace_) + "/" + key;
   if (event.type == WatchEventType::kDeleted) {
-    commit(true, StoredObject(key, "", CompressedText{}), nullptr);  // only its key is read
+    commit(true, StoredObject::make(key, "", CompressedText{}), nullptr);  // only its key is read
     return;
   }
-  commit(false, StoredObject(key, event.resource_version, compress(event.compact_object_text())),
+  commit(false,
+         StoredObject::make(key, event.resource_version, compress(event.compact_object_text())),
          nullptr);
 }
 
 void Store::Replacement::add(nlohmann::json object) {
   const std::string key = key_of(object);
-  if (std::optional<StoredObject> entry = store_->encode(key, object)) {
-    put(entries_, std::move(*entry));
-  }
+  if (StoredObjectPtr entry = store_->encode(key, object)) entries_.put(std::move(entry));
 }
 
 void Store::replace(std::vector<nlohmann::json> items) {
@@ -156,7 +144,7 @@ void Store::replace(std::vector<nlohmann::json> items) {
 }
 
 void Store::replace(Replacement replacement) {
-  Objects old;
+  StoredObjects old;
   std::shared_ptr<const StoreHandlers> handlers;
   std::vector<std::string> added, changed, deleted;
   {
@@ -165,13 +153,13 @@ void Store::replace(Replacement replacement) {
     old.swap(items_);
     items_ = std::move(replacement.entries_);  // the swap: readers never see a half-built cache
     for (const StoredObject& entry : items_) {
-      auto it = old.find(entry.key());
-      if (it == old.end()) {
+      const StoredObject* before = old.find(entry.key());
+      if (before == nullptr) {
         added.emplace_back(entry.key());
-      } else if (it->resource_version() != entry.resource_version()) {
+      } else if (before->resource_version() != entry.resource_version()) {
         changed.emplace_back(entry.key());
       } else {
-        old.erase(it);  // unchanged: nothing to report, nothing to keep
+        old.erase(entry.key());  // unchanged: nothing to report, nothing to keep
       }
     }
     for (const StoredObject& entry : old) {
@@ -183,10 +171,10 @@ void Store::replace(Replacement replacement) {
   // meanwhile (reproject, from another thread) is not reported.
   auto current = [this](const std::string& key) -> std::optional<std::string> {
     std::lock_guard lock(mutex_);
-    auto it = items_.find(key);
-    if (it == items_.end()) return std::nullopt;
+    const StoredObject* kept = items_.find(key);
+    if (kept == nullptr) return std::nullopt;
     std::string text;
-    decompress(it->text(), text);
+    decompress(kept->text(), text);
     return text;
   };
   auto old_object = [&](const std::string& key) { return parse(old.find(key)->text()); };
@@ -212,28 +200,28 @@ void Store::replace(Replacement replacement) {
 
 void Store::reproject(const std::string& key) {
   std::lock_guard lock(mutex_);
-  auto it = items_.find(key);
-  if (it == items_.end() || !projection_) return;
-  nlohmann::json object = parse(it->text());
-  if (std::optional<StoredObject> entry = encode(key, object)) {
-    put(items_, std::move(*entry));
+  const StoredObject* kept = items_.find(key);
+  if (kept == nullptr || !projection_) return;
+  nlohmann::json object = parse(kept->text());
+  if (StoredObjectPtr entry = encode(key, object)) {
+    items_.put(std::move(entry));
   } else {
-    items_.erase(it);
+    items_.erase(key);
   }
 }
 
 void Store::forget(const std::string& key) {
   std::lock_guard lock(mutex_);
-  if (auto it = items_.find(key); it != items_.end()) items_.erase(it);
+  items_.erase(key);
 }
 
 std::optional<nlohmann::json> Store::get(const std::string& key) const {
   thread_local std::string text;  // reused: no allocation per read
   {
     std::lock_guard lock(mutex_);
-    auto it = items_.find(key);
-    if (it == items_.end()) return std::nullopt;
-    decompress(it->text(), text);  // not parsed under the lock: that is the slow part
+    const StoredObject* kept = items_.find(key);
+    if (kept == nullptr) return std::nullopt;
+    decompress(kept->text(), text);  // not parsed under the lock: that is the slow part
   }
   return nlohmann::json::parse(text);
 }

@@ -70,7 +70,7 @@ class Store {
     friend class Store;
     explicit Replacement(const Store& store) : store_(&store) {}
     const Store* store_;
-    std::set<StoredObject, StoredObjectByKey> entries_;
+    StoredObjects entries_;
   };
   Replacement begin_replace() const { return Replacement(*this); }
 
@@ -101,31 +101,28 @@ class Store {
   Footprint footprint() const;
 
  private:
-  using Objects = std::set<StoredObject, StoredObjectByKey>;
   // Drops what is kept for `key`, reporting nothing.
   void forget(const std::string& key);
   // Strips managedFields and applies the projection, in place; false when
   // the projection discards the object.
   bool project(nlohmann::json& object) const;
   // The entry for an object already projected.
-  StoredObject stored(const std::string& key, const nlohmann::json& projected) const;
-  // Both; nullopt when the projection discards the object.
-  std::optional<StoredObject> encode(const std::string& key, nlohmann::json& object) const;
+  StoredObjectPtr stored(const std::string& key, const nlohmann::json& projected) const;
+  // Both; null when the projection discards the object.
+  StoredObjectPtr encode(const std::string& key, nlohmann::json& object) const;
   CompressedText compress(std::string_view text) const;
   // An entry's text into `plain`. Aborts if it does not decompress: that is
   // this store's own memory, so only a bug gets there.
   void decompress(CompressedTextView text, std::string& plain) const;
   // The object an entry holds.
   nlohmann::json parse(CompressedTextView text) const;
-  // Puts `object` in place of the entry with its key, or adds it.
-  static void put(Objects& objects, StoredObject object);
   // Stores (or erases) one entry, then runs the handlers outside the lock.
   // `parsed` is the new object when the caller already has it as a tree.
   // A deletion's entry carries only its key (nothing of it is kept).
-  void commit(bool deleted, StoredObject entry, const nlohmann::json* parsed);
+  void commit(bool deleted, StoredObjectPtr entry, const nlohmann::json* parsed);
 
   mutable std::mutex mutex_;
-  Objects items_;
+  StoredObjects items_;
   std::shared_ptr<const StoreHandlers> handlers_ = std::make_shared<StoreHandlers>();
   Projection projection_;
   // Made from the first text compressed; set once, before any entry exists,

@@ -3,11 +3,17 @@
 #include <cassert>
 #include <cstring>
 #include <limits>
+#include <new>
 
 namespace hb::kube {
 
-StoredObject::StoredObject(std::string_view key, std::string_view resource_version,
-                           const CompressedText& text) {
+void StoredObjectDelete::operator()(StoredObject* object) const {
+  object->~StoredObject();
+  ::operator delete(object);
+}
+
+StoredObjectPtr StoredObject::make(std::string_view key, std::string_view resource_version,
+                                   const CompressedText& text) {
   // Kubernetes bounds names (253), namespaces (63) and resourceVersions are
   // etcd revisions: far inside 16 bits.
   assert(key.size() <= std::numeric_limits<uint16_t>::max());
@@ -15,41 +21,73 @@ StoredObject::StoredObject(std::string_view key, std::string_view resource_versi
   const Header header{static_cast<uint32_t>(text.bytes.size()), text.text_bytes,
                       static_cast<uint16_t>(key.size()),
                       static_cast<uint16_t>(resource_version.size()), text.compressed};
-  data_ = std::make_unique_for_overwrite<char[]>(sizeof(Header) + key.size() +
-                                                 resource_version.size() + text.bytes.size());
-  char* at = data_.get();
-  std::memcpy(at, &header, sizeof header);
-  at += sizeof header;
+  void* block = ::operator new(sizeof(StoredObject) + key.size() + resource_version.size() +
+                               text.bytes.size());
+  StoredObjectPtr object(new (block) StoredObject(header));
+  char* at = reinterpret_cast<char*>(object.get() + 1);
   std::memcpy(at, key.data(), key.size());
   at += key.size();
   std::memcpy(at, resource_version.data(), resource_version.size());
   at += resource_version.size();
   std::memcpy(at, text.bytes.data(), text.bytes.size());
-}
-
-StoredObject::Header StoredObject::header() const {
-  Header h;  // copied out: the bytes hold no Header object to point at
-  std::memcpy(&h, data_.get(), sizeof h);
-  return h;
-}
-
-const char* StoredObject::after_header() const {
-  return data_.get() + sizeof(Header);
+  return object;
 }
 
 std::string_view StoredObject::key() const {
-  return {after_header(), header().key_bytes};
+  return {payload(), header_.key_bytes};
 }
 
 std::string_view StoredObject::resource_version() const {
-  return {after_header() + header().key_bytes, header().resource_version_bytes};
+  return {payload() + header_.key_bytes, header_.resource_version_bytes};
 }
 
 CompressedTextView StoredObject::text() const {
-  const Header h = header();
-  return {{after_header() + h.key_bytes + h.resource_version_bytes, h.stored_bytes},
-          h.text_bytes,
-          h.compressed};
+  return {{payload() + header_.key_bytes + header_.resource_version_bytes, header_.stored_bytes},
+          header_.text_bytes,
+          header_.compressed};
+}
+
+StoredObjects::StoredObjects(StoredObjects&& other) noexcept {
+  set_.swap(other.set_);
+}
+
+StoredObjects& StoredObjects::operator=(StoredObjects&& other) noexcept {
+  if (this != &other) {
+    clear();
+    set_.swap(other.set_);
+  }
+  return *this;
+}
+
+StoredObjects::~StoredObjects() {
+  clear();
+}
+
+void StoredObjects::clear() {
+  set_.clear_and_dispose(StoredObjectDelete{});
+}
+
+const StoredObject* StoredObjects::find(std::string_view key) const {
+  auto it = set_.find(key, ByKey{});
+  return it == set_.end() ? nullptr : &*it;
+}
+
+void StoredObjects::put(StoredObjectPtr object) {
+  auto it = set_.find(object->key(), ByKey{});
+  if (it == set_.end()) {
+    set_.insert(*object.release());
+    return;
+  }
+  StoredObject& old = *it;
+  set_.replace_node(it, *object.release());  // the same key: the same place in the tree
+  StoredObjectDelete{}(&old);
+}
+
+bool StoredObjects::erase(std::string_view key) {
+  auto it = set_.find(key, ByKey{});
+  if (it == set_.end()) return false;
+  set_.erase_and_dispose(it, StoredObjectDelete{});
+  return true;
 }
 
 }  // namespace hb::kube

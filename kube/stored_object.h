@@ -1,9 +1,12 @@
 // One object as an informer store keeps it: its key ("namespace/name"),
-// resourceVersion and compressed text in a single allocation. At fleet size
-// a store holds hundreds of thousands of these (mostly runs' history), and
-// three separate strings per object cost more than the compressed text.
+// resourceVersion and compressed text in a single allocation, which is also
+// its node in the store's tree (an intrusive red-black tree: no separate
+// node per object). At fleet size a store holds hundreds of thousands of
+// these (mostly runs' history), and a map node with three strings per
+// object cost more than the compressed text.
 #pragma once
 
+#include <boost/intrusive/set.hpp>
 #include <cstdint>
 #include <memory>
 #include <string_view>
@@ -12,9 +15,24 @@
 
 namespace hb::kube {
 
-class StoredObject {
+class StoredObject;
+
+// Frees what StoredObject::make allocated.
+struct StoredObjectDelete {
+  void operator()(StoredObject* object) const;
+};
+using StoredObjectPtr = std::unique_ptr<StoredObject, StoredObjectDelete>;
+
+using StoredObjectHook =
+    boost::intrusive::set_base_hook<boost::intrusive::optimize_size<true>,
+                                    boost::intrusive::link_mode<boost::intrusive::normal_link>>;
+
+class StoredObject : public StoredObjectHook {
  public:
-  StoredObject(std::string_view key, std::string_view resource_version, const CompressedText& text);
+  static StoredObjectPtr make(std::string_view key, std::string_view resource_version,
+                              const CompressedText& text);
+  StoredObject(const StoredObject&) = delete;
+  StoredObject& operator=(const StoredObject&) = delete;
 
   std::string_view key() const;
   std::string_view resource_version() const;
@@ -28,21 +46,46 @@ class StoredObject {
     uint16_t resource_version_bytes;
     bool compressed;
   };
-  Header header() const;
-  const char* after_header() const;
-  std::unique_ptr<char[]> data_;  // Header, key, resourceVersion, stored bytes
+  explicit StoredObject(const Header& header) : header_(header) {}
+  const char* payload() const { return reinterpret_cast<const char*>(this + 1); }
+  Header header_;
+  // Followed in the same allocation by the key, resourceVersion and stored bytes.
 };
 
-// Orders by key; compares with a plain key too (transparent), so a store
-// finds an object by key without building one.
-struct StoredObjectByKey {
-  using is_transparent = void;
-  static std::string_view key_of(const StoredObject& o) { return o.key(); }
-  static std::string_view key_of(std::string_view key) { return key; }
-  template <typename A, typename B>
-  bool operator()(const A& a, const B& b) const {
-    return key_of(a) < key_of(b);
-  }
+// The objects of one store, ordered by key and found by a plain key. Owns
+// them: erasing or replacing one frees it.
+class StoredObjects {
+ public:
+  StoredObjects() = default;
+  StoredObjects(StoredObjects&& other) noexcept;
+  StoredObjects& operator=(StoredObjects&& other) noexcept;
+  ~StoredObjects();
+
+  // Nullptr when there is none.
+  const StoredObject* find(std::string_view key) const;
+  bool contains(std::string_view key) const { return find(key) != nullptr; }
+  // Keeps `object`, freeing the one it replaces (the same key).
+  void put(StoredObjectPtr object);
+  // True when there was one.
+  bool erase(std::string_view key);
+  std::size_t size() const { return set_.size(); }
+  void swap(StoredObjects& other) noexcept { set_.swap(other.set_); }
+
+  struct ByKey {
+    bool operator()(const StoredObject& a, const StoredObject& b) const {
+      return a.key() < b.key();
+    }
+    bool operator()(std::string_view a, const StoredObject& b) const { return a < b.key(); }
+    bool operator()(const StoredObject& a, std::string_view b) const { return a.key() < b; }
+  };
+  using Set = boost::intrusive::set<StoredObject, boost::intrusive::compare<ByKey>,
+                                    boost::intrusive::constant_time_size<true>>;
+  Set::const_iterator begin() const { return set_.begin(); }
+  Set::const_iterator end() const { return set_.end(); }
+
+ private:
+  void clear();
+  Set set_;
 };
 
 }  // namespace hb::kube

@@ -101,6 +101,15 @@ std::pair<double, long> cpu_and_peak_rss(pid_t pid) {
   return {cpu, hwm};
 }
 
+// KiB of a live process's status field ("VmRSS:", "RssAnon:", ...).
+long status_kib(pid_t pid, const std::string& field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
+  }
+  return 0;
+}
+
 double cpu_of_pid_file(const std::string& path) {
   std::ifstream in(path);
   pid_t pid = 0;
@@ -348,6 +357,9 @@ int main(int argc, char** argv) {
   const double finished = op.metric("heartbeat_runs_total") - finished0;
   const auto [cpu1, rss1] = cpu_and_peak_rss(op.pid());
   const LagHistogram lag = lag_histogram(op) - lag0;
+  // What the RSS is made of at the end: heap and stacks, against mapped code.
+  const long rss_anon = status_kib(op.pid(), "RssAnon:");
+  const long rss_file = status_kib(op.pid(), "RssFile:");
   kubelet.stop();
   op.kill(SIGTERM);
   const StartsPerSecond starts = starts_per_second(
@@ -374,6 +386,9 @@ int main(int argc, char** argv) {
               opt.minutes, 100.0 * (cpu1 - cpu0) / (minutes * 60));
   std::printf("| operator peak RSS | %.1f MiB |\n",
               static_cast<double>(std::max(rss0, rss1)) / 1024);
+  std::printf(
+      "| operator RSS at the end: anonymous (heap, stacks) / files (code) | %.1f / %.1f MiB |\n",
+      static_cast<double>(rss_anon) / 1024, static_cast<double>(rss_file) / 1024);
   std::string plane;
   double plane_total = 0;
   for (const char* name : kControlPlaneProcesses) {
