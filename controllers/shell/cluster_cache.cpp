@@ -12,6 +12,23 @@ namespace hb::controllers {
 
 namespace {
 
+// Wraps the handlers so that `told` (the object, and whether it is gone)
+// runs before each.
+void tell_first(kube::StoreHandlers& h, std::function<void(const Json&, bool gone)> told) {
+  h.on_add = [add = h.on_add, told](const Json& o) {
+    told(o, false);
+    add(o);
+  };
+  h.on_update = [update = h.on_update, told](const Json& old, const Json& o) {
+    told(o, false);
+    update(old, o);
+  };
+  h.on_delete = [del = h.on_delete, told](const Json& o) {
+    told(o, true);
+    del(o);
+  };
+}
+
 std::string owner_agent(const Json& object) {
   const Json* owners = find_path(object, "metadata/ownerReferences");
   if (owners == nullptr || !owners->is_array()) return "";
@@ -124,39 +141,15 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   kube::StoreHandlers own_agent_handlers =
       agent_handlers([](const Json& o) { return object_key(o); });
   // Before the agent is queued: its runs' outputs past its window go first.
-  own_agent_handlers.on_add = [add = own_agent_handlers.on_add, this](const Json& o) {
-    window_changed(o, false);
-    add(o);
-  };
-  own_agent_handlers.on_update = [update = own_agent_handlers.on_update, this](const Json& old,
-                                                                               const Json& o) {
-    window_changed(o, false);
-    update(old, o);
-  };
-  own_agent_handlers.on_delete = [del = own_agent_handlers.on_delete, this](const Json& o) {
-    window_changed(o, true);
-    del(o);
-  };
+  tell_first(own_agent_handlers, [this](const Json& o, bool gone) { window_changed(o, gone); });
   if (policy_index_ || provider_holds_) {
     // Told before the agent is queued, so its reconcile sees its labels,
     // spend and credential counted.
-    auto told = [index = policy_index_, holds = provider_holds_](const Json& o, bool gone) {
-      if (index) index->agent_changed(object_key(o), gone ? nullptr : &o);
-      if (holds) holds->agent_changed(object_key(o), gone ? nullptr : &o);
-    };
-    own_agent_handlers.on_add = [add = own_agent_handlers.on_add, told](const Json& o) {
-      told(o, false);
-      add(o);
-    };
-    own_agent_handlers.on_update = [update = own_agent_handlers.on_update, told](const Json& old,
-                                                                                 const Json& o) {
-      told(o, false);
-      update(old, o);
-    };
-    own_agent_handlers.on_delete = [del = own_agent_handlers.on_delete, told](const Json& o) {
-      told(o, true);
-      del(o);
-    };
+    tell_first(own_agent_handlers,
+               [index = policy_index_, holds = provider_holds_](const Json& o, bool gone) {
+                 if (index) index->agent_changed(object_key(o), gone ? nullptr : &o);
+                 if (holds) holds->agent_changed(object_key(o), gone ? nullptr : &o);
+               });
   }
   agents_.set_handlers(own_agent_handlers);
 
@@ -164,7 +157,8 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   auto run_agent_key = agent_key_of_run;
   run_handlers.on_add = [this, run_agent_key](const Json& o) {
     if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(ns_of(o), name_of(o));
-    if (is_settled(o)) drop_outputs_past_window(ns_of(o), run_agent_key(o));
+    // A run whose output was dropped is past the window: it pushes none out.
+    if (is_settled(o) && !output_dropped(o)) drop_outputs_past_window(ns_of(o), run_agent_key(o));
     tell_run_place(ns_of(o), name_of(o));
     enqueue_(run_agent_key(o));
   };
@@ -175,7 +169,8 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
       enqueue_(run_agent_key(old));
     }
     if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(ns_of(o), name_of(o));
-    if (is_settled(o)) drop_outputs_past_window(ns_of(o), run_agent_key(o));
+    // A run whose output was dropped is past the window: it pushes none out.
+    if (is_settled(o) && !output_dropped(o)) drop_outputs_past_window(ns_of(o), run_agent_key(o));
     tell_run_place(ns_of(o), name_of(o));
     enqueue_(run_agent_key(o));
   };

@@ -138,12 +138,21 @@ std::vector<std::string> RunIndex::outputs_past_window(const std::string& agent_
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end() || !it->second.context_runs) return out;
   const Agent& agent = it->second;
+  // Newest first, as settled_later counts (by finish time, then by name);
+  // sorted once, so a long history (historyLimits up to 100 + 100) is cheap.
+  std::vector<const Entry*> settled;
   for (const Entry& e : agent.runs) {
-    if (!e.settled || !e.output_kept) continue;
-    if (settled_later(agent, agent.name_of(e), e.finished_at) >= *agent.context_runs) {
-      out.emplace_back(agent.name_of(e));
-    }
+    if (e.settled) settled.push_back(&e);
   }
+  std::sort(settled.begin(), settled.end(), [&agent](const Entry* a, const Entry* b) {
+    if (a->finished_at != b->finished_at) return a->finished_at > b->finished_at;
+    return agent.name_of(*a) > agent.name_of(*b);
+  });
+  const auto window = static_cast<std::size_t>(*agent.context_runs);
+  for (std::size_t i = window; i < settled.size(); ++i) {
+    if (settled[i]->output_kept) out.emplace_back(agent.name_of(*settled[i]));
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
