@@ -227,16 +227,21 @@ std::optional<nlohmann::json> Store::get(const std::string& key) const {
 }
 
 std::vector<nlohmann::json> Store::list() const {
-  std::vector<std::string> texts;
+  // Only the stored bytes are copied under the lock (a quarter of the text,
+  // no work): decompressing 10,000 Agents there held every watch event and
+  // read of the store back for tens of milliseconds.
+  std::vector<CompressedText> stored;
   {
     std::lock_guard lock(mutex_);
-    texts.resize(items_.size());
-    std::size_t i = 0;
-    for (const StoredObject& entry : items_) decompress(entry.text(), texts[i++]);
+    stored.reserve(items_.size());
+    for (const StoredObject& entry : items_) {
+      const CompressedTextView text = entry.text();
+      stored.push_back({std::string(text.bytes), text.text_bytes, text.compressed});
+    }
   }
   std::vector<nlohmann::json> out;
-  out.reserve(texts.size());
-  for (const std::string& text : texts) out.push_back(nlohmann::json::parse(text));
+  out.reserve(stored.size());
+  for (const CompressedText& text : stored) out.push_back(parse(text));
   return out;
 }
 
