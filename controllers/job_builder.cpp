@@ -100,8 +100,12 @@ std::vector<const Json*> newest_finished(const std::vector<const Json*>& runs,
     if (r == nullptr || string_at(*r, "metadata/name") == current_run) continue;
     if (auto at = time_at(*r, "status/finishedAt")) finished.emplace_back(*at, r);
   }
-  std::stable_sort(finished.begin(), finished.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  // The same second: the later name first, as the cache's window ranks them
+  // (run_index.h), so a run the context shows has its output cached.
+  std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) {
+    if (a.first != b.first) return a.first > b.first;
+    return string_view_at(*a.second, "metadata/name") > string_view_at(*b.second, "metadata/name");
+  });
   if (static_cast<int64_t>(finished.size()) > context_runs) {
     finished.resize(static_cast<std::size_t>(std::max<int64_t>(0, context_runs)));
   }

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "controllers/cache_projection.h"
 #include "controllers/names.h"
 #include "tests/unit/controllers/fixtures.h"
 
@@ -356,6 +357,36 @@ TEST(JobBuilder, CommandModeHasNoToolsContainer) {
   EXPECT_EQ(pod["automountServiceAccountToken"], false);
   EXPECT_EQ(named(pod["containers"][0]["env"], api::kEnvToolsSocket), nullptr);
   EXPECT_EQ(named(pod["volumes"], api::kToolsSocketVolume), nullptr);
+}
+
+// The context shows the newest contextRuns finished runs, oldest first;
+// runs that finished the same second rank by name (the later name newer),
+// as the cache's window does, so the context never asks for an output the
+// cache dropped only because of a tie. Those it would show without one
+// are named to be read again.
+TEST(ContextDocument, RecentRunsRankTiesByNameAsTheCacheDoes) {
+  auto finished = [](const std::string& name, const std::string& at, bool output_dropped) {
+    Json r = {{"metadata", {{"name", name}}},
+              {"status", {{"phase", "Succeeded"}, {"finishedAt", at}, {"output", name + " said"}}}};
+    if (output_dropped) drop_output(r);
+    return r;
+  };
+  const Json a = finished("bot-a", "2024-05-01T12:00:00Z", true);
+  const Json b = finished("bot-b", "2024-05-01T12:00:00Z", false);
+  const Json c = finished("bot-c", "2024-05-01T11:00:00Z", true);
+  const Json current = {{"metadata", {{"name", "bot-d"}}}};
+  const std::vector<const Json*> runs = {&a, &c, &b, &current};
+  const auto shown = recent_runs_oldest_first(runs, "bot-d", 1);
+  ASSERT_EQ(shown.size(), 1u);
+  EXPECT_EQ(shown[0].name, "bot-b");
+  EXPECT_TRUE(context_runs_to_read(runs, "bot-d", 1).empty());
+  EXPECT_EQ(context_runs_to_read(runs, "bot-d", 3), (std::vector<std::string>{"bot-a", "bot-c"}));
+  const auto three = recent_runs_oldest_first(runs, "bot-d", 3);
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(three[0].name, "bot-c");  // oldest first
+  EXPECT_EQ(three[2].name, "bot-b");
+  EXPECT_TRUE(context_runs_to_read(runs, "bot-d", 0).empty());
+  EXPECT_TRUE(context_runs_to_read(runs, "bot-d", -5).empty());  // a hostile value: none
 }
 
 }  // namespace
