@@ -7,6 +7,7 @@
 #include "controllers/cache_projection.h"
 #include "controllers/names.h"
 #include "controllers/pod_settings.h"
+#include "controllers/run_view.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -100,11 +101,10 @@ std::vector<const Json*> newest_finished(const std::vector<const Json*>& runs,
     if (r == nullptr || string_at(*r, "metadata/name") == current_run) continue;
     if (auto at = time_at(*r, "status/finishedAt")) finished.emplace_back(*at, r);
   }
-  // The same second: the later name first, as the cache's window ranks them
-  // (run_index.h), so a run the context shows has its output cached.
+  // Ranked as the cache's window ranks them, so a run the context shows has its output cached.
   std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) {
-    if (a.first != b.first) return a.first > b.first;
-    return string_view_at(*a.second, "metadata/name") > string_view_at(*b.second, "metadata/name");
+    return finished_after(a.first, string_view_at(*a.second, "metadata/name"), b.first,
+                          string_view_at(*b.second, "metadata/name"));
   });
   if (static_cast<int64_t>(finished.size()) > context_runs) {
     finished.resize(static_cast<std::size_t>(std::max<int64_t>(0, context_runs)));

@@ -60,6 +60,15 @@ struct RunView {
 
 RunView view_run(const Json& run);
 
+// Whether run a finished after run b, in the order the next heartbeat's
+// context picks earlier runs (job_builder.h) and the cache keeps their
+// outputs (run_index.h): by finish time, the same second by name (the later
+// name newer). One definition, so the two always pick the same runs.
+inline bool finished_after(TimePoint a_at, std::string_view a_name, TimePoint b_at,
+                           std::string_view b_name) {
+  return a_at != b_at ? a_at > b_at : a_name > b_name;
+}
+
 // Final with its cost recorded: nothing about it changes any more.
 inline bool is_settled(const RunView& run) {
   return is_final(run.phase) && run.cost_recorded;

@@ -5,6 +5,7 @@
 
 #include "controllers/agent_spec.h"
 #include "controllers/cache_projection.h"
+#include "controllers/job_builder.h"
 #include "controllers/names.h"
 #include "controllers/run_view.h"
 
@@ -340,9 +341,8 @@ void ClusterCache::keep_output_in_window(Json& run) {
 void ClusterCache::window_changed(const Json& agent, bool deleted) {
   std::optional<int> context_runs;
   if (!deleted) {
-    const int64_t wanted =
-        int_at(agent, "spec/heartbeat/contextRuns").value_or(kContextRunsDefault);
-    context_runs = static_cast<int>(std::clamp<int64_t>(wanted, 0, kContextRunsMax));
+    context_runs =
+        static_cast<int>(std::clamp<int64_t>(context_runs_of(agent), 0, kContextRunsMax));
   }
   bool lowered = false;
   {

@@ -4,6 +4,8 @@
 #include <cassert>
 #include <limits>
 
+#include "controllers/run_view.h"
+
 namespace hb::controllers {
 
 // Kubernetes object names are at most 253 bytes; an entry holds up to this.
@@ -114,8 +116,7 @@ int RunIndex::settled_later(const Agent& agent, std::string_view name, TimePoint
     if (!other.settled) continue;
     const std::string_view other_name = agent.name_of(other);
     if (other_name == name) continue;
-    const TimePoint at = other.finished_at;
-    if (at > finished_at || (at == finished_at && other_name > name)) ++later;
+    if (finished_after(other.finished_at, other_name, finished_at, name)) ++later;
   }
   return later;
 }
@@ -138,15 +139,14 @@ std::vector<std::string> RunIndex::outputs_past_window(const std::string& agent_
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end() || !it->second.context_runs) return out;
   const Agent& agent = it->second;
-  // Newest first, as settled_later counts (by finish time, then by name);
-  // sorted once, so a long history (historyLimits up to 100 + 100) is cheap.
+  // Newest first, as settled_later counts; sorted once, so a long history
+  // (historyLimits up to 100 + 100) is cheap.
   std::vector<const Entry*> settled;
   for (const Entry& e : agent.runs) {
     if (e.settled) settled.push_back(&e);
   }
   std::sort(settled.begin(), settled.end(), [&agent](const Entry* a, const Entry* b) {
-    if (a->finished_at != b->finished_at) return a->finished_at > b->finished_at;
-    return agent.name_of(*a) > agent.name_of(*b);
+    return finished_after(a->finished_at, agent.name_of(*a), b->finished_at, agent.name_of(*b));
   });
   const auto window = static_cast<std::size_t>(*agent.context_runs);
   for (std::size_t i = window; i < settled.size(); ++i) {
