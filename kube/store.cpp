@@ -226,7 +226,7 @@ std::optional<nlohmann::json> Store::get(const std::string& key) const {
   return nlohmann::json::parse(text);
 }
 
-std::vector<nlohmann::json> Store::list() const {
+void Store::for_each(const std::function<void(const nlohmann::json&)>& fn) const {
   // Only the stored bytes are copied under the lock (a quarter of the text,
   // no work): decompressing 10,000 Agents there held every watch event and
   // read of the store back for tens of milliseconds.
@@ -239,9 +239,12 @@ std::vector<nlohmann::json> Store::list() const {
       stored.push_back({std::string(text.bytes), text.text_bytes, text.compressed});
     }
   }
+  for (const CompressedText& text : stored) fn(parse(text));
+}
+
+std::vector<nlohmann::json> Store::list() const {
   std::vector<nlohmann::json> out;
-  out.reserve(stored.size());
-  for (const CompressedText& text : stored) out.push_back(parse(text));
+  for_each([&out](const nlohmann::json& object) { out.push_back(object); });
   return out;
 }
 

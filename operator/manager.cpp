@@ -113,7 +113,7 @@ std::optional<int> sync_then_acquire(controllers::ClusterCache& cache, const Con
     cache.stop();
     return kExitStartup;
   }
-  spdlog::info("event=caches_synced agents={}", cache.agents().size());
+  spdlog::info("event=caches_synced agents={}", cache.agent_count());
   if (!config.leader_elect) return std::nullopt;
   elector = make_elector(config, cluster);
   client.set_write_gate([&elector] { return elector->holding(); });
@@ -193,9 +193,9 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
     // Above the bound nothing is exported, so nothing is copied either.
     if (cache.agent_count() <= config.agent_metrics_max) {
       const auto now = std::chrono::system_clock::now();
-      for (const controllers::Json& agent : cache.agents()) {
+      cache.for_each_agent([&rows, now](const controllers::Json& agent) {
         rows.push_back(controllers::agent_metric_row(agent, now));
-      }
+      });
     }
     controllers::export_agent_metrics(m, rows, config.agent_metrics_max);
   });

@@ -425,14 +425,8 @@ void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_
 std::optional<Json> ClusterCache::agent(const std::string& ns, const std::string& name) const {
   return get_from(agents_.in(ns), ns, name);
 }
-std::vector<Json> ClusterCache::agents() const {
-  std::vector<Json> out;
-  for (const auto& informer : agents_.informers) {
-    std::vector<Json> some = informer->store().list();
-    out.insert(out.end(), std::make_move_iterator(some.begin()),
-               std::make_move_iterator(some.end()));
-  }
-  return out;
+void ClusterCache::for_each_agent(const std::function<void(const Json&)>& fn) const {
+  for (const auto& informer : agents_.informers) informer->store().for_each(fn);
 }
 std::size_t ClusterCache::agent_count() const {
   std::size_t count = 0;

@@ -55,7 +55,7 @@ class ClusterCache final : public ClusterView {
   bool wait_for_sync(std::chrono::milliseconds timeout) const;
 
   std::optional<Json> agent(const std::string& ns, const std::string& name) const override;
-  std::vector<Json> agents() const override;
+  void for_each_agent(const std::function<void(const Json&)>& fn) const override;
   std::size_t agent_count() const;  // without copying them
   std::vector<Json> runs_of(const std::string& ns, const std::string& agent) const override;
   std::optional<Json> job(const std::string& ns, const std::string& name) const override;

@@ -2,6 +2,7 @@
 // informer-backed implementation is ClusterCache; tests may fake it.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,7 +15,8 @@ class ClusterView {
  public:
   virtual ~ClusterView() = default;
   virtual std::optional<Json> agent(const std::string& ns, const std::string& name) const = 0;
-  virtual std::vector<Json> agents() const = 0;
+  // fn(agent) for each cached Agent, one parsed at a time.
+  virtual void for_each_agent(const std::function<void(const Json&)>& fn) const = 0;
   // Runs whose spec.agentRef.name is `agent`.
   virtual std::vector<Json> runs_of(const std::string& ns, const std::string& agent) const = 0;
   virtual std::optional<Json> job(const std::string& ns, const std::string& name) const = 0;

@@ -25,10 +25,8 @@ class FakeView final : public ClusterView {
   std::optional<Json> agent(const std::string&, const std::string& name) const override {
     return find(agents_by_name, name);
   }
-  std::vector<Json> agents() const override {
-    std::vector<Json> out;
-    for (const auto& [name, agent] : agents_by_name) out.push_back(agent);
-    return out;
+  void for_each_agent(const std::function<void(const Json&)>& fn) const override {
+    for (const auto& [name, agent] : agents_by_name) fn(agent);
   }
   std::vector<Json> runs_of(const std::string&, const std::string&) const override { return runs; }
   std::optional<Json> job(const std::string&, const std::string& name) const override {

@@ -181,6 +181,22 @@ TEST(Store, KeepsObjectsCompressedAgainstItsFirstAndReadsThemBackWhole) {
   EXPECT_LT(footprint.stored_bytes * 2, footprint.text_bytes);
 }
 
+TEST(Store, ForEachVisitsEveryObjectInKeyOrderWithoutHoldingTheLock) {
+  Store store;
+  store.replace({obj("b", "2"), obj("c", "3"), obj("a", "1")});
+  std::vector<std::string> seen;
+  store.for_each([&](const nlohmann::json& o) {
+    seen.push_back(o["metadata"]["name"].get<std::string>() + "@" +
+                   o["metadata"]["resourceVersion"].get<std::string>());
+    // The callback may read and write the store: fn runs outside its lock,
+    // on the objects as they were when the pass began.
+    store.apply({WatchEventType::kModified, obj("c", "9")});
+    EXPECT_TRUE(store.get("ns/a"));
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"a@1", "b@2", "c@3"}));
+  EXPECT_EQ(store.get("ns/c")->at("metadata").at("resourceVersion"), "9");
+}
+
 TEST(StoredObject, HoldsKeyVersionAndTextInOneBlockAndIsFoundByKey) {
   const TextDictionary dictionary("{\"metadata\":{}}");
   StoredObjects objects;
