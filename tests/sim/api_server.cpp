@@ -98,8 +98,11 @@ const Json* ApiServer::find(const std::string& resource, const std::string& ns,
 }
 
 void ApiServer::record(const std::string& resource, const std::string& type, const Json& object,
-                       std::optional<Json> before) {
-  changes_.push_back({rv_, resource, ns_of(object), type, object, std::move(before), now_()});
+                       const Json* before) {
+  std::optional<Json> labels_before;
+  if (before != nullptr) labels_before = Json{{"metadata", {{"labels", labels_of(*before)}}}};
+  changes_.push_back(
+      {rv_, resource, ns_of(object), type, object, std::move(labels_before), now_()});
   versions_[resource] = rv_;
 }
 
@@ -147,7 +150,7 @@ Answer ApiServer::store(Actor actor, const std::string& resource, const std::opt
     after["metadata"]["generation"] = (*before)["metadata"].value("generation", 1) + 1;
   }
   objects_[resource][ns_of(after) + "/" + name_of(after)] = after;
-  record(resource, before ? "MODIFIED" : "ADDED", after, before);
+  record(resource, before ? "MODIFIED" : "ADDED", after, before ? &*before : nullptr);
   if (observer_) observer_(actor, resource, before, after);
   return {before ? 200 : 201, after};
 }
@@ -229,7 +232,7 @@ Answer ApiServer::erase(Actor actor, const std::string& resource, const Json& ob
   ++rv_;
   Json last = gone;
   last["metadata"]["resourceVersion"] = std::to_string(rv_);
-  record(resource, "DELETED", last, std::nullopt);
+  record(resource, "DELETED", last, nullptr);
   if (observer_) observer_(actor, resource, gone, std::nullopt);
   return {200, last};
 }

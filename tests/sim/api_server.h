@@ -27,7 +27,10 @@ struct Change {
   std::string ns;
   std::string type;  // ADDED | MODIFIED | DELETED
   Json object;
-  std::optional<Json> before;  // MODIFIED: the object it replaced
+  // MODIFIED: the replaced object's labels, as {"metadata":{"labels":..}}:
+  // all a watch's selector reads of it (a whole copy was a tenth of the
+  // simulation's time, made and freed).
+  std::optional<Json> labels_before;
   TimePoint at{};
 };
 
@@ -107,7 +110,7 @@ class ApiServer {
                Json after);
   Answer erase(Actor actor, const std::string& resource, const Json& object);
   void record(const std::string& resource, const std::string& type, const Json& object,
-              std::optional<Json> before);
+              const Json* before);
 
   std::function<TimePoint()> now_;
   std::map<std::string, std::map<std::string, Json>> objects_;  // resource -> "ns/name"

@@ -30,7 +30,7 @@ std::optional<kube::WatchEventType> Feed::event_type(const Change& c) const {
     if (!now_matches) return std::nullopt;
     return c.type == "ADDED" ? Type::kAdded : Type::kDeleted;
   }
-  const bool matched = c.before && selector_matches(selector_, *c.before);
+  const bool matched = c.labels_before && selector_matches(selector_, *c.labels_before);
   if (!matched && !now_matches) return std::nullopt;
   if (!now_matches) return Type::kDeleted;  // it left the selector: gone for this watch
   return matched ? Type::kModified : Type::kAdded;
