@@ -162,6 +162,21 @@ std::vector<int> minutes_with_output(const ClusterCache& cache, bool each_had_on
   return out;
 }
 
+// What the metrics scrape reads: every cached Agent once, as stored.
+TEST(ClusterCache, ForEachAgentVisitsEveryCachedAgentOnce) {
+  Fixture f;
+  Json other = agent(5, "2");
+  other["metadata"]["name"] = "other";
+  f.agents().send(kube::WatchEventType::kAdded, agent(2, "1"));
+  f.agents().send(kube::WatchEventType::kAdded, other);
+  std::vector<std::string> seen;
+  f.cache.for_each_agent([&](const Json& a) {
+    seen.push_back(string_at(a, "metadata/name") + "@" + string_at(a, "metadata/resourceVersion"));
+  });
+  EXPECT_EQ(seen, (std::vector<std::string>{"bot@1", "other@2"}));
+  EXPECT_EQ(f.cache.agent_count(), 2u);
+}
+
 // Only the newest contextRuns settled runs keep their output in the cache;
 // as newer runs settle, older ones lose theirs.
 TEST(ClusterCache, OnlyTheContextWindowsOutputsAreKept) {
