@@ -226,7 +226,7 @@ std::optional<nlohmann::json> Store::get(const std::string& key) const {
   return nlohmann::json::parse(text);
 }
 
-void Store::for_each(const std::function<void(const nlohmann::json&)>& fn) const {
+void Store::for_each(const std::function<void(nlohmann::json&&)>& fn) const {
   // Only the stored bytes are copied under the lock (a quarter of the text,
   // no work): decompressing 10,000 Agents there held every watch event and
   // read of the store back for tens of milliseconds.
@@ -244,7 +244,7 @@ void Store::for_each(const std::function<void(const nlohmann::json&)>& fn) const
 
 std::vector<nlohmann::json> Store::list() const {
   std::vector<nlohmann::json> out;
-  for_each([&out](const nlohmann::json& object) { out.push_back(object); });
+  for_each([&out](nlohmann::json&& object) { out.push_back(std::move(object)); });
   return out;
 }
 

@@ -94,7 +94,8 @@ class Store {
   // fn(object) for each object in key order, parsed one at a time: a pass
   // over the fleet's Agents holds one parsed tree, not all of them (a
   // metrics scrape through list() held about 20 MiB of trees at 1,000).
-  void for_each(const std::function<void(const nlohmann::json&)>& fn) const;
+  // Each object is fn's to keep (list() moves them out).
+  void for_each(const std::function<void(nlohmann::json&&)>& fn) const;
   std::vector<std::string> keys() const;
   size_t size() const;
   // Bytes the kept objects take as stored, and as text, and the
