@@ -26,6 +26,9 @@ struct InformerOptions {
   int watch_timeout_seconds = kWatchTimeoutSecondsDefault;
   // Cuts every cached object down to what readers use (Store::set_projection).
   Projection projection;
+  // Made for each list, to cut objects by what else the list holds
+  // (Store::set_projection).
+  ListPassFactory list_pass;
   // A resource that may not be served (an optional CRD not installed, or
   // not granted by an older Role): a 404 or 403 on list counts as an empty,
   // synced list, and the list is tried again every kAbsentResourceRecheck.

@@ -1,5 +1,6 @@
 #include "kube/store.h"
 
+#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -13,9 +14,10 @@ std::string Store::key_of(const nlohmann::json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
-void Store::set_projection(Projection projection) {
+void Store::set_projection(Projection projection, ListPassFactory list_pass) {
   std::lock_guard lock(mutex_);
   projection_ = std::move(projection);
+  list_pass_ = std::move(list_pass);
 }
 
 bool Store::project(nlohmann::json& object) const {
@@ -133,7 +135,26 @@ void Store::apply(const ScannedWatchEvent& event) {
 
 void Store::Replacement::add(nlohmann::json object) {
   const std::string key = key_of(object);
-  if (StoredObjectPtr entry = store_->encode(key, object)) entries_.put(std::move(entry));
+  if (!store_->project(object)) return;
+  std::vector<std::string> pushed_out;
+  if (pass_) pushed_out = pass_->admit(object);
+  assert(!object.is_null());  // a pass cuts objects, it does not discard them
+  entries_.put(store_->stored(key, object));
+  for (const std::string& earlier : pushed_out) revisit(earlier);
+}
+
+std::optional<nlohmann::json> Store::Replacement::get(const std::string& key) const {
+  const StoredObject* kept = entries_.find(key);
+  if (kept == nullptr) return std::nullopt;
+  return store_->parse(kept->text());
+}
+
+void Store::Replacement::revisit(const std::string& key) {
+  const StoredObject* kept = entries_.find(key);
+  if (kept == nullptr) return;  // not listed (or discarded by the projection)
+  nlohmann::json object = store_->parse(kept->text());
+  pass_->revisit(object);
+  entries_.put(store_->stored(key, object));
 }
 
 void Store::replace(std::vector<nlohmann::json> items) {

@@ -41,15 +41,34 @@ struct StoreHandlers {
 // (not a deletion: nobody reads it any more; a stored copy is dropped).
 using Projection = std::function<void(nlohmann::json& object)>;
 
+// A projection that depends on the other objects of one list (a run keeps
+// its output only while it is among its agent's newest runs, and a list
+// names them in any order). A relist's Replacement makes one per list and
+// shows it every object, after the projection, in list order; it may cut
+// the object further and name objects listed before it that are now to be
+// cut again. Then what the list keeps never holds more than the watch
+// path would: a fleet's relist with every output at its size limit held
+// them all until the handlers had run (220.8 MiB at 10,000 agents).
+class ListPass {
+ public:
+  virtual ~ListPass() = default;
+  // `object` as projected; returns the keys of objects listed earlier in
+  // this list to pass to revisit().
+  virtual std::vector<std::string> admit(nlohmann::json& object) = 0;
+  // One of those, as kept so far: cut it again.
+  virtual void revisit(nlohmann::json& object) = 0;
+};
+using ListPassFactory = std::function<std::unique_ptr<ListPass>()>;
+
 class Store {
  public:
   // "namespace/name", or "name" for cluster-scoped objects.
   static std::string key_of(const nlohmann::json& object);
 
   void set_handlers(StoreHandlers handlers);
-  // Applied to every object before it is kept or handed to a handler. Set
-  // before the first object.
-  void set_projection(Projection projection);
+  // Applied to every object before it is kept or handed to a handler, and
+  // a pass made for each relist (nullptr: none). Set before the first object.
+  void set_projection(Projection projection, ListPassFactory list_pass = nullptr);
 
   // Applies one ADDED, MODIFIED or DELETED event and runs the handler.
   void apply(WatchEvent event);
@@ -65,14 +84,22 @@ class Store {
    public:
     void add(nlohmann::json object);
     size_t size() const { return entries_.size(); }
+    // What it keeps of one listed object so far (tests, benchmarks).
+    std::optional<nlohmann::json> get(const std::string& key) const;
 
    private:
     friend class Store;
-    explicit Replacement(const Store& store) : store_(&store) {}
+    Replacement(const Store& store, std::unique_ptr<ListPass> pass)
+        : store_(&store), pass_(std::move(pass)) {}
+    // The pass cuts an entry already kept again.
+    void revisit(const std::string& key);
     const Store* store_;
+    std::unique_ptr<ListPass> pass_;
     StoredObjects entries_;
   };
-  Replacement begin_replace() const { return Replacement(*this); }
+  Replacement begin_replace() const {
+    return Replacement(*this, list_pass_ ? list_pass_() : nullptr);
+  }
 
   // Buffer and swap: swaps the new contents in at once, then reports what
   // changed against the old contents: deletes for objects that vanished
@@ -130,6 +157,7 @@ class Store {
   StoredObjects items_;
   std::shared_ptr<const StoreHandlers> handlers_ = std::make_shared<StoreHandlers>();
   Projection projection_;
+  ListPassFactory list_pass_;
   // Made from the first text compressed; set once, before any entry exists,
   // and never changed (every entry needs it).
   mutable std::once_flag dictionary_once_;

@@ -51,7 +51,7 @@ constexpr const char* kFixtureNamespace = "fleet";
 class FilledSource final : public hb::kube::CachedResource {
  public:
   explicit FilledSource(const hb::kube::InformerOptions& options) {
-    if (options.projection) store_.set_projection(options.projection);
+    store_.set_projection(options.projection, options.list_pass);
   }
   void set_handlers(hb::kube::StoreHandlers handlers) override {
     store_.set_handlers(std::move(handlers));

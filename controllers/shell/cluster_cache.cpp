@@ -8,6 +8,7 @@
 #include "controllers/job_builder.h"
 #include "controllers/names.h"
 #include "controllers/run_view.h"
+#include "controllers/shell/listed_output_windows.h"
 
 namespace hb::controllers {
 
@@ -80,7 +81,8 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   const std::vector<std::string> namespaces =
       options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
   auto make = [&](const kube::Resource& r, const std::string& label_selector,
-                  kube::Projection projection = nullptr, bool optional = false) {
+                  kube::Projection projection = nullptr, bool optional = false,
+                  kube::ListPassFactory list_pass = nullptr) {
     InformerSet set;
     for (const std::string& ns : namespaces) {
       kube::InformerOptions o;
@@ -88,6 +90,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
       o.label_selector = label_selector;
       o.watch_timeout_seconds = options.watch_timeout_seconds;
       o.projection = projection;
+      o.list_pass = list_pass;
       o.optional_resource = optional;
       set.namespaces.push_back(ns);
       set.informers.push_back(make_source(r, o));
@@ -98,7 +101,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   runs_ = make(kube::resources::kHeartbeatRuns, "", [this](Json& o) {
     project_run(o);
     keep_output_in_window(o);
-  });
+  }, /*optional=*/false, [this] { return make_run_list_pass(); });
   // Jobs and Pods are kept as projected (cache_projection.h): their
   // templates, specs and the run's context document are nearly all of their
   // size, and nothing here reads them. Those of settled runs are not kept:
@@ -243,7 +246,14 @@ std::vector<const ClusterCache::InformerSet*> ClusterCache::all_sets() const {
 }
 
 void ClusterCache::start() {
+  // The Agents first: the runs' list keeps only each agent's window of
+  // outputs, and an agent not listed yet keeps all of its runs' until the
+  // handlers run (at 10,000 agents with 4,000-byte outputs, 220.8 MiB).
+  // Bounded: with no API server the rest start anyway, to retry on their own.
+  for (auto& informer : agents_.informers) informer->start();
+  for (auto& informer : agents_.informers) informer->wait_for_sync(kAgentsListFirstWaitSeconds);
   for (InformerSet* set : all_sets()) {
+    if (set == &agents_) continue;
     for (auto& informer : set->informers) informer->start();
   }
 }
@@ -350,6 +360,40 @@ void ClusterCache::window_changed(const Json& agent, bool deleted) {
     lowered = runs_by_agent_.set_context_runs(object_key(agent), context_runs);
   }
   if (lowered) drop_outputs_past_window(ns_of(agent), object_key(agent));
+}
+
+class ClusterCache::RunListPass final : public kube::ListPass {
+ public:
+  explicit RunListPass(const ClusterCache& cache) : cache_(cache) {}
+
+  std::vector<std::string> admit(Json& run) override {
+    if (!is_settled(run)) return {};
+    const std::string agent_key = agent_key_of_run(run);
+    const ListedOutputWindows::Admission admission =
+        windows_.admit(agent_key, name_of(run), time_at(run, "status/finishedAt").value_or(TimePoint{}),
+                       cache_.context_runs_of_agent(agent_key));
+    if (!admission.in_window) revisit(run);
+    if (!admission.pushed_out) return {};
+    return {object_key(ns_of(run), *admission.pushed_out)};
+  }
+  // As the watch path drops it (keep_output_in_window): only a settled
+  // run's non-empty output.
+  void revisit(Json& run) override {
+    if (settled_with_output(run)) drop_output(run);
+  }
+
+ private:
+  const ClusterCache& cache_;
+  ListedOutputWindows windows_;
+};
+
+std::unique_ptr<kube::ListPass> ClusterCache::make_run_list_pass() const {
+  return std::make_unique<RunListPass>(*this);
+}
+
+std::optional<int> ClusterCache::context_runs_of_agent(const std::string& agent_key) const {
+  std::lock_guard lock(mutex_);
+  return runs_by_agent_.context_runs(agent_key);
 }
 
 void ClusterCache::drop_outputs_past_window(const std::string& ns, const std::string& agent_key) {

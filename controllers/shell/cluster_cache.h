@@ -21,6 +21,10 @@
 
 namespace hb::controllers {
 
+// start() lists the Agents before the rest for at most this long (the runs'
+// list reads their contextRuns).
+inline constexpr std::chrono::seconds kAgentsListFirstWaitSeconds{10};
+
 struct CacheOptions {
   std::vector<std::string> namespaces;  // empty = all namespaces
   // The server ends each watch after this long; it is reopened from its
@@ -86,6 +90,11 @@ class ClusterCache final : public ClusterView {
   // The runs' projection: drops a settled run's output past its agent's
   // context window (run_index.h).
   void keep_output_in_window(Json& run);
+  // The runs' list pass: a run listed after others of its agent can push
+  // one of them out of the window (listed_output_windows.h).
+  class RunListPass;
+  std::unique_ptr<kube::ListPass> make_run_list_pass() const;
+  std::optional<int> context_runs_of_agent(const std::string& agent_key) const;
   // An agent's contextRuns as it now is (or gone): the window follows.
   void window_changed(const Json& agent, bool deleted);
   // Reprojects the agent's runs whose output is kept past the window.

@@ -110,6 +110,11 @@ bool RunIndex::set_context_runs(const std::string& agent_key, std::optional<int>
   return lowered;
 }
 
+std::optional<int> RunIndex::context_runs(const std::string& agent_key) const {
+  auto it = by_agent_.find(agent_key);
+  return it == by_agent_.end() ? std::nullopt : it->second.context_runs;
+}
+
 int RunIndex::settled_later(const Agent& agent, std::string_view name, TimePoint finished_at) {
   int later = 0;
   for (const Entry& other : agent.runs) {

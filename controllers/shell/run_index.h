@@ -41,6 +41,8 @@ class RunIndex {
   // settled run keeps its output until it is). True when it lowers the
   // window, so outputs_past_window may name runs now.
   bool set_context_runs(const std::string& agent_key, std::optional<int> context_runs);
+  // As last set (nullopt: not known).
+  std::optional<int> context_runs(const std::string& agent_key) const;
   // Whether a settled run that finished at `finished_at` is within the
   // agent's window: fewer than contextRuns of its other settled runs
   // finished later (the same time: by name).

@@ -10,7 +10,7 @@ Feed::Feed(const ApiServer& server, uint64_t id, std::string resource,
       ns_(options.namespace_),
       selector_(options.label_selector),
       lag_(std::move(lag)) {
-  store_.set_projection(options.projection);
+  store_.set_projection(options.projection, options.list_pass);
 }
 
 void Feed::relist(TimePoint now) {

@@ -105,6 +105,62 @@ TEST(Store, AReplacementBuiltItemByItemIsProjectedAndSwappedInAtOnce) {
   EXPECT_FALSE(store.get("ns/new")->contains("spec"));
 }
 
+// A list pass sees each object after the projection, in list order, and
+// may name objects listed before it to be cut again: here only the
+// object with the largest spec.value listed so far keeps its spec. A name
+// it gives that was never listed (or was discarded) is ignored.
+class LargestKeepsSpec final : public ListPass {
+ public:
+  std::vector<std::string> admit(nlohmann::json& o) override {
+    const int value = o["spec"]["value"];
+    if (value <= best_) {
+      revisit(o);
+      return {"ns/never-listed"};
+    }
+    std::vector<std::string> out = {"ns/never-listed"};
+    if (!best_key_.empty()) out.push_back(best_key_);
+    best_ = value;
+    best_key_ = Store::key_of(o);
+    return out;
+  }
+  void revisit(nlohmann::json& o) override { o.erase("spec"); }
+
+ private:
+  int best_ = -1;
+  std::string best_key_;
+};
+
+TEST(StoreListPass, ObjectsItPushesOutAreCutAgainBeforeTheSwap) {
+  Store store;
+  int passes = 0;
+  store.set_projection(nullptr, [&passes] {
+                         ++passes;
+                         return std::make_unique<LargestKeepsSpec>();
+                       });
+  Store::Replacement list = store.begin_replace();
+  auto spec_kept = [&list](const std::string& name) {
+    return list.get("ns/" + name)->contains("spec");
+  };
+  list.add(obj("a", "1", 3));
+  EXPECT_TRUE(spec_kept("a"));
+  list.add(obj("b", "1", 1));
+  EXPECT_TRUE(spec_kept("a"));
+  EXPECT_FALSE(spec_kept("b"));
+  list.add(obj("c", "1", 7));
+  EXPECT_FALSE(spec_kept("a"));  // pushed out while the list is still coming
+  EXPECT_TRUE(spec_kept("c"));
+  EXPECT_FALSE(list.get("ns/never-listed").has_value());
+  EXPECT_FALSE(list.get("ns/a")->at("metadata").contains("managedFields"));
+  store.replace(std::move(list));
+  EXPECT_EQ(store.keys(), (std::vector<std::string>{"ns/a", "ns/b", "ns/c"}));
+  EXPECT_EQ(store.get("ns/c")->at("spec").at("value"), 7);
+  EXPECT_FALSE(store.get("ns/a")->contains("spec"));
+  // Each list gets a pass of its own (what one list saw says nothing of the next).
+  store.replace({obj("a", "2", 3)});
+  EXPECT_EQ(passes, 2);
+  EXPECT_TRUE(store.get("ns/a")->contains("spec"));
+}
+
 // A projection may discard an object (make it null): nothing is kept and
 // nothing reported, by an event, a list or a later reprojection.
 TEST(StoreProjection, ADiscardedObjectIsNotKeptAndNotReported) {
