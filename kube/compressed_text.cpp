@@ -1,5 +1,9 @@
 #include "kube/compressed_text.h"
 
+// For ZSTD_c_format / ZSTD_d_format (magicless frames): parameters the
+// library takes through its stable setParameter calls, declared only in
+// its experimental section.
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 namespace hb::kube {
@@ -19,10 +23,25 @@ CompressedText kept_as_is(std::string_view text) {
 
 // One compression and one decompression context per thread, reused: making
 // them anew for each object costs more than the work.
+//
+// Frames carry nothing the store already knows or never needs: no magic
+// number, no dictionary ID, no content size (the entry keeps the text's
+// length). About 5 bytes of an object's 60 or so; the bytes never leave
+// this process, so no other reader has to understand them.
 struct Contexts {
   ZSTD_CCtx* compress = ZSTD_createCCtx();
   ZSTD_DCtx* decompress = ZSTD_createDCtx();
-  Contexts() = default;
+  Contexts() {
+    if (compress != nullptr) {
+      ZSTD_CCtx_setParameter(compress, ZSTD_c_format, ZSTD_f_zstd1_magicless);
+      ZSTD_CCtx_setParameter(compress, ZSTD_c_contentSizeFlag, 0);
+      ZSTD_CCtx_setParameter(compress, ZSTD_c_dictIDFlag, 0);
+      ZSTD_CCtx_setParameter(compress, ZSTD_c_compressionLevel, kCompressionLevel);
+    }
+    if (decompress != nullptr) {
+      ZSTD_DCtx_setParameter(decompress, ZSTD_d_format, ZSTD_f_zstd1_magicless);
+    }
+  }
   Contexts(const Contexts&) = delete;
   Contexts& operator=(const Contexts&) = delete;
   ~Contexts() {
@@ -69,11 +88,12 @@ CompressedText TextDictionary::compress(std::string_view text) const {
     return kept_as_is(text);
   }
   std::string out(ZSTD_compressBound(text.size()), '\0');
+  // The context is the thread's, shared by every store: this one's tables.
+  if (ZSTD_isError(ZSTD_CCtx_refCDict(context, has_dictionary ? tables_->compress : nullptr))) {
+    return kept_as_is(text);
+  }
   const std::size_t size =
-      has_dictionary ? ZSTD_compress_usingCDict(context, out.data(), out.size(), text.data(),
-                                                text.size(), tables_->compress)
-                     : ZSTD_compressCCtx(context, out.data(), out.size(), text.data(), text.size(),
-                                         kCompressionLevel);
+      ZSTD_compress2(context, out.data(), out.size(), text.data(), text.size());
   if (ZSTD_isError(size) || size >= text.size()) return kept_as_is(text);
   out.resize(size);  // not shrunk: the store copies it into its entry at once
   return CompressedText{std::move(out), static_cast<uint32_t>(text.size()), true};
@@ -86,13 +106,10 @@ bool TextDictionary::decompress(CompressedTextView stored, std::string& text) co
   }
   ZSTD_DCtx* context = contexts().decompress;
   if (context == nullptr) return false;
+  if (ZSTD_isError(ZSTD_DCtx_refDDict(context, tables_->decompress))) return false;
   text.resize(stored.text_bytes);
-  const std::size_t size =
-      tables_->decompress != nullptr
-          ? ZSTD_decompress_usingDDict(context, text.data(), text.size(), stored.bytes.data(),
-                                       stored.bytes.size(), tables_->decompress)
-          : ZSTD_decompressDCtx(context, text.data(), text.size(), stored.bytes.data(),
-                                stored.bytes.size());
+  const std::size_t size = ZSTD_decompressDCtx(context, text.data(), text.size(),
+                                               stored.bytes.data(), stored.bytes.size());
   return !ZSTD_isError(size) && size == text.size();
 }
 
