@@ -64,7 +64,8 @@ class RunIndex {
   };
   // An agent's runs: every name back to back in one string (no allocation
   // per run; at fleet size a string each cost more than the name), and the
-  // entries sorted by name. An erased name's bytes stay until they are half.
+  // entries sorted by name. An erased name's bytes stay until they are a
+  // quarter.
   struct Agent {
     std::string names;
     std::vector<Entry> runs;
@@ -74,6 +75,7 @@ class RunIndex {
     std::vector<Entry>::const_iterator find(std::string_view name) const;
     Entry* find_mutable(std::string_view name);
     void compact();
+    void append_name(std::string_view name);
   };
   using Agents = std::map<std::string, Agent, std::less<>>;
   // How many of the agent's settled runs other than `name` finished after it.
