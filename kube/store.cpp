@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <utility>
 
+#include "kube/object_identity.h"
+
 namespace hb::kube {
 
 std::string Store::key_of(const nlohmann::json& object) {
@@ -29,9 +31,12 @@ bool Store::project(nlohmann::json& object) const {
   return !object.is_null();
 }
 
-StoredObjectPtr Store::stored(const std::string& key, const nlohmann::json& projected) const {
-  return StoredObject::make(key, projected.value("/metadata/resourceVersion"_json_pointer, ""),
-                            compress(projected.dump()));
+StoredObjectPtr Store::stored(const std::string& key, nlohmann::json& projected) const {
+  const std::string version = projected.value("/metadata/resourceVersion"_json_pointer, "");
+  const bool elided = elide_identity(key, version, projected);
+  StoredObjectPtr entry = StoredObject::make(key, version, compress(projected.dump()), elided);
+  if (elided) restore_identity(key, version, projected);  // the caller's object as it was
+  return entry;
 }
 
 StoredObjectPtr Store::encode(const std::string& key, nlohmann::json& object) const {
@@ -52,10 +57,28 @@ void Store::decompress(CompressedTextView text, std::string& plain) const {
   }
 }
 
-nlohmann::json Store::parse(CompressedTextView text) const {
-  thread_local std::string plain;  // reused: no allocation per read
-  decompress(text, plain);
-  return nlohmann::json::parse(plain);
+void Store::read_out(CompressedTextView text, std::string_view key,
+                     std::string_view resource_version, bool identity_elided, Plain& out) const {
+  decompress(text, out.text);
+  out.key.assign(key);
+  out.resource_version.assign(resource_version);
+  out.identity_elided = identity_elided;
+}
+
+void Store::read_out(const StoredObject& entry, Plain& out) const {
+  read_out(entry.text(), entry.key(), entry.resource_version(), entry.identity_elided(), out);
+}
+
+nlohmann::json Store::object_of(const Plain& plain) {
+  nlohmann::json object = nlohmann::json::parse(plain.text);
+  if (plain.identity_elided) restore_identity(plain.key, plain.resource_version, object);
+  return object;
+}
+
+nlohmann::json Store::parse(const StoredObject& entry) const {
+  thread_local Plain plain;  // reused: no allocation per read
+  read_out(entry, plain);
+  return object_of(plain);
 }
 
 void Store::set_handlers(StoreHandlers handlers) {
@@ -65,8 +88,8 @@ void Store::set_handlers(StoreHandlers handlers) {
 
 void Store::commit(bool deleted, StoredObjectPtr entry, const nlohmann::json* parsed) {
   const std::string key(entry->key());
-  std::optional<std::string> old_text;  // decompressed under the lock, parsed outside
-  std::string new_text;
+  std::optional<Plain> old_text;  // decompressed under the lock, parsed outside
+  Plain new_text;
   bool existed = false;
   std::shared_ptr<const StoreHandlers> handlers;
   {
@@ -76,10 +99,10 @@ void Store::commit(bool deleted, StoredObjectPtr entry, const nlohmann::json* pa
     existed = kept != nullptr;
     const bool old_wanted =
         deleted ? handlers->on_delete && parsed == nullptr : static_cast<bool>(handlers->on_update);
-    if (existed && old_wanted) decompress(kept->text(), old_text.emplace());
+    if (existed && old_wanted) read_out(*kept, old_text.emplace());
     const bool new_wanted =
         existed ? static_cast<bool>(handlers->on_update) : static_cast<bool>(handlers->on_add);
-    if (!deleted && new_wanted && parsed == nullptr) decompress(entry->text(), new_text);
+    if (!deleted && new_wanted && parsed == nullptr) read_out(*entry, new_text);
     if (deleted) {
       if (existed) items_.erase(key);
     } else {
@@ -88,15 +111,15 @@ void Store::commit(bool deleted, StoredObjectPtr entry, const nlohmann::json* pa
   }
   // Handlers run outside the lock so they may read the store.
   if (handlers->on_change && (existed || !deleted)) handlers->on_change(key);
-  auto new_object = [&] { return parsed ? *parsed : nlohmann::json::parse(new_text); };
+  auto new_object = [&] { return parsed ? *parsed : object_of(new_text); };
   if (deleted) {
     if (existed && handlers->on_delete) {
-      handlers->on_delete(parsed ? *parsed : nlohmann::json::parse(*old_text));
+      handlers->on_delete(parsed ? *parsed : object_of(*old_text));
     }
     return;
   }
   if (existed && handlers->on_update) {
-    handlers->on_update(nlohmann::json::parse(*old_text), new_object());
+    handlers->on_update(object_of(*old_text), new_object());
   } else if (!existed && handlers->on_add) {
     handlers->on_add(new_object());
   }
@@ -146,13 +169,13 @@ void Store::Replacement::add(nlohmann::json object) {
 std::optional<nlohmann::json> Store::Replacement::get(const std::string& key) const {
   const StoredObject* kept = entries_.find(key);
   if (kept == nullptr) return std::nullopt;
-  return store_->parse(kept->text());
+  return store_->parse(*kept);
 }
 
 void Store::Replacement::revisit(const std::string& key) {
   const StoredObject* kept = entries_.find(key);
   if (kept == nullptr) return;  // not listed (or discarded by the projection)
-  nlohmann::json object = store_->parse(kept->text());
+  nlohmann::json object = store_->parse(*kept);
   pass_->revisit(object);
   entries_.put(store_->stored(key, object));
 }
@@ -190,15 +213,15 @@ void Store::replace(Replacement replacement) {
   // Handlers run outside the lock; each reads its object's text when it is
   // its turn, so the new contents are never copied whole. An object dropped
   // meanwhile (reproject, from another thread) is not reported.
-  auto current = [this](const std::string& key) -> std::optional<std::string> {
+  auto current = [this](const std::string& key) -> std::optional<Plain> {
     std::lock_guard lock(mutex_);
     const StoredObject* kept = items_.find(key);
     if (kept == nullptr) return std::nullopt;
-    std::string text;
-    decompress(kept->text(), text);
+    Plain text;
+    read_out(*kept, text);
     return text;
   };
-  auto old_object = [&](const std::string& key) { return parse(old.find(key)->text()); };
+  auto old_object = [&](const std::string& key) { return parse(*old.find(key)); };
   for (const std::string& key : deleted) {
     if (handlers->on_change) handlers->on_change(key);
     if (handlers->on_delete) handlers->on_delete(old_object(key));
@@ -206,15 +229,13 @@ void Store::replace(Replacement replacement) {
   for (const std::string& key : added) {
     if (handlers->on_change) handlers->on_change(key);
     if (!handlers->on_add) continue;
-    if (std::optional<std::string> text = current(key)) {
-      handlers->on_add(nlohmann::json::parse(*text));
-    }
+    if (std::optional<Plain> text = current(key)) handlers->on_add(object_of(*text));
   }
   for (const std::string& key : changed) {
     if (handlers->on_change) handlers->on_change(key);
     if (!handlers->on_update) continue;
-    if (std::optional<std::string> text = current(key)) {
-      handlers->on_update(old_object(key), nlohmann::json::parse(*text));
+    if (std::optional<Plain> text = current(key)) {
+      handlers->on_update(old_object(key), object_of(*text));
     }
   }
 }
@@ -223,7 +244,7 @@ void Store::reproject(const std::string& key) {
   std::lock_guard lock(mutex_);
   const StoredObject* kept = items_.find(key);
   if (kept == nullptr || !projection_) return;
-  nlohmann::json object = parse(kept->text());
+  nlohmann::json object = parse(*kept);
   if (StoredObjectPtr entry = encode(key, object)) {
     items_.put(std::move(entry));
   } else {
@@ -237,30 +258,27 @@ void Store::forget(const std::string& key) {
 }
 
 std::optional<nlohmann::json> Store::get(const std::string& key) const {
-  thread_local std::string text;  // reused: no allocation per read
+  thread_local Plain text;  // reused: no allocation per read
   {
     std::lock_guard lock(mutex_);
     const StoredObject* kept = items_.find(key);
     if (kept == nullptr) return std::nullopt;
-    decompress(kept->text(), text);  // not parsed under the lock: that is the slow part
+    read_out(*kept, text);  // not parsed under the lock: that is the slow part
   }
-  return nlohmann::json::parse(text);
+  return object_of(text);
 }
 
 void Store::for_each(const std::function<void(nlohmann::json&&)>& fn) const {
   // Only the stored bytes are copied under the lock (a quarter of the text,
   // no work): decompressing 10,000 Agents there held every watch event and
   // read of the store back for tens of milliseconds.
-  std::vector<CompressedText> stored;
+  std::vector<StoredObjectPtr> stored;
   {
     std::lock_guard lock(mutex_);
     stored.reserve(items_.size());
-    for (const StoredObject& entry : items_) {
-      const CompressedTextView text = entry.text();
-      stored.push_back({std::string(text.bytes), text.text_bytes, text.compressed});
-    }
+    for (const StoredObject& entry : items_) stored.push_back(StoredObject::copy_of(entry));
   }
-  for (const CompressedText& text : stored) fn(parse(text));
+  for (const StoredObjectPtr& entry : stored) fn(parse(*entry));
 }
 
 std::vector<nlohmann::json> Store::list() const {

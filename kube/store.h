@@ -138,16 +138,26 @@ class Store {
   // Strips managedFields and applies the projection, in place; false when
   // the projection discards the object.
   bool project(nlohmann::json& object) const;
-  // The entry for an object already projected.
-  StoredObjectPtr stored(const std::string& key, const nlohmann::json& projected) const;
+  // The entry for an object already projected (left as it was given).
+  StoredObjectPtr stored(const std::string& key, nlohmann::json& projected) const;
   // Both; null when the projection discards the object.
   StoredObjectPtr encode(const std::string& key, nlohmann::json& object) const;
   CompressedText compress(std::string_view text) const;
   // An entry's text into `plain`. Aborts if it does not decompress: that is
   // this store's own memory, so only a bug gets there.
   void decompress(CompressedTextView text, std::string& plain) const;
+  // An entry's text, read out under the lock, with what gives its object
+  // back outside it (object_identity.h).
+  struct Plain {
+    std::string text, key, resource_version;
+    bool identity_elided = false;
+  };
+  void read_out(CompressedTextView text, std::string_view key, std::string_view resource_version,
+                bool identity_elided, Plain& out) const;
+  void read_out(const StoredObject& entry, Plain& out) const;
+  static nlohmann::json object_of(const Plain& plain);
   // The object an entry holds.
-  nlohmann::json parse(CompressedTextView text) const;
+  nlohmann::json parse(const StoredObject& entry) const;
   // Stores (or erases) one entry, then runs the handlers outside the lock.
   // `parsed` is the new object when the caller already has it as a tree.
   // A deletion's entry carries only its key (nothing of it is kept).

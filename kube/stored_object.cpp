@@ -13,14 +13,17 @@ void StoredObjectDelete::operator()(StoredObject* object) const {
 }
 
 StoredObjectPtr StoredObject::make(std::string_view key, std::string_view resource_version,
-                                   const CompressedText& text) {
+                                   const CompressedText& text, bool identity_elided) {
   // Kubernetes bounds names (253), namespaces (63) and resourceVersions are
   // etcd revisions: far inside 16 bits.
   assert(key.size() <= std::numeric_limits<uint16_t>::max());
   assert(resource_version.size() <= std::numeric_limits<uint16_t>::max());
-  const Header header{static_cast<uint32_t>(text.bytes.size()), text.text_bytes,
+  const Header header{static_cast<uint32_t>(text.bytes.size()),
+                      text.text_bytes,
                       static_cast<uint16_t>(key.size()),
-                      static_cast<uint16_t>(resource_version.size()), text.compressed};
+                      static_cast<uint16_t>(resource_version.size()),
+                      text.compressed,
+                      identity_elided};
   void* block = ::operator new(sizeof(StoredObject) + key.size() + resource_version.size() +
                                text.bytes.size());
   StoredObjectPtr object(new (block) StoredObject(header));
@@ -30,6 +33,15 @@ StoredObjectPtr StoredObject::make(std::string_view key, std::string_view resour
   std::memcpy(at, resource_version.data(), resource_version.size());
   at += resource_version.size();
   std::memcpy(at, text.bytes.data(), text.bytes.size());
+  return object;
+}
+
+StoredObjectPtr StoredObject::copy_of(const StoredObject& other) {
+  const std::size_t payload_bytes =
+      other.header_.key_bytes + other.header_.resource_version_bytes + other.header_.stored_bytes;
+  void* block = ::operator new(sizeof(StoredObject) + payload_bytes);
+  StoredObjectPtr object(new (block) StoredObject(other.header_));
+  std::memcpy(reinterpret_cast<char*>(object.get() + 1), other.payload(), payload_bytes);
   return object;
 }
 

@@ -29,14 +29,20 @@ using StoredObjectHook =
 
 class StoredObject : public StoredObjectHook {
  public:
+  // `identity_elided`: the text lacks the object's name, namespace and
+  // resourceVersion, which the key and resource_version give back
+  // (object_identity.h).
   static StoredObjectPtr make(std::string_view key, std::string_view resource_version,
-                              const CompressedText& text);
+                              const CompressedText& text, bool identity_elided = false);
+  // The same entry in an allocation of its own (not in any tree).
+  static StoredObjectPtr copy_of(const StoredObject& other);
   StoredObject(const StoredObject&) = delete;
   StoredObject& operator=(const StoredObject&) = delete;
 
   std::string_view key() const;
   std::string_view resource_version() const;
   CompressedTextView text() const;
+  bool identity_elided() const { return header_.identity_elided; }
 
  private:
   struct Header {
@@ -45,6 +51,7 @@ class StoredObject : public StoredObjectHook {
     uint16_t key_bytes;
     uint16_t resource_version_bytes;
     bool compressed;
+    bool identity_elided;
   };
   explicit StoredObject(const Header& header) : header_(header) {}
   const char* payload() const { return reinterpret_cast<const char*>(this + 1); }

@@ -134,9 +134,9 @@ TEST(StoreListPass, ObjectsItPushesOutAreCutAgainBeforeTheSwap) {
   Store store;
   int passes = 0;
   store.set_projection(nullptr, [&passes] {
-                         ++passes;
-                         return std::make_unique<LargestKeepsSpec>();
-                       });
+    ++passes;
+    return std::make_unique<LargestKeepsSpec>();
+  });
   Store::Replacement list = store.begin_replace();
   auto spec_kept = [&list](const std::string& name) {
     return list.get("ns/" + name)->contains("spec");
