@@ -98,10 +98,13 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     return set;
   };
   agents_ = make(kube::resources::kAgents, "");
-  runs_ = make(kube::resources::kHeartbeatRuns, "", [this](Json& o) {
-    project_run(o);
-    keep_output_in_window(o);
-  }, /*optional=*/false, [this] { return make_run_list_pass(); });
+  runs_ = make(
+      kube::resources::kHeartbeatRuns, "",
+      [this](Json& o) {
+        project_run(o);
+        keep_output_in_window(o);
+      },
+      /*optional=*/false, [this] { return make_run_list_pass(); });
   // Jobs and Pods are kept as projected (cache_projection.h): their
   // templates, specs and the run's context document are nearly all of their
   // size, and nothing here reads them. Those of settled runs are not kept:
@@ -369,9 +372,9 @@ class ClusterCache::RunListPass final : public kube::ListPass {
   std::vector<std::string> admit(Json& run) override {
     if (!is_settled(run)) return {};
     const std::string agent_key = agent_key_of_run(run);
-    const ListedOutputWindows::Admission admission =
-        windows_.admit(agent_key, name_of(run), time_at(run, "status/finishedAt").value_or(TimePoint{}),
-                       cache_.context_runs_of_agent(agent_key));
+    const ListedOutputWindows::Admission admission = windows_.admit(
+        agent_key, name_of(run), time_at(run, "status/finishedAt").value_or(TimePoint{}),
+        cache_.context_runs_of_agent(agent_key));
     if (!admission.in_window) revisit(run);
     if (!admission.pushed_out) return {};
     return {object_key(ns_of(run), *admission.pushed_out)};

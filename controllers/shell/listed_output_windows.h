@@ -23,8 +23,8 @@ namespace hb::controllers {
 class ListedOutputWindows {
  public:
   struct Admission {
-    bool in_window = true;                 // false: the run itself is past the window
-    std::optional<std::string> pushed_out; // a run listed earlier that no longer is in it
+    bool in_window = true;                  // false: the run itself is past the window
+    std::optional<std::string> pushed_out;  // a run listed earlier that no longer is in it
   };
   // A settled run of `agent_key` as listed. `context_runs` nullopt: the
   // agent is not known (yet), and every output is kept, as the index does.

@@ -66,7 +66,8 @@ TEST(ListedOutputWindows, HoldsTheNewestOfWhatIsListedSoFarInAnyListOrder) {
     // The run index, given every run, picks the same ones.
     RunIndex index;
     index.set_context_runs("ns/bot", window);
-    for (const ListedRun& r : runs) index.set("ns/bot", r.name, IndexedRun{r.finished_at, true, true});
+    for (const ListedRun& r : runs)
+      index.set("ns/bot", r.name, IndexedRun{r.finished_at, true, true});
     const std::vector<std::string> past_window = index.outputs_past_window("ns/bot");
     const std::set<std::string> past(past_window.begin(), past_window.end());
     for (const ListedRun& r : runs) EXPECT_EQ(holding.count(r.name) == 1, past.count(r.name) == 0);
