@@ -254,7 +254,12 @@ void ClusterCache::start() {
   // handlers run (at 10,000 agents with 4,000-byte outputs, 220.8 MiB).
   // Bounded: with no API server the rest start anyway, to retry on their own.
   for (auto& informer : agents_.informers) informer->start();
-  for (auto& informer : agents_.informers) informer->wait_for_sync(kAgentsListFirstWaitSeconds);
+  const auto deadline = std::chrono::steady_clock::now() + kAgentsListFirstWaitSeconds;
+  for (auto& informer : agents_.informers) {  // one deadline for every namespace's
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || !informer->wait_for_sync(left)) break;
+  }
   for (InformerSet* set : all_sets()) {
     if (set == &agents_) continue;
     for (auto& informer : set->informers) informer->start();
