@@ -57,16 +57,11 @@ void Store::decompress(CompressedTextView text, std::string& plain) const {
   }
 }
 
-void Store::read_out(CompressedTextView text, std::string_view key,
-                     std::string_view resource_version, bool identity_elided, Plain& out) const {
-  decompress(text, out.text);
-  out.key.assign(key);
-  out.resource_version.assign(resource_version);
-  out.identity_elided = identity_elided;
-}
-
 void Store::read_out(const StoredObject& entry, Plain& out) const {
-  read_out(entry.text(), entry.key(), entry.resource_version(), entry.identity_elided(), out);
+  decompress(entry.text(), out.text);
+  out.key.assign(entry.key());
+  out.resource_version.assign(entry.resource_version());
+  out.identity_elided = entry.identity_elided();
 }
 
 nlohmann::json Store::object_of(const Plain& plain) {

@@ -152,8 +152,6 @@ class Store {
     std::string text, key, resource_version;
     bool identity_elided = false;
   };
-  void read_out(CompressedTextView text, std::string_view key, std::string_view resource_version,
-                bool identity_elided, Plain& out) const;
   void read_out(const StoredObject& entry, Plain& out) const;
   static nlohmann::json object_of(const Plain& plain);
   // The object an entry holds.

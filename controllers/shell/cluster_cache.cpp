@@ -31,6 +31,17 @@ void tell_first(kube::StoreHandlers& h, std::function<void(const Json&, bool gon
   };
 }
 
+// Each informer synced, one deadline for all; false at the first that is not.
+template <typename Informers>
+bool wait_all_synced(const Informers& informers, std::chrono::steady_clock::time_point deadline) {
+  for (const auto& informer : informers) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!informer->wait_for_sync(std::max(left, std::chrono::milliseconds(0)))) return false;
+  }
+  return true;
+}
+
 std::string owner_agent(const Json& object) {
   const Json* owners = find_path(object, "metadata/ownerReferences");
   if (owners == nullptr || !owners->is_array()) return "";
@@ -254,12 +265,8 @@ void ClusterCache::start() {
   // handlers run (at 10,000 agents with 4,000-byte outputs, 220.8 MiB).
   // Bounded: with no API server the rest start anyway, to retry on their own.
   for (auto& informer : agents_.informers) informer->start();
-  const auto deadline = std::chrono::steady_clock::now() + kAgentsListFirstWaitSeconds;
-  for (auto& informer : agents_.informers) {  // one deadline for every namespace's
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || !informer->wait_for_sync(left)) break;
-  }
+  wait_all_synced(agents_.informers,
+                  std::chrono::steady_clock::now() + kAgentsListFirstWaitSeconds);
   for (InformerSet* set : all_sets()) {
     if (set == &agents_) continue;
     for (auto& informer : set->informers) informer->start();
@@ -273,13 +280,7 @@ void ClusterCache::stop() {
 }
 
 bool ClusterCache::wait_for_sync(std::chrono::milliseconds timeout) const {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (auto* i : sources()) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (!i->wait_for_sync(std::max(left, std::chrono::milliseconds(0)))) return false;
-  }
-  return true;
+  return wait_all_synced(sources(), std::chrono::steady_clock::now() + timeout);
 }
 
 bool ClusterCache::synced() const {
