@@ -57,11 +57,11 @@ void Store::decompress(CompressedTextView text, std::string& plain) const {
   }
 }
 
-void Store::read_out(const StoredObject& entry, Plain& out) const {
-  decompress(entry.text(), out.text);
-  out.key.assign(entry.key());
-  out.resource_version.assign(entry.resource_version());
-  out.identity_elided = entry.identity_elided();
+void Store::read_out(const StoredEntryView& entry, Plain& out) const {
+  decompress(entry.text, out.text);
+  out.key.assign(entry.key);
+  out.resource_version.assign(entry.resource_version);
+  out.identity_elided = entry.identity_elided;
 }
 
 nlohmann::json Store::object_of(const Plain& plain) {
@@ -70,7 +70,7 @@ nlohmann::json Store::object_of(const Plain& plain) {
   return object;
 }
 
-nlohmann::json Store::parse(const StoredObject& entry) const {
+nlohmann::json Store::parse(const StoredEntryView& entry) const {
   thread_local Plain plain;  // reused: no allocation per read
   read_out(entry, plain);
   return object_of(plain);
@@ -90,18 +90,18 @@ void Store::commit(bool deleted, StoredObjectPtr entry, const nlohmann::json* pa
   {
     std::lock_guard lock(mutex_);
     handlers = handlers_;
-    const StoredObject* kept = items_.find(key);
-    existed = kept != nullptr;
+    const std::optional<StoredEntryView> kept = items_.find(key);
+    existed = kept.has_value();
     const bool old_wanted =
         deleted ? handlers->on_delete && parsed == nullptr : static_cast<bool>(handlers->on_update);
     if (existed && old_wanted) read_out(*kept, old_text.emplace());
     const bool new_wanted =
         existed ? static_cast<bool>(handlers->on_update) : static_cast<bool>(handlers->on_add);
-    if (!deleted && new_wanted && parsed == nullptr) read_out(*entry, new_text);
+    if (!deleted && new_wanted && parsed == nullptr) read_out(entry->view(), new_text);
     if (deleted) {
       if (existed) items_.erase(key);
     } else {
-      items_.put(std::move(entry));
+      items_.put(entry->view());
     }
   }
   // Handlers run outside the lock so they may read the store.
@@ -157,22 +157,22 @@ void Store::Replacement::add(nlohmann::json object) {
   std::vector<std::string> pushed_out;
   if (pass_) pushed_out = pass_->admit(object);
   assert(!object.is_null());  // a pass cuts objects, it does not discard them
-  entries_.put(store_->stored(key, object));
+  entries_.put(store_->stored(key, object)->view());
   for (const std::string& earlier : pushed_out) revisit(earlier);
 }
 
 std::optional<nlohmann::json> Store::Replacement::get(const std::string& key) const {
-  const StoredObject* kept = entries_.find(key);
-  if (kept == nullptr) return std::nullopt;
+  const std::optional<StoredEntryView> kept = entries_.find(key);
+  if (!kept) return std::nullopt;
   return store_->parse(*kept);
 }
 
 void Store::Replacement::revisit(const std::string& key) {
-  const StoredObject* kept = entries_.find(key);
-  if (kept == nullptr) return;  // not listed (or discarded by the projection)
+  const std::optional<StoredEntryView> kept = entries_.find(key);
+  if (!kept) return;  // not listed (or discarded by the projection)
   nlohmann::json object = store_->parse(*kept);
   pass_->revisit(object);
-  entries_.put(store_->stored(key, object));
+  entries_.put(store_->stored(key, object)->view());
 }
 
 void Store::replace(std::vector<nlohmann::json> items) {
@@ -183,35 +183,38 @@ void Store::replace(std::vector<nlohmann::json> items) {
 }
 
 void Store::replace(Replacement replacement) {
+  // The old objects the handlers are given (changed and deleted ones only:
+  // the unchanged are freed with the old contents, under the lock).
   StoredObjects old;
   std::shared_ptr<const StoreHandlers> handlers;
   std::vector<std::string> added, changed, deleted;
   {
     std::lock_guard lock(mutex_);
     handlers = handlers_;
-    old.swap(items_);
+    StoredObjects before = std::move(items_);
     items_ = std::move(replacement.entries_);  // the swap: readers never see a half-built cache
-    for (const StoredObject& entry : items_) {
-      const StoredObject* before = old.find(entry.key());
-      if (before == nullptr) {
-        added.emplace_back(entry.key());
-      } else if (before->resource_version() != entry.resource_version()) {
-        changed.emplace_back(entry.key());
-      } else {
-        old.erase(entry.key());  // unchanged: nothing to report, nothing to keep
+    items_.for_each([&](const StoredEntryView& entry) {
+      const std::optional<StoredEntryView> was = before.find(entry.key);
+      if (!was) {
+        added.emplace_back(entry.key);
+      } else if (was->resource_version != entry.resource_version) {
+        changed.emplace_back(entry.key);
+        old.put(*was);
       }
-    }
-    for (const StoredObject& entry : old) {
-      if (!items_.contains(entry.key())) deleted.emplace_back(entry.key());
-    }
+    });
+    before.for_each([&](const StoredEntryView& entry) {
+      if (items_.contains(entry.key)) return;
+      deleted.emplace_back(entry.key);
+      old.put(entry);
+    });
   }
   // Handlers run outside the lock; each reads its object's text when it is
   // its turn, so the new contents are never copied whole. An object dropped
   // meanwhile (reproject, from another thread) is not reported.
   auto current = [this](const std::string& key) -> std::optional<Plain> {
     std::lock_guard lock(mutex_);
-    const StoredObject* kept = items_.find(key);
-    if (kept == nullptr) return std::nullopt;
+    const std::optional<StoredEntryView> kept = items_.find(key);
+    if (!kept) return std::nullopt;
     Plain text;
     read_out(*kept, text);
     return text;
@@ -237,11 +240,11 @@ void Store::replace(Replacement replacement) {
 
 void Store::reproject(const std::string& key) {
   std::lock_guard lock(mutex_);
-  const StoredObject* kept = items_.find(key);
-  if (kept == nullptr || !projection_) return;
+  const std::optional<StoredEntryView> kept = items_.find(key);
+  if (!kept || !projection_) return;
   nlohmann::json object = parse(*kept);
   if (StoredObjectPtr entry = encode(key, object)) {
-    items_.put(std::move(entry));
+    items_.put(entry->view());
   } else {
     items_.erase(key);
   }
@@ -256,8 +259,8 @@ std::optional<nlohmann::json> Store::get(const std::string& key) const {
   thread_local Plain text;  // reused: no allocation per read
   {
     std::lock_guard lock(mutex_);
-    const StoredObject* kept = items_.find(key);
-    if (kept == nullptr) return std::nullopt;
+    const std::optional<StoredEntryView> kept = items_.find(key);
+    if (!kept) return std::nullopt;
     read_out(*kept, text);  // not parsed under the lock: that is the slow part
   }
   return object_of(text);
@@ -271,9 +274,10 @@ void Store::for_each(const std::function<void(nlohmann::json&&)>& fn) const {
   {
     std::lock_guard lock(mutex_);
     stored.reserve(items_.size());
-    for (const StoredObject& entry : items_) stored.push_back(StoredObject::copy_of(entry));
+    items_.for_each(
+        [&stored](const StoredEntryView& entry) { stored.push_back(StoredObject::make(entry)); });
   }
-  for (const StoredObjectPtr& entry : stored) fn(parse(*entry));
+  for (const StoredObjectPtr& entry : stored) fn(parse(entry->view()));
 }
 
 std::vector<nlohmann::json> Store::list() const {
@@ -286,7 +290,7 @@ std::vector<std::string> Store::keys() const {
   std::lock_guard lock(mutex_);
   std::vector<std::string> out;
   out.reserve(items_.size());
-  for (const StoredObject& entry : items_) out.emplace_back(entry.key());
+  items_.for_each([&out](const StoredEntryView& entry) { out.emplace_back(entry.key); });
   return out;
 }
 
@@ -303,10 +307,10 @@ size_t Store::size() const {
 Store::Footprint Store::footprint() const {
   std::lock_guard lock(mutex_);
   Footprint out;
-  for (const StoredObject& entry : items_) {
-    out.stored_bytes += entry.text().bytes.size();
-    out.text_bytes += entry.text().text_bytes;
-  }
+  items_.for_each([&out](const StoredEntryView& entry) {
+    out.stored_bytes += entry.text.bytes.size();
+    out.text_bytes += entry.text.text_bytes;
+  });
   if (dictionary_) out.dictionary_bytes = dictionary_->footprint_bytes();
   return out;
 }

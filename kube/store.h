@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kube/compressed_text.h"
-#include "kube/stored_object.h"
+#include "kube/stored_objects.h"
 #include "kube/watch_decoder.h"
 #include "kube/watch_scan.h"
 
@@ -152,10 +152,10 @@ class Store {
     std::string text, key, resource_version;
     bool identity_elided = false;
   };
-  void read_out(const StoredObject& entry, Plain& out) const;
+  void read_out(const StoredEntryView& entry, Plain& out) const;
   static nlohmann::json object_of(const Plain& plain);
   // The object an entry holds.
-  nlohmann::json parse(const StoredObject& entry) const;
+  nlohmann::json parse(const StoredEntryView& entry) const;
   // Stores (or erases) one entry, then runs the handlers outside the lock.
   // `parsed` is the new object when the caller already has it as a tree.
   // A deletion's entry carries only its key (nothing of it is kept).

@@ -13,7 +13,7 @@ void StoredObjectDelete::operator()(StoredObject* object) const {
 }
 
 StoredObjectPtr StoredObject::make(std::string_view key, std::string_view resource_version,
-                                   const CompressedText& text, bool identity_elided) {
+                                   CompressedTextView text, bool identity_elided) {
   // Kubernetes bounds names (253), namespaces (63) and resourceVersions are
   // etcd revisions: far inside 16 bits.
   assert(key.size() <= std::numeric_limits<uint16_t>::max());
@@ -36,13 +36,8 @@ StoredObjectPtr StoredObject::make(std::string_view key, std::string_view resour
   return object;
 }
 
-StoredObjectPtr StoredObject::copy_of(const StoredObject& other) {
-  const std::size_t payload_bytes =
-      other.header_.key_bytes + other.header_.resource_version_bytes + other.header_.stored_bytes;
-  void* block = ::operator new(sizeof(StoredObject) + payload_bytes);
-  StoredObjectPtr object(new (block) StoredObject(other.header_));
-  std::memcpy(reinterpret_cast<char*>(object.get() + 1), other.payload(), payload_bytes);
-  return object;
+StoredObjectPtr StoredObject::make(const StoredEntryView& entry) {
+  return make(entry.key, entry.resource_version, entry.text, entry.identity_elided);
 }
 
 std::string_view StoredObject::key() const {
@@ -57,49 +52,6 @@ CompressedTextView StoredObject::text() const {
   return {{payload() + header_.key_bytes + header_.resource_version_bytes, header_.stored_bytes},
           header_.text_bytes,
           header_.compressed};
-}
-
-StoredObjects::StoredObjects(StoredObjects&& other) noexcept {
-  set_.swap(other.set_);
-}
-
-StoredObjects& StoredObjects::operator=(StoredObjects&& other) noexcept {
-  if (this != &other) {
-    clear();
-    set_.swap(other.set_);
-  }
-  return *this;
-}
-
-StoredObjects::~StoredObjects() {
-  clear();
-}
-
-void StoredObjects::clear() {
-  set_.clear_and_dispose(StoredObjectDelete{});
-}
-
-const StoredObject* StoredObjects::find(std::string_view key) const {
-  auto it = set_.find(key, ByKey{});
-  return it == set_.end() ? nullptr : &*it;
-}
-
-void StoredObjects::put(StoredObjectPtr object) {
-  auto it = set_.find(object->key(), ByKey{});
-  if (it == set_.end()) {
-    set_.insert(*object.release());
-    return;
-  }
-  StoredObject& old = *it;
-  set_.replace_node(it, *object.release());  // the same key: the same place in the tree
-  StoredObjectDelete{}(&old);
-}
-
-bool StoredObjects::erase(std::string_view key) {
-  auto it = set_.find(key, ByKey{});
-  if (it == set_.end()) return false;
-  set_.erase_and_dispose(it, StoredObjectDelete{});
-  return true;
 }
 
 }  // namespace hb::kube

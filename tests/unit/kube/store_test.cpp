@@ -258,39 +258,49 @@ TEST(StoredObject, HoldsKeyVersionAndTextInOneBlockAndIsFoundByKey) {
   StoredObjects objects;
   for (const std::string name : {"b", "a", "c"}) {
     objects.put(StoredObject::make("ns/" + name, "rv-" + name,
-                                   dictionary.compress("{\"n\":\"" + name + "\"}")));
+                                   dictionary.compress("{\"n\":\"" + name + "\"}"))
+                    ->view());
   }
   ASSERT_EQ(objects.size(), 3u);
-  EXPECT_EQ(objects.begin()->key(), "ns/a");  // ordered by key
-  const StoredObject* c = objects.find("ns/c");
-  ASSERT_NE(c, nullptr);
-  EXPECT_EQ(c->resource_version(), "rv-c");
-  EXPECT_EQ(dictionary.decompress(c->text()), "{\"n\":\"c\"}");
-  EXPECT_EQ(objects.find("ns/d"), nullptr);
+  std::vector<std::string> keys;
+  objects.for_each([&keys](const StoredEntryView& e) { keys.emplace_back(e.key); });
+  EXPECT_EQ(keys, (std::vector<std::string>{"ns/a", "ns/b", "ns/c"}));  // ordered by key
+  const std::optional<StoredEntryView> c = objects.find("ns/c");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->resource_version, "rv-c");
+  EXPECT_EQ(dictionary.decompress(c->text), "{\"n\":\"c\"}");
+  EXPECT_FALSE(objects.find("ns/d"));
+  EXPECT_FALSE(objects.find("ns/"));
   // Empty parts are fine.
   const StoredObjectPtr empty = StoredObject::make("", "", CompressedText{});
   EXPECT_EQ(empty->key(), "");
   EXPECT_EQ(empty->resource_version(), "");
   EXPECT_EQ(dictionary.decompress(empty->text()), "");
+  objects.put(empty->view());
+  EXPECT_TRUE(objects.contains(""));
+  // A copy of a view holds the same entry.
+  const StoredObjectPtr copy = StoredObject::make(*objects.find("ns/c"));
+  EXPECT_EQ(copy->key(), "ns/c");
+  EXPECT_EQ(dictionary.decompress(copy->text()), "{\"n\":\"c\"}");
 }
 
-// Replacing an object keeps one per key (the old one freed: the sanitizer
-// pass finds a leak or a double free); erasing says whether there was one;
-// a moved-from set is empty and a moved-to one owns what it got.
+// Replacing an object keeps one per key; erasing says whether there was
+// one; a moved-from set is empty and a moved-to one owns what it got (the
+// sanitizer pass finds a leak or a double free).
 TEST(StoredObject, PutReplacesEraseFreesAndMovesHandOver) {
   StoredObjects objects;
-  objects.put(StoredObject::make("ns/a", "1", CompressedText{}));
-  objects.put(StoredObject::make("ns/b", "1", CompressedText{}));
-  objects.put(StoredObject::make("ns/a", "2", CompressedText{}));
+  objects.put(StoredObject::make("ns/a", "1", CompressedText{})->view());
+  objects.put(StoredObject::make("ns/b", "1", CompressedText{})->view());
+  objects.put(StoredObject::make("ns/a", "2", CompressedText{})->view());
   ASSERT_EQ(objects.size(), 2u);
-  EXPECT_EQ(objects.find("ns/a")->resource_version(), "2");
+  EXPECT_EQ(objects.find("ns/a")->resource_version, "2");
   EXPECT_TRUE(objects.erase("ns/b"));
   EXPECT_FALSE(objects.erase("ns/b"));
   StoredObjects moved(std::move(objects));
   EXPECT_EQ(objects.size(), 0u);  // NOLINT(bugprone-use-after-move): its state is the contract
   EXPECT_TRUE(moved.contains("ns/a"));
   StoredObjects other;
-  other.put(StoredObject::make("ns/z", "9", CompressedText{}));
+  other.put(StoredObject::make("ns/z", "9", CompressedText{})->view());
   other = std::move(moved);  // the old contents freed
   EXPECT_FALSE(other.contains("ns/z"));
   EXPECT_TRUE(other.contains("ns/a"));
