@@ -11,6 +11,45 @@ namespace hb::controllers {
 // Kubernetes object names are at most 253 bytes; an entry holds up to this.
 constexpr std::size_t kRunNameBytesMax = std::numeric_limits<uint16_t>::max();
 
+namespace {
+
+// What the operator's run names begin with for this agent ("<name>-").
+std::string run_name_prefix(std::string_view agent_key) {
+  const std::size_t slash = agent_key.find('/');
+  std::string prefix(slash == std::string_view::npos ? agent_key : agent_key.substr(slash + 1));
+  prefix += '-';
+  return prefix;
+}
+
+}  // namespace
+
+std::optional<std::string_view> RunIndex::Agent::kept_form(std::string_view full,
+                                                           std::string_view prefix) const {
+  if (prefix_bytes == 0) return full;
+  if (full.substr(0, prefix.size()) != prefix) return std::nullopt;
+  return full.substr(prefix_bytes);
+}
+
+std::string RunIndex::Agent::full_name(const Entry& e, std::string_view prefix) const {
+  std::string out(prefix.substr(0, prefix_bytes));
+  out += name_of(e);
+  return out;
+}
+
+void RunIndex::Agent::put_prefix_back(std::string_view prefix) {
+  std::string full;
+  full.reserve(names.size() - dead_bytes + runs.size() * prefix_bytes);
+  for (Entry& e : runs) {
+    const std::string name = full_name(e, prefix);
+    e.offset = static_cast<uint32_t>(full.size());
+    e.length = static_cast<uint16_t>(name.size());
+    full.append(name);
+  }
+  names = std::move(full);
+  dead_bytes = 0;
+  prefix_bytes = 0;
+}
+
 std::vector<RunIndex::Entry>::const_iterator RunIndex::Agent::find(std::string_view name) const {
   return std::lower_bound(runs.begin(), runs.end(), name,
                           [this](const Entry& e, std::string_view n) { return name_of(e) < n; });
@@ -54,10 +93,22 @@ void RunIndex::Agent::append_name(std::string_view name) {
   names.append(name);
 }
 
-bool RunIndex::set(const std::string& agent_key, std::string_view run_name,
+bool RunIndex::set(const std::string& agent_key, std::string_view full_name,
                    const IndexedRun& facts) {
-  assert(run_name.size() <= kRunNameBytesMax);
+  assert(full_name.size() <= kRunNameBytesMax);
   Agent& agent = by_agent_[agent_key];
+  const std::string prefix = run_name_prefix(agent_key);
+  if (agent.runs.empty()) {
+    agent.names.clear();
+    const bool prefixed = full_name.size() > prefix.size() && full_name.starts_with(prefix);
+    agent.prefix_bytes = prefixed ? static_cast<uint16_t>(prefix.size()) : 0;
+  }
+  std::optional<std::string_view> kept = agent.kept_form(full_name, prefix);
+  if (!kept) {
+    agent.put_prefix_back(prefix);
+    kept = full_name;
+  }
+  const std::string_view run_name = *kept;
   if (Entry* e = agent.find_mutable(run_name)) {
     const bool became_settled = facts.settled && !e->settled;
     e->finished_at = facts.finished_at;
@@ -83,8 +134,11 @@ void RunIndex::erase(const std::string& agent_key, std::string_view run_name) {
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end()) return;
   Agent& agent = it->second;
-  auto at = agent.find(run_name);
-  if (at != agent.runs.end() && agent.name_of(*at) == run_name) {
+  const std::optional<std::string_view> kept =
+      agent.kept_form(run_name, run_name_prefix(agent_key));
+  if (!kept) return;
+  auto at = agent.find(*kept);
+  if (at != agent.runs.end() && agent.name_of(*at) == *kept) {
     agent.dead_bytes += at->length;
     agent.runs.erase(at);
     if (agent.runs.empty()) {
@@ -102,15 +156,19 @@ bool RunIndex::settled(const std::string& agent_key, std::string_view run_name) 
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end()) return false;
   const Agent& agent = it->second;
-  auto at = agent.find(run_name);
-  return at != agent.runs.end() && agent.name_of(*at) == run_name && at->settled;
+  const std::optional<std::string_view> kept =
+      agent.kept_form(run_name, run_name_prefix(agent_key));
+  if (!kept) return false;
+  auto at = agent.find(*kept);
+  return at != agent.runs.end() && agent.name_of(*at) == *kept && at->settled;
 }
 
 std::vector<std::string> RunIndex::names(const std::string& agent_key) const {
   std::vector<std::string> out;
   if (auto it = by_agent_.find(agent_key); it != by_agent_.end()) {
+    const std::string prefix = run_name_prefix(agent_key);
     out.reserve(it->second.runs.size());
-    for (const Entry& e : it->second.runs) out.emplace_back(it->second.name_of(e));
+    for (const Entry& e : it->second.runs) out.push_back(it->second.full_name(e, prefix));
   }
   return out;
 }
@@ -135,13 +193,22 @@ std::optional<int> RunIndex::context_runs(const std::string& agent_key) const {
   return it == by_agent_.end() ? std::nullopt : it->second.context_runs;
 }
 
-int RunIndex::settled_later(const Agent& agent, std::string_view name, TimePoint finished_at) {
+int RunIndex::settled_later(const Agent& agent, std::string_view prefix, std::string_view name,
+                            TimePoint finished_at) {
+  // Kept names compare among themselves as the full names do; a name
+  // without their prefix is compared in full.
+  const std::optional<std::string_view> kept = agent.kept_form(name, prefix);
   int later = 0;
   for (const Entry& other : agent.runs) {
     if (!other.settled) continue;
-    const std::string_view other_name = agent.name_of(other);
-    if (other_name == name) continue;
-    if (finished_after(other.finished_at, other_name, finished_at, name)) ++later;
+    if (kept) {
+      const std::string_view other_name = agent.name_of(other);
+      if (other_name == *kept) continue;
+      if (finished_after(other.finished_at, other_name, finished_at, *kept)) ++later;
+    } else if (finished_after(other.finished_at, agent.full_name(other, prefix), finished_at,
+                              name)) {
+      ++later;
+    }
   }
   return later;
 }
@@ -150,13 +217,17 @@ bool RunIndex::in_output_window(const std::string& agent_key, std::string_view r
                                 TimePoint finished_at) const {
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end() || !it->second.context_runs) return true;
-  return settled_later(it->second, run_name, finished_at) < *it->second.context_runs;
+  return settled_later(it->second, run_name_prefix(agent_key), run_name, finished_at) <
+         *it->second.context_runs;
 }
 
 void RunIndex::set_output_kept(const std::string& agent_key, std::string_view run_name, bool kept) {
   auto it = by_agent_.find(agent_key);
   if (it == by_agent_.end()) return;
-  if (Entry* e = it->second.find_mutable(run_name)) e->output_kept = kept;
+  const std::optional<std::string_view> name =
+      it->second.kept_form(run_name, run_name_prefix(agent_key));
+  if (!name) return;
+  if (Entry* e = it->second.find_mutable(*name)) e->output_kept = kept;
 }
 
 std::vector<std::string> RunIndex::outputs_past_window(const std::string& agent_key) const {
@@ -174,8 +245,9 @@ std::vector<std::string> RunIndex::outputs_past_window(const std::string& agent_
     return finished_after(a->finished_at, agent.name_of(*a), b->finished_at, agent.name_of(*b));
   });
   const auto window = static_cast<std::size_t>(*agent.context_runs);
+  const std::string prefix = run_name_prefix(agent_key);
   for (std::size_t i = window; i < settled.size(); ++i) {
-    if (settled[i]->output_kept) out.emplace_back(agent.name_of(*settled[i]));
+    if (settled[i]->output_kept) out.push_back(agent.full_name(*settled[i], prefix));
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -65,21 +65,31 @@ class RunIndex {
   // An agent's runs: every name back to back in one string (no allocation
   // per run; at fleet size a string each cost more than the name), and the
   // entries sorted by name. An erased name's bytes stay until they are a
-  // quarter.
+  // quarter. The operator names an agent's runs "<agent>-<slot>" (names.h):
+  // while every name has that prefix, each is kept without it (prefix_bytes;
+  // sorting and comparing the rest gives the same order), and a name without
+  // it puts the prefix back on all of them.
   struct Agent {
     std::string names;
     std::vector<Entry> runs;
     std::size_t dead_bytes = 0;
     std::optional<int> context_runs;
+    uint16_t prefix_bytes = 0;
     std::string_view name_of(const Entry& e) const { return {names.data() + e.offset, e.length}; }
+    // A full name as kept here; nullopt when it lacks the prefix kept names lack.
+    std::optional<std::string_view> kept_form(std::string_view full, std::string_view prefix) const;
+    std::string full_name(const Entry& e, std::string_view prefix) const;
+    void put_prefix_back(std::string_view prefix);
     std::vector<Entry>::const_iterator find(std::string_view name) const;
     Entry* find_mutable(std::string_view name);
     void compact();
     void append_name(std::string_view name);
   };
   using Agents = std::map<std::string, Agent, std::less<>>;
-  // How many of the agent's settled runs other than `name` finished after it.
-  static int settled_later(const Agent& agent, std::string_view name, TimePoint finished_at);
+  // How many of the agent's settled runs other than `name` (a full name)
+  // finished after it.
+  static int settled_later(const Agent& agent, std::string_view prefix, std::string_view name,
+                           TimePoint finished_at);
   void forget_if_empty(Agents::iterator it);
   Agents by_agent_;
 };

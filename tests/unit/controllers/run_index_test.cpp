@@ -131,5 +131,41 @@ TEST(RunIndex, NamesStayRightThroughErasesAndPacking) {
   }
 }
 
+// Runs named "<agent>-..." are kept without that prefix; one named
+// otherwise puts it back on all of them. Neither shows outside.
+TEST(RunIndex, KeepsNamesWithoutTheAgentsPrefixAndPutsItBackForOneWithout) {
+  RunIndex index;
+  index.set("ns/a", "a-3", settled_at(3));
+  index.set("ns/a", "a-1", settled_at(1));
+  EXPECT_EQ(index.names("ns/a"), (std::vector<std::string>{"a-1", "a-3"}));
+  EXPECT_TRUE(index.settled("ns/a", "a-1"));
+  EXPECT_FALSE(index.settled("ns/a", "1"));                 // what is kept is not a name
+  EXPECT_TRUE(index.in_output_window("ns/a", "a-0", kT0));  // no window yet: all kept
+  index.set_context_runs("ns/a", 1);
+  EXPECT_FALSE(index.in_output_window("ns/a", "a-2", kT0 + std::chrono::minutes(3)));
+  EXPECT_TRUE(index.in_output_window("ns/a", "a-4", kT0 + std::chrono::minutes(3)));
+  // A name without the prefix ties with a-3 by the full names ("a-3" is
+  // after "3x"), not by what is kept of a-3 ("3").
+  EXPECT_FALSE(index.in_output_window("ns/a", "3x", kT0 + std::chrono::minutes(3)));
+  EXPECT_TRUE(index.in_output_window("ns/a", "3x", kT0 + std::chrono::minutes(4)));
+  index.set("ns/a", "manual", settled_at(2));  // no prefix: every name gets it back
+  EXPECT_EQ(index.names("ns/a"), (std::vector<std::string>{"a-1", "a-3", "manual"}));
+  EXPECT_TRUE(index.settled("ns/a", "manual"));
+  EXPECT_TRUE(index.settled("ns/a", "a-3"));
+  EXPECT_EQ(index.outputs_past_window("ns/a"), (std::vector<std::string>{"a-1", "manual"}));
+  index.set_output_kept("ns/a", "a-1", false);
+  EXPECT_EQ(index.outputs_past_window("ns/a"), (std::vector<std::string>{"manual"}));
+  for (const char* name : {"manual", "a-1", "a-3"}) index.erase("ns/a", name);
+  EXPECT_TRUE(index.names("ns/a").empty());
+  index.set("ns/a", "a-9", kOpen);  // from nothing: kept short again
+  index.set("ns/a", "a-10", kOpen);
+  index.erase("ns/a", "10");  // not a name: nothing
+  EXPECT_EQ(index.names("ns/a"), (std::vector<std::string>{"a-10", "a-9"}));
+  // Another agent whose name the first one's prefix begins.
+  index.set("ns/ab", "a-1", kOpen);
+  index.set("ns/ab", "ab-1", kOpen);
+  EXPECT_EQ(index.names("ns/ab"), (std::vector<std::string>{"a-1", "ab-1"}));
+}
+
 }  // namespace
 }  // namespace hb::controllers
