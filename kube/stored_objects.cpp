@@ -46,7 +46,24 @@ std::string_view take(const char*& at, const char* end, uint64_t bytes) {
   return out;
 }
 
-// Reads a page's records in order; each entry's key lives in the reader.
+// Reads the record at `at` into `key` (which holds the record before it:
+// keys are front-coded) and `entry`.
+void read_record(const char*& at, const char* end, std::string& key, StoredEntryView& entry) {
+  const uint64_t shared = get_varint(at, end);
+  if (shared > key.size()) corrupt_page();
+  key.resize(shared);
+  key.append(take(at, end, get_varint(at, end)));
+  entry.resource_version = take(at, end, get_varint(at, end));
+  const auto text_bytes = static_cast<uint32_t>(get_varint(at, end));
+  const uint64_t stored_bytes = get_varint(at, end);
+  const auto flags = static_cast<uint8_t>(*take(at, end, 1).data());
+  entry.text =
+      CompressedTextView(take(at, end, stored_bytes), text_bytes, (flags & kFlagCompressed) != 0);
+  entry.identity_elided = (flags & kFlagIdentityElided) != 0;
+  entry.key = key;
+}
+
+// Reads one page's records in order; each entry's key lives in the reader.
 class PageReader {
  public:
   explicit PageReader(std::string_view bytes)
@@ -54,18 +71,7 @@ class PageReader {
 
   bool next() {
     if (at_ == end_) return false;
-    const uint64_t shared = get_varint(at_, end_);
-    if (shared > key_.size()) corrupt_page();
-    key_.resize(shared);
-    key_.append(take(at_, end_, get_varint(at_, end_)));
-    entry_.resource_version = take(at_, end_, get_varint(at_, end_));
-    const auto text_bytes = static_cast<uint32_t>(get_varint(at_, end_));
-    const uint64_t stored_bytes = get_varint(at_, end_);
-    const auto flags = static_cast<uint8_t>(*take(at_, end_, 1).data());
-    entry_.text = CompressedTextView(take(at_, end_, stored_bytes), text_bytes,
-                                     (flags & kFlagCompressed) != 0);
-    entry_.identity_elided = (flags & kFlagIdentityElided) != 0;
-    entry_.key = key_;
+    read_record(at_, end_, key_, entry_);
     return true;
   }
   const std::string& key() const { return key_; }
@@ -263,11 +269,21 @@ void StoredObjects::write(std::size_t at, std::size_t count, const std::vector<R
                 std::make_move_iterator(made.begin()), std::make_move_iterator(made.end()));
 }
 
-void StoredObjects::for_each(const std::function<void(const StoredEntryView&)>& fn) const {
-  for (const auto& page : pages_) {
-    PageReader reader(page->bytes);
-    while (reader.next()) fn(reader.entry());
+bool StoredObjects::Cursor::next() {
+  while (at_ == end_) {
+    if (page_ >= set_->pages_.size()) return false;
+    const std::string& bytes = set_->pages_[page_++]->bytes;
+    at_ = bytes.data();
+    end_ = bytes.data() + bytes.size();
+    key_.clear();  // a page's first key is written whole
   }
+  read_record(at_, end_, key_, entry_);
+  return true;
+}
+
+void StoredObjects::for_each(const std::function<void(const StoredEntryView&)>& fn) const {
+  Cursor cursor(*this);
+  while (cursor.next()) fn(cursor.entry());
 }
 
 }  // namespace hb::kube

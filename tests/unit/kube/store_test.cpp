@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
 #include <set>
 
 #include "kube/watch_scan.h"
@@ -62,6 +64,47 @@ TEST(Store, RelistSwapReportsMissedDeletesAddsAndUpdates) {
   EXPECT_EQ(rec.log,
             (std::vector<std::string>{"add ns/new", "delete ns/gone", "update ns/change 1->5"}));
   EXPECT_EQ(store.keys(), (std::vector<std::string>{"ns/change", "ns/keep", "ns/new"}));
+}
+
+// Relists of many pages' worth, in any overlap with what was kept: exactly
+// the new keys added, the vanished deleted (with their old object) and the
+// moved ones updated from their old revision, in one pass over both.
+TEST(Store, RelistsOfManyPagesReportExactlyTheDifference) {
+  std::mt19937 rng(11);
+  for (int round = 0; round < 20; ++round) {
+    std::map<std::string, std::string> before, after;  // name -> revision
+    for (int i = 0; i < 300; ++i) {
+      const std::string name = "o" + std::to_string(rng() % 400);
+      if (rng() % 2) before[name] = std::to_string(rng() % 3);
+      if (rng() % 2) after[name] = std::to_string(rng() % 3);
+    }
+    auto objects = [](const std::map<std::string, std::string>& names) {
+      std::vector<nlohmann::json> out;
+      for (const auto& [name, rv] : names) out.push_back(obj(name, rv));
+      return out;
+    };
+    Store store;
+    store.replace(objects(before));
+    Recorder rec;
+    store.set_handlers(rec.handlers());
+    store.replace(objects(after));
+    std::vector<std::string> expected;
+    for (const auto& [name, rv] : after) {
+      auto was = before.find(name);
+      if (was == before.end()) {
+        expected.push_back("add ns/" + name);
+      } else if (was->second != rv) {
+        expected.push_back("update ns/" + name + " " + was->second + "->" + rv);
+      }
+    }
+    for (const auto& [name, rv] : before) {
+      if (after.count(name) == 0) expected.push_back("delete ns/" + name);
+    }
+    std::sort(expected.begin(), expected.end());
+    std::sort(rec.log.begin(), rec.log.end());
+    EXPECT_EQ(rec.log, expected) << "round " << round;
+    EXPECT_EQ(store.size(), after.size());
+  }
 }
 
 TEST(Store, ReadersNeverSeeHalfBuiltCache) {
