@@ -91,11 +91,13 @@ std::size_t shared_prefix(std::string_view a, std::string_view b) {
   return n;
 }
 
-void append_record(std::string& out, std::string_view previous_key, const StoredEntryView& e) {
-  const std::size_t shared = shared_prefix(previous_key, e.key);
+// `e` under `key` (its own key view is not read).
+void append_record(std::string& out, std::string_view previous_key, std::string_view key,
+                   const StoredEntryView& e) {
+  const std::size_t shared = shared_prefix(previous_key, key);
   put_varint(out, shared);
-  put_varint(out, e.key.size() - shared);
-  out.append(e.key.substr(shared));
+  put_varint(out, key.size() - shared);
+  out.append(key.substr(shared));
   put_varint(out, e.resource_version.size());
   out.append(e.resource_version);
   put_varint(out, e.text.text_bytes);
@@ -115,10 +117,21 @@ struct StoredObjects::Page {
 };
 
 // A decoded record: its own key; the rest views the page (or the entry put).
+// entry.key is not read (records move; `key` is the one copy).
 struct StoredObjects::Record {
   std::string key;
   StoredEntryView entry;
 };
+
+namespace {
+
+template <typename Records>
+auto find_record(Records& records, std::string_view key) {
+  return std::lower_bound(records.begin(), records.end(), key,
+                          [](const auto& r, std::string_view k) { return r.key < k; });
+}
+
+}  // namespace
 
 StoredObjects::StoredObjects(StoredObjects&& other) noexcept
     : pages_(std::move(other.pages_)), size_(std::exchange(other.size_, 0)) {
@@ -169,7 +182,6 @@ std::vector<StoredObjects::Record> StoredObjects::decode(const Page& page) {
   records.reserve(page.count + 1);
   PageReader reader(page.bytes);
   while (reader.next()) records.push_back({reader.key(), reader.entry()});
-  for (Record& r : records) r.entry.key = r.key;  // its own copy, now that it will not move
   return records;
 }
 
@@ -181,18 +193,14 @@ void StoredObjects::put(const StoredEntryView& entry) {
   }
   const std::size_t at = page_for(entry.key);
   std::vector<Record> records = decode(*pages_[at]);
-  auto place = std::lower_bound(records.begin(), records.end(), entry.key,
-                                [](const Record& r, std::string_view k) { return r.key < k; });
+  auto place = find_record(records, entry.key);
   const bool appended = place == records.end() && at + 1 == pages_.size();
   if (place != records.end() && place->key == entry.key) {
     place->entry = entry;
-    place->entry.key = place->key;
   } else {
-    place = records.insert(place, {std::string(entry.key), entry});
-    place->entry.key = place->key;
+    records.insert(place, {std::string(entry.key), entry});
     ++size_;
   }
-  for (Record& r : records) r.entry.key = r.key;  // the insert may have moved short keys
   write(at, 1, records, appended);
 }
 
@@ -200,8 +208,7 @@ bool StoredObjects::erase(std::string_view key) {
   if (pages_.empty()) return false;
   const std::size_t at = page_for(key);
   std::vector<Record> records = decode(*pages_[at]);
-  auto found = std::lower_bound(records.begin(), records.end(), key,
-                                [](const Record& r, std::string_view k) { return r.key < k; });
+  auto found = find_record(records, key);
   if (found == records.end() || found->key != key) return false;
   records.erase(found);
   --size_;
@@ -225,7 +232,6 @@ bool StoredObjects::erase(std::string_view key) {
       replaced = 2;
     }
   }
-  for (Record& r : records) r.entry.key = r.key;
   write(first, replaced, records, false);
   return true;
 }
@@ -239,7 +245,7 @@ void StoredObjects::write(std::size_t at, std::size_t count, const std::vector<R
     scratch.clear();
     std::string_view previous;
     for (std::size_t i = from; i < to; ++i) {
-      append_record(scratch, previous, records[i].entry);
+      append_record(scratch, previous, records[i].key, records[i].entry);
       previous = records[i].key;
     }
     auto page = std::make_unique<Page>();
