@@ -2,6 +2,9 @@
 
 #include <cassert>
 #include <optional>
+#include <string_view>
+
+#include "kube/watch_scan.h"
 
 namespace hb::kube {
 namespace {
@@ -148,16 +151,51 @@ Result<http::Response> Client::call(const std::string& verb, const std::string& 
 }
 
 namespace {
+Error malformed(int status, const std::string& context) {
+  Error error;
+  error.kind = ErrorKind::kMalformed;
+  error.code = status;
+  error.message = "answer is not JSON";
+  error.context = context;
+  return error;
+}
+
 Result<Json> parse_body(Result<http::Response> answer, const std::string& context) {
   if (!answer.ok()) return std::move(answer).error();
   Json parsed = Json::parse(answer.value().body, nullptr, /*allow_exceptions=*/false);
   if (!parsed.is_discarded()) return parsed;
-  Error error;
-  error.kind = ErrorKind::kMalformed;
-  error.code = answer.value().status;
-  error.message = "answer is not JSON";
-  error.context = context;
-  return error;
+  return malformed(answer.value().status, context);
+}
+
+// A list page's items handed on one parsed at a time (scan_list_page);
+// a body the scanner cannot vouch for is parsed whole, as before.
+struct ListPageMeta {
+  std::string resource_version;
+  std::string continue_token;
+};
+
+Result<ListPageMeta> each_list_item(Result<http::Response> answer, const std::string& context,
+                                    const std::function<void(Json item)>& on_item) {
+  if (!answer.ok()) return std::move(answer).error();
+  if (std::optional<ScannedListPage> scanned = scan_list_page(answer.value().body)) {
+    for (std::string_view text : scanned->items) {
+      Json item = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+      // The scanner accepts only what the parser does; should they ever
+      // differ, the list fails (the informer lists again) rather than skip.
+      if (item.is_discarded()) return malformed(answer.value().status, context);
+      on_item(std::move(item));
+    }
+    return ListPageMeta{std::string(scanned->resource_version),
+                        std::string(scanned->continue_token)};
+  }
+  Result<Json> parsed = parse_body(std::move(answer), context);
+  if (!parsed.ok()) return std::move(parsed).error();
+  Json& page = parsed.value();
+  if (auto it = page.find("items"); it != page.end() && it->is_array()) {
+    for (auto& item : *it) on_item(std::move(item));
+  }
+  return ListPageMeta{page.value("/metadata/resourceVersion"_json_pointer, ""),
+                      page.value("/metadata/continue"_json_pointer, "")};
 }
 }  // namespace
 
@@ -186,14 +224,16 @@ Result<Json> Client::list_all(const Resource& r, const std::string& ns, ListOpti
 Result<std::string> Client::list_each(const Resource& r, const std::string& ns, ListOptions options,
                                       const std::function<void(Json item)>& on_item,
                                       const std::function<void()>& on_restart) {
+  const std::string ctx = describe("list", r, ns, "");
   bool restarted = false;
   std::optional<std::string> snapshot;
   while (true) {
-    Result<Json> answer = list(r, ns, options);
-    if (!answer.ok()) {
+    Result<ListPageMeta> page = each_list_item(
+        call("list", "GET", r.path(ns) + query_of(options), "", "", ctx), ctx, on_item);
+    if (!page.ok()) {
       // The continue token expired; start once more from the beginning.
-      if (!answer.is(ErrorKind::kGone) || options.continue_token.empty() || restarted) {
-        return std::move(answer).error();
+      if (!page.is(ErrorKind::kGone) || options.continue_token.empty() || restarted) {
+        return std::move(page).error();
       }
       restarted = true;
       options.continue_token.clear();
@@ -201,15 +241,10 @@ Result<std::string> Client::list_each(const Resource& r, const std::string& ns, 
       on_restart();
       continue;
     }
-    Json& page = answer.value();
     // The first page's resourceVersion is the snapshot every page belongs to.
-    if (!snapshot) snapshot = page.value("/metadata/resourceVersion"_json_pointer, "");
-    if (auto it = page.find("items"); it != page.end() && it->is_array()) {
-      for (auto& item : *it) on_item(std::move(item));
-    }
-    std::string next = page.value("/metadata/continue"_json_pointer, "");
-    if (next.empty()) break;
-    options.continue_token = next;
+    if (!snapshot) snapshot = std::move(page.value().resource_version);
+    if (page.value().continue_token.empty()) break;
+    options.continue_token = std::move(page.value().continue_token);
   }
   return std::move(*snapshot);
 }

@@ -301,4 +301,40 @@ std::optional<ScannedWatchEvent> scan_watch_event(std::string_view line) {
   return out;
 }
 
+std::optional<ScannedListPage> scan_list_page(std::string_view body) {
+  Scanner s(body);
+  ScannedListPage out;
+  auto on_metadata_member = [&](std::string_view key, const char*) -> bool {
+    if (key == "resourceVersion") return s.plain_string(&out.resource_version) || true;
+    if (key == "continue") return s.plain_string(&out.continue_token) || true;
+    return false;
+  };
+  auto on_items = [&]() -> bool {
+    if (!s.consume('[')) return false;
+    if (s.consume(']')) return true;
+    do {
+      s.skip_ws();
+      const char* start = s.pos();
+      if (!s.value(2)) return false;
+      out.items.emplace_back(start, static_cast<size_t>(s.pos() - start));
+    } while (s.consume(','));
+    return s.consume(']');
+  };
+  auto on_list_member = [&](std::string_view key, const char*) -> bool {
+    if (key == "metadata") {
+      if (!s.object(1, on_metadata_member)) s.fail();
+      return true;
+    }
+    if (key == "items") {
+      s.skip_ws();
+      if (s.pos() < body.data() + body.size() && *s.pos() != '[') return false;  // null
+      if (!on_items()) s.fail();
+      return true;
+    }
+    return false;
+  };
+  if (!s.object(0, on_list_member) || s.failed() || !s.at_end()) return std::nullopt;
+  return out;
+}
+
 }  // namespace hb::kube

@@ -33,6 +33,7 @@
 #include <sstream>
 
 #include "bench/operator/int_flags.h"
+#include "bench/operator/proc_stats.h"
 #include "controllers/names.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "controllers/shell/policy_status_writer.h"
@@ -41,6 +42,7 @@
 namespace {
 
 using namespace hb::testing;
+using namespace hb::bench;
 namespace res = hb::kube::resources;
 
 constexpr int kCreateThreads = 8;
@@ -81,33 +83,6 @@ Options parse(int argc, char** argv) {
         "--probe-writes >= 0; --spread-auto 0 or 1");
   }
   return o;
-}
-
-// Seconds of CPU (user + system) and peak RSS in KiB of a live process.
-std::pair<double, long> cpu_and_peak_rss(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::string skip;
-  for (int i = 3; i < 14; ++i) fields >> skip;  // fields 3..13
-  double utime = 0, stime = 0;
-  fields >> utime >> stime;
-  const double cpu = (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  long hwm = 0;
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) hwm = std::stol(line.substr(6));
-  }
-  return {cpu, hwm};
-}
-
-// KiB of a live process's status field ("VmRSS:", "RssAnon:", ...).
-long status_kib(pid_t pid, const std::string& field) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind(field, 0) == 0) return std::stol(line.substr(field.size()));
-  }
-  return 0;
 }
 
 double cpu_of_pid_file(const std::string& path) {

@@ -151,5 +151,56 @@ TEST(ClientResults, APagedListRestartsOnceWhenItsContinueTokenExpires) {
   EXPECT_EQ(all.error().kind, ErrorKind::kGone);
 }
 
+// A page's items are parsed one at a time; a page the scanner cannot vouch
+// for takes the whole-body parse, and both hand on the same items. A body
+// that is not JSON at all is Malformed, and no item of it is handed on.
+TEST(ClientResults, AListPageGivesTheSameItemsScannedOrParsedWhole) {
+  const std::vector<std::string> bodies = {
+      // scanned: strings with braces, brackets and escapes inside items
+      R"({"kind":"ConfigMapList","metadata":{"resourceVersion":"5"},"items":[
+          {"metadata":{"name":"a"},"data":{"k":"}]{[\"\\"}},
+          {"metadata":{"name":"b\u00e9"},"data":{"n":[1,2,{"x":null}]}}]})",
+      // whole: an escape in the list's resourceVersion
+      R"({"metadata":{"resourceVersion":"\u0035"},"items":[{"metadata":{"name":"a"}},
+          {"metadata":{"name":"b\u00e9"},"data":{"n":[1,2,{"x":null}]}}]})",
+  };
+  for (const std::string& body : bodies) {
+    Fixture f;
+    f.transport->answer = [&body](const http::Request&) { return http::Response{200, {}, body}; };
+    std::vector<std::string> names;
+    const Result<std::string> version = f.client.list_each(
+        resources::kConfigMaps, "team", {},
+        [&](Json item) { names.push_back(item["metadata"]["name"]); }, [] {});
+    ASSERT_TRUE(version.ok()) << body;
+    EXPECT_EQ(version.value(), "5");
+    EXPECT_EQ(names, (std::vector<std::string>{"a", "b\xc3\xa9"})) << body;
+  }
+  for (const std::string body :
+       {R"({"metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a"}},{"metadata")",
+        R"({"metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a"}}]} trailing)",
+        "<html>502</html>"}) {
+    Fixture f;
+    f.transport->answer = [&body](const http::Request&) { return http::Response{200, {}, body}; };
+    int handed_on = 0;
+    const Result<std::string> version = f.client.list_each(
+        resources::kConfigMaps, "team", {}, [&](Json) { ++handed_on; }, [] {});
+    ASSERT_FALSE(version.ok()) << body;
+    EXPECT_EQ(version.error().kind, ErrorKind::kMalformed) << body;
+    EXPECT_EQ(handed_on, 0) << body;
+  }
+  // items null or absent: an empty page.
+  for (const std::string body : {R"({"metadata":{"resourceVersion":"5"},"items":null})",
+                                 R"({"metadata":{"resourceVersion":"5"}})"}) {
+    Fixture f;
+    f.transport->answer = [&body](const http::Request&) { return http::Response{200, {}, body}; };
+    int handed_on = 0;
+    const Result<std::string> version = f.client.list_each(
+        resources::kConfigMaps, "team", {}, [&](Json) { ++handed_on; }, [] {});
+    ASSERT_TRUE(version.ok()) << body;
+    EXPECT_EQ(version.value(), "5");
+    EXPECT_EQ(handed_on, 0);
+  }
+}
+
 }  // namespace
 }  // namespace hb::kube
