@@ -47,11 +47,13 @@ Done Informer::list_and_replace() {
   options.limit = kListPageItemsMax;
   // Each page is projected and encoded as it arrives (Store::Replacement).
   Store::Replacement replacement = store_.begin_replace();
-  HB_TRY_ASSIGN(std::string version,
-                client_->list_each(
-                    resource_, options_.namespace_, options,
-                    [&replacement](Json item) { replacement.add(std::move(item)); },
-                    [&] { replacement = store_.begin_replace(); }));
+  HB_TRY_ASSIGN(std::string version, client_->list_each(
+                                         resource_, options_.namespace_, options,
+                                         [this, &replacement](Json item) {
+                                           replacement.add(std::move(item));
+                                           ++stats_.items_listed;
+                                         },
+                                         [&] { replacement = store_.begin_replace(); }));
   ++stats_.lists;
   store_.replace(std::move(replacement));
   {

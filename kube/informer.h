@@ -43,6 +43,7 @@ struct InformerStats {
   std::atomic<uint64_t> events{0};
   std::atomic<uint64_t> relists_after_gone{0};
   std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> items_listed{0};  // every list's items, as they arrive
 };
 
 // What a cache reads: a Store that something keeps current. The Informer
@@ -58,6 +59,9 @@ class CachedResource {
   // True once the first complete list is in the cache.
   virtual bool has_synced() const = 0;
   virtual bool wait_for_sync(std::chrono::milliseconds timeout) const = 0;
+  // Items its lists have brought so far: a sync that takes long but keeps
+  // listing is not stuck (0 for a source that does not count them).
+  virtual uint64_t items_listed() const { return 0; }
   virtual const Store& store() const = 0;
   // Store::reproject on the kept object (the cache's own bookkeeping).
   virtual void reproject(const std::string& key) = 0;
@@ -77,6 +81,7 @@ class Informer final : public CachedResource {
 
   bool has_synced() const override { return synced_; }
   bool wait_for_sync(std::chrono::milliseconds timeout) const override;
+  uint64_t items_listed() const override { return stats_.items_listed; }
 
   const Store& store() const override { return store_; }
   void reproject(const std::string& key) override { store_.reproject(key); }

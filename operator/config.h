@@ -29,7 +29,9 @@ inline constexpr std::chrono::seconds kRetryPeriodDefault = 2s;
 // One Lease read or write; two of them fit well inside the renew deadline.
 inline constexpr std::chrono::seconds kLeaseCallTimeout = 3s;
 inline constexpr int64_t kClockOffsetSecondsMax = 3600;
-inline constexpr std::chrono::seconds kCacheSyncTimeout = 120s;
+// The start gives up when its lists bring nothing for this long (not when
+// they take this long: a fleet's first lists can take minutes).
+inline constexpr std::chrono::seconds kCacheSyncStall = 120s;
 
 inline constexpr int64_t kAgentMetricsMaxLimit = 100000;
 

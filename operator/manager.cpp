@@ -108,8 +108,8 @@ std::optional<int> sync_then_acquire(controllers::ClusterCache& cache, const Con
   cache.start();
   // Synced before the Lease is taken, so renewals start with the term (a
   // slow sync after acquiring would outlast the renew deadline).
-  if (!cache.wait_for_sync(kCacheSyncTimeout)) {
-    spdlog::error("event=cache_sync_timeout seconds={}", kCacheSyncTimeout.count());
+  if (!cache.wait_for_sync_while_listing(kCacheSyncStall)) {
+    spdlog::error("event=cache_sync_stalled seconds={}", kCacheSyncStall.count());
     cache.stop();
     return kExitStartup;
   }

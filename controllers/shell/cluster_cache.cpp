@@ -283,6 +283,23 @@ bool ClusterCache::wait_for_sync(std::chrono::milliseconds timeout) const {
   return wait_all_synced(sources(), std::chrono::steady_clock::now() + timeout);
 }
 
+bool ClusterCache::wait_for_sync_while_listing(std::chrono::milliseconds stall) const {
+  auto progress = [this] {
+    uint64_t items = 0, synced = 0;
+    for (const auto* source : sources()) {
+      items += source->items_listed();
+      synced += source->has_synced() ? 1 : 0;
+    }
+    return items + synced;
+  };
+  for (uint64_t seen = progress();;) {
+    if (wait_for_sync(stall)) return true;
+    const uint64_t now = progress();
+    if (now == seen) return false;
+    seen = now;
+  }
+}
+
 bool ClusterCache::synced() const {
   for (auto* i : sources()) {
     if (!i->has_synced()) return false;

@@ -57,6 +57,10 @@ class ClusterCache final : public ClusterView {
   void start();
   void stop();
   bool wait_for_sync(std::chrono::milliseconds timeout) const;
+  // Waits while the lists make progress: false only when `stall` passes
+  // with no informer synced or listing an item (at 10,000 agents the first
+  // lists of 160,000 runs take minutes; a fixed deadline failed the start).
+  bool wait_for_sync_while_listing(std::chrono::milliseconds stall) const;
 
   std::optional<Json> agent(const std::string& ns, const std::string& name) const override;
   void for_each_agent(const std::function<void(const Json&)>& fn) const override;

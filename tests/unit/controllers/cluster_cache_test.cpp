@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <thread>
+
 #include "controllers/cache_projection.h"
 #include "controllers/names.h"
 
@@ -27,14 +30,20 @@ class HandFedSource final : public kube::CachedResource {
   }
   void start() override { started_.push_back(resource_); }
   void stop() override {}
-  bool has_synced() const override { return true; }
-  bool wait_for_sync(std::chrono::milliseconds) const override { return true; }
+  bool has_synced() const override { return synced; }
+  bool wait_for_sync(std::chrono::milliseconds timeout) const override {
+    if (!synced) std::this_thread::sleep_for(timeout);
+    return synced;
+  }
+  uint64_t items_listed() const override { return listed; }
   const kube::Store& store() const override { return store_; }
   void reproject(const std::string& key) override { store_.reproject(key); }
   void send(kube::WatchEventType type, Json object) { store_.apply({type, std::move(object)}); }
   void list(std::vector<Json> objects) { store_.replace(std::move(objects)); }
   // A list built by hand, to look at it before the swap.
   kube::Store& store_for_list() { return store_; }
+  std::atomic<bool> synced{true};
+  std::atomic<uint64_t> listed{0};
 
  private:
   std::string resource_;
@@ -308,6 +317,32 @@ TEST(ClusterCache, AContextRunsOutOfBoundsIsClamped) {
   EXPECT_EQ(minutes_with_output(f.cache), (std::vector<int>{4}));
   hostile["spec"]["heartbeat"]["contextRuns"] = "three";
   EXPECT_NO_THROW(f.agents().send(kube::WatchEventType::kModified, hostile));
+}
+
+// A start waits as long as the lists bring items (160,000 runs take
+// minutes), and gives up only when nothing comes for the stall window.
+TEST(ClusterCache, SyncWaitsWhileListsMakeProgressAndGivesUpWhenTheyStall) {
+  constexpr auto kStall = std::chrono::milliseconds(200);
+  Fixture f;
+  EXPECT_TRUE(f.cache.wait_for_sync_while_listing(kStall));
+
+  f.runs().synced = false;
+  EXPECT_FALSE(f.cache.wait_for_sync_while_listing(kStall));  // nothing listed
+
+  std::atomic<bool> done{false};
+  std::thread lister([&] {
+    for (int page = 0; page < 40; ++page) {  // 40 pages over about 2 stall windows
+      std::this_thread::sleep_for(kStall / 20);
+      f.runs().listed += 500;
+    }
+    done = true;
+    f.runs().synced = true;
+  });
+  const auto began = std::chrono::steady_clock::now();
+  EXPECT_TRUE(f.cache.wait_for_sync_while_listing(kStall));
+  EXPECT_TRUE(done);
+  EXPECT_GT(std::chrono::steady_clock::now() - began, kStall);  // longer than one window
+  lister.join();
 }
 
 }  // namespace
