@@ -42,6 +42,26 @@ bool wait_all_synced(const Informers& informers, std::chrono::steady_clock::time
   return true;
 }
 
+// Each informer synced, for as long as their lists make progress: false once
+// `stall` passes with none of them synced or listing an item.
+template <typename Informers>
+bool wait_all_synced_while_listing(const Informers& informers, std::chrono::milliseconds stall) {
+  auto progress = [&informers] {
+    uint64_t items = 0, synced = 0;
+    for (const auto& informer : informers) {
+      items += informer->items_listed();
+      synced += informer->has_synced() ? 1 : 0;
+    }
+    return items + synced;
+  };
+  for (uint64_t seen = progress();;) {
+    if (wait_all_synced(informers, std::chrono::steady_clock::now() + stall)) return true;
+    const uint64_t now = progress();
+    if (now == seen) return false;
+    seen = now;
+  }
+}
+
 std::string owner_agent(const Json& object) {
   const Json* owners = find_path(object, "metadata/ownerReferences");
   if (owners == nullptr || !owners->is_array()) return "";
@@ -86,6 +106,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     : enqueue_(std::move(enqueue)),
       observe_run_(std::move(options.observe_run)),
       steady_now_(options.steady_now),
+      agents_first_stall_(options.agents_first_stall),
       policy_index_(std::move(options.policies)),
       provider_holds_(std::move(options.provider_holds)) {
   const std::string selector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
@@ -263,10 +284,11 @@ void ClusterCache::start() {
   // The Agents first: the runs' list keeps only each agent's window of
   // outputs, and an agent not listed yet keeps all of its runs' until the
   // handlers run (at 10,000 agents with 4,000-byte outputs, 220.8 MiB).
-  // Bounded: with no API server the rest start anyway, to retry on their own.
+  // Bounded by progress: while the Agents' pages keep coming (10,000 agents
+  // are 20 pages, slow on a busy API server) the rest wait; with no API
+  // server they start anyway, to retry on their own.
   for (auto& informer : agents_.informers) informer->start();
-  wait_all_synced(agents_.informers,
-                  std::chrono::steady_clock::now() + kAgentsListFirstWaitSeconds);
+  wait_all_synced_while_listing(agents_.informers, agents_first_stall_);
   for (InformerSet* set : all_sets()) {
     if (set == &agents_) continue;
     for (auto& informer : set->informers) informer->start();
@@ -284,20 +306,7 @@ bool ClusterCache::wait_for_sync(std::chrono::milliseconds timeout) const {
 }
 
 bool ClusterCache::wait_for_sync_while_listing(std::chrono::milliseconds stall) const {
-  auto progress = [this] {
-    uint64_t items = 0, synced = 0;
-    for (const auto* source : sources()) {
-      items += source->items_listed();
-      synced += source->has_synced() ? 1 : 0;
-    }
-    return items + synced;
-  };
-  for (uint64_t seen = progress();;) {
-    if (wait_for_sync(stall)) return true;
-    const uint64_t now = progress();
-    if (now == seen) return false;
-    seen = now;
-  }
+  return wait_all_synced_while_listing(sources(), stall);
 }
 
 bool ClusterCache::synced() const {

@@ -21,8 +21,8 @@
 
 namespace hb::controllers {
 
-// start() lists the Agents before the rest for at most this long (the runs'
-// list reads their contextRuns).
+// start() lists the Agents before the rest (the runs' list reads their
+// contextRuns) while their pages keep coming, up to this long without one.
 inline constexpr std::chrono::seconds kAgentsListFirstWaitSeconds{10};
 
 struct CacheOptions {
@@ -30,6 +30,8 @@ struct CacheOptions {
   // The server ends each watch after this long; it is reopened from its
   // resourceVersion (events arrive as they happen meanwhile).
   int watch_timeout_seconds = 290;
+  // start() waits for the Agents' list while a page comes within this.
+  std::chrono::milliseconds agents_first_stall = kAgentsListFirstWaitSeconds;
   // How long deleted Pods' last states are kept is measured on this clock.
   std::function<PodTombstones::Clock::time_point()> steady_now = PodTombstones::Clock::now;
   // Told a run as stored (null: deleted) and whether its Job exists, by run
@@ -114,6 +116,7 @@ class ClusterCache final : public ClusterView {
   std::function<void(const std::string&, const Json*, bool)> observe_run_;
   std::mutex place_mutex_;  // orders observe_run_ calls: the last reads the newest
   std::function<PodTombstones::Clock::time_point()> steady_now_;
+  std::chrono::milliseconds agents_first_stall_;
   std::vector<InformerSet*> all_sets();
   std::vector<const InformerSet*> all_sets() const;
 

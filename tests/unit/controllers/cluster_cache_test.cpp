@@ -254,6 +254,40 @@ TEST(ClusterCache, StartsTheAgentsFirst) {
   EXPECT_EQ(f.started.size(), f.sources.size());
 }
 
+// The rest wait for the Agents' list while its pages come, past the stall
+// window in all; when no page comes they start anyway.
+TEST(ClusterCache, TheRestWaitForTheAgentsListWhileItsPagesCome) {
+  constexpr auto kStall = std::chrono::milliseconds(200);
+  for (const bool pages_come : {true, false}) {
+    std::map<std::string, HandFedSource*> sources;
+    std::vector<std::string> started;
+    CacheOptions o = options();
+    o.agents_first_stall = kStall;
+    ClusterCache cache(
+        [&](const kube::Resource& r, const kube::InformerOptions& io) {
+          auto source = std::make_unique<HandFedSource>(io, r.resource, started);
+          if (r.resource == "agents") source->synced = false;
+          sources[r.resource] = source.get();
+          return source;
+        },
+        std::move(o), [](const std::string&) {});
+    std::atomic<bool> listed{false};
+    std::thread lister([&] {
+      if (!pages_come) return;
+      for (int page = 0; page < 40; ++page) {  // about two stall windows
+        std::this_thread::sleep_for(kStall / 20);
+        sources.at("agents")->listed += 500;
+      }
+      listed = true;
+      sources.at("agents")->synced = true;
+    });
+    cache.start();
+    EXPECT_EQ(listed.load(), pages_come);
+    EXPECT_EQ(started.size(), sources.size());
+    lister.join();
+  }
+}
+
 // A relist names runs in key order, not finish order. A run listed later
 // can push one listed earlier out of its agent's window; its output goes
 // then, not after the whole list is in (with every output at its 4,000-byte
