@@ -153,11 +153,11 @@ class AgentWriter {
   // ServiceAccount.
   void write_in_flight(const std::string& agent, const std::string& agent_uid, int64_t now) {
     const std::string name = agent + "-" + std::to_string(now);
-    json run = json::parse(substitute(t_.run_in_flight, run_pairs(agent, agent_uid, now, now)));
+    auto pairs = run_pairs(agent, agent_uid, now, now);
+    json run = json::parse(substitute(t_.run_in_flight, pairs));
     const json status = run["status"];
     run.erase("status");
     const json made = create_with_status(client_, res::kHeartbeatRuns, ns_, run);
-    auto pairs = run_pairs(agent, agent_uid, now, now);
     pairs.insert(pairs.begin() + 2, {t_.run_uid, made["metadata"]["uid"].get<std::string>()});
     json job = json::parse(substitute(t_.job, pairs));
     job["spec"].erase("selector");
@@ -236,7 +236,6 @@ int main(int argc, char** argv) {
                      "/tmp/hb-rss-operator.log");
   const auto from = std::chrono::steady_clock::now();
   op.start();
-  Sample at_ready;
   const auto ready_by = from + kReadyTimeout;
   auto ready = [&op] {
     try {
@@ -252,7 +251,7 @@ int main(int argc, char** argv) {
     }
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  at_ready = sample(op.pid(), from);
+  const Sample at_ready = sample(op.pid(), from);
   const double writes_at_ready = op.metric("heartbeat_api_writes_total");
   const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(opt.minutes);
   Sample highest = at_ready;

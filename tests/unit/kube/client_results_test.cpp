@@ -151,6 +151,15 @@ TEST(ClientResults, APagedListRestartsOnceWhenItsContinueTokenExpires) {
   EXPECT_EQ(all.error().kind, ErrorKind::kGone);
 }
 
+// One list of a single page answering `body`; the names handed on.
+Result<std::string> list_one_page(const std::string& body, std::vector<std::string>& names) {
+  Fixture f;
+  f.transport->answer = [&body](const http::Request&) { return http::Response{200, {}, body}; };
+  return f.client.list_each(
+      resources::kConfigMaps, "team", {},
+      [&](Json item) { names.push_back(item["metadata"].value("name", "")); }, [] {});
+}
+
 // A page's items are parsed one at a time; a page the scanner cannot vouch
 // for takes the whole-body parse, and both hand on the same items. A body
 // that is not JSON at all is Malformed, and no item of it is handed on.
@@ -165,12 +174,8 @@ TEST(ClientResults, AListPageGivesTheSameItemsScannedOrParsedWhole) {
           {"metadata":{"name":"b\u00e9"},"data":{"n":[1,2,{"x":null}]}}]})",
   };
   for (const std::string& body : bodies) {
-    Fixture f;
-    f.transport->answer = [&body](const http::Request&) { return http::Response{200, {}, body}; };
     std::vector<std::string> names;
-    const Result<std::string> version = f.client.list_each(
-        resources::kConfigMaps, "team", {},
-        [&](Json item) { names.push_back(item["metadata"]["name"]); }, [] {});
+    const Result<std::string> version = list_one_page(body, names);
     ASSERT_TRUE(version.ok()) << body;
     EXPECT_EQ(version.value(), "5");
     EXPECT_EQ(names, (std::vector<std::string>{"a", "b\xc3\xa9"})) << body;
@@ -179,26 +184,20 @@ TEST(ClientResults, AListPageGivesTheSameItemsScannedOrParsedWhole) {
        {R"({"metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a"}},{"metadata")",
         R"({"metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"a"}}]} trailing)",
         "<html>502</html>"}) {
-    Fixture f;
-    f.transport->answer = [&body](const http::Request&) { return http::Response{200, {}, body}; };
-    int handed_on = 0;
-    const Result<std::string> version = f.client.list_each(
-        resources::kConfigMaps, "team", {}, [&](Json) { ++handed_on; }, [] {});
+    std::vector<std::string> names;
+    const Result<std::string> version = list_one_page(body, names);
     ASSERT_FALSE(version.ok()) << body;
     EXPECT_EQ(version.error().kind, ErrorKind::kMalformed) << body;
-    EXPECT_EQ(handed_on, 0) << body;
+    EXPECT_TRUE(names.empty()) << body;
   }
   // items null or absent: an empty page.
   for (const std::string body : {R"({"metadata":{"resourceVersion":"5"},"items":null})",
                                  R"({"metadata":{"resourceVersion":"5"}})"}) {
-    Fixture f;
-    f.transport->answer = [&body](const http::Request&) { return http::Response{200, {}, body}; };
-    int handed_on = 0;
-    const Result<std::string> version = f.client.list_each(
-        resources::kConfigMaps, "team", {}, [&](Json) { ++handed_on; }, [] {});
+    std::vector<std::string> names;
+    const Result<std::string> version = list_one_page(body, names);
     ASSERT_TRUE(version.ok()) << body;
     EXPECT_EQ(version.value(), "5");
-    EXPECT_EQ(handed_on, 0);
+    EXPECT_TRUE(names.empty()) << body;
   }
 }
 
