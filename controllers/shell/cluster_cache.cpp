@@ -301,10 +301,6 @@ void ClusterCache::stop() {
   }
 }
 
-bool ClusterCache::wait_for_sync(std::chrono::milliseconds timeout) const {
-  return wait_all_synced(sources(), std::chrono::steady_clock::now() + timeout);
-}
-
 bool ClusterCache::wait_for_sync_while_listing(std::chrono::milliseconds stall) const {
   return wait_all_synced_while_listing(sources(), stall);
 }

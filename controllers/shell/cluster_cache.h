@@ -58,7 +58,6 @@ class ClusterCache final : public ClusterView {
 
   void start();
   void stop();
-  bool wait_for_sync(std::chrono::milliseconds timeout) const;
   // Waits while the lists make progress: false only when `stall` passes
   // with no informer synced or listing an item (at 10,000 agents the first
   // lists of 160,000 runs take minutes; a fixed deadline failed the start).
