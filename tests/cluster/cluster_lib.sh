@@ -83,6 +83,7 @@ agent_condition_true() {
 }
 spend_is() { [ "$(agent_field "$1" .status.spend.cents)" = "$2" ]; }
 job_gone() { ! k -n "$ns" get job "$1" >/dev/null 2>&1; }
+pod_gone() { [ -z "$1" ] || ! k -n "$ns" get pod "$1" >/dev/null 2>&1; }
 operator_ready_besides() {  # a ready operator Pod other than $1
   k -n "$release_ns" get pods -l app.kubernetes.io/name=heartbeat-operator \
     -o jsonpath='{range .items[*]}{.metadata.name} {.status.containerStatuses[0].ready}{"\n"}{end}' |

@@ -249,8 +249,10 @@ scenario_stored_transcript() {
   expect "scribe-1's transcript outlived its run: $(ls "$dir/transcripts")" [ ! -e "$dir/transcripts/scribe-1.jsonl.gz" ]
   expect "scribe-2's transcript went while the operator still kept scribe-2 at scribe-3's start" \
     [ -e "$dir/transcripts/scribe-2.jsonl.gz" ]
-  # Once the Job is gone, the plugin names the stored copy.
-  k -n "$ns" delete job "$(run_field "$run" .status.jobName)" --wait=true >/dev/null
+  # Once the Job and its Pod are gone, the plugin names the stored copy. The
+  # Pod goes first (foreground), else `logs` would still read it.
+  k -n "$ns" delete job "$(run_field "$run" .status.jobName)" --cascade=foreground --wait=true >/dev/null
+  wait_until 60 "$run's Pod deleted with its Job" pod_gone "$(run_field "$run" .status.podName)"
   local plugin
   plugin="$(KUBECTL="$kubectl_bin" bash "$src/tools/kubectl-heartbeat/kubectl-heartbeat" -n "$ns" logs "$run" 2>&1 >/dev/null || true)"
   expect "kubectl heartbeat logs does not name the stored transcript: $plugin" grep -q "pvc/$claim/transcripts/$run.jsonl.gz" <<<"$plugin"
