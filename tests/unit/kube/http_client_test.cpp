@@ -1,5 +1,9 @@
 // The cpprestsdk transport against a server of our own on loopback.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <future>
@@ -87,6 +91,99 @@ TEST(HttpClient, StreamHandsOverTheWholeBodyAndErrorsComeWhole) {
                      [&](std::string_view) { return true; });
   EXPECT_EQ(missing.status, 404);
   EXPECT_EQ(missing.body, "nope");
+}
+
+TEST(HttpClient, SendHandsOverAListPageSizedBodyByteForByte) {
+  std::string big(5 * 1024 * 1024, '\0');
+  std::mt19937 rng(7);
+  for (char& c : big) c = static_cast<char>(rng() % 256);
+  auto srv = start([&](const ServerRequest&) {
+    ServerResponse out;
+    out.body = big;
+    return out;
+  });
+  auto client = make_client({});
+  Response resp =
+      client->send({"GET", srv.base() + "/big", {}, "", std::chrono::seconds(10), nullptr});
+  EXPECT_EQ(resp.status, 200);
+  EXPECT_EQ(resp.body.size(), big.size());
+  EXPECT_TRUE(resp.body == big);
+}
+
+// One connection answered with `raw` (status line, headers and body as
+// written) once its request's headers are in; then the socket closes.
+class RawServer {
+ public:
+  explicit RawServer(std::string raw) : raw_(std::move(raw)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(fd_, 1) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("raw server: no loopback socket");
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { answer_one(); });
+  }
+  ~RawServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  void answer_one() {
+    const int conn = ::accept(fd_, nullptr, nullptr);
+    if (conn < 0) return;
+    std::string request;
+    char buffer[4096];
+    while (request.find("\r\n\r\n") == std::string::npos) {
+      const ssize_t n = ::recv(conn, buffer, sizeof(buffer), 0);
+      if (n <= 0) break;
+      request.append(buffer, static_cast<size_t>(n));
+    }
+    for (size_t sent = 0; sent < raw_.size();) {
+      const ssize_t n = ::send(conn, raw_.data() + sent, raw_.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    ::close(conn);
+  }
+
+  std::string raw_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(HttpClient, SendJoinsAChunkedBody) {
+  RawServer srv(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+      "Connection: close\r\n\r\n5\r\n{\"a\":\r\n3\r\n[1,\r\n2\r\n2]\r\n1\r\n}\r\n0\r\n\r\n");
+  auto client = make_client({});
+  Response resp = client->send({"GET", srv.base() + "/", {}, "", std::chrono::seconds(5), nullptr});
+  EXPECT_EQ(resp.status, 200);
+  EXPECT_EQ(resp.body, R"({"a":[1,2]})");
+}
+
+// A hostile or broken server announces a body far larger than it sends: an
+// error naming the URL, not an allocation of the announced size.
+TEST(HttpClient, AnAnnouncedLengthThatNeverComesIsAnErrorNotAnAllocation) {
+  RawServer srv(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+      "Content-Length: 999999999999999\r\n\r\n{\"partial\":");
+  auto client = make_client({});
+  try {
+    Response resp =
+        client->send({"GET", srv.base() + "/page", {}, "", std::chrono::seconds(5), nullptr});
+    ADD_FAILURE() << "a cut body was handed on as whole: " << resp.body.size() << " bytes";
+  } catch (const TransportError& e) {
+    EXPECT_NE(std::string(e.what()).find(srv.base() + "/page"), std::string::npos) << e.what();
+  }
 }
 
 TEST(HttpClient, RefusedConnectionNamesTheUrl) {
