@@ -54,6 +54,9 @@ struct Request {
   // then the longest silence allowed between two chunks of the body.
   std::chrono::milliseconds timeout = kRequestTimeoutDefault;
   std::shared_ptr<CancelSource> cancel;  // optional
+  // For send(), and a stream()'s error body: a longer body stops the
+  // transfer with a kTooLarge error. 0: no bound (the API server's pages).
+  std::size_t body_bytes_max = 0;
 };
 
 struct Response {
@@ -71,7 +74,8 @@ struct Response {
 // handshake, timeout. The message names the URL (and the CA on TLS errors).
 class TransportError : public std::runtime_error {
  public:
-  enum class Kind { kConnect, kTls, kTimeout, kCancelled, kOther };
+  // kTooLarge: the body passed Request::body_bytes_max.
+  enum class Kind { kConnect, kTls, kTimeout, kCancelled, kTooLarge, kOther };
   TransportError(Kind kind, const std::string& message)
       : std::runtime_error(message), kind_(kind) {}
   Kind kind() const { return kind_; }

@@ -53,17 +53,42 @@ std::map<std::string, std::string> lower_headers(const chttp::http_headers& head
   return out;
 }
 
+TransportError body_too_large(const Request& request, size_t limit) {
+  return TransportError(TransportError::Kind::kTooLarge,
+                        request.method + " " + request.url + ": the answer's body is over " +
+                            std::to_string(limit) + " bytes, the most this caller takes");
+}
+
 // The body read into one string as it arrives. extract_vector() held a list
 // page three times at once (the transport's buffer, the vector, the copy
 // get() returns) and a fourth as our string: at 1,000 agents that was most
 // of the operator's peak heap, and list pages are its largest transient.
-std::string read_whole_body(const chttp::http_response& resp) {
-  concurrency::streams::container_buffer<std::string> sink;
-  const utility::size64_t length = resp.headers().content_length();
-  if (length > 0 && length <= kReserveBodyBytesMax) sink.collection().reserve(length);
+// Past request.body_bytes_max the transfer stops (cancel) with an error.
+std::string read_whole_body(const chttp::http_response& resp, const Request& request,
+                            pplx::cancellation_token_source& cancel) {
+  const size_t limit = request.body_bytes_max;
+  const utility::size64_t announced = resp.headers().content_length();
+  if (limit > 0 && announced > limit) {
+    cancel.cancel();
+    throw body_too_large(request, limit);
+  }
+  std::string out;
+  if (announced > 0 && announced <= kReserveBodyBytesMax) out.reserve(announced);
   auto body = resp.body();
-  if (body.is_valid()) body.read_to_end(sink).get();
-  return std::move(sink.collection());
+  if (!body.is_valid()) return out;
+  auto source = body.streambuf();
+  while (true) {
+    const size_t used = out.size();
+    out.resize(used + kStreamReadBytes);
+    const size_t n =
+        source.getn(reinterpret_cast<uint8_t*>(out.data() + used), kStreamReadBytes).get();
+    out.resize(used + n);
+    if (n == 0) return out;
+    if (limit > 0 && out.size() > limit) {
+      cancel.cancel();
+      throw body_too_large(request, limit);
+    }
+  }
 }
 
 class CpprestClient final : public Client {
@@ -177,7 +202,7 @@ class CpprestClient final : public Client {
       out.headers = lower_headers(resp.headers());
       bool streaming = on_chunk != nullptr && out.status >= 200 && out.status < 300;
       if (!streaming) {
-        out.body = read_whole_body(resp);
+        out.body = read_whole_body(resp, request, cts);
         return out;
       }
       auto body = resp.body();

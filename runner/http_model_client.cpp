@@ -5,6 +5,7 @@
 
 #include "runner/anthropic_wire.h"
 #include "runner/errors.h"
+#include "runner/limits.h"
 #include "runner/retry_policy.h"
 #include "runner/wire_util.h"
 
@@ -59,6 +60,7 @@ http::Request HttpModelClient::build(const ModelRequest& request,
   out.method = "POST";
   out.url = url_;
   out.headers.emplace_back("Content-Type", "application/json");
+  out.body_bytes_max = kModelReplyBytesMax;
   if (options_.provider == api::Provider::kOpenAI) {
     if (!options_.api_key.empty())
       out.headers.emplace_back("Authorization", "Bearer " + options_.api_key);
@@ -155,6 +157,11 @@ ModelReply HttpModelClient::complete(const ModelRequest& request) {
     } catch (const http::TransportError& error) {
       if (error.kind() == http::TransportError::Kind::kCancelled || cancelled()) {
         throw ProviderError(Kind::kCancelled, 0, "model call cancelled");
+      }
+      if (error.kind() == http::TransportError::Kind::kTooLarge) {
+        // The endpoint answered, just not with a reply: asking again would
+        // read (and may bill) the same again.
+        throw ProviderError(Kind::kBadResponse, 0, error.what());
       }
       last_status = 0;
       last_error = error.what();

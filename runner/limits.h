@@ -28,6 +28,11 @@ inline constexpr std::chrono::seconds kDeadlineMargin = 20s;
 // Model calls (max_tokens bounds: api/contract_limits.h).
 inline constexpr std::chrono::seconds kModelCallTimeout = 120s;
 inline constexpr int kProviderRetriesMax = 4;  // retries after the first attempt
+// A reply body longer than this is refused unread (kBadResponse): an
+// endpoint sending without end would otherwise fill the runner's memory.
+// The largest max_tokens (kMaxTokensMax, 200,000) of long tokens, escaped
+// as JSON, stays well under it.
+inline constexpr std::size_t kModelReplyBytesMax = 32 * 1024 * 1024;
 inline constexpr std::chrono::milliseconds kRetryDelayInitial = 500ms;
 inline constexpr std::chrono::milliseconds kRetryBackoffMax = 8s;
 // A server's retry-after / retry-after-ms hint is honoured up to this.

@@ -110,6 +110,29 @@ TEST(HttpClient, SendHandsOverAListPageSizedBodyByteForByte) {
   EXPECT_TRUE(resp.body == big);
 }
 
+TEST(HttpClient, ABodyPastTheCallersBoundIsTooLarge) {
+  const std::string body(256 * 1024, 'b');
+  auto srv = start([&](const ServerRequest&) {
+    ServerResponse out;
+    out.body = body;
+    return out;
+  });
+  auto client = make_client({});
+  Request at_bound{"GET", srv.base() + "/exact", {}, "", std::chrono::seconds(5), nullptr};
+  at_bound.body_bytes_max = body.size();
+  EXPECT_EQ(client->send(at_bound).body.size(), body.size());
+  Request below = at_bound;
+  below.url = srv.base() + "/big";
+  below.body_bytes_max = body.size() - 1;
+  try {
+    client->send(below);
+    ADD_FAILURE() << "a body over its bound was read";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.kind(), TransportError::Kind::kTooLarge) << e.what();
+    EXPECT_NE(std::string(e.what()).find(below.url), std::string::npos) << e.what();
+  }
+}
+
 // One connection answered with `raw` (status line, headers and body as
 // written) once its request's headers are in; then the socket closes.
 class RawServer {
@@ -159,6 +182,23 @@ class RawServer {
   int port_ = 0;
   std::thread thread_;
 };
+
+// Chunked, so no length is announced: the bound is checked as it arrives.
+TEST(HttpClient, AnUnannouncedBodyIsCutAtTheBound) {
+  std::string raw = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  for (int i = 0; i < 64; ++i) raw += "4000\r\n" + std::string(0x4000, 'c') + "\r\n";
+  raw += "0\r\n\r\n";
+  RawServer srv(raw);
+  auto client = make_client({});
+  Request request{"GET", srv.base() + "/stream", {}, "", std::chrono::seconds(5), nullptr};
+  request.body_bytes_max = 100 * 1024;
+  try {
+    client->send(request);
+    ADD_FAILURE() << "a body over its bound was read";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.kind(), TransportError::Kind::kTooLarge) << e.what();
+  }
+}
 
 TEST(HttpClient, SendJoinsAChunkedBody) {
   RawServer srv(

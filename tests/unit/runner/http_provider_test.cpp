@@ -6,6 +6,7 @@
 #include "runner/agent_loop.h"
 #include "runner/errors.h"
 #include "runner/http_model_client.h"
+#include "runner/limits.h"
 #include "runner/stop_rules.h"
 #include "runner/tool_specs.h"
 #include "tests/fakes/fake_clock.h"
@@ -235,6 +236,27 @@ TEST(OpenAIProvider, ClientErrorsAreNotRetriedAndNeverEchoTheKey) {
     EXPECT_EQ(error.status(), 401);
     EXPECT_EQ(message.find("sk-test-secret-key"), std::string::npos) << message;
     EXPECT_NE(message.find("[redacted]"), std::string::npos);
+  }
+  EXPECT_EQ(h.server.requests().size(), 1u);
+}
+
+// An endpoint that answers without end: the runner stops reading at its
+// bound and ends the call as a bad response, once (asking again would read,
+// and may bill, the same again).
+TEST(OpenAIProvider, AReplyPastItsBoundIsABadResponseReadOnce) {
+  HttpHarness h;
+  std::string endless = R"({"choices":[{"message":{"content":")";
+  endless.append(kModelReplyBytesMax, 'x');
+  endless += R"("}}]})";
+  h.server.push(FakeModelServer::error(200, endless));
+  try {
+    h.client(api::Provider::kOpenAI).complete(h.request());
+    FAIL() << "expected ProviderError";
+  } catch (const ProviderError& error) {
+    EXPECT_EQ(error.kind(), ProviderError::Kind::kBadResponse) << error.what();
+    EXPECT_NE(std::string(error.what()).find(std::to_string(kModelReplyBytesMax) + " bytes"),
+              std::string::npos)
+        << error.what();
   }
   EXPECT_EQ(h.server.requests().size(), 1u);
 }
