@@ -1,6 +1,5 @@
 // cpprestsdk + OpenSSL implementation of hb::http::Client. The only file that
 // knows about cpprestsdk; the server side is Boost.Beast (http_server.cpp).
-#include <cpprest/containerstream.h>
 #include <cpprest/http_client.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
