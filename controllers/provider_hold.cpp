@@ -29,9 +29,16 @@ std::string provider_credential(const Json& agent) {
          secret_of(agent);
 }
 
-std::string provider_hold_message(const Json& agent, const std::string& run_name,
+std::string provider_hold_message(const std::string& credential, const std::string& run_name,
                                   const std::string& run_agent) {
-  return "the model provider's quota for " + endpoint_of(agent) + " with " + secret_of(agent) +
+  // namespace '\n' endpoint '\n' secret: a namespace never holds the byte
+  // and the Secret's part comes last, so a baseURL holding it stays whole.
+  const size_t first = credential.find('\n');
+  const size_t last = credential.rfind('\n');
+  const bool whole = first != std::string::npos && last > first;
+  const std::string endpoint = whole ? credential.substr(first + 1, last - first - 1) : credential;
+  const std::string secret = whole ? credential.substr(last + 1) : "an unknown key";
+  return "the model provider's quota for " + endpoint + " with " + secret +
          " is spent (HeartbeatRun " + run_name + " of Agent " + run_agent +
          " ended with stopReason provider_quota)";
 }

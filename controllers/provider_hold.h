@@ -34,8 +34,10 @@ TimePoint provider_hold_until(std::optional<TimePoint> reset_at, TimePoint finis
 // key itself: the operator does not read Secrets.
 std::string provider_credential(const Json& agent);
 
-// How a hold is described to a person (Secret and key named, never read).
-std::string provider_hold_message(const Json& agent, const std::string& run_name,
+// How a hold on `credential` (provider_credential's) is described to a
+// person (Secret and key named, never read). From the credential alone, so
+// a holder of every Agent's credential keeps no more of each Agent.
+std::string provider_hold_message(const std::string& credential, const std::string& run_name,
                                   const std::string& run_agent);
 
 }  // namespace hb::controllers

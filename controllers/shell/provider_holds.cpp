@@ -7,18 +7,6 @@
 
 namespace hb::controllers {
 
-namespace {
-
-// What the credential and the message read of an Agent.
-Json model_part(const Json& agent) {
-  Json out = Json::object();
-  out["metadata"]["namespace"] = string_at(agent, "metadata/namespace");
-  if (const Json* model = find_path(agent, "spec/model")) out["spec"]["model"] = *model;
-  return out;
-}
-
-}  // namespace
-
 ProviderHolds::ProviderHolds(Enqueue enqueue) : enqueue_(std::move(enqueue)) {}
 
 void ProviderHolds::agent_changed(const std::string& agent_key, const Json* agent) {
@@ -27,8 +15,7 @@ void ProviderHolds::agent_changed(const std::string& agent_key, const Json* agen
     agents_.erase(agent_key);
     return;
   }
-  Json part = model_part(*agent);
-  agents_[agent_key] = AgentEntry{provider_credential(part), std::move(part)};
+  agents_[agent_key] = provider_credential(*agent);
 }
 
 void ProviderHolds::run_changed(const std::string& run_key, const Json* run) {
@@ -43,15 +30,14 @@ void ProviderHolds::run_changed(const std::string& run_key, const Json* run) {
     Hold& hold = holds_[run_agent];
     if (hold.until >= *until) return;
     const auto agent = agents_.find(run_agent);
-    const HeldBy* longest =
-        agent == agents_.end() ? nullptr : longest_locked(agent->second.credential);
+    const HeldBy* longest = agent == agents_.end() ? nullptr : longest_locked(agent->second);
     const TimePoint before = longest != nullptr ? longest->second.until : TimePoint{};
     hold = Hold{*until, string_at(*run, "metadata/name")};
     // The agents held with it: now, so each says so (its agent may be
     // unknown yet after a restart; then each finds the hold at its next pass).
     if (agent == agents_.end() || *until <= before) return;
     for (const auto& [key, entry] : agents_) {
-      if (entry.credential == agent->second.credential) held.push_back(key);
+      if (entry == agent->second) held.push_back(key);
     }
   }
   for (const std::string& key : held) enqueue_(key);
@@ -62,7 +48,7 @@ const ProviderHolds::HeldBy* ProviderHolds::longest_locked(const std::string& cr
   const HeldBy* longest = nullptr;
   for (const HeldBy& held : holds_) {
     const auto other = agents_.find(held.first);
-    if (other == agents_.end() || other->second.credential != credential) continue;
+    if (other == agents_.end() || other->second != credential) continue;
     if (longest == nullptr || held.second.until > longest->second.until) longest = &held;
   }
   return longest;
@@ -73,12 +59,12 @@ std::optional<schedule::ProviderHold> ProviderHolds::hold_for(const std::string&
   std::lock_guard lock(mutex_);
   const auto agent = agents_.find(agent_key);
   if (agent == agents_.end()) return std::nullopt;
-  const HeldBy* longest = longest_locked(agent->second.credential);
+  const HeldBy* longest = longest_locked(agent->second);
   if (longest == nullptr || longest->second.until <= now) return std::nullopt;
   const auto& [held_agent, hold] = *longest;
   const std::string name = held_agent.substr(held_agent.find('/') + 1);
-  return schedule::ProviderHold{
-      hold.until, provider_hold_message(agents_.at(held_agent).agent_for_message, hold.run, name)};
+  return schedule::ProviderHold{hold.until,
+                                provider_hold_message(agents_.at(held_agent), hold.run, name)};
 }
 
 }  // namespace hb::controllers

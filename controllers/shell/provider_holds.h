@@ -30,17 +30,16 @@ class ProviderHolds {
   std::optional<schedule::ProviderHold> hold_for(const std::string& agent_key, TimePoint now) const;
 
  private:
-  struct AgentEntry {
-    std::string credential;
-    Json agent_for_message;  // metadata and spec.model only
-  };
   struct Hold {
     TimePoint until{};
     std::string run;  // the run that set it
   };
   Enqueue enqueue_;
   mutable std::mutex mutex_;
-  std::map<std::string, AgentEntry> agents_;  // by agent key
+  // Each agent's credential (provider_credential) by agent key: all a hold
+  // and its message need. A copy of each Agent's spec.model as a JSON tree
+  // was about 1 KB an agent, 10 MiB of heap at 10,000.
+  std::map<std::string, std::string> agents_;
   // By the agent whose run set it (its credential is looked up when asked,
   // so a hold found before its agent is known still counts).
   std::map<std::string, Hold> holds_;

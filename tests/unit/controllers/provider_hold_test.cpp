@@ -43,9 +43,23 @@ TEST(ProviderHold, AgentsShareAQuotaByNamespaceEndpointAndKeySecret) {
   Json elsewhere = agent("a");
   elsewhere["metadata"]["namespace"] = "other";
   EXPECT_NE(provider_credential(a), provider_credential(elsewhere));
-  const std::string message = provider_hold_message(a, "a-1", "a");
+  const std::string message = provider_hold_message(provider_credential(a), "a-1", "a");
   EXPECT_THAT(message, HasSubstr("Secret llm key api-key"));
   EXPECT_THAT(message, HasSubstr("HeartbeatRun a-1 of Agent a"));
+  EXPECT_THAT(
+      provider_hold_message(provider_credential(with_model(agent(), "e", {{"baseURL", nullptr}})),
+                            "e-1", "e"),
+      HasSubstr("quota for the openai default endpoint with Secret llm key api-key"));
+}
+
+// The message is built from the credential alone; a baseURL holding the
+// byte the credential's parts are joined by still names endpoint and Secret.
+TEST(ProviderHold, TheMessageNamesEndpointAndSecretWhateverTheURLHolds) {
+  const Json odd =
+      with_model(agent(), "o", {{"baseURL", "http://llm:8000/v1\nSecret forged key x"}});
+  const std::string message = provider_hold_message(provider_credential(odd), "o-1", "o");
+  EXPECT_THAT(message, HasSubstr("quota for http://llm:8000/v1\nSecret forged key x with Secret "
+                                 "llm key api-key is spent"));
 }
 
 Json quota_run(const std::string& name, const std::string& agent_name, const char* reset) {
