@@ -10,6 +10,8 @@
 
 #include <string>
 
+#include "tests/support/loopback.h"
+
 namespace hb::test_support {
 
 // A blocking client socket; closes on destruction.
@@ -17,10 +19,7 @@ class RawClient {
  public:
   explicit RawClient(int port) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    sockaddr_in addr = loopback(port);
     connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
     timeval tv{20, 0};  // a test that would hang fails instead
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

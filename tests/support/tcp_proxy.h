@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/loopback.h"
+
 namespace hb::test_support {
 
 class TcpProxy {
@@ -46,14 +48,6 @@ class TcpProxy {
   long forwarded_after_pause() const { return after_pause_; }
 
  private:
-  static sockaddr_in loopback(int port) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return addr;
-  }
-
   void accept_loop() {
     while (!stopping_) {
       const int client = ::accept(listen_fd_, nullptr, nullptr);

@@ -1,9 +1,5 @@
 // The cpprestsdk transport against a server of our own on loopback.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <future>
@@ -12,6 +8,7 @@
 #include <thread>
 
 #include "kube/http.h"
+#include "tests/support/raw_server.h"
 
 namespace hb::http {
 namespace {
@@ -133,62 +130,12 @@ TEST(HttpClient, ABodyPastTheCallersBoundIsTooLarge) {
   }
 }
 
-// One connection answered with `raw` (status line, headers and body as
-// written) once its request's headers are in; then the socket closes.
-class RawServer {
- public:
-  explicit RawServer(std::string raw) : raw_(std::move(raw)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(fd_, 1) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw std::runtime_error("raw server: no loopback socket");
-    }
-    port_ = ntohs(addr.sin_port);
-    thread_ = std::thread([this] { answer_one(); });
-  }
-  ~RawServer() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-  }
-  std::string base() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  void answer_one() {
-    const int conn = ::accept(fd_, nullptr, nullptr);
-    if (conn < 0) return;
-    std::string request;
-    char buffer[4096];
-    while (request.find("\r\n\r\n") == std::string::npos) {
-      const ssize_t n = ::recv(conn, buffer, sizeof(buffer), 0);
-      if (n <= 0) break;
-      request.append(buffer, static_cast<size_t>(n));
-    }
-    for (size_t sent = 0; sent < raw_.size();) {
-      const ssize_t n = ::send(conn, raw_.data() + sent, raw_.size() - sent, MSG_NOSIGNAL);
-      if (n <= 0) break;
-      sent += static_cast<size_t>(n);
-    }
-    ::close(conn);
-  }
-
-  std::string raw_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-};
-
 // Chunked, so no length is announced: the bound is checked as it arrives.
 TEST(HttpClient, AnUnannouncedBodyIsCutAtTheBound) {
   std::string raw = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
   for (int i = 0; i < 64; ++i) raw += "4000\r\n" + std::string(0x4000, 'c') + "\r\n";
   raw += "0\r\n\r\n";
-  RawServer srv(raw);
+  test_support::RawServer srv(raw);
   auto client = make_client({});
   Request request{"GET", srv.base() + "/stream", {}, "", std::chrono::seconds(5), nullptr};
   request.body_bytes_max = 100 * 1024;
@@ -201,7 +148,7 @@ TEST(HttpClient, AnUnannouncedBodyIsCutAtTheBound) {
 }
 
 TEST(HttpClient, SendJoinsAChunkedBody) {
-  RawServer srv(
+  test_support::RawServer srv(
       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
       "Connection: close\r\n\r\n5\r\n{\"a\":\r\n3\r\n[1,\r\n2\r\n2]\r\n1\r\n}\r\n0\r\n\r\n");
   auto client = make_client({});
@@ -213,7 +160,7 @@ TEST(HttpClient, SendJoinsAChunkedBody) {
 // A hostile or broken server announces a body far larger than it sends: an
 // error naming the URL, not an allocation of the announced size.
 TEST(HttpClient, AnAnnouncedLengthThatNeverComesIsAnErrorNotAnAllocation) {
-  RawServer srv(
+  test_support::RawServer srv(
       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
       "Content-Length: 999999999999999\r\n\r\n{\"partial\":");
   auto client = make_client({});
