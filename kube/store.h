@@ -160,6 +160,10 @@ class Store {
   // `parsed` is the new object when the caller already has it as a tree.
   // A deletion's entry carries only its key (nothing of it is kept).
   void commit(bool deleted, StoredObjectPtr entry, const nlohmann::json* parsed);
+  // What a swap of the contents changed, and the handlers told of it.
+  struct SwapChanges;
+  static SwapChanges compare(const StoredObjects& now_set, const StoredObjects& was_set);
+  void report(const StoreHandlers& handlers, const SwapChanges& changes);
 
   mutable std::mutex mutex_;
   StoredObjects items_;

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <utility>
+
+#include "kube/front_coding.h"
 
 namespace hb::kube {
 
@@ -14,51 +14,16 @@ namespace {
 constexpr uint8_t kFlagCompressed = 1;
 constexpr uint8_t kFlagIdentityElided = 2;
 
-void put_varint(std::string& out, uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
-}
-
-// A page is this set's own memory, so a record that does not decode is a bug.
-[[noreturn]] void corrupt_page() {
-  std::fputs("heartbeat-operator: a cache page does not decode (a bug)\n", stderr);
-  std::abort();
-}
-
-uint64_t get_varint(const char*& at, const char* end) {
-  uint64_t value = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    if (at == end) corrupt_page();
-    const auto byte = static_cast<uint8_t>(*at++);
-    value |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) return value;
-  }
-  corrupt_page();
-}
-
-std::string_view take(const char*& at, const char* end, uint64_t bytes) {
-  if (static_cast<uint64_t>(end - at) < bytes) corrupt_page();
-  std::string_view out(at, bytes);
-  at += bytes;
-  return out;
-}
-
 // Reads the record at `at` into `key` (which holds the record before it:
 // keys are front-coded) and `entry`.
 void read_record(const char*& at, const char* end, std::string& key, StoredEntryView& entry) {
-  const uint64_t shared = get_varint(at, end);
-  if (shared > key.size()) corrupt_page();
-  key.resize(shared);
-  key.append(take(at, end, get_varint(at, end)));
-  entry.resource_version = take(at, end, get_varint(at, end));
+  get_front_coded(at, end, key);
+  entry.resource_version = take_bytes(at, end, get_varint(at, end));
   const auto text_bytes = static_cast<uint32_t>(get_varint(at, end));
   const uint64_t stored_bytes = get_varint(at, end);
-  const auto flags = static_cast<uint8_t>(*take(at, end, 1).data());
-  entry.text =
-      CompressedTextView(take(at, end, stored_bytes), text_bytes, (flags & kFlagCompressed) != 0);
+  const auto flags = static_cast<uint8_t>(*take_bytes(at, end, 1).data());
+  entry.text = CompressedTextView(take_bytes(at, end, stored_bytes), text_bytes,
+                                  (flags & kFlagCompressed) != 0);
   entry.identity_elided = (flags & kFlagIdentityElided) != 0;
   entry.key = key;
 }
@@ -84,20 +49,10 @@ class PageReader {
   StoredEntryView entry_;
 };
 
-std::size_t shared_prefix(std::string_view a, std::string_view b) {
-  const std::size_t most = std::min(a.size(), b.size());
-  std::size_t n = 0;
-  while (n < most && a[n] == b[n]) ++n;
-  return n;
-}
-
 // `e` under `key` (its own key view is not read).
 void append_record(std::string& out, std::string_view previous_key, std::string_view key,
                    const StoredEntryView& e) {
-  const std::size_t shared = shared_prefix(previous_key, key);
-  put_varint(out, shared);
-  put_varint(out, key.size() - shared);
-  out.append(key.substr(shared));
+  put_front_coded(out, previous_key, key);
   put_varint(out, e.resource_version.size());
   out.append(e.resource_version);
   put_varint(out, e.text.text_bytes);
