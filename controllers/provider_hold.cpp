@@ -1,5 +1,7 @@
 #include "controllers/provider_hold.h"
 
+#include <charconv>
+
 namespace hb::controllers {
 
 namespace {
@@ -23,24 +25,38 @@ TimePoint provider_hold_until(std::optional<TimePoint> reset_at, TimePoint finis
   return std::min<TimePoint>(*reset_at, finished + kProviderHoldMax);
 }
 
-std::string provider_credential(const Json& agent) {
-  // Fields joined by a byte no URL, name or key holds.
-  return string_at(agent, "metadata/namespace") + '\n' + endpoint_of(agent) + '\n' +
-         secret_of(agent);
+ProviderCredential::ProviderCredential(std::string_view ns, std::string_view endpoint,
+                                       std::string_view secret) {
+  for (std::string_view part : {ns, endpoint, secret}) {
+    bytes_ += std::to_string(part.size());
+    bytes_ += ':';
+    bytes_ += part;
+  }
 }
 
-std::string provider_hold_message(const std::string& credential, const std::string& run_name,
+std::string_view ProviderCredential::part(int index) const {
+  std::string_view rest = bytes_;
+  for (int i = 0;; ++i) {
+    const size_t colon = rest.find(':');
+    if (colon == std::string_view::npos) return {};  // default-constructed
+    size_t length = 0;
+    std::from_chars(rest.data(), rest.data() + colon, length);  // our own digits
+    const std::string_view here = rest.substr(colon + 1, length);
+    if (i == index) return here;
+    rest.remove_prefix(colon + 1 + here.size());
+  }
+}
+
+ProviderCredential provider_credential(const Json& agent) {
+  return ProviderCredential(string_at(agent, "metadata/namespace"), endpoint_of(agent),
+                            secret_of(agent));
+}
+
+std::string provider_hold_message(const ProviderCredential& credential, const std::string& run_name,
                                   const std::string& run_agent) {
-  // namespace '\n' endpoint '\n' secret: a namespace never holds the byte
-  // and the Secret's part comes last, so a baseURL holding it stays whole.
-  const size_t first = credential.find('\n');
-  const size_t last = credential.rfind('\n');
-  const bool whole = first != std::string::npos && last > first;
-  const std::string endpoint = whole ? credential.substr(first + 1, last - first - 1) : credential;
-  const std::string secret = whole ? credential.substr(last + 1) : "an unknown key";
-  return "the model provider's quota for " + endpoint + " with " + secret +
-         " is spent (HeartbeatRun " + run_name + " of Agent " + run_agent +
-         " ended with stopReason provider_quota)";
+  return "the model provider's quota for " + std::string(credential.endpoint()) + " with " +
+         std::string(credential.secret()) + " is spent (HeartbeatRun " + run_name + " of Agent " +
+         run_agent + " ended with stopReason provider_quota)";
 }
 
 }  // namespace hb::controllers

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "controllers/json_util.h"
 
@@ -31,13 +32,29 @@ TimePoint provider_hold_until(std::optional<TimePoint> reset_at, TimePoint finis
 
 // What agents share a quota by: namespace, endpoint (spec.model.baseURL, or
 // the provider's default) and the API-key Secret's name and key. Never the
-// key itself: the operator does not read Secrets.
-std::string provider_credential(const Json& agent);
+// key itself: the operator does not read Secrets. Kept as one string (three
+// cost about 1 MiB more at 10,000 agents), each part prefixed with its
+// length, so no byte a URL or a key name holds makes two credentials equal.
+class ProviderCredential {
+ public:
+  ProviderCredential() = default;
+  ProviderCredential(std::string_view ns, std::string_view endpoint, std::string_view secret);
+  std::string_view endpoint() const { return part(1); }
+  // "Secret NAME key KEY", or "no API key".
+  std::string_view secret() const { return part(2); }
+  bool operator==(const ProviderCredential& other) const = default;
 
-// How a hold on `credential` (provider_credential's) is described to a
-// person (Secret and key named, never read). From the credential alone, so
-// a holder of every Agent's credential keeps no more of each Agent.
-std::string provider_hold_message(const std::string& credential, const std::string& run_name,
+ private:
+  std::string_view part(int index) const;
+  std::string bytes_;
+};
+
+ProviderCredential provider_credential(const Json& agent);
+
+// How a hold on `credential` is described to a person (Secret and key
+// named, never read). From the credential alone, so a holder of every
+// Agent's credential keeps no more of each Agent.
+std::string provider_hold_message(const ProviderCredential& credential, const std::string& run_name,
                                   const std::string& run_agent);
 
 }  // namespace hb::controllers

@@ -43,7 +43,8 @@ void ProviderHolds::run_changed(const std::string& run_key, const Json* run) {
   for (const std::string& key : held) enqueue_(key);
 }
 
-const ProviderHolds::HeldBy* ProviderHolds::longest_locked(const std::string& credential) const {
+const ProviderHolds::HeldBy* ProviderHolds::longest_locked(
+    const ProviderCredential& credential) const {
   // Holds are few (runs that hit a spent quota): a scan costs nothing.
   const HeldBy* longest = nullptr;
   for (const HeldBy& held : holds_) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "controllers/json_util.h"
+#include "controllers/provider_hold.h"
 #include "controllers/schedule/blocks.h"
 
 namespace hb::controllers {
@@ -36,16 +37,16 @@ class ProviderHolds {
   };
   Enqueue enqueue_;
   mutable std::mutex mutex_;
-  // Each agent's credential (provider_credential) by agent key: all a hold
-  // and its message need. A copy of each Agent's spec.model as a JSON tree
-  // was at least 7 MiB of heap at 10,000 agents (heaptrack).
-  std::map<std::string, std::string> agents_;
+  // Each agent's credential by agent key: all a hold and its message need.
+  // A copy of each Agent's spec.model as a JSON tree was at least 7 MiB of
+  // heap at 10,000 agents (heaptrack).
+  std::map<std::string, ProviderCredential> agents_;
   // By the agent whose run set it (its credential is looked up when asked,
   // so a hold found before its agent is known still counts).
   std::map<std::string, Hold> holds_;
   using HeldBy = std::map<std::string, Hold>::value_type;
   // The hold on a credential that ends last (ended or not); null: none.
-  const HeldBy* longest_locked(const std::string& credential) const;
+  const HeldBy* longest_locked(const ProviderCredential& credential) const;
 };
 
 }  // namespace hb::controllers

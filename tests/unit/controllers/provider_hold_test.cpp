@@ -62,6 +62,21 @@ TEST(ProviderHold, TheMessageNamesEndpointAndSecretWhateverTheURLHolds) {
                                  "llm key api-key is spent"));
 }
 
+// Each part of a credential is its own: a URL and a key name that would
+// join to the same text are two credentials, so neither agent is held by
+// the other's spent quota.
+TEST(ProviderHold, PartsThatJoinToTheSameTextAreStillTwoCredentials) {
+  const Json a = with_model(agent(), "a",
+                            {{"baseURL", "http://u\nSecret n key k"},
+                             {"apiKeySecretRef", {{"name", "c"}, {"key", "d"}}}});
+  const Json b = with_model(agent(), "b",
+                            {{"baseURL", "http://u"},
+                             {"apiKeySecretRef", {{"name", "n"}, {"key", "k\nSecret c key d"}}}});
+  EXPECT_NE(provider_credential(a), provider_credential(b));
+  EXPECT_EQ(provider_credential(a).endpoint(), "http://u\nSecret n key k");
+  EXPECT_EQ(provider_credential(b).secret(), "Secret n key k\nSecret c key d");
+}
+
 Json quota_run(const std::string& name, const std::string& agent_name, const char* reset) {
   Json r = testing::run(name);
   r["spec"]["agentRef"]["name"] = agent_name;
