@@ -6,10 +6,21 @@
 
 namespace hb::kube {
 
-void front_coding_corrupt() {
+namespace {
+
+[[noreturn]] void front_coding_corrupt() {
   std::fputs("heartbeat-operator: a front-coded record does not decode (a bug)\n", stderr);
   std::abort();
 }
+
+std::size_t shared_prefix(std::string_view a, std::string_view b) {
+  const std::size_t most = std::min(a.size(), b.size());
+  std::size_t n = 0;
+  while (n < most && a[n] == b[n]) ++n;
+  return n;
+}
+
+}  // namespace
 
 void put_varint(std::string& out, uint64_t value) {
   while (value >= 0x80) {
@@ -35,13 +46,6 @@ std::string_view take_bytes(const char*& at, const char* end, uint64_t bytes) {
   std::string_view out(at, bytes);
   at += bytes;
   return out;
-}
-
-std::size_t shared_prefix(std::string_view a, std::string_view b) {
-  const std::size_t most = std::min(a.size(), b.size());
-  std::size_t n = 0;
-  while (n < most && a[n] == b[n]) ++n;
-  return n;
 }
 
 void put_front_coded(std::string& out, std::string_view previous, std::string_view key) {

@@ -18,12 +18,10 @@ void put_varint(std::string& out, uint64_t value);
 uint64_t get_varint(const char*& at, const char* end);
 // The next `bytes` bytes at `at`, which moves past them.
 std::string_view take_bytes(const char*& at, const char* end, uint64_t bytes);
-std::size_t shared_prefix(std::string_view a, std::string_view b);
 // Appends `key` front-coded against `previous` (the key written before it).
 void put_front_coded(std::string& out, std::string_view previous, std::string_view key);
 // Reads a key put_front_coded wrote; `key` holds the one before it on entry.
 void get_front_coded(const char*& at, const char* end, std::string& key);
-[[noreturn]] void front_coding_corrupt();
 
 // An append-only list of keys, front-coded in one string: what a relist
 // reports (added, changed, deleted) is in key order, and at 160,000 runs a
