@@ -4,8 +4,6 @@
 #include <optional>
 #include <string_view>
 
-#include "kube/watch_scan.h"
-
 namespace hb::kube {
 namespace {
 
@@ -110,7 +108,8 @@ http::Request Client::make_request(const std::string& method, const std::string&
 
 Result<http::Response> Client::call(const std::string& verb, const std::string& method,
                                     const std::string& path, const std::string& body,
-                                    const std::string& content_type, const std::string& context) {
+                                    const std::string& content_type, const std::string& context,
+                                    const http::ChunkHandler* on_body_piece) {
   std::atomic<uint64_t>* counter = verb == "get"      ? &counts_.get
                                    : verb == "list"   ? &counts_.list
                                    : verb == "create" ? &counts_.create
@@ -135,7 +134,8 @@ Result<http::Response> Client::call(const std::string& verb, const std::string& 
     ++*counter;
     http::Response resp;
     try {
-      resp = transport_->send(req);
+      resp =
+          on_body_piece ? transport_->send_in_pieces(req, *on_body_piece) : transport_->send(req);
     } catch (const http::TransportError& failure) {  // the transport's one exception
       return error_from_transport(failure, context);
     }
@@ -151,11 +151,12 @@ Result<http::Response> Client::call(const std::string& verb, const std::string& 
 }
 
 namespace {
-Error malformed(int status, const std::string& context) {
+Error malformed(int status, const std::string& context,
+                const std::string& problem = "answer is not JSON") {
   Error error;
   error.kind = ErrorKind::kMalformed;
   error.code = status;
-  error.message = "answer is not JSON";
+  error.message = problem;
   error.context = context;
   return error;
 }
@@ -167,36 +168,6 @@ Result<Json> parse_body(Result<http::Response> answer, const std::string& contex
   return malformed(answer.value().status, context);
 }
 
-// A list page's items handed on one parsed at a time (scan_list_page);
-// a body the scanner cannot vouch for is parsed whole, as before.
-struct ListPageMeta {
-  std::string resource_version;
-  std::string continue_token;
-};
-
-Result<ListPageMeta> each_list_item(Result<http::Response> answer, const std::string& context,
-                                    const std::function<void(Json item)>& on_item) {
-  if (!answer.ok()) return std::move(answer).error();
-  if (std::optional<ScannedListPage> scanned = scan_list_page(answer.value().body)) {
-    for (std::string_view text : scanned->items) {
-      Json item = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-      // The scanner accepts only what the parser does; should they ever
-      // differ, the list fails (the informer lists again) rather than skip.
-      if (item.is_discarded()) return malformed(answer.value().status, context);
-      on_item(std::move(item));
-    }
-    return ListPageMeta{std::string(scanned->resource_version),
-                        std::string(scanned->continue_token)};
-  }
-  Result<Json> parsed = parse_body(std::move(answer), context);
-  if (!parsed.ok()) return std::move(parsed).error();
-  Json& page = parsed.value();
-  if (auto it = page.find("items"); it != page.end() && it->is_array()) {
-    for (auto& item : *it) on_item(std::move(item));
-  }
-  return ListPageMeta{page.value("/metadata/resourceVersion"_json_pointer, ""),
-                      page.value("/metadata/continue"_json_pointer, "")};
-}
 }  // namespace
 
 Result<Json> Client::get(const Resource& r, const std::string& ns, const std::string& name) {
@@ -221,6 +192,27 @@ Result<Json> Client::list_all(const Resource& r, const std::string& ns, ListOpti
   return out;
 }
 
+// The items are parsed one at a time as the page arrives (ListPageSplitter);
+// should one not parse, the page fails (the informer lists again) rather
+// than skip it.
+Result<ListPageEnd> Client::list_page(const std::string& path, const std::string& context,
+                                      const std::function<void(Json item)>& on_item) {
+  ListPageSplitter splitter([&on_item](std::string_view text) {
+    Json item = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (item.is_discarded()) return false;
+    on_item(std::move(item));
+    return true;
+  });
+  const http::ChunkHandler feed = [&splitter](std::string_view piece) {
+    return splitter.feed(piece);
+  };
+  Result<http::Response> answer = call("list", "GET", path, "", "", context, &feed);
+  if (!answer.ok()) return std::move(answer).error();
+  std::optional<ListPageEnd> end = splitter.finish();
+  if (!end) return malformed(answer.value().status, context, "list page: " + splitter.problem());
+  return std::move(*end);
+}
+
 Result<std::string> Client::list_each(const Resource& r, const std::string& ns, ListOptions options,
                                       const std::function<void(Json item)>& on_item,
                                       const std::function<void()>& on_restart) {
@@ -228,8 +220,7 @@ Result<std::string> Client::list_each(const Resource& r, const std::string& ns, 
   bool restarted = false;
   std::optional<std::string> snapshot;
   while (true) {
-    Result<ListPageMeta> page = each_list_item(
-        call("list", "GET", r.path(ns) + query_of(options), "", "", ctx), ctx, on_item);
+    Result<ListPageEnd> page = list_page(r.path(ns) + query_of(options), ctx, on_item);
     if (!page.ok()) {
       // The continue token expired; start once more from the beginning.
       if (!page.is(ErrorKind::kGone) || options.continue_token.empty() || restarted) {

@@ -18,6 +18,7 @@
 #include "kube/errors.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
+#include "kube/list_page_splitter.h"
 #include "kube/priority_token_bucket.h"
 #include "kube/resource.h"
 
@@ -80,10 +81,11 @@ class Client {
   // Every page, merged: {"items": [...], "metadata": {"resourceVersion": ...}}.
   // A continue token that expires mid-way (410) restarts the list once from scratch.
   Result<Json> list_all(const Resource& r, const std::string& ns, ListOptions options = {});
-  // The same, one page at a time: each item is handed to `on_item` as its
-  // page arrives, so no more than a page is ever held parsed. `on_restart`
+  // The same, one item at a time: each is handed to `on_item` as it
+  // arrives, so no more than an item is held parsed or as text. `on_restart`
   // is called before a restarted list hands out its first item again.
-  // Returns the snapshot's resourceVersion.
+  // Returns the snapshot's resourceVersion. On an error, items already
+  // handed on belong to a list that failed: the caller drops them.
   Result<std::string> list_each(const Resource& r, const std::string& ns, ListOptions options,
                                 const std::function<void(Json item)>& on_item,
                                 const std::function<void()>& on_restart);
@@ -118,7 +120,10 @@ class Client {
  private:
   Result<http::Response> call(const std::string& verb, const std::string& method,
                               const std::string& path, const std::string& body,
-                              const std::string& content_type, const std::string& context);
+                              const std::string& content_type, const std::string& context,
+                              const http::ChunkHandler* on_body_piece = nullptr);
+  Result<ListPageEnd> list_page(const std::string& path, const std::string& context,
+                                const std::function<void(Json item)>& on_item);
   http::Request make_request(const std::string& method, const std::string& path);
   // Waits for the rate limiter under the calling thread's RequestPriority;
   // false when the request gave way (its GiveWayScope's time came first).

@@ -58,11 +58,32 @@ TransportError body_too_large(const Request& request, size_t limit) {
                             std::to_string(limit) + " bytes, the most this caller takes");
 }
 
-// The body read into one string as it arrives. extract_vector() held a list
-// page three times at once (the transport's buffer, the vector, the copy
-// get() returns) and a fourth as our string: at 1,000 agents that was most
-// of the operator's peak heap, and list pages are its largest transient.
-// Past request.body_bytes_max the transfer stops (cancel) with an error.
+// Hands the body to on_piece as it arrives, until it ends or on_piece
+// returns false (then the transfer stops: cancel). getn(n) waits for all n
+// bytes, so this waits for one, then takes whatever else has arrived: a
+// watch event reaches the caller as soon as it lands.
+void pump_body(const chttp::http_response& resp, pplx::cancellation_token_source& cancel,
+               const ChunkHandler& on_piece) {
+  auto body = resp.body();
+  if (!body.is_valid()) return;
+  auto source = body.streambuf();
+  std::vector<uint8_t> buffer(kStreamReadBytes);
+  while (true) {
+    size_t n = source.getn(buffer.data(), 1).get();
+    if (n == 0) return;  // end of body
+    const auto ready = static_cast<size_t>(std::max<std::streamsize>(0, source.in_avail()));
+    if (ready > 0) n += source.getn(buffer.data() + 1, std::min(ready, buffer.size() - 1)).get();
+    if (!on_piece(std::string_view(reinterpret_cast<const char*>(buffer.data()), n))) {
+      cancel.cancel();  // the connection is not reused
+      return;
+    }
+  }
+}
+
+// The body read into one string as it arrives. extract_vector() held a
+// body three times at once (the transport's buffer, the vector, the copy
+// get() returns) and a fourth as our string. Past request.body_bytes_max
+// the transfer stops with an error.
 std::string read_whole_body(const chttp::http_response& resp, const Request& request,
                             pplx::cancellation_token_source& cancel) {
   const size_t limit = request.body_bytes_max;
@@ -73,21 +94,12 @@ std::string read_whole_body(const chttp::http_response& resp, const Request& req
   }
   std::string out;
   if (announced > 0 && announced <= kReserveBodyBytesMax) out.reserve(announced);
-  auto body = resp.body();
-  if (!body.is_valid()) return out;
-  auto source = body.streambuf();
-  while (true) {
-    const size_t used = out.size();
-    out.resize(used + kStreamReadBytes);
-    const size_t n =
-        source.getn(reinterpret_cast<uint8_t*>(out.data() + used), kStreamReadBytes).get();
-    out.resize(used + n);
-    if (n == 0) return out;
-    if (limit > 0 && out.size() > limit) {
-      cancel.cancel();
-      throw body_too_large(request, limit);
-    }
-  }
+  pump_body(resp, cancel, [&out, limit](std::string_view piece) {
+    out.append(piece);
+    return limit == 0 || out.size() <= limit;
+  });
+  if (limit > 0 && out.size() > limit) throw body_too_large(request, limit);
+  return out;
 }
 
 class CpprestClient final : public Client {
@@ -103,6 +115,10 @@ class CpprestClient final : public Client {
   Response send(const Request& request) override { return exchange(request, nullptr); }
 
   Response stream(const Request& request, const ChunkHandler& on_chunk) override {
+    return exchange(request, &on_chunk);
+  }
+
+  Response send_in_pieces(const Request& request, const ChunkHandler& on_chunk) override {
     return exchange(request, &on_chunk);
   }
 
@@ -199,27 +215,11 @@ class CpprestClient final : public Client {
       chttp::http_response resp = client->request(req, cts.get_token()).get();
       out.status = resp.status_code();
       out.headers = lower_headers(resp.headers());
-      bool streaming = on_chunk != nullptr && out.status >= 200 && out.status < 300;
-      if (!streaming) {
+      const bool in_pieces = on_chunk != nullptr && out.status >= 200 && out.status < 300;
+      if (in_pieces) {
+        pump_body(resp, cts, *on_chunk);
+      } else {
         out.body = read_whole_body(resp, request, cts);
-        return out;
-      }
-      auto body = resp.body();
-      std::vector<uint8_t> buffer(kStreamReadBytes);
-      auto source = body.streambuf();
-      while (true) {
-        // getn(n) waits for all n bytes, so wait for one, then take whatever
-        // else has arrived: events reach the caller as soon as they land.
-        size_t n = source.getn(buffer.data(), 1).get();
-        if (n == 0) break;  // end of body
-        size_t ready = static_cast<size_t>(std::max<std::streamsize>(0, source.in_avail()));
-        if (ready > 0)
-          n += source.getn(buffer.data() + 1, std::min(ready, buffer.size() - 1)).get();
-        std::string_view chunk(reinterpret_cast<const char*>(buffer.data()), n);
-        if (!(*on_chunk)(chunk)) {
-          cts.cancel();  // stop the transfer; the connection is not reused
-          break;
-        }
       }
       return out;
     } catch (const TransportError&) {

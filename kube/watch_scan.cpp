@@ -117,7 +117,7 @@ class Scanner {
   }
 
   bool value(int depth) {
-    if (depth > kWatchScanDepthMax) return false;
+    if (depth > kKubeObjectDepthMax) return false;
     skip_ws();
     if (p_ >= end_) return false;
     switch (*p_) {
@@ -144,7 +144,7 @@ class Scanner {
   // Walks an object; for each member, on_member(key, key_start) may scan the
   // value itself (return true) or leave it to be skipped (return false).
   bool object(int depth, const std::function<bool(std::string_view, const char*)>& on_member) {
-    if (depth > kWatchScanDepthMax || !consume('{')) return false;
+    if (depth > kKubeObjectDepthMax || !consume('{')) return false;
     if (consume('}')) return true;
     do {
       skip_ws();
@@ -298,42 +298,6 @@ std::optional<ScannedWatchEvent> scan_watch_event(std::string_view line) {
     return std::nullopt;  // ERROR (a Status) and unknown types take the full decoder
   }
   if (out.type != WatchEventType::kBookmark && out.name.empty()) return std::nullopt;
-  return out;
-}
-
-std::optional<ScannedListPage> scan_list_page(std::string_view body) {
-  Scanner s(body);
-  ScannedListPage out;
-  auto on_metadata_member = [&](std::string_view key, const char*) -> bool {
-    if (key == "resourceVersion") return s.plain_string(&out.resource_version) || true;
-    if (key == "continue") return s.plain_string(&out.continue_token) || true;
-    return false;
-  };
-  auto on_items = [&]() -> bool {
-    if (!s.consume('[')) return false;
-    if (s.consume(']')) return true;
-    do {
-      s.skip_ws();
-      const char* start = s.pos();
-      if (!s.value(2)) return false;
-      out.items.emplace_back(start, static_cast<size_t>(s.pos() - start));
-    } while (s.consume(','));
-    return s.consume(']');
-  };
-  auto on_list_member = [&](std::string_view key, const char*) -> bool {
-    if (key == "metadata") {
-      if (!s.object(1, on_metadata_member)) s.fail();
-      return true;
-    }
-    if (key == "items") {
-      s.skip_ws();
-      if (s.pos() < body.data() + body.size() && *s.pos() != '[') return false;  // null
-      if (!on_items()) s.fail();
-      return true;
-    }
-    return false;
-  };
-  if (!s.object(0, on_list_member) || s.failed() || !s.at_end()) return std::nullopt;
   return out;
 }
 

@@ -1,7 +1,7 @@
 // The informer's fast path: finds what a cache needs in a watch event line
 // (type, the object's text, name, namespace, resourceVersion, where
-// managedFields sits) or in a list page (each item's text) without building
-// a JSON tree. Building the tree costs ~10x more and most events are only
+// managedFields sits) without building a JSON tree (list pages:
+// list_page_splitter.h). Building the tree costs ~10x more and most events are only
 // stored and keyed.
 #pragma once
 
@@ -10,12 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "kube/object_limits.h"
 #include "kube/watch_decoder.h"
 
 namespace hb::kube {
-
-// Nesting deeper than this is not a Kubernetes object.
-inline constexpr int kWatchScanDepthMax = 128;
 
 struct ScannedWatchEvent {
   WatchEventType type;
@@ -35,20 +33,5 @@ struct ScannedWatchEvent {
 // vouch for (malformed JSON, escapes in metadata strings, an ERROR event):
 // the caller then uses decode_watch_event, which names the problem.
 std::optional<ScannedWatchEvent> scan_watch_event(std::string_view line);
-
-// A list answer's page: each item's text (views into the body), so the
-// items are parsed one at a time instead of as one tree (a page's tree was
-// the operator's largest transient: about 10 MiB for 500 runs, for each
-// informer listing at once).
-struct ScannedListPage {
-  std::vector<std::string_view> items;
-  std::string_view resource_version;  // metadata.resourceVersion
-  std::string_view continue_token;    // metadata.continue; empty on the last page
-};
-
-// Nullopt when the body is not a well-formed JSON object this scanner can
-// vouch for (escapes in the metadata strings included): the caller parses
-// the whole body then, which names the problem.
-std::optional<ScannedListPage> scan_list_page(std::string_view body);
 
 }  // namespace hb::kube

@@ -1,0 +1,173 @@
+#include "kube/list_page_splitter.h"
+
+#include <nlohmann/json.hpp>
+
+#include "kube/object_limits.h"
+
+namespace hb::kube {
+namespace {
+
+bool is_json_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+// An item's buffer that grew past this is given back after the item: one
+// large item should not hold its size for the rest of the list.
+constexpr std::size_t kItemBufferKeptBytesMax = 1024 * 1024;
+
+std::string too_deep() {
+  return "objects or arrays nested more than " + std::to_string(kKubeObjectDepthMax) + " deep";
+}
+
+}  // namespace
+
+bool ListPageSplitter::fail(std::string why) {
+  if (problem_.empty()) problem_ = std::move(why);
+  return false;
+}
+
+bool ListPageSplitter::feed(std::string_view bytes) {
+  if (!problem_.empty()) return false;
+  std::size_t at = 0;
+  while (at < bytes.size()) {
+    if (items_ != Items::kInItem) {
+      if (!feed_byte(bytes[at++])) return false;
+      continue;
+    }
+    // An item's bytes are taken as one span (byte by byte, the splitter ran
+    // at a quarter of the speed: 76 against 291 MB/s).
+    const std::size_t end = item_end(bytes, at);
+    item_.append(bytes.data() + at, end - at);
+    at = end;
+    if (item_.size() > kListItemBytesMax) {
+      return fail("an item passes " + std::to_string(kListItemBytesMax) + " bytes");
+    }
+    if (depth_ > kKubeObjectDepthMax) return fail(too_deep());
+    if (depth_ == 0 && !item_done()) return false;
+  }
+  return true;
+}
+
+std::size_t ListPageSplitter::item_end(std::string_view bytes, std::size_t at) {
+  while (at < bytes.size()) {
+    track_structure(bytes[at++]);
+    if (depth_ == 0 || depth_ > kKubeObjectDepthMax) break;
+  }
+  return at;
+}
+
+bool ListPageSplitter::feed_byte(char c) {
+  switch (items_) {
+    case Items::kOutside:
+    case Items::kDone:
+      return envelope_byte(c);
+    default:
+      return between_items(c);
+  }
+}
+
+void ListPageSplitter::track_structure(char c) {
+  if (in_string_) {
+    if (escaped_) {
+      escaped_ = false;
+    } else if (c == '\\') {
+      escaped_ = true;
+    } else if (c == '"') {
+      in_string_ = false;
+    }
+    return;
+  }
+  if (c == '"') {
+    in_string_ = true;
+  } else if (c == '{' || c == '[') {
+    ++depth_;
+  } else if (c == '}' || c == ']') {
+    --depth_;
+  }
+}
+
+// The list object itself: its members are kept as they come, except the
+// items array, which is kept as "[]" while its items go to the handler.
+bool ListPageSplitter::envelope_byte(char c) {
+  if (!in_string_ && depth_ == 1 && c == '[' && member_key_ == "items") {
+    if (items_ == Items::kDone) return fail("the list has a second \"items\" array");
+    envelope_ += "[]";
+    items_ = Items::kFirst;
+    return true;
+  }
+  const bool was_in_string = in_string_;
+  track_structure(c);
+  if (depth_ < 0) return fail("the list closes more than it opened");
+  if (depth_ > kKubeObjectDepthMax) return fail(too_deep());
+  if (depth_ == 1 && !was_in_string && in_string_) last_string_.clear();
+  if (depth_ == 1 && was_in_string && in_string_) last_string_ += c;
+  if (depth_ == 1 && !in_string_ && c == ':') member_key_ = last_string_;
+  envelope_ += c;
+  if (envelope_.size() > kListEnvelopeBytesMax) {
+    return fail("the list's members other than its items pass " +
+                std::to_string(kListEnvelopeBytesMax) + " bytes");
+  }
+  return true;
+}
+
+bool ListPageSplitter::between_items(char c) {
+  if (is_json_space(c)) return true;
+  if (c == ']' && items_ != Items::kNeedItem) {
+    items_ = Items::kDone;
+    depth_ = 1;  // back in the list object
+    return true;
+  }
+  if (c == ',' && items_ == Items::kAfterItem) {
+    items_ = Items::kNeedItem;
+    return true;
+  }
+  if (c == '{' && items_ != Items::kAfterItem) {
+    items_ = Items::kInItem;
+    item_.assign(1, c);
+    depth_ = 1;
+    in_string_ = false;
+    escaped_ = false;
+    return true;
+  }
+  return fail(std::string("unexpected '") + c + "' between the list's items (items are objects)");
+}
+
+bool ListPageSplitter::item_done() {
+  if (!on_item_(item_)) return fail("an item is not a JSON object");
+  items_ = Items::kAfterItem;
+  item_.clear();
+  if (item_.capacity() > kItemBufferKeptBytesMax) item_.shrink_to_fit();
+  return true;
+}
+
+std::optional<ListPageEnd> ListPageSplitter::finish() {
+  if (!problem_.empty()) return std::nullopt;
+  if (items_ != Items::kOutside && items_ != Items::kDone) {
+    fail("the body ended inside the list's items");
+    return std::nullopt;
+  }
+  nlohmann::json list = nlohmann::json::parse(envelope_, nullptr, /*allow_exceptions=*/false);
+  if (list.is_discarded() || !list.is_object()) {
+    fail("the body is not one JSON object");
+    return std::nullopt;
+  }
+  // An items array this splitter did not recognise (its key escaped) would
+  // otherwise be dropped unread.
+  if (auto items = list.find("items");
+      items != list.end() && !items->is_null() && !(items->is_array() && items->empty())) {
+    fail("the list's items are not an array under the key \"items\"");
+    return std::nullopt;
+  }
+  ListPageEnd end;
+  if (auto meta = list.find("metadata"); meta != list.end() && meta->is_object()) {
+    auto text = [&](const char* key) {
+      auto it = meta->find(key);
+      return it != meta->end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    end.resource_version = text("resourceVersion");
+    end.continue_token = text("continue");
+  }
+  return end;
+}
+
+}  // namespace hb::kube
