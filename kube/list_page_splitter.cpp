@@ -1,5 +1,6 @@
 #include "kube/list_page_splitter.h"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "kube/object_limits.h"
@@ -17,6 +18,17 @@ constexpr std::size_t kItemBufferKeptBytesMax = 1024 * 1024;
 
 std::string too_deep() {
   return "objects or arrays nested more than " + std::to_string(kKubeObjectDepthMax) + " deep";
+}
+
+// A byte from the answer as an error message may show it: the server's
+// bytes are not written to a log as they are.
+std::string describe_byte(char c) {
+  const auto byte = static_cast<unsigned char>(c);
+  if (byte >= 0x20 && byte < 0x7f && byte != '\\' && byte != '\'')
+    return std::string("'") + c + "'";
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", byte);
+  return std::string("byte ") + hex;
 }
 
 }  // namespace
@@ -129,7 +141,7 @@ bool ListPageSplitter::between_items(char c) {
     escaped_ = false;
     return true;
   }
-  return fail(std::string("unexpected '") + c + "' between the list's items (items are objects)");
+  return fail("unexpected " + describe_byte(c) + " between the list's items (items are objects)");
 }
 
 bool ListPageSplitter::item_done() {

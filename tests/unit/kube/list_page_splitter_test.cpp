@@ -99,6 +99,14 @@ TEST(ListPageSplitter, RefusesWhatIsNotOneListPage) {
   }
 }
 
+// The problem names a byte the server sent without writing it as it is
+// (the problem is logged).
+TEST(ListPageSplitter, AStrayByteIsNamedNotCopied) {
+  EXPECT_NE(split("{\"items\":[\x1b]}", 1).problem.find("byte 0x1b"), std::string::npos);
+  EXPECT_NE(split("{\"items\":[\xff]}", 1).problem.find("byte 0xff"), std::string::npos);
+  EXPECT_NE(split(R"({"items":[1]})", 1).problem.find("'1'"), std::string::npos);
+}
+
 // A server that sends one endless item (or endless metadata) is stopped at
 // the bound instead of being buffered without end.
 TEST(ListPageSplitter, AnEndlessItemOrEnvelopeStopsAtItsBound) {
