@@ -63,6 +63,23 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// A loaded API server answers some writes with a 500 ("resource quota
+// evaluation timed out") or a 429: each write is tried again after a pause
+// instead of ending a fleet that has taken many minutes to make.
+constexpr int kWriteAttemptsMax = 8;
+
+template <typename Write>
+json written(const Write& write) {
+  for (int attempt = 1;; ++attempt) {
+    auto result = write();
+    const bool passing = result.is(hb::kube::ErrorKind::kServerError) ||
+                         result.is(hb::kube::ErrorKind::kTooManyRequests);
+    if (result.ok() || !passing || attempt == kWriteAttemptsMax)
+      return std::move(result).or_throw();
+    std::this_thread::sleep_for(std::chrono::seconds(attempt));
+  }
+}
+
 // The object as the API server takes it on create: the fixture's identity,
 // version and status left out (the status is written after, through /status).
 json for_create(json object, const std::string& ns) {
@@ -78,11 +95,11 @@ json for_create(json object, const std::string& ns) {
 // Creates the object, then writes `status` (when given) onto what came back.
 json create_with_status(hb::kube::Client& client, const hb::kube::Resource& r,
                         const std::string& ns, const json& object) {
-  json created = client.create(r, ns, for_create(object, ns)).or_throw();
+  json created = written([&] { return client.create(r, ns, for_create(object, ns)); });
   if (!object.contains("status")) return created;
   created["status"] = object["status"];
   const std::string name = created["metadata"]["name"];
-  return client.replace_status(r, ns, name, created).or_throw();
+  return written([&] { return client.replace_status(r, ns, name, created); });
 }
 
 // One agent and everything of it the operator caches, as a fleet that has
@@ -105,7 +122,7 @@ class AgentWriter {
     write_in_flight(name, agent_uid, now);
     json lease =
         json::parse(substitute(t_.lease, {{t_.agent_name, name}, {t_.agent_uid, agent_uid}}));
-    client_.create(res::kLeases, ns_, for_create(lease, ns_)).or_throw();
+    written([&] { return client_.create(res::kLeases, ns_, for_create(lease, ns_)); });
   }
 
  private:
@@ -165,11 +182,12 @@ class AgentWriter {
     json& labels = job["spec"]["template"]["metadata"]["labels"];
     labels.erase("controller-uid");
     labels.erase("job-name");
-    const json made_job = client_.create(res::kJobs, ns_, for_create(job, ns_)).or_throw();
+    const json made_job =
+        written([&] { return client_.create(res::kJobs, ns_, for_create(job, ns_)); });
     json running = made;
     running["status"] = status;
     running["status"]["jobUID"] = made_job["metadata"]["uid"];
-    client_.replace_status(res::kHeartbeatRuns, ns_, name, running).or_throw();
+    written([&] { return client_.replace_status(res::kHeartbeatRuns, ns_, name, running); });
   }
 
   hb::kube::Client& client_;
