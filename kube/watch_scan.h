@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "kube/object_limits.h"
 #include "kube/watch_decoder.h"
