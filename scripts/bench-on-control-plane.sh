@@ -4,6 +4,9 @@
 # HB_BENCH_DIR), installs the CRDs, runs the bench with the remaining args
 # and stops the control plane however the bench ends. kube-controller-
 # manager's settings (HB_KCM_*) come from the caller's environment.
+# HB_BENCH_KEEP=1 leaves the control plane (and what the bench made) running
+# afterwards and starts on it if it is up, for a bench that can reuse it
+# (bench-rss.sh --namespace=NS); `tests/e2e/control-plane.sh down DIR` ends it.
 #   scripts/bench-on-control-plane.sh NAME TARGET [bench args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +18,10 @@ kube_bin="$(bash scripts/build-kube.sh | tail -n 1)"
 export PATH="$kube_bin:$PATH"
 cmake -S . -B build -G Ninja >/dev/null
 cmake --build build -j "$(nproc)" --target "$target" heartbeat-operator | tail -n 1
-bash tests/e2e/control-plane.sh down "$state" >/dev/null 2>&1 || true
-trap 'bash tests/e2e/control-plane.sh down "$state" >/dev/null 2>&1 || true' EXIT
+if [ "${HB_BENCH_KEEP:-0}" != 1 ]; then
+  bash tests/e2e/control-plane.sh down "$state" >/dev/null 2>&1 || true
+  trap 'bash tests/e2e/control-plane.sh down "$state" >/dev/null 2>&1 || true' EXIT
+fi
 eval "$(bash tests/e2e/control-plane.sh up "$state")"
 kubectl apply -f crds/ >/dev/null
 kubectl wait --for condition=established --timeout=60s \
