@@ -40,6 +40,7 @@
 #include "bench/operator/int_flags.h"
 #include "bench/operator/proc_stats.h"
 #include "controllers/agent_spec.h"
+#include "controllers/run_status.h"
 #include "tests/integration/operator/harness.h"
 
 namespace {
@@ -48,8 +49,11 @@ using namespace hb::testing;
 using namespace hb::bench;
 namespace res = hb::kube::resources;
 
-constexpr int kHistoryRuns =
-    hb::controllers::kHistorySucceededDefault + hb::controllers::kHistoryFailedDefault;
+// The history at the default historyLimits: the oldest kHistoryFailedRuns
+// settled runs Failed, the rest Succeeded, so the operator keeps them all
+// (with every run Succeeded it would trim each agent to 10).
+constexpr int kHistoryFailedRuns = hb::controllers::kHistoryFailedDefault;
+constexpr int kHistoryRuns = hb::controllers::kHistorySucceededDefault + kHistoryFailedRuns;
 constexpr int64_t kHistoryIntervalSeconds = 600;
 constexpr const char* kNoSlotWhileMeasured = "0 0 1 1 *";
 constexpr int kRunDeadlineSeconds = 3600;
@@ -125,6 +129,14 @@ json for_create(json object, const std::string& ns) {
   return object;
 }
 
+// A settled run's status as a run the deadline stopped leaves it.
+void mark_failed(json& status) {
+  status["phase"] = "Failed";
+  status["reason"] = hb::controllers::kReasonDeadlineExceeded;
+  status["exitCode"] = 1;
+  status["output"] = "";
+}
+
 // Creates the object, then writes `status` (when given) onto what came back.
 json create_with_status(hb::kube::Client& client, const hb::kube::Resource& r,
                         const std::string& ns, const json& object) {
@@ -150,7 +162,7 @@ class AgentWriter {
     for (int k = 0; k < kHistoryRuns; ++k) {
       const int64_t slot = first_slot + kHistoryIntervalSeconds * k;
       const int64_t finished = slot + 2 + static_cast<int64_t>(variety_.below(120));
-      write_run(t_.run, name, agent_uid, slot, finished);
+      write_run(t_.run, name, agent_uid, slot, finished, k < kHistoryFailedRuns);
     }
     write_in_flight(name, agent_uid, now);
     json lease =
@@ -192,8 +204,9 @@ class AgentWriter {
   }
 
   json write_run(const std::string& text, const std::string& agent, const std::string& agent_uid,
-                 int64_t slot, int64_t finished) {
+                 int64_t slot, int64_t finished, bool failed) {
     json run = json::parse(substitute(text, run_pairs(agent, agent_uid, slot, finished)));
+    if (failed) mark_failed(run["status"]);
     return create_with_status(client_, res::kHeartbeatRuns, ns_, run);
   }
 
