@@ -301,7 +301,7 @@ constexpr auto kSettlePollInterval = std::chrono::seconds(15);
 
 // Runs the operator at `qps` until each agent's in-flight run has its Pod
 // (kube-controller-manager makes it once the operator has made the agent's
-// ServiceAccount, the last per-agent object is made beside it), then stops it.
+// ServiceAccount) and the operator is ready, then stops it.
 bool settle_fleet(hb::kube::Client& client, const std::string& ns, const Options& opt) {
   std::vector<std::string> args = operator_args(ns);
   args.push_back("--qps=" + std::to_string(opt.settle_qps));
