@@ -80,7 +80,7 @@ Json full_pod(Json runner_state, Json tools_state, const std::string& phase) {
   return pod;
 }
 
-Json terminated(int exit_code, const std::string& message) {
+Json terminated_state(int exit_code, const std::string& message) {
   return {{"terminated",
            {{"exitCode", exit_code},
             {"reason", exit_code == 0 ? "Completed" : "Error"},
@@ -103,10 +103,10 @@ std::vector<Json> pods_in_every_state() {
        {{"reason", "CreateContainerConfigError"}, {"message", "secret \"llm\" not found"}}}};
   std::vector<Json> pods = {
       full_pod(running, running, "Running"),
-      full_pod(terminated(0, R"({"version":1,"stopReason":"done"})"), terminated(0, "tools"),
-               "Succeeded"),
-      full_pod(terminated(137, ""), running, "Running"),
-      full_pod(running, terminated(0, R"({"version":1,"usage":{"costCents":0}})"), "Running"),
+      full_pod(terminated_state(0, R"({"version":1,"stopReason":"done"})"),
+               terminated_state(0, "tools"), "Succeeded"),
+      full_pod(terminated_state(137, ""), running, "Running"),
+      full_pod(running, terminated_state(0, R"({"version":1,"usage":{"costCents":0}})"), "Running"),
       full_pod(config_error, running, "Pending"),
       full_pod({{"waiting", {{"reason", "ImagePullBackOff"}}}}, running, "Pending"),
   };
@@ -147,8 +147,8 @@ TEST(CacheProjection, APodDecidesTheSameProjected) {
 }
 
 TEST(CacheProjection, APodKeepsOnlyWhatIsReadAndTheRunnersMessage) {
-  const Json full =
-      full_pod(terminated(0, "runner-result"), terminated(0, "tools-note"), "Succeeded");
+  const Json full = full_pod(terminated_state(0, "runner-result"),
+                             terminated_state(0, "tools-note"), "Succeeded");
   const Json projected = projected_pod(full);
   EXPECT_FALSE(projected.contains("spec"));
   EXPECT_EQ(projected["metadata"]["annotations"],
