@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
+#include "tools/local_kubelet/launch_plan.h"  // kPodIp: the one address a Pod has here
+
 namespace hb::local_kubelet {
 namespace {
-
-constexpr const char* kPodIp = "127.0.0.1";
 
 std::string utf8_suffix(const std::string& text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
