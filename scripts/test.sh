@@ -47,9 +47,7 @@ run_suite() {  # run_suite BUILD_DIR CMAKE_ARGS... -- CTEST_ARGS...
 # is exercised under them by the integration suites already).
 heavy_labels='^(images|cluster|sim|e2e)$'
 
-# Debug info as line tables only (-g1): enough for every stack trace (the
-# sanitizers', gtest's, a core's) and a quarter less compile time than -g.
-run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -- "$@"
+run_suite "$root/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -- "$@"
 # Every parser's fuzzer for a short while, once (they run under ASan+UBSan
 # already), so a parser regression shows up; 0 skips. Not with a label filter.
 fuzz_seconds="${HB_TEST_FUZZ_SECONDS:-10}"
@@ -63,7 +61,6 @@ if [ "${HB_TEST_SANITIZE:-1}" = "1" ]; then
   # Leaks inside OpenSSL/cpprestsdk's global connection pools are not ours.
   export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
   # The heaviest suites run once, in the pass above (heavy_labels).
-  run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 -DHB_SANITIZE=ON \
-    -DHB_BUILD_BENCHMARKS=OFF -- \
+  run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DHB_SANITIZE=ON -DHB_BUILD_BENCHMARKS=OFF -- \
     -LE "$heavy_labels" "$@"
 fi
