@@ -119,6 +119,10 @@ std::string name_of(const Json& object) {
   return string_at(object, "metadata/name");
 }
 
+std::string namespace_of(const Json& object) {
+  return string_at(object, "metadata/namespace");
+}
+
 bool owned_by(const Json& object, std::string_view uid) {
   const Json* owners = find_path(object, "metadata/ownerReferences");
   if (owners == nullptr || !owners->is_array()) return false;

@@ -46,6 +46,8 @@ std::string object_key(const Json& object);
 std::string object_key(std::string_view ns, std::string_view name);
 // metadata.name.
 std::string name_of(const Json& object);
+// metadata.namespace ("" for a cluster-scoped object or a non-string field).
+std::string namespace_of(const Json& object);
 // An ownerReference names this uid.
 bool owned_by(const Json& object, std::string_view uid);
 // The object of that metadata.name in `objects`, or null.

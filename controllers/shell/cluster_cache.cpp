@@ -78,10 +78,6 @@ std::string annotation(const Json& object, const char* key) {
   return it != annotations->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-std::string ns_of(const Json& object) {
-  return string_at(object, "metadata/namespace");
-}
-
 // The object keys an index holds under `index_key` (the caller holds its lock).
 std::vector<std::string> keys_under(const std::map<std::string, std::set<std::string>>& index,
                                     const std::string& index_key) {
@@ -195,10 +191,11 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   kube::StoreHandlers run_handlers;
   auto run_agent_key = agent_key_of_run;
   run_handlers.on_add = [this, run_agent_key](const Json& o) {
-    if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(ns_of(o), name_of(o));
+    if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(namespace_of(o), name_of(o));
     // A run whose output was dropped is past the window: it pushes none out.
-    if (is_settled(o) && !output_dropped(o)) drop_outputs_past_window(ns_of(o), run_agent_key(o));
-    tell_run_place(ns_of(o), name_of(o));
+    if (is_settled(o) && !output_dropped(o))
+      drop_outputs_past_window(namespace_of(o), run_agent_key(o));
+    tell_run_place(namespace_of(o), name_of(o));
     enqueue_(run_agent_key(o));
   };
   run_handlers.on_update = [this, run_agent_key](const Json& old, const Json& o) {
@@ -207,28 +204,29 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
       index_run(run_agent_key(old), name_of(old), nullptr);
       enqueue_(run_agent_key(old));
     }
-    if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(ns_of(o), name_of(o));
+    if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(namespace_of(o), name_of(o));
     // A run whose output was dropped is past the window: it pushes none out.
-    if (is_settled(o) && !output_dropped(o)) drop_outputs_past_window(ns_of(o), run_agent_key(o));
-    tell_run_place(ns_of(o), name_of(o));
+    if (is_settled(o) && !output_dropped(o))
+      drop_outputs_past_window(namespace_of(o), run_agent_key(o));
+    tell_run_place(namespace_of(o), name_of(o));
     enqueue_(run_agent_key(o));
   };
   run_handlers.on_delete = [this, run_agent_key](const Json& o) {
     forget_pods_of(object_key(o));
     index_run(run_agent_key(o), name_of(o), nullptr);
-    tell_run_place(ns_of(o), name_of(o));
+    tell_run_place(namespace_of(o), name_of(o));
     enqueue_(run_agent_key(o));
   };
   runs_.set_handlers(run_handlers);
 
   auto named_agent_key = [](const Json& o) {
     const std::string agent = annotation(o, kAnnotationAgentName);
-    return agent.empty() ? std::string() : object_key(ns_of(o), agent);
+    return agent.empty() ? std::string() : object_key(namespace_of(o), agent);
   };
   kube::StoreHandlers job_handlers = agent_handlers(named_agent_key);
   // A started run's Job comes before its Running status: the gate counts it.
   auto job_run_changed = [this](const Json& o) {
-    tell_run_place(ns_of(o), annotation(o, kAnnotationRunName));
+    tell_run_place(namespace_of(o), annotation(o, kAnnotationRunName));
   };
   job_handlers.on_add = [add = job_handlers.on_add, job_run_changed](const Json& o) {
     add(o);
@@ -243,7 +241,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   kube::StoreHandlers pod_handlers;
   auto pod_run_key = [](const Json& o) {
     const std::string run = annotation(o, kAnnotationRunName);
-    return run.empty() ? std::string() : object_key(ns_of(o), run);
+    return run.empty() ? std::string() : object_key(namespace_of(o), run);
   };
   pod_handlers.on_add = [this, pod_run_key, named_agent_key](const Json& o) {
     if (auto k = pod_run_key(o); !k.empty()) index(pods_by_run_, k, object_key(o), true);
@@ -264,7 +262,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
 
   leases_.set_handlers(agent_handlers([](const Json& o) {
     const std::string agent = owner_agent(o);
-    return agent.empty() ? std::string() : object_key(ns_of(o), agent);
+    return agent.empty() ? std::string() : object_key(namespace_of(o), agent);
   }));
 }
 
@@ -363,7 +361,7 @@ bool ClusterCache::index_run(const std::string& agent_key, const std::string& ru
 }
 
 std::string ClusterCache::agent_key_of_run(const Json& run) {
-  return object_key(ns_of(run), string_at(run, "spec/agentRef/name"));
+  return object_key(namespace_of(run), string_at(run, "spec/agentRef/name"));
 }
 
 void ClusterCache::keep_output_in_window(Json& run) {
@@ -390,7 +388,7 @@ void ClusterCache::window_changed(const Json& agent, bool deleted) {
     std::lock_guard lock(mutex_);
     lowered = runs_by_agent_.set_context_runs(object_key(agent), context_runs);
   }
-  if (lowered) drop_outputs_past_window(ns_of(agent), object_key(agent));
+  if (lowered) drop_outputs_past_window(namespace_of(agent), object_key(agent));
 }
 
 class ClusterCache::RunListPass final : public kube::ListPass {
@@ -405,7 +403,7 @@ class ClusterCache::RunListPass final : public kube::ListPass {
         cache_.context_runs_of_agent(agent_key));
     if (!admission.in_window) revisit(run);
     if (!admission.pushed_out) return {};
-    return {object_key(ns_of(run), *admission.pushed_out)};
+    return {object_key(namespace_of(run), *admission.pushed_out)};
   }
   // As the watch path drops it (keep_output_in_window): only a settled
   // run's non-empty output.
@@ -443,7 +441,7 @@ bool ClusterCache::owner_run_settled(const Json& object) const {
   const std::string agent = annotation(object, kAnnotationAgentName);
   const std::string run = annotation(object, kAnnotationRunName);
   if (agent.empty() || run.empty()) return false;
-  const std::string ns = ns_of(object);
+  const std::string ns = namespace_of(object);
   std::lock_guard lock(mutex_);
   return runs_by_agent_.settled(object_key(ns, agent), run);
 }

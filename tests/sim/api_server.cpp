@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include "controllers/json_util.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::sim {
@@ -15,12 +16,9 @@ bool has_status_subresource(const std::string& resource) {
          resource == "jobs" || resource == "pods";
 }
 
-std::string name_of(const Json& o) {
-  return o.value("/metadata/name"_json_pointer, std::string());
-}
-std::string ns_of(const Json& o) {
-  return o.value("/metadata/namespace"_json_pointer, std::string());
-}
+using controllers::name_of;
+using controllers::namespace_of;
+
 std::string rv_of(const Json& o) {
   return o.value("/metadata/resourceVersion"_json_pointer, std::string());
 }
@@ -102,7 +100,7 @@ void ApiServer::record(const std::string& resource, const std::string& type, con
   std::optional<Json> labels_before;
   if (before != nullptr) labels_before = Json{{"metadata", {{"labels", labels_of(*before)}}}};
   changes_.push_back(
-      {rv_, resource, ns_of(object), type, object, std::move(labels_before), now_()});
+      {rv_, resource, namespace_of(object), type, object, std::move(labels_before), now_()});
   versions_[resource] = rv_;
 }
 
@@ -129,7 +127,7 @@ Answer ApiServer::list(const std::string& resource, const std::string& ns,
 std::vector<Json> ApiServer::objects(const std::string& resource, const std::string& ns) const {
   std::vector<Json> out;
   for_each(resource, [&](const Json& o) {
-    if (ns.empty() || ns_of(o) == ns) out.push_back(o);
+    if (ns.empty() || namespace_of(o) == ns) out.push_back(o);
   });
   return out;
 }
@@ -149,7 +147,7 @@ Answer ApiServer::store(Actor actor, const std::string& resource, const std::opt
       (*before)["spec"] != after["spec"]) {
     after["metadata"]["generation"] = (*before)["metadata"].value("generation", 1) + 1;
   }
-  objects_[resource][ns_of(after) + "/" + name_of(after)] = after;
+  objects_[resource][namespace_of(after) + "/" + name_of(after)] = after;
   record(resource, before ? "MODIFIED" : "ADDED", after, before ? &*before : nullptr);
   if (observer_) observer_(actor, resource, before, after);
   return {before ? 200 : 201, after};
@@ -227,7 +225,7 @@ Answer ApiServer::remove(Actor actor, const std::string& resource, const std::st
 
 Answer ApiServer::erase(Actor actor, const std::string& resource, const Json& object) {
   const Json gone = object;
-  objects_[resource].erase(ns_of(gone) + "/" + name_of(gone));
+  objects_[resource].erase(namespace_of(gone) + "/" + name_of(gone));
   removed_ = true;
   ++rv_;
   Json last = gone;
@@ -239,7 +237,7 @@ Answer ApiServer::erase(Actor actor, const std::string& resource, const Json& ob
 
 void ApiServer::node_update(const std::string& resource, Json object) {
   std::optional<Json> before;
-  if (const Json* found = find(resource, ns_of(object), name_of(object))) before = *found;
+  if (const Json* found = find(resource, namespace_of(object), name_of(object))) before = *found;
   store(Actor::kNode, resource, before, std::move(object));
 }
 
@@ -265,7 +263,7 @@ void ApiServer::collect_garbage() {
       }
     }
     for (const auto& [resource, o] : orphans) {
-      remove(Actor::kNode, resource, ns_of(o), name_of(o), Json::object());
+      remove(Actor::kNode, resource, namespace_of(o), name_of(o), Json::object());
     }
   }
 }

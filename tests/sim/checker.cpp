@@ -13,15 +13,13 @@ namespace hb::sim {
 
 namespace {
 
+using controllers::object_key;
 using controllers::string_at;
 using controllers::time_at;
 using schedule::format_rfc3339;
 
 constexpr double kCentsTolerance = 1e-5;
 
-std::string key_of(const Json& o) {
-  return string_at(o, "metadata/namespace") + "/" + string_at(o, "metadata/name");
-}
 std::string agent_key_of_run(const Json& run) {
   return string_at(run, "metadata/namespace") + "/" + string_at(run, "spec/agentRef/name");
 }
@@ -57,7 +55,7 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
   if (user_owned && actor == Actor::kOperator && before && after &&
       before->value("spec", Json()) != after->value("spec", Json())) {
     violation(std::string("the operator wrote the spec of ") +
-              (resource == "agents" ? "Agent " : "HeartbeatPolicy ") + key_of(*after));
+              (resource == "agents" ? "Agent " : "HeartbeatPolicy ") + object_key(*after));
   }
   if (resource == "agents" && actor == Actor::kOperator && before && after) {
     check_streaks(*before, *after);
@@ -87,7 +85,7 @@ void Checker::check_concurrency(const Json& started) {
   int64_t in_use = 0;
   server_.for_each("heartbeatruns", [&](const Json& run) { in_use += holds_place(server_, run); });
   if (in_use > config_.max_concurrent_runs) {
-    violation("run " + key_of(started) + " started with " + std::to_string(in_use) +
+    violation("run " + object_key(started) + " started with " + std::to_string(in_use) +
               " runs going on, over --max-concurrent-runs=" +
               std::to_string(config_.max_concurrent_runs));
   }
@@ -162,16 +160,17 @@ void Checker::on_policy_input_write(const std::string& resource, const std::opti
     return found == nullptr ? Json() : *found;
   };
   if (!before || !after || at(before) != at(after)) selection_changed_at_[ns] = server_.now();
-  if (resource == "heartbeatpolicies" && !after) team_budget_spent_.erase(key_of(object));
+  if (resource == "heartbeatpolicies" && !after) team_budget_spent_.erase(object_key(object));
   const std::string period = current_period();
   server_.for_each("heartbeatpolicies", [&](const Json& policy) {
     const PolicyLimits p = policy_limits(policy);
     if (p.ns != ns) return;
     if (!team_budget_spent(p)) {
-      team_budget_spent_.erase(key_of(policy));
+      team_budget_spent_.erase(object_key(policy));
       return;
     }
-    auto [it, first] = team_budget_spent_.try_emplace(key_of(policy), Spent{server_.now(), period});
+    auto [it, first] =
+        team_budget_spent_.try_emplace(object_key(policy), Spent{server_.now(), period});
     if (!first && it->second.period != period) it->second = {server_.now(), period};
   });
 }
@@ -208,7 +207,7 @@ void Checker::check_policy_cap(const PolicyLimits& policy, const Json& started) 
     in_use += agent != nullptr && policy_selects(policy, *agent);
   });
   if (in_use > policy.max_concurrent_runs) {
-    violation("run " + key_of(started) + " started with " + std::to_string(in_use) +
+    violation("run " + object_key(started) + " started with " + std::to_string(in_use) +
               " runs of HeartbeatPolicy " + policy.ns + "/" + policy.name +
               "'s agents going on, over its maxConcurrentRuns=" +
               std::to_string(policy.max_concurrent_runs));
@@ -223,7 +222,7 @@ void Checker::check_team_budget(const PolicyLimits& policy, const Json& started)
       server_.now() - spent->second.since < kUserChangeSeenWithin || !team_budget_spent(policy)) {
     return;
   }
-  violation("run " + key_of(started) + " started while HeartbeatPolicy " + policy.ns + "/" +
+  violation("run " + object_key(started) + " started while HeartbeatPolicy " + policy.ns + "/" +
             policy.name + "'s team budget is spent (" + std::to_string(team_spend(policy)) +
             " of " + std::to_string(policy.monthly_cents) + " cents since " +
             format_rfc3339(spent->second.since) + ")");
@@ -251,7 +250,7 @@ void Checker::check_streaks(const Json& before, const Json& after) {
     const bool moved_once_per_run =
         now_streak == 0 || (now_streak >= was && now_streak <= was + newly_counted);
     if ((reset_by_spec && now_streak != 0) || !moved_once_per_run) {
-      violation("Agent " + key_of(after) + " " + field + " " + std::to_string(was) + " -> " +
+      violation("Agent " + object_key(after) + " " + field + " " + std::to_string(was) + " -> " +
                 std::to_string(now_streak) + " with " + std::to_string(newly_counted) +
                 " newly counted run(s)" + (reset_by_spec ? " and a new spec generation" : ""));
     }
@@ -274,7 +273,7 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
     if (!invokes_.insert(request).second) violation("a second run for invoke value " + request);
   }
   if (!after) return;
-  const std::string name = key_of(*after);
+  const std::string name = object_key(*after);
   if (string_at(*after, "status/reason") == controllers::kReasonStalled &&
       (!before || string_at(*before, "status/reason") != controllers::kReasonStalled)) {
     on_stall_verdict(*after);
@@ -307,7 +306,7 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
 }
 
 void Checker::on_run_start(const Json& run, TimePoint now) {
-  const std::string name = key_of(run);
+  const std::string name = object_key(run);
   const Json* agent = server_.peek("agents", string_at(run, "metadata/namespace"),
                                    string_at(run, "spec/agentRef/name"));
   if (agent == nullptr) return;
@@ -358,10 +357,10 @@ bool Checker::held_for_a_person(const Json& agent) {
 // healthy run.
 void Checker::on_stall_verdict(const Json& run) {
   if (!config_.last_beat) return;
-  const std::optional<TimePoint> beat = config_.last_beat(key_of(run));
+  const std::optional<TimePoint> beat = config_.last_beat(object_key(run));
   const TimePoint true_now = server_.now();
   if (beat && true_now - *beat < config_.stall_window / 2) {
-    violation("run " + key_of(run) + " failed as Stalled " + format_rfc3339(true_now) +
+    violation("run " + object_key(run) + " failed as Stalled " + format_rfc3339(true_now) +
               " though it beat at " + format_rfc3339(*beat));
   }
 }
@@ -401,16 +400,16 @@ void Checker::check_state(TimePoint now, TimePoint operator_up_since) {
     const TimePoint deadline = *started + limit + controllers::kControllerDeadlineSlack +
                                config_.stall_window + config_.overrun_allowance;
     if (now > deadline && now - operator_up_since > config_.overrun_allowance) {
-      violation("run " + key_of(run) + " still Running at " + format_rfc3339(now) + ", started " +
-                format_rfc3339(*started));
+      violation("run " + object_key(run) + " still Running at " + format_rfc3339(now) +
+                ", started " + format_rfc3339(*started));
     }
   });
   server_.for_each("agents", [&](const Json& agent) {
     const std::string period = string_at(agent, "status/spend/period");
-    if (counted_sum(key_of(agent), period) > spend_of(agent) + kCentsTolerance) {
-      violation("Agent " + key_of(agent) + " spend " + std::to_string(spend_of(agent)) +
+    if (counted_sum(object_key(agent), period) > spend_of(agent) + kCentsTolerance) {
+      violation("Agent " + object_key(agent) + " spend " + std::to_string(spend_of(agent)) +
                 " is less than its counted runs' " +
-                std::to_string(counted_sum(key_of(agent), period)));
+                std::to_string(counted_sum(object_key(agent), period)));
     }
   });
 }
@@ -421,14 +420,14 @@ void Checker::check_settled() {
     // Queued runs wait for their paused Agent; nothing else may be left open.
     const bool waiting = phase.empty() || phase == "Queued";
     if (!waiting && (!is_final_phase(phase) || !cost_recorded(run))) {
-      violation("run " + key_of(run) + " not settled after the drain: phase " + phase +
+      violation("run " + object_key(run) + " not settled after the drain: phase " + phase +
                 (is_final_phase(phase) ? ", cost not recorded" : ""));
     }
   }
   for (const Json& agent : server_.objects("agents")) {
-    const double want = counted_sum(key_of(agent), string_at(agent, "status/spend/period"));
+    const double want = counted_sum(object_key(agent), string_at(agent, "status/spend/period"));
     if (std::fabs(want - spend_of(agent)) > kCentsTolerance) {
-      violation("Agent " + key_of(agent) + " spend " + std::to_string(spend_of(agent)) +
+      violation("Agent " + object_key(agent) + " spend " + std::to_string(spend_of(agent)) +
                 " differs from the sum of its counted runs " + std::to_string(want));
     }
   }

@@ -40,10 +40,8 @@ std::string micro_time(TimePoint t) {
   return s.substr(0, s.size() - 1) + frac;
 }
 
-std::string ns_of(const Json& o) {
-  return controllers::string_at(o, "metadata/namespace");
-}
 using controllers::name_of;
+using controllers::namespace_of;
 
 bool job_finished(const Json& job) {
   const Json* conditions = controllers::find_path(job, "status/conditions");
@@ -124,7 +122,7 @@ void Node::start_pods(TimePoint now) {
     }
   });
   for (const Json& job : waiting) {
-    const std::string key = ns_of(job) + "/" + name_of(job);
+    const std::string key = namespace_of(job) + "/" + name_of(job);
     auto seen = job_seen_.find(key);
     if (seen == job_seen_.end()) {
       const auto delay = std::uniform_int_distribution<int>(100, kPodCreateDelayMax.count())(rng_);
@@ -145,7 +143,7 @@ void Node::start_pods(TimePoint now) {
 }
 
 void Node::create_pod(const Json& job, TimePoint now) {
-  const std::string ns = ns_of(job), uid = controllers::string_at(job, "metadata/uid");
+  const std::string ns = namespace_of(job), uid = controllers::string_at(job, "metadata/uid");
   Json meta = job["spec"]["template"].value("metadata", Json::object());
   meta["generateName"] = name_of(job) + "-";
   meta["labels"][controllers::kLabelControllerUid] = uid;
@@ -291,7 +289,7 @@ void Node::terminate(Json pod, Runner& r, int exit_code, const std::string& mess
 void Node::settle_job(const Json& pod, int exit_code) {
   const std::string job_name =
       controllers::string_at(pod, std::string("metadata/labels/") + controllers::kLabelJobName);
-  std::optional<Json> job = server_.object("jobs", ns_of(pod), job_name);
+  std::optional<Json> job = server_.object("jobs", namespace_of(pod), job_name);
   if (!job || job_finished(*job)) return;
   const bool ok = exit_code == 0;
   (*job)["status"]["active"] = 0;
@@ -333,9 +331,9 @@ void Node::job_deadlines(TimePoint now) {
     job["status"]["active"] = 0;
     job["status"]["failed"] = 1;
     server_.node_update("jobs", job);
-    for (const Json& pod : server_.objects("pods", ns_of(job))) {
+    for (const Json& pod : server_.objects("pods", namespace_of(job))) {
       if (controllers::controlled_by_job(pod, controllers::string_at(job, "metadata/uid"))) {
-        server_.remove(Actor::kNode, "pods", ns_of(pod), name_of(pod), Json::object());
+        server_.remove(Actor::kNode, "pods", namespace_of(pod), name_of(pod), Json::object());
       }
     }
   }
