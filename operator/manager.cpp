@@ -239,8 +239,9 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
       },
       metrics, kController, active_workers};
   std::vector<std::thread> workers = start_reconcile_workers(config.workers, worker_deps);
-  controllers::PolicyStatusWriter policy_status(client, *policies, metrics,
-                                                [] { return std::chrono::system_clock::now(); });
+  controllers::PolicyStatusWriter policy_status(
+      client, *policies, [gate] { return gate->started_by_agent(); }, metrics,
+      [] { return std::chrono::system_clock::now(); });
   std::atomic<bool> policy_status_stop{false};
   std::thread policy_status_thread([&] { policy_status.run_until(policy_status_stop); });
   const int exit_code = lead_until_stopped(elector.get(), stop);

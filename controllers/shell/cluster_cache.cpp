@@ -482,15 +482,13 @@ std::optional<Json> get_from(const kube::CachedResource* informer, const std::st
 }  // namespace
 
 void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_name) {
-  if ((!observe_run_ && !policy_index_ && !provider_holds_) || run_name.empty()) return;
+  if ((!observe_run_ && !provider_holds_) || run_name.empty()) return;
   std::lock_guard lock(place_mutex_);
   const std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
   const kube::CachedResource* jobs = jobs_.in(ns);
   const bool has_job =
       jobs != nullptr && jobs->store().contains(object_key(ns, job_name_for_run(run_name)));
   if (observe_run_) observe_run_(object_key(ns, run_name), run ? &*run : nullptr, has_job);
-  if (policy_index_)
-    policy_index_->run_changed(object_key(ns, run_name), run ? &*run : nullptr, has_job);
   if (provider_holds_)
     provider_holds_->run_changed(object_key(ns, run_name), run ? &*run : nullptr);
 }

@@ -226,4 +226,11 @@ std::size_t ConcurrencyGate::waiting() const {
   return waiting_.size();
 }
 
+std::map<std::string, int64_t> ConcurrencyGate::started_by_agent() const {
+  std::map<std::string, int64_t> out;
+  std::lock_guard lock(mutex_);
+  for (const auto& [run, agent] : started_) ++out[agent];
+  return out;
+}
+
 }  // namespace hb::controllers

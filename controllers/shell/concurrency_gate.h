@@ -67,6 +67,9 @@ class ConcurrencyGate {
   // Places in use by the runs of `pool`'s agents ("": the operator-wide pool).
   int64_t in_use(const std::string& pool) const;
   std::size_t waiting() const;
+  // Runs shown started and not final, by agent key (a HeartbeatPolicy's
+  // runningRuns sums its agents'); empty when the gate tracks nothing.
+  std::map<std::string, int64_t> started_by_agent() const;
 
  private:
   struct Waiting {

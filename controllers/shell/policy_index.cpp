@@ -161,15 +161,6 @@ void PolicyIndex::agent_changed(const std::string& agent_key, const Json* agent)
   if (caps_moved && limits_changed_) limits_changed_();
 }
 
-void PolicyIndex::run_changed(const std::string& run_key, const Json* run, bool has_job) {
-  std::lock_guard lock(mutex_);
-  if (!run_holds_place(run, has_job)) {
-    started_.erase(run_key);
-    return;
-  }
-  started_[run_key] = agent_of_run(run_key, *run);
-}
-
 std::vector<schedule::PolicyBudget> PolicyIndex::budgets_for(const std::string& agent_key,
                                                              TimePoint now) const {
   std::vector<schedule::PolicyBudget> out;
@@ -204,7 +195,8 @@ std::vector<PoolCap> PolicyIndex::caps_for(const std::string& agent_key) const {
   return out;
 }
 
-std::vector<PolicyIndex::Report> PolicyIndex::reports(TimePoint now) const {
+std::vector<PolicyIndex::Report> PolicyIndex::reports(
+    TimePoint now, const std::map<std::string, int64_t>& started_by_agent) const {
   std::vector<Report> out;
   const std::string period = schedule::spend_period(now);
   std::lock_guard lock(mutex_);
@@ -213,8 +205,9 @@ std::vector<PolicyIndex::Report> PolicyIndex::reports(TimePoint now) const {
     r.tally.period = period;
     const std::vector<std::string> selected = agents_selected(p.spec);
     r.tally.agents = static_cast<int64_t>(selected.size());
-    for (const auto& [run, agent] : started_) {
-      if (std::binary_search(selected.begin(), selected.end(), agent)) ++r.tally.running_runs;
+    for (const std::string& agent : selected) {
+      const auto started = started_by_agent.find(agent);
+      if (started != started_by_agent.end()) r.tally.running_runs += started->second;
     }
     const auto spent = p.spent_micros_by_period.find(period);
     if (spent != p.spent_micros_by_period.end()) {

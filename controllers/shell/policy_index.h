@@ -1,5 +1,5 @@
 // The HeartbeatPolicies of the watched namespaces and what they count, kept
-// from the informers (policies, Agents, runs) so a reconcile asks for an
+// from the informers (policies, Agents) so a reconcile asks for an
 // agent's team budgets without a scan: each policy keeps the sum of its
 // selected agents' spend per month, updated as an Agent's status or labels
 // change. Counts a person reads (agents, runningRuns) are taken by a scan
@@ -37,7 +37,6 @@ class PolicyIndex {
   // From the informers' handlers; null: absent (added or deleted).
   void policy_changed(const Json* old_policy, const Json* policy);
   void agent_changed(const std::string& agent_key, const Json* agent);
-  void run_changed(const std::string& run_key, const Json* run, bool has_job);
 
   // The team budgets over an agent, by policy name; spend as of the stored
   // statuses of the agents (a run still going is not in it yet).
@@ -52,8 +51,11 @@ class PolicyIndex {
     PolicyTally tally;
     Json stored_status;  // null when it has none
   };
-  // Every policy with its counts now.
-  std::vector<Report> reports(TimePoint now) const;
+  // Every policy with its counts now; `started_by_agent`: the runs started
+  // and not final by agent key (ConcurrencyGate::started_by_agent, which
+  // the informers already feed: the index keeps no second copy).
+  std::vector<Report> reports(TimePoint now,
+                              const std::map<std::string, int64_t>& started_by_agent) const;
   std::size_t size() const;
 
  private:
@@ -81,9 +83,8 @@ class PolicyIndex {
   Enqueue enqueue_;
   std::function<void()> limits_changed_;
   mutable std::mutex mutex_;
-  Policies policies_;                           // by "ns/name"
-  std::map<std::string, AgentEntry> agents_;    // by "ns/name"
-  std::map<std::string, std::string> started_;  // run key -> agent key
+  Policies policies_;                         // by "ns/name"
+  std::map<std::string, AgentEntry> agents_;  // by "ns/name"
 };
 
 }  // namespace hb::controllers

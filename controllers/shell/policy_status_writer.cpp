@@ -7,13 +7,18 @@
 namespace hb::controllers {
 
 PolicyStatusWriter::PolicyStatusWriter(std::shared_ptr<kube::Client> client,
-                                       const PolicyIndex& index, Metrics& metrics, Clock clock)
-    : client_(std::move(client)), index_(index), metrics_(metrics), clock_(std::move(clock)) {}
+                                       const PolicyIndex& index, StartedByAgent started_by_agent,
+                                       Metrics& metrics, Clock clock)
+    : client_(std::move(client)),
+      index_(index),
+      started_by_agent_(std::move(started_by_agent)),
+      metrics_(metrics),
+      clock_(std::move(clock)) {}
 
 int PolicyStatusWriter::write_changed() {
   const TimePoint now = clock_();
   int written = 0;
-  for (const PolicyIndex::Report& r : index_.reports(now)) {
+  for (const PolicyIndex::Report& r : index_.reports(now, started_by_agent_())) {
     const Json* stored = r.stored_status.is_object() ? &r.stored_status : nullptr;
     Json desired = desired_policy_status(r.spec, stored, r.tally, now);
     if (stored != nullptr && same_json(*stored, desired)) continue;

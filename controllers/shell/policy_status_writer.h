@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include "controllers/runtime/metrics.h"
@@ -21,8 +22,10 @@ inline constexpr const char* kWritePolicyStatus = "policy_status";
 class PolicyStatusWriter {
  public:
   using Clock = std::function<TimePoint()>;
+  // Runs started and not final by agent key (ConcurrencyGate::started_by_agent).
+  using StartedByAgent = std::function<std::map<std::string, int64_t>()>;
   PolicyStatusWriter(std::shared_ptr<kube::Client> client, const PolicyIndex& index,
-                     Metrics& metrics, Clock clock);
+                     StartedByAgent started_by_agent, Metrics& metrics, Clock clock);
 
   // One round: writes every status that changed; how many were written.
   // A failed write is logged and tried again next round.
@@ -33,6 +36,7 @@ class PolicyStatusWriter {
  private:
   std::shared_ptr<kube::Client> client_;
   const PolicyIndex& index_;
+  StartedByAgent started_by_agent_;
   Metrics& metrics_;
   Clock clock_;
 };

@@ -297,7 +297,8 @@ void World::start_operator(std::size_t i) {
       client, *op->cache, config, op->metrics, [this] { return operator_now(); },
       [this] { return steady_now(); });
   op->policy_status = std::make_unique<controllers::PolicyStatusWriter>(
-      client, *op->policies, op->metrics, [this] { return operator_now(); });
+      client, *op->policies, [gate = config.concurrency] { return gate->started_by_agent(); },
+      op->metrics, [this] { return operator_now(); });
   op->cache->start();
   for (Feed* f : op->feeds) f->relist(now_);
   op->next_election = now_;

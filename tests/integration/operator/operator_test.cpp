@@ -168,8 +168,10 @@ class OperatorTest : public ::testing::Test {
         "bash " HB_SOURCE_DIR "/tests/unit/argocd/health_test.sh '" + file + "'";
     return std::system(command.c_str());
   }
+  // `each_poll`: called at every poll of the runs while they go on.
   void five_agents_two_at_a_time(const std::vector<std::string>& operator_flags,
-                                 const std::string& limit);
+                                 const std::string& limit,
+                                 const std::function<void()>& each_poll = {});
   size_t events_with_reason(const std::string& reason) {
     size_t n = 0;
     const json list = client_->list_all(res::kEvents, ns_).or_throw();
@@ -568,7 +570,8 @@ TEST_F(OperatorTest, AnIdleRunStretchesTheIntervalAndAnActingRunResetsIt) {
 // Five agents due together under a cap of 2 (`limit` names it): at most
 // two run at once, all five run, the waiting ones say why.
 void OperatorTest::five_agents_two_at_a_time(const std::vector<std::string>& operator_flags,
-                                             const std::string& limit) {
+                                             const std::string& limit,
+                                             const std::function<void()>& each_poll) {
   start_kubelet([](const json&) {
     PodScript s = finishes_with(0.01);
     s.run_for = 3s;
@@ -597,6 +600,7 @@ void OperatorTest::five_agents_two_at_a_time(const std::vector<std::string>& ope
           }
         }
         most_running = std::max(most_running, running);
+        if (each_poll) each_poll();
         return succeeded == names.size();
       },
       90s, 50ms);
@@ -626,7 +630,19 @@ TEST_F(OperatorTest, APolicyCapOfTwoRunsFiveAgentsTwoAtATime) {
                 {"metadata", {{"name", "two-at-a-time"}}},
                 {"spec", {{"maxConcurrentRuns", 2}}}})
       .or_throw();
-  five_agents_two_at_a_time({}, "HeartbeatPolicy two-at-a-time, maxConcurrentRuns");
+  // The policy's status counts its agents' started runs (the gate's count,
+  // written every kPolicyStatusInterval).
+  const auto counted = [&] {
+    const json p = client_->get(res::kHeartbeatPolicies, ns_, "two-at-a-time").or_throw();
+    const json* n = controllers::find_path(p, "status/runningRuns");
+    return n != nullptr && n->is_number_integer() ? n->get<int64_t>() : int64_t{-1};
+  };
+  int64_t most_counted = -1;
+  five_agents_two_at_a_time({}, "HeartbeatPolicy two-at-a-time, maxConcurrentRuns",
+                            [&] { most_counted = std::max(most_counted, counted()); });
+  EXPECT_GE(most_counted, 1) << "runningRuns counted the runs going on";
+  EXPECT_LE(most_counted, 2) << "runningRuns counts started runs, not queued ones";
+  EXPECT_TRUE(wait_until([&] { return counted() == 0; }, 15s)) << "and none once all ended";
 }
 
 // A HeartbeatPolicy's team budget on the real API server: once the agents

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/label_selector.h"
+#include "controllers/shell/concurrency_gate.h"
 #include "controllers/shell/policy_index.h"
 #include "tests/unit/controllers/fixtures.h"
 
@@ -224,6 +225,11 @@ TEST(PolicyIndex, ReportsCountAgentsAndRunningRuns) {
   index.agent_changed("ns/b", &b);
   const Json p = policy("team-x", {{"selector", {{"matchLabels", {{"team", "x"}}}}}});
   index.policy_changed(nullptr, &p);
+  // The gate (fed by the informers) counts the started runs; the index
+  // sums them over each policy's agents.
+  ConcurrencyGate gate(
+      0, [] { return std::chrono::steady_clock::time_point{}; }, [](const std::string&) {},
+      [&index](const std::string& agent) { return index.caps_for(agent); });
   const Json running = {{"spec", {{"agentRef", {{"name", "a"}}}}},
                         {"status", {{"phase", "Running"}}}};
   const Json queued_with_job = {{"spec", {{"agentRef", {{"name", "a"}}}}}};
@@ -231,19 +237,20 @@ TEST(PolicyIndex, ReportsCountAgentsAndRunningRuns) {
                      {"status", {{"phase", "Succeeded"}}}};
   const Json other = {{"spec", {{"agentRef", {{"name", "b"}}}}},
                       {"status", {{"phase", "Running"}}}};
-  index.run_changed("ns/r1", &running, true);
-  index.run_changed("ns/r2", &queued_with_job, true);
-  index.run_changed("ns/r3", &done, true);
-  index.run_changed("ns/r4", &other, false);
-  index.run_changed("ns/r5", &queued_with_job, false);  // not started yet
-  std::vector<PolicyIndex::Report> reports = index.reports(at("2024-05-10T10:00:00Z"));
+  gate.observe_run("ns/r1", &running, true);
+  gate.observe_run("ns/r2", &queued_with_job, true);
+  gate.observe_run("ns/r3", &done, true);
+  gate.observe_run("ns/r4", &other, false);
+  gate.observe_run("ns/r5", &queued_with_job, false);  // not started yet
+  const TimePoint now = at("2024-05-10T10:00:00Z");
+  std::vector<PolicyIndex::Report> reports = index.reports(now, gate.started_by_agent());
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(reports[0].tally.agents, 1);
   EXPECT_EQ(reports[0].tally.running_runs, 2);
   EXPECT_EQ(reports[0].tally.spent_cents, 10);
-  index.run_changed("ns/r1", &done, true);
-  index.run_changed("ns/r2", nullptr, false);
-  EXPECT_EQ(index.reports(at("2024-05-10T10:00:00Z"))[0].tally.running_runs, 0);
+  gate.observe_run("ns/r1", &done, true);
+  gate.observe_run("ns/r2", nullptr, false);
+  EXPECT_EQ(index.reports(now, gate.started_by_agent())[0].tally.running_runs, 0);
 }
 
 // A label change moves an agent between pools: the gate is told (only
@@ -280,7 +287,7 @@ TEST(PolicyIndex, AStatusOnlyUpdateWakesNobody) {
   with_status["status"] = {{"agents", 1}};
   index.policy_changed(&p, &with_status);
   EXPECT_EQ(woken, 1);
-  EXPECT_EQ(index.reports(at("2024-05-10T10:00:00Z"))[0].stored_status["agents"], 1);
+  EXPECT_EQ(index.reports(at("2024-05-10T10:00:00Z"), {})[0].stored_status["agents"], 1);
   Json raised = with_status;
   raised["metadata"]["generation"] = 3;
   raised["spec"]["budget"]["monthlyCents"] = 200;
