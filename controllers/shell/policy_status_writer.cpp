@@ -16,6 +16,8 @@ PolicyStatusWriter::PolicyStatusWriter(std::shared_ptr<kube::Client> client,
       clock_(std::move(clock)) {}
 
 int PolicyStatusWriter::write_changed() {
+  // No policy, nothing to count: the per-agent counts are not copied.
+  if (index_.size() == 0) return 0;
   const TimePoint now = clock_();
   int written = 0;
   for (const PolicyIndex::Report& r : index_.reports(now, started_by_agent_())) {
