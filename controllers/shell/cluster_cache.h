@@ -39,8 +39,8 @@ struct CacheOptions {
   // counts the fleet's started runs from it.
   std::function<void(const std::string& run_key, const Json* run, bool has_job)> observe_run;
   // Kept from a HeartbeatPolicy informer (an optional resource: the cache
-  // syncs without the CRD) and from the Agent and run informers; null: no
-  // policies are watched.
+  // syncs without the CRD) and from the Agent informer (a policy's running
+  // runs are the concurrency gate's count); null: no policies are watched.
   std::shared_ptr<PolicyIndex> policies;
   // Kept from the Agent and run informers; null: no provider quota holds.
   std::shared_ptr<ProviderHolds> provider_holds;

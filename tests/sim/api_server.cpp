@@ -86,7 +86,7 @@ bool selector_matches(const std::string& selector, const Json& object) {
 Json* ApiServer::find(const std::string& resource, const std::string& ns, const std::string& name) {
   auto it = objects_.find(resource);
   if (it == objects_.end()) return nullptr;
-  auto object = it->second.find(ns + "/" + name);
+  auto object = it->second.find(controllers::object_key(ns, name));
   return object == it->second.end() ? nullptr : &object->second;
 }
 
@@ -147,7 +147,7 @@ Answer ApiServer::store(Actor actor, const std::string& resource, const std::opt
       (*before)["spec"] != after["spec"]) {
     after["metadata"]["generation"] = (*before)["metadata"].value("generation", 1) + 1;
   }
-  objects_[resource][namespace_of(after) + "/" + name_of(after)] = after;
+  objects_[resource][controllers::object_key(after)] = after;
   record(resource, before ? "MODIFIED" : "ADDED", after, before ? &*before : nullptr);
   if (observer_) observer_(actor, resource, before, after);
   return {before ? 200 : 201, after};
@@ -225,7 +225,7 @@ Answer ApiServer::remove(Actor actor, const std::string& resource, const std::st
 
 Answer ApiServer::erase(Actor actor, const std::string& resource, const Json& object) {
   const Json gone = object;
-  objects_[resource].erase(namespace_of(gone) + "/" + name_of(gone));
+  objects_[resource].erase(controllers::object_key(gone));
   removed_ = true;
   ++rv_;
   Json last = gone;

@@ -122,7 +122,7 @@ void Node::start_pods(TimePoint now) {
     }
   });
   for (const Json& job : waiting) {
-    const std::string key = namespace_of(job) + "/" + name_of(job);
+    const std::string key = controllers::object_key(job);
     auto seen = job_seen_.find(key);
     if (seen == job_seen_.end()) {
       const auto delay = std::uniform_int_distribution<int>(100, kPodCreateDelayMax.count())(rng_);
