@@ -7,7 +7,7 @@ set -euo pipefail
 # needs (the Dockerfile's builder stage); default: everything.
 build_packages=(
   build-essential cmake ninja-build pkg-config
-  libcpprest-dev libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
+  libyaml-cpp-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libssl-dev libsqlite3-dev libboost-dev zlib1g-dev libzstd-dev
   libhowardhinnant-date-dev  # date-tz: cron schedules in an IANA time zone (the OS tzdata)
 )

@@ -1,4 +1,4 @@
-// The cpprestsdk transport against a server of our own on loopback.
+// The HTTP client (Boost.Beast) against servers of our own on loopback.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "kube/http.h"
+#include "tests/support/keep_alive_server.h"
 #include "tests/support/raw_server.h"
 
 namespace hb::http {
@@ -171,6 +172,60 @@ TEST(HttpClient, AnAnnouncedLengthThatNeverComesIsAnErrorNotAnAllocation) {
   } catch (const TransportError& e) {
     EXPECT_NE(std::string(e.what()).find(srv.base() + "/page"), std::string::npos) << e.what();
   }
+}
+
+// Headers without end from a hostile server: an error naming the URL, not
+// a buffer that grows with them.
+TEST(HttpClient, AHeadPastItsBoundIsAnErrorNotAnAllocation) {
+  test_support::RawServer srv("HTTP/1.1 200 OK\r\nX-Filler: " + std::string(256 * 1024, 'h') +
+                              "\r\nContent-Length: 2\r\n\r\nok");
+  auto client = make_client({});
+  try {
+    client->send({"GET", srv.base() + "/head", {}, "", std::chrono::seconds(5), nullptr});
+    ADD_FAILURE() << "a 256 KiB header was taken";
+  } catch (const TransportError& e) {
+    EXPECT_NE(std::string(e.what()).find(srv.base() + "/head"), std::string::npos) << e.what();
+  }
+}
+
+using Step = test_support::KeepAliveServer::Step;
+
+TEST(HttpClient, AKeptAliveConnectionCarriesTheNextRequests) {
+  test_support::KeepAliveServer srv({{Step::kAnswer, Step::kAnswer, Step::kAnswer}});
+  auto client = make_client({});
+  for (const char* method : {"GET", "POST", "PUT"}) {
+    Response answer =
+        client->send({method, srv.base() + "/x", {}, "{}", std::chrono::seconds(5), nullptr});
+    EXPECT_EQ(answer.status, 200);
+    EXPECT_EQ(answer.body, "ok");
+  }
+  EXPECT_EQ(srv.connections(), 1);
+  EXPECT_EQ(srv.requests().size(), 3u);
+}
+
+// The server closes a kept-alive connection just as the next request goes
+// out on it: a GET is sent again on a new connection; a POST is not (the
+// server may have acted on it), and fails naming its URL.
+TEST(HttpClient, AClosedKeptAliveConnectionResendsOnlyAnIdempotentRequest) {
+  test_support::KeepAliveServer get_srv({{Step::kAnswer, Step::kDrop}, {Step::kAnswer}});
+  auto client = make_client({});
+  client->send({"GET", get_srv.base() + "/a", {}, "", std::chrono::seconds(5), nullptr});
+  Response again =
+      client->send({"GET", get_srv.base() + "/b", {}, "", std::chrono::seconds(5), nullptr});
+  EXPECT_EQ(again.status, 200);
+  EXPECT_EQ(get_srv.requests(), (std::vector<std::string>{"GET /a", "GET /b", "GET /b"}));
+  EXPECT_EQ(get_srv.connections(), 2);
+
+  test_support::KeepAliveServer post_srv({{Step::kAnswer, Step::kDrop}, {Step::kAnswer}});
+  client->send({"GET", post_srv.base() + "/a", {}, "", std::chrono::seconds(5), nullptr});
+  try {
+    client->send({"POST", post_srv.base() + "/runs", {}, "{}", std::chrono::seconds(5), nullptr});
+    ADD_FAILURE() << "a POST whose connection closed unanswered was reported answered";
+  } catch (const TransportError& e) {
+    EXPECT_EQ(e.kind(), TransportError::Kind::kConnect) << e.what();
+    EXPECT_NE(std::string(e.what()).find(post_srv.base() + "/runs"), std::string::npos);
+  }
+  EXPECT_EQ(post_srv.requests(), (std::vector<std::string>{"GET /a", "POST /runs"}));
 }
 
 TEST(HttpClient, RefusedConnectionNamesTheUrl) {
