@@ -1,6 +1,6 @@
-// The project's one HTTP interface. cpprestsdk (in maintenance mode upstream)
-// is the client behind it, Boost.Beast the server, so either could be replaced
-// without touching the Kubernetes client, the controllers or the runner.
+// The project's one HTTP interface, Boost.Beast behind it for the client
+// (http_client.cpp) and the server (http_server.cpp), so either could be
+// replaced without touching the Kubernetes client, the controllers or the runner.
 #pragma once
 
 #include <chrono>
@@ -159,7 +159,7 @@ class Server {
 };
 
 // Listens on address "host:port" with its own I/O thread and handler threads
-// (Boost.Beast; cpprestsdk stays the client). Throws TransportError when the
+// (Boost.Beast). Throws TransportError when the
 // port cannot be bound.
 std::unique_ptr<Server> make_server(const std::string& address, Handler handler,
                                     const ServerLimits& limits = {});

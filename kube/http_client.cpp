@@ -31,8 +31,8 @@ using boost::system::error_code;
 using SteadyClock = std::chrono::steady_clock;
 
 // A body reaches on_chunk in pieces of at most this (a watch event as soon
-// as it lands: a read hands on whatever has arrived).
-constexpr std::size_t kBodyPieceBytes = 64 * 1024;
+// as it lands: a read hands on whatever has arrived); a TLS record's most.
+constexpr std::size_t kBodyPieceBytes = 16 * 1024;
 // A body's announced Content-Length is reserved up front only up to this:
 // the length is the server's word, and the body may still stop short.
 constexpr std::uint64_t kReserveBodyBytesMax = 64 * 1024 * 1024;
@@ -399,8 +399,11 @@ Response BeastClient::exchange(const Request& request, const ChunkHandler* on_ch
     // write waiting on it ends at once.
     uint64_t cancel_id = 0;
     if (request.cancel) {
-      cancel_id = request.cancel->add(
-          [c = held.connection] { asio::post(c->io, [c] { c->lowest().close(); }); });
+      // Weak, and the posted close holds no owner: a close that never runs
+      // (the request ended first) must not keep its connection alive in a cycle.
+      cancel_id = request.cancel->add([weak = std::weak_ptr<Connection>(held.connection)] {
+        if (auto c = weak.lock()) asio::post(c->io, [raw = c.get()] { raw->lowest().close(); });
+      });
     }
     std::optional<Response> answer;
     bool reusable = false;

@@ -19,14 +19,9 @@ double default_jitter() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(engine);
 }
 
-// One http::Client per distinct timeout is cached by the transport; keep the
-// set small by using whole seconds once above one second.
+// An attempt never outlives the run's time left.
 Millis attempt_timeout(Millis configured, Millis remaining) {
-  Millis timeout = std::min(configured, remaining);
-  if (timeout > std::chrono::seconds(1) && timeout != configured) {
-    timeout = std::chrono::duration_cast<std::chrono::seconds>(timeout);
-  }
-  return std::max(timeout, Millis(1));
+  return std::max(std::min(configured, remaining), Millis(1));
 }
 
 }  // namespace
