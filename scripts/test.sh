@@ -58,7 +58,7 @@ fi
 if [ "${HB_TEST_SANITIZE:-1}" = "1" ]; then
   echo "== the same tests under AddressSanitizer + UndefinedBehaviorSanitizer =="
   export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-  # Leaks inside OpenSSL/cpprestsdk's global connection pools are not ours.
+  # Leaks inside OpenSSL's process-wide state are not ours.
   export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
   # The heaviest suites run once, in the pass above (heavy_labels).
   run_suite "$root/build-asan" -DCMAKE_BUILD_TYPE=Debug -DHB_SANITIZE=ON -DHB_BUILD_BENCHMARKS=OFF -- \

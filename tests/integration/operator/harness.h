@@ -214,10 +214,8 @@ class OperatorProcess {
 class ClusterFixture {
  public:
   static std::shared_ptr<kube::Client> client() {
-    // Never destroyed: cpprestsdk's shared thread pool is a static made on
-    // the first request, so it dies before a static client would, and the
-    // client's connection pool may then touch a dead io_service at exit (the
-    // likely cause of an intermittent SIGSEGV seen after every test had passed).
+    // Never destroyed: one client (and its kept-alive connections) for the
+    // whole suite, with no order to keep among statics at exit.
     static const auto* const c = new std::shared_ptr<kube::Client>([] {
       kube::ClientOptions o;
       o.qps = 0;
