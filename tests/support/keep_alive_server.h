@@ -24,15 +24,7 @@ class KeepAliveServer {
   enum class Step { kAnswer, kDrop };
 
   explicit KeepAliveServer(std::vector<std::vector<Step>> scripts) : scripts_(std::move(scripts)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr = loopback(0);
-    socklen_t len = sizeof(addr);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(fd_, 4) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw std::runtime_error("keep-alive server: no loopback socket");
-    }
-    port_ = ntohs(addr.sin_port);
+    fd_ = listen_on_loopback(4, port_, "keep-alive server");
     thread_ = std::thread([this] { serve(); });
   }
   ~KeepAliveServer() {

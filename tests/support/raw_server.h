@@ -20,15 +20,7 @@ namespace hb::test_support {
 class RawServer {
  public:
   explicit RawServer(std::string raw) : raw_(std::move(raw)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr = loopback(0);
-    socklen_t len = sizeof(addr);
-    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(fd_, 1) != 0 ||
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      throw std::runtime_error("raw server: no loopback socket");
-    }
-    port_ = ntohs(addr.sin_port);
+    fd_ = listen_on_loopback(1, port_, "raw server");
     thread_ = std::thread([this] { answer_one(); });
   }
   ~RawServer() {
