@@ -190,6 +190,34 @@ error_code read_body(Connection& c, Parser& parser, const ChunkHandler& on_piece
   return {};
 }
 
+// While it lives, a cancel closes the connection's socket on the thread
+// running its io_context: the read or write waiting on it ends at once.
+// Taken off the source when it ends, however the attempt ends (an on_chunk
+// that throws too), so a long-lived source gathers no dead callbacks.
+class CloseOnCancel {
+ public:
+  CloseOnCancel(std::shared_ptr<CancelSource> source, const std::shared_ptr<Connection>& c)
+      : source_(std::move(source)) {
+    if (!source_) return;
+    // Weak, and the posted close holds no owner: a close that never runs
+    // (the request ended first) must not keep its connection alive in a cycle.
+    id_ = source_->add([weak = std::weak_ptr<Connection>(c)] {
+      if (auto held = weak.lock()) {
+        asio::post(held->io, [raw = held.get()] { raw->lowest().close(); });
+      }
+    });
+  }
+  ~CloseOnCancel() {
+    if (id_ != 0) source_->remove(id_);
+  }
+  CloseOnCancel(const CloseOnCancel&) = delete;
+  CloseOnCancel& operator=(const CloseOnCancel&) = delete;
+
+ private:
+  std::shared_ptr<CancelSource> source_;
+  uint64_t id_ = 0;
+};
+
 // One request on one connection, start to end. The answer, or where and why
 // it failed.
 class Exchange {
@@ -395,21 +423,13 @@ Response BeastClient::exchange(const Request& request, const ChunkHandler* on_ch
   for (int tries = 1;; ++tries) {
     if (is_cancelled()) fail(request, *url, {}, true);
     Held held = hold(*url, request);
-    // Cancel closes the socket on the connection's own thread: the read or
-    // write waiting on it ends at once.
-    uint64_t cancel_id = 0;
-    if (request.cancel) {
-      // Weak, and the posted close holds no owner: a close that never runs
-      // (the request ended first) must not keep its connection alive in a cycle.
-      cancel_id = request.cancel->add([weak = std::weak_ptr<Connection>(held.connection)] {
-        if (auto c = weak.lock()) asio::post(c->io, [raw = c.get()] { raw->lowest().close(); });
-      });
-    }
     std::optional<Response> answer;
     bool reusable = false;
-    std::optional<Failure> failed =
-        attempt(held, *url, request, on_chunk, deadline, answer, reusable);
-    if (cancel_id != 0) request.cancel->remove(cancel_id);
+    std::optional<Failure> failed;
+    {
+      const CloseOnCancel close_on_cancel(request.cancel, held.connection);
+      failed = attempt(held, *url, request, on_chunk, deadline, answer, reusable);
+    }
     if (!failed) {
       // Only once its cancel callback is gone (a late one would close the
       // socket under the next request) and it never ran.
