@@ -8,6 +8,12 @@
 #include <openssl/x509v3.h>
 #include <poll.h>
 
+// clang-format off
+// First: Boost.Asio's awaitable.hpp (C++20) uses std::exchange and does not
+// include <utility>; without it a file built alone (no unity batch) fails.
+#include <utility>
+// clang-format on
+
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
@@ -41,8 +47,11 @@ constexpr std::uint64_t kReserveBodyBytesMax = 64 * 1024 * 1024;
 constexpr std::uint32_t kResponseHeadBytesMax = 64 * 1024;
 // Idle kept-alive connections per origin, and how long one is kept: a
 // server closes idle connections after a while of its own, and a request
-// sent on one it just closed fails.
-constexpr std::size_t kIdleConnectionsPerOriginMax = 8;
+// sent on one it just closed fails. More than a busy operator has in
+// flight (`--workers`, 4 by default and up to 16 in the benchmarks, the
+// informers' lists, the status rounds), so a saturated one does not make a
+// TLS handshake per request; an idle one holds no TLS record buffers.
+constexpr std::size_t kIdleConnectionsPerOriginMax = 32;
 constexpr std::chrono::seconds kIdleConnectionSecondsMax{30};
 
 // One connection to one origin, plain or TLS.
