@@ -234,7 +234,9 @@ class Exchange {
   Exchange(Connection& c, const Url& url, const Request& request, const ChunkHandler* on_chunk)
       : c_(c), url_(url), request_(request), on_chunk_(on_chunk) {}
 
-  std::optional<Failure> connect(ssl::context* tls, SteadyClock::time_point deadline) {
+  // Connects, and makes the TLS handshake when the connection was made
+  // with a TLS stream (its context came with it).
+  std::optional<Failure> connect(SteadyClock::time_point deadline) {
     c_.lowest().expires_at(deadline);
     tcp::resolver resolver(c_.io);
     error_code ec;
@@ -243,7 +245,7 @@ class Exchange {
       ec = run(c_, [&](auto handler) { c_.lowest().async_connect(endpoints, handler); });
     }
     if (ec) return Failure{Stage::kConnect, ec};
-    if (tls == nullptr) return std::nullopt;
+    if (!c_.secure) return std::nullopt;
     SSL* ssl_handle = c_.secure->native_handle();
     X509_VERIFY_PARAM* param = SSL_get0_param(ssl_handle);
     if (is_ip_literal(url_.host)) {
@@ -411,9 +413,7 @@ std::optional<Failure> BeastClient::attempt(Held& held, const Url& url, const Re
                                             std::optional<Response>& answer, bool& reusable) {
   Exchange exchange(*held.connection, url, request, on_chunk);
   if (!held.reused) {
-    if (auto failed = exchange.connect(url.tls ? &tls_context(url, request) : nullptr, deadline)) {
-      return failed;
-    }
+    if (auto failed = exchange.connect(deadline)) return failed;
   }
   if (auto failed = exchange.send(deadline)) return failed;
   reusable = exchange.reusable();
