@@ -2,6 +2,8 @@
 // status subresource, conflicts, validation, paging, watch and informer.
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "kube/informer.h"
 #include "tests/integration/kube/cluster.h"
 
@@ -288,6 +290,7 @@ TEST_F(ApiTest, ConfiguredCertificateAuthorityIsTheOnlyOneTrusted) {
   Client system_store(config);
   EXPECT_TRUE(system_store.get(resources::kNamespaces, "", "default").ok());
   ::unsetenv("SSL_CERT_FILE");
+  std::filesystem::remove_all(dir);  // the unrelated CA's key is of no use after this test
   EXPECT_TRUE(refused) << "a CA outside the configured one was trusted";
 }
 
