@@ -488,13 +488,6 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
            {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", sa}}},
            {"subjects",
             Json::array({{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", ns}}})}});
-  out.emplace_back("leases",
-                   Json{{"apiVersion", "coordination.k8s.io/v1"},
-                        {"kind", "Lease"},
-                        {"metadata", metadata(lease)},
-                        {"spec",
-                         {{"leaseDurationSeconds",
-                           std::max(config.stall_window, api::kRunStallWindowMin).count()}}}});
   Json blocks = Json::array();
   if (const Json* b = find_path(spec_of(agent), "memory/blocks"); b != nullptr && b->is_array()) {
     for (const Json& block : *b) {
@@ -507,7 +500,26 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
                                       {"kind", "ConfigMap"},
                                       {"metadata", metadata(memory)},
                                       {"data", {{kMemoryBlocksKey, blocks.dump()}}}});
+  Json lease_metadata = metadata(lease);
+  lease_metadata["annotations"] = {{kAnnotationAgentObjectsMade, kAgentObjectsMadeValue}};
+  out.emplace_back("leases",
+                   Json{{"apiVersion", "coordination.k8s.io/v1"},
+                        {"kind", "Lease"},
+                        {"metadata", std::move(lease_metadata)},
+                        {"spec",
+                         {{"leaseDurationSeconds",
+                           std::max(config.stall_window, api::kRunStallWindowMin).count()}}}});
   return out;
+}
+
+bool agent_objects_made(const Json* lease, std::string_view agent_uid) {
+  if (lease == nullptr || agent_uid.empty() || !owned_by(*lease, agent_uid)) return false;
+  // Not a find_path: the annotation's key has a '/' of its own.
+  const Json* annotations = find_path(*lease, "metadata/annotations");
+  if (annotations == nullptr || !annotations->is_object()) return false;
+  const auto mark = annotations->find(kAnnotationAgentObjectsMade);
+  return mark != annotations->end() && mark->is_string() &&
+         mark->get_ref<const std::string&>() == kAgentObjectsMadeValue;
 }
 
 }  // namespace hb::controllers

@@ -154,13 +154,22 @@ kube::Result<AgentReconciler::Prompt> AgentReconciler::resolve_prompt(const Json
 kube::Result<std::string> AgentReconciler::ensure_agent_objects(const Json& agent) {
   const std::string uid = string_at(agent, "metadata/uid");
   const std::string key = object_key(agent);
+  const std::string ns = string_at(agent, "metadata/namespace");
   {
     std::lock_guard lock(mutex_);
     if (auto it = ensured_agents_.find(key); it != ensured_agents_.end() && it->second == uid) {
       return std::string();
     }
   }
-  const std::string ns = string_at(agent, "metadata/namespace");
+  // The marked Lease in the cache says so without a request (after a
+  // restart, for every Agent). Once it does, this process need not
+  // remember the Agent itself.
+  const std::optional<Json> lease = view_.lease(ns, lease_name_for_agent(name_of(agent)));
+  if (agent_objects_made(lease ? &*lease : nullptr, uid)) {
+    std::lock_guard lock(mutex_);
+    ensured_agents_.erase(key);
+    return std::string();
+  }
   for (const auto& [kind, object] : build_agent_objects(agent, config_.job)) {
     kube::Result<Json> created = client_->create(resource_for(kind), ns, object);
     if (created.ok()) {
@@ -174,10 +183,23 @@ kube::Result<std::string> AgentReconciler::ensure_agent_objects(const Json& agen
     if (!owned_by(existing, uid)) {
       return string_at(object, "kind") + " " + ns + "/" + name_of(object);
     }
+    // A Lease made before the mark (or whose runner took it off): every
+    // object before it is checked now, so mark it for the next restart.
+    if (kind == "leases" && !agent_objects_made(&existing, uid)) {
+      HB_TRY(mark_objects_made(ns, existing));
+    }
   }
   std::lock_guard lock(mutex_);
   ensured_agents_[key] = uid;
   return std::string();
+}
+
+kube::Done AgentReconciler::mark_objects_made(const std::string& ns, const Json& lease) {
+  const Json patch = {
+      {"metadata", {{"annotations", {{kAnnotationAgentObjectsMade, kAgentObjectsMadeValue}}}}}};
+  HB_TRY(client_->merge_patch(res::kLeases, ns, name_of(lease), patch));
+  count_write(kWriteAgentObjectMark);
+  return kube::done();
 }
 
 kube::Result<std::string> AgentReconciler::object_in_the_way(const Json& agent) {

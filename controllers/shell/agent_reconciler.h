@@ -53,10 +53,11 @@ inline constexpr const char* kWriteRunDelete = "run_delete";
 inline constexpr const char* kWriteJobDelete = "job_delete";
 inline constexpr const char* kWriteEvent = "event";
 inline constexpr const char* kWriteAgentObjectCreate = "agent_object_create";
-inline constexpr std::array<const char*, 11> kWriteKinds = {
-    kWriteRunCreate, kWriteRunAdopt, kWriteJobCreate,        kWriteContextCreate,
-    kWriteRunStatus, kWriteRunLabel, kWriteAgentStatus,      kWriteRunDelete,
-    kWriteJobDelete, kWriteEvent,    kWriteAgentObjectCreate};
+inline constexpr const char* kWriteAgentObjectMark = "agent_object_mark";  // an older Lease, once
+inline constexpr std::array<const char*, 12> kWriteKinds = {
+    kWriteRunCreate, kWriteRunAdopt, kWriteJobCreate,         kWriteContextCreate,
+    kWriteRunStatus, kWriteRunLabel, kWriteAgentStatus,       kWriteRunDelete,
+    kWriteJobDelete, kWriteEvent,    kWriteAgentObjectCreate, kWriteAgentObjectMark};
 
 // The read-your-writes overlay's kinds.
 inline constexpr const char* kOverlayAgents = "agents";
@@ -119,6 +120,8 @@ class AgentReconciler {
   kube::Result<Prompt> resolve_prompt(const Json& agent);
   // Creates the per-agent objects once; "" or the object in the way ("Kind ns/name").
   kube::Result<std::string> ensure_agent_objects(const Json& agent);
+  // Puts kAnnotationAgentObjectsMade on an agent's Lease made without it.
+  kube::Done mark_objects_made(const std::string& ns, const Json& lease);
   kube::Result<bool> ensure_objects_ahead(const Json& agent);
   // False when a run the decision charges more has changed since this pass
   // read it (decide again on the newer copy, now in the overlay).

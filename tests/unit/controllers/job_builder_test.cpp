@@ -181,6 +181,56 @@ TEST(JobBuilder, PerAgentRoleReachesOnlyItsLeaseAndMemoryByName) {
   EXPECT_EQ((*role)["rules"][1]["resourceNames"][0], "bot-memory");
 }
 
+// The Lease is made last and marked: a restarted operator takes the marked
+// Lease in its cache as proof that the four objects before it exist.
+TEST(JobBuilder, PerAgentLeaseIsMadeLastAndMarked) {
+  const auto objects = build_agent_objects(full_agent(), JobConfig{});
+  std::vector<std::string> kinds;
+  for (const auto& [kind, object] : objects) kinds.push_back(kind);
+  EXPECT_EQ(kinds, (std::vector<std::string>{"serviceaccounts", "roles", "rolebindings",
+                                             "configmaps", "leases"}));
+  const Json& lease = objects.back().second;
+  EXPECT_EQ(lease["metadata"]["annotations"][kAnnotationAgentObjectsMade], kAgentObjectsMadeValue);
+  for (std::size_t i = 0; i + 1 < objects.size(); ++i) {
+    EXPECT_FALSE(objects[i].second["metadata"].contains("annotations")) << kinds[i];
+  }
+  const std::string uid = full_agent()["metadata"]["uid"];
+  EXPECT_TRUE(agent_objects_made(&lease, uid));
+}
+
+TEST(JobBuilder, OnlyAMarkedLeaseOfTheSameAgentProvesItsObjects) {
+  const Json agent_json = full_agent();
+  const std::string uid = agent_json["metadata"]["uid"];
+  const Json marked = build_agent_objects(agent_json, JobConfig{}).back().second;
+  Json unmarked = marked;
+  unmarked["metadata"].erase("annotations");
+  Json other_value = marked;
+  other_value["metadata"]["annotations"][kAnnotationAgentObjectsMade] = "yes";
+  Json not_a_string = marked;
+  not_a_string["metadata"]["annotations"][kAnnotationAgentObjectsMade] = true;
+  Json annotations_not_an_object = marked;
+  annotations_not_an_object["metadata"]["annotations"] = "x";
+  Json disowned = marked;  // what a runner that rewrote its Lease could leave
+  disowned["metadata"]["ownerReferences"] = Json::array();
+  const struct {
+    const char* what;
+    const Json* lease;
+    std::string uid;
+    bool made;
+  } cases[] = {
+      {"marked and owned", &marked, uid, true},
+      {"no Lease cached", nullptr, uid, false},
+      {"no mark (an older operator's Lease)", &unmarked, uid, false},
+      {"another mark value", &other_value, uid, false},
+      {"a mark that is not a string", &not_a_string, uid, false},
+      {"annotations not an object", &annotations_not_an_object, uid, false},
+      {"no owner", &disowned, uid, false},
+      {"a re-created Agent (another uid)", &marked, "another-uid", false},
+      {"no uid", &marked, "", false},
+  };
+  for (const auto& c : cases) EXPECT_EQ(agent_objects_made(c.lease, c.uid), c.made) << c.what;
+}
+
 TEST(ContextDocument, CarriesWhatTheRunnerReads) {
   Json a = full_agent();
   Json r = run("bot-1", "callback");
