@@ -508,10 +508,15 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
   timeouts.stall_window = std::max(config_.job.stall_window, api::kRunStallWindowMin);
   const std::optional<Json> lease = view_.lease(ns, lease_name_for_agent(name));
   const bool budget_spent = monthly_budget_spent(*views.agent, now);
+  // Only a run that is not final reads when the Lease's version was first seen.
+  const bool any_unfinished = std::any_of(views.runs.begin(), views.runs.end(),
+                                          [](const auto& run) { return !is_final(run->phase); });
   std::optional<TimePoint> lease_seen_at;
-  if (lease) {
+  if (lease && any_unfinished) {
     lease_seen_at = lease_sightings_.seen_at(object_key(ns, name),
                                              string_at(*lease, "metadata/resourceVersion"), now);
+  } else {
+    lease_sightings_.forget_lease(object_key(ns, name));
   }
   std::vector<std::optional<Json>> jobs;
   std::vector<std::string> going_on;                            // unfinished runs with a Job

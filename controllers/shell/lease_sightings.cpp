@@ -36,6 +36,11 @@ std::vector<TimePoint> LeaseSightings::runs_seen_at(const std::string& key,
   return out;
 }
 
+void LeaseSightings::forget_lease(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  seen_.erase(key);
+}
+
 void LeaseSightings::forget(const std::string& key) {
   std::lock_guard lock(mutex_);
   seen_.erase(key);

@@ -2,8 +2,13 @@
 // observedTime. The stall watchdog then judges a beat by when the operator
 // saw it, measured on the operator's steady clock, so a runner whose clock
 // lags (or an operator whose wall clock jumped) does not fail a run that is
-// beating. Forgotten with the Agent; a restarted operator sees every Lease
-// anew, which delays a stall by at most one window (the deadline still holds).
+// beating. Kept only while the agent has a run that is not final (only such
+// a run's clock reads it; at 10,000 idle agents a sighting each was about
+// 1.4 MiB), and forgotten with the Agent. A sighting made afresh is later,
+// never earlier, than the one forgotten, and a run's own first sighting
+// (below) bounds the stall clock anyway; a restarted operator sees every
+// Lease anew, which delays a stall by at most one window (the deadline
+// still holds).
 //
 // Likewise when it first saw each unfinished run with its Job: a run is not
 // stalled before it has gone one window unseen to beat on the steady clock,
@@ -34,6 +39,8 @@ class LeaseSightings {
   // forgotten, so this holds only the runs going on.
   std::vector<TimePoint> runs_seen_at(const std::string& key, const std::vector<std::string>& runs,
                                       TimePoint now);
+  // Drops agent `key`'s Lease sighting (its runs are all final).
+  void forget_lease(const std::string& key);
   void forget(const std::string& key);
 
  private:

@@ -64,5 +64,20 @@ TEST(LeaseSightings, ARunIsSeenOnceAndForgottenWhenItIsNoLongerGoingOn) {
   EXPECT_EQ(sightings.runs_seen_at("ns/bot", {"r1"}, c.wall), std::vector<TimePoint>{c.wall});
 }
 
+// An agent whose runs are all final keeps no Lease sighting (the reconciler
+// drops it); its runs' sightings are apart and stay.
+TEST(LeaseSightings, ALeaseSightingIsDroppedAloneAndSeenAnewAfter) {
+  Clocks c;
+  LeaseSightings sightings([&] { return c.steady; });
+  const TimePoint start = c.wall;
+  EXPECT_EQ(sightings.seen_at("ns/bot", "10", c.wall), start);
+  EXPECT_EQ(sightings.runs_seen_at("ns/bot", {"r1"}, c.wall), std::vector<TimePoint>{start});
+  c.advance(30s);
+  sightings.forget_lease("ns/bot");
+  sightings.forget_lease("ns/never-seen");  // nothing to drop: no effect
+  EXPECT_EQ(sightings.seen_at("ns/bot", "10", c.wall), c.wall);
+  EXPECT_EQ(sightings.runs_seen_at("ns/bot", {"r1"}, c.wall), std::vector<TimePoint>{start});
+}
+
 }  // namespace
 }  // namespace hb::controllers
