@@ -300,7 +300,11 @@ int64_t count_pods(hb::kube::Client& client, const std::string& ns) {
   return listed.ok() ? pods : -1;
 }
 
-constexpr auto kSettleTimeout = std::chrono::minutes(30);
+// At 10,000 agents on 2 cores the last Pods come late: a Job whose Pod was
+// refused before its ServiceAccount existed waits out kube-controller-
+// manager's growing backoff (9,804 of 10,000 Pods after 30 minutes, all a
+// minute later).
+constexpr auto kSettleTimeout = std::chrono::minutes(60);
 constexpr auto kSettlePollInterval = std::chrono::seconds(15);
 
 // Runs the operator at `qps` until each agent's in-flight run has its Pod
