@@ -46,7 +46,11 @@ AgentViews ViewCache::views(const std::string& key, const Json& agent,
     }
   }
   std::lock_guard lock(mutex_);
-  keep(key, std::move(next));
+  if (next->runs.empty()) {
+    drop(key);  // idle: its next pass comes with a write or at its next slot
+  } else {
+    keep(key, std::move(next));
+  }
   return out;
 }
 
@@ -66,6 +70,10 @@ void ViewCache::keep(const std::string& key, std::shared_ptr<const Entry> entry)
 
 void ViewCache::forget(const std::string& key) {
   std::lock_guard lock(mutex_);
+  drop(key);
+}
+
+void ViewCache::drop(const std::string& key) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return;
   recency_.erase(it->second.recency);

@@ -6,11 +6,14 @@
 // agent's history) are not kept; at fleet size they were a third of the
 // operator's memory. Entries are per agent and replaced on every reconcile, so
 // views of deleted runs go with the next pass and a deleted agent's with
-// forget(). Only the agents reconciled most recently keep theirs (a bound,
-// not the fleet: an agent's events come in a burst around its heartbeat, and
-// at 10,000 agents views of all of them were 44 MiB); a pass for another
-// agent views it afresh. Thread-safe; one reconcile per agent key runs at a
-// time.
+// forget(). Only agents with a run that may still change keep theirs: an
+// agent's events come in a burst around its heartbeat, and once every run is
+// settled its next pass comes with a write to it (a new resourceVersion,
+// viewed afresh anyway) or at its next slot. Of those, only the ones
+// reconciled most recently (a bound, not the fleet: at 10,000 agents views of
+// all of them were 44 MiB, and 1,000 of them, the old bound, 3.9 MiB by
+// heaptrack); a pass for another agent views it afresh.
+// Thread-safe; one reconcile per agent key runs at a time.
 #pragma once
 
 #include <cstddef>
@@ -31,8 +34,10 @@ struct AgentViews {
   std::vector<std::shared_ptr<const RunView>> runs;  // in the order of the runs given
 };
 
-// Agents whose views are kept: at 4 to 5 KB an agent, about 4 MiB.
-inline constexpr std::size_t kViewCacheAgentsMax = 1000;
+// Agents whose views are kept, of those with a run in flight: at about
+// 4 KB an agent, 1 MiB. A pass without a kept view parses the agent's status
+// once more, next to the agent and its whole history it parses anyway.
+inline constexpr std::size_t kViewCacheAgentsMax = 256;
 
 class ViewCache {
  public:
@@ -62,6 +67,7 @@ class ViewCache {
   // Keeps `entry` for `key` as the most recent; drops the least recent
   // beyond the bound. Under mutex_.
   void keep(const std::string& key, std::shared_ptr<const Entry> entry);
+  void drop(const std::string& key);  // under mutex_
 
   const std::size_t agents_max_;
   mutable std::mutex mutex_;

@@ -73,6 +73,32 @@ TEST(ViewCache, ViewsOfSettledRunsAreNotKept) {
   EXPECT_EQ(first.runs[1], again.runs[1]);  // may still change: kept
 }
 
+// An agent whose runs are all settled keeps no entry: its next pass comes
+// with a write to it or at its next slot. One with a run in flight does.
+TEST(ViewCache, AnAgentWithoutARunInFlightKeepsNoViews) {
+  ViewCache cache;
+  const Json a = agent();
+  Json settled = run("bot-1");
+  settled["status"] = {{"phase", "Succeeded"}, {"costRecorded", true}};
+  (void)cache.views("ns/bot", a, {settled});
+  EXPECT_EQ(cache.size(), 0u);
+  (void)cache.views("ns/bot", a, {});
+  EXPECT_EQ(cache.size(), 0u);
+
+  const AgentViews busy = cache.views("ns/bot", a, {settled, run("bot-2")});
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.views("ns/bot", a, {settled, run("bot-2")}).agent, busy.agent);  // kept
+
+  Json done = run("bot-2");
+  done["status"] = {{"phase", "Failed"}, {"costRecorded", true}};
+  done["metadata"]["resourceVersion"] = "301";
+  const AgentViews idle = cache.views("ns/bot", a, {settled, done});
+  EXPECT_EQ(idle.agent, busy.agent);  // reused on the way out
+  EXPECT_EQ(idle.runs[1]->phase, RunPhase::kFailed);
+  EXPECT_EQ(cache.size(), 0u);
+  EXPECT_NE(cache.views("ns/bot", a, {settled, done}).agent, busy.agent);  // afresh
+}
+
 TEST(ViewCache, ViewsOfDeletedRunsAndAgentsAreDropped) {
   ViewCache cache;
   const Json a = agent();
