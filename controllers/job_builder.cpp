@@ -514,12 +514,7 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
 
 bool agent_objects_made(const Json* lease, std::string_view agent_uid) {
   if (lease == nullptr || agent_uid.empty() || !owned_by(*lease, agent_uid)) return false;
-  // Not a find_path: the annotation's key has a '/' of its own.
-  const Json* annotations = find_path(*lease, "metadata/annotations");
-  if (annotations == nullptr || !annotations->is_object()) return false;
-  const auto mark = annotations->find(kAnnotationAgentObjectsMade);
-  return mark != annotations->end() && mark->is_string() &&
-         mark->get_ref<const std::string&>() == kAgentObjectsMadeValue;
+  return annotation_at(*lease, kAnnotationAgentObjectsMade) == kAgentObjectsMadeValue;
 }
 
 }  // namespace hb::controllers

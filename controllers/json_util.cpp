@@ -35,6 +35,14 @@ std::string_view string_view_at(const Json& object, std::string_view path,
   return value->get_ref<const std::string&>();
 }
 
+std::string_view annotation_at(const Json& object, std::string_view key) {
+  const Json* annotations = find_path(object, "metadata/annotations");
+  if (annotations == nullptr || !annotations->is_object()) return {};
+  const auto it = annotations->find(key);
+  if (it == annotations->end() || !it->is_string()) return {};
+  return it->get_ref<const std::string&>();
+}
+
 int64_t saturating_int64(double value) {
   // 2^63 is exact in a double; every double below it converts without UB.
   constexpr double kTwoTo63 = 9223372036854775808.0;

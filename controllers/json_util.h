@@ -32,6 +32,9 @@ std::optional<int64_t> int_at(const Json& object, std::string_view path);
 std::optional<double> number_at(const Json& object, std::string_view path);
 bool bool_at(const Json& object, std::string_view path, bool fallback = false);
 std::optional<TimePoint> time_at(const Json& object, std::string_view path);
+// metadata.annotations[key] when it is a string, else empty; the view points
+// into `object`. Not a find_path: an annotation's key has a '/' of its own.
+std::string_view annotation_at(const Json& object, std::string_view key);
 
 // Equal and written the same: like ==, but a float never equals an integer
 // (1.0 and 1 print differently) and floats compare bit for bit.

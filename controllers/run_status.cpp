@@ -55,13 +55,7 @@ struct RunClock {
 
 TimePoint job_started_at(const Json* job, TimePoint now) {
   if (job == nullptr) return now;
-  const Json* annotations = find_path(*job, "metadata/annotations");
-  if (annotations != nullptr && annotations->is_object()) {
-    auto it = annotations->find(kAnnotationStartedAt);
-    if (it != annotations->end() && it->is_string()) {
-      if (auto stamped = parse_rfc3339(it->get<std::string>())) return *stamped;
-    }
-  }
+  if (auto stamped = parse_rfc3339(annotation_at(*job, kAnnotationStartedAt))) return *stamped;
   return time_at(*job, "metadata/creationTimestamp").value_or(now);
 }
 
@@ -259,11 +253,9 @@ RunningJobVerdict watch_running_job(const Json* pod, const CancelCause& cancel,
 
 std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_name) {
   if (lease == nullptr) return std::nullopt;
-  const Json* annotations = find_path(*lease, "metadata/annotations");
-  if (annotations == nullptr || !annotations->is_object()) return std::nullopt;
-  auto it = annotations->find(api::kAnnotationUsage);
-  if (it == annotations->end() || !it->is_string()) return std::nullopt;
-  api::DecodedUsageReport decoded = api::decode_usage_report(it->get<std::string>());
+  const std::string_view text = annotation_at(*lease, api::kAnnotationUsage);
+  if (text.empty()) return std::nullopt;
+  api::DecodedUsageReport decoded = api::decode_usage_report(text);
   if (!decoded.report || decoded.report->run != run_name) return std::nullopt;
   const api::UsageReport& r = *decoded.report;
   return UsageCounts{r.llm_calls, r.input_tokens, r.output_tokens, r.tool_calls, r.iterations};

@@ -71,11 +71,8 @@ std::string owner_agent(const Json& object) {
   return "";
 }
 
-std::string annotation(const Json& object, const char* key) {
-  const Json* annotations = find_path(object, "metadata/annotations");
-  if (annotations == nullptr || !annotations->is_object()) return "";
-  auto it = annotations->find(key);
-  return it != annotations->end() && it->is_string() ? it->get<std::string>() : "";
+std::string annotation(const Json& object, std::string_view key) {
+  return std::string(annotation_at(object, key));
 }
 
 // The object keys an index holds under `index_key` (the caller holds its lock).

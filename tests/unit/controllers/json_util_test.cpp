@@ -27,6 +27,23 @@ TEST(JsonUtil, StringViewAtPointsIntoTheObject) {
   EXPECT_EQ(string_view_at(j, "metadata/missing"), "");
 }
 
+// The key is one name, slash and all; anything but a string reads as absent.
+TEST(JsonUtil, AnnotationAtReadsOnlyAStringUnderItsWholeKey) {
+  const Json object = Json::parse(R"({"metadata": {"annotations": {
+      "heartbeat.dev/run": "bot-1", "heartbeat.dev/n": 7, "heartbeat.dev/o": {"a": "b"}}}})");
+  EXPECT_EQ(annotation_at(object, "heartbeat.dev/run"), "bot-1");
+  EXPECT_EQ(annotation_at(object, "heartbeat.dev/n"), "");
+  EXPECT_EQ(annotation_at(object, "heartbeat.dev/o"), "");
+  EXPECT_EQ(annotation_at(object, "heartbeat.dev"), "");
+  EXPECT_EQ(annotation_at(object, "heartbeat.dev/absent"), "");
+  for (const char* metadata : {R"({"annotations": ["heartbeat.dev/run"]})",
+                               R"({"annotations": "heartbeat.dev/run=bot-1"})", R"({})", "7"}) {
+    const Json odd = {{"metadata", Json::parse(metadata)}};
+    EXPECT_EQ(annotation_at(odd, "heartbeat.dev/run"), "") << metadata;
+  }
+  EXPECT_EQ(annotation_at(Json::array(), "heartbeat.dev/run"), "");
+}
+
 TEST(JsonUtil, FormatRfc3339WithoutAllocating) {
   char buf[schedule::kRfc3339Size];
   const TimePoint t = *parse_rfc3339("2024-02-29T07:08:09.999Z");
