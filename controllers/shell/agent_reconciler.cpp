@@ -151,7 +151,8 @@ kube::Result<AgentReconciler::Prompt> AgentReconciler::resolve_prompt(const Json
                 PromptGap{kReasonPromptEmpty, field + " key \"" + key + "\" is empty"}};
 }
 
-kube::Result<std::string> AgentReconciler::ensure_agent_objects(const Json& agent) {
+kube::Result<std::string> AgentReconciler::ensure_agent_objects(
+    const Json& agent, const std::optional<Json>* lease_read) {
   const std::string uid = string_at(agent, "metadata/uid");
   const std::string key = object_key(agent);
   const std::string ns = string_at(agent, "metadata/namespace");
@@ -164,7 +165,9 @@ kube::Result<std::string> AgentReconciler::ensure_agent_objects(const Json& agen
   // The marked Lease in the cache says so without a request (after a
   // restart, for every Agent). Once it does, this process need not
   // remember the Agent itself.
-  const std::optional<Json> lease = view_.lease(ns, lease_name_for_agent(name_of(agent)));
+  std::optional<Json> read_here;
+  if (lease_read == nullptr) read_here = view_.lease(ns, lease_name_for_agent(name_of(agent)));
+  const std::optional<Json>& lease = lease_read != nullptr ? *lease_read : read_here;
   if (agent_objects_made(lease ? &*lease : nullptr, uid)) {
     std::lock_guard lock(mutex_);
     ensured_agents_.erase(key);
@@ -506,7 +509,9 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
   timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
   timeouts.grace = std::chrono::seconds(spec.grace_seconds);
   timeouts.stall_window = std::max(config_.job.stall_window, api::kRunStallWindowMin);
-  const std::optional<Json> lease = view_.lease(ns, lease_name_for_agent(name));
+  ObservedRuns observed;
+  observed.lease = view_.lease(ns, lease_name_for_agent(name));
+  const std::optional<Json>& lease = observed.lease;
   const bool budget_spent = monthly_budget_spent(*views.agent, now);
   // Only a run that is not final reads when the Lease's version was first seen.
   const bool any_unfinished = std::any_of(views.runs.begin(), views.runs.end(),
@@ -536,7 +541,6 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
   }
   const std::vector<TimePoint> going_on_seen =
       lease_sightings_.runs_seen_at(object_key(ns, name), going_on, now);
-  ObservedRuns observed;
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::optional<Json>& job = jobs[i];
     const std::vector<Json> pods =
@@ -642,7 +646,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   bool found_in_the_way = false;  // by the objects made ahead: decide again at once
   if (!in_the_way && views.agent->spec.valid() && !d.start_run) {
     kube::set_current_request_priority({kube::RequestClass::kBookkeeping, 0});
-    HB_TRY_ASSIGN(found_in_the_way, ensure_objects_ahead(agent));
+    HB_TRY_ASSIGN(found_in_the_way, ensure_objects_ahead(agent, observed.lease));
   }
   return requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way);
 }
@@ -685,8 +689,9 @@ kube::Result<bool> AgentReconciler::runs_still_unmarked(const std::string& ns,
 // ConfigMap) are made when the Agent appears, as bookkeeping, so its first
 // heartbeat's dispatch is only the run and the Job. True when an object in
 // the way was found (the next pass reports it).
-kube::Result<bool> AgentReconciler::ensure_objects_ahead(const Json& agent) {
-  HB_TRY_ASSIGN(const std::string blocking, ensure_agent_objects(agent));
+kube::Result<bool> AgentReconciler::ensure_objects_ahead(const Json& agent,
+                                                         const std::optional<Json>& lease) {
+  HB_TRY_ASSIGN(const std::string blocking, ensure_agent_objects(agent, &lease));
   if (blocking.empty()) return false;
   std::lock_guard lock(mutex_);
   in_the_way_[object_key(agent)] = {string_at(agent, "metadata/uid"), blocking, steady_()};

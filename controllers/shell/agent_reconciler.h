@@ -119,10 +119,13 @@ class AgentReconciler {
   // skipped or failed for good.
   kube::Result<Prompt> resolve_prompt(const Json& agent);
   // Creates the per-agent objects once; "" or the object in the way ("Kind ns/name").
-  kube::Result<std::string> ensure_agent_objects(const Json& agent);
+  // `lease_read`: the agent's Lease as this pass already read it from the
+  // cache (nullptr: read it here).
+  kube::Result<std::string> ensure_agent_objects(const Json& agent,
+                                                 const std::optional<Json>* lease_read = nullptr);
   // Puts kAnnotationAgentObjectsMade on an agent's Lease made without it.
   kube::Done mark_objects_made(const std::string& ns, const Json& lease);
-  kube::Result<bool> ensure_objects_ahead(const Json& agent);
+  kube::Result<bool> ensure_objects_ahead(const Json& agent, const std::optional<Json>& lease);
   // False when a run the decision charges more has changed since this pass
   // read it (decide again on the newer copy, now in the overlay).
   kube::Result<bool> runs_still_unmarked(const std::string& ns,
@@ -164,6 +167,7 @@ class AgentReconciler {
   struct ObservedRuns {
     std::vector<RunObservation> runs;  // one per run, in order
     std::vector<bool> has_job;         // its Job is in the cache (or was just made)
+    std::optional<Json> lease;         // the agent's Lease as the cache had it
   };
   ObservedRuns observe_runs(const std::string& ns, const std::string& name,
                             const std::vector<Json>& runs, const AgentViews& views, TimePoint now);
