@@ -79,5 +79,25 @@ TEST(LeaseSightings, ALeaseSightingIsDroppedAloneAndSeenAnewAfter) {
   EXPECT_EQ(sightings.runs_seen_at("ns/bot", {"r1"}, c.wall), std::vector<TimePoint>{start});
 }
 
+// An agent is held only while it has a Lease sighting or a run going on.
+TEST(LeaseSightings, AnAgentWithNothingSeenHoldsNoEntry) {
+  Clocks c;
+  LeaseSightings sightings([&] { return c.steady; });
+  EXPECT_TRUE(sightings.runs_seen_at("ns/bot", {}, c.wall).empty());
+  EXPECT_EQ(sightings.agents(), 0u);
+  (void)sightings.seen_at("ns/bot", "10", c.wall);
+  (void)sightings.runs_seen_at("ns/bot", {"r1"}, c.wall);
+  (void)sightings.runs_seen_at("ns/other", {"r2"}, c.wall);
+  EXPECT_EQ(sightings.agents(), 2u);
+  (void)sightings.runs_seen_at("ns/bot", {}, c.wall);  // its Lease is still held
+  EXPECT_EQ(sightings.agents(), 2u);
+  sightings.forget_lease("ns/bot");
+  EXPECT_EQ(sightings.agents(), 1u);
+  sightings.forget_lease("ns/other");  // its run is still going on
+  EXPECT_EQ(sightings.agents(), 1u);
+  (void)sightings.runs_seen_at("ns/other", {}, c.wall);
+  EXPECT_EQ(sightings.agents(), 0u);
+}
+
 }  // namespace
 }  // namespace hb::controllers
