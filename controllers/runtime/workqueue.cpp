@@ -50,9 +50,9 @@ void WorkQueue::add_after(const std::string& key, std::chrono::milliseconds dela
     by_time_.erase({it->second, key});
     it->second = ready;
   } else {
-    waiting_.emplace(key, ready);
+    it = waiting_.emplace(key, ready).first;
   }
-  by_time_.insert({ready, key});
+  by_time_.insert({ready, it->first});
   cv_.notify_all();
 }
 
@@ -83,7 +83,7 @@ void WorkQueue::forget(const std::string& key) {
 
 void WorkQueue::promote_due_locked(TimePoint now) {
   while (!by_time_.empty() && by_time_.begin()->first <= now) {
-    const std::string key = by_time_.begin()->second;
+    const std::string key(by_time_.begin()->second);  // a copy: the view goes with waiting_'s
     by_time_.erase(by_time_.begin());
     waiting_.erase(key);
     add_locked(key);

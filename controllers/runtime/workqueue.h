@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 namespace hb::controllers {
 
@@ -81,7 +82,10 @@ class WorkQueue {
   std::set<std::string> dirty_;  // queued or to be re-queued after done()
   std::set<std::string> processing_;
   std::map<std::string, TimePoint> waiting_;  // key -> ready time
-  std::set<std::pair<TimePoint, std::string>> by_time_;
+  // Views of waiting_'s keys (a map's keys stay put): at fleet size nearly
+  // every agent waits for its next slot, and a second copy of each key was
+  // about 70 bytes an agent.
+  std::set<std::pair<TimePoint, std::string_view>> by_time_;
   std::map<std::string, int> failures_;
   uint64_t adds_ = 0, retries_ = 0;
   bool shutdown_ = false;
