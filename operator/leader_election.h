@@ -73,6 +73,9 @@ class LeaderElector {
   kube::Result<bool> try_acquire_or_renew();
 
  private:
+  // True when the renewal written on top of last_written_ succeeded.
+  bool renew_on_last_written();
+
   std::shared_ptr<kube::Client> client_;
   LeaderElectionConfig config_;
   LeaderClocks clocks_;
@@ -81,6 +84,9 @@ class LeaderElector {
   // of the Lease (0: never).
   std::atomic<int64_t> renewed_at_ns_{0};
   std::atomic<bool> displaced_{false};  // a renewal found another holder
+  // The Lease as this elector's last write left it (the server's reply);
+  // touched only by the thread that renews.
+  std::optional<controllers::Json> last_written_;
 };
 
 }  // namespace hb::operator_
