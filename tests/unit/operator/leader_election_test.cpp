@@ -41,17 +41,27 @@ class LeaseServer : public http::Client {
   controllers::Json created;
 };
 
-TEST(LeaderElector, HoldingEndsAtTheRenewDeadlineOfTheInjectedClock) {
-  auto server = std::make_shared<LeaseServer>();
+// A client of `server`, without a rate limit.
+std::shared_ptr<kube::Client> client_of(std::shared_ptr<http::Client> server) {
   kube::ClusterConfig cluster;
   cluster.server = "https://api.invalid";
   kube::ClientOptions options;
   options.qps = 0;
-  auto client = std::make_shared<kube::Client>(cluster, options, server);
+  return std::make_shared<kube::Client>(cluster, options, std::move(server));
+}
+
+LeaderElectionConfig replica_a() {
   LeaderElectionConfig config;
   config.lease_namespace = "ops";
   config.lease_name = "hb-leader";
   config.identity = "replica-a";
+  return config;
+}
+
+TEST(LeaderElector, HoldingEndsAtTheRenewDeadlineOfTheInjectedClock) {
+  auto server = std::make_shared<LeaseServer>();
+  auto client = client_of(server);
+  const LeaderElectionConfig config = replica_a();
   std::atomic<int64_t> steady_ms{1'000'000};
   const controllers::TimePoint wall =
       std::chrono::sys_days{std::chrono::year{2024} / 5 / 1} + 12h + 250ms;
@@ -123,15 +133,8 @@ class VersionedLeaseServer : public http::Client {
 // lapsed, sends it back to reading the Lease first.
 TEST(LeaderElector, ALeaderRenewsWithOneWriteAndReadsAgainAfterAConflict) {
   auto server = std::make_shared<VersionedLeaseServer>();
-  kube::ClusterConfig cluster;
-  cluster.server = "https://api.invalid";
-  kube::ClientOptions options;
-  options.qps = 0;
-  auto client = std::make_shared<kube::Client>(cluster, options, server);
-  LeaderElectionConfig config;
-  config.lease_namespace = "ops";
-  config.lease_name = "hb-leader";
-  config.identity = "replica-a";
+  auto client = client_of(server);
+  const LeaderElectionConfig config = replica_a();
   std::atomic<int64_t> steady_ms{1'000'000};
   LeaderClocks clocks{[&] { return MonoTime{} + std::chrono::milliseconds(steady_ms.load()); },
                       [] { return controllers::TimePoint{} + 1000h; }};
