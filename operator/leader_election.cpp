@@ -83,9 +83,11 @@ LeaderElector::~LeaderElector() = default;
 // client-go's optimistic renewal: a leader within its term writes on top of
 // the Lease it wrote last, one request instead of a read and a write (half
 // the leader's election traffic). Its resourceVersion makes any write by
-// someone else since then a 409; any failure falls back to reading.
+// someone else since then a 409; any failure falls back to reading. A reply
+// without a resourceVersion would make the write unconditional: read first.
 bool LeaderElector::renew_on_last_written() {
   if (!last_written_ || !holding()) return false;
+  if (controllers::string_view_at(*last_written_, "metadata/resourceVersion").empty()) return false;
   const MonoTime now = clocks_.steady();
   auto update =
       lease_update(last_written_, config_, clocks_.wall() + config_.wall_clock_offset, false);

@@ -102,7 +102,8 @@ class VersionedLeaseServer : public http::Client {
     }
     body["metadata"]["resourceVersion"] = std::to_string(++version_);
     lease_ = body;
-    return {create ? 201 : 200, {}, lease_.dump()};
+    if (!reply_versions) body["metadata"].erase("resourceVersion");
+    return {create ? 201 : 200, {}, body.dump()};
   }
   http::Response stream(const http::Request&, const http::ChunkHandler&) override {
     return {404, {}, ""};
@@ -112,6 +113,8 @@ class VersionedLeaseServer : public http::Client {
     std::lock_guard lock(mutex_);
     lease_["metadata"]["resourceVersion"] = std::to_string(++version_);
   }
+  bool reply_versions = true;  // false: replies to writes carry no resourceVersion
+
   std::vector<std::string> take_methods() {
     std::lock_guard lock(mutex_);
     return std::exchange(methods_, {});
@@ -163,6 +166,16 @@ TEST(LeaderElector, ALeaderRenewsWithOneWriteAndReadsAgainAfterAConflict) {
   steady_ms += 2000;
   ASSERT_TRUE(elector.try_acquire_or_renew().value());
   EXPECT_EQ(server->take_methods(), (Methods{"PUT"}));
+
+  // A reply without a resourceVersion cannot make the next write
+  // conditional: that renewal reads first.
+  server->reply_versions = false;
+  steady_ms += 2000;
+  ASSERT_TRUE(elector.try_acquire_or_renew().value());
+  EXPECT_EQ(server->take_methods(), (Methods{"PUT"}));
+  steady_ms += 2000;
+  ASSERT_TRUE(elector.try_acquire_or_renew().value());
+  EXPECT_EQ(server->take_methods(), (Methods{"GET", "PUT"}));
 }
 
 }  // namespace
