@@ -1,5 +1,6 @@
 #include "controllers/write_plan.h"
 
+#include <algorithm>
 #include <cassert>
 #include <map>
 
@@ -341,6 +342,12 @@ std::map<std::string, Json> final_statuses(const std::vector<PlannedWrite>& plan
     if (w.op == WriteOp::kRunStatus && w.final_with_label) out[w.run] = w.status;
   }
   return out;
+}
+
+bool only_bookkeeping(const std::vector<PlannedWrite>& plan) {
+  return std::all_of(plan.begin(), plan.end(), [](const PlannedWrite& w) {
+    return w.priority.cls == kube::RequestClass::kBookkeeping;
+  });
 }
 
 }  // namespace hb::controllers

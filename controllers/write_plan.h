@@ -141,4 +141,9 @@ PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writ
 // The final statuses a plan writes (counted and folded runs), by run name.
 std::map<std::string, Json> final_statuses(const std::vector<PlannedWrite>& plan);
 
+// True when every write of the plan (none at all, too) is bookkeeping:
+// nothing in it starts, ends or counts a heartbeat, so it may wait for a
+// later pass without delaying one (the per-agent objects go first then).
+bool only_bookkeeping(const std::vector<PlannedWrite>& plan);
+
 }  // namespace hb::controllers

@@ -159,6 +159,26 @@ TEST(WritePlan, AnAgentStatusThatCountsNoSpendIsBookkeeping) {
   EXPECT_THAT(classes(plan), Contains("agent status: bookkeeping"));
 }
 
+// What may wait behind the per-agent objects: a first status, a Queued
+// message, history; not a run's start, end or charge.
+TEST(WritePlan, OnlyAPlanOfBookkeepingMayWait) {
+  EXPECT_TRUE(only_bookkeeping({}));
+  EXPECT_FALSE(only_bookkeeping(Scenario().plan()));  // every class in it
+  AgentDecision status_only;
+  status_only.status_changed = true;
+  status_only.queued_messages = {{"r-q2", "waits for r-q1"}};
+  Scenario s;
+  s.d = status_only;
+  s.observed = observe_all(s.runs, kNow);  // no Job to delete
+  const std::vector<PlannedWrite> plan = s.plan();
+  ASSERT_THAT(describe(plan), ElementsAre("agent status", "run status r-q2"));
+  EXPECT_TRUE(only_bookkeeping(plan));
+  s.d.mark = {"r-done"};  // the same status now counts a run: lifecycle
+  s.d.status.recent_runs = std::make_shared<const std::vector<LedgerEntry>>(
+      std::vector<LedgerEntry>{{"r-done", "Succeeded", 0, 7.0, kNow}});
+  EXPECT_FALSE(only_bookkeeping(s.plan()));
+}
+
 TEST(WritePlan, WithinDispatchTheEarlierSlotQueuesFirst) {
   Scenario s;
   s.runs[4] = run("r-q2", "scheduler", at("2024-05-01T12:00:00Z"));
