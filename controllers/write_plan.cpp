@@ -260,7 +260,8 @@ bool writes_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
 bool starts_its_own_slot_run(const std::vector<PlannedWrite>& plan, std::size_t start) {
   for (std::size_t j = 0; j < start; ++j) {
     const PlannedWrite& w = plan[j];
-    if (w.op == WriteOp::kCreateRun && w.request && w.request->slot && w.request->name == plan[start].run) {
+    if (w.op == WriteOp::kCreateRun && w.request && w.request->slot &&
+        w.request->name == plan[start].run) {
       return true;
     }
   }

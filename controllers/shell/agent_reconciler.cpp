@@ -166,8 +166,8 @@ bool AgentReconciler::agent_objects_known_made(const Json& agent,
   // remember the Agent itself.
   std::optional<Json> read_here;
   if (lease_read == nullptr) {
-    read_here = view_.lease(string_at(agent, "metadata/namespace"),
-                            lease_name_for_agent(name_of(agent)));
+    read_here =
+        view_.lease(string_at(agent, "metadata/namespace"), lease_name_for_agent(name_of(agent)));
   }
   const std::optional<Json>& lease = lease_read != nullptr ? *lease_read : read_here;
   if (!agent_objects_made(lease ? &*lease : nullptr, uid)) return false;

@@ -248,7 +248,6 @@ TEST(ReconcilerDispatch, AContextRunThatCannotBeReadHoldsTheStartBack) {
   EXPECT_FALSE(h.api->first("POST", "/jobs"));
 }
 
-
 // A new Agent (no runs, its first slot minutes away): the first pass makes
 // its five per-agent objects and nothing else, and asks to be queued again
 // behind every other key; the next pass writes its first status and sends
@@ -268,7 +267,8 @@ TEST(ReconcilerDispatch, ANewAgentsObjectsGoBeforeItsFirstStatus) {
   std::vector<std::string> made;
   for (const http::Request& r : api->requests) made.push_back(r.method + " " + r.url);
   ASSERT_EQ(made.size(), 5u) << ::testing::PrintToString(made);
-  for (const char* kind : {"/serviceaccounts", "/roles", "/rolebindings", "/leases", "/configmaps"}) {
+  for (const char* kind :
+       {"/serviceaccounts", "/roles", "/rolebindings", "/leases", "/configmaps"}) {
     EXPECT_TRUE(api->first("POST", kind)) << kind;
   }
   EXPECT_FALSE(api->first("PUT", "/agents/bot/status")) << "the status waits for the next pass";

@@ -357,9 +357,8 @@ TEST(PerformPlan, AStartOfAnEarlierRunWritesTheStatusBeforeTheRestWaits) {
   ScriptedWriter writer;
   const PlanOutcome outcome = perform_plan(s.plan(), writer);
   EXPECT_TRUE(outcome.rest_left);
-  EXPECT_THAT(writer.calls,
-              ElementsAre("delete job r-stall", "start run r-q1", "agent status",
-                          "event BudgetExceeded", "event RunStalled"));
+  EXPECT_THAT(writer.calls, ElementsAre("delete job r-stall", "start run r-q1", "agent status",
+                                        "event BudgetExceeded", "event RunStalled"));
 }
 
 TEST(PerformPlan, APassWithoutAStartPerformsItAll) {
