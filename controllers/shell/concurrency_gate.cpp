@@ -187,7 +187,10 @@ void ConcurrencyGate::observe_run(const std::string& run_key, const Json* run, b
   if (agent.empty()) agent = known_agent_locked(run_key);
   if (started) {
     started_[run_key] = agent;
-  } else {
+  } else if (ended || run == nullptr) {
+    // A run once seen started keeps its place until it is final or gone: its
+    // Job may be deleted (the watchdog's stall) before its final status is
+    // stored, and until then the run is still going on.
     started_.erase(run_key);
   }
   if (run == nullptr && has_job) {

@@ -2,7 +2,8 @@
 // fleet's places in use and the runs waiting for one, shared by every
 // reconcile worker. A place is taken by a run that is not final and that the
 // informers show Running or with its Job (a started run's Running status is
-// written a pass later), or reserved by an admission until the informers
+// written a pass later), or once showed so (a stalled run's Job may be
+// deleted before its final status is stored), or reserved by an admission until the informers
 // show one of those (or kReservationTtl passes: the pass that reserved it
 // failed and never came back). A Job whose run the cache does not hold
 // counts as a reservation. Rebuilt from the informers after a restart or

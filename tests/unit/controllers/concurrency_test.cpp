@@ -198,6 +198,21 @@ TEST(ConcurrencyGate, AStartedRunCountsFromItsJobBeforeItsRunningStatus) {
   EXPECT_EQ(f.woken, std::vector<std::string>{"ns/a"});
 }
 
+TEST(ConcurrencyGate, AStartedRunWhoseJobGoesFirstKeepsItsPlaceUntilItIsFinal) {
+  Fleet f;
+  f.gate.admit(candidate("a", kT0));
+  f.phase("ns/a-run", "Queued", /*has_job=*/true);  // started; its Running write never landed
+  // The watchdog fails it as Stalled and deletes its Job; the Job's deletion
+  // is seen before the Failed status is stored (or while that write fails).
+  f.phase("ns/a-run", "Queued", /*has_job=*/false);
+  EXPECT_EQ(f.gate.in_use(), 1) << "the run is not final: it still holds its place";
+  EXPECT_TRUE(f.gate.admit(candidate("b", kT0)).admitted);
+  EXPECT_FALSE(f.gate.admit(candidate("c", kT0)).admitted);
+  f.phase("ns/a-run", "Failed");
+  EXPECT_EQ(f.gate.in_use(), 1);
+  EXPECT_EQ(f.woken, std::vector<std::string>{"ns/c"});
+}
+
 TEST(ConcurrencyGate, AJobSeenBeforeItsRunStillHoldsItsPlace) {
   Fleet f;
   f.gate.admit(candidate("a", kT0));
