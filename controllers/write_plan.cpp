@@ -1,5 +1,6 @@
 #include "controllers/write_plan.h"
 
+#include <algorithm>
 #include <cassert>
 #include <map>
 
@@ -253,22 +254,45 @@ bool writes_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
   return false;
 }
 
-// After a Job was made, the pass ends once the agent status is written (or
-// at the Job, when the plan writes no agent status after it) and leaves
-// what follows to a pass queued at once, behind the agents already waiting
-// for their slot: a worker does not hold other heartbeats' dispatches back
-// for this agent's counting and bookkeeping. The next pass decides the rest
-// again from the caches, as after a crash here. Not before the agent
-// status: it records how this pass handled the slot (a slot coalesced into
-// the run just started), which the next pass must not decide again.
+// Whether the run plan[start] starts is the due slot's own run, created
+// earlier in this plan: its scheduledTime then tells the next pass that the
+// slot is handled, whatever the agent status says.
+bool starts_its_own_slot_run(const std::vector<PlannedWrite>& plan, std::size_t start) {
+  for (std::size_t j = 0; j < start; ++j) {
+    const PlannedWrite& w = plan[j];
+    if (w.op == WriteOp::kCreateRun && w.request && w.request->slot &&
+        w.request->name == plan[start].run) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether the pass may end at the Job plan[start] made, leaving the agent
+// status after it to the next pass: when there is none, or when it counts
+// no spend (bookkeeping: an agent's first status, say) and the run started
+// is the slot's own. Not otherwise: that status records how this pass
+// handled the slot (a slot coalesced into the run just started), which the
+// next pass must not decide again.
+bool status_may_wait_for_next_pass(const std::vector<PlannedWrite>& plan, std::size_t start) {
+  const bool own_slot_run = starts_its_own_slot_run(plan, start);
+  for (std::size_t j = start + 1; j < plan.size(); ++j) {
+    if (plan[j].op != WriteOp::kReplaceAgentStatus) continue;
+    if (!own_slot_run || plan[j].priority.cls != kube::RequestClass::kBookkeeping) return false;
+  }
+  return true;
+}
+
+// After a Job was made, the pass ends once the agent status is written, or
+// at the Job when that status may wait (status_may_wait_for_next_pass), and
+// leaves what follows to a pass queued at once, behind the agents already
+// waiting for their slot: a worker does not hold other heartbeats'
+// dispatches back for this agent's counting and bookkeeping. The next pass
+// decides the rest again from the caches, as after a crash here.
 bool pass_may_end_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
   if (!writes_after(plan, i)) return false;
   if (plan[i].op == WriteOp::kReplaceAgentStatus) return true;
-  if (plan[i].op != WriteOp::kStartRun) return false;
-  for (std::size_t j = i + 1; j < plan.size(); ++j) {
-    if (plan[j].op == WriteOp::kReplaceAgentStatus) return false;
-  }
-  return true;
+  return plan[i].op == WriteOp::kStartRun && status_may_wait_for_next_pass(plan, i);
 }
 
 WriteResult perform(const PlannedWrite& w, PlanWriter& writer) {
@@ -341,6 +365,12 @@ std::map<std::string, Json> final_statuses(const std::vector<PlannedWrite>& plan
     if (w.op == WriteOp::kRunStatus && w.final_with_label) out[w.run] = w.status;
   }
   return out;
+}
+
+bool only_bookkeeping(const std::vector<PlannedWrite>& plan) {
+  return std::all_of(plan.begin(), plan.end(), [](const PlannedWrite& w) {
+    return w.priority.cls == kube::RequestClass::kBookkeeping;
+  });
 }
 
 }  // namespace hb::controllers

@@ -17,9 +17,10 @@
 //   6. other run statuses (Queued messages), history deletes
 // The start (3) comes after 4 and 5 instead when one of them writes the run
 // being started. A pass that made a Job ends after the agent status that
-// follows it (or at the Job when none does), with that write's Events
-// (rest_left): the writes after it are decided again by a pass queued at
-// once. A failed start does
+// follows it (or at the Job when none does, or when that status counts no
+// spend and the run started is the slot's own, created in this pass), with
+// that write's Events (rest_left): the writes after it are decided again by
+// a pass queued at once. A failed start does
 // not stop the writes after it (the pass still fails); any other failure
 // stops the pass.
 // Events follow the write that makes them true (agent Events after 4, run
@@ -140,5 +141,10 @@ PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writ
 
 // The final statuses a plan writes (counted and folded runs), by run name.
 std::map<std::string, Json> final_statuses(const std::vector<PlannedWrite>& plan);
+
+// True when every write of the plan (none at all, too) is bookkeeping:
+// nothing in it starts, ends or counts a heartbeat, so it may wait for a
+// later pass without delaying one (the per-agent objects go first then).
+bool only_bookkeeping(const std::vector<PlannedWrite>& plan);
 
 }  // namespace hb::controllers

@@ -151,28 +151,36 @@ kube::Result<AgentReconciler::Prompt> AgentReconciler::resolve_prompt(const Json
                 PromptGap{kReasonPromptEmpty, field + " key \"" + key + "\" is empty"}};
 }
 
-kube::Result<std::string> AgentReconciler::ensure_agent_objects(
-    const Json& agent, const std::optional<Json>* lease_read) {
+bool AgentReconciler::agent_objects_known_made(const Json& agent,
+                                               const std::optional<Json>* lease_read) {
   const std::string uid = string_at(agent, "metadata/uid");
   const std::string key = object_key(agent);
-  const std::string ns = string_at(agent, "metadata/namespace");
   {
     std::lock_guard lock(mutex_);
     if (auto it = ensured_agents_.find(key); it != ensured_agents_.end() && it->second == uid) {
-      return std::string();
+      return true;
     }
   }
   // The marked Lease in the cache says so without a request (after a
   // restart, for every Agent). Once it does, this process need not
   // remember the Agent itself.
   std::optional<Json> read_here;
-  if (lease_read == nullptr) read_here = view_.lease(ns, lease_name_for_agent(name_of(agent)));
-  const std::optional<Json>& lease = lease_read != nullptr ? *lease_read : read_here;
-  if (agent_objects_made(lease ? &*lease : nullptr, uid)) {
-    std::lock_guard lock(mutex_);
-    ensured_agents_.erase(key);
-    return std::string();
+  if (lease_read == nullptr) {
+    read_here =
+        view_.lease(string_at(agent, "metadata/namespace"), lease_name_for_agent(name_of(agent)));
   }
+  const std::optional<Json>& lease = lease_read != nullptr ? *lease_read : read_here;
+  if (!agent_objects_made(lease ? &*lease : nullptr, uid)) return false;
+  std::lock_guard lock(mutex_);
+  ensured_agents_.erase(key);
+  return true;
+}
+
+kube::Result<std::string> AgentReconciler::ensure_agent_objects(
+    const Json& agent, const std::optional<Json>* lease_read) {
+  if (agent_objects_known_made(agent, lease_read)) return std::string();
+  const std::string uid = string_at(agent, "metadata/uid");
+  const std::string ns = string_at(agent, "metadata/namespace");
   for (const auto& [kind, object] : build_agent_objects(agent, config_.job)) {
     kube::Result<Json> created = client_->create(resource_for(kind), ns, object);
     if (created.ok()) {
@@ -193,7 +201,7 @@ kube::Result<std::string> AgentReconciler::ensure_agent_objects(
     }
   }
   std::lock_guard lock(mutex_);
-  ensured_agents_[key] = uid;
+  ensured_agents_[object_key(agent)] = uid;
   return std::string();
 }
 
@@ -634,6 +642,18 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   // made ahead below) queues as bookkeeping.
   kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
   kube::GiveWayScope give_way(give_way_time(d, now, steady_()));
+  const bool in_the_way = !input.env.object_in_the_way.empty();
+  const bool objects_ahead = !in_the_way && views.agent->spec.valid() && !d.start_run;
+  if (objects_ahead && only_bookkeeping(plan) &&
+      !agent_objects_known_made(agent, &observed.lease)) {
+    // Objects first, the rest (the agent's status) in a pass queued behind
+    // every other key: a fleet applied at once gets every agent's objects,
+    // which its first heartbeat needs, before any agent's first status,
+    // which nothing waits for (docs/operator.md, "Five objects per agent").
+    HB_TRY(ensure_objects_ahead(agent, observed.lease));  // in the way: that pass reports it
+    settle_admissions(object_key(ns, name), ns, d, admitted, true);
+    return ReconcileResult{kRestOfPassAfter};
+  }
   PassWriter writer(*this, agent, views.agent->spec.spec, runs, now);
   writer.prompt = std::move(prompt);
   writer.finals_ahead = final_statuses(plan);
@@ -642,10 +662,8 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   if (!outcome.completed) return std::move(*writer.error);
   if (outcome.rest_left) return ReconcileResult{kRestOfPassAfter};
   budget_blocked_.record(object_key(ns, name), budget_block_reason(d.status));
-  const bool in_the_way = !input.env.object_in_the_way.empty();
   bool found_in_the_way = false;  // by the objects made ahead: decide again at once
-  if (!in_the_way && views.agent->spec.valid() && !d.start_run) {
-    kube::set_current_request_priority({kube::RequestClass::kBookkeeping, 0});
+  if (objects_ahead) {
     HB_TRY_ASSIGN(found_in_the_way, ensure_objects_ahead(agent, observed.lease));
   }
   return requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way);
@@ -691,6 +709,7 @@ kube::Result<bool> AgentReconciler::runs_still_unmarked(const std::string& ns,
 // the way was found (the next pass reports it).
 kube::Result<bool> AgentReconciler::ensure_objects_ahead(const Json& agent,
                                                          const std::optional<Json>& lease) {
+  kube::set_current_request_priority({kube::RequestClass::kBookkeeping, 0});
   HB_TRY_ASSIGN(const std::string blocking, ensure_agent_objects(agent, &lease));
   if (blocking.empty()) return false;
   std::lock_guard lock(mutex_);

@@ -118,6 +118,9 @@ class AgentReconciler {
   // (429, 5xx, timeouts) is an Error: the pass is retried, nothing is
   // skipped or failed for good.
   kube::Result<Prompt> resolve_prompt(const Json& agent);
+  // True when this process made the per-agent objects or the Agent's Lease
+  // in the cache is marked (job_builder.h: agent_objects_made).
+  bool agent_objects_known_made(const Json& agent, const std::optional<Json>* lease_read);
   // Creates the per-agent objects once; "" or the object in the way ("Kind ns/name").
   // `lease_read`: the agent's Lease as this pass already read it from the
   // cache (nullptr: read it here).

@@ -248,5 +248,38 @@ TEST(ReconcilerDispatch, AContextRunThatCannotBeReadHoldsTheStartBack) {
   EXPECT_FALSE(h.api->first("POST", "/jobs"));
 }
 
+// A new Agent (no runs, its first slot minutes away): the first pass makes
+// its five per-agent objects and nothing else, and asks to be queued again
+// behind every other key; the next pass writes its first status and sends
+// nothing about the objects. So a fleet applied at once has every agent's
+// objects, which its first heartbeat's dispatch needs, before any agent's
+// first status, which nothing waits for.
+TEST(ReconcilerDispatch, ANewAgentsObjectsGoBeforeItsFirstStatus) {
+  testing::FakeView view;
+  view.agents_by_name["bot"] = testing::agent("bot", "2024-05-01T12:00:00Z");
+  auto api = std::make_shared<RecordingApi>();
+  Metrics metrics;
+  auto reconciler = testing::reconciler_over(api, view, metrics, at("2024-05-01T12:01:00Z"));
+
+  const kube::Result<ReconcileResult> first = reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(first.ok()) << first.error().describe();
+  EXPECT_EQ(first.value().requeue_after, kRestOfPassAfter);
+  std::vector<std::string> made;
+  for (const http::Request& r : api->requests) made.push_back(r.method + " " + r.url);
+  ASSERT_EQ(made.size(), 5u) << ::testing::PrintToString(made);
+  for (const char* kind :
+       {"/serviceaccounts", "/roles", "/rolebindings", "/leases", "/configmaps"}) {
+    EXPECT_TRUE(api->first("POST", kind)) << kind;
+  }
+  EXPECT_FALSE(api->first("PUT", "/agents/bot/status")) << "the status waits for the next pass";
+
+  api->requests.clear();
+  const kube::Result<ReconcileResult> second = reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(second.ok()) << second.error().describe();
+  ASSERT_EQ(api->requests.size(), 1u);
+  EXPECT_TRUE(api->first("PUT", "/agents/bot/status"));
+  EXPECT_NE(second.value().requeue_after, kRestOfPassAfter);
+}
+
 }  // namespace
 }  // namespace hb::controllers

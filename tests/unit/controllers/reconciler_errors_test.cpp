@@ -117,6 +117,12 @@ TEST(ReconcilerErrors, AMissingPromptSkipsTheDueSlotWithoutARunOrJob) {
   Harness h;
   h.view.runs.clear();
   h.api->prompt_answer = [] { return status_answer(404, "NotFound"); };
+  // The first pass makes the per-agent objects only (nothing it writes is a
+  // heartbeat's): the status comes in the pass the worker queues at once.
+  const kube::Result<ReconcileResult> objects = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(objects.ok()) << objects.error().describe();
+  EXPECT_EQ(objects.value().requeue_after, kRestOfPassAfter);
+  EXPECT_FALSE(sent(*h.api, "PUT", "/agents/bot/status"));
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(result.ok()) << result.error().describe();
   EXPECT_FALSE(sent(*h.api, "POST", "/heartbeatruns"));

@@ -159,6 +159,26 @@ TEST(WritePlan, AnAgentStatusThatCountsNoSpendIsBookkeeping) {
   EXPECT_THAT(classes(plan), Contains("agent status: bookkeeping"));
 }
 
+// What may wait behind the per-agent objects: a first status, a Queued
+// message, history; not a run's start, end or charge.
+TEST(WritePlan, OnlyAPlanOfBookkeepingMayWait) {
+  EXPECT_TRUE(only_bookkeeping({}));
+  EXPECT_FALSE(only_bookkeeping(Scenario().plan()));  // every class in it
+  AgentDecision status_only;
+  status_only.status_changed = true;
+  status_only.queued_messages = {{"r-q2", "waits for r-q1"}};
+  Scenario s;
+  s.d = status_only;
+  s.observed = observe_all(s.runs, kNow);  // no Job to delete
+  const std::vector<PlannedWrite> plan = s.plan();
+  ASSERT_THAT(describe(plan), ElementsAre("agent status", "run status r-q2"));
+  EXPECT_TRUE(only_bookkeeping(plan));
+  s.d.mark = {"r-done"};  // the same status now counts a run: lifecycle
+  s.d.status.recent_runs = std::make_shared<const std::vector<LedgerEntry>>(
+      std::vector<LedgerEntry>{{"r-done", "Succeeded", 0, 7.0, kNow}});
+  EXPECT_FALSE(only_bookkeeping(s.plan()));
+}
+
 TEST(WritePlan, WithinDispatchTheEarlierSlotQueuesFirst) {
   Scenario s;
   s.runs[4] = run("r-q2", "scheduler", at("2024-05-01T12:00:00Z"));
@@ -300,6 +320,45 @@ TEST(PerformPlan, AStartAheadOfTheCountingEndsThePassAfterTheAgentStatus) {
   EXPECT_THAT(writer.calls, ElementsAre("delete job r-stall", "create run bot-1714565400",
                                         "invoke run bot-invoke-1", "start run r-q1", "agent status",
                                         "event BudgetExceeded"));
+}
+
+// A slot's own run started in the pass that created it (an agent's first
+// heartbeat, whose first status is still to be written): the pass ends at
+// the Job and the status, which counts nothing, waits for the next pass;
+// that run's scheduledTime tells the next pass the slot is handled.
+TEST(PerformPlan, AStartOfTheSlotsOwnRunLeavesABookkeepingStatusToTheNextPass) {
+  Scenario s;
+  s.runs = {run("bot-1714565400", "scheduler", kNow)};
+  s.observed = observe_all(s.runs, kNow);
+  s.d = AgentDecision{};
+  s.d.create_run = RunRequest{"bot-1714565400", kSourceScheduler, kNow, ""};
+  s.d.start_run = "bot-1714565400";
+  s.d.status_changed = true;
+  s.d.events = {{EventTarget::kAgent, "bot", false, "Ready", "ready", false}};
+  const std::vector<PlannedWrite> plan = s.plan();
+  ASSERT_THAT(classes(plan), Contains("agent status: bookkeeping"));
+  ScriptedWriter writer;
+  const PlanOutcome outcome = perform_plan(plan, writer);
+  EXPECT_TRUE(outcome.completed);
+  EXPECT_TRUE(outcome.rest_left);
+  EXPECT_THAT(writer.calls, ElementsAre("create run bot-1714565400", "start run bot-1714565400"));
+}
+
+// The same bookkeeping status after the start of a run queued earlier (the
+// slot may have coalesced into it): only the status records that, so the
+// pass ends after it.
+TEST(PerformPlan, AStartOfAnEarlierRunWritesTheStatusBeforeTheRestWaits) {
+  Scenario s;
+  s.d.coalesce.clear();
+  s.d.mark.clear();  // the status counts nothing: bookkeeping
+  s.d.create_run.reset();
+  s.d.invoke_run.reset();
+  ASSERT_THAT(classes(s.plan()), Contains("agent status: bookkeeping"));
+  ScriptedWriter writer;
+  const PlanOutcome outcome = perform_plan(s.plan(), writer);
+  EXPECT_TRUE(outcome.rest_left);
+  EXPECT_THAT(writer.calls, ElementsAre("delete job r-stall", "start run r-q1", "agent status",
+                                        "event BudgetExceeded", "event RunStalled"));
 }
 
 TEST(PerformPlan, APassWithoutAStartPerformsItAll) {
