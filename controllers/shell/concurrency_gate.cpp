@@ -188,9 +188,10 @@ void ConcurrencyGate::observe_run(const std::string& run_key, const Json* run, b
   if (started) {
     started_[run_key] = agent;
   } else if (ended || run == nullptr) {
-    // A run once seen started keeps its place until it is final or gone: its
-    // Job may be deleted (the watchdog's stall) before its final status is
-    // stored, and until then the run is still going on.
+    // A run once seen started keeps its place until it is final or gone: the
+    // watchdog deletes a stalled run's Job before it stores Failed, and the
+    // Job's informer may show that while the run's still shows Queued (its
+    // stored Running not seen yet). Until Failed the run is going on.
     started_.erase(run_key);
   }
   if (run == nullptr && has_job) {

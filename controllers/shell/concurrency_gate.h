@@ -2,12 +2,13 @@
 // fleet's places in use and the runs waiting for one, shared by every
 // reconcile worker. A place is taken by a run that is not final and that the
 // informers show Running or with its Job (a started run's Running status is
-// written a pass later), or once showed so (a stalled run's Job may be
-// deleted before its final status is stored), or reserved by an admission until the informers
-// show one of those (or kReservationTtl passes: the pass that reserved it
-// failed and never came back). A Job whose run the cache does not hold
-// counts as a reservation. Rebuilt from the informers after a restart or
-// a change of leader, so the caps hold across both.
+// written a pass later), or once showed so (the informers may show a
+// stalled run's Job deleted before its stored Running status), or reserved
+// by an admission until the informers show one of those (or
+// kReservationTtl passes: the pass that reserved it failed and never came
+// back). A Job whose run the cache does not hold counts as a reservation.
+// Rebuilt from the informers after a restart or a change of leader, so the
+// caps hold across both.
 //
 // Pools: the operator-wide cap (when > 0) holds every run; a policy's pool
 // holds the runs of the agents `pools_of` places in it. Membership is asked

@@ -201,9 +201,9 @@ TEST(ConcurrencyGate, AStartedRunCountsFromItsJobBeforeItsRunningStatus) {
 TEST(ConcurrencyGate, AStartedRunWhoseJobGoesFirstKeepsItsPlaceUntilItIsFinal) {
   Fleet f;
   f.gate.admit(candidate("a", kT0));
-  f.phase("ns/a-run", "Queued", /*has_job=*/true);  // started; its Running write never landed
-  // The watchdog fails it as Stalled and deletes its Job; the Job's deletion
-  // is seen before the Failed status is stored (or while that write fails).
+  f.phase("ns/a-run", "Queued", /*has_job=*/true);  // started; its Running not seen yet
+  // The watchdog deletes its Job before it stores Failed; the Job's informer
+  // shows the deletion while the run's still shows the run Queued.
   f.phase("ns/a-run", "Queued", /*has_job=*/false);
   EXPECT_EQ(f.gate.in_use(), 1) << "the run is not final: it still holds its place";
   EXPECT_TRUE(f.gate.admit(candidate("b", kT0)).admitted);
