@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cassert>
 #include <cmath>
+#include <functional>
 
 #include "api/heartbeat_pod.h"
 #include "api/rfc3339.h"
@@ -63,14 +65,27 @@ json runner_status_patch(const std::string& phase, bool ready, json state) {
 
 }  // namespace
 
-FakeKubelet::FakeKubelet(std::shared_ptr<kube::Client> client, std::string ns, Script script)
-    : client_(std::move(client)), ns_(std::move(ns)), script_(std::move(script)) {
+FakeKubelet::FakeKubelet(std::shared_ptr<kube::Client> client, std::string ns, Script script,
+                         int workers)
+    : client_(std::move(client)),
+      ns_(std::move(ns)),
+      script_(std::move(script)),
+      workers_(workers),
+      due_(static_cast<std::size_t>(workers)) {
+  assert(workers_ >= 1);
   kube::InformerOptions options;
   options.namespace_ = ns_;
   options.watch_timeout_seconds = 1;  // see CacheOptions::watch_timeout_seconds
   options.label_selector =
       std::string(controllers::kLabelManagedBy) + "=" + controllers::kManagedByValue;
   pods_ = std::make_unique<kube::Informer>(client_, kube::resources::kPods, options);
+  if (workers_ > 1) {
+    kube::StoreHandlers handlers;
+    handlers.on_change = [this](const std::string& key) {
+      schedule(key, std::chrono::steady_clock::now());
+    };
+    pods_->set_handlers(std::move(handlers));
+  }
 }
 
 FakeKubelet::~FakeKubelet() {
@@ -79,12 +94,20 @@ FakeKubelet::~FakeKubelet() {
 
 void FakeKubelet::start() {
   pods_->start();
-  thread_ = std::thread([this] { loop(); });
+  if (workers_ == 1) {
+    threads_.emplace_back([this] { loop(); });
+    return;
+  }
+  for (int w = 0; w < workers_; ++w) threads_.emplace_back([this, w] { serve(w); });
 }
 
 void FakeKubelet::stop() {
   stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  due_changed_.notify_all();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
+  threads_.clear();
   if (pods_) pods_->stop();
 }
 
@@ -120,6 +143,67 @@ void FakeKubelet::loop() {
       }
     }
     std::this_thread::sleep_for(kLoopInterval);
+  }
+}
+
+std::size_t FakeKubelet::worker_of(const std::string& key) const {
+  return std::hash<std::string>{}(key) % static_cast<std::size_t>(workers_);
+}
+
+void FakeKubelet::schedule(const std::string& key, SteadyTime at) {
+  {
+    std::lock_guard lock(due_mutex_);
+    due_[worker_of(key)].emplace(at, key);
+  }
+  due_changed_.notify_all();
+}
+
+std::optional<FakeKubelet::SteadyTime> FakeKubelet::next_due(const std::string& uid,
+                                                             SteadyTime now) const {
+  std::lock_guard lock(mutex_);
+  const auto it = states_.find(uid);
+  if (it == states_.end() || it->second.finished) return std::nullopt;
+  const PodState& s = it->second;
+  if (!s.running_written) return now + kLoopInterval;  // e.g. its Secret is missing: again
+  std::optional<SteadyTime> due;
+  if (!s.script.hang) due = s.started + s.script.run_for;
+  if (s.script.beat) {
+    const SteadyTime beat = s.last_beat + kBeatInterval;
+    due = due ? std::min(*due, beat) : beat;
+  }
+  return due;
+}
+
+void FakeKubelet::serve(int worker) {
+  auto& mine = due_[static_cast<std::size_t>(worker)];
+  while (!stop_) {
+    std::string key;
+    {
+      std::unique_lock lock(due_mutex_);
+      if (mine.empty()) {
+        due_changed_.wait_for(lock, kLoopInterval);
+        continue;
+      }
+      const auto first = mine.begin();
+      if (first->first > std::chrono::steady_clock::now()) {
+        due_changed_.wait_until(
+            lock, std::min(first->first, std::chrono::steady_clock::now() + kLoopInterval));
+        continue;
+      }
+      key = first->second;
+      mine.erase(first);
+    }
+    const std::optional<json> pod = pods_->store().get(key);
+    if (!pod) continue;  // gone
+    try {
+      step(*pod);
+    } catch (const std::exception& e) {
+      spdlog::debug("fake kubelet: pod {}: {}", key, e.what());
+      schedule(key, std::chrono::steady_clock::now() + kLoopInterval);
+      continue;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (auto due = next_due(controllers::string_at(*pod, "metadata/uid"), now)) schedule(key, *due);
   }
 }
 
