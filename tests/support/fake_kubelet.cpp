@@ -153,7 +153,7 @@ std::size_t FakeKubelet::worker_of(const std::string& key) const {
 void FakeKubelet::schedule(const std::string& key, SteadyTime at) {
   {
     std::lock_guard lock(due_mutex_);
-    due_[worker_of(key)].emplace(at, key);
+    due_[worker_of(key)].schedule(key, at);
   }
   due_changed_.notify_all();
 }
@@ -184,14 +184,13 @@ void FakeKubelet::serve(int worker) {
         due_changed_.wait_for(lock, kLoopInterval);
         continue;
       }
-      const auto first = mine.begin();
-      if (first->first > std::chrono::steady_clock::now()) {
+      const SteadyTime first_at = mine.first_at();
+      if (first_at > std::chrono::steady_clock::now()) {
         due_changed_.wait_until(
-            lock, std::min(first->first, std::chrono::steady_clock::now() + kLoopInterval));
+            lock, std::min(first_at, std::chrono::steady_clock::now() + kLoopInterval));
         continue;
       }
-      key = first->second;
-      mine.erase(first);
+      key = mine.pop_first();
     }
     const std::optional<json> pod = pods_->store().get(key);
     if (!pod) continue;  // gone

@@ -27,6 +27,7 @@
 
 #include "kube/client.h"
 #include "kube/informer.h"
+#include "tests/support/due_times.h"
 
 namespace hb::testing {
 
@@ -85,11 +86,10 @@ class FakeKubelet {
   const int workers_;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
-  // Each worker's Pods by due time (a key may be there twice: a step is
-  // idempotent), under due_mutex_.
+  // Each worker's Pods by due time, under due_mutex_.
   std::mutex due_mutex_;
   std::condition_variable due_changed_;
-  std::vector<std::multimap<SteadyTime, std::string>> due_;
+  std::vector<DueTimes<SteadyTime>> due_;
   mutable std::mutex mutex_;
   std::map<std::string, PodState> states_;  // by pod uid
 };
