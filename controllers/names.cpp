@@ -64,6 +64,11 @@ std::string label_safe_name(std::string_view name) {
 std::string job_name_for_run(std::string_view run_name) {
   return label_safe_name(run_name);
 }
+std::string pod_name_prefix_for_job(std::string_view job_name) {
+  std::string prefix = std::string(job_name) + "-";
+  if (prefix.size() > kGeneratedNameBaseCharsMax) prefix.resize(kGeneratedNameBaseCharsMax);
+  return prefix;
+}
 std::string context_config_map_name(std::string_view run_name) {
   return derived_name(run_name, "context");
 }

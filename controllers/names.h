@@ -51,6 +51,12 @@ std::string derived_name(std::string_view base, std::string_view suffix,
 std::string label_safe_name(std::string_view name);
 
 std::string job_name_for_run(std::string_view run_name);
+// The Job controller names a Job's Pods `generateName: <job>-`, and the API
+// server keeps at most this much of a generateName before its 5 random
+// characters (Kubernetes' maxGeneratedNameLength, 63 - 5).
+inline constexpr std::size_t kGeneratedNameBaseCharsMax = 58;
+// What every Pod of the Job starts its name with.
+std::string pod_name_prefix_for_job(std::string_view job_name);
 std::string context_config_map_name(std::string_view run_name);
 std::string lease_name_for_agent(std::string_view agent_name);
 std::string memory_config_map_name(std::string_view agent_name);

@@ -300,6 +300,20 @@ void Store::for_each(const std::function<void(nlohmann::json&&)>& fn) const {
   for (const StoredObjectPtr& entry : stored) fn(parse(entry->view()));
 }
 
+std::vector<nlohmann::json> Store::with_key_prefix(std::string_view prefix) const {
+  std::vector<StoredObjectPtr> stored;
+  {
+    std::lock_guard lock(mutex_);
+    items_.for_each_with_prefix(prefix, [&stored](const StoredEntryView& entry) {
+      stored.push_back(StoredObject::make(entry));
+    });
+  }
+  std::vector<nlohmann::json> out;
+  out.reserve(stored.size());
+  for (const StoredObjectPtr& entry : stored) out.push_back(parse(entry->view()));
+  return out;
+}
+
 std::vector<nlohmann::json> Store::list() const {
   std::vector<nlohmann::json> out;
   for_each([&out](nlohmann::json&& object) { out.push_back(std::move(object)); });

@@ -124,6 +124,9 @@ class Store {
   // Each object is fn's to keep (list() moves them out).
   void for_each(const std::function<void(nlohmann::json&&)>& fn) const;
   std::vector<std::string> keys() const;
+  // The objects whose key ("ns/name") starts with `prefix`, in key order,
+  // without a walk of the rest (e.g. a Job's Pods, named after it).
+  std::vector<nlohmann::json> with_key_prefix(std::string_view prefix) const;
   size_t size() const;
   // Bytes the kept objects take as stored, and as text, and the
   // compression dictionary's tables (for benchmarks).

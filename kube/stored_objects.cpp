@@ -247,4 +247,20 @@ void StoredObjects::for_each(const std::function<void(const StoredEntryView&)>& 
   while (cursor.next()) fn(cursor.entry());
 }
 
+void StoredObjects::for_each_with_prefix(
+    std::string_view prefix, const std::function<void(const StoredEntryView&)>& fn) const {
+  if (pages_.empty()) return;
+  // Keys sort as bytes: those with the prefix are together, from the page
+  // that would hold the prefix itself.
+  Cursor cursor(*this, page_for(prefix));
+  while (cursor.next()) {
+    const std::string_view key = cursor.entry().key;
+    if (key.substr(0, prefix.size()) == prefix) {
+      fn(cursor.entry());
+    } else if (key > prefix) {
+      return;
+    }
+  }
+}
+
 }  // namespace hb::kube

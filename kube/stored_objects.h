@@ -53,18 +53,24 @@ class StoredObjects {
   // fn(entry) for each entry in key order; the views (its key too) are
   // valid during the call only, and fn must not change this set.
   void for_each(const std::function<void(const StoredEntryView&)>& fn) const;
+  // fn(entry) for each entry whose key starts with `prefix`, in key order
+  // (found by the pages' first keys, not a walk of the whole set); the same
+  // rules as for_each.
+  void for_each_with_prefix(std::string_view prefix,
+                            const std::function<void(const StoredEntryView&)>& fn) const;
   // Walks the entries in key order, one at a time: two sets side by side
   // (a relist against what was kept) compare in one pass. The set must not
   // change while a cursor walks it; entry() is valid until the next next().
   class Cursor {
    public:
-    explicit Cursor(const StoredObjects& set) : set_(&set) {}
+    explicit Cursor(const StoredObjects& set, std::size_t first_page = 0)
+        : set_(&set), page_(first_page) {}
     bool next();  // false past the last entry
     const StoredEntryView& entry() const { return entry_; }
 
    private:
     const StoredObjects* set_;
-    std::size_t page_ = 0;  // the next page to read
+    std::size_t page_;  // the next page to read
     const char* at_ = nullptr;
     const char* end_ = nullptr;
     std::string key_;

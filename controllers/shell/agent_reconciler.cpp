@@ -606,7 +606,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   if (config_.policies)
     input.policy_budgets = config_.policies->budgets_for(object_key(ns, name), now);
   if (config_.provider_holds) {
-    input.provider_hold = config_.provider_holds->hold_for(object_key(ns, name), now);
+    input.provider_hold = config_.provider_holds->hold_for(provider_credential(agent), now);
   }
   std::set<std::string> admitted;  // runs the gate reserved a place for in this pass
   if (config_.concurrency) {

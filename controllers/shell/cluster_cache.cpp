@@ -75,16 +75,6 @@ std::string annotation(const Json& object, std::string_view key) {
   return std::string(annotation_at(object, key));
 }
 
-// The object keys an index holds under `index_key` (the caller holds its lock).
-std::vector<std::string> keys_under(const std::map<std::string, std::set<std::string>>& index,
-                                    const std::string& index_key) {
-  std::vector<std::string> keys;
-  if (auto it = index.find(index_key); it != index.end()) {
-    keys.assign(it->second.begin(), it->second.end());
-  }
-  return keys;
-}
-
 }  // namespace
 
 ClusterCache::ClusterCache(std::shared_ptr<kube::Client> client, CacheOptions options,
@@ -240,8 +230,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     const std::string run = annotation(o, kAnnotationRunName);
     return run.empty() ? std::string() : object_key(namespace_of(o), run);
   };
-  pod_handlers.on_add = [this, pod_run_key, named_agent_key](const Json& o) {
-    if (auto k = pod_run_key(o); !k.empty()) index(pods_by_run_, k, object_key(o), true);
+  pod_handlers.on_add = [this, named_agent_key](const Json& o) {
     if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
   };
   pod_handlers.on_update = [this, named_agent_key](const Json&, const Json& o) {
@@ -252,7 +241,6 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
       std::lock_guard lock(mutex_);
       tombstones_.remember(k, o, steady_now_());
     }
-    if (auto k = pod_run_key(o); !k.empty()) index(pods_by_run_, k, object_key(o), false);
     if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
   };
   pods_.set_handlers(pod_handlers);
@@ -261,6 +249,31 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     const std::string agent = owner_agent(o);
     return agent.empty() ? std::string() : object_key(namespace_of(o), agent);
   }));
+  if (provider_holds_) provider_holds_->read_agents_from(agent_source());
+  if (policy_index_) policy_index_->read_agents_from(agent_source());
+}
+
+AgentSource ClusterCache::agent_source() const {
+  AgentSource source;
+  source.get = [this](const std::string& key) -> std::optional<Json> {
+    const std::string ns = key.substr(0, key.find('/'));
+    const kube::CachedResource* informer = agents_.in(ns);
+    if (informer == nullptr) return std::nullopt;
+    return informer->store().get(key);
+  };
+  source.contains = [this](const std::string& key) {
+    const kube::CachedResource* informer = agents_.in(key.substr(0, key.find('/')));
+    return informer != nullptr && informer->store().contains(key);
+  };
+  source.for_each_in = [this](const std::string& ns, const AgentSource::Visit& visit) {
+    const kube::CachedResource* informer = agents_.in(ns);
+    if (informer == nullptr) return;
+    // One informer may hold every namespace's Agents.
+    informer->store().for_each([&](Json&& agent) {
+      if (namespace_of(agent) == ns) visit(object_key(agent), agent);
+    });
+  };
+  return source;
 }
 
 ClusterCache::~ClusterCache() {
@@ -328,19 +341,6 @@ kube::CachedResource* ClusterCache::InformerSet::in(const std::string& ns) {
 
 void ClusterCache::InformerSet::set_handlers(const kube::StoreHandlers& handlers) {
   for (auto& informer : informers) informer->set_handlers(handlers);
-}
-
-void ClusterCache::index(Index& idx, const std::string& index_key, const std::string& object_key,
-                         bool add) {
-  std::lock_guard lock(mutex_);
-  if (add) {
-    idx[index_key].insert(object_key);
-    return;
-  }
-  auto it = idx.find(index_key);
-  if (it == idx.end()) return;
-  it->second.erase(object_key);
-  if (it->second.empty()) idx.erase(it);
 }
 
 bool ClusterCache::index_run(const std::string& agent_key, const std::string& run_name,
@@ -444,19 +444,29 @@ bool ClusterCache::owner_run_settled(const Json& object) const {
 }
 
 void ClusterCache::drop_objects_of(const std::string& ns, const std::string& run_name) {
-  std::vector<std::string> pods;
-  {
-    std::lock_guard lock(mutex_);
-    pods = keys_under(pods_by_run_, object_key(ns, run_name));
-    pods_by_run_.erase(object_key(ns, run_name));
-  }
-  // Outside mutex_: a store's projection takes it.
+  // Not under mutex_: a store's projection takes it.
   if (kube::CachedResource* jobs = jobs_.in(ns)) {
     jobs->reproject(object_key(ns, job_name_for_run(run_name)));
   }
   if (kube::CachedResource* pod_store = pods_.in(ns)) {
-    for (const std::string& key : pods) pod_store->reproject(key);
+    for (const Json& pod : live_pods_of(ns, run_name)) pod_store->reproject(object_key(pod));
   }
+}
+
+std::vector<Json> ClusterCache::live_pods_of(const std::string& ns,
+                                             const std::string& run_name) const {
+  const kube::CachedResource* informer = pods_.in(ns);
+  if (informer == nullptr) return {};
+  // Read by name, not kept in an index (a map entry for every run in
+  // flight, about 0.3 KB each): the Job controller names a Job's Pods after
+  // it, and the ones another run's longer name shares the prefix with are
+  // told apart by their run annotation.
+  std::vector<Json> pods = informer->store().with_key_prefix(
+      object_key(ns, pod_name_prefix_for_job(job_name_for_run(run_name))));
+  std::erase_if(pods, [&run_name](const Json& pod) {
+    return annotation_at(pod, kAnnotationRunName) != run_name;
+  });
+  return pods;
 }
 
 std::vector<Json> ClusterCache::lookup(const InformerSet& set, const std::string& ns,
@@ -514,12 +524,7 @@ std::optional<Json> ClusterCache::job(const std::string& ns, const std::string& 
   return get_from(jobs_.in(ns), ns, name);
 }
 std::vector<Json> ClusterCache::pods_of(const std::string& ns, const std::string& run) const {
-  std::vector<std::string> keys;
-  {
-    std::lock_guard lock(mutex_);
-    keys = keys_under(pods_by_run_, object_key(ns, run));
-  }
-  std::vector<Json> pods = lookup(pods_, ns, keys);
+  std::vector<Json> pods = live_pods_of(ns, run);
   std::lock_guard lock(mutex_);
   std::vector<Json> gone = tombstones_.of(object_key(ns, run), pods);
   pods.insert(pods.end(), std::make_move_iterator(gone.begin()),

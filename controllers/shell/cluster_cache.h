@@ -13,6 +13,7 @@
 #include <set>
 
 #include "controllers/pod_tombstones.h"
+#include "controllers/shell/agent_source.h"
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/policy_index.h"
 #include "controllers/shell/provider_holds.h"
@@ -76,7 +77,6 @@ class ClusterCache final : public ClusterView {
   std::vector<const kube::CachedResource*> sources() const;
 
  private:
-  using Index = std::map<std::string, std::set<std::string>>;
   // One resource's informers: one for all namespaces, or one per namespace.
   struct InformerSet {
     std::vector<std::string> namespaces;  // parallel to `informers`; {""} = all
@@ -85,10 +85,11 @@ class ClusterCache final : public ClusterView {
     kube::CachedResource* in(const std::string& ns);
     void set_handlers(const kube::StoreHandlers& handlers);
   };
+  // The Agents as stored, for the indexes that read them on demand.
+  AgentSource agent_source() const;
   void forget_pods_of(const std::string& run_key);
   // Reads the run and its Job from the caches and tells observe_run_.
   void tell_run_place(const std::string& ns, const std::string& run_name);
-  void index(Index& index, const std::string& index_key, const std::string& object_key, bool add);
   // Records the run (or its removal); true when it has just become settled.
   bool index_run(const std::string& agent_key, const std::string& run_name, const Json* run);
   static std::string agent_key_of_run(const Json& run);
@@ -106,6 +107,8 @@ class ClusterCache final : public ClusterView {
   void drop_outputs_past_window(const std::string& ns, const std::string& agent_key);
   // Whether the run a Job or Pod belongs to (by its annotations) is settled.
   bool owner_run_settled(const Json& object) const;
+  // The run's Pods the Pod cache holds (its Job's, by name).
+  std::vector<Json> live_pods_of(const std::string& ns, const std::string& run_name) const;
   // Drops the settled run's Job and Pods from the caches.
   void drop_objects_of(const std::string& ns, const std::string& run_name);
   std::vector<Json> lookup(const InformerSet& set, const std::string& ns,
@@ -124,7 +127,6 @@ class ClusterCache final : public ClusterView {
   InformerSet agents_, runs_, jobs_, pods_, leases_, policies_;
   mutable std::mutex mutex_;
   RunIndex runs_by_agent_;  // the Jobs and Pods of settled runs are not kept
-  Index pods_by_run_;       // "ns/run" -> pod keys
   // Deleted Pods' last states until their run's cost is recorded ("ns/run").
   PodTombstones tombstones_;
 };

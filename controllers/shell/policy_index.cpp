@@ -1,6 +1,7 @@
 #include "controllers/shell/policy_index.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <iterator>
 #include <optional>
@@ -33,6 +34,42 @@ PolicyIndex::PolicyIndex(Enqueue enqueue) : enqueue_(std::move(enqueue)) {}
 
 void PolicyIndex::on_limits_changed(std::function<void()> limits_changed) {
   limits_changed_ = std::move(limits_changed);
+}
+
+void PolicyIndex::read_agents_from(AgentSource agents) {
+  agent_source_ = std::move(agents);
+}
+
+bool PolicyIndex::namespace_has_policies(const std::string& ns) const {
+  const auto [begin, end] = in_namespace(ns);
+  return begin != end;
+}
+
+PolicyIndex::AgentEntry PolicyIndex::entry_of(const Json& agent) {
+  AgentEntry entry;
+  entry.labels = labels_of(agent);
+  entry.period = string_at(agent, "status/spend/period");
+  entry.spent_micros = to_micros(number_at(agent, "status/spend/cents").value_or(0));
+  return entry;
+}
+
+void PolicyIndex::keep_agents_in(const std::string& ns) {
+  if (!agent_source_.for_each_in) return;
+  agent_source_.for_each_in(ns, [this, &ns](const std::string& key, const Json& agent) {
+    std::lock_guard lock(mutex_);
+    // The snapshot may be older than what the handlers told since the
+    // namespace got its policy: a change told is kept (it is newer), and an
+    // Agent deleted since (no longer stored) is not brought back.
+    if (agents_.count(key) > 0 || !namespace_has_policies(ns)) return;
+    if (agent_source_.contains && !agent_source_.contains(key)) return;
+    AgentEntry entry = entry_of(agent);
+    count_agent(ns, entry, +1);
+    agents_.emplace(key, std::move(entry));
+  });
+}
+
+void PolicyIndex::forget_agents_in(const std::string& ns) {
+  agents_.erase(agents_.lower_bound(ns + "/"), agents_.lower_bound(ns + "0"));
 }
 
 bool PolicyIndex::namespace_has_caps(const std::string& ns) const {
@@ -77,7 +114,10 @@ PolicyIndex::PolicyEntry PolicyIndex::entry_for(const Json& policy) const {
 }
 
 void PolicyIndex::policy_changed(const Json* old_policy, const Json* policy) {
+  assert(old_policy != nullptr || policy != nullptr);
   std::vector<std::string> touched;
+  const std::string ns = namespace_of(policy != nullptr ? *policy : *old_policy);
+  bool first_in_namespace = false;
   {
     std::lock_guard lock(mutex_);
     if (old_policy != nullptr && policy != nullptr && same_spec(*old_policy, *policy)) {
@@ -87,6 +127,7 @@ void PolicyIndex::policy_changed(const Json* old_policy, const Json* policy) {
       if (it != policies_.end()) it->second.stored_status = status ? *status : Json();
       return;
     }
+    first_in_namespace = policy != nullptr && !namespace_has_policies(ns);
     if (old_policy != nullptr) {
       auto it = policies_.find(object_key(*old_policy));
       if (it != policies_.end()) {
@@ -94,10 +135,16 @@ void PolicyIndex::policy_changed(const Json* old_policy, const Json* policy) {
         policies_.erase(it);
       }
     }
-    if (policy != nullptr) {
-      PolicyEntry entry = entry_for(*policy);
-      for (std::string& key : agents_selected(entry.spec)) touched.push_back(std::move(key));
-      policies_.insert_or_assign(object_key(*policy), std::move(entry));
+    if (policy != nullptr) policies_.insert_or_assign(object_key(*policy), entry_for(*policy));
+    if (!namespace_has_policies(ns)) forget_agents_in(ns);
+  }
+  // Its agents counted into it as they are read.
+  if (first_in_namespace) keep_agents_in(ns);
+  if (policy != nullptr) {
+    std::lock_guard lock(mutex_);
+    const auto it = policies_.find(object_key(*policy));
+    if (it != policies_.end()) {
+      for (std::string& key : agents_selected(it->second.spec)) touched.push_back(std::move(key));
     }
   }
   for (const std::string& key : touched) enqueue_(key);
@@ -127,6 +174,7 @@ void PolicyIndex::agent_changed(const std::string& agent_key, const Json* agent)
   {
     std::lock_guard lock(mutex_);
     const auto it = agents_.find(agent_key);
+    if (it == agents_.end() && !namespace_has_policies(ns)) return;  // no policy counts it
     std::string period = agent != nullptr ? string_at(*agent, "status/spend/period") : "";
     if (agent == nullptr && it != agents_.end()) period = it->second.period;
     const std::set<std::string> spent_before = spent_budgets(ns, period);
@@ -137,10 +185,7 @@ void PolicyIndex::agent_changed(const std::string& agent_key, const Json* agent)
       agents_.erase(it);
     }
     if (agent != nullptr) {
-      AgentEntry entry;
-      entry.labels = labels_of(*agent);
-      entry.period = string_at(*agent, "status/spend/period");
-      entry.spent_micros = to_micros(number_at(*agent, "status/spend/cents").value_or(0));
+      AgentEntry entry = entry_of(*agent);
       count_agent(ns, entry, +1);
       caps_moved = old_labels && *old_labels != entry.labels;
       agents_.emplace(agent_key, std::move(entry));
@@ -221,6 +266,11 @@ std::vector<PolicyIndex::Report> PolicyIndex::reports(
 std::size_t PolicyIndex::size() const {
   std::lock_guard lock(mutex_);
   return policies_.size();
+}
+
+std::size_t PolicyIndex::agents_kept() const {
+  std::lock_guard lock(mutex_);
+  return agents_.size();
 }
 
 }  // namespace hb::controllers

@@ -121,6 +121,35 @@ TEST(ClusterCache, ASettledRunsJobAndPodsAreLetGoAndStayGone) {
   EXPECT_TRUE(f.queued.empty());
 }
 
+// A run's Pods are read by its Job's name (the Job controller's
+// generateName, which the API server cuts at 58 characters), and told apart
+// from the Pods of a run whose longer name shares that prefix by their run
+// annotation: no index of Pods by run is kept.
+TEST(ClusterCache, ARunsPodsAreFoundByItsJobsNameAndTheirRunAnnotation) {
+  Fixture f;
+  auto pod_of = [](const std::string& name, const std::string& run_name) {
+    Json pod = owned(name, "3");
+    pod["metadata"]["annotations"][kAnnotationRunName] = run_name;
+    return pod;
+  };
+  f.pods().send(kube::WatchEventType::kAdded, pod_of("bot-1-x7k2p", "bot-1"));
+  f.pods().send(kube::WatchEventType::kAdded, pod_of("bot-1-2-ab12c", "bot-1-2"));
+  f.pods().send(kube::WatchEventType::kAdded, pod_of("bot-0-zz9zz", "bot-0"));
+  const std::vector<Json> pods = f.cache.pods_of(kNs, "bot-1");
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(name_of(pods[0]), "bot-1-x7k2p");
+  EXPECT_EQ(f.cache.pods_of(kNs, "bot-1-2").size(), 1u);
+
+  const std::string long_run(40, 'a');
+  const std::string long_name = long_run + "-agent-with-a-long-name-1764640000";
+  const std::string job = job_name_for_run(long_name);
+  ASSERT_GT(job.size() + 1, kGeneratedNameBaseCharsMax);
+  const std::string pod_name = job.substr(0, kGeneratedNameBaseCharsMax) + "q9x8z";
+  f.pods().send(kube::WatchEventType::kAdded, pod_of(pod_name, long_name));
+  ASSERT_EQ(f.cache.pods_of(kNs, long_name).size(), 1u);
+  EXPECT_EQ(name_of(f.cache.pods_of(kNs, long_name)[0]), pod_name);
+}
+
 // After a restart the lists may come in any order: Pods and Jobs listed
 // before their settled run are let go once the run is listed.
 TEST(ClusterCache, ObjectsListedBeforeTheirSettledRunAreLetGoWhenItArrives) {

@@ -8,12 +8,14 @@
 #include "controllers/label_selector.h"
 #include "controllers/shell/concurrency_gate.h"
 #include "controllers/shell/policy_index.h"
+#include "tests/unit/controllers/fake_agent_source.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {
 namespace {
 
 using testing::at;
+using testing::FakeAgents;
 using ::testing::HasSubstr;
 
 LabelSelector selector(const char* json) {
@@ -165,16 +167,18 @@ Json agent_with(const char* name, std::map<std::string, std::string> labels, dou
 TEST(PolicyIndex, SumsSpendOfSelectedAgentsAsTheyChange) {
   std::vector<std::string> woken;
   PolicyIndex index([&](const std::string& key) { woken.push_back(key); });
+  FakeAgents agents;
+  index.read_agents_from(agents.source());
   const TimePoint now = at("2024-05-10T10:00:00Z");
   const Json a = agent_with("a", {{"team", "x"}}, 30.5);
   const Json b = agent_with("b", {{"team", "x"}}, 40.75);
   const Json c = agent_with("c", {{"team", "y"}}, 1000);
-  index.agent_changed("ns/a", &a);
-  index.agent_changed("ns/b", &b);
-  index.agent_changed("ns/c", &c);
+  agents.put(index, "ns/a", a);
+  agents.put(index, "ns/b", b);
+  agents.put(index, "ns/c", c);
   Json other_ns = agent_with("a", {{"team", "x"}}, 999);
   other_ns["metadata"]["namespace"] = "ns-2";
-  index.agent_changed("ns-2/a", &other_ns);
+  agents.put(index, "ns-2/a", other_ns);
   const Json p = policy("team-x", {{"selector", {{"matchLabels", {{"team", "x"}}}}},
                                    {"budget", {{"monthlyCents", 100}}},
                                    {"maxConcurrentRuns", 1}});
@@ -193,36 +197,94 @@ TEST(PolicyIndex, SumsSpendOfSelectedAgentsAsTheyChange) {
   EXPECT_TRUE(index.caps_for("ns/c").empty());
   // b spends more, then leaves the team; c joins it.
   const Json b2 = agent_with("b", {{"team", "x"}}, 60);
-  index.agent_changed("ns/b", &b2);
+  agents.put(index, "ns/b", b2);
   EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 90);
   const Json b3 = agent_with("b", {{"team", "z"}}, 60);
-  index.agent_changed("ns/b", &b3);
+  agents.put(index, "ns/b", b3);
   EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 30);
   const Json c2 = agent_with("c", {{"team", "x"}}, 1000);
-  index.agent_changed("ns/c", &c2);
+  agents.put(index, "ns/c", c2);
   EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 1030);
-  index.agent_changed("ns/c", nullptr);
+  agents.erase(index, "ns/c");
   EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 30);
   // c spends the team budget: every agent of the team decides again.
   woken.clear();
   const Json c3 = agent_with("c", {{"team", "x"}}, 80);
-  index.agent_changed("ns/c", &c3);
+  agents.put(index, "ns/c", c3);
   EXPECT_EQ(woken, (std::vector<std::string>{"ns/a", "ns/c"}));
   woken.clear();
-  index.agent_changed("ns/c", nullptr);  // and frees it when it goes
+  agents.erase(index, "ns/c");  // and frees it when it goes
   EXPECT_EQ(woken, (std::vector<std::string>{"ns/a"}));
   // Spend of last month does not count this month.
   const Json a_old = agent_with("a", {{"team", "x"}}, 30.5, "2024-04");
-  index.agent_changed("ns/a", &a_old);
+  agents.put(index, "ns/a", a_old);
   EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 0);
+}
+
+// A fleet without policies costs the index nothing: a namespace's Agents
+// are read when its first policy comes and forgotten with its last.
+TEST(PolicyIndex, AgentsAreKeptOnlyInNamespacesWithAPolicy) {
+  PolicyIndex index([](const std::string&) {});
+  FakeAgents agents;
+  index.read_agents_from(agents.source());
+  const TimePoint now = at("2024-05-10T10:00:00Z");
+  const Json a = agent_with("a", {{"team", "x"}}, 30);
+  const Json b = agent_with("b", {{"team", "x"}}, 12);
+  Json other_ns = agent_with("a", {{"team", "x"}}, 999);
+  other_ns["metadata"]["namespace"] = "ns-2";
+  agents.put(index, "ns/a", a);
+  agents.put(index, "ns/b", b);
+  agents.put(index, "ns-2/a", other_ns);
+  EXPECT_EQ(index.agents_kept(), 0u);
+  const Json p = policy("team-x", {{"selector", {{"matchLabels", {{"team", "x"}}}}},
+                                   {"budget", {{"monthlyCents", 100}}}});
+  index.policy_changed(nullptr, &p);
+  EXPECT_EQ(index.agents_kept(), 2u) << "ns only";
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 42);
+  const Json b2 = agent_with("b", {{"team", "x"}}, 20);
+  agents.put(index, "ns/b", b2);
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 50);
+  index.policy_changed(&p, nullptr);
+  EXPECT_EQ(index.agents_kept(), 0u);
+  agents.put(index, "ns/a", a);
+  EXPECT_EQ(index.agents_kept(), 0u);
+  // Back again: read afresh, with what changed while no policy was there.
+  index.policy_changed(nullptr, &p);
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 50);
+}
+
+// The namespace's Agents are read from a snapshot while the handlers go on
+// telling changes: one deleted meanwhile is not brought back, one changed
+// meanwhile keeps its newer state.
+TEST(PolicyIndex, ChangesToldWhileANamespaceIsReadWin) {
+  PolicyIndex index([](const std::string&) {});
+  FakeAgents agents;
+  index.read_agents_from(agents.source());
+  const TimePoint now = at("2024-05-10T10:00:00Z");
+  agents.put(index, "ns/a", agent_with("a", {{"team", "x"}}, 30));
+  agents.put(index, "ns/b", agent_with("b", {{"team", "x"}}, 12));
+  agents.put(index, "ns/c", agent_with("c", {{"team", "x"}}, 5));
+  const Json c2 = agent_with("c", {{"team", "x"}}, 7);
+  agents.before_visit = [&](const std::string& key) {
+    if (key != "ns/a") return;
+    agents.erase(index, "ns/b");
+    agents.put(index, "ns/c", c2);
+  };
+  const Json p = policy("team-x", {{"selector", {{"matchLabels", {{"team", "x"}}}}},
+                                   {"budget", {{"monthlyCents", 100}}}});
+  index.policy_changed(nullptr, &p);
+  EXPECT_EQ(index.agents_kept(), 2u);
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 37);  // 30 + 7
 }
 
 TEST(PolicyIndex, ReportsCountAgentsAndRunningRuns) {
   PolicyIndex index([](const std::string&) {});
+  FakeAgents agents;
+  index.read_agents_from(agents.source());
   const Json a = agent_with("a", {{"team", "x"}}, 10);
   const Json b = agent_with("b", {{"team", "y"}}, 20);
-  index.agent_changed("ns/a", &a);
-  index.agent_changed("ns/b", &b);
+  agents.put(index, "ns/a", a);
+  agents.put(index, "ns/b", b);
   const Json p = policy("team-x", {{"selector", {{"matchLabels", {{"team", "x"}}}}}});
   index.policy_changed(nullptr, &p);
   // The gate (fed by the informers) counts the started runs; the index
@@ -257,29 +319,33 @@ TEST(PolicyIndex, ReportsCountAgentsAndRunningRuns) {
 // where a policy caps runs), so whoever may start now is woken.
 TEST(PolicyIndex, ALabelChangeUnderACapTellsTheGate) {
   PolicyIndex index([](const std::string&) {});
+  FakeAgents agents;
+  index.read_agents_from(agents.source());
   int told = 0;
   index.on_limits_changed([&] { ++told; });
   const Json a = agent_with("a", {{"team", "x"}}, 10);
-  index.agent_changed("ns/a", &a);
+  agents.put(index, "ns/a", a);
   const Json spend_more = agent_with("a", {{"team", "x"}}, 20);
-  index.agent_changed("ns/a", &spend_more);
+  agents.put(index, "ns/a", spend_more);
   const Json relabelled = agent_with("a", {{"team", "y"}}, 20);
-  index.agent_changed("ns/a", &relabelled);
+  agents.put(index, "ns/a", relabelled);
   EXPECT_EQ(told, 0) << "no policy caps runs here";
   const Json p = policy("cap", {{"maxConcurrentRuns", 1}});
   index.policy_changed(nullptr, &p);
   EXPECT_EQ(told, 1);
-  index.agent_changed("ns/a", &relabelled);
+  agents.put(index, "ns/a", relabelled);
   EXPECT_EQ(told, 1) << "the same labels";
-  index.agent_changed("ns/a", &a);
+  agents.put(index, "ns/a", a);
   EXPECT_EQ(told, 2);
 }
 
 TEST(PolicyIndex, AStatusOnlyUpdateWakesNobody) {
   int woken = 0;
   PolicyIndex index([&](const std::string&) { ++woken; });
+  FakeAgents agents;
+  index.read_agents_from(agents.source());
   const Json a = agent_with("a", {}, 10);
-  index.agent_changed("ns/a", &a);
+  agents.put(index, "ns/a", a);
   const Json p = policy("all", {{"budget", {{"monthlyCents", 100}}}});
   index.policy_changed(nullptr, &p);
   EXPECT_EQ(woken, 1);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/shell/provider_holds.h"
+#include "tests/unit/controllers/fake_agent_source.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {
@@ -13,6 +14,7 @@ namespace {
 
 using testing::agent;
 using testing::at;
+using testing::FakeAgents;
 using ::testing::HasSubstr;
 using testing::World;
 
@@ -86,45 +88,77 @@ Json quota_run(const std::string& name, const std::string& agent_name, const cha
 
 // One agent's run hits the spent quota: every agent on the same key is
 // held (and queued, to say so at once) until the reset; another key is not.
+// Nothing is kept of an agent without a hold.
 TEST(ProviderHolds, ARunOnASpentQuotaHoldsEveryAgentOnThatKey) {
   std::vector<std::string> woken;
   ProviderHolds holds([&](const std::string& key) { woken.push_back(key); });
+  FakeAgents agents;
+  holds.read_agents_from(agents.source());
   const Json a = agent("a"), b = agent("b");
   const Json c = with_model(agent(), "c", {{"apiKeySecretRef", {{"name", "other-llm"}}}});
-  holds.agent_changed("ns/a", &a);
-  holds.agent_changed("ns/b", &b);
-  holds.agent_changed("ns/c", &c);
+  agents.put(holds, "ns/a", a);
+  agents.put(holds, "ns/b", b);
+  agents.put(holds, "ns/c", c);
+  EXPECT_EQ(holds.holders(), 0u);
   const Json ok = testing::with_status(testing::run("a-0"), {{"phase", "Succeeded"}});
   holds.run_changed("ns/a-0", &ok);
   EXPECT_TRUE(woken.empty());
+  EXPECT_EQ(holds.holders(), 0u);
   const Json hit = quota_run("a-1", "a", "2024-05-01T14:00:00Z");
   holds.run_changed("ns/a-1", &hit);
   EXPECT_EQ(woken, (std::vector<std::string>{"ns/a", "ns/b"}));
+  EXPECT_EQ(holds.holders(), 1u);
   const TimePoint now = at("2024-05-01T12:30:00Z");
-  ASSERT_TRUE(holds.hold_for("ns/b", now));
-  EXPECT_EQ(holds.hold_for("ns/b", now)->until, at("2024-05-01T14:00:00Z"));
-  EXPECT_THAT(holds.hold_for("ns/b", now)->message, HasSubstr("HeartbeatRun a-1 of Agent a"));
-  EXPECT_FALSE(holds.hold_for("ns/c", now));
-  EXPECT_FALSE(holds.hold_for("ns/b", at("2024-05-01T14:00:00Z"))) << "it ends at the reset";
+  ASSERT_TRUE(holds.hold_for(provider_credential(b), now));
+  EXPECT_EQ(holds.hold_for(provider_credential(b), now)->until, at("2024-05-01T14:00:00Z"));
+  EXPECT_THAT(holds.hold_for(provider_credential(b), now)->message,
+              HasSubstr("HeartbeatRun a-1 of Agent a"));
+  EXPECT_FALSE(holds.hold_for(provider_credential(c), now));
+  EXPECT_FALSE(holds.hold_for(provider_credential(b), at("2024-05-01T14:00:00Z")))
+      << "it ends at the reset";
   // The same run seen again (a relist) wakes nobody; an earlier reset changes nothing.
   woken.clear();
   holds.run_changed("ns/a-1", &hit);
   const Json shorter = quota_run("b-1", "b", "2024-05-01T13:00:00Z");
   holds.run_changed("ns/b-1", &shorter);
   EXPECT_TRUE(woken.empty());
-  EXPECT_EQ(holds.hold_for("ns/a", now)->until, at("2024-05-01T14:00:00Z"));
+  EXPECT_EQ(holds.hold_for(provider_credential(a), now)->until, at("2024-05-01T14:00:00Z"));
+}
+
+// The holder moves to another key: its hold goes with it; deleted, it holds no one.
+TEST(ProviderHolds, AHolderThatChangesItsKeyOrGoesTakesItsHoldAlong) {
+  ProviderHolds holds([](const std::string&) {});
+  FakeAgents agents;
+  holds.read_agents_from(agents.source());
+  const Json a = agent("a"), b = agent("b");
+  agents.put(holds, "ns/a", a);
+  agents.put(holds, "ns/b", b);
+  const Json hit = quota_run("a-1", "a", "2024-05-01T14:00:00Z");
+  holds.run_changed("ns/a-1", &hit);
+  const TimePoint now = at("2024-05-01T12:30:00Z");
+  ASSERT_TRUE(holds.hold_for(provider_credential(b), now));
+  const Json moved = with_model(agent(), "a", {{"apiKeySecretRef", {{"name", "other-llm"}}}});
+  agents.put(holds, "ns/a", moved);
+  EXPECT_FALSE(holds.hold_for(provider_credential(b), now));
+  EXPECT_TRUE(holds.hold_for(provider_credential(moved), now));
+  agents.erase(holds, "ns/a");
+  EXPECT_FALSE(holds.hold_for(provider_credential(moved), now));
+  EXPECT_EQ(holds.holders(), 0u);
 }
 
 // After a restart the runs may be listed before their agents: the hold
 // still counts once the agents are known.
 TEST(ProviderHolds, AHoldSeenBeforeItsAgentCountsOnceTheAgentIsKnown) {
   ProviderHolds holds([](const std::string&) {});
+  FakeAgents agents;
+  holds.read_agents_from(agents.source());
   const Json hit = quota_run("a-1", "a", "2024-05-01T14:00:00Z");
   holds.run_changed("ns/a-1", &hit);
   const Json a = agent("a"), b = agent("b");
-  holds.agent_changed("ns/b", &b);
-  holds.agent_changed("ns/a", &a);
-  EXPECT_TRUE(holds.hold_for("ns/b", at("2024-05-01T12:30:00Z")));
+  EXPECT_FALSE(holds.hold_for(provider_credential(b), at("2024-05-01T12:30:00Z")));
+  agents.put(holds, "ns/b", b);
+  agents.put(holds, "ns/a", a);
+  EXPECT_TRUE(holds.hold_for(provider_credential(b), at("2024-05-01T12:30:00Z")));
 }
 
 // The held agent's decision: no run, ProviderThrottled True with the time

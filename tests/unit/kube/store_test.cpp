@@ -47,6 +47,36 @@ TEST(Store, EventsAddUpdateDelete) {
   EXPECT_EQ(rec.log, (std::vector<std::string>{"add ns/a", "update ns/a 1->2", "delete ns/a"}));
 }
 
+// A key prefix reads just its neighbours, across page boundaries, against
+// a plain filter of every key (pages hold at most 16 entries).
+TEST(Store, WithKeyPrefixReadsExactlyTheKeysThatStartWithIt) {
+  Store store;
+  std::vector<std::string> names;
+  for (int agent = 0; agent < 30; ++agent) {
+    for (int run = 0; run < 12; ++run) {
+      names.push_back("agent-" + std::to_string(agent) + "-" + std::to_string(1000 + run));
+    }
+  }
+  names.push_back("agent-1");
+  names.push_back("agent-1-");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    // In a scrambled order, so pages split and merge as they would.
+    const std::string& name = names[(i * 7919) % names.size()];
+    store.apply({WatchEventType::kAdded, obj(name, std::to_string(i + 1))});
+  }
+  for (const std::string prefix : {"ns/agent-1-", "ns/agent-1", "ns/agent-29-1011", "ns/agent-3-",
+                                   "ns/", "ns/zzz", "a", "ns/agent-0-1000", ""}) {
+    std::vector<std::string> expected;
+    for (const std::string& key : store.keys()) {
+      if (key.rfind(prefix, 0) == 0) expected.push_back(key);
+    }
+    std::vector<std::string> got;
+    for (const nlohmann::json& o : store.with_key_prefix(prefix)) got.push_back(Store::key_of(o));
+    EXPECT_EQ(got, expected) << prefix;
+  }
+  EXPECT_EQ(store.with_key_prefix("ns/agent-1-").size(), 13u);  // 12 runs and "agent-1-"
+}
+
 TEST(Store, StripsManagedFields) {
   Store store;
   store.apply({WatchEventType::kAdded, obj("a", "1")});
