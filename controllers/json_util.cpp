@@ -116,6 +116,10 @@ std::string object_key(const Json& object) {
   return object_key(string_at(object, "metadata/namespace"), string_at(object, "metadata/name"));
 }
 
+std::string namespace_of_key(std::string_view key) {
+  return std::string(key.substr(0, key.find('/')));
+}
+
 std::string object_key(std::string_view ns, std::string_view name) {
   std::string key;
   key.reserve(ns.size() + name.size() + 1);

@@ -47,6 +47,8 @@ using api::parse_rfc3339;
 // "ns/name" of a namespaced object.
 std::string object_key(const Json& object);
 std::string object_key(std::string_view ns, std::string_view name);
+// The namespace part of a key "ns/name" (all of it when it has no '/').
+std::string namespace_of_key(std::string_view key);
 // metadata.name.
 std::string name_of(const Json& object);
 // metadata.namespace ("" for a cluster-scoped object or a non-string field).

@@ -256,13 +256,12 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
 AgentSource ClusterCache::agent_source() const {
   AgentSource source;
   source.get = [this](const std::string& key) -> std::optional<Json> {
-    const std::string ns = key.substr(0, key.find('/'));
-    const kube::CachedResource* informer = agents_.in(ns);
+    const kube::CachedResource* informer = agents_.in(namespace_of_key(key));
     if (informer == nullptr) return std::nullopt;
     return informer->store().get(key);
   };
   source.contains = [this](const std::string& key) {
-    const kube::CachedResource* informer = agents_.in(key.substr(0, key.find('/')));
+    const kube::CachedResource* informer = agents_.in(namespace_of_key(key));
     return informer != nullptr && informer->store().contains(key);
   };
   source.for_each_in = [this](const std::string& ns, const AgentSource::Visit& visit) {

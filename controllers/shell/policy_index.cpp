@@ -13,10 +13,6 @@ namespace hb::controllers {
 
 namespace {
 
-std::string namespace_of_key(const std::string& key) {
-  return key.substr(0, key.find('/'));
-}
-
 // The generation changes with the spec only (the status is a subresource).
 bool same_spec(const Json& a, const Json& b) {
   const std::optional<int64_t> generation = int_at(a, "metadata/generation");

@@ -69,8 +69,7 @@ void ProviderHolds::run_changed(const std::string& run_key, const Json* run) {
     widened = set_locked(hold, *until, string_at(*run, "metadata/name"));
   }
   if (!widened) return;
-  const std::string ns = run_agent.substr(0, run_agent.find('/'));
-  for (const std::string& key : agents_on(ns, *widened)) enqueue_(key);
+  for (const std::string& key : agents_on(namespace_of_key(run_agent), *widened)) enqueue_(key);
 }
 
 std::optional<ProviderCredential> ProviderHolds::set_locked(Hold& hold, TimePoint until,
