@@ -99,9 +99,29 @@ void ApiServer::record(const std::string& resource, const std::string& type, con
                        const Json* before) {
   std::optional<Json> labels_before;
   if (before != nullptr) labels_before = Json{{"metadata", {{"labels", labels_of(*before)}}}};
-  changes_.push_back(
-      {rv_, resource, namespace_of(object), type, object, std::move(labels_before), now_()});
+  changes_[resource].push(
+      {rv_, namespace_of(object), type, object, std::move(labels_before), now_()});
   versions_[resource] = rv_;
+}
+
+void ChangeLog::forget_before(uint64_t position) {
+  while (first_ < position && !entries_.empty()) {
+    entries_.pop_front();
+    ++first_;
+  }
+}
+
+const ChangeLog& ApiServer::changes(const std::string& resource) const {
+  static const ChangeLog kNone;
+  auto it = changes_.find(resource);
+  return it == changes_.end() ? kNone : it->second;
+}
+
+void ApiServer::forget_changes(const std::map<std::string, uint64_t>& keep_from) {
+  for (auto& [resource, log] : changes_) {
+    auto it = keep_from.find(resource);
+    log.forget_before(it == keep_from.end() ? log.end() : it->second);
+  }
 }
 
 Answer ApiServer::get(const std::string& resource, const std::string& ns,

@@ -17,14 +17,14 @@ void Feed::relist(TimePoint now) {
   const Answer list = server_.list(resource_, ns_, selector_);
   std::vector<nlohmann::json> items(list.body["items"].begin(), list.body["items"].end());
   store_.replace(std::move(items));
-  next_ = server_.changes().size();
+  next_ = server_.changes(resource_).end();
   last_arrival_ = now;
   synced_ = true;
 }
 
 std::optional<kube::WatchEventType> Feed::event_type(const Change& c) const {
   using Type = kube::WatchEventType;
-  if (c.resource != resource_ || (!ns_.empty() && c.ns != ns_)) return std::nullopt;
+  if (!ns_.empty() && c.ns != ns_) return std::nullopt;
   const bool now_matches = selector_matches(selector_, c.object);
   if (c.type != "MODIFIED") {
     if (!now_matches) return std::nullopt;
@@ -36,33 +36,33 @@ std::optional<kube::WatchEventType> Feed::event_type(const Change& c) const {
   return matched ? Type::kModified : Type::kAdded;
 }
 
-TimePoint Feed::arrival(std::size_t index) const {
-  const Change& c = server_.changes()[index];
+TimePoint Feed::arrival(const Change& c) const {
   return std::max(last_arrival_, c.at + lag_(id_, c.rv));
 }
 
 void Feed::deliver(TimePoint now) {
   if (!started_ || !synced_) return;
-  const auto& log = server_.changes();
-  while (next_ < log.size()) {
-    const std::optional<kube::WatchEventType> type = event_type(log[next_]);
+  const ChangeLog& log = server_.changes(resource_);
+  while (next_ < log.end()) {
+    const Change& change = log.at(next_);
+    const std::optional<kube::WatchEventType> type = event_type(change);
     if (!type) {
       ++next_;
       continue;
     }
-    const TimePoint at = arrival(next_);
+    const TimePoint at = arrival(change);
     if (at > now) return;
     last_arrival_ = at;
-    store_.apply(kube::WatchEvent{*type, log[next_].object});
+    store_.apply(kube::WatchEvent{*type, change.object});
     ++next_;
   }
 }
 
 std::optional<TimePoint> Feed::next_arrival() {
   if (!started_ || !synced_) return std::nullopt;
-  const auto& log = server_.changes();
-  for (; next_ < log.size(); ++next_) {
-    if (event_type(log[next_])) return arrival(next_);
+  const ChangeLog& log = server_.changes(resource_);
+  for (; next_ < log.end(); ++next_) {
+    if (event_type(log.at(next_))) return arrival(log.at(next_));
   }
   return std::nullopt;
 }

@@ -39,11 +39,15 @@ class Feed final : public kube::CachedResource {
   // past changes that are not for this watch.
   std::optional<TimePoint> next_arrival();
   bool started() const { return started_; }
+  const std::string& resource() const { return resource_; }
+  // The position in its resource's change log of the next change it has
+  // not taken: what it still needs of the log.
+  uint64_t position() const { return next_; }
 
  private:
   // How this watch sees a change (nullopt: not for it), without a copy.
   std::optional<kube::WatchEventType> event_type(const Change& change) const;
-  TimePoint arrival(std::size_t index) const;
+  TimePoint arrival(const Change& change) const;
 
   const ApiServer& server_;
   uint64_t id_;
@@ -52,7 +56,7 @@ class Feed final : public kube::CachedResource {
   kube::Store store_;
   bool started_ = false;
   bool synced_ = false;
-  std::size_t next_ = 0;  // index in the change log of the next change to look at
+  uint64_t next_ = 0;  // position in the resource's change log of the next change to look at
   TimePoint last_arrival_{};
 };
 

@@ -175,6 +175,7 @@ class World {
   OperatorProcess* leader();
   std::optional<std::size_t> random_live_replica();
   void step();
+  void forget_delivered_changes();
   void user_action();
   void create_agents();
   void create_policy();
@@ -648,6 +649,21 @@ void World::step() {
   // enough: since it leads, and since the last outage ended.
   const OperatorProcess* lead = leader();
   checker_.check_state(operator_now(), std::max(lead ? lead->leading_since : now_, outage_until_));
+  forget_delivered_changes();
+}
+
+// Each resource's log keeps what its slowest live watch has not taken; a
+// crashed replica's watches are gone, and a new one lists first.
+void World::forget_delivered_changes() {
+  std::map<std::string, uint64_t> keep_from;
+  for (const Replica& r : replicas_) {
+    if (!r.op) continue;
+    for (const Feed* f : r.op->feeds) {
+      auto [it, first] = keep_from.try_emplace(f->resource(), f->position());
+      if (!first) it->second = std::min(it->second, f->position());
+    }
+  }
+  server_.forget_changes(keep_from);
 }
 
 void World::begin_run_status_outage() {
