@@ -1,7 +1,6 @@
 #include "tests/sim/api_server.h"
 
 #include <set>
-#include <sstream>
 
 #include "controllers/json_util.h"
 #include "controllers/schedule/utc_time.h"
@@ -62,22 +61,44 @@ Answer status_answer(int code, const std::string& reason, const std::string& mes
                      {"message", message}}};
 }
 
-bool selector_matches(const std::string& selector, const Json& object) {
-  const Json labels = labels_of(object);
-  std::stringstream terms(selector);
-  std::string term;
-  while (std::getline(terms, term, ',')) {
+LabelSelector::LabelSelector(const std::string& selector) {
+  std::size_t begin = 0;
+  while (begin <= selector.size()) {
+    std::size_t end = selector.find(',', begin);
+    if (end == std::string::npos) end = selector.size();
+    const std::string term = selector.substr(begin, end - begin);
+    begin = end + 1;
     if (term.empty()) continue;
-    const auto ne = term.find("!=");
-    const auto eq = term.find('=');
-    if (ne != std::string::npos) {
-      const std::string k = term.substr(0, ne), v = term.substr(ne + 2);
-      if (labels.contains(k) && labels[k] == v) return false;
-    } else if (eq != std::string::npos) {
-      const std::string k = term.substr(0, eq), v = term.substr(eq + 1);
-      if (!labels.contains(k) || labels[k] != v) return false;
-    } else if (!labels.contains(term)) {
-      return false;
+    if (const auto ne = term.find("!="); ne != std::string::npos) {
+      terms_.push_back({term.substr(0, ne), term.substr(ne + 2), Op::kNotEquals});
+    } else if (const auto eq = term.find('='); eq != std::string::npos) {
+      terms_.push_back({term.substr(0, eq), term.substr(eq + 1), Op::kEquals});
+    } else {
+      terms_.push_back({term, "", Op::kExists});
+    }
+  }
+}
+
+bool LabelSelector::matches(const Json& object) const {
+  if (terms_.empty()) return true;
+  static const Json kNoLabels = Json::object();
+  const Json* labels = &kNoLabels;
+  if (auto meta = object.find("metadata"); meta != object.end() && meta->is_object()) {
+    if (auto l = meta->find("labels"); l != meta->end() && l->is_object()) labels = &*l;
+  }
+  for (const Term& t : terms_) {
+    const auto found = labels->find(t.key);
+    const bool present = found != labels->end();
+    switch (t.op) {
+      case Op::kEquals:
+        if (!present || *found != t.value) return false;
+        break;
+      case Op::kNotEquals:
+        if (present && *found == t.value) return false;
+        break;
+      case Op::kExists:
+        if (!present) return false;
+        break;
     }
   }
   return true;
@@ -135,10 +156,11 @@ Answer ApiServer::get(const std::string& resource, const std::string& ns,
 
 Answer ApiServer::list(const std::string& resource, const std::string& ns,
                        const std::string& selector) const {
+  const LabelSelector wanted(selector);
   Json items = Json::array();
-  for (const Json& o : objects(resource, ns)) {
-    if (selector_matches(selector, o)) items.push_back(o);
-  }
+  for_each(resource, [&](const Json& o) {
+    if ((ns.empty() || namespace_of(o) == ns) && wanted.matches(o)) items.push_back(o);
+  });
   return {200, Json{{"kind", "List"},
                     {"items", std::move(items)},
                     {"metadata", {{"resourceVersion", std::to_string(rv_)}}}}};
@@ -170,7 +192,7 @@ Answer ApiServer::store(Actor actor, const std::string& resource, const std::opt
   objects_[resource][controllers::object_key(after)] = after;
   record(resource, before ? "MODIFIED" : "ADDED", after, before ? &*before : nullptr);
   if (observer_) observer_(actor, resource, before, after);
-  return {before ? 200 : 201, after};
+  return {before ? 200 : 201, std::move(after)};
 }
 
 Answer ApiServer::create(Actor actor, const std::string& resource, const std::string& ns,
@@ -252,7 +274,7 @@ Answer ApiServer::erase(Actor actor, const std::string& resource, const Json& ob
   last["metadata"]["resourceVersion"] = std::to_string(rv_);
   record(resource, "DELETED", last, nullptr);
   if (observer_) observer_(actor, resource, gone, std::nullopt);
-  return {200, last};
+  return {200, std::move(last)};
 }
 
 void ApiServer::node_update(const std::string& resource, Json object) {

@@ -147,8 +147,23 @@ class ApiServer {
   WriteObserver observer_;
 };
 
-// Whether labels satisfy a selector of the form "k=v,k!=v,k".
-bool selector_matches(const std::string& selector, const Json& object);
+// A label selector of the form "k=v,k!=v,k" (the subset the operator
+// uses), parsed once: a watch tests every change of its resource.
+class LabelSelector {
+ public:
+  explicit LabelSelector(const std::string& selector);
+  // Whether the object's labels satisfy it (read in place, not copied).
+  bool matches(const Json& object) const;
+
+ private:
+  enum class Op { kEquals, kNotEquals, kExists };
+  struct Term {
+    std::string key, value;
+    Op op;
+  };
+  std::vector<Term> terms_;
+};
+
 Answer status_answer(int code, const std::string& reason, const std::string& message);
 
 }  // namespace hb::sim

@@ -8,13 +8,14 @@ Feed::Feed(const ApiServer& server, uint64_t id, std::string resource,
       id_(id),
       resource_(std::move(resource)),
       ns_(options.namespace_),
+      selector_text_(options.label_selector),
       selector_(options.label_selector),
       lag_(std::move(lag)) {
   store_.set_projection(options.projection, options.list_pass);
 }
 
 void Feed::relist(TimePoint now) {
-  const Answer list = server_.list(resource_, ns_, selector_);
+  const Answer list = server_.list(resource_, ns_, selector_text_);
   std::vector<nlohmann::json> items(list.body["items"].begin(), list.body["items"].end());
   store_.replace(std::move(items));
   next_ = server_.changes(resource_).end();
@@ -25,12 +26,12 @@ void Feed::relist(TimePoint now) {
 std::optional<kube::WatchEventType> Feed::event_type(const Change& c) const {
   using Type = kube::WatchEventType;
   if (!ns_.empty() && c.ns != ns_) return std::nullopt;
-  const bool now_matches = selector_matches(selector_, c.object);
+  const bool now_matches = selector_.matches(c.object);
   if (c.type != "MODIFIED") {
     if (!now_matches) return std::nullopt;
     return c.type == "ADDED" ? Type::kAdded : Type::kDeleted;
   }
-  const bool matched = c.labels_before && selector_matches(selector_, *c.labels_before);
+  const bool matched = c.labels_before && selector_.matches(*c.labels_before);
   if (!matched && !now_matches) return std::nullopt;
   if (!now_matches) return Type::kDeleted;  // it left the selector: gone for this watch
   return matched ? Type::kModified : Type::kAdded;

@@ -51,7 +51,8 @@ class Feed final : public kube::CachedResource {
 
   const ApiServer& server_;
   uint64_t id_;
-  std::string resource_, ns_, selector_;
+  std::string resource_, ns_, selector_text_;
+  LabelSelector selector_;
   LagFn lag_;
   kube::Store store_;
   bool started_ = false;
