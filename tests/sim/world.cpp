@@ -39,6 +39,9 @@ constexpr auto kStallWindow = 60s;
 constexpr int kRunnerSkewSecondsMin = -600;
 constexpr int kRunnerSkewSecondsMax = 120;
 constexpr auto kDrain = 20min;
+// How often the change logs drop what every watch has taken (memory only:
+// no simulated actor sees it).
+constexpr auto kForgetChangesEvery = 30s;
 // Two replicas, as the chart's replicaCount: 2 runs them; one leads.
 constexpr std::size_t kReplicas = 2;
 // A frozen leader (a stopped VM, SIGSTOP) sleeps this long: under the renew
@@ -199,6 +202,7 @@ class World {
   void begin_run_status_outage();
   bool in_run_status_outage(const http::Request& request) const;
   TimePoint next_crash_, next_user_, next_relist_, next_jump_, next_freeze_, next_outage_;
+  TimePoint next_forget_{};
   TimePoint outage_until_{};
   bool faults_ = true;
   SimReport report_;
@@ -649,7 +653,10 @@ void World::step() {
   // enough: since it leads, and since the last outage ended.
   const OperatorProcess* lead = leader();
   checker_.check_state(operator_now(), std::max(lead ? lead->leading_since : now_, outage_until_));
-  forget_delivered_changes();
+  if (now_ >= next_forget_) {
+    forget_delivered_changes();
+    next_forget_ = now_ + kForgetChangesEvery;
+  }
 }
 
 // Each resource's log keeps what its slowest live watch has not taken; a
