@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/context_document.h"
+#include "api/object_names.h"
 #include "controllers/pod_settings.h"
 #include "controllers/schedule/stable_hash.h"
 #include "controllers/schedule/time_zone.h"
@@ -54,6 +55,31 @@ void unscheduled_field_errors(std::string_view spread, std::string_view time_zon
   if (!time_zone.empty()) errors.push_back(std::string(schedule::kTimeZoneField) + ":" + none);
 }
 
+// Every name the spec gives that the operator or the Pod looks up must be a
+// name of its kind: one that is not would reach a URL or a reference (the
+// CRD's patterns say the same at apply; this holds for objects stored
+// before those patterns, or written around them).
+void reference_name_errors(const AgentSpec& s, std::vector<std::string>& errors) {
+  using api::NameRule;
+  auto check = [&](std::string_view field, std::string_view value, NameRule rule) {
+    if (auto problem = api::name_problem(field, value, rule)) errors.push_back(std::move(*problem));
+  };
+  if (s.api_key) {
+    check("spec.model.apiKeySecretRef.name", s.api_key->name, NameRule::kDns1123Subdomain);
+    check("spec.model.apiKeySecretRef.key", s.api_key->key, NameRule::kConfigKey);
+  }
+  if (s.prompt_from && !s.prompt_from->name.empty() && !s.prompt_from->key.empty()) {
+    check("spec.heartbeat.promptFrom.configMapKeyRef.name", s.prompt_from->name,
+          NameRule::kDns1123Subdomain);
+    check("spec.heartbeat.promptFrom.configMapKeyRef.key", s.prompt_from->key,
+          NameRule::kConfigKey);
+  }
+  if (!s.archival_claim.empty()) {
+    check("spec.memory.archival.persistentVolumeClaimName", s.archival_claim,
+          NameRule::kDns1123Subdomain);
+  }
+}
+
 }  // namespace
 
 SpecCheck parse_agent_spec(const Json& agent) {
@@ -84,7 +110,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
   if (auto parsed = api::parse_agent_type(type)) {
     s.type = *parsed;
   } else {
-    check.errors.push_back("spec.type \"" + std::string(type) +
+    check.errors.push_back("spec.type \"" + api::quote_untrusted(type) +
                            "\": unknown agent type; use one of " +
                            std::string(api::agent_type_names()));
   }
@@ -92,7 +118,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
   s.provider = string_view_at(model, "provider");
   const std::optional<api::Provider> provider = api::parse_provider(s.provider);
   if (!provider) {
-    check.errors.push_back("spec.model.provider \"" + s.provider +
+    check.errors.push_back("spec.model.provider \"" + api::quote_untrusted(s.provider) +
                            "\": unknown provider; use openai (any OpenAI-compatible endpoint) "
                            "or anthropic");
   }
@@ -175,7 +201,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
   if (resume == "NextPeriod") {
     s.budget_resume = BudgetResume::kNextPeriod;
   } else if (resume != "Manual") {
-    check.errors.push_back("spec.budget.resume \"" + std::string(resume) +
+    check.errors.push_back("spec.budget.resume \"" + api::quote_untrusted(resume) +
                            "\": use Manual (wait for a person) or NextPeriod (resume next month)");
   }
 
@@ -191,7 +217,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
       check.errors.push_back("spec.runtime.command: is required when spec.runtime.mode is command");
     }
   } else if (mode != "builtin") {
-    check.errors.push_back("spec.runtime.mode \"" + std::string(mode) +
+    check.errors.push_back("spec.runtime.mode \"" + api::quote_untrusted(mode) +
                            "\": use builtin or command");
   }
   s.timeout_seconds = int_at(runtime, "timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
@@ -205,6 +231,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
   for (std::string& error : check_pod_settings(runtime, "spec.runtime")) {
     check.errors.push_back(std::move(error));
   }
+  reference_name_errors(s, check.errors);
   return check;
 }
 

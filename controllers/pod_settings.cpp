@@ -4,9 +4,9 @@
 #include <set>
 
 #include "api/heartbeat_pod.h"
+#include "api/object_names.h"
 #include "controllers/job_builder.h"
 #include "controllers/names.h"
-#include "controllers/schedule/run_name.h"
 
 namespace hb::controllers {
 
@@ -21,7 +21,6 @@ constexpr std::array<std::string_view, 4> kReservedKeyPrefixes = {
     "heartbeat.dev/", "kubernetes.io/", "k8s.io/", "batch.kubernetes.io/"};
 constexpr std::array<std::string_view, 2> kReservedLabels = {"job-name", "controller-uid"};
 constexpr std::size_t kLabelNameBytesMax = 63;
-constexpr std::size_t kDnsSubdomainBytesMax = 253;
 
 // The volumes and mount paths build_job uses.
 std::array<std::string_view, 7> operator_volumes() {
@@ -58,11 +57,7 @@ bool label_name_ok(std::string_view s, bool allow_empty) {
 }
 
 bool dns_subdomain_ok(std::string_view s) {
-  if (s.empty() || s.size() > kDnsSubdomainBytesMax) return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
-  }
-  return alnum(s.front()) && alnum(s.back());
+  return api::is_dns1123_subdomain(s);
 }
 
 bool qualified_key_ok(std::string_view key) {
@@ -173,7 +168,8 @@ class Checker {
       } else if (reserved_key(it.key(), label) && std::string_view(field) != "nodeSelector") {
         fail(where, "is the operator's or Kubernetes' key; choose another");
       } else if (label && !label_name_ok(value, true)) {
-        fail(where, "value \"" + value + "\" is not a valid label value (63 characters at most)");
+        fail(where, "value \"" + api::quote_untrusted(value) +
+                        "\" is not a valid label value (63 characters at most)");
       }
     }
     if (!label && bytes > kPodAnnotationsBytesMax) {
@@ -216,7 +212,7 @@ class Checker {
   void check_volume(const Json& v, std::size_t i) {
     const std::string where = "volumes[" + std::to_string(i) + "]";
     const std::string name = string_at(v, "name");
-    if (!schedule::is_dns1123_label(name)) return fail(where + ".name", "must be a DNS label");
+    if (!api::is_dns1123_label(name)) return fail(where + ".name", "must be a DNS label");
     for (std::string_view ours : operator_volumes()) {
       if (name == ours) return fail(where + ".name", "\"" + name + "\" is the operator's volume");
     }

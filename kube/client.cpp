@@ -4,6 +4,8 @@
 #include <optional>
 #include <string_view>
 
+#include "api/object_names.h"
+
 namespace hb::kube {
 namespace {
 
@@ -27,9 +29,28 @@ std::string query_of(const ListOptions& o) {
 std::string describe(const std::string& verb, const Resource& r, const std::string& ns,
                      const std::string& name) {
   std::string out = verb + " " + r.describe();
-  if (!ns.empty() && !name.empty()) return out + " " + ns + "/" + name;
-  if (!ns.empty() || !name.empty()) out += " " + (ns.empty() ? name : ns);
+  const std::string shown_ns = api::quote_untrusted(ns), shown_name = api::quote_untrusted(name);
+  if (!ns.empty() && !name.empty()) return out + " " + shown_ns + "/" + shown_name;
+  if (!ns.empty() || !name.empty()) out += " " + (ns.empty() ? shown_name : shown_ns);
   return out;
+}
+
+// A namespace or name that cannot be one path segment is never sent: the
+// server would read an encoded '/' as a separator, and "." or ".." as a
+// step up the path (client-go refuses the same).
+std::optional<Error> refused_target(const std::string& ns, const std::string& name,
+                                    const std::string& context) {
+  for (const auto& [what, segment] : {std::pair{"namespace", &ns}, std::pair{"name", &name}}) {
+    if (std::optional<std::string> problem = path_segment_problem(*segment)) {
+      Error refused;
+      refused.kind = ErrorKind::kBadRequest;
+      refused.message = std::string("not sent: the ") + what + " \"" +
+                        api::quote_untrusted(*segment) + "\" " + *problem;
+      refused.context = context;
+      return refused;
+    }
+  }
+  return std::nullopt;
 }
 
 Error gave_way_error(const std::string& context) {
@@ -172,11 +193,13 @@ Result<Json> parse_body(Result<http::Response> answer, const std::string& contex
 
 Result<Json> Client::get(const Resource& r, const std::string& ns, const std::string& name) {
   std::string ctx = describe("get", r, ns, name);
+  if (auto refused = refused_target(ns, name, ctx)) return *std::move(refused);
   return parse_body(call("get", "GET", r.path(ns, name), "", "", ctx), ctx);
 }
 
 Result<Json> Client::list(const Resource& r, const std::string& ns, const ListOptions& options) {
   std::string ctx = describe("list", r, ns, "");
+  if (auto refused = refused_target(ns, "", ctx)) return *std::move(refused);
   return parse_body(call("list", "GET", r.path(ns) + query_of(options), "", "", ctx), ctx);
 }
 
@@ -217,6 +240,7 @@ Result<std::string> Client::list_each(const Resource& r, const std::string& ns, 
                                       const std::function<void(Json item)>& on_item,
                                       const std::function<void()>& on_restart) {
   const std::string ctx = describe("list", r, ns, "");
+  if (auto refused = refused_target(ns, "", ctx)) return *std::move(refused);
   bool restarted = false;
   std::optional<std::string> snapshot;
   while (true) {
@@ -242,24 +266,28 @@ Result<std::string> Client::list_each(const Resource& r, const std::string& ns, 
 
 Result<Json> Client::create(const Resource& r, const std::string& ns, const Json& object) {
   std::string ctx = describe("create", r, ns, object.value("/metadata/name"_json_pointer, ""));
+  if (auto refused = refused_target(ns, "", ctx)) return *std::move(refused);
   return parse_body(call("create", "POST", r.path(ns), object.dump(), kJson, ctx), ctx);
 }
 
 Result<Json> Client::replace(const Resource& r, const std::string& ns, const std::string& name,
                              const Json& object) {
   std::string ctx = describe("update", r, ns, name);
+  if (auto refused = refused_target(ns, name, ctx)) return *std::move(refused);
   return parse_body(call("update", "PUT", r.path(ns, name), object.dump(), kJson, ctx), ctx);
 }
 
 Result<Json> Client::merge_patch(const Resource& r, const std::string& ns, const std::string& name,
                                  const Json& patch) {
   std::string ctx = describe("patch", r, ns, name);
+  if (auto refused = refused_target(ns, name, ctx)) return *std::move(refused);
   return parse_body(call("patch", "PATCH", r.path(ns, name), patch.dump(), kMergePatch, ctx), ctx);
 }
 
 Result<Json> Client::replace_status(const Resource& r, const std::string& ns,
                                     const std::string& name, const Json& object) {
   std::string ctx = describe("update status of", r, ns, name);
+  if (auto refused = refused_target(ns, name, ctx)) return *std::move(refused);
   return parse_body(call("update", "PUT", r.path(ns, name) + "/status", object.dump(), kJson, ctx),
                     ctx);
 }
@@ -267,6 +295,7 @@ Result<Json> Client::replace_status(const Resource& r, const std::string& ns,
 Result<Json> Client::merge_patch_status(const Resource& r, const std::string& ns,
                                         const std::string& name, const Json& patch) {
   std::string ctx = describe("patch status of", r, ns, name);
+  if (auto refused = refused_target(ns, name, ctx)) return *std::move(refused);
   return parse_body(
       call("patch", "PATCH", r.path(ns, name) + "/status", patch.dump(), kMergePatch, ctx), ctx);
 }
@@ -281,6 +310,7 @@ Result<Json> Client::remove(const Resource& r, const std::string& ns, const std:
   }
   if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
   std::string ctx = describe("delete", r, ns, name);
+  if (auto refused = refused_target(ns, name, ctx)) return *std::move(refused);
   return parse_body(call("remove", "DELETE", r.path(ns, name), body.dump(), kJson, ctx), ctx);
 }
 
@@ -297,6 +327,7 @@ Done Client::watch(const Resource& r, const std::string& ns, const WatchOptions&
   if (options.allow_bookmarks) path += "&allowWatchBookmarks=true";
   path += "&timeoutSeconds=" + std::to_string(options.timeout_seconds);
   std::string ctx = describe("watch", r, ns, "");
+  if (auto refused = refused_target(ns, "", ctx)) return *std::move(refused);
 
   for (int attempt = 0;; ++attempt) {
     if (!wait_for_token()) return gave_way_error(ctx);

@@ -14,6 +14,7 @@
 #include <utility>
 // clang-format on
 
+#include <algorithm>
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
@@ -135,6 +136,25 @@ std::unique_ptr<ssl::context> make_tls_context(const TlsOptions& tls) {
   }
   ctx->set_verify_mode(tls.insecure_skip_verify ? ssl::verify_none : ssl::verify_peer);
   return ctx;
+}
+
+// A request whose URL or headers could end the request line or a header
+// early is never written: the bytes after a CR LF would be a second request
+// sent with the first one's credentials. The message names the problem,
+// not the attacker's bytes.
+void refuse_unsafe(const Request& r) {
+  std::optional<std::string> problem = url_problem(r.url);
+  for (std::size_t i = 0; !problem && i < r.headers.size(); ++i) {
+    problem = header_problem(r.headers[i].first, r.headers[i].second);
+  }
+  if (!problem &&
+      !std::all_of(r.method.begin(), r.method.end(), [](char c) { return c >= 'A' && c <= 'Z'; })) {
+    problem = "the method is not uppercase letters";
+  }
+  if (problem) {
+    throw TransportError(TransportError::Kind::kOther,
+                         "request refused before sending: " + *problem);
+  }
 }
 
 // The request as Beast writes it; its body is the caller's, not a copy.
@@ -422,6 +442,7 @@ std::optional<Failure> BeastClient::attempt(Held& held, const Url& url, const Re
 }
 
 Response BeastClient::exchange(const Request& request, const ChunkHandler* on_chunk) {
+  refuse_unsafe(request);
   const std::optional<Url> url = parse_url(request.url);
   if (!url) {
     throw TransportError(TransportError::Kind::kOther,

@@ -14,7 +14,41 @@ bool valid_port(std::string_view port) {
   return ec == std::errc() && ptr == end && value >= 1 && value <= kPortMax;
 }
 
+bool token_char(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+}
+
+std::string at_offset(std::size_t offset) {
+  return " at byte " + std::to_string(offset);
+}
+
 }  // namespace
+
+std::optional<std::string> url_problem(std::string_view url) {
+  for (std::size_t i = 0; i < url.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(url[i]);
+    if (byte <= 0x20 || byte == 0x7f) return "the URL holds a control byte or space" + at_offset(i);
+    if (byte >= 0x80) return "the URL holds a byte outside ASCII" + at_offset(i);
+    if (byte == '#') return "the URL holds a fragment ('#')" + at_offset(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> header_problem(std::string_view name, std::string_view value) {
+  if (name.empty()) return std::string("a header has an empty name");
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (!token_char(name[i]))
+      return "a header name holds a byte that is not a token character" + at_offset(i);
+  }
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(value[i]);
+    if ((byte < 0x20 && byte != '\t') || byte == 0x7f) {
+      return "header " + std::string(name) + " holds a control byte" + at_offset(i);
+    }
+  }
+  return std::nullopt;
+}
 
 std::optional<Url> parse_url(std::string_view url) {
   Url out;

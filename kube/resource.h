@@ -1,7 +1,9 @@
 // Names a Kubernetes resource type and builds its REST paths.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace hb::kube {
 
@@ -13,7 +15,9 @@ struct Resource {
 
   std::string api_version() const { return group.empty() ? version : group + "/" + version; }
   std::string describe() const { return group.empty() ? resource : resource + "." + group; }
-  // "/api/v1/namespaces/ns/pods[/name]" or "/apis/g/v/..."; ns "" = all namespaces.
+  // "/api/v1/namespaces/ns/pods[/name]" or "/apis/g/v/..."; ns "" = all
+  // namespaces. ns and name are percent-encoded; check them with
+  // path_segment_problem first (an encoded '/' is still a '/' to the server).
   std::string path(const std::string& ns, const std::string& name = "") const;
 };
 
@@ -35,7 +39,14 @@ inline const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
                                                  "customresourcedefinitions", false};
 }  // namespace resources
 
-// Percent-encodes a query value (label selectors carry '=', ',', '!').
-std::string url_encode(const std::string& value);
+// Percent-encodes a path segment or a query value: every byte but
+// RFC 3986's unreserved ones (label selectors carry '=', ',', '!').
+std::string url_encode(std::string_view value);
+
+// Why `segment` may not be a namespace or name in a request path (as
+// client-go and the API server's IsValidPathSegmentName: "." and "..",
+// '/' and '%'; and no byte outside printable ASCII), or nullopt. Empty is
+// allowed: it means the collection.
+std::optional<std::string> path_segment_problem(std::string_view segment);
 
 }  // namespace hb::kube

@@ -8,12 +8,19 @@ namespace hb::operator_ {
 
 namespace {
 
-// %* : the message, escaped for a JSON string.
-class JsonEscapedPayload final : public spdlog::custom_flag_formatter {
+// %* : the message, escaped for a JSON string; %^ in text mode: control
+// bytes escaped only. Either way a value that holds CR or LF (a name a
+// tenant wrote, a model's tool name) cannot start a forged log line.
+class EscapedPayload final : public spdlog::custom_flag_formatter {
  public:
+  explicit EscapedPayload(bool json) : json_(json) {}
   void format(const spdlog::details::log_msg& msg, const std::tm&,
               spdlog::memory_buf_t& dest) override {
     for (char c : msg.payload) {
+      if (!json_ && (c == '"' || c == '\\')) {
+        dest.push_back(c);
+        continue;
+      }
       switch (c) {
         case '"':
           dest.append(std::string_view("\\\""));
@@ -28,7 +35,7 @@ class JsonEscapedPayload final : public spdlog::custom_flag_formatter {
           dest.append(std::string_view("\\t"));
           break;
         default:
-          if (static_cast<unsigned char>(c) < 0x20) {
+          if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
             char buffer[8];
             std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
             dest.append(std::string_view(buffer));
@@ -39,8 +46,11 @@ class JsonEscapedPayload final : public spdlog::custom_flag_formatter {
     }
   }
   std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<JsonEscapedPayload>();
+    return std::make_unique<EscapedPayload>(json_);
   }
+
+ private:
+  bool json_;
 };
 
 }  // namespace
@@ -50,10 +60,10 @@ void setup_logging(const std::string& level, const std::string& format) {
                                                  std::make_shared<spdlog::sinks::stderr_sink_mt>());
   auto formatter = std::make_unique<spdlog::pattern_formatter>(spdlog::pattern_time_type::utc);
   if (format == "json") {
-    formatter->add_flag<JsonEscapedPayload>('*').set_pattern(
+    formatter->add_flag<EscapedPayload>('*', true).set_pattern(
         R"({"ts":"%Y-%m-%dT%H:%M:%S.%fZ","level":"%l","msg":"%*"})");
   } else {
-    formatter->set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %l %v");
+    formatter->add_flag<EscapedPayload>('*', false).set_pattern("%Y-%m-%dT%H:%M:%S.%fZ %l %*");
   }
   logger->set_formatter(std::move(formatter));
   logger->set_level(spdlog::level::from_str(level));

@@ -10,7 +10,8 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds="${1:-20}"; [ $# -gt 0 ] && shift
 targets=("$@")
 all=(watch_fuzz run_result_fuzz schedule_fuzz context_document_fuzz openai_reply_fuzz
-     anthropic_reply_fuzz kubeconfig_fuzz tools_protocol_fuzz rfc3339_fuzz policy_fuzz)
+     anthropic_reply_fuzz kubeconfig_fuzz tools_protocol_fuzz rfc3339_fuzz policy_fuzz
+     request_target_fuzz)
 [ ${#targets[@]} -eq 0 ] && targets=("${all[@]}")
 dir="$root/build-fuzz"
 

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "api/object_names.h"
+
 namespace hb::schedule {
 namespace {
 
@@ -48,11 +50,8 @@ std::string scheduled_run_name(std::string_view agent_name, TimePoint slot) {
 }
 
 bool is_dns1123_label(std::string_view name) {
-  if (name.empty() || name.size() > kRunNameCharsMax) return false;
-  for (char c : name) {
-    if (!is_label_char(c)) return false;
-  }
-  return is_alnum(name.front()) && is_alnum(name.back());
+  static_assert(kRunNameCharsMax == api::kDns1123LabelCharsMax);
+  return api::is_dns1123_label(name);
 }
 
 }  // namespace hb::schedule

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/object_names.h"
 #include "api/utf8.h"
 #include "controllers/agent_conditions.h"
 #include "controllers/cache_projection.h"
@@ -131,6 +132,12 @@ kube::Result<AgentReconciler::Prompt> AgentReconciler::resolve_prompt(const Json
   }
   const std::string cm = string_at(*from, "name");
   const std::string key = string_at(*from, "key");
+  // The spec check refuses such a name already; no request is ever built
+  // from one, whichever path asked (a name is a URL segment here).
+  if (auto bad = api::name_problem("spec.heartbeat.promptFrom.configMapKeyRef.name", cm,
+                                   api::NameRule::kDns1123Subdomain)) {
+    return Prompt{std::nullopt, PromptGap{kReasonPromptNotFound, std::move(*bad)}};
+  }
   const std::string field = "spec.heartbeat.promptFrom.configMapKeyRef: ConfigMap \"" + cm + "\"";
   kube::Result<Json> object =
       client_->get(res::kConfigMaps, string_at(agent, "metadata/namespace"), cm);
@@ -142,7 +149,8 @@ kube::Result<AgentReconciler::Prompt> AgentReconciler::resolve_prompt(const Json
   }
   const Json* data = find_path(object.value(), "data");
   if (data == nullptr || !data->is_object() || !data->contains(key)) {
-    return Prompt{std::nullopt, PromptGap{kReasonPromptNotFound, field + " has no key \"" + key +
+    return Prompt{std::nullopt, PromptGap{kReasonPromptNotFound, field + " has no key \"" +
+                                                                     api::quote_untrusted(key) +
                                                                      "\"; add it or fix the key"}};
   }
   std::string text = string_at(*data, key);

@@ -175,7 +175,9 @@ start_apiserver() {
 
 start_controller_manager() {
   local c="$dir/pki"
-  local controllers=job,garbagecollector,serviceaccount,serviceaccount-token,namespace,ttl-after-finished,root-ca-cert-publisher
+  # clusterrole-aggregation fills the built-in edit/admin/view roles with the
+  # chart's aggregated rules (the tenant tests act as a namespace editor).
+  local controllers=job,garbagecollector,serviceaccount,serviceaccount-token,namespace,ttl-after-finished,root-ca-cert-publisher,clusterrole-aggregation
   # A real node: Service endpoints for kube-proxy; node lifecycle lifts the
   # not-ready taint (Pods stay Pending without it); Deployments (the chart's
   # operator runs in-cluster there); the volume binder (an agent's archival

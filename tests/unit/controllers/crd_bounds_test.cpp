@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include "api/object_names.h"
 #include "controllers/agent_spec.h"
 #include "controllers/agent_status.h"
 
@@ -78,6 +79,32 @@ TEST(CrdBounds, EveryAgentStatusFieldTheOperatorWritesIsInTheSchema) {
       EXPECT_TRUE(field["properties"][inner]) << "status." << key << "." << inner;
     }
   }
+}
+
+// The names the operator checks (api/object_names.h) carry the same rule
+// in the schema, so the API server refuses them at apply naming the field.
+TEST(CrdBounds, EveryReferencedNameHasItsKindsPattern) {
+  const std::string subdomain(api::kDns1123SubdomainPattern), key(api::kConfigKeyPattern);
+  auto pattern = [](std::initializer_list<const char*> path) {
+    const YAML::Node field = agent_field(path);
+    return field["pattern"] ? field["pattern"].as<std::string>() : std::string("(none)");
+  };
+  EXPECT_EQ(pattern({"model", "apiKeySecretRef", "name"}), subdomain);
+  EXPECT_EQ(pattern({"model", "apiKeySecretRef", "key"}), key);
+  EXPECT_EQ(pattern({"heartbeat", "promptFrom", "configMapKeyRef", "name"}), subdomain);
+  EXPECT_EQ(pattern({"heartbeat", "promptFrom", "configMapKeyRef", "key"}), key);
+  EXPECT_EQ(pattern({"memory", "archival", "persistentVolumeClaimName"}), subdomain);
+  EXPECT_EQ(agent_field({"heartbeat", "mentionableBy"})["items"]["pattern"].as<std::string>(),
+            subdomain);
+  EXPECT_EQ(agent_field({"runtime", "imagePullSecrets"})["items"]["properties"]["name"]["pattern"]
+                .as<std::string>(),
+            subdomain);
+  YAML::Node runs =
+      YAML::LoadFile(std::string(HB_SOURCE_DIR) + "/crds/heartbeat.dev_heartbeatruns.yaml");
+  EXPECT_EQ(runs["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+                ["properties"]["agentRef"]["properties"]["name"]["pattern"]
+                    .as<std::string>(),
+            subdomain);
 }
 
 // What the schema does not stop, the code refuses by name.
