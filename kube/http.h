@@ -125,6 +125,7 @@ struct ServerRequest {
   std::string query;                           // raw query string
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
+  std::string remote_address;  // the peer's IP, as the socket says (never a header)
 };
 
 struct ServerResponse {
@@ -146,7 +147,16 @@ struct ServerLimits {
   std::chrono::seconds write_timeout{10};
   std::size_t head_bytes_max = 8 * 1024;   // else 431
   std::size_t body_bytes_max = 64 * 1024;  // declared or read, else 413 (before reading it)
-  std::size_t connections_max = 256;       // open at once, else 503 + Retry-After
+  // Open at once. Past it a new connection closes the oldest idle one (not
+  // in a handler or a write) of the source holding the most, so a flood of
+  // idle connections never keeps a probe out; 503 + Retry-After only when
+  // none is idle (or evict_idle_when_full is off).
+  std::size_t connections_max = 256;
+  // Open at once from one source IP; past it that source's own oldest idle
+  // connection is closed (else the new one gets 503): one Pod cannot hold
+  // the listener, and only hurts itself by trying.
+  std::size_t connections_per_source_max = 64;
+  bool evict_idle_when_full = true;
   std::size_t handler_threads = 4;         // handlers run here, never on the I/O thread
 };
 

@@ -2,8 +2,10 @@
 // writes every connection without blocking; handlers run on the listener's
 // own small thread pool (never the Kubernetes client's), so a slow handler
 // never stops the reading, and a slow client never holds a handler thread.
-// Every read has a deadline and a size cap; over the cap on connections the
-// excess is answered 503 and closed.
+// Every read has a deadline and a size cap. Connections are capped in all
+// and per source IP; at a cap the oldest idle connection makes room
+// (admit_connection), and only when none is idle is the new one answered
+// 503 and closed.
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <boost/beast/http.hpp>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 
 #include "kube/http.h"
 #include "kube/http_server_util.h"
@@ -28,6 +31,16 @@ using tcp = asio::ip::tcp;
 constexpr std::chrono::milliseconds kAcceptRetryDelay{100};  // after EMFILE and the like
 constexpr int kRetryAfterSeconds = 1;
 
+class Session;
+
+// A connection the listener counts against its caps.
+struct Registered {
+  std::weak_ptr<Session> session;
+  std::string source;
+  bool idle = false;
+  std::chrono::steady_clock::time_point idle_since;
+};
+
 // What every connection of one listener shares; outlives them all (the
 // listener destroys its io_context, and with it every session, first).
 struct ListenerContext {
@@ -35,12 +48,28 @@ struct ListenerContext {
   Handler handler;
   ServerLimits limits;
   asio::thread_pool* handlers = nullptr;
-  std::atomic<std::size_t> connections{0};
   RefusalLog refusals;
+  // The open connections. A session's last reference may drop on a handler
+  // thread, hence the lock (never held across I/O).
+  std::mutex registry_mutex;
+  std::unordered_map<const Session*, Registered> registry;
+
+  void set_idle(const Session* s, bool idle) {
+    std::lock_guard lock(registry_mutex);
+    auto it = registry.find(s);
+    if (it == registry.end()) return;
+    it->second.idle = idle;
+    if (idle) it->second.idle_since = std::chrono::steady_clock::now();
+  }
+  void unregister(const Session* s) {
+    std::lock_guard lock(registry_mutex);
+    registry.erase(s);
+  }
 };
 
-ServerRequest to_server_request(bhttp::request<bhttp::string_body>&& in) {
+ServerRequest to_server_request(bhttp::request<bhttp::string_body>&& in, const std::string& peer) {
   ServerRequest out;
+  out.remote_address = peer;
   out.method = std::string(in.method_string());
   Target target = split_target(std::string_view(in.target().data(), in.target().size()));
   out.path = std::move(target.path);
@@ -68,9 +97,12 @@ ServerResponse call_handler(const Handler& handler, const ServerRequest& request
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, ListenerContext& context)
-      : socket_(std::move(socket)), deadline_(socket_.get_executor()), context_(context) {}
-  ~Session() { context_.connections.fetch_sub(1); }
+  Session(tcp::socket socket, std::string source, ListenerContext& context)
+      : socket_(std::move(socket)),
+        deadline_(socket_.get_executor()),
+        context_(context),
+        source_(std::move(source)) {}
+  ~Session() { context_.unregister(this); }
 
   void start(bool over_capacity) {
     if (over_capacity) {
@@ -78,6 +110,13 @@ class Session : public std::enable_shared_from_this<Session> {
       return;
     }
     read_head(context_.limits.head_timeout);
+  }
+
+  // Closed to make room for a new connection (on the I/O thread); its
+  // pending read ends with operation_aborted and writes nothing.
+  void evict() {
+    evicted_ = true;
+    close();
   }
 
  private:
@@ -103,6 +142,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void read_head(std::chrono::seconds timeout) {
+    context_.set_idle(this, true);
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(limits().head_bytes_max));
     parser_->body_limit(limits().body_bytes_max);
@@ -113,6 +153,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_head(beast::error_code ec) {
+    if (evicted_) return;
     if (expired(ec)) {
       // Quiet between two requests is a client done with us; quiet inside a
       // head is a slow one.
@@ -140,6 +181,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void on_body(beast::error_code ec) {
+    if (evicted_) return;
     if (expired(ec)) {
       return refuse(408, "the request body took longer than " +
                              std::to_string(limits().body_timeout.count()) + "s");
@@ -147,8 +189,9 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == bhttp::error::body_limit) return refuse_large_body();
     if (ec) return close();
     ++requests_;
+    context_.set_idle(this, false);
     const bool keep_alive = parser_->keep_alive();
-    auto request = std::make_shared<ServerRequest>(to_server_request(parser_->release()));
+    auto request = std::make_shared<ServerRequest>(to_server_request(parser_->release(), source_));
     asio::post(*context_.handlers, [self = shared_from_this(), request, keep_alive] {
       ServerResponse out = call_handler(self->context_.handler, *request);
       asio::post(self->socket_.get_executor(), [self, out = std::move(out), keep_alive]() mutable {
@@ -175,6 +218,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write(ServerResponse out, bool keep_alive) {
+    context_.set_idle(this, false);
     auto response = std::make_shared<bhttp::response<bhttp::string_body>>(
         static_cast<bhttp::status>(out.status), 11);
     response->set(bhttp::field::content_type, out.content_type);
@@ -207,6 +251,8 @@ class Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<bhttp::request_parser<bhttp::string_body>> parser_;
   int requests_ = 0;
+  const std::string source_;
+  bool evicted_ = false;
 };
 
 tcp::endpoint parse_endpoint(const std::string& address) {
@@ -288,10 +334,47 @@ class BeastServer final : public Server {
         });
         return;
       }
-      const bool over = context_.connections.fetch_add(1) >= context_.limits.connections_max;
-      std::make_shared<Session>(std::move(socket), context_)->start(over);
+      admit(std::move(socket));
       accept();
     });
+  }
+
+  // Registers the new connection, closing an idle one first when a cap is
+  // reached (admit_connection); refused ones are counted until their 503 is
+  // written. On the I/O thread, as every eviction.
+  void admit(tcp::socket socket) {
+    beast::error_code ec;
+    const tcp::endpoint peer = socket.remote_endpoint(ec);
+    std::string source = ec ? std::string("unknown") : peer.address().to_string();
+    auto session = std::make_shared<Session>(std::move(socket), source, context_);
+    std::shared_ptr<Session> victim;
+    bool admitted = true;
+    {
+      std::lock_guard lock(context_.registry_mutex);
+      std::vector<OpenConnection> open;
+      std::vector<const Session*> keys;
+      open.reserve(context_.registry.size());
+      keys.reserve(context_.registry.size());
+      for (const auto& [key, r] : context_.registry) {
+        open.push_back({r.source, r.idle, r.idle_since});
+        keys.push_back(key);
+      }
+      const ServerLimits& l = context_.limits;
+      const Admission a = admit_connection(open, source, l.connections_max,
+                                           l.connections_per_source_max, l.evict_idle_when_full);
+      admitted = a.admit;
+      if (a.evict) {
+        victim = context_.registry.at(keys[*a.evict]).session.lock();
+        context_.registry.erase(keys[*a.evict]);  // its place is the new one's now
+      }
+      context_.registry.emplace(session.get(), Registered{session, source, false, {}});
+    }
+    if (victim) victim->evict();
+    if (victim && context_.refusals.should_log(0, std::chrono::steady_clock::now())) {
+      spdlog::warn("event=http_idle_connection_closed address={} reason=\"a cap was reached\"",
+                   context_.address);
+    }
+    session->start(!admitted);
   }
 
   // Destroyed in reverse: the io_context (and every session) before the

@@ -1,6 +1,7 @@
 #include "kube/http_server_util.h"
 
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 
 namespace hb::http {
 
@@ -44,6 +45,31 @@ std::string refusal_body(std::string_view why) {
 
 bool unsafe_header_value(std::string_view value) {
   return value.find_first_of(std::string_view("\r\n\0", 3)) != std::string_view::npos;
+}
+
+Admission admit_connection(const std::vector<OpenConnection>& open, std::string_view source,
+                           std::size_t total_max, std::size_t per_source_max, bool evict_idle) {
+  std::unordered_map<std::string_view, std::size_t> held;
+  for (const OpenConnection& c : open) ++held[c.source];
+  const bool source_full = held[source] >= per_source_max;
+  if (!source_full && open.size() < total_max) return {};
+  if (!evict_idle) return {false, std::nullopt};
+  // The victim: from this source when it is at its cap, else from the
+  // source holding the most; the longest idle of those.
+  std::optional<std::size_t> victim;
+  for (std::size_t i = 0; i < open.size(); ++i) {
+    const OpenConnection& c = open[i];
+    if (!c.idle || (source_full && c.source != source)) continue;
+    if (!victim) {
+      victim = i;
+      continue;
+    }
+    const OpenConnection& v = open[*victim];
+    const std::size_t held_c = held[c.source], held_v = held[v.source];
+    if (held_c > held_v || (held_c == held_v && c.idle_since < v.idle_since)) victim = i;
+  }
+  if (!victim) return {false, std::nullopt};
+  return {true, victim};
 }
 
 std::optional<int> RefusalLog::should_log(int status, Clock::time_point now) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace hb::http {
 
@@ -28,6 +29,25 @@ std::string refusal_body(std::string_view why);
 
 // A header value a handler gave that could split the response (CR/LF/NUL).
 bool unsafe_header_value(std::string_view value);
+
+// One open connection of a listener, as the accept decision sees it.
+struct OpenConnection {
+  std::string_view source;  // the peer's IP
+  bool idle = false;        // waiting for a request (not in a handler, not writing)
+  std::chrono::steady_clock::time_point idle_since;
+};
+
+// What to do with a new connection from `source`: admit it, after closing
+// open[*evict] when that is set, or refuse it (503). Past the per-source cap
+// the source's own oldest idle connection goes; past the total cap the
+// oldest idle one of the source holding the most connections (a probe's
+// source, holding one, is the last to lose any).
+struct Admission {
+  bool admit = true;
+  std::optional<std::size_t> evict;
+};
+Admission admit_connection(const std::vector<OpenConnection>& open, std::string_view source,
+                           std::size_t total_max, std::size_t per_source_max, bool evict_idle);
 
 // Counts refusals per status; says when one should be logged, and how many
 // went unlogged since the last line.

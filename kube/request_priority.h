@@ -16,8 +16,13 @@ enum class RequestClass : uint8_t {
   kDispatch = 0,     // create a heartbeat's run and its Job: the critical path
   kLifecycle = 1,    // a run's Running/final status, the agent status that counts spend
   kBookkeeping = 2,  // other agent status, phase labels, Events, history, per-agent objects
+  // The HTTP edge's own calls (a wakeup's run create and reads, the wakeup
+  // Secrets, the metrics TokenReviews): a caller outside the cluster's
+  // schedule never delays another agent's accounting. They give way after
+  // a bounded wait (operator/wakeup.h) instead of queueing for ever.
+  kEdge = 3,
 };
-inline constexpr int kRequestClassCount = 3;
+inline constexpr int kRequestClassCount = 4;
 
 constexpr std::string_view request_class_name(RequestClass c) {
   switch (c) {
@@ -27,6 +32,8 @@ constexpr std::string_view request_class_name(RequestClass c) {
       return "lifecycle";
     case RequestClass::kBookkeeping:
       return "bookkeeping";
+    case RequestClass::kEdge:
+      return "edge";
   }
   return "lifecycle";
 }
@@ -39,7 +46,7 @@ struct RequestPriority {
 };
 
 // The calling thread's priority; kLifecycle with order 0 outside any scope
-// (informer lists, the wakeup server's reads).
+// (informer lists); the HTTP edge sets kEdge.
 // (Defined in hb_kube; the pure decision code uses only the types above.)
 RequestPriority current_request_priority();
 // Replaces it until the enclosing RequestPriorityScope ends.

@@ -26,10 +26,15 @@ const Flag kFlags[] = {
      "namespace of the leader Lease (default: $POD_NAMESPACE or default)"},
     {"leader-election-id", "name of the leader Lease"},
     {"metrics-address", "host:port for /metrics"},
+    {"metrics-auth",
+     "kubernetes|none: /metrics asks a bearer token the API server authenticates "
+     "(TokenReview) and authorises for get on the non-resource URL /metrics "
+     "(SubjectAccessReview) (default kubernetes); none serves anyone"},
     {"health-address", "host:port for /healthz and /readyz"},
     {"wakeup-address", "host:port for POST .../agents/{name}/wakeup (empty: off)"},
     {"wakeup-token-secret",
-     "Secret in the leader-election namespace whose key `token` guards wakeup"},
+     "opt-in: a Secret in the leader-election namespace whose key `token` wakes the Agents "
+     "of every namespace (default none: only each namespace's own Secret heartbeat-wakeup)"},
     {"runner-image", "default heartbeat-runner image"},
     {"image-pull-policy", "runner imagePullPolicy (default IfNotPresent)"},
     {"tools-image",
@@ -263,6 +268,10 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
       c.leader_election_id = value;
     else if (name == "metrics-address")
       c.metrics_address = value;
+    else if (name == "metrics-auth") {
+      if (value != "kubernetes" && value != "none") return fail(name, "use kubernetes or none");
+      c.metrics_auth = value == "kubernetes";
+    }
     else if (name == "health-address")
       c.health_address = value;
     else if (name == "wakeup-address")

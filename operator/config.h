@@ -46,9 +46,12 @@ struct Config {
   std::string leader_election_namespace = "default";
   std::string leader_election_id = "heartbeat-operator-leader";
   std::string metrics_address = "0.0.0.0:8080";
+  bool metrics_auth = true;  // --metrics-auth=kubernetes (TokenReview + SubjectAccessReview)
   std::string health_address = "0.0.0.0:8081";
   std::string wakeup_address = "0.0.0.0:8082";  // "" disables the wakeup endpoint
-  std::string wakeup_token_secret;              // Secret (in the operator's namespace), key "token"
+  // Opt-in cluster-wide wakeup token: a Secret in the operator's namespace,
+  // key "token" ("" = none; each namespace's heartbeat-wakeup Secret only).
+  std::string wakeup_token_secret;
   std::string log_level = "info";
   std::string log_format = "json";  // json | text
   int workers = kWorkersDefault;

@@ -22,6 +22,11 @@ http::ServerResponse text(int status, std::string body) {
 http::ServerResponse route(const Endpoints& endpoints, const RouteHandlers& handlers,
                            const std::string& address, const http::ServerRequest& request) {
   if (address == endpoints.metrics_address && request.path == "/metrics") {
+    if (handlers.metrics_gate) {
+      if (std::optional<http::ServerResponse> refused = handlers.metrics_gate(request)) {
+        return *refused;
+      }
+    }
     http::ServerResponse response = text(200, handlers.metrics());
     response.content_type = "text/plain; version=0.0.4; charset=utf-8";
     return response;

@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,9 @@ struct RouteHandlers {
   std::function<std::string()> metrics;  // the Prometheus text
   std::function<bool()> caches_synced;   // /readyz
   http::Handler wakeup;
+  // Asked before /metrics is rendered: the refusal to send (401, 403, 503),
+  // or nullopt to serve it. Empty: plain metrics (--metrics-auth=none).
+  std::function<std::optional<http::ServerResponse>(const http::ServerRequest&)> metrics_gate;
 };
 
 // The answer of the server on `address` to `request`.
@@ -34,6 +38,9 @@ http::ServerResponse route(const Endpoints& endpoints, const RouteHandlers& hand
 std::vector<std::string> listen_addresses(const Endpoints& endpoints);
 
 // Only the wakeup endpoint takes a body; GETs of metrics and health none.
+// Every listener caps connections per source IP and, at a cap, closes an
+// idle connection for a new one (kube/http.h), so the kubelet's probe gets
+// in however many idle connections other Pods hold.
 http::ServerLimits limits_for(const Endpoints& endpoints, const std::string& address);
 
 // Listens on every address (throws std::exception naming the one that

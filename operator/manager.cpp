@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "kube/kubeconfig.h"
 #include "operator/http_routes.h"
 #include "operator/leader_election.h"
+#include "operator/metrics_auth.h"
 #include "operator/reconcile_workers.h"
 #include "operator/wakeup.h"
 #include "operator/wakeup_token.h"
@@ -28,6 +30,23 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr const char* kController = "agent";
+// Cluster-scoped reviews: the secure metrics' calls (operator/metrics_auth.h).
+const kube::Resource kTokenReviews{"authentication.k8s.io", "v1", "tokenreviews", false};
+const kube::Resource kSubjectAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews",
+                                           false};
+
+WakeupBackend wakeup_backend(controllers::AgentReconciler& reconciler) {
+  return {[&reconciler](const std::string& ns, const std::string& name) {
+            return reconciler.agent(ns, name);
+          },
+          [&reconciler](const std::string& ns, const controllers::Json& run) {
+            return reconciler.create_run(ns, run);
+          },
+          [&reconciler](const std::string& ns, const std::string& name) {
+            return reconciler.get_run(ns, name);
+          },
+          [&reconciler] { return reconciler.now(); }};
+}
 
 std::string watched_namespaces(const std::vector<std::string>& namespaces) {
   std::string out;
@@ -205,20 +224,41 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
     m.gauge_set("heartbeat_runs_waiting_for_place", {}, static_cast<double>(gate->waiting()));
   });
 
-  WakeupToken token(wakeup_token_reader(
-      [&client](const std::string& ns, const std::string& name) {
-        return client->get(kube::resources::kSecrets, ns, name);
-      },
-      config.leader_election_namespace, config.wakeup_token_secret));
+  const auto get_secret = [&client](const std::string& ns, const std::string& name) {
+    return client->get(kube::resources::kSecrets, ns, name);
+  };
+  WakeupToken cluster_token(wakeup_token_reader(get_secret, config.leader_election_namespace,
+                                                config.wakeup_token_secret));
+  NamespaceTokens namespace_tokens(namespace_token_reader(get_secret, [&config](const auto& ns) {
+    const auto& watched = config.watch_namespaces;
+    return watched.empty() || std::find(watched.begin(), watched.end(), ns) != watched.end();
+  }));
   std::unique_ptr<LeaderElector> elector;  // made once the servers listen
   const auto is_leader = [&] { return leader.load() && (!elector || elector->holding()); };
-  WakeupService wakeup(
-      reconciler, [&token] { return token.get(); }, enqueue, is_leader);
+  WakeupService wakeup(wakeup_backend(reconciler),
+                       WakeupAuth{[&](const std::string& ns) { return namespace_tokens.get(ns); },
+                                  [&]() -> std::optional<TokenDigest> {
+                                    if (config.wakeup_token_secret.empty()) return std::nullopt;
+                                    const std::optional<std::string> t = cluster_token.get();
+                                    if (!t) return std::nullopt;
+                                    return token_digest(*t);
+                                  }},
+                       enqueue, is_leader);
+  MetricsAuthorizer metrics_auth(
+      [&client](const controllers::Json& body) { return client->create(kTokenReviews, "", body); },
+      [&client](const controllers::Json& body) {
+        return client->create(kSubjectAccessReviews, "", body);
+      });
 
   const Endpoints endpoints{config.metrics_address, config.health_address, config.wakeup_address};
-  const RouteHandlers handlers{
+  RouteHandlers handlers{
       [&metrics] { return metrics.render(); }, [&cache] { return cache.synced(); },
-      [&wakeup](const http::ServerRequest& r) { return wakeup.handle(r); }};
+      [&wakeup](const http::ServerRequest& r) { return wakeup.handle(r); }, nullptr};
+  if (config.metrics_auth) {
+    handlers.metrics_gate = [&metrics_auth](const http::ServerRequest& r) {
+      return metrics_auth.refusal(r);
+    };
+  }
   std::vector<std::unique_ptr<http::Server>> servers;
   try {
     servers = start_servers(endpoints, handlers);

@@ -4,6 +4,8 @@
 #include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "api/rfc3339.h"
 #include "api/run_metadata.h"
 #include "api/utf8.h"
@@ -12,6 +14,7 @@
 #include "controllers/run_view.h"
 #include "controllers/text_util.h"
 #include "kube/errors.h"
+#include "kube/request_priority.h"
 
 namespace hb::operator_ {
 
@@ -23,6 +26,32 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   SHA256(reinterpret_cast<const unsigned char*>(a.data()), a.size(), ha);
   SHA256(reinterpret_cast<const unsigned char*>(b.data()), b.size(), hb_);
   return CRYPTO_memcmp(ha, hb_, SHA256_DIGEST_LENGTH) == 0;
+}
+
+namespace {
+
+bool alnum_lower(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+}  // namespace
+
+bool dns1123_label(std::string_view s) {
+  if (s.empty() || s.size() > 63 || !alnum_lower(s.front()) || !alnum_lower(s.back())) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return alnum_lower(c) || c == '-'; });
+}
+
+bool dns1123_subdomain(std::string_view s) {
+  if (s.empty() || s.size() > 253) return false;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t dot = s.find('.', start);
+    if (!dns1123_label(s.substr(start, dot == std::string_view::npos ? dot : dot - start))) {
+      return false;
+    }
+    if (dot == std::string_view::npos) return true;
+    start = dot + 1;
+  }
 }
 
 std::optional<WakeupPath> parse_wakeup_path(const std::string& path) {
@@ -38,10 +67,8 @@ std::optional<WakeupPath> parse_wakeup_path(const std::string& path) {
   const size_t middle = inner.find(kMiddle);
   if (middle == std::string::npos) return std::nullopt;
   WakeupPath out{inner.substr(0, middle), inner.substr(middle + kMiddle.size())};
-  if (out.ns.empty() || out.name.empty() || out.ns.find('/') != std::string::npos ||
-      out.name.find('/') != std::string::npos) {
-    return std::nullopt;
-  }
+  // Names as Kubernetes allows them, so nothing else reaches a URL or a log line.
+  if (!dns1123_label(out.ns) || !dns1123_subdomain(out.name)) return std::nullopt;
   return out;
 }
 
@@ -57,6 +84,28 @@ http::ServerResponse json_response(int status, const Json& body) {
 
 http::ServerResponse error(int status, const std::string& message) {
   return json_response(status, {{"error", message}, {"code", status}});
+}
+
+// One answer for every "no": no agent, no token, a wrong one, a namespace
+// not ours. Byte for byte the same.
+http::ServerResponse not_found() {
+  return error(404, "not found");
+}
+
+http::ServerResponse with_retry_after(http::ServerResponse r, long long seconds) {
+  r.headers.emplace_back("Retry-After", std::to_string(seconds));
+  return r;
+}
+
+http::ServerResponse too_many(const std::string& what, std::chrono::seconds retry) {
+  return with_retry_after(error(429, "too many wakeups " + what + "; retry later"), retry.count());
+}
+
+std::string bearer_of(const http::ServerRequest& request) {
+  static const std::string kBearer = "Bearer ";
+  auto auth = request.headers.find("authorization");
+  if (auth == request.headers.end() || auth->second.rfind(kBearer, 0) != 0) return "";
+  return auth->second.substr(kBearer.size());
 }
 
 // What the caller is told of a failed API call: the server's reason or the
@@ -88,7 +137,7 @@ std::string idempotent_run_name(const std::string& agent_name, const std::string
 // 200 with it. Anything else under that name: 409.
 http::ServerResponse WakeupService::existing(const WakeupPath& path, const std::string& name,
                                              const std::string& agent_uid, const std::string& key) {
-  kube::Result<Json> read = reconciler_.get_run(path.ns, name);
+  kube::Result<Json> read = backend_.get_run(path.ns, name);
   if (!read.ok()) return error(502, "could not read run " + name + ": " + reason_of(read.error()));
   const Json& run = read.value();
   const std::string* stored_key = nullptr;
@@ -105,35 +154,59 @@ http::ServerResponse WakeupService::existing(const WakeupPath& path, const std::
   return json_response(200, {{"run", name}, {"created", false}});
 }
 
-WakeupService::WakeupService(controllers::AgentReconciler& reconciler, TokenSource token,
-                             Enqueue enqueue, IsLeader is_leader)
-    : reconciler_(reconciler),
-      token_(std::move(token)),
+WakeupService::WakeupService(WakeupBackend backend, WakeupAuth auth, Enqueue enqueue,
+                             IsLeader is_leader, WakeupLimits limits, SteadyNow steady_now)
+    : backend_(std::move(backend)),
+      auth_(std::move(auth)),
       enqueue_(std::move(enqueue)),
-      is_leader_(std::move(is_leader)) {}
+      is_leader_(std::move(is_leader)),
+      steady_now_(std::move(steady_now)),
+      per_agent_(limits.per_agent, limits.entries_max),
+      per_source_(limits.per_source, limits.entries_max),
+      per_namespace_(limits.per_namespace, limits.entries_max) {}
+
+// Both comparisons run whether or not either token exists, against a digest
+// no token has when one is missing, so the time taken does not say which.
+bool WakeupService::authorized(const std::string& ns, const http::ServerRequest& request) const {
+  static const TokenDigest kNone = token_digest("no token has this digest: it is not 32 bytes");
+  const TokenDigest presented = token_digest(bearer_of(request));
+  const std::optional<TokenDigest> own =
+      auth_.namespace_token ? auth_.namespace_token(ns) : std::nullopt;
+  const std::optional<TokenDigest> cluster =
+      auth_.cluster_token ? auth_.cluster_token() : std::nullopt;
+  const bool own_ok = digest_equal(presented, own.value_or(kNone));
+  const bool cluster_ok = digest_equal(presented, cluster.value_or(kNone));
+  return (own_ok && own.has_value()) || (cluster_ok && cluster.has_value());
+}
 
 http::ServerResponse WakeupService::handle(const http::ServerRequest& request) {
   auto path = parse_wakeup_path(request.path);
-  if (!path) return error(404, "not found");
+  if (!path) return not_found();
   if (request.method != "POST") return error(405, "use POST");
+  const auto now = steady_now_();
+  if (auto retry = per_source_.take(request.remote_address, now)) {
+    return too_many("from this address", *retry);
+  }
   if (!is_leader_()) {
     // Before the token: a standby makes no API call for anyone.
-    http::ServerResponse r = error(503, "this replica is a standby; retry (the leader acts)");
-    r.headers.emplace_back("Retry-After", std::to_string(kStandbyRetryAfterSeconds));
-    return r;
+    return with_retry_after(error(503, "this replica is a standby; retry (the leader acts)"),
+                            kStandbyRetryAfterSeconds);
   }
-  const std::optional<std::string> expected = token_();
-  if (!expected || expected->empty()) {
-    return error(503, "the wakeup endpoint has no token configured (--wakeup-token-secret)");
+  // The Secret reads and the run's calls wait behind every agent's own
+  // writes, and give up rather than hold a handler thread for long.
+  kube::RequestPriorityScope edge(kube::RequestClass::kEdge);
+  kube::GiveWayScope bounded(std::chrono::steady_clock::now() + kWakeupLimiterWaitMax);
+  if (!authorized(path->ns, request)) return not_found();
+  if (auto retry = per_namespace_.take(path->ns, now)) {
+    return too_many("for namespace " + path->ns, *retry);
   }
-  auto auth = request.headers.find("authorization");
-  static const std::string kBearer = "Bearer ";
-  if (auth == request.headers.end() || auth->second.rfind(kBearer, 0) != 0) {
-    return error(401, "missing bearer token");
-  }
-  if (!constant_time_equal(auth->second.substr(kBearer.size()), *expected)) {
-    return error(401, "wrong bearer token");
-  }
+  return admitted(*path, request);
+}
+
+// The caller holds a token for the namespace: from here on it may learn
+// which of the namespace's agents exist.
+http::ServerResponse WakeupService::admitted(const WakeupPath& path,
+                                             const http::ServerRequest& request) {
   if (request.body.size() > kWakeupBodyBytesMax) return error(413, "body larger than 64 KiB");
   std::string key;
   if (auto it = request.headers.find("idempotency-key"); it != request.headers.end()) {
@@ -144,9 +217,12 @@ http::ServerResponse WakeupService::handle(const http::ServerRequest& request) {
   }
   std::variant<WakeupBody, std::string> body = parse_wakeup_body(request.body);
   if (const std::string* problem = std::get_if<std::string>(&body)) return error(400, *problem);
-  auto agent = reconciler_.agent(path->ns, path->name);
-  if (!agent) return error(404, "agent " + path->ns + "/" + path->name + " not found");
-  return create(*path, *agent, std::get<WakeupBody>(body), key);
+  auto agent = backend_.agent(path.ns, path.name);
+  if (!agent) return not_found();
+  if (auto retry = per_agent_.take(controllers::object_key(path.ns, path.name), steady_now_())) {
+    return too_many("for agent " + path.ns + "/" + path.name, *retry);
+  }
+  return create(path, *agent, std::get<WakeupBody>(body), key);
 }
 
 std::variant<WakeupBody, std::string> parse_wakeup_body(const std::string& text) {
@@ -180,9 +256,13 @@ http::ServerResponse WakeupService::create(const WakeupPath& path, const Json& a
   if (!body.metadata.is_null()) run["spec"]["metadata"] = body.metadata;
   if (!key.empty()) run["metadata"]["annotations"][controllers::kAnnotationIdempotencyKey] = key;
   run["metadata"]["annotations"][controllers::kAnnotationRequestedAt] =
-      api::format_micro_time(reconciler_.now());
-  kube::Result<Json> created = reconciler_.create_run(path.ns, run);
+      api::format_micro_time(backend_.now());
+  kube::Result<Json> created = backend_.create_run(path.ns, run);
   if (!created.ok()) {
+    if (created.is(kube::ErrorKind::kGaveWay)) {
+      return with_retry_after(error(503, "the operator is busy with its agents' writes; retry"),
+                              kLimiterRetryAfterSeconds);
+    }
     if (!key.empty() && created.is(kube::ErrorKind::kAlreadyExists)) {
       return existing(path, name, spec.uid, key);
     }

@@ -1,5 +1,7 @@
 #include "operator/wakeup_token.h"
 
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
 #include "kube/kubeconfig.h"
@@ -49,6 +51,93 @@ std::optional<std::string> WakeupToken::get() {
   read_at_ = now_();
   reading_ = false;
   return token_;
+}
+
+TokenDigest token_digest(std::string_view token) {
+  TokenDigest out{};
+  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), out.data());
+  return out;
+}
+
+bool digest_equal(const TokenDigest& a, const TokenDigest& b) {
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+NamespaceTokens::NamespaceTokens(Read read, Now now)
+    : read_(std::move(read)), now_(std::move(now)) {}
+
+std::optional<TokenDigest> NamespaceTokens::get(const std::string& ns) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = entries_.find(ns);
+    if (it != entries_.end()) {
+      const bool fresh = now_() - it->second.read_at < kNamespaceTokenTtl;
+      if (fresh || it->second.reading) return it->second.digest;
+      it->second.reading = true;
+    }
+  }
+  std::optional<std::string> token;
+  try {
+    token = read_(ns);
+  } catch (const std::exception&) {
+    token.reset();  // unreadable means no token
+  }
+  std::optional<TokenDigest> digest;
+  if (token) digest = token_digest(*token);
+  store(ns, digest);
+  return digest;
+}
+
+void NamespaceTokens::store(const std::string& ns, std::optional<TokenDigest> digest) {
+  std::lock_guard lock(mutex_);
+  auto it = entries_.find(ns);
+  if (it == entries_.end()) {
+    if (entries_.size() >= kNamespaceTokensEntriesMax) {
+      entries_.erase(order_.back());
+      order_.pop_back();
+    }
+    order_.push_front(ns);
+    it = entries_.emplace(ns, Entry{}).first;
+    it->second.order = order_.begin();
+  } else {
+    order_.splice(order_.begin(), order_, it->second.order);
+  }
+  it->second.digest = digest;
+  it->second.read_at = now_();
+  it->second.reading = false;
+}
+
+std::size_t NamespaceTokens::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+NamespaceTokens::Read namespace_token_reader(GetSecret get_secret,
+                                             std::function<bool(const std::string&)> allowed) {
+  return [get_secret = std::move(get_secret),
+          allowed = std::move(allowed)](const std::string& ns) -> std::optional<std::string> {
+    if (!allowed(ns)) return std::nullopt;
+    const std::string name(kWakeupSecretName);
+    const kube::Result<controllers::Json> secret = get_secret(ns, name);
+    if (!secret.ok()) {
+      const bool quiet =
+          secret.is(kube::ErrorKind::kNotFound) || secret.is(kube::ErrorKind::kForbidden);
+      if (quiet) {
+        spdlog::debug("event=wakeup_token_absent secret={}/{}", ns, name);
+      } else {
+        spdlog::warn("event=wakeup_token_unreadable secret={}/{} error=\"{}\"", ns, name,
+                     secret.error().describe());
+      }
+      return std::nullopt;
+    }
+    std::optional<std::string> token = wakeup_token_from_secret(secret.value());
+    if (token && token->size() < kWakeupTokenBytesMin) {
+      spdlog::warn("event=wakeup_token_too_short secret={}/{} bytes_min={}", ns, name,
+                   kWakeupTokenBytesMin);
+      return std::nullopt;
+    }
+    return token;
+  };
 }
 
 }  // namespace hb::operator_

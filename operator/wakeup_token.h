@@ -3,11 +3,15 @@
 // minute. A read is an API call that can hang for the client's timeout: it is
 // made outside the lock by one caller while every other caller answers with
 // the token read before, so a slow API server never queues wakeup requests.
+#include <array>
 #include <chrono>
 #include <functional>
+#include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "controllers/json_util.h"
 #include "kube/errors.h"
@@ -49,5 +53,63 @@ class WakeupToken {
 using GetSecret =
     std::function<kube::Result<controllers::Json>(const std::string& ns, const std::string& name)>;
 WakeupToken::Read wakeup_token_reader(GetSecret get_secret, std::string ns, std::string name);
+
+// --- per namespace: the Secret `heartbeat-wakeup` (key `token`) in the
+// Agent's own namespace opens that namespace's Agents only.
+
+inline constexpr std::string_view kWakeupSecretName = "heartbeat-wakeup";
+// A namespace's token is read again once its read is this old (a rotated or
+// deleted Secret takes effect within it; a missing one is remembered as long).
+inline constexpr std::chrono::seconds kNamespaceTokenTtl{30};
+// Namespaces remembered at once; past it the oldest read is forgotten.
+inline constexpr std::size_t kNamespaceTokensEntriesMax = 4096;
+// A shorter token is refused as none (guessable); the Secret's owner is told
+// by a log line naming the namespace, never the token.
+inline constexpr std::size_t kWakeupTokenBytesMin = 16;
+
+// SHA-256 of a token: what the cache keeps (32 bytes whatever the Secret
+// holds) and what is compared in constant time.
+using TokenDigest = std::array<unsigned char, 32>;
+TokenDigest token_digest(std::string_view token);
+// Equal digests, in time independent of where they differ.
+bool digest_equal(const TokenDigest& a, const TokenDigest& b);
+
+// The namespace's token digest, cached for kNamespaceTokenTtl. Reads are
+// API calls made outside the lock; while one is in flight for a namespace
+// other callers answer with the digest read before (or read it themselves
+// when there is none yet), so a slow API server never queues requests.
+class NamespaceTokens {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Reads namespace ns's token (I/O); nullopt when missing or unreadable.
+  using Read = std::function<std::optional<std::string>(const std::string& ns)>;
+  using Now = std::function<Clock::time_point()>;
+
+  explicit NamespaceTokens(Read read, Now now = Clock::now);
+  std::optional<TokenDigest> get(const std::string& ns);
+  std::size_t size() const;
+
+ private:
+  struct Entry {
+    std::optional<TokenDigest> digest;
+    Clock::time_point read_at;
+    bool reading = false;
+    std::list<std::string>::iterator order;  // into order_
+  };
+  void store(const std::string& ns, std::optional<TokenDigest> digest);
+
+  Read read_;
+  Now now_;
+  mutable std::mutex mutex_;  // guards the members below, never held across read_()
+  std::map<std::string, Entry> entries_;
+  std::list<std::string> order_;  // front: read last
+};
+
+// A NamespaceTokens::Read of Secret `heartbeat-wakeup` in the namespace
+// through `get_secret`. Not found and forbidden mean no token (logged at
+// debug: any caller can name any namespace); other errors are warned about.
+// A namespace `allowed` refuses is never read (not watched, say).
+NamespaceTokens::Read namespace_token_reader(GetSecret get_secret,
+                                             std::function<bool(const std::string&)> allowed);
 
 }  // namespace hb::operator_

@@ -117,7 +117,10 @@ class OperatorProcess {
     std::vector<std::string> argv = {
         binary, "--metrics-address=127.0.0.1:" + std::to_string(metrics_port_),
         "--health-address=127.0.0.1:" + std::to_string(health_port_),
-        "--wakeup-address=127.0.0.1:" + std::to_string(wakeup_port_), "--log-format=text"};
+        "--wakeup-address=127.0.0.1:" + std::to_string(wakeup_port_), "--log-format=text",
+        // Plain metrics (the tests read them without a token); a test's own
+        // --metrics-auth later in the arguments wins.
+        "--metrics-auth=none"};
     argv.insert(argv.end(), args_.begin(), args_.end());
     // Everything is prepared before fork: the child only calls
     // async-signal-safe functions (the parent has threads).

@@ -1169,8 +1169,9 @@ TEST_F(OperatorTest, AnnotationAndWakeupCreateRunsAndCoalesce) {
       .or_throw();
   const std::string path = "/api/v1/namespaces/" + ns_ + "/agents/nu/wakeup";
   const std::string token = "s3cret-token";
-  EXPECT_EQ(operator_->post(path, "{}", "").status, 401);
-  EXPECT_EQ(operator_->post(path, "{}", "wrong").status, 401);
+  // No token and a wrong one answer as a missing agent does (404, the same body).
+  EXPECT_EQ(operator_->post(path, "{}", "").status, 404);
+  EXPECT_EQ(operator_->post(path, "{}", "wrong").status, 404);
   EXPECT_EQ(operator_->post(path, "{not json", token).status, 400);
   EXPECT_EQ(operator_->post(path, "{}", token, {{"Idempotency-Key", std::string(129, 'k')}}).status,
             400);

@@ -19,7 +19,8 @@ struct Routes {
                            r.status = 201;
                            r.body = "woken";
                            return r;
-                         }};
+                         },
+                         nullptr};
 
   http::ServerResponse get(const std::string& address, const std::string& path,
                            const std::string& method = "GET") {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <map>
 #include <thread>
 
 namespace hb::operator_ {
@@ -135,6 +136,96 @@ TEST(WakeupTokenReader, CachedTheSecretIsReadOnceAnInterval) {
   now += std::chrono::seconds(1);
   EXPECT_EQ(token.get(), "s3cr3t");
   EXPECT_EQ(reads, 2);
+}
+
+// --- per namespace ---
+
+TEST(NamespaceTokens, EachNamespaceIsReadOncePerTtlAndMissingOnesAreRemembered) {
+  Clock::time_point now{};
+  std::map<std::string, int> reads;
+  NamespaceTokens tokens(
+      [&](const std::string& ns) -> std::optional<std::string> {
+        ++reads[ns];
+        if (ns == "none") return std::nullopt;
+        return ns + "-token-0123456789";
+      },
+      [&] { return now; });
+  EXPECT_EQ(tokens.get("a"), token_digest("a-token-0123456789"));
+  EXPECT_EQ(tokens.get("b"), token_digest("b-token-0123456789"));
+  EXPECT_EQ(tokens.get("none"), std::nullopt);
+  now += kNamespaceTokenTtl - std::chrono::seconds(1);
+  tokens.get("a");
+  tokens.get("none");
+  EXPECT_EQ(reads["a"], 1);
+  EXPECT_EQ(reads["none"], 1);
+  now += std::chrono::seconds(1);
+  tokens.get("a");
+  EXPECT_EQ(reads["a"], 2);
+}
+
+TEST(NamespaceTokens, KeepDigestsOnlyAndBoundedNamespaces) {
+  NamespaceTokens tokens([](const std::string& ns) { return std::optional<std::string>(ns); });
+  for (std::size_t i = 0; i < kNamespaceTokensEntriesMax + 100; ++i) {
+    tokens.get("ns-" + std::to_string(i));
+  }
+  EXPECT_EQ(tokens.size(), kNamespaceTokensEntriesMax);
+  static_assert(sizeof(TokenDigest) == 32);  // whatever size the Secret's token is
+}
+
+TEST(NamespaceTokens, ASlowReadDoesNotHoldOtherNamespacesOrTheStaleAnswer) {
+  Clock::time_point now{};
+  std::promise<void> entered, release;
+  std::shared_future<void> released = release.get_future().share();
+  bool block = false;
+  NamespaceTokens tokens(
+      [&](const std::string& ns) -> std::optional<std::string> {
+        if (ns == "slow" && block) {
+          entered.set_value();
+          released.wait();
+        }
+        return ns + "-token-0123456789";
+      },
+      [&] { return now; });
+  tokens.get("slow");
+  now += kNamespaceTokenTtl;
+  block = true;
+  auto reader = std::async(std::launch::async, [&] { return tokens.get("slow"); });
+  entered.get_future().wait();
+  // While the re-read hangs: the same namespace answers with the digest
+  // read before, another namespace is read at once.
+  EXPECT_EQ(tokens.get("slow"), token_digest("slow-token-0123456789"));
+  EXPECT_EQ(tokens.get("fast"), token_digest("fast-token-0123456789"));
+  release.set_value();
+  EXPECT_EQ(reader.get(), token_digest("slow-token-0123456789"));
+}
+
+TEST(NamespaceTokenReader, ReadsTheWellKnownSecretOnlyWhereAllowed) {
+  std::vector<std::string> asked;
+  auto read = namespace_token_reader(
+      [&](const std::string& ns, const std::string& name) -> kube::Result<controllers::Json> {
+        asked.push_back(ns + "/" + name);
+        if (ns == "missing") {
+          kube::Error e;
+          e.kind = kube::ErrorKind::kNotFound;
+          return e;
+        }
+        if (ns == "short") return controllers::Json{{"data", {{"token", "c2hvcnQ="}}}};
+        // "a-long-enough-token" in base64
+        return controllers::Json{{"data", {{"token", "YS1sb25nLWVub3VnaC10b2tlbg=="}}}};
+      },
+      [](const std::string& ns) { return ns != "kube-system"; });
+  EXPECT_EQ(read("team-a"), "a-long-enough-token");
+  EXPECT_EQ(read("missing"), std::nullopt);
+  EXPECT_EQ(read("short"), std::nullopt);  // under kWakeupTokenBytesMin: refused
+  EXPECT_EQ(read("kube-system"), std::nullopt);
+  EXPECT_EQ(asked, (std::vector<std::string>{"team-a/heartbeat-wakeup", "missing/heartbeat-wakeup",
+                                             "short/heartbeat-wakeup"}));
+}
+
+TEST(TokenDigests, CompareEqualOnlyForTheSameToken) {
+  EXPECT_TRUE(digest_equal(token_digest("abc"), token_digest("abc")));
+  EXPECT_FALSE(digest_equal(token_digest("abc"), token_digest("abd")));
+  EXPECT_FALSE(digest_equal(token_digest(""), token_digest("abc")));
 }
 
 }  // namespace
