@@ -1,0 +1,145 @@
+// The tenant as the attacker: a namespace editor (tenant_fixture.h) tries to
+// make the operator act outside the tenant's namespace. Each test shows the
+// harm its attack would do (a positive control) and that it does not happen.
+#include <gtest/gtest.h>
+
+#include "api/object_names.h"
+#include "controllers/json_util.h"
+#include "tests/e2e/suite/tenant_fixture.h"
+
+namespace hb::testing {
+namespace {
+
+using controllers::find_path;
+
+const char* kPromptNamePointer =
+    "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/heartbeat/properties/"
+    "promptFrom/properties/configMapKeyRef/properties/name/pattern";
+
+// A request line that ends early and a second request after it: sent as a
+// path segment unencoded, the second request carries the sender's token.
+std::string smuggling_name(const std::string& victim_ns, const std::string& victim_run) {
+  return "x HTTP/1.1\r\nHost: a\r\n\r\nDELETE /apis/heartbeat.dev/v1alpha1/namespaces/" +
+         victim_ns + "/heartbeatruns/" + victim_run;
+}
+
+json run_manifest(const std::string& name, const std::string& agent) {
+  return {{"apiVersion", "heartbeat.dev/v1alpha1"},
+          {"kind", "HeartbeatRun"},
+          {"metadata", {{"name", name}}},
+          {"spec", {{"agentRef", {{"name", agent}}}, {"invocationSource", "manual"}}}};
+}
+
+class SmugglingTest : public TenantTest {
+ public:
+  void set_prompt_name_pattern(bool present) {
+    const json op = present ? json{{"op", "add"},
+                                   {"path", kPromptNamePointer},
+                                   {"value", std::string(api::kDns1123SubdomainPattern)}}
+                            : json{{"op", "remove"}, {"path", kPromptNamePointer}};
+    const std::string file = env_->dir() + "/crd-patch-" + ns_ + ".json";
+    {
+      std::ofstream out(file);
+      out << json::array({op}).dump();
+    }
+    sh(env_->kubectl() + " patch crd agents.heartbeat.dev --type=json --patch-file " + file);
+  }
+
+ protected:
+  // What the unencoded name would have put on the wire, sent by hand with
+  // the operator's own token (from the chart ServiceAccount's kubeconfig).
+  void send_raw_with_operator_token(const std::string& name) {
+    const kube::ClusterConfig op = kube::load_kubeconfig_file(env_->operator_kubeconfig());
+    const std::string host_port = op.server.substr(op.server.find("://") + 3);
+    const std::string raw = "GET /api/v1/namespaces/" + ns_ + "/configmaps/" + name +
+                            " HTTP/1.1\r\nHost: " + host_port + "\r\nAuthorization: Bearer " +
+                            op.token + "\r\nConnection: close\r\n\r\n";
+    const std::string file = env_->dir() + "/smuggle-" + ns_ + ".bin";
+    {
+      std::ofstream out(file, std::ios::binary);
+      out << raw;
+    }
+    sh("timeout 20 openssl s_client -quiet -ign_eof -connect " + host_port + " < " + file +
+       " > /dev/null || true");
+  }
+  bool run_exists(const std::string& ns, const std::string& name) {
+    return client_->get(res::kHeartbeatRuns, ns, name).ok();
+  }
+  json smuggling_agent(const std::string& name) {
+    json manifest = agent_manifest_e2e("smuggler", "unused");
+    manifest["spec"]["heartbeat"].erase("prompt");
+    manifest["spec"]["heartbeat"]["promptFrom"] = {
+        {"configMapKeyRef", {{"name", name}, {"key", "prompt.md"}}}};
+    return manifest;
+  }
+  json spec_valid(const std::string& agent_name) {
+    const json object = agent(agent_name);  // outlives the pointer into it
+    const json* conditions = find_path(object, "status/conditions");
+    if (conditions != nullptr) {
+      for (const json& c : *conditions) {
+        if (c["type"] == "SpecValid") return c;
+      }
+    }
+    return json::object();
+  }
+};
+
+TEST_F(SmugglingTest, ASmugglingNameNeverReachesTheApiServerWithTheOperatorsToken) {
+  const std::string victim = victim_namespace();
+  for (const char* name : {"precious", "canary"}) {
+    client_->create(res::kHeartbeatRuns, victim, run_manifest(name, "someone")).or_throw();
+  }
+  const json precious = client_->get(res::kHeartbeatRuns, victim, "precious").or_throw();
+
+  // Positive control: the bytes an unencoded name makes, with the
+  // operator's token, delete a run in a namespace the tenant cannot write.
+  ASSERT_FALSE(tenant_->remove(res::kHeartbeatRuns, victim, "canary").ok());
+  send_raw_with_operator_token(smuggling_name(victim, "canary"));
+  ASSERT_TRUE(wait_until([&] { return !run_exists(victim, "canary"); }, 10s))
+      << "the raw control did not delete the canary: the test could not see the harm";
+
+  // At apply: the schema refuses the name and names the field.
+  kube::Result<json> refused =
+      tenant_->create(res::kAgents, ns_, smuggling_agent(smuggling_name(victim, "precious")));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().kind, kube::ErrorKind::kInvalid) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("spec.heartbeat.promptFrom.configMapKeyRef.name"),
+            std::string::npos)
+      << refused.error().message;
+
+  // Stored around the schema (as an Agent from before its pattern would
+  // be): the operator refuses it by name and sends nothing with it.
+  set_prompt_name_pattern(false);
+  struct Restore {
+    SmugglingTest* test;
+    ~Restore() { test->set_prompt_name_pattern(true); }
+  } restore{this};
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return tenant_
+            ->create(res::kAgents, ns_, smuggling_agent(smuggling_name(victim, "precious")))
+            .ok();
+      },
+      30s));
+  tenant_->create(res::kHeartbeatRuns, ns_, run_manifest("smuggler-1", "smuggler")).or_throw();
+  OperatorProcess& op = start_operator();
+  wait_ready(op);
+  ASSERT_TRUE(
+      wait_until([&] { return spec_valid("smuggler").value("status", "") == "False"; }, 60s))
+      << agent("smuggler").dump(2);
+  const std::string message = spec_valid("smuggler").value("message", "");
+  EXPECT_NE(message.find("spec.heartbeat.promptFrom.configMapKeyRef.name"), std::string::npos)
+      << message;
+  EXPECT_EQ(message.find_first_of("\r\n"), std::string::npos) << message;
+  std::this_thread::sleep_for(3s);  // passes that would have read the prompt
+  const json after = client_->get(res::kHeartbeatRuns, victim, "precious").or_throw();
+  EXPECT_EQ(after["metadata"]["resourceVersion"], precious["metadata"]["resourceVersion"]);
+  EXPECT_EQ(jobs(), 0u);
+  // No log line begins with the attacker's second request.
+  const std::string log = read_file(op.log_path());
+  EXPECT_EQ(log.find("\nDELETE "), std::string::npos);
+  EXPECT_EQ(log.find("\nHost: a"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hb::testing
