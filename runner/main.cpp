@@ -28,6 +28,7 @@
 #include "api/exit_codes.h"
 #include "api/heartbeat_pod.h"
 #include "kube/client.h"
+#include "kube/log_format.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "runner/env_scrub.h"
@@ -117,7 +118,9 @@ int main(int argc, char** argv) {
   auto logger = std::make_shared<spdlog::logger>(
       "runner", spdlog::sinks_init_list{std::make_shared<spdlog::sinks::stderr_sink_mt>(),
                                         std::make_shared<TailSink>(stderr_tail)});
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %l %v", spdlog::pattern_time_type::utc);
+  // Control bytes escaped: a model-chosen tool name in a log line cannot
+  // forge another line (the log tail may become the termination message).
+  logger->set_formatter(kube::escaped_formatter("%Y-%m-%dT%H:%M:%S.%eZ %l %*", false));
   spdlog::set_default_logger(logger);
 
   runner::AppOptions options;
