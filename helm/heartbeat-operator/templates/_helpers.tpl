@@ -64,9 +64,36 @@ operator's --namespace takes that list), or "" for all namespaces.
 {{- if kindIs "bool" $v }}{{ $v }}{{ else }}{{ gt (int .Values.replicaCount) 1 }}{{ end }}
 {{- end }}
 
+{{/* The opt-in cluster-wide wakeup token's Secret, or "" (each namespace's own only). */}}
 {{- define "heartbeat-operator.wakeupSecret" -}}
-{{- if .Values.wakeup.enabled }}
-{{- required "wakeup.existingSecret: name the Secret (key `token`, in the release namespace) that holds the wakeup token; the chart never takes the token itself" .Values.wakeup.existingSecret }}
+{{- if .Values.wakeup.enabled }}{{ .Values.wakeup.clusterTokenSecret }}{{- end }}
+{{- end }}
+
+{{/*
+The heartbeat Pods' egress to the API server, as a YAML list of
+{cidr, except, ports}: networkPolicy.heartbeatEgress.apiServer when set; else
+the endpoints of Service default/kubernetes as the cluster has them at install
+(lookup); else (helm template, no cluster) any address but 169.254.0.0/16 on
+443 and 6443.
+*/}}
+{{- define "heartbeat-operator.apiServerEgress" -}}
+{{- $given := .Values.networkPolicy.heartbeatEgress.apiServer }}
+{{- if $given }}
+{{- toYaml $given }}
+{{- else }}
+{{- $rules := list }}
+{{- $endpoints := lookup "v1" "Endpoints" "default" "kubernetes" }}
+{{- range ($endpoints.subsets | default list) }}
+{{- $ports := list }}
+{{- range .ports }}{{ $ports = append $ports .port }}{{ end }}
+{{- range .addresses }}
+{{- $rules = append $rules (dict "cidr" (printf "%s/32" .ip) "ports" $ports) }}
+{{- end }}
+{{- end }}
+{{- if not $rules }}
+{{- $rules = list (dict "cidr" "0.0.0.0/0" "ports" (list 443 6443)) }}
+{{- end }}
+{{- toYaml $rules }}
 {{- end }}
 {{- end }}
 
@@ -112,8 +139,16 @@ Verbs are exactly what the operator calls; see controllers/shell and operator/.
   # Prompt (get), context and memory ConfigMaps (create); update/patch because
   # the per-agent Role grants them on the memory ConfigMap.
   verbs: ["get", "create", "update", "patch"]
-# No Secrets: the operator never reads key data. A missing apiKeySecretRef
-# shows up as the heartbeat Pod's CreateContainerConfigError.
+# Secrets: only the namespace's wakeup token, by name (get: RBAC cannot limit
+# list/watch to a name usefully, so the operator reads it by name and caches
+# it briefly). Never key data: a missing apiKeySecretRef shows up as the
+# heartbeat Pod's CreateContainerConfigError.
+{{- if .Values.wakeup.enabled }}
+- apiGroups: [""]
+  resources: ["secrets"]
+  resourceNames: ["heartbeat-wakeup"]
+  verbs: ["get"]
+{{- end }}
 # The per-agent ServiceAccount, Role and RoleBinding: created; get because an
 # existing one is adopted only when it carries the Agent's ownerReference.
 - apiGroups: [""]

@@ -141,7 +141,7 @@ class E2eEnvironment : public ::testing::Environment {
        " --from-literal=token=" + kWakeupToken + " --dry-run=client -o yaml | " + k + "apply -f -");
     sh(helm_ + " upgrade --install " + kReleaseName + " " + chart + " --namespace " +
        kReleaseNamespace + " --set image.tag=e2e --set wakeup.enabled=true" +
-       " --set wakeup.existingSecret=" + kWakeupSecret +
+       " --set wakeup.clusterTokenSecret=" + kWakeupSecret +
        " --set rbac.aggregateToDefaultRoles=true");
     sh(kubectl_ + " wait --for condition=established --timeout=60s " +
        "crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev "

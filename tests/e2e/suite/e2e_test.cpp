@@ -89,7 +89,7 @@ TEST_F(E2eTest, ManualAnnotateAndWakeupTriggers) {
       60s));
 
   const std::string path = "/api/v1/namespaces/" + ns_ + "/agents/trig/wakeup";
-  EXPECT_EQ(op.post(path, "{}", "not-the-token").status, 401);
+  EXPECT_EQ(op.post(path, "{}", "not-the-token").status, 404);  // as a missing agent
   http::Response woke = op.post(path, R"({"reason":"webhook"})", kWakeupToken);
   ASSERT_EQ(woke.status, 201) << woke.body;
   const std::string callback = json::parse(woke.body)["run"].get<std::string>();

@@ -70,18 +70,79 @@ def no_wildcards(obj):
                     problem(f"{name}: rules[{i}].{field} has a wildcard {v!r}")
 
 
-def check_network_policies(policies, a, watched):
+# The labels controllers/job_builder.cpp (labels_for, names.h) puts on every
+# heartbeat Pod; helm_chart_test.sh checks names.h still says so.
+HEARTBEAT_POD_LABELS = {"app.kubernetes.io/managed-by": "heartbeat-operator",
+                        "heartbeat.dev/agent": "bot", "heartbeat.dev/run": "bot-1800000000"}
+# A Pod of the namespace that is not a heartbeat Pod (a peer's).
+OTHER_POD_LABELS = {"app": "web"}
+OPERATOR_PORTS = set()  # filled from the Deployment: its container ports
+
+
+def selects(selector, labels):
+    """Kubernetes LabelSelector semantics (matchLabels, matchExpressions)."""
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e["key"], e["operator"], e.get("values", [])
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and key in labels and labels[key] in values:
+            return False
+    return True
+
+
+def check_heartbeat_egress(p, ns, a):
+    """Egress only to DNS, the API server and the model endpoints: every
+    0.0.0.0/0 block cuts 169.254.0.0/16 out, no rule opens an operator port."""
+    if p["spec"].get("policyTypes") != ["Egress"]:
+        problem(f"the heartbeat egress NetworkPolicy in {ns} does not restrict Egress")
+    rules = p["spec"].get("egress", [])
+    dns = [r for r in rules if any(t.get("podSelector") for t in r.get("to", []))]
+    if len(dns) != 1 or {(x["port"], x["protocol"]) for x in dns[0].get("ports", [])} != {
+            (53, "UDP"), (53, "TCP")}:
+        problem(f"{ns}: egress to DNS is not exactly port 53 of the DNS Pods: {dns}")
+    for r in rules:
+        if not r.get("to"):
+            problem(f"{ns}: an egress rule allows any peer: {r}")
+        if not r.get("ports"):
+            problem(f"{ns}: an egress rule allows any port: {r}")
+        for x in r.get("ports", []):
+            if x.get("port") in OPERATOR_PORTS:
+                problem(f"{ns}: egress to the operator's port {x['port']} is allowed")
+        for t in r.get("to", []):
+            block = t.get("ipBlock")
+            if block and block["cidr"] == "0.0.0.0/0" and "169.254.0.0/16" not in block.get(
+                    "except", []):
+                problem(f"{ns}: egress to 0.0.0.0/0 does not cut out 169.254.0.0/16")
+            if block is None and not (t.get("namespaceSelector") and t.get("podSelector")):
+                problem(f"{ns}: egress to {t} is not an ipBlock nor the DNS Pods")
+
+
+def check_network_policies(policies, a, watched, operator_labels):
     """With --network-policy: the operator admits metrics from the monitoring
-    namespace only, and every watched namespace denies heartbeat Pods ingress."""
+    namespace only and its Pods are the ones selected; every watched
+    namespace denies heartbeat Pods ingress and limits their egress, and
+    those policies select heartbeat Pods and no other Pod."""
     if a.network_policy == "false":
         if policies:
             problem(f"{len(policies)} NetworkPolicy objects rendered though networkPolicy is off")
         return
     ops = [p for p in policies if p["metadata"]["namespace"] == a.release_namespace
-           and "heartbeat-pods" not in p["metadata"]["name"]]
+           and not p["metadata"]["name"].endswith(("-heartbeat-pods", "-heartbeat-egress"))]
     if len(ops) != 1:
         problem(f"expected one operator NetworkPolicy in {a.release_namespace}, got {len(ops)}")
     for p in ops:
+        if not selects(p["spec"]["podSelector"], operator_labels):
+            problem(f"the operator NetworkPolicy does not select the operator's Pods "
+                    f"{operator_labels}")
+        if selects(p["spec"]["podSelector"], HEARTBEAT_POD_LABELS):
+            problem("the operator NetworkPolicy selects heartbeat Pods")
         rules = p["spec"].get("ingress", [])
         if p["spec"].get("policyTypes") != ["Ingress"]:
             problem("the operator NetworkPolicy does not restrict Ingress")
@@ -89,19 +150,67 @@ def check_network_policies(policies, a, watched):
             if not rule.get("from"):
                 problem(f"the operator NetworkPolicy admits anyone on {rule.get('ports')}")
             ports = [x.get("port") for x in rule.get("ports", [])]
+            if "health" in ports:
+                problem("the operator NetworkPolicy admits Pods to the health port")
             if "metrics" in ports:
                 want = [{"namespaceSelector": {"matchLabels": {
                     "kubernetes.io/metadata.name": a.metrics_namespace}}}]
                 if rule.get("from") != want:
                     problem(f"metrics is admitted from {rule.get('from')}, not {want}")
-    pods = {p["metadata"]["namespace"]: p for p in policies
-            if "heartbeat-pods" in p["metadata"]["name"]}
-    for ns in watched:
-        p = pods.get(ns)
-        if p is None:
-            problem(f"no heartbeat-Pod NetworkPolicy in watched namespace {ns}")
-        elif p["spec"].get("ingress") or p["spec"].get("policyTypes") != ["Ingress"]:
-            problem(f"the heartbeat-Pod NetworkPolicy in {ns} admits ingress")
+            if "wakeup" in ports and rule.get("from") != a.wakeup_from:
+                problem(f"wakeup is admitted from {rule.get('from')}, not {a.wakeup_from}")
+    for kind in ("heartbeat-pods", "heartbeat-egress"):
+        found = {p["metadata"]["namespace"]: p for p in policies
+                 if p["metadata"]["name"].endswith("-" + kind)}
+        for ns in watched:
+            p = found.get(ns)
+            if p is None:
+                if kind == "heartbeat-pods" or a.heartbeat_egress == "true":
+                    problem(f"no {kind} NetworkPolicy in watched namespace {ns}")
+                continue
+            if not selects(p["spec"]["podSelector"], HEARTBEAT_POD_LABELS):
+                problem(f"{kind} in {ns} does not select heartbeat Pods {HEARTBEAT_POD_LABELS}")
+            for other in (OTHER_POD_LABELS, operator_labels):
+                if selects(p["spec"]["podSelector"], other):
+                    problem(f"{kind} in {ns} selects Pods that are not heartbeat Pods: {other}")
+            if kind == "heartbeat-pods" and (p["spec"].get("ingress") or
+                                             p["spec"].get("policyTypes") != ["Ingress"]):
+                problem(f"the heartbeat-Pod NetworkPolicy in {ns} admits ingress")
+            if kind == "heartbeat-egress":
+                check_heartbeat_egress(p, ns, a)
+        if kind == "heartbeat-egress" and a.heartbeat_egress == "false" and found:
+            problem(f"heartbeat egress policies rendered though heartbeatEgress is off: {found}")
+
+
+def check_edge_rbac(by_kind, a):
+    """The secure metrics' ClusterRole (create tokenreviews and
+    subjectaccessreviews, nothing else) and the scraper's (get /metrics).
+    Taken out of by_kind: the operator's own RBAC is checked apart."""
+    roles = {o["metadata"]["name"]: o for o in by_kind.get("ClusterRole", [])}
+    reader = [o for n, o in roles.items() if n.endswith("-metrics-reader")]
+    if len(reader) != 1 or reader[0]["rules"] != [{"nonResourceURLs": ["/metrics"],
+                                                   "verbs": ["get"]}]:
+        problem(f"expected one <release>-metrics-reader ClusterRole with get on /metrics: {reader}")
+    auth = [o for n, o in roles.items() if n.endswith("-metrics-auth")]
+    want = [{"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
+             "verbs": ["create"]},
+            {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"],
+             "verbs": ["create"]}]
+    if a.metrics_auth == "kubernetes" and (len(auth) != 1 or auth[0]["rules"] != want):
+        problem(f"expected one <release>-metrics-auth ClusterRole granting {want}: {auth}")
+    if a.metrics_auth == "none" and auth:
+        problem("a metrics-auth ClusterRole is rendered though metrics.auth is none")
+    for b in by_kind.get("ClusterRoleBinding", []):
+        if b["roleRef"]["name"].endswith("-metrics-auth"):
+            subjects = [(s["kind"], s.get("namespace")) for s in b.get("subjects", [])]
+            if subjects != [("ServiceAccount", a.release_namespace)]:
+                problem(f"the metrics-auth binding's subjects are {subjects}")
+    edge = lambda o: o["metadata"]["name"].endswith(("-metrics-reader", "-metrics-auth"))
+    for kind in ("ClusterRole", "ClusterRoleBinding"):
+        if kind in by_kind:
+            by_kind[kind] = [o for o in by_kind[kind] if not edge(o)]
+            if not by_kind[kind]:
+                del by_kind[kind]
 
 
 def main():
@@ -112,8 +221,12 @@ def main():
                     default="")
     ap.add_argument("--release-namespace", required=True)
     ap.add_argument("--lease-id", default="heartbeat-operator-leader")
-    ap.add_argument("--network-policy", default="false", choices=["true", "false"])
+    ap.add_argument("--network-policy", default="true", choices=["true", "false"])
+    ap.add_argument("--heartbeat-egress", default="true", choices=["true", "false"])
     ap.add_argument("--metrics-namespace", default="monitoring")
+    ap.add_argument("--metrics-auth", default="kubernetes", choices=["kubernetes", "none"])
+    ap.add_argument("--wakeup-from", default="[]", type=json.loads,
+                    help="the NetworkPolicyPeer list networkPolicy.wakeupFrom was given (JSON)")
     a = ap.parse_args()
     watched = []  # de-duplicated, in the order given, as the chart does
     for ns in a.watch_namespaces.split(","):
@@ -124,6 +237,7 @@ def main():
     by_kind = {}
     for o in items:
         by_kind.setdefault(o["kind"], []).append(o)
+    check_edge_rbac(by_kind, a)
 
     # The Deployment.
     deps = by_kind.get("Deployment", [])
@@ -229,14 +343,22 @@ def main():
 
     # Secrets: never in the operator's own roles; only the wakeup token, by name.
     for where, role, _ in grants:
-        if granted(role["rules"], "", "secrets", named_only_ok=True):
-            problem(f"{where}: {role['kind']} {role['metadata']['name']} grants access to Secrets")
+        for x in role["rules"]:
+            if "secrets" in x.get("resources", []) and (
+                    x.get("resourceNames") != ["heartbeat-wakeup"] or x.get("verbs") != ["get"]):
+                problem(f"{where}: {role['kind']} {role['metadata']['name']} grants {x} on "
+                        "Secrets (only get on heartbeat-wakeup, by name, is allowed)")
     for r in roles:
         for x in r["rules"]:
             if "secrets" in x.get("resources", []) and not x.get("resourceNames"):
                 problem(f"Role {r['metadata']['name']} grants Secrets without resourceNames")
 
-    check_network_policies(by_kind.get("NetworkPolicy", []), a, watched)
+    operator_labels = {}
+    for d in deps:
+        operator_labels = d["spec"]["template"]["metadata"].get("labels", {})
+        for c in d["spec"]["template"]["spec"]["containers"]:
+            OPERATOR_PORTS.update(p["containerPort"] for p in c.get("ports", []))
+    check_network_policies(by_kind.get("NetworkPolicy", []), a, watched, operator_labels)
 
     # The leader Lease.
     if a.leader_elect == "true":

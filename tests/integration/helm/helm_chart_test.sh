@@ -2,21 +2,30 @@
 # The Helm chart against the local control plane:
 #  1. the chart's crds/ are byte-identical to the canonical crds/;
 #  2. `helm lint --strict` is clean (no warning, no error) for several value sets;
-#  3. bad values fail with a clear message (schema, namespace names, wakeup secret);
+#  3. bad values fail with a clear message (schema, namespace names, metrics auth);
 #  4. renders with default values, with watchNamespaces=[one] + replicaCount=2
 #     (+ serviceMonitor off), with watchNamespaces=[two, one of them repeated]
 #     with the wakeup endpoint, and with NetworkPolicies on are accepted by
 #     `kubectl apply --dry-run=server`, and the server's objects have the
 #     restricted securityContext and least-privilege RBAC without wildcards
 #     (check_render.py: --namespace=<the list in order>, a Role and RoleBinding
-#     in each watched namespace, no ClusterRole, no Secret access beyond the
-#     wakeup token by name; the operator's NetworkPolicy admits metrics only
-#     from the monitoring namespace, heartbeat Pods admit nothing); the two-namespace RBAC,
-#     applied, lets the chart's ServiceAccount act in both namespaces only;
+#     in each watched namespace, no ClusterRole but the metrics reviews' and
+#     the scraper's, no Secret access beyond the wakeup tokens by name;
+#     NetworkPolicies on by default: the operator's admits metrics only from
+#     the monitoring namespace and selects the operator's Pods, heartbeat Pods
+#     admit nothing and reach only DNS, the API server and the model
+#     endpoints, never 169.254.0.0/16 nor an operator port, and those policies
+#     select the labels controllers/names.h gives heartbeat Pods and no other
+#     Pod); the two-namespace RBAC, applied, lets the chart's ServiceAccount
+#     act in both namespaces only;
 #  5. live: the one-namespace render is applied, then the real operator binary
 #     runs as the chart's ServiceAccount (its token, the rendered args) and
 #     takes an Agent's manual run to a Job: proof the RBAC is enough,
-#     including the per-agent Role it must be allowed to grant.
+#     including the per-agent Role it must be allowed to grant; /metrics
+#     answers 401 without a token, 403 to the operator's own token and 200 to
+#     a scraper bound to <release>-metrics-reader (TokenReview and
+#     SubjectAccessReview as the chart's ServiceAccount); a wakeup with the
+#     namespace's heartbeat-wakeup token makes a run (201), another token 404.
 #     Skipped (said so) when the operator binary is not built.
 set -euo pipefail
 src="${HB_SOURCE_DIR:?run under ctest}"
@@ -53,6 +62,7 @@ cleanup() {
   k delete namespace "$rel_ns" "$watch_ns" "$watch_ns_c" "$watch_ns_b" --wait=false >/dev/null 2>&1 || true
   k delete clusterrole,clusterrolebinding -l "app.kubernetes.io/instance=$release" \
     >/dev/null 2>&1 || true
+  k delete clusterrolebinding "$release-scraper" >/dev/null 2>&1 || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -71,7 +81,9 @@ lint() {
 lint
 lint --set "watchNamespaces={$watch_ns}" --set replicaCount=2
 lint --set "watchNamespaces={$watch_ns_c,$watch_ns_b}"
-lint --set wakeup.enabled=true --set wakeup.existingSecret=wakeup-token --set serviceMonitor.enabled=true
+lint --set wakeup.enabled=true --set wakeup.clusterTokenSecret=wakeup-token --set serviceMonitor.enabled=true
+lint --set serviceMonitor.enabled=true --set serviceMonitor.bearerTokenSecret.name=prom-token \
+  --set serviceMonitor.bearerTokenSecret.key=token --set metrics.auth=none --set networkPolicy.enabled=false
 lint --set networkPolicy.enabled=true --set "watchNamespaces={$watch_ns}"
 
 echo "== 3. bad values are refused, naming the problem"
@@ -82,7 +94,9 @@ expect_refused() {  # expect_refused TEXT HELM_ARGS...
   echo "refused as expected ($*): $(echo "$out" | grep -F -- "$text" | head -n 1)"
 }
 expect_refused "watchNamespaces.1: Does not match pattern" --set 'watchNamespaces={team-a,Team-B}'
-expect_refused "wakeup.existingSecret" --set wakeup.enabled=true
+expect_refused 'metrics.auth must be one of the following: "kubernetes", "none"' --set metrics.auth=open
+expect_refused "serviceMonitor.scraperServiceAccount.namespace" \
+  --set serviceMonitor.scraperServiceAccount.name=prom
 expect_refused 'logFormat must be one of the following: "json", "text"' --set logFormat=xml
 expect_refused 'logLevel must be one of the following' --set logLevel=verbose
 expect_refused 'replicaCount: Must be greater than or equal to 1' --set replicaCount=0
@@ -99,10 +113,22 @@ helm template "$release" "$chart" -n "$rel_ns" --set operator.maxConcurrentRuns=
   grep -qF -- '--max-concurrent-runs=25' ||
   fail "operator.maxConcurrentRuns=25 does not reach the operator's --max-concurrent-runs"
 if grep -q 'kind: ServiceMonitor' "$tmp/default.yaml"; then fail "a ServiceMonitor is rendered by default"; fi
+grep -qF -- '--metrics-auth=kubernetes' "$tmp/default.yaml" || fail "the default render serves plain metrics"
+# The labels check_render.py expects on heartbeat Pods are the ones the code sets.
+grep -qF 'kLabelRun = "heartbeat.dev/run"' "$src/controllers/names.h" &&
+  grep -qF 'kLabelManagedBy = "app.kubernetes.io/managed-by"' "$src/controllers/names.h" &&
+  grep -qF 'kManagedByValue = "heartbeat-operator"' "$src/controllers/names.h" ||
+  fail "controllers/names.h no longer names the heartbeat Pod labels the NetworkPolicies select"
 helm template "$release" "$chart" -n "$rel_ns" --set serviceMonitor.enabled=true \
   --show-only templates/servicemonitor.yaml >"$tmp/sm.yaml"
 { grep -q '^apiVersion: monitoring.coreos.com/v1$' "$tmp/sm.yaml" && grep -q 'port: metrics' "$tmp/sm.yaml"; } ||
   fail "serviceMonitor.enabled=true renders no monitoring.coreos.com/v1 ServiceMonitor on port metrics"
+grep -qF 'bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token' "$tmp/sm.yaml" ||
+  fail "the ServiceMonitor sends no bearer token though /metrics asks for one"
+helm template "$release" "$chart" -n "$rel_ns" --set serviceMonitor.enabled=true \
+  --set serviceMonitor.bearerTokenSecret.name=prom-token --set serviceMonitor.bearerTokenSecret.key=token \
+  --show-only templates/servicemonitor.yaml | grep -A4 'authorization:' | grep -qF 'name: prom-token' ||
+  fail "serviceMonitor.bearerTokenSecret does not become the endpoint's authorization credentials"
 
 k apply -f "$src/crds/" >/dev/null
 k wait --for condition=established --timeout=60s crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev >/dev/null
@@ -125,20 +151,34 @@ dry_run() {  # dry_run NAME CHECK_ARGS -- HELM_ARGS...
 }
 dry_run default --leader-elect=false --
 dry_run one-namespace --leader-elect=true --watch-namespace="$watch_ns" -- \
-  --set "watchNamespaces={$watch_ns}" --set replicaCount=2 --set serviceMonitor.enabled=false
+  --set "watchNamespaces={$watch_ns}" --set replicaCount=2 --set serviceMonitor.enabled=false \
+  --set wakeup.enabled=true
 dry_run two-namespaces --leader-elect=false --watch-namespaces="$watch_ns_c,$watch_ns_b" -- \
   --set "watchNamespaces={$watch_ns_c,$watch_ns_b,$watch_ns_c}"
 grep -qxF -- "            - --namespace=$watch_ns_c,$watch_ns_b" "$tmp/two-namespaces.yaml" ||
   fail "the two-namespace render lacks --namespace=$watch_ns_c,$watch_ns_b (in the order given, once each)"
 dry_run wakeup --leader-elect=false -- \
-  --set wakeup.enabled=true --set wakeup.existingSecret=wakeup-token
+  --set wakeup.enabled=true --set wakeup.clusterTokenSecret=wakeup-token
 dry_run network-policies --leader-elect=false --watch-namespaces="$watch_ns_c,$watch_ns_b" \
-  --network-policy=true -- \
-  --set "watchNamespaces={$watch_ns_c,$watch_ns_b}" --set networkPolicy.enabled=true \
-  --set wakeup.enabled=true --set wakeup.existingSecret=wakeup-token \
+  --wakeup-from='[{"namespaceSelector":{"matchLabels":{"team":"ci"}}}]' -- \
+  --set "watchNamespaces={$watch_ns_c,$watch_ns_b}" \
+  --set wakeup.enabled=true --set wakeup.clusterTokenSecret=wakeup-token \
   --set 'networkPolicy.wakeupFrom[0].namespaceSelector.matchLabels.team=ci'
 grep -q 'team: ci' "$tmp/network-policies.yaml" || fail "networkPolicy.wakeupFrom is not rendered"
+dry_run no-egress --leader-elect=false --watch-namespaces="$watch_ns_b" --heartbeat-egress=false -- \
+  --set "watchNamespaces={$watch_ns_b}" --set networkPolicy.heartbeatEgress.enabled=false
+dry_run egress-given --leader-elect=false --watch-namespaces="$watch_ns_b" -- \
+  --set "watchNamespaces={$watch_ns_b}" \
+  --set 'networkPolicy.heartbeatEgress.apiServer[0].cidr=10.0.0.1/32' \
+  --set 'networkPolicy.heartbeatEgress.apiServer[0].ports={6443}' \
+  --set 'networkPolicy.heartbeatEgress.modelEndpoints[0].cidr=203.0.113.0/24' \
+  --set 'networkPolicy.heartbeatEgress.modelEndpoints[0].ports={443}'
+grep -qF 'cidr: "203.0.113.0/24"' "$tmp/egress-given.yaml" && grep -qF 'cidr: "10.0.0.1/32"' "$tmp/egress-given.yaml" ||
+  fail "the egress render lacks the API server and model endpoints given"
+dry_run plain --leader-elect=false --network-policy=false --metrics-auth=none -- \
+  --set networkPolicy.enabled=false --set metrics.auth=none
 grep -q -- '--wakeup-token-secret=wakeup-token' "$tmp/wakeup.yaml" || fail "the wakeup render lacks --wakeup-token-secret"
+if grep -q -- '--wakeup-token-secret' "$tmp/default.yaml"; then fail "the default render has a cluster-wide wakeup token"; fi
 # Fleet-wide Pod settings reach the operator as one JSON flag it checks at start.
 helm template "$release" "$chart" -n "$rel_ns" --set runner.podDefaults.nodeSelector.pool=agents \
   --set 'runner.podDefaults.imagePullSecrets[0].name=registry' \
@@ -157,7 +197,7 @@ for i in json.load(open(sys.argv[1]))["items"]:
 as_sa2=(--as="system:serviceaccount:$rel_ns:$sa2")
 for ns in "$watch_ns_c" "$watch_ns_b"; do
   for allowed in "watch agents.heartbeat.dev" "create heartbeatruns.heartbeat.dev" "create jobs.batch" \
-    "update leases.coordination.k8s.io" "create roles.rbac.authorization.k8s.io"; do
+    "patch leases.coordination.k8s.io" "create roles.rbac.authorization.k8s.io"; do
     # shellcheck disable=SC2086
     k auth can-i $allowed -n "$ns" "${as_sa2[@]}" >/dev/null 2>&1 ||
       fail "the two-namespace RBAC does not let the operator $allowed in $ns"
@@ -183,12 +223,31 @@ for i in json.load(open(sys.argv[1]))["items"]:
     if i["kind"] == "Deployment": print(i["spec"]["template"]["spec"]["serviceAccountName"])' "$tmp/one-namespace.json")"
 as_sa=(--as="system:serviceaccount:$rel_ns:$sa")
 # What it must not do.
-for denied in "list secrets -n $watch_ns" "get secrets -n $watch_ns" "list agents.heartbeat.dev -n default" \
+for denied in "list secrets -n $watch_ns" "get secrets -n $watch_ns" "get secrets/other -n $watch_ns" \
+  "watch secrets/heartbeat-wakeup -n $watch_ns" "get secrets/heartbeat-wakeup -n default" \
+  "list agents.heartbeat.dev -n default" \
   "create clusterroles" "delete pods -n $watch_ns" "escalate roles -n $watch_ns" \
   "bind roles -n $watch_ns" "update leases -n $rel_ns"; do
   # shellcheck disable=SC2086
   if k auth can-i $denied "${as_sa[@]}" >/dev/null 2>&1; then fail "the operator may: $denied"; fi
 done
+k auth can-i get secrets/heartbeat-wakeup -n "$watch_ns" "${as_sa[@]}" >/dev/null ||
+  fail "the operator may not read its namespace's wakeup Secret by name"
+k auth can-i create tokenreviews.authentication.k8s.io "${as_sa[@]}" >/dev/null &&
+  k auth can-i create subjectaccessreviews.authorization.k8s.io "${as_sa[@]}" >/dev/null ||
+  fail "the operator may not create the secure metrics' reviews"
+sa_token() {  # sa_token NAMESPACE NAME: its token Secret's token (1.20 makes one per ServiceAccount)
+  local secret t
+  for _ in $(seq 60); do
+    secret="$(k -n "$1" get serviceaccount "$2" -o jsonpath='{.secrets[0].name}' 2>/dev/null || true)"
+    if [ -n "$secret" ]; then
+      t="$(k -n "$1" get secret "$secret" -o jsonpath='{.data.token}' 2>/dev/null | base64 -d || true)"
+      [ -n "$t" ] && { echo "$t"; return 0; }
+    fi
+    sleep 0.5
+  done
+  return 1
+}
 token=""
 for _ in $(seq 60); do
   secret="$(k -n "$rel_ns" get serviceaccount "$sa" -o jsonpath='{.secrets[0].name}' 2>/dev/null || true)"
@@ -218,6 +277,7 @@ current-context: c
 EOF
 health="127.0.0.1:$(python3 "$src/scripts/free-port.py")"
 metrics="127.0.0.1:$(python3 "$src/scripts/free-port.py")"
+wakeup="127.0.0.1:$(python3 "$src/scripts/free-port.py")"
 mapfile -t args < <(python3 -c 'import json,sys
 for i in json.load(open(sys.argv[1]))["items"]:
     if i["kind"] == "Deployment":
@@ -225,8 +285,8 @@ for i in json.load(open(sys.argv[1]))["items"]:
 # The rendered args, then the pod's surroundings: the kubeconfig stands in for
 # the in-cluster token, loopback addresses for the pod's, POD_NAMESPACE for the fieldRef.
 POD_NAMESPACE="$rel_ns" "$operator_bin" "${args[@]}" --kubeconfig="$tmp/sa-kubeconfig" \
-  --health-address="$health" --metrics-address="$metrics" --log-format=text \
-  >"$tmp/operator.log" 2>&1 &
+  --health-address="$health" --metrics-address="$metrics" --wakeup-address="$wakeup" \
+  --log-format=text >"$tmp/operator.log" 2>&1 &
 operator_pid=$!
 show_log() { echo "--- operator log"; tail -n 40 "$tmp/operator.log"; }
 
@@ -264,6 +324,44 @@ for i in json.load(open(sys.argv[1]))["items"]:
         a=[x for x in i["spec"]["template"]["spec"]["containers"][0]["args"] if x.startswith("--leader-election-id=")]
         print(a[0].split("=",1)[1])' "$tmp/one-namespace.json")" >/dev/null ||
   { show_log; fail "no leader Lease in $rel_ns"; }
+
+echo "== 5b. live: /metrics for an authorised scraper only (TokenReview, SubjectAccessReview)"
+status_of() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
+got="$(status_of "http://$metrics/metrics")"
+[ "$got" = 401 ] || { show_log; fail "/metrics without a token answered $got, not 401"; }
+got="$(status_of -H "Authorization: Bearer $token" "http://$metrics/metrics")"
+[ "$got" = 403 ] || { show_log; fail "/metrics with the operator's own token answered $got, not 403"; }
+k -n "$rel_ns" create serviceaccount scraper >/dev/null
+reader="$(python3 -c 'import json,sys
+for i in json.load(open(sys.argv[1]))["items"]:
+    if i["kind"] == "ClusterRole" and i["metadata"]["name"].endswith("-metrics-reader"): print(i["metadata"]["name"])' "$tmp/one-namespace.json")"
+[ -n "$reader" ] || fail "the render has no <release>-metrics-reader ClusterRole"
+k create clusterrolebinding "$release-scraper" --clusterrole="$reader" \
+  --serviceaccount="$rel_ns:scraper" >/dev/null
+scraper_token="$(sa_token "$rel_ns" scraper)" || fail "no token for ServiceAccount $rel_ns/scraper"
+got="$(curl -s --max-time 10 -H "Authorization: Bearer $scraper_token" "http://$metrics/metrics")"
+grep -q '^heartbeat_' <<<"$got" || { show_log; fail "the bound scraper got no metrics: ${got:0:200}"; }
+k delete clusterrolebinding "$release-scraper" >/dev/null
+echo "ok: /metrics 401 without a token, 403 to the operator's own, 200 to the bound scraper"
+
+echo "== 5c. live: a wakeup token opens its own namespace only"
+wake_token="$(openssl rand -hex 24)"
+k -n "$watch_ns" create secret generic heartbeat-wakeup --from-literal=token="$wake_token" >/dev/null
+wake() { curl -s -o "$tmp/wake.json" -w '%{http_code}' --max-time 10 -X POST \
+  -H "Authorization: Bearer $1" -d '{"reason":"helm test"}' \
+  "http://$wakeup/api/v1/namespaces/$2/agents/example/wakeup"; }
+# A standby answers 503 until this replica holds the leader Lease.
+for _ in $(seq 60); do
+  got="$(wake "not-the-token-0123456789" "$watch_ns")"
+  [ "$got" = 503 ] || break
+  sleep 0.5
+done
+[ "$got" = 404 ] || { show_log; fail "a wrong wakeup token answered $got, not 404"; }
+got="$(wake "$wake_token" "$watch_ns")"
+[ "$got" = 201 ] || { show_log; cat "$tmp/wake.json"; fail "the namespace's own token answered $got, not 201"; }
+got="$(wake "$wake_token" default)"
+[ "$got" = 404 ] || { show_log; fail "the token woke namespace default: $got, not 404"; }
+echo "ok: its own namespace 201, a wrong token and another namespace 404"
 if grep -qi 'forbidden' "$tmp/operator.log"; then show_log; fail "the operator was refused something"; fi
 k -n "$watch_ns" get hba,hbr,jobs
 echo "helm chart test: passed"

@@ -156,7 +156,8 @@ k wait --for condition=established --timeout=60s crd/agents.heartbeat.dev crd/he
 metrics="127.0.0.1:$(python3 "$src/scripts/free-port.py")"
 health="127.0.0.1:$(python3 "$src/scripts/free-port.py")"
 POD_NAMESPACE="$ns" "$operator_bin" --kubeconfig="${KUBECONFIG:?}" --leader-elect=false --namespace="$ns" \
-  --metrics-address="$metrics" --health-address="$health" --log-format=text >"$tmp/operator.log" 2>&1 &
+  --metrics-address="$metrics" --metrics-auth=none --health-address="$health" --log-format=text \
+  >"$tmp/operator.log" 2>&1 &
 operator_pid=$!
 show_log() { echo "--- operator log"; tail -n 40 "$tmp/operator.log"; }
 got=""
