@@ -216,16 +216,25 @@ Result<Json> Client::list_all(const Resource& r, const std::string& ns, ListOpti
 }
 
 // The items are parsed one at a time as the page arrives (ListPageSplitter);
-// should one not parse, the page fails (the informer lists again) rather
-// than skip it.
+// one that is refused (too deep, too large) or does not parse is skipped
+// and reported: one bad object never fails the page (object_refusal.h).
 Result<ListPageEnd> Client::list_page(const std::string& path, const std::string& context,
-                                      const std::function<void(Json item)>& on_item) {
-  ListPageSplitter splitter([&on_item](std::string_view text) {
-    Json item = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (item.is_discarded()) return false;
-    on_item(std::move(item));
-    return true;
-  });
+                                      const std::function<void(Json item)>& on_item,
+                                      const RefusedTextHandler& on_refused) {
+  ListPageSplitter splitter(
+      [&on_item, &on_refused](std::string_view text) {
+        Json item = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+        if (item.is_discarded()) {
+          on_refused(RefusalReason::kMalformed, text);
+          return true;
+        }
+        on_item(std::move(item));
+        return true;
+      },
+      [&on_refused](RefusalReason reason, std::string_view kept_text) {
+        on_refused(reason, kept_text);
+        return true;
+      });
   const http::ChunkHandler feed = [&splitter](std::string_view piece) {
     return splitter.feed(piece);
   };
@@ -238,13 +247,18 @@ Result<ListPageEnd> Client::list_page(const std::string& path, const std::string
 
 Result<std::string> Client::list_each(const Resource& r, const std::string& ns, ListOptions options,
                                       const std::function<void(Json item)>& on_item,
-                                      const std::function<void()>& on_restart) {
+                                      const std::function<void()>& on_restart,
+                                      const RefusedTextHandler& on_refused) {
   const std::string ctx = describe("list", r, ns, "");
+  const RefusedTextHandler report_refused =
+      on_refused ? on_refused : [&r](RefusalReason reason, std::string_view text) {
+        log_refusal(refused_object(r.describe(), reason, text), "list");
+      };
   if (auto refused = refused_target(ns, "", ctx)) return *std::move(refused);
   bool restarted = false;
   std::optional<std::string> snapshot;
   while (true) {
-    Result<ListPageEnd> page = list_page(r.path(ns) + query_of(options), ctx, on_item);
+    Result<ListPageEnd> page = list_page(r.path(ns) + query_of(options), ctx, on_item, report_refused);
     if (!page.ok()) {
       // The continue token expired; start once more from the beginning.
       if (!page.is(ErrorKind::kGone) || options.continue_token.empty() || restarted) {

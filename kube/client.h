@@ -86,9 +86,13 @@ class Client {
   // is called before a restarted list hands out its first item again.
   // Returns the snapshot's resourceVersion. On an error, items already
   // handed on belong to a list that failed: the caller drops them.
+  // An item too deep, too large or that does not parse (object_refusal.h)
+  // is skipped and goes to `on_refused` with what was kept of its text
+  // (null: it is logged); the page goes on.
   Result<std::string> list_each(const Resource& r, const std::string& ns, ListOptions options,
                                 const std::function<void(Json item)>& on_item,
-                                const std::function<void()>& on_restart);
+                                const std::function<void()>& on_restart,
+                                const RefusedTextHandler& on_refused = nullptr);
   Result<Json> create(const Resource& r, const std::string& ns, const Json& object);
   // PUT; metadata.resourceVersion in the object makes it conditional (409 if stale).
   Result<Json> replace(const Resource& r, const std::string& ns, const std::string& name,
@@ -123,7 +127,8 @@ class Client {
                               const std::string& content_type, const std::string& context,
                               const http::ChunkHandler* on_body_piece = nullptr);
   Result<ListPageEnd> list_page(const std::string& path, const std::string& context,
-                                const std::function<void(Json item)>& on_item);
+                                const std::function<void(Json item)>& on_item,
+                                const RefusedTextHandler& on_refused);
   http::Request make_request(const std::string& method, const std::string& path);
   // Waits for the rate limiter under the calling thread's RequestPriority;
   // false when the request gave way (its GiveWayScope's time came first).

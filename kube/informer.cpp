@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "kube/watch_refusal.h"
+
 namespace hb::kube {
 
 Informer::Informer(std::shared_ptr<Client> client, Resource resource, InformerOptions options)
@@ -53,7 +55,12 @@ Done Informer::list_and_replace() {
                                            replacement.add(std::move(item));
                                            ++stats_.items_listed;
                                          },
-                                         [&] { replacement = store_.begin_replace(); }));
+                                         [&] { replacement = store_.begin_replace(); },
+                                         [this](RefusalReason reason, std::string_view text) {
+                                           // Left out of the replacement: a
+                                           // stored copy goes as if deleted.
+                                           refuse(reason, text, "list");
+                                         }));
   ++stats_.lists;
   store_.replace(std::move(replacement));
   {
@@ -96,32 +103,7 @@ Done Informer::watch_once() {
         // Exceptions may not cross the transport; carry them out by hand.
         try {
           splitter.feed(chunk, [&](std::string_view line) {
-            if (failure) return;
-            if (auto scanned = scan_watch_event(line)) {  // the fast path
-              if (scanned->type != WatchEventType::kBookmark) {
-                ++stats_.events;
-                store_.apply(*scanned);
-              }
-              if (!scanned->resource_version.empty()) {
-                std::lock_guard lock(mutex_);
-                resource_version_ = std::string(scanned->resource_version);
-              }
-              return;
-            }
-            WatchEvent event = decode_watch_event(line);
-            if (event.type == WatchEventType::kError) {
-              failure = error_from_status(event.object, "watch " + resource_.describe());
-              return;
-            }
-            std::string rv = event_resource_version(event);
-            if (event.type != WatchEventType::kBookmark) {
-              ++stats_.events;
-              store_.apply(std::move(event));
-            }
-            if (!rv.empty()) {
-              std::lock_guard lock(mutex_);
-              resource_version_ = rv;
-            }
+            if (!failure) handle_watch_line(line, failure);
           });
           return !stopping_ && !failure;
         } catch (const std::exception& e) {
@@ -138,6 +120,76 @@ Done Informer::watch_once() {
       cancel_);
   if (failure) return *failure;
   return ended;
+}
+
+void Informer::handle_watch_line(std::string_view line, std::optional<Error>& failure) {
+  if (auto scanned = scan_watch_event(line)) {  // the fast path
+    // The scanner takes no object deeper than the bound; the size is the
+    // one part of refusal_for left to ask.
+    const ObjectShape shape{scanned->object_text.size(), 1};
+    if (const auto too = refusal_for(shape); too && scanned->type != WatchEventType::kBookmark) {
+      refuse_watched(scanned->type, *too, scanned->object_text);
+      return;
+    }
+    if (scanned->type != WatchEventType::kBookmark) {
+      ++stats_.events;
+      store_.apply(*scanned);
+    }
+    advance_resource_version(scanned->resource_version);
+    return;
+  }
+  // The same decision the list takes, before the full decoder (which has
+  // no depth bound) would take the object.
+  if (const auto refused = refused_watch_object(line)) {
+    refuse_watched(refused->type, refused->reason, refused->object_text);
+    return;
+  }
+  WatchEvent event = decode_watch_event(line);
+  if (event.type == WatchEventType::kError) {
+    failure = error_from_status(event.object, "watch " + resource_.describe());
+    return;
+  }
+  std::string rv = event_resource_version(event);
+  if (event.type != WatchEventType::kBookmark) {
+    ++stats_.events;
+    store_.apply(std::move(event));
+  }
+  advance_resource_version(rv);
+}
+
+void Informer::advance_resource_version(std::string_view version) {
+  if (version.empty()) return;
+  std::lock_guard lock(mutex_);
+  resource_version_ = std::string(version);
+}
+
+RefusedObject Informer::refuse(RefusalReason reason, std::string_view object_text,
+                               const char* where) {
+  RefusedObject refused = refused_object(resource_.describe(), reason, object_text);
+  log_refusal(refused, where);
+  ++stats_.objects_refused;
+  if (options_.on_refused) options_.on_refused(refused);
+  return refused;
+}
+
+// A stored copy of a refused object is dropped as if the object were
+// deleted (readers see it go: its Agent is no longer reconciled, as after
+// a relist that refuses it), never kept stale: what the cache holds is
+// what the API server holds now, or nothing. Kept, it would go on being
+// acted on as a spec its author has since replaced.
+void Informer::refuse_watched(WatchEventType type, RefusalReason reason,
+                              std::string_view object_text) {
+  PeekedMetadata metadata;
+  if (type == WatchEventType::kDeleted) {
+    metadata = peek_metadata(object_text);  // going anyway: nothing to report
+  } else {
+    metadata = refuse(reason, object_text, "watch").metadata;
+  }
+  ++stats_.events;
+  if (const std::string key = store_key(metadata); !key.empty() && store_.contains(key)) {
+    store_.remove(key);
+  }
+  advance_resource_version(metadata.resource_version);
 }
 
 void Informer::run() {

@@ -13,6 +13,7 @@
 
 #include "kube/backoff.h"
 #include "kube/client.h"
+#include "kube/object_refusal.h"
 #include "kube/store.h"
 
 namespace hb::kube {
@@ -33,6 +34,11 @@ struct InformerOptions {
   // not granted by an older Role): a 404 or 403 on list counts as an empty,
   // synced list, and the list is tried again every kAbsentResourceRecheck.
   bool optional_resource = false;
+  // Told of each object the informer refuses (too deep, too large,
+  // malformed), after its warning line: the operator counts it and records
+  // an Event on it. The object is skipped (a stored copy is dropped, as if
+  // deleted); the list, the watch and the sync go on. May be null.
+  std::function<void(const RefusedObject&)> on_refused;
 };
 
 inline constexpr std::chrono::seconds kAbsentResourceRecheck{30};
@@ -44,6 +50,7 @@ struct InformerStats {
   std::atomic<uint64_t> relists_after_gone{0};
   std::atomic<uint64_t> errors{0};
   std::atomic<uint64_t> items_listed{0};  // every list's items, as they arrive
+  std::atomic<uint64_t> objects_refused{0};
 };
 
 // What a cache reads: a Store that something keeps current. The Informer
@@ -95,6 +102,14 @@ class Informer final : public CachedResource {
   // An optional resource that is not served: an empty, synced cache.
   void treat_as_absent(const Error& error);
   Done watch_once();
+  // One line of the watch stream; sets `failure` when it ends the stream.
+  void handle_watch_line(std::string_view line, std::optional<Error>& failure);
+  // Skips and reports one refused object (log line, stats, on_refused).
+  RefusedObject refuse(RefusalReason reason, std::string_view object_text, const char* where);
+  // A watched object refused: reported (unless deleted), and a stored copy
+  // dropped as if it were deleted.
+  void refuse_watched(WatchEventType type, RefusalReason reason, std::string_view object_text);
+  void advance_resource_version(std::string_view version);
   bool sleep_unless_stopped(std::chrono::milliseconds delay);
 
   std::shared_ptr<Client> client_;

@@ -152,6 +152,10 @@ void Store::apply(const ScannedWatchEvent& event) {
          nullptr);
 }
 
+void Store::remove(const std::string& key) {
+  commit(true, StoredObject::make(key, "", CompressedText{}), nullptr);  // only its key is read
+}
+
 void Store::Replacement::add(nlohmann::json object) {
   const std::string key = key_of(object);
   if (!store_->project(object)) return;

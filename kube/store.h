@@ -75,6 +75,9 @@ class Store {
   // The same for an event from the fast scanner (no JSON tree unless a
   // parsed-object handler is set).
   void apply(const ScannedWatchEvent& event);
+  // Drops what is kept for `key` as a deletion: handlers are told, with
+  // the kept copy (an object the informer refuses is gone for readers).
+  void remove(const std::string& key);
 
   // The new contents of a relist, built off to the side page by page: each
   // object is projected and encoded as it arrives, so a list of the whole

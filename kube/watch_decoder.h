@@ -9,10 +9,14 @@
 #include <string>
 #include <string_view>
 
+#include "kube/object_limits.h"
+
 namespace hb::kube {
 
-// A single event larger than this is a broken stream, not an object.
-inline constexpr size_t kWatchLineBytesMax = 16 * 1024 * 1024;
+// A single event larger than this is a broken stream, not an object (the
+// watch relists; the list refuses the object as too large). It holds an
+// object at the bound and the event around it.
+inline constexpr size_t kWatchLineBytesMax = kKubeObjectBytesMax + 64 * 1024;
 
 enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
 
