@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -28,9 +29,9 @@
 #include "api/exit_codes.h"
 #include "api/heartbeat_pod.h"
 #include "kube/client.h"
-#include "kube/log_format.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
+#include "kube/log_format.h"
 #include "runner/env_scrub.h"
 #include "runner/kube_adapters.h"
 #include "runner/log_tail.h"
@@ -154,6 +155,12 @@ int main(int argc, char** argv) {
   // block /proc/PID/environ shows, and the process is not dumpable (main's
   // first line), so no other process of the user can read its memory.
   options.api_key = runner::take_secret_env(api::kEnvApiKey).value_or("");
+  // A Secret made with `echo key | kubectl create secret --from-file` ends
+  // in a newline, which no header may carry (the HTTP layer refuses it).
+  while (!options.api_key.empty() &&
+         std::isspace(static_cast<unsigned char>(options.api_key.back()))) {
+    options.api_key.pop_back();
+  }
   options.tools_socket = env_or(api::kEnvToolsSocket, "");
   options.tools_local = options.tools_socket.empty() && env_or("HEARTBEAT_TOOLS_LOCAL", "") == "1";
 
