@@ -258,7 +258,8 @@ Result<std::string> Client::list_each(const Resource& r, const std::string& ns, 
   bool restarted = false;
   std::optional<std::string> snapshot;
   while (true) {
-    Result<ListPageEnd> page = list_page(r.path(ns) + query_of(options), ctx, on_item, report_refused);
+    Result<ListPageEnd> page =
+        list_page(r.path(ns) + query_of(options), ctx, on_item, report_refused);
     if (!page.ok()) {
       // The continue token expired; start once more from the beginning.
       if (!page.is(ErrorKind::kGone) || options.continue_token.empty() || restarted) {

@@ -19,6 +19,7 @@
 #include "operator/http_routes.h"
 #include "operator/leader_election.h"
 #include "operator/metrics_auth.h"
+#include "operator/object_refusals.h"
 #include "operator/reconcile_workers.h"
 #include "operator/wakeup.h"
 #include "operator/wakeup_token.h"
@@ -175,7 +176,10 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   controllers::describe_operator_metrics(metrics);
   controllers::WorkQueue queue;
   const auto enqueue = [&queue](const std::string& key) { queue.add(key); };
+  // Made before the cache and gone after it: the informers report to it.
+  ObjectRefusalReporter refusals(client, metrics, [] { return std::chrono::system_clock::now(); });
   controllers::CacheOptions cache_options;
+  cache_options.on_refused = [&refusals](const kube::RefusedObject& r) { refusals.report(r); };
   cache_options.namespaces = config.watch_namespaces;
   cache_options.watch_timeout_seconds = config.watch_timeout_seconds;
   controllers::ReconcilerConfig reconciler_config;

@@ -152,6 +152,9 @@ void describe_operator_metrics(Metrics& m) {
   m.describe("leader_election_master_status", "gauge",
              "1 while this replica is the leader, else 0.");
   m.describe("heartbeat_runs_total", "counter", "HeartbeatRuns finished, by final phase.");
+  m.describe("heartbeat_objects_refused_total", "counter",
+             "Objects an informer skipped, by resource and reason (too_deep, too_large, "
+             "malformed); each is logged by namespace/name and given an Event ObjectRefused.");
   m.describe("heartbeat_concurrent_runs", "gauge",
              "Runs started and not final (or admitted), counted against --max-concurrent-runs and "
              "the HeartbeatPolicies' maxConcurrentRuns.");

@@ -107,6 +107,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
       o.projection = projection;
       o.list_pass = list_pass;
       o.optional_resource = optional;
+      o.on_refused = options.on_refused;
       set.namespaces.push_back(ns);
       set.informers.push_back(make_source(r, o));
     }

@@ -45,6 +45,9 @@ struct CacheOptions {
   std::shared_ptr<PolicyIndex> policies;
   // Kept from the Agent and run informers; null: no provider quota holds.
   std::shared_ptr<ProviderHolds> provider_holds;
+  // Told of each object an informer refuses (kube::InformerOptions); null:
+  // only the informer's warning line.
+  std::function<void(const kube::RefusedObject&)> on_refused;
 };
 
 class ClusterCache final : public ClusterView {
