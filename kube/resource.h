@@ -37,6 +37,10 @@ inline const Resource kRoles{"rbac.authorization.k8s.io", "v1", "roles"};
 inline const Resource kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings"};
 inline const Resource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
                                                  "customresourcedefinitions", false};
+// The metrics endpoint's reviews (operator/metrics_auth.h): create only.
+inline const Resource kTokenReviews{"authentication.k8s.io", "v1", "tokenreviews", false};
+inline const Resource kSubjectAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews",
+                                            false};
 }  // namespace resources
 
 // Percent-encodes a path segment or a query value: every byte but

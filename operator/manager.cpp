@@ -31,11 +31,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr const char* kController = "agent";
-// Cluster-scoped reviews: the secure metrics' calls (operator/metrics_auth.h).
-const kube::Resource kTokenReviews{"authentication.k8s.io", "v1", "tokenreviews", false};
-const kube::Resource kSubjectAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews",
-                                           false};
-
 WakeupBackend wakeup_backend(controllers::AgentReconciler& reconciler) {
   return {[&reconciler](const std::string& ns, const std::string& name) {
             return reconciler.agent(ns, name);
@@ -249,9 +244,11 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
                                   }},
                        enqueue, is_leader);
   MetricsAuthorizer metrics_auth(
-      [&client](const controllers::Json& body) { return client->create(kTokenReviews, "", body); },
       [&client](const controllers::Json& body) {
-        return client->create(kSubjectAccessReviews, "", body);
+        return client->create(kube::resources::kTokenReviews, "", body);
+      },
+      [&client](const controllers::Json& body) {
+        return client->create(kube::resources::kSubjectAccessReviews, "", body);
       });
 
   const Endpoints endpoints{config.metrics_address, config.health_address, config.wakeup_address};

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "api/object_names.h"
 #include "api/rfc3339.h"
 #include "api/run_metadata.h"
 #include "api/utf8.h"
@@ -28,32 +29,6 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
   return CRYPTO_memcmp(ha, hb_, SHA256_DIGEST_LENGTH) == 0;
 }
 
-namespace {
-
-bool alnum_lower(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-}  // namespace
-
-bool dns1123_label(std::string_view s) {
-  if (s.empty() || s.size() > 63 || !alnum_lower(s.front()) || !alnum_lower(s.back())) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) { return alnum_lower(c) || c == '-'; });
-}
-
-bool dns1123_subdomain(std::string_view s) {
-  if (s.empty() || s.size() > 253) return false;
-  std::size_t start = 0;
-  while (true) {
-    const std::size_t dot = s.find('.', start);
-    if (!dns1123_label(s.substr(start, dot == std::string_view::npos ? dot : dot - start))) {
-      return false;
-    }
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
-  }
-}
-
 std::optional<WakeupPath> parse_wakeup_path(const std::string& path) {
   static const std::string kPrefix = "/api/v1/namespaces/";
   static const std::string kMiddle = "/agents/";
@@ -68,7 +43,7 @@ std::optional<WakeupPath> parse_wakeup_path(const std::string& path) {
   if (middle == std::string::npos) return std::nullopt;
   WakeupPath out{inner.substr(0, middle), inner.substr(middle + kMiddle.size())};
   // Names as Kubernetes allows them, so nothing else reaches a URL or a log line.
-  if (!dns1123_label(out.ns) || !dns1123_subdomain(out.name)) return std::nullopt;
+  if (!api::is_dns1123_label(out.ns) || !api::is_dns1123_subdomain(out.name)) return std::nullopt;
   return out;
 }
 

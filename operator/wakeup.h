@@ -66,10 +66,6 @@ std::variant<WakeupBody, std::string> parse_wakeup_body(const std::string& body)
 // Equal length and bytes, in time independent of where they differ.
 bool constant_time_equal(const std::string& a, const std::string& b);
 
-// DNS-1123 label (a namespace) and subdomain (an Agent's name).
-bool dns1123_label(std::string_view s);
-bool dns1123_subdomain(std::string_view s);
-
 // The namespace and name of a wakeup path, both valid names; else nullopt.
 struct WakeupPath {
   std::string ns, name;
