@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "api/utf8.h"
+#include "controllers/agent_grants.h"
 #include "controllers/cache_projection.h"
 #include "controllers/names.h"
 #include "controllers/pod_settings.h"
@@ -463,31 +464,16 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
                 {"labels", labels},
                 {"ownerReferences", Json::array({controller_ref(agent)})}};
   };
-  std::vector<std::pair<std::string, Json>> out;
-  out.emplace_back(
-      "serviceaccounts",
-      Json{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", metadata(sa)}});
-  out.emplace_back(
-      "roles",
-      Json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
-           {"kind", "Role"},
-           {"metadata", metadata(sa)},
-           {"rules", Json::array({{{"apiGroups", Json::array({"coordination.k8s.io"})},
-                                   {"resources", Json::array({"leases"})},
-                                   {"resourceNames", Json::array({lease})},
-                                   {"verbs", Json::array({"get", "update", "patch"})}},
-                                  {{"apiGroups", Json::array({""})},
-                                   {"resources", Json::array({"configmaps"})},
-                                   {"resourceNames", Json::array({memory})},
-                                   {"verbs", Json::array({"get", "update", "patch"})}}})}});
-  out.emplace_back(
-      "rolebindings",
-      Json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
-           {"kind", "RoleBinding"},
-           {"metadata", metadata(sa)},
-           {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", sa}}},
-           {"subjects",
-            Json::array({{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", ns}}})}});
+  // The runner patches its Lease (beats) and reads and replaces its memory
+  // ConfigMap (runner/kube_adapters.cpp): nothing more is granted.
+  const Json role_rules = Json::array({{{"apiGroups", Json::array({"coordination.k8s.io"})},
+                                        {"resources", Json::array({kKindLeases})},
+                                        {"resourceNames", Json::array({lease})},
+                                        {"verbs", Json::array({"patch"})}},
+                                       {{"apiGroups", Json::array({""})},
+                                        {"resources", Json::array({kKindConfigMaps})},
+                                        {"resourceNames", Json::array({memory})},
+                                        {"verbs", Json::array({"get", "update"})}}});
   Json blocks = Json::array();
   if (const Json* b = find_path(spec_of(agent), "memory/blocks"); b != nullptr && b->is_array()) {
     for (const Json& block : *b) {
@@ -496,24 +482,43 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
                         {"limit", int_at(block, "limit").value_or(5000)}});
     }
   }
-  out.emplace_back("configmaps", Json{{"apiVersion", "v1"},
-                                      {"kind", "ConfigMap"},
-                                      {"metadata", metadata(memory)},
-                                      {"data", {{kMemoryBlocksKey, blocks.dump()}}}});
-  Json lease_metadata = metadata(lease);
-  lease_metadata["annotations"] = {{kAnnotationAgentObjectsMade, kAgentObjectsMadeValue}};
-  out.emplace_back("leases",
+  std::vector<std::pair<std::string, Json>> out;
+  // What the Role names first (agent_grants.h: ownership before grants).
+  out.emplace_back(kKindConfigMaps, Json{{"apiVersion", "v1"},
+                                         {"kind", "ConfigMap"},
+                                         {"metadata", metadata(memory)},
+                                         {"data", {{kMemoryBlocksKey, blocks.dump()}}}});
+  out.emplace_back(kKindLeases,
                    Json{{"apiVersion", "coordination.k8s.io/v1"},
                         {"kind", "Lease"},
-                        {"metadata", std::move(lease_metadata)},
+                        {"metadata", metadata(lease)},
                         {"spec",
                          {{"leaseDurationSeconds",
                            std::max(config.stall_window, api::kRunStallWindowMin).count()}}}});
+  out.emplace_back(
+      kKindServiceAccounts,
+      Json{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", metadata(sa)}});
+  out.emplace_back(kKindRoles, Json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                                    {"kind", "Role"},
+                                    {"metadata", metadata(sa)},
+                                    {"rules", role_rules}});
+  out.emplace_back(
+      kKindRoleBindings,
+      Json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+           {"kind", "RoleBinding"},
+           {"metadata", metadata(sa)},
+           {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", sa}}},
+           {"subjects",
+            Json::array({{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", ns}}})}});
   return out;
 }
 
+Json agent_objects_made_patch() {
+  return {{"metadata", {{"annotations", {{kAnnotationAgentObjectsMade, kAgentObjectsMadeValue}}}}}};
+}
+
 bool agent_objects_made(const Json* lease, std::string_view agent_uid) {
-  if (lease == nullptr || agent_uid.empty() || !owned_by(*lease, agent_uid)) return false;
+  if (lease == nullptr || !controlled_by(*lease, agent_uid)) return false;
   return annotation_at(*lease, kAnnotationAgentObjectsMade) == kAgentObjectsMadeValue;
 }
 

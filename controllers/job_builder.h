@@ -99,24 +99,29 @@ struct JobPlan {
 JobPlan build_job(const Json& run, const Json& agent, const std::string& context_text,
                   const JobConfig& config);
 
-// Per-agent objects, created once (AlreadyExists is fine), in this order:
-// ServiceAccount, Role, RoleBinding, memory ConfigMap, and last the Lease,
-// marked with kAnnotationAgentObjectsMade. A Lease with the mark, owned by
-// the Agent, is proof that the four before it were made (an operator
-// creates them in order and stops at the first failure), so a restarted
-// operator reads it from its Lease cache instead of asking the API server
-// about five objects per Agent (at 10,000 agents, 100,000 requests: over
-// an hour of the default 20 QPS).
+// Per-agent objects, created once (AlreadyExists is fine when this Agent
+// controls the object), in this order: memory ConfigMap and Lease (what the
+// Role names), then ServiceAccount, Role, RoleBinding (what grants rights;
+// agent_grants.h). The operator stops at the first failure or object in the
+// way, so no grant exists before both named objects are the Agent's own.
+// After the RoleBinding the Lease is marked (agent_objects_made_patch):
+// a marked Lease controlled by the Agent is proof that all five exist, so a
+// restarted operator reads it from its Lease cache instead of asking the
+// API server about five objects per Agent (at 10,000 agents, 100,000
+// requests: over an hour of the default 20 QPS).
 std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
                                                               const JobConfig& config);
 
-// On the agent's Lease: every per-agent object was made before it.
+// On the agent's Lease: every per-agent object was made.
 inline constexpr const char* kAnnotationAgentObjectsMade = "heartbeat.dev/agent-objects";
 inline constexpr const char* kAgentObjectsMadeValue = "made";
 
+// The merge patch that marks the Lease (one write per Agent, once).
+Json agent_objects_made_patch();
+
 // Whether `lease` (the agent's Lease as cached; null when not) shows that
-// every per-agent object of the Agent with `agent_uid` was made: owned by
-// that Agent and marked. The runner may rewrite its Lease, including the
+// every per-agent object of the Agent with `agent_uid` was made: controlled
+// by that Agent and marked. The runner may rewrite its Lease, including the
 // mark; that only makes this operator make (or check) the objects again.
 bool agent_objects_made(const Json* lease, std::string_view agent_uid);
 

@@ -6,6 +6,7 @@
 
 #include "api/json_depth.h"
 #include "controllers/agent_spec.h"
+#include "controllers/managed_namespaces.h"
 #include "controllers/pod_settings.h"
 
 namespace hb::operator_ {
@@ -243,7 +244,10 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
   }
 
   Config c;
-  if (auto ns = env("POD_NAMESPACE"); ns && !ns->empty()) c.leader_election_namespace = *ns;
+  if (auto ns = env("POD_NAMESPACE"); ns && !ns->empty()) {
+    c.leader_election_namespace = *ns;
+    c.own_namespace = *ns;
+  }
   auto fail = [&](const std::string& flag, const std::string& why) {
     result.error = "--" + flag + " \"" + values[flag] + "\": " + why;
     return result;
@@ -366,8 +370,22 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
     result.error = "--metrics-address and --health-address may not be empty";
     return result;
   }
+  if (std::string refused = refused_watch_namespaces(c); !refused.empty()) {
+    result.error = std::move(refused);
+    return result;
+  }
   result.config = c;
   return result;
+}
+
+std::string refused_watch_namespaces(const Config& config) {
+  for (const std::string& ns : config.watch_namespaces) {
+    const std::string why = controllers::namespace_refusal(ns, config.own_namespace);
+    if (!why.empty()) {
+      return "--namespace \"" + ns + "\": " + why + "; list only the namespaces of your Agents";
+    }
+  }
+  return std::string();
 }
 
 }  // namespace hb::operator_

@@ -42,6 +42,10 @@ struct Config {
   std::string kubeconfig;  // "" = $KUBECONFIG, ~/.kube/config, then in-cluster
   std::string context;
   std::vector<std::string> watch_namespaces;  // empty = all namespaces
+  // The namespace the operator runs in ($POD_NAMESPACE; in-cluster without
+  // it, the ServiceAccount's, filled in at start): never managed, with the
+  // system namespaces (controllers/managed_namespaces.h). "" = unknown.
+  std::string own_namespace;
   bool leader_elect = true;
   std::string leader_election_namespace = "default";
   std::string leader_election_id = "heartbeat-operator-leader";
@@ -81,6 +85,9 @@ std::optional<std::vector<std::string>> parse_namespace_list(std::string_view te
                                                              std::string& error);
 
 ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup& env);
+// "" when every --namespace entry may be managed; else the start error,
+// naming the flag and the namespace.
+std::string refused_watch_namespaces(const Config& config);
 std::string usage();
 
 }  // namespace hb::operator_

@@ -44,6 +44,18 @@ WakeupBackend wakeup_backend(controllers::AgentReconciler& reconciler) {
           [&reconciler] { return reconciler.now(); }};
 }
 
+// Where the operator runs: $POD_NAMESPACE, else in-cluster the
+// ServiceAccount's namespace; "" out of a cluster without it.
+std::string own_namespace_of(const Config& config, const kube::ClusterConfig& cluster) {
+  if (!config.own_namespace.empty() || cluster.source != "in-cluster") return config.own_namespace;
+  return cluster.default_namespace;
+}
+
+Config with_own(Config config, std::string own_namespace) {
+  config.own_namespace = std::move(own_namespace);
+  return config;
+}
+
 std::string watched_namespaces(const std::vector<std::string>& namespaces) {
   std::string out;
   for (const std::string& ns : namespaces) out += (out.empty() ? "" : ",") + ns;
@@ -161,6 +173,12 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   kube::ClusterConfig cluster;
   std::shared_ptr<kube::Client> client = connect(config, cluster);
   if (!client) return kExitConfig;
+  const std::string own_namespace = own_namespace_of(config, cluster);
+  if (const std::string refused = refused_watch_namespaces(with_own(config, own_namespace));
+      !refused.empty()) {
+    spdlog::error("event=config_invalid error=\"{}\"", refused);
+    return kExitConfig;
+  }
   spdlog::info(
       "event=starting cluster=\"{}\" namespace={} workers={} leader_elect={} "
       "max_concurrent_runs={}",
@@ -201,6 +219,7 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   reconciler_config.job = config.job;
   reconciler_config.routine_events = config.routine_events;
   reconciler_config.status_coalesce = config.status_coalesce;
+  reconciler_config.own_namespace = own_namespace;
   controllers::AgentReconciler reconciler(client, cache, reconciler_config, metrics);
   std::atomic<bool> leader{!config.leader_elect};
   std::atomic<int> active_workers{0};
@@ -283,6 +302,7 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   controllers::PolicyStatusWriter policy_status(
       client, *policies, [gate] { return gate->started_by_agent(); }, metrics,
       [] { return std::chrono::system_clock::now(); });
+  policy_status.set_own_namespace(own_namespace);
   std::atomic<bool> policy_status_stop{false};
   std::thread policy_status_thread([&] { policy_status.run_until(policy_status_stop); });
   const int exit_code = lead_until_stopped(elector.get(), stop);

@@ -8,8 +8,10 @@
 #include "api/object_names.h"
 #include "api/utf8.h"
 #include "controllers/agent_conditions.h"
+#include "controllers/agent_grants.h"
 #include "controllers/cache_projection.h"
 #include "controllers/job_pods.h"
+#include "controllers/managed_namespaces.h"
 #include "controllers/names.h"
 #include "controllers/run_conditions.h"
 #include "controllers/schedule/utc_time.h"
@@ -88,9 +90,30 @@ AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client, const Clu
 void AgentReconciler::forget_agent(const std::string& key) {
   std::lock_guard lock(mutex_);
   ensured_agents_.erase(key);
+  grants_checked_.erase(key);
   in_the_way_.erase(key);
   lease_sightings_.forget(key);
   budget_blocked_.forget(key);
+}
+
+void AgentReconciler::note_refused(const std::string& ns, const std::string& name,
+                                   const std::string& why) {
+  const std::optional<Json> agent = view_.agent(ns, name);
+  const std::string uid = agent ? string_at(*agent, "metadata/uid") : "";
+  bool log = false, noted = false;
+  {
+    std::lock_guard lock(mutex_);
+    log = refused_namespaces_logged_.insert(ns).second;
+    noted = !uid.empty() && refused_agents_noted_.size() < kRefusedAgentsNotedMax &&
+            refused_agents_noted_.insert(uid).second;
+  }
+  if (log) spdlog::warn("event=namespace_not_managed namespace={} reason=\"{}\"", ns, why);
+  if (!noted) return;
+  Event event;
+  event.warning = true;
+  event.reason = kReasonNamespaceNotManaged;
+  event.message = "This Agent is ignored: " + why + ". Create it in another namespace.";
+  record_event(*agent, nullptr, event, clock_());
 }
 
 void AgentReconciler::count_write(const char* kind) {
@@ -101,6 +124,7 @@ void AgentReconciler::count_write(const char* kind) {
 }
 
 std::optional<Json> AgentReconciler::agent(const std::string& ns, const std::string& name) {
+  if (!namespace_refusal(ns, config_.own_namespace).empty()) return std::nullopt;
   return overlay_.merge(kOverlayAgents, object_key(ns, name), view_.agent(ns, name));
 }
 
@@ -189,34 +213,80 @@ kube::Result<std::string> AgentReconciler::ensure_agent_objects(
   if (agent_objects_known_made(agent, lease_read)) return std::string();
   const std::string uid = string_at(agent, "metadata/uid");
   const std::string ns = string_at(agent, "metadata/namespace");
+  std::string lease_name;
+  bool lease_marked = false;
+  // In order, stopping at the first object in the way: no grant is made
+  // before the objects it names are this Agent's (agent_grants.h).
   for (const auto& [kind, object] : build_agent_objects(agent, config_.job)) {
+    if (kind == kKindLeases) lease_name = name_of(object);
     kube::Result<Json> created = client_->create(resource_for(kind), ns, object);
     if (created.ok()) {
       count_write(kWriteAgentObjectCreate);
       continue;
     }
     if (!created.is(ErrorKind::kAlreadyExists)) return std::move(created).error();
-    // Adopt only what this Agent owns: anything else may be someone
-    // else's object that the agent's Role would grant writes to.
     HB_TRY_ASSIGN(Json existing, client_->get(resource_for(kind), ns, name_of(object)));
-    if (!owned_by(existing, uid)) {
+    if (!controlled_by(existing, uid)) {
+      if (!grants_rights(kind)) HB_TRY(remove_stale_grants(agent, kind, name_of(object)));
       return string_at(object, "kind") + " " + ns + "/" + name_of(object);
     }
-    // A Lease made before the mark (or whose runner took it off): every
-    // object before it is checked now, so mark it for the next restart.
-    if (kind == "leases" && !agent_objects_made(&existing, uid)) {
-      HB_TRY(mark_objects_made(ns, existing));
-    }
+    if (kind == kKindLeases) lease_marked = agent_objects_made(&existing, uid);
   }
+  // Every object is there and this Agent's: mark the Lease for the next
+  // restart (once per Agent; an older operator's Lease once too).
+  if (!lease_marked) HB_TRY(mark_objects_made(ns, lease_name));
   std::lock_guard lock(mutex_);
   ensured_agents_[object_key(agent)] = uid;
+  grants_checked_.erase(object_key(agent));
   return std::string();
 }
 
-kube::Done AgentReconciler::mark_objects_made(const std::string& ns, const Json& lease) {
-  const Json patch = {
-      {"metadata", {{"annotations", {{kAnnotationAgentObjectsMade, kAgentObjectsMadeValue}}}}}};
-  HB_TRY(client_->merge_patch(res::kLeases, ns, name_of(lease), patch));
+// Once per Agent and object in the way (remembered until the objects are
+// made): the Agent's Role naming that object and its RoleBinding, if an
+// earlier version made them, are deleted, each conditional on its uid.
+kube::Done AgentReconciler::remove_stale_grants(const Json& agent, const std::string& kind,
+                                                const std::string& name) {
+  const std::string key = object_key(agent);
+  const std::string uid = string_at(agent, "metadata/uid");
+  const std::string checked = uid + "/" + kind + "/" + name;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = grants_checked_.find(key); it != grants_checked_.end() && it->second == checked)
+      return kube::done();
+  }
+  const std::string ns = string_at(agent, "metadata/namespace");
+  const std::string grant = service_account_name(name_of(agent));
+  auto read = [&](const kube::Resource& r) -> kube::Result<std::optional<Json>> {
+    kube::Result<Json> got = client_->get(r, ns, grant);
+    if (got.is(ErrorKind::kNotFound)) return std::optional<Json>();
+    HB_TRY_ASSIGN(Json object, std::move(got));
+    return std::optional<Json>(std::move(object));
+  };
+  HB_TRY_ASSIGN(const std::optional<Json> role, read(res::kRoles));
+  HB_TRY_ASSIGN(const std::optional<Json> binding, read(res::kRoleBindings));
+  const StaleGrants stale =
+      stale_grants(role ? &*role : nullptr, binding ? &*binding : nullptr, kind, name, uid);
+  auto remove = [&](const kube::Resource& r, const Json& object) -> kube::Done {
+    kube::DeleteOptions options;
+    options.precondition_uid = string_at(object, "metadata/uid");
+    kube::Result<Json> removed = client_->remove(r, ns, grant, options);
+    if (!removed.ok() && !removed.is(ErrorKind::kNotFound)) return std::move(removed).error();
+    if (removed.ok()) count_write(kWriteAgentGrantDelete);
+    spdlog::warn("event=stale_grant_removed agent={}/{} kind={} name={} names=\"{} {}\"", ns,
+                 name_of(agent), string_at(object, "kind"), grant, kind, name);
+    return kube::done();
+  };
+  // The binding first: a Role left alone by a crash grants nothing.
+  if (stale.delete_role_binding) HB_TRY(remove(res::kRoleBindings, *binding));
+  if (stale.delete_role) HB_TRY(remove(res::kRoles, *role));
+  std::lock_guard lock(mutex_);
+  grants_checked_[key] = checked;
+  return kube::done();
+}
+
+kube::Done AgentReconciler::mark_objects_made(const std::string& ns,
+                                              const std::string& lease_name) {
+  HB_TRY(client_->merge_patch(res::kLeases, ns, lease_name, agent_objects_made_patch()));
   count_write(kWriteAgentObjectMark);
   return kube::done();
 }
@@ -588,6 +658,10 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
 
 kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
                                                          const std::string& name) {
+  if (std::string why = namespace_refusal(ns, config_.own_namespace); !why.empty()) {
+    note_refused(ns, name, why);
+    return ReconcileResult{};
+  }
   const TimePoint now = clock_();
   std::optional<Json> agent_opt = agent(ns, name);
   std::vector<Json> runs = runs_of(ns, name);

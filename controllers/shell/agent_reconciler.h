@@ -37,6 +37,9 @@ namespace hb::controllers {
 // An object in the way of an Agent's own (not owned by it) is looked for again after this.
 inline constexpr std::chrono::seconds kObjectInTheWayRecheck{60};
 inline constexpr std::size_t kEventMessageBytesMax = 1024;
+// Agents in refused namespaces given an Event each (after that, the log only).
+inline constexpr std::size_t kRefusedAgentsNotedMax = 1024;
+inline constexpr const char* kReasonNamespaceNotManaged = "NamespaceNotManaged";
 // A pass that made a Job leaves its other writes to a pass queued this soon
 // (at the back of the work queue, behind the agents already waiting).
 inline constexpr std::chrono::milliseconds kRestOfPassAfter{1};
@@ -53,11 +56,14 @@ inline constexpr const char* kWriteRunDelete = "run_delete";
 inline constexpr const char* kWriteJobDelete = "job_delete";
 inline constexpr const char* kWriteEvent = "event";
 inline constexpr const char* kWriteAgentObjectCreate = "agent_object_create";
-inline constexpr const char* kWriteAgentObjectMark = "agent_object_mark";  // an older Lease, once
-inline constexpr std::array<const char*, 12> kWriteKinds = {
-    kWriteRunCreate, kWriteRunAdopt, kWriteJobCreate,         kWriteContextCreate,
-    kWriteRunStatus, kWriteRunLabel, kWriteAgentStatus,       kWriteRunDelete,
-    kWriteJobDelete, kWriteEvent,    kWriteAgentObjectCreate, kWriteAgentObjectMark};
+inline constexpr const char* kWriteAgentObjectMark = "agent_object_mark";  // once per Agent
+// A Role or RoleBinding an earlier version made for an object someone else owns.
+inline constexpr const char* kWriteAgentGrantDelete = "agent_grant_delete";
+inline constexpr std::array<const char*, 13> kWriteKinds = {
+    kWriteRunCreate,       kWriteRunAdopt, kWriteJobCreate,         kWriteContextCreate,
+    kWriteRunStatus,       kWriteRunLabel, kWriteAgentStatus,       kWriteRunDelete,
+    kWriteJobDelete,       kWriteEvent,    kWriteAgentObjectCreate, kWriteAgentObjectMark,
+    kWriteAgentGrantDelete};
 
 // The read-your-writes overlay's kinds.
 inline constexpr const char* kOverlayAgents = "agents";
@@ -78,6 +84,9 @@ struct ReconcilerConfig {
   std::shared_ptr<const PolicyIndex> policies;
   // Provider quota holds (kept by the cache); null: none.
   std::shared_ptr<const ProviderHolds> provider_holds;
+  // Where the operator runs: never managed, nor the system namespaces
+  // (managed_namespaces.h); an Agent there is not read, written or woken.
+  std::string own_namespace;
 };
 
 struct ReconcileResult {
@@ -126,8 +135,12 @@ class AgentReconciler {
   // cache (nullptr: read it here).
   kube::Result<std::string> ensure_agent_objects(const Json& agent,
                                                  const std::optional<Json>* lease_read = nullptr);
-  // Puts kAnnotationAgentObjectsMade on an agent's Lease made without it.
-  kube::Done mark_objects_made(const std::string& ns, const Json& lease);
+  // Puts kAnnotationAgentObjectsMade on the agent's Lease once all five exist.
+  kube::Done mark_objects_made(const std::string& ns, const std::string& lease_name);
+  // Deletes the Agent's Role and RoleBinding when they name `kind`/`name`,
+  // an object someone else owns (agent_grants.h), once per such object.
+  kube::Done remove_stale_grants(const Json& agent, const std::string& kind,
+                                 const std::string& name);
   kube::Result<bool> ensure_objects_ahead(const Json& agent, const std::optional<Json>& lease);
   // False when a run the decision charges more has changed since this pass
   // read it (decide again on the newer copy, now in the overlay).
@@ -182,6 +195,9 @@ class AgentReconciler {
                          bool held_back);
   // Drops what was remembered about an Agent that is gone.
   void forget_agent(const std::string& key);
+  // An Agent in a namespace the operator never manages: logged once per
+  // namespace, an Event once per Agent (up to kRefusedAgentsNotedMax).
+  void note_refused(const std::string& ns, const std::string& name, const std::string& why);
 
   std::shared_ptr<kube::Client> client_;
   const ClusterView& view_;
@@ -199,12 +215,16 @@ class AgentReconciler {
   // By agent key ("ns/name"), forgotten when the Agent is gone (bounded by
   // the Agents that exist); the uid tells a re-created Agent from the old one.
   std::map<std::string, std::string> ensured_agents_;  // key -> uid whose objects exist
+  // key -> "uid/kind/name" of the object in the way whose grants were removed.
+  std::map<std::string, std::string> grants_checked_;
   struct InTheWay {
     std::string uid;
     std::string object;
     std::chrono::steady_clock::time_point at;
   };
-  std::map<std::string, InTheWay> in_the_way_;  // by agent key
+  std::map<std::string, InTheWay> in_the_way_;       // by agent key
+  std::set<std::string> refused_namespaces_logged_;  // at most the namespaces refused
+  std::set<std::string> refused_agents_noted_;       // agent uids, bounded
 };
 
 }  // namespace hb::controllers

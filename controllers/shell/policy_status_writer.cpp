@@ -4,6 +4,8 @@
 
 #include <thread>
 
+#include "controllers/managed_namespaces.h"
+
 namespace hb::controllers {
 
 PolicyStatusWriter::PolicyStatusWriter(std::shared_ptr<kube::Client> client,
@@ -21,6 +23,7 @@ int PolicyStatusWriter::write_changed() {
   const TimePoint now = clock_();
   int written = 0;
   for (const PolicyIndex::Report& r : index_.reports(now, started_by_agent_())) {
+    if (!namespace_refusal(r.spec.ns, own_namespace_).empty()) continue;
     const Json* stored = r.stored_status.is_object() ? &r.stored_status : nullptr;
     Json desired = desired_policy_status(r.spec, stored, r.tally, now);
     if (stored != nullptr && same_json(*stored, desired)) continue;

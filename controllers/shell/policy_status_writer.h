@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <string>
 
 #include "controllers/runtime/metrics.h"
 #include "controllers/shell/policy_index.h"
@@ -32,6 +33,9 @@ class PolicyStatusWriter {
   int write_changed();
   // Rounds every kPolicyStatusInterval until `stop`.
   void run_until(const std::atomic<bool>& stop);
+  // Where the operator runs: no policy status is written there, nor in the
+  // system namespaces (managed_namespaces.h).
+  void set_own_namespace(std::string ns) { own_namespace_ = std::move(ns); }
 
  private:
   std::shared_ptr<kube::Client> client_;
@@ -39,6 +43,7 @@ class PolicyStatusWriter {
   StartedByAgent started_by_agent_;
   Metrics& metrics_;
   Clock clock_;
+  std::string own_namespace_;
 };
 
 }  // namespace hb::controllers

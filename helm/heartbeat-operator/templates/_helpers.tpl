@@ -102,27 +102,32 @@ The rules the operator needs where it manages Agents (one namespace or all).
 Verbs are exactly what the operator calls; see controllers/shell and operator/.
 */}}
 {{- define "heartbeat-operator.rules" -}}
+# Each verb is one the operator calls (docs/security.md, "The operator's
+# rights", has the table); tests/integration/helm/check_render.py asserts
+# exactly these.
 - apiGroups: ["heartbeat.dev"]
   resources: ["agents"]
-  # list/watch: informer; patch: removes the heartbeat.dev/invoke annotation.
-  verbs: ["get", "list", "watch", "patch"]
+  # The Agent informer; the operator never writes an Agent's spec or metadata.
+  verbs: ["list", "watch"]
 - apiGroups: ["heartbeat.dev"]
   resources: ["agents/status"]
-  verbs: ["get", "update", "patch"]
+  # The status is replaced whole (PUT), conditional on its resourceVersion.
+  verbs: ["update"]
 - apiGroups: ["heartbeat.dev"]
   resources: ["heartbeatruns"]
-  # create: scheduled/callback runs; patch: labels, owner; delete: history limits.
+  # get: a run read again; create: scheduled/callback runs; patch: labels,
+  # owner; delete: history limits.
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["heartbeat.dev"]
   resources: ["heartbeatruns/status"]
-  verbs: ["get", "update", "patch"]
+  verbs: ["patch"]
 - apiGroups: ["heartbeat.dev"]
   resources: ["heartbeatpolicies"]
-  # list/watch: the policy informer (the operator runs without them too).
-  verbs: ["get", "list", "watch"]
+  # The policy informer (the operator runs without them too).
+  verbs: ["list", "watch"]
 - apiGroups: ["heartbeat.dev"]
   resources: ["heartbeatpolicies/status"]
-  verbs: ["get", "update", "patch"]
+  verbs: ["patch"]
 - apiGroups: ["batch"]
   resources: ["jobs"]
   verbs: ["get", "list", "watch", "create", "delete"]
@@ -131,14 +136,17 @@ Verbs are exactly what the operator calls; see controllers/shell and operator/.
   verbs: ["list", "watch"]
 - apiGroups: ["coordination.k8s.io"]
   resources: ["leases"]
-  # The agents' Leases: watched, created; get/update/patch because the
-  # per-agent Role grants them (RBAC escalation prevention).
-  verbs: ["get", "list", "watch", "create", "update", "patch"]
+  # The agents' Leases: watched, created, read when one is there already,
+  # patched once (the agent-objects mark). patch is also what the per-agent
+  # Role grants the runner (Kubernetes refuses a Role granting more than its
+  # creator holds).
+  verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: [""]
   resources: ["configmaps"]
-  # Prompt (get), context and memory ConfigMaps (create); update/patch because
-  # the per-agent Role grants them on the memory ConfigMap.
-  verbs: ["get", "create", "update", "patch"]
+  # Prompt (get), context and memory ConfigMaps (create; get when one is
+  # there already); update only because the per-agent Role grants it to the
+  # runner on its memory ConfigMap. The operator never updates one.
+  verbs: ["get", "create", "update"]
 # Secrets: only the namespace's wakeup token, by name (get: RBAC cannot limit
 # list/watch to a name usefully, so the operator reads it by name and caches
 # it briefly). Never key data: a missing apiKeySecretRef shows up as the
@@ -150,13 +158,15 @@ Verbs are exactly what the operator calls; see controllers/shell and operator/.
   verbs: ["get"]
 {{- end }}
 # The per-agent ServiceAccount, Role and RoleBinding: created; get because an
-# existing one is adopted only when it carries the Agent's ownerReference.
+# existing one is adopted only when the Agent controls it; delete (Role and
+# RoleBinding only, conditional on the uid read) removes a grant an earlier
+# version made for an object the Agent does not own.
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["get", "create"]
 - apiGroups: ["rbac.authorization.k8s.io"]
   resources: ["roles", "rolebindings"]
-  verbs: ["get", "create"]
+  verbs: ["get", "create", "delete"]
 - apiGroups: [""]
   resources: ["events"]
   verbs: ["create"]

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "api/heartbeat_pod.h"
+#include "controllers/job_builder.h"
 #include "controllers/json_util.h"
 #include "tests/e2e/suite/e2e_fixture.h"
 
@@ -214,6 +215,132 @@ TEST_F(AttackTest, AnAgentNamedAfterAForeignConfigMapIsHeldBack) {
   EXPECT_EQ(jobs(), 0u);
   // The run's Queued status is the pass's write after the Agent's status.
   EXPECT_TRUE(wait_phase("victim-1", "Queued", 30s)) << phase_of("victim-1");
+  EXPECT_EQ(jobs(), 0u);
+}
+
+// The Agent's SpecValid condition (null until written).
+json spec_valid_of(const json& agent) {
+  const json* conditions = find_path(agent, "status/conditions");
+  if (conditions == nullptr) return json();
+  for (const json& c : *conditions) {
+    if (c["type"] == "SpecValid") return c;
+  }
+  return json();
+}
+
+// The names of the namespace's Roles whose rules name `object` by resourceNames.
+std::vector<std::string> roles_naming(kube::Client& client, const std::string& ns,
+                                      const std::string& object) {
+  std::vector<std::string> out;
+  const json roles = client.list_all(res::kRoles, ns).or_throw();
+  for (const json& role : roles["items"]) {
+    for (const json& rule : role.value("rules", json::array())) {
+      const json names = rule.value("resourceNames", json::array());
+      if (std::find(names.begin(), names.end(), object) != names.end()) {
+        out.push_back(string_at(role, "metadata/name"));
+      }
+    }
+  }
+  return out;
+}
+
+// Ownership before grants: with a memory ConfigMap or a Lease of an Agent's
+// names that someone else made, no ServiceAccount, Role or RoleBinding is
+// made for it (a Pod running as that ServiceAccount would write the foreign
+// object), and the Agent names the object. The control, an Agent whose
+// objects are its own in the same namespace, gets its Role: the test sees a
+// Role when there is one.
+TEST_F(AttackTest, NoGrantNamesAForeignMemoryConfigMapOrLease) {
+  client_
+      ->create(res::kConfigMaps, ns_,
+               {{"apiVersion", "v1"},
+                {"kind", "ConfigMap"},
+                {"metadata", {{"name", "cmvictim-memory"}}},
+                {"data", {{"owner", "someone else"}}}})
+      .or_throw();
+  client_
+      ->create(res::kLeases, ns_,
+               {{"apiVersion", "coordination.k8s.io/v1"},
+                {"kind", "Lease"},
+                {"metadata", {{"name", "leasevictim-heartbeat"}}},
+                {"spec", {{"holderIdentity", "someone else"}}}})
+      .or_throw();
+  create_attacker("cmvictim", "Heartbeat.");
+  create_attacker("leasevictim", "Heartbeat.");
+  create_attacker("control", "Heartbeat.");
+  wait_ready(start_operator());
+  kubectl_create_run("cmvictim", "cmvictim-1");
+  kubectl_create_run("leasevictim", "leasevictim-1");
+  const std::pair<const char*, const char*> held[] = {{"cmvictim", "ConfigMap "},
+                                                      {"leasevictim", "Lease "}};
+  for (const auto& [name, kind] : held) {
+    const std::string object = std::string(kind) + ns_ + "/" + name +
+                               (std::string(kind) == "Lease " ? "-heartbeat" : "-memory");
+    ASSERT_TRUE(wait_until(
+        [&] { return spec_valid_of(agent(name)).value("reason", "") == "ObjectInTheWay"; }, 60s))
+        << agent(name).dump(2);
+    EXPECT_NE(spec_valid_of(agent(name))["message"].get<std::string>().find(object),
+              std::string::npos)
+        << spec_valid_of(agent(name)).dump();
+  }
+  // The control's Role exists by now (its objects are made when it appears).
+  ASSERT_TRUE(
+      wait_until([&] { return !roles_naming(*client_, ns_, "control-memory").empty(); }, 30s));
+  EXPECT_EQ(roles_naming(*client_, ns_, "control-heartbeat"),
+            std::vector<std::string>{"control-runner"});
+  for (const char* object :
+       {"cmvictim-memory", "cmvictim-heartbeat", "leasevictim-memory", "leasevictim-heartbeat"}) {
+    EXPECT_EQ(roles_naming(*client_, ns_, object), std::vector<std::string>{}) << object;
+  }
+  for (const char* name : {"cmvictim-runner", "leasevictim-runner"}) {
+    EXPECT_TRUE(client_->get(res::kRoleBindings, ns_, name).is(kube::ErrorKind::kNotFound)) << name;
+    EXPECT_TRUE(client_->get(res::kServiceAccounts, ns_, name).is(kube::ErrorKind::kNotFound))
+        << name;
+  }
+  EXPECT_TRUE(client_->get(res::kRoleBindings, ns_, "control-runner").ok());
+  EXPECT_EQ(jobs(), 0u);
+  const json lease = client_->get(res::kLeases, ns_, "leasevictim-heartbeat").or_throw();
+  EXPECT_EQ(string_at(lease, "spec/holderIdentity"), "someone else");
+}
+
+// A Role and RoleBinding an earlier version made before it found the
+// ConfigMap foreign (the order was ServiceAccount, Role, RoleBinding, then
+// the memory ConfigMap) are deleted; the Agent names the object and starts
+// no run. The Role is there before the operator starts: the test would see
+// it left.
+TEST_F(AttackTest, AGrantLeftForAForeignConfigMapIsRemoved) {
+  client_
+      ->create(res::kConfigMaps, ns_,
+               {{"apiVersion", "v1"},
+                {"kind", "ConfigMap"},
+                {"metadata", {{"name", "legacy-memory"}}},
+                {"data", {{"owner", "someone else"}}}})
+      .or_throw();
+  const json legacy = create_attacker("legacy", "Heartbeat.");
+  for (const auto& [kind, object] : controllers::build_agent_objects(legacy, {})) {
+    if (kind == "serviceaccounts") client_->create(res::kServiceAccounts, ns_, object).or_throw();
+    if (kind == "roles") client_->create(res::kRoles, ns_, object).or_throw();
+    if (kind == "rolebindings") client_->create(res::kRoleBindings, ns_, object).or_throw();
+  }
+  ASSERT_EQ(roles_naming(*client_, ns_, "legacy-memory"),
+            std::vector<std::string>{"legacy-runner"});
+  wait_ready(start_operator());
+  kubectl_create_run("legacy", "legacy-1");
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return client_->get(res::kRoles, ns_, "legacy-runner").is(kube::ErrorKind::kNotFound) &&
+               client_->get(res::kRoleBindings, ns_, "legacy-runner")
+                   .is(kube::ErrorKind::kNotFound);
+      },
+      60s))
+      << "the grant is still there";
+  EXPECT_EQ(roles_naming(*client_, ns_, "legacy-memory"), std::vector<std::string>{});
+  ASSERT_TRUE(wait_until(
+      [&] { return spec_valid_of(agent("legacy")).value("reason", "") == "ObjectInTheWay"; }, 60s))
+      << agent("legacy").dump(2);
+  EXPECT_NE(spec_valid_of(agent("legacy"))["message"].get<std::string>().find("legacy-memory"),
+            std::string::npos);
+  EXPECT_TRUE(wait_phase("legacy-1", "Queued", 30s)) << phase_of("legacy-1");
   EXPECT_EQ(jobs(), 0u);
 }
 

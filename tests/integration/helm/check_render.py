@@ -16,9 +16,9 @@ Fails (exit 1, one line per problem) unless:
 - RBAC has no wildcard in apiGroups, resources or verbs, is a ClusterRole when
   all namespaces are watched and otherwise one Role and RoleBinding in each
   watched namespace (the same rules in each, none elsewhere, no ClusterRole),
-  and covers what the operator grants in each per-agent Role (get, update,
-  patch on leases and configmaps: Kubernetes refuses a Role that grants more
-  than its creator holds) and what it calls (controllers/shell, operator/);
+  and grants exactly the verbs in EXACT on each resource and no other
+  resource: what the operator calls, and what each per-agent Role grants the
+  runner (patch on its Lease; get, update on its memory ConfigMap);
 - with leader election, a Role in the release namespace lets it get and
   update its Lease by name and create Leases.
 """
@@ -26,22 +26,35 @@ import argparse
 import json
 import sys
 
-# (apiGroup, resource) -> verbs the operator needs where it manages Agents.
-# Kept in step with controllers/shell/agent_reconciler.cpp, cluster_cache.cpp,
-# operator/manager.cpp and controllers/job_builder.cpp (build_agent_objects).
-REQUIRED = {
-    ("heartbeat.dev", "agents"): {"get", "list", "watch", "patch"},
+# (apiGroup, resource) -> exactly the verbs the operator holds where it
+# manages Agents: each is a call in the code (docs/security.md, "The
+# operator's rights", has the table with the call sites), or a verb the
+# per-agent Role grants the runner (Kubernetes refuses a Role that grants
+# more than its creator holds). Kept in step with
+# controllers/shell/agent_reconciler.cpp, agent_pass_writer.cpp,
+# policy_status_writer.cpp, cluster_cache.cpp (informers: list, watch) and
+# controllers/job_builder.cpp (build_agent_objects).
+EXACT = {
+    ("heartbeat.dev", "agents"): {"list", "watch"},
     ("heartbeat.dev", "agents/status"): {"update"},
     ("heartbeat.dev", "heartbeatruns"): {"get", "list", "watch", "create", "patch", "delete"},
     ("heartbeat.dev", "heartbeatruns/status"): {"patch"},
+    ("heartbeat.dev", "heartbeatpolicies"): {"list", "watch"},
+    ("heartbeat.dev", "heartbeatpolicies/status"): {"patch"},
     ("batch", "jobs"): {"get", "list", "watch", "create", "delete"},
     ("", "pods"): {"list", "watch"},
-    ("coordination.k8s.io", "leases"): {"list", "watch", "create", "get", "update", "patch"},
-    ("", "configmaps"): {"get", "create", "update", "patch"},
-    ("", "serviceaccounts"): {"create", "get"},
-    ("rbac.authorization.k8s.io", "roles"): {"create", "get"},
-    ("rbac.authorization.k8s.io", "rolebindings"): {"create", "get"},
+    ("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "patch"},
+    ("", "configmaps"): {"get", "create", "update"},
+    ("", "serviceaccounts"): {"get", "create"},
+    ("rbac.authorization.k8s.io", "roles"): {"get", "create", "delete"},
+    ("rbac.authorization.k8s.io", "rolebindings"): {"get", "create", "delete"},
     ("", "events"): {"create"},
+}
+# What the per-agent Role grants the runner (build_agent_objects): the
+# operator must hold it too.
+RUNNER_ROLE = {
+    ("coordination.k8s.io", "leases"): {"patch"},
+    ("", "configmaps"): {"get", "update"},
 }
 
 problems = []
@@ -328,11 +341,21 @@ def main():
                     f"{len(cluster_roles)} and {len(bindings)}")
         grants = [("the cluster", role, bindings) for role in cluster_roles]
     for where, role, bindings in grants:
-        for (group, resource), verbs in REQUIRED.items():
-            missing = verbs - granted(role["rules"], group, resource)
-            if missing:
-                problem(f"{where}: {role['kind']} {role['metadata']['name']} lacks "
-                        f"{sorted(missing)} on {resource}.{group or 'core'}")
+        name = f"{where}: {role['kind']} {role['metadata']['name']}"
+        for (group, resource), verbs in EXACT.items():
+            held = granted(role["rules"], group, resource)
+            if held != verbs:
+                problem(f"{name} grants {sorted(held)} on {resource}.{group or 'core'}, "
+                        f"not exactly {sorted(verbs)}")
+        for (group, resource), verbs in RUNNER_ROLE.items():
+            if not verbs <= EXACT[(group, resource)]:
+                problem(f"the per-agent Role's {sorted(verbs)} on {resource} is not held")
+        for i, r in enumerate(role["rules"]):
+            for group in r.get("apiGroups", []):
+                for resource in r.get("resources", []):
+                    if (group, resource) not in EXACT and not r.get("resourceNames"):
+                        problem(f"{name}: rules[{i}] grants {resource}.{group or 'core'}, which "
+                                "no audited code path uses (add it to EXACT with its call)")
         for b in bindings:
             ref = (b["roleRef"]["kind"], b["roleRef"]["name"])
             if ref != (role["kind"], role["metadata"]["name"]):

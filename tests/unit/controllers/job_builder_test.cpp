@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "controllers/agent_grants.h"
 #include "controllers/cache_projection.h"
 #include "controllers/names.h"
 #include "tests/unit/controllers/fixtures.h"
@@ -181,27 +182,44 @@ TEST(JobBuilder, PerAgentRoleReachesOnlyItsLeaseAndMemoryByName) {
   EXPECT_EQ((*role)["rules"][1]["resourceNames"][0], "bot-memory");
 }
 
-// The Lease is made last and marked: a restarted operator takes the marked
-// Lease in its cache as proof that the four objects before it exist.
-TEST(JobBuilder, PerAgentLeaseIsMadeLastAndMarked) {
+// Ownership before grants: what the Role names (memory ConfigMap, Lease)
+// is made first, what grants rights after; none carries the mark, which the
+// operator patches onto the Lease once all five exist.
+TEST(JobBuilder, PerAgentObjectsNamedByTheRoleComeBeforeTheGrants) {
   const auto objects = build_agent_objects(full_agent(), JobConfig{});
   std::vector<std::string> kinds;
   for (const auto& [kind, object] : objects) kinds.push_back(kind);
-  EXPECT_EQ(kinds, (std::vector<std::string>{"serviceaccounts", "roles", "rolebindings",
-                                             "configmaps", "leases"}));
-  const Json& lease = objects.back().second;
-  EXPECT_EQ(lease["metadata"]["annotations"][kAnnotationAgentObjectsMade], kAgentObjectsMadeValue);
-  for (std::size_t i = 0; i + 1 < objects.size(); ++i) {
+  EXPECT_EQ(kinds, (std::vector<std::string>{"configmaps", "leases", "serviceaccounts", "roles",
+                                             "rolebindings"}));
+  for (std::size_t i = 0; i < objects.size(); ++i) {
+    EXPECT_EQ(grants_rights(kinds[i]), i >= 2) << kinds[i];
     EXPECT_FALSE(objects[i].second["metadata"].contains("annotations")) << kinds[i];
+    EXPECT_EQ(objects[i].second["metadata"]["ownerReferences"][0]["controller"], true) << kinds[i];
   }
+  Json lease = objects[1].second;
   const std::string uid = full_agent()["metadata"]["uid"];
+  EXPECT_FALSE(agent_objects_made(&lease, uid));
+  lease["metadata"].update(agent_objects_made_patch()["metadata"]);
   EXPECT_TRUE(agent_objects_made(&lease, uid));
+}
+
+// The runner patches its Lease and reads and replaces its memory
+// (runner/kube_adapters.cpp); the Role grants exactly that.
+TEST(JobBuilder, PerAgentRoleGrantsOnlyTheVerbsTheRunnerUses) {
+  const auto objects = build_agent_objects(full_agent(), JobConfig{});
+  const Json& role = objects[3].second;
+  ASSERT_EQ(role["kind"], "Role");
+  EXPECT_EQ(role["rules"][0]["resources"], Json::array({"leases"}));
+  EXPECT_EQ(role["rules"][0]["verbs"], Json::array({"patch"}));
+  EXPECT_EQ(role["rules"][1]["resources"], Json::array({"configmaps"}));
+  EXPECT_EQ(role["rules"][1]["verbs"], Json::array({"get", "update"}));
 }
 
 TEST(JobBuilder, OnlyAMarkedLeaseOfTheSameAgentProvesItsObjects) {
   const Json agent_json = full_agent();
   const std::string uid = agent_json["metadata"]["uid"];
-  const Json marked = build_agent_objects(agent_json, JobConfig{}).back().second;
+  Json marked = build_agent_objects(agent_json, JobConfig{})[1].second;
+  marked["metadata"].update(agent_objects_made_patch()["metadata"]);
   Json unmarked = marked;
   unmarked["metadata"].erase("annotations");
   Json other_value = marked;
@@ -212,6 +230,8 @@ TEST(JobBuilder, OnlyAMarkedLeaseOfTheSameAgentProvesItsObjects) {
   annotations_not_an_object["metadata"]["annotations"] = "x";
   Json disowned = marked;  // what a runner that rewrote its Lease could leave
   disowned["metadata"]["ownerReferences"] = Json::array();
+  Json not_controller = marked;  // an ownerReference anyone could add to their own Lease
+  not_controller["metadata"]["ownerReferences"][0]["controller"] = false;
   const struct {
     const char* what;
     const Json* lease;
@@ -225,6 +245,7 @@ TEST(JobBuilder, OnlyAMarkedLeaseOfTheSameAgentProvesItsObjects) {
       {"a mark that is not a string", &not_a_string, uid, false},
       {"annotations not an object", &annotations_not_an_object, uid, false},
       {"no owner", &disowned, uid, false},
+      {"owned but not as controller", &not_controller, uid, false},
       {"a re-created Agent (another uid)", &marked, "another-uid", false},
       {"no uid", &marked, "", false},
   };

@@ -249,7 +249,7 @@ TEST(ReconcilerDispatch, AContextRunThatCannotBeReadHoldsTheStartBack) {
 }
 
 // A new Agent (no runs, its first slot minutes away): the first pass makes
-// its five per-agent objects and nothing else, and asks to be queued again
+// its five per-agent objects (and marks its Lease) and nothing else, and asks to be queued again
 // behind every other key; the next pass writes its first status and sends
 // nothing about the objects. So a fleet applied at once has every agent's
 // objects, which its first heartbeat's dispatch needs, before any agent's
@@ -266,11 +266,12 @@ TEST(ReconcilerDispatch, ANewAgentsObjectsGoBeforeItsFirstStatus) {
   EXPECT_EQ(first.value().requeue_after, kRestOfPassAfter);
   std::vector<std::string> made;
   for (const http::Request& r : api->requests) made.push_back(r.method + " " + r.url);
-  ASSERT_EQ(made.size(), 5u) << ::testing::PrintToString(made);
+  ASSERT_EQ(made.size(), 6u) << ::testing::PrintToString(made);
   for (const char* kind :
        {"/serviceaccounts", "/roles", "/rolebindings", "/leases", "/configmaps"}) {
     EXPECT_TRUE(api->first("POST", kind)) << kind;
   }
+  EXPECT_TRUE(api->first("PATCH", "/leases/bot-heartbeat")) << "the mark, once all five exist";
   EXPECT_FALSE(api->first("PUT", "/agents/bot/status")) << "the status waits for the next pass";
 
   api->requests.clear();
