@@ -121,19 +121,25 @@ void ObjectRefusalReporter::run() {
     nlohmann::json event = std::move(pending_.front());
     pending_.pop_front();
     lock.unlock();
-    write(event);
+    const bool written = write(event);
     lock.lock();
+    if (written) continue;
+    // Not leading yet (the first list refuses before the Lease is taken):
+    // kept, and tried again; the write gate sends nothing meanwhile.
+    if (pending_.size() < kRefusalEventsPendingMax) pending_.push_front(std::move(event));
+    wake_.wait_for(lock, kRefusalEventRetry, [this] { return stopping_; });
   }
 }
 
-void ObjectRefusalReporter::write(const nlohmann::json& event) {
+bool ObjectRefusalReporter::write(const nlohmann::json& event) {
   const std::string ns = event["metadata"]["namespace"].get<std::string>();
   const kube::Result<nlohmann::json> created = client_->create(kube::resources::kEvents, ns, event);
-  if (created.ok()) return;
-  if (created.is(kube::ErrorKind::kNotLeader)) return;  // a standby: the leader reports its own
+  if (created.ok()) return true;
+  if (created.is(kube::ErrorKind::kNotLeader)) return false;
   spdlog::warn("event=event_write_failed namespace={} object={} reason={} error=\"{}\"", ns,
                event["involvedObject"]["name"].get<std::string>(), kObjectRefusedReason,
                created.error().describe());
+  return true;  // written or given up: logged
 }
 
 }  // namespace hb::operator_

@@ -33,6 +33,8 @@ inline constexpr std::size_t kRefusalEventsPendingMax = 64;
 // Refusals already given an Event (by uid, resourceVersion and reason): a
 // relist refuses the same object again without a second Event.
 inline constexpr std::size_t kRefusalEventsRememberedMax = 4096;
+// How often an Event refused by the write gate (not leading) is tried again.
+inline constexpr std::chrono::seconds kRefusalEventRetry{2};
 
 // The Event for one refused object, or nullopt when it cannot be addressed
 // (kube::addressable) or its resource is not one the operator watches.
@@ -55,7 +57,8 @@ class ObjectRefusalReporter {
 
  private:
   void run();
-  void write(const nlohmann::json& event);
+  // False while this replica may not write (not leading): keep it.
+  bool write(const nlohmann::json& event);
 
   std::shared_ptr<kube::Client> client_;
   controllers::Metrics& metrics_;
