@@ -1,8 +1,10 @@
 // Which of the Pods indexed under a run (by annotation, a label anyone who
 // can create Pods may copy) really belong to it: only those the run's Job
 // controls, matched by the Job's UID in both the controller ownerReference
-// and the Job controller's controller-uid label. A forged Pod with a
-// copied annotation can never hand the operator a result or a usage.
+// and the Job controller's controller-uid label. A Pod with a copied
+// annotation alone is never taken; a peer of the namespace who copies both
+// marks from the Job is (no field of a Pod can tell; docs/security.md,
+// "The namespace is the boundary").
 #pragma once
 
 #include <string_view>
