@@ -155,7 +155,8 @@ k apply -f "$src/crds/" >/dev/null 2>"$tmp/crds.err" || { cat "$tmp/crds.err"; f
 k wait --for condition=established --timeout=60s crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev >/dev/null
 metrics="127.0.0.1:$(python3 "$src/scripts/free-port.py")"
 health="127.0.0.1:$(python3 "$src/scripts/free-port.py")"
-POD_NAMESPACE="$ns" "$operator_bin" --kubeconfig="${KUBECONFIG:?}" --leader-elect=false --namespace="$ns" \
+# It runs "in" a namespace of its own: the one it runs in is never managed.
+POD_NAMESPACE="$ns-operator" "$operator_bin" --kubeconfig="${KUBECONFIG:?}" --leader-elect=false --namespace="$ns" \
   --metrics-address="$metrics" --metrics-auth=none --health-address="$health" --log-format=text \
   >"$tmp/operator.log" 2>&1 &
 operator_pid=$!
