@@ -87,8 +87,8 @@ MetricsAccess MetricsAuthorizer::check(const http::ServerRequest& request) {
   const TokenDigest key = token_digest(verb + " " + token);
   {
     std::lock_guard lock(mutex_);
-    auto it = entries_.find(key);
-    if (it != entries_.end() && now_() < it->second.expires) return it->second.access;
+    const Entry* known = entries_.find(key);
+    if (known != nullptr && now_() < known->expires) return known->access;
   }
   const MetricsAccess access = review(token, verb);
   if (access != MetricsAccess::kUnavailable) remember(key, access);
@@ -120,19 +120,7 @@ MetricsAccess MetricsAuthorizer::review(const std::string& token, const std::str
 void MetricsAuthorizer::remember(const TokenDigest& key, MetricsAccess access) {
   std::lock_guard lock(mutex_);
   const auto ttl = access == MetricsAccess::kAllowed ? kMetricsAllowTtl : kMetricsDenyTtl;
-  auto it = entries_.find(key);
-  if (it == entries_.end()) {
-    if (entries_.size() >= kMetricsAuthEntriesMax) {
-      entries_.erase(order_.back());
-      order_.pop_back();
-    }
-    order_.push_front(key);
-    it = entries_.emplace(key, Entry{access, {}, order_.begin()}).first;
-  } else {
-    order_.splice(order_.begin(), order_, it->second.order);
-  }
-  it->second.access = access;
-  it->second.expires = now_() + ttl;
+  entries_.touch(key) = Entry{access, now_() + ttl};
 }
 
 std::size_t MetricsAuthorizer::size() const {

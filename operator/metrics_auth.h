@@ -10,8 +10,6 @@
 
 #include <chrono>
 #include <functional>
-#include <list>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -20,6 +18,7 @@
 #include "controllers/json_util.h"
 #include "kube/errors.h"
 #include "kube/http.h"
+#include "operator/lru_map.h"
 #include "operator/wakeup_token.h"  // TokenDigest
 
 namespace hb::operator_ {
@@ -64,7 +63,6 @@ class MetricsAuthorizer {
   struct Entry {
     MetricsAccess access;
     Clock::time_point expires;
-    std::list<TokenDigest>::iterator order;
   };
   MetricsAccess review(const std::string& token, const std::string& verb);
   void remember(const TokenDigest& key, MetricsAccess access);
@@ -72,8 +70,7 @@ class MetricsAuthorizer {
   Review token_review_, access_review_;
   Now now_;
   mutable std::mutex mutex_;  // guards the members below, never held across a review
-  std::map<TokenDigest, Entry> entries_;
-  std::list<TokenDigest> order_;  // front: stored last
+  LruMap<TokenDigest, Entry> entries_{kMetricsAuthEntriesMax};
 };
 
 }  // namespace hb::operator_

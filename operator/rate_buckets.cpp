@@ -7,7 +7,7 @@
 namespace hb::operator_ {
 
 KeyedBuckets::KeyedBuckets(BucketRate rate, std::size_t entries_max)
-    : rate_(rate), entries_max_(std::max<std::size_t>(entries_max, 1)) {
+    : rate_(rate), entries_(std::max<std::size_t>(entries_max, 1)) {
   assert(rate.per_second > 0 && rate.burst >= 1);
 }
 
@@ -20,12 +20,8 @@ double KeyedBuckets::tokens_at(const Entry& e, Clock::time_point now) const {
 // The least recently used first: once one is not full, the newer ones were
 // used later and are not full either (most of the time), so stop there.
 void KeyedBuckets::drop_full(Clock::time_point now) {
-  while (!recent_.empty()) {
-    auto it = entries_.find(recent_.back());
-    assert(it != entries_.end());
-    if (tokens_at(it->second, now) < rate_.burst) return;
-    entries_.erase(it);
-    recent_.pop_back();
+  while (!entries_.empty() && tokens_at(entries_.least_recent(), now) >= rate_.burst) {
+    entries_.pop_least_recent();
   }
 }
 
@@ -33,18 +29,7 @@ std::optional<std::chrono::seconds> KeyedBuckets::take(const std::string& key,
                                                        Clock::time_point now) {
   std::lock_guard lock(mutex_);
   drop_full(now);
-  auto it = entries_.find(key);
-  if (it == entries_.end()) {
-    if (entries_.size() >= entries_max_) {
-      entries_.erase(recent_.back());
-      recent_.pop_back();
-    }
-    recent_.push_front(key);
-    it = entries_.emplace(key, Entry{rate_.burst, now, recent_.begin()}).first;
-  } else {
-    recent_.splice(recent_.begin(), recent_, it->second.recent);
-  }
-  Entry& e = it->second;
+  Entry& e = entries_.touch(key, Entry{rate_.burst, now});
   e.tokens = tokens_at(e, now);
   e.at = std::max(e.at, now);
   if (e.tokens >= 1.0) {

@@ -7,11 +7,11 @@
 
 #include <chrono>
 #include <cstddef>
-#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
+
+#include "operator/lru_map.h"
 
 namespace hb::operator_ {
 
@@ -35,16 +35,13 @@ class KeyedBuckets {
   struct Entry {
     double tokens = 0;
     Clock::time_point at;
-    std::list<std::string>::iterator recent;  // into recent_
   };
   double tokens_at(const Entry& e, Clock::time_point now) const;
   void drop_full(Clock::time_point now);
 
   const BucketRate rate_;
-  const std::size_t entries_max_;
   mutable std::mutex mutex_;  // guards the members below; no I/O under it
-  std::unordered_map<std::string, Entry> entries_;
-  std::list<std::string> recent_;  // front: most recently used
+  LruMap<std::string, Entry> entries_;
 };
 
 }  // namespace hb::operator_

@@ -69,11 +69,10 @@ NamespaceTokens::NamespaceTokens(Read read, Now now)
 std::optional<TokenDigest> NamespaceTokens::get(const std::string& ns) {
   {
     std::lock_guard lock(mutex_);
-    auto it = entries_.find(ns);
-    if (it != entries_.end()) {
-      const bool fresh = now_() - it->second.read_at < kNamespaceTokenTtl;
-      if (fresh || it->second.reading) return it->second.digest;
-      it->second.reading = true;
+    if (Entry* known = entries_.find(ns)) {
+      const bool fresh = now_() - known->read_at < kNamespaceTokenTtl;
+      if (fresh || known->reading) return known->digest;
+      known->reading = true;
     }
   }
   std::optional<std::string> token;
@@ -90,21 +89,7 @@ std::optional<TokenDigest> NamespaceTokens::get(const std::string& ns) {
 
 void NamespaceTokens::store(const std::string& ns, std::optional<TokenDigest> digest) {
   std::lock_guard lock(mutex_);
-  auto it = entries_.find(ns);
-  if (it == entries_.end()) {
-    if (entries_.size() >= kNamespaceTokensEntriesMax) {
-      entries_.erase(order_.back());
-      order_.pop_back();
-    }
-    order_.push_front(ns);
-    it = entries_.emplace(ns, Entry{}).first;
-    it->second.order = order_.begin();
-  } else {
-    order_.splice(order_.begin(), order_, it->second.order);
-  }
-  it->second.digest = digest;
-  it->second.read_at = now_();
-  it->second.reading = false;
+  entries_.touch(ns) = Entry{digest, now_(), false};
 }
 
 std::size_t NamespaceTokens::size() const {

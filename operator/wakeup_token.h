@@ -6,8 +6,6 @@
 #include <array>
 #include <chrono>
 #include <functional>
-#include <list>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,6 +13,7 @@
 
 #include "controllers/json_util.h"
 #include "kube/errors.h"
+#include "operator/lru_map.h"
 
 namespace hb::operator_ {
 
@@ -94,15 +93,13 @@ class NamespaceTokens {
     std::optional<TokenDigest> digest;
     Clock::time_point read_at;
     bool reading = false;
-    std::list<std::string>::iterator order;  // into order_
   };
   void store(const std::string& ns, std::optional<TokenDigest> digest);
 
   Read read_;
   Now now_;
   mutable std::mutex mutex_;  // guards the members below, never held across read_()
-  std::map<std::string, Entry> entries_;
-  std::list<std::string> order_;  // front: read last
+  LruMap<std::string, Entry> entries_{kNamespaceTokensEntriesMax};
 };
 
 // A NamespaceTokens::Read of Secret `heartbeat-wakeup` in the namespace
