@@ -67,8 +67,6 @@ class ListPageSplitter {
   // bytes.size() when it goes on.
   std::size_t item_end(std::string_view bytes, std::size_t at);
   bool item_done();
-  // Tracks strings and nesting of the text being read (envelope or item).
-  void track_structure(char c);
   bool fail(std::string why);
 
   ItemHandler on_item_;
@@ -76,12 +74,10 @@ class ListPageSplitter {
   Items items_ = Items::kOutside;
   std::string envelope_;
   std::string item_;
-  std::string last_string_;  // the last string read at the envelope's top level
-  std::string member_key_;   // the key of the envelope member being read
-  bool in_string_ = false;
-  bool escaped_ = false;
-  int depth_ = 0;           // of the envelope, or within the item
-  ObjectShape item_shape_;  // of the item being read, as far as it was read
+  std::string last_string_;     // the last string read at the envelope's top level
+  std::string member_key_;      // the key of the envelope member being read
+  NestingTracker nesting_;      // of the envelope, or within the item
+  std::size_t item_bytes_ = 0;  // of the item being read, as far as it was read
   std::string problem_;
 };
 

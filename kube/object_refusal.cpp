@@ -96,33 +96,10 @@ std::optional<RefusalReason> refusal_for(const ObjectShape& shape) {
   return std::nullopt;
 }
 
-// Counts as ListPageSplitter::track_structure does (strings and escapes
-// skipped, every '{' or '[' one level).
 ObjectShape measure_object_text(std::string_view text) {
-  ObjectShape shape;
-  shape.bytes = text.size();
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > shape.depth) shape.depth = depth;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return shape;
+  NestingTracker nesting;
+  for (const char c : text) nesting.take(c);
+  return ObjectShape{text.size(), nesting.deepest};
 }
 
 std::optional<RefusalReason> refusal_of_text(std::string_view text) {
