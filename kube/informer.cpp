@@ -173,10 +173,11 @@ RefusedObject Informer::refuse(RefusalReason reason, std::string_view object_tex
 }
 
 // A stored copy of a refused object is dropped as if the object were
-// deleted (readers see it go: its Agent is no longer reconciled, as after
-// a relist that refuses it), never kept stale: what the cache holds is
-// what the API server holds now, or nothing. Kept, it would go on being
-// acted on as a spec its author has since replaced.
+// deleted (readers see it go, as after a relist that refuses it; for an
+// Agent the reconciler does what it does after a deletion), never kept
+// stale: what the cache holds is what the API server holds now, or
+// nothing. Kept, it would go on being acted on as a spec its author has
+// since replaced (docs/operator.md).
 void Informer::refuse_watched(WatchEventType type, RefusalReason reason,
                               std::string_view object_text) {
   PeekedMetadata metadata;
