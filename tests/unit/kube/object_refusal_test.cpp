@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -205,6 +206,45 @@ TEST(ObjectRefusal, ListAndWatchDecideTheSameForTheSameObject) {
   EXPECT_EQ(list_decision(agent_text("n", "a", 128)), std::nullopt);
   EXPECT_EQ(list_decision(agent_text("n", "a", 129)), RefusalReason::kTooDeep);
   EXPECT_EQ(list_decision(objects[10]), RefusalReason::kMalformed);
+}
+
+// Random objects around the bound (nesting of objects and arrays, strings
+// holding brackets, quotes and escapes, now and then a defect): the list,
+// the watch and refusal_of_text agree on every one.
+// The first member of each container goes on to `levels_left` (the spine);
+// the others stay shallow.
+std::string random_value(std::mt19937& rng, int levels_left, bool spine) {
+  const int pick = static_cast<int>(rng() % 10);
+  if (levels_left <= 0 || (!spine && pick < 3)) {
+    static const char* const kScalars[] = {
+        "1", "-2.5e3", "true", "null", R"("a]}\"{[")", R"("\u00e9\n")", "\"caf\xc3\xa9\"", "0"};
+    return kScalars[rng() % 8];
+  }
+  const int members = 1 + static_cast<int>(rng() % 2);
+  std::string out = pick < 6 ? "[" : "{";
+  for (int i = 0; i < members; ++i) {
+    if (i) out += ",";
+    if (out[0] == '{') out += "\"k" + std::to_string(i) + "\":";
+    out += i == 0 ? random_value(rng, levels_left - 1, spine)
+                  : random_value(rng, std::min(levels_left - 1, 3), false);
+  }
+  return out + (out[0] == '[' ? "]" : "}");
+}
+
+TEST(ObjectRefusal, ListAndWatchAgreeOnRandomObjectsAroundTheBound) {
+  std::mt19937 rng(55);
+  int refused = 0, taken = 0;
+  for (int i = 0; i < 300; ++i) {
+    const int levels = kKubeObjectDepthMax - 4 + static_cast<int>(rng() % 8);
+    std::string object = R"({"metadata":{"name":"r"},"x":)" + random_value(rng, levels, true) + "}";
+    if (rng() % 10 == 0) object.insert(object.size() / 2, "\xff");  // a defect, if in a string
+    const std::optional<RefusalReason> from_list = list_decision(object);
+    ASSERT_EQ(from_list, watch_decision(object)) << object;
+    ASSERT_EQ(from_list, refusal_of_text(object)) << object;
+    (from_list ? refused : taken) += 1;
+  }
+  EXPECT_GT(refused, 20);  // both sides of the bound were tried
+  EXPECT_GT(taken, 20);
 }
 
 // Positive control for the watch: the fast scanner declines the deep event,
