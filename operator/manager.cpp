@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "controllers/managed_namespaces.h"
 #include "controllers/runtime/agent_metrics.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/runtime/workqueue.h"
@@ -253,15 +254,22 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   }));
   std::unique_ptr<LeaderElector> elector;  // made once the servers listen
   const auto is_leader = [&] { return leader.load() && (!elector || elector->holding()); };
-  WakeupService wakeup(wakeup_backend(reconciler),
-                       WakeupAuth{[&](const std::string& ns) { return namespace_tokens.get(ns); },
-                                  [&]() -> std::optional<TokenDigest> {
-                                    if (config.wakeup_token_secret.empty()) return std::nullopt;
-                                    const std::optional<std::string> t = cluster_token.get();
-                                    if (!t) return std::nullopt;
-                                    return token_digest(*t);
-                                  }},
-                       enqueue, is_leader);
+  WakeupService wakeup(
+      wakeup_backend(reconciler),
+      // A namespace never managed has no token to read.
+      WakeupAuth{[&](const std::string& ns) -> std::optional<TokenDigest> {
+                   if (!controllers::namespace_refusal(ns, own_namespace).empty()) {
+                     return std::nullopt;
+                   }
+                   return namespace_tokens.get(ns);
+                 },
+                 [&]() -> std::optional<TokenDigest> {
+                   if (config.wakeup_token_secret.empty()) return std::nullopt;
+                   const std::optional<std::string> t = cluster_token.get();
+                   if (!t) return std::nullopt;
+                   return token_digest(*t);
+                 }},
+      enqueue, is_leader);
   MetricsAuthorizer metrics_auth(
       [&client](const controllers::Json& body) {
         return client->create(kube::resources::kTokenReviews, "", body);
