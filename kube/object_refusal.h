@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "api/json_depth.h"
+
 namespace hb::kube {
 
 enum class RefusalReason { kTooDeep, kTooLarge, kMalformed };
@@ -30,35 +32,8 @@ struct ObjectShape {
   int depth = 0;  // deepest nesting of objects and arrays; the object itself is 1
 };
 
-// Strings and nesting of JSON text, byte by byte: what the list splitter
-// and measure_object_text count alike. Copied into a local for a run of
-// bytes (a char read may alias members, which the compiler would then
-// reload per byte).
-struct NestingTracker {
-  int depth = 0;
-  int deepest = 0;  // the largest depth reached
-  bool in_string = false;
-  bool escaped = false;
-  void take(char c) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-      return;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      if (++depth > deepest) deepest = depth;
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-};
+// The nesting counter both use is api::JsonNesting (api/json_depth.h).
+using NestingTracker = api::JsonNesting;
 
 // THE decision, shared by list and watch, on what a parser may see: too
 // large before too deep. A text that passes is then parsed; one that does

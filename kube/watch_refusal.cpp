@@ -3,6 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api/json_depth.h"
+
 namespace hb::kube {
 namespace {
 
@@ -14,31 +16,16 @@ bool event_space(char c) {
 // or array followed to its matching close; a scalar up to the next ',', '}'
 // or ']'. npos when the text ends first.
 std::size_t event_value_end(std::string_view text, std::size_t at) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
+  api::JsonNesting nesting;
   for (std::size_t i = at; i < text.size(); ++i) {
     const char c = text[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-        if (depth == 0) return i + 1;
-      }
-      continue;
+    const bool was_in_string = nesting.in_string;
+    if (!was_in_string && nesting.depth == 0 && (c == '}' || c == ']' || c == ',')) {
+      return i;  // a scalar's end
     }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (depth == 0) return i;  // a scalar's end
-      if (--depth == 0) return i + 1;
-    } else if (c == ',' && depth == 0) {
-      return i;
-    }
+    nesting.take(c);
+    if (nesting.in_string || nesting.depth != 0) continue;
+    if ((was_in_string && c == '"') || c == '}' || c == ']') return i + 1;
   }
   return std::string_view::npos;
 }
