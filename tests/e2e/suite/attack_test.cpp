@@ -2,7 +2,9 @@
 // "Trust boundaries"): the stand-in model asks the shell tool to run the
 // attacks a prompt-injected model would, on the real runner, the real tools
 // server and the local pod executor's two containers with their own users.
-// Each test shows the attack failing with the number it got.
+// Each test shows the attack failing with the number it got. The Agents are
+// written by the tenant (tenant_fixture.h: a namespace editor), the author
+// an agent's prompt comes from.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -13,7 +15,7 @@
 #include "api/heartbeat_pod.h"
 #include "controllers/job_builder.h"
 #include "controllers/json_util.h"
-#include "tests/e2e/suite/e2e_fixture.h"
+#include "tests/e2e/suite/tenant_fixture.h"
 
 namespace hb::testing {
 namespace {
@@ -42,11 +44,11 @@ int processes_with(const std::string& needle) {
   return found;
 }
 
-class AttackTest : public E2eTest {
+class AttackTest : public TenantTest {
  protected:
-  // A Secret with a fresh key, and an Agent that uses it.
+  // A Secret with a fresh key, and an Agent that uses it, made by the tenant.
   json create_attacker(const std::string& name, const std::string& prompt) {
-    client_
+    tenant_
         ->create(res::kSecrets, ns_,
                  {{"apiVersion", "v1"},
                   {"kind", "Secret"},
@@ -55,7 +57,7 @@ class AttackTest : public E2eTest {
         .or_throw();
     json manifest = agent_manifest_e2e(name, prompt);
     manifest["spec"]["model"]["apiKeySecretRef"] = {{"name", name + "-key"}, {"key", "api-key"}};
-    return create_agent(manifest);
+    return tenant_->create(res::kAgents, ns_, manifest).or_throw();
   }
   // The pattern file the attacks grep with: the key never appears whole in
   // any command line (theirs or ours), only in the file they write.
