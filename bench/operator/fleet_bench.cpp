@@ -25,6 +25,14 @@
 //       [--kubelet-workers=8]  the fake kubelet's threads, playing Pods from
 //                              their events (1: one thread reading every Pod
 //                              every 100 ms, as before 12-01)
+//       [--wakeup-flood-rps=R] over the measured minutes, POST wakeups for
+//                              agent-0 at R/s with its namespace's token
+//                              (wakeup_flood.h); default 0: no flood
+//
+// Besides the operator's histogram (every agent), the bench times each
+// scheduler run itself (lag_by_agent.h) and prints the lag of every agent
+// but agent-0, flood or not, and agent-0's apart: the flooded agent's own
+// runs queue behind its wakeups, the others' must not.
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,10 +41,13 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "bench/operator/int_flags.h"
+#include "bench/operator/lag_by_agent.h"
 #include "bench/operator/proc_stats.h"
+#include "bench/operator/wakeup_flood.h"
 #include "controllers/names.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "controllers/shell/policy_status_writer.h"
@@ -52,6 +63,9 @@ constexpr int kCreateThreads = 8;
 constexpr const char* kControlPlaneProcesses[] = {"etcd", "apiserver", "controller-manager"};
 constexpr auto kPodRunFor = std::chrono::seconds(2);
 constexpr auto kWarmUpRound = std::chrono::seconds(60);
+// The agent a --wakeup-flood-rps flood wakes, and the namespace token it uses.
+const std::string kFloodedAgent = "agent-0";
+const std::string kFloodToken = "fleet-bench-wakeup-token-0123456789";
 
 struct Options {
   int agents = 1000;
@@ -68,6 +82,7 @@ struct Options {
   // kubelets at once, and one thread of requests fell behind the operator
   // when the API server slowed (tests/support/fake_kubelet.h).
   int kubelet_workers = 8;
+  int wakeup_flood_rps = 0;  // 0: no flood
 };
 
 Options parse(int argc, char** argv) {
@@ -82,14 +97,15 @@ Options parse(int argc, char** argv) {
                                       {"--policies", &o.policies},
                                       {"--probe-writes", &o.probe_writes},
                                       {"--probe-clients", &o.probe_clients},
-                                      {"--kubelet-workers", &o.kubelet_workers}};
+                                      {"--kubelet-workers", &o.kubelet_workers},
+                                      {"--wakeup-flood-rps", &o.wakeup_flood_rps}};
   hb::bench::parse_int_flags(argc, argv, flags);
   if (o.agents < 1 || o.minutes < 1 || o.spread_seconds < 0 || o.probe_writes < 0 ||
       o.probe_clients < 1 || o.kubelet_workers < 1 || (o.spread_auto != 0 && o.spread_auto != 1) ||
-      o.policies < 0) {
+      o.policies < 0 || o.wakeup_flood_rps < 0) {
     throw std::invalid_argument(
         "--agents, --minutes, --probe-clients and --kubelet-workers must be >= 1; "
-        "--spread-seconds, --policies and "
+        "--spread-seconds, --policies, --wakeup-flood-rps and "
         "--probe-writes >= 0; --spread-auto 0 or 1");
   }
   return o;
@@ -198,6 +214,40 @@ LagHistogram lag_histogram(OperatorProcess& op) {
   return h;
 }
 
+// The namespace's own wakeup token (wakeup_token.h), for the flood.
+void create_wakeup_secret(hb::kube::Client& client, const std::string& ns) {
+  client
+      .create(res::kSecrets, ns,
+              {{"apiVersion", "v1"},
+               {"kind", "Secret"},
+               {"metadata", {{"name", "heartbeat-wakeup"}}},
+               {"stringData", {{"token", kFloodToken}}}})
+      .or_throw();
+}
+
+std::string lag_quantiles(const std::vector<double>& sorted) {
+  char text[96];
+  std::snprintf(text, sizeof text, "%.3f s / %.3f s (%zu runs)", quantile_of_sorted(sorted, 0.5),
+                quantile_of_sorted(sorted, 0.99), sorted.size());
+  return text;
+}
+
+void print_flood_rows(const LagByAgent::Lags& lags, const WakeupFlood* flood) {
+  std::printf(
+      "| schedule lag p50 / p99 of every agent but %s (Job seen by a watch - slot) | %s |\n",
+      kFloodedAgent.c_str(), lag_quantiles(lags.of_others).c_str());
+  std::printf("| schedule lag p50 / p99 of %s%s | %s |\n", kFloodedAgent.c_str(),
+              flood ? " (flooded)" : "", lag_quantiles(lags.of_agent).c_str());
+  if (!flood) return;
+  const FloodCounts& c = flood->counts();
+  std::printf(
+      "| wakeup flood on %s: sent / 201-202 / 429 / other | %lld (%.1f/s) / %lld / %lld / %lld "
+      "|\n",
+      kFloodedAgent.c_str(), static_cast<long long>(c.total()), c.total() / flood->seconds(),
+      static_cast<long long>(c.accepted), static_cast<long long>(c.limited),
+      static_cast<long long>(c.other));
+}
+
 }  // namespace
 
 // How many runs started in each wall-clock second of [from, to), from each
@@ -247,7 +297,9 @@ int main(int argc, char** argv) {
             << opt.minutes << " measured minutes, operator --qps=" << opt.qps
             << " --burst=" << opt.burst << " --workers=" << opt.workers << ", creation spread over "
             << opt.spread_seconds << " s, spread: " << (opt.spread_auto ? "Auto" : "None") << ", "
-            << opt.policies << " HeartbeatPolicies over every agent" << std::endl;
+            << opt.policies << " HeartbeatPolicies over every agent, wakeup flood "
+            << opt.wakeup_flood_rps << "/s on " << kFloodedAgent << std::endl;
+  if (opt.wakeup_flood_rps > 0) create_wakeup_secret(*client, ns);
   probe_write_ceiling(*client, ns, opt.probe_writes, opt.probe_clients);
 
   for (int i = 0; i < opt.policies; ++i) {
@@ -269,6 +321,11 @@ int main(int argc, char** argv) {
   op.start();
   if (!wait_until([&] { return op.ready(); }, std::chrono::seconds(60))) {
     std::cerr << "operator not ready; see /tmp/hb-fleet-operator.log" << std::endl;
+    return 1;
+  }
+  LagByAgent lag_by_agent(client, ns);
+  if (!lag_by_agent.start()) {
+    std::cerr << "the bench's run and Job watches did not sync" << std::endl;
     return 1;
   }
 
@@ -327,7 +384,13 @@ int main(int argc, char** argv) {
   const auto plane_cpu0 = control_plane_cpu();
   const double bench_cpu0 = cpu_and_peak_rss(getpid()).first;
   const auto window_start = std::chrono::system_clock::now();
+  std::optional<WakeupFlood> flood;
+  if (opt.wakeup_flood_rps > 0) {
+    flood.emplace(op.wakeup_port(), ns, kFloodedAgent, kFloodToken, opt.wakeup_flood_rps);
+    flood->start();
+  }
   std::this_thread::sleep_for(std::chrono::minutes(opt.minutes));
+  if (flood) flood->stop();
   const auto window_end = std::chrono::system_clock::now();
   const auto plane_cpu1 = control_plane_cpu();
   const double bench_cpu = cpu_and_peak_rss(getpid()).first - bench_cpu0;
@@ -350,6 +413,7 @@ int main(int argc, char** argv) {
   const long rss_file = status_kib(op.pid(), "RssFile:");
   kubelet.stop();
   op.kill(SIGTERM);
+  lag_by_agent.stop();
   const StartsPerSecond starts = starts_per_second(
       client->list_all(res::kHeartbeatRuns, ns).or_throw(), window_start, window_end);
 
@@ -358,10 +422,13 @@ int main(int argc, char** argv) {
   std::printf("| heartbeats started / finished in %d min | %.0f / %.0f |\n", opt.minutes, started,
               finished);
   std::printf(
-      "| schedule lag p50 / p99 / mean (scheduler runs started in the measured minutes) | %.3f s / "
+      "| schedule lag p50 / p99 / mean (the operator's histogram: every agent's scheduler runs "
+      "started in the measured minutes) | %.3f s / "
       "%.3f s / %.3f s |\n",
       quantile(0.5, lag.buckets, lag.count), quantile(0.99, lag.buckets, lag.count),
       lag.count > 0 ? lag.sum / lag.count : 0.0);
+  print_flood_rows(lag_by_agent.lags(window_start, window_end, kFloodedAgent),
+                   flood ? &*flood : nullptr);
   std::printf(
       "| Jobs started per second (the operator's start stamp), peak / p99 / mean over the busy "
       "seconds | %d / %d / %.1f |\n",
