@@ -142,7 +142,7 @@ class E2eEnvironment : public ::testing::Environment {
     sh(helm_ + " upgrade --install " + kReleaseName + " " + chart + " --namespace " +
        kReleaseNamespace + " --set image.tag=e2e --set wakeup.enabled=true" +
        " --set wakeup.clusterTokenSecret=" + kWakeupSecret +
-       " --set rbac.aggregateToDefaultRoles=true");
+       " --set rbac.aggregateToDefaultRoles=true --set leaderElection.enabled=true");
     sh(kubectl_ + " wait --for condition=established --timeout=60s " +
        "crd/agents.heartbeat.dev crd/heartbeatruns.heartbeat.dev "
        "crd/heartbeatpolicies.heartbeat.dev");
