@@ -13,12 +13,6 @@ namespace {
 
 constexpr double kTokensPerMillion = 1e6;
 
-UsageCounts field_max(const UsageCounts& a, const UsageCounts& b) {
-  return {std::max(a.llm_calls, b.llm_calls), std::max(a.input_tokens, b.input_tokens),
-          std::max(a.output_tokens, b.output_tokens), std::max(a.tool_calls, b.tool_calls),
-          std::max(a.iterations, b.iterations)};
-}
-
 // Clamps every bounded field; says which passed its bound.
 std::string clamp_to_bounds(UsageCounts& usage, const UsageBounds& bounds) {
   std::string problem;
@@ -38,6 +32,18 @@ std::string clamp_to_bounds(UsageCounts& usage, const UsageBounds& bounds) {
 }
 
 }  // namespace
+
+UsageCounts usage_field_max(const UsageCounts& a, const UsageCounts& b) {
+  return {std::max(a.llm_calls, b.llm_calls), std::max(a.input_tokens, b.input_tokens),
+          std::max(a.output_tokens, b.output_tokens), std::max(a.tool_calls, b.tool_calls),
+          std::max(a.iterations, b.iterations)};
+}
+
+bool usage_below_in_some_field(const UsageCounts& a, const UsageCounts& b) {
+  return a.llm_calls < b.llm_calls || a.input_tokens < b.input_tokens ||
+         a.output_tokens < b.output_tokens || a.tool_calls < b.tool_calls ||
+         a.iterations < b.iterations;
+}
 
 int64_t saturating_add(int64_t a, int64_t b) {
   int64_t out = 0;
@@ -72,7 +78,8 @@ double cost_cents(int64_t input_tokens, int64_t output_tokens, const Pricing& pr
 
 Charge charge_run(const ChargeInput& in) {
   Charge charge;
-  charge.usage = field_max(in.result.value_or(UsageCounts{}), in.beat.value_or(UsageCounts{}));
+  charge.usage =
+      usage_field_max(in.result.value_or(UsageCounts{}), in.beat.value_or(UsageCounts{}));
   if (!in.result_usage_problem.empty()) {
     charge.usage.llm_calls = std::max(charge.usage.llm_calls, in.bounds.llm_calls);
     charge.usage.input_tokens = in.bounds.input_tokens;

@@ -1,10 +1,10 @@
 // What a run is charged. Money is the operator's: cost = tokens x the
 // Agent's spec.model.pricing, never the figure the runner reports (that is
-// kept only as a cross-check). Tokens are the larger of the last Lease beat's
-// report and the final result, field by field, so a runner killed mid-run is
-// charged for what it reported and a result can only raise the charge; both
-// are bounded by what the run could have used, so no report can overflow
-// the spend. Pure.
+// kept only as a cross-check). Tokens are the larger of the highest Lease
+// beat report seen and the final result, field by field, so a runner killed
+// mid-run is charged for what it reported, and neither a result nor a Lease
+// rewritten lower can lower the charge; both are bounded by what the run
+// could have used, so no report can overflow the spend. Pure.
 #pragma once
 
 #include <cstdint>
@@ -44,7 +44,7 @@ struct ChargeInput {
   // integer, too large): charged the bound, named in the run's reason.
   std::string result_usage_problem;
   std::optional<double> runner_cost_cents;  // the runner's own figure
-  std::optional<UsageCounts> beat;          // the last Lease beat's report of this run
+  std::optional<UsageCounts> beat;          // the highest Lease beat report of this run seen
   Pricing pricing;
   UsageBounds bounds;
 };
@@ -58,6 +58,11 @@ struct Charge {
 };
 
 Charge charge_run(const ChargeInput& input);
+
+// The larger of the two, field by field (usage reports are cumulative).
+UsageCounts usage_field_max(const UsageCounts& a, const UsageCounts& b);
+// Whether `a` is below `b` in some field: a report lower than one made before.
+bool usage_below_in_some_field(const UsageCounts& a, const UsageCounts& b);
 
 int64_t saturating_add(int64_t a, int64_t b);
 int64_t saturating_mul(int64_t a, int64_t b);

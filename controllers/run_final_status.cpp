@@ -106,7 +106,7 @@ ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunO
     charge.result_usage_problem = result->usage_problem;
     charge.runner_cost_cents = result->cost_cents;
   }
-  charge.beat = beat_usage(in.lease, run_name);
+  charge.beat = highest_reported_usage(in, run_name);
   charge.pricing = in.pricing;
   charge.bounds = in.bounds;
   return charge;

@@ -249,6 +249,50 @@ RunningJobVerdict watch_running_job(const Json* pod, const CancelCause& cancel,
   return v;
 }
 
+// status.reportedUsage as the operator wrote it; nullopt when absent or
+// not five non-negative counts.
+std::optional<UsageCounts> stored_reported_usage(const Json& run) {
+  const Json* stored = find_path(run, std::string("status/") + kStatusReportedUsage);
+  if (stored == nullptr || !stored->is_object()) return std::nullopt;
+  UsageCounts u;
+  const std::pair<const char*, int64_t*> fields[] = {{"llmCalls", &u.llm_calls},
+                                                     {"inputTokens", &u.input_tokens},
+                                                     {"outputTokens", &u.output_tokens},
+                                                     {"toolCalls", &u.tool_calls},
+                                                     {"iterations", &u.iterations}};
+  for (const auto& [key, out] : fields) {
+    if (!api::read_usage_count(*stored, key, *out).empty()) return std::nullopt;
+  }
+  return u;
+}
+
+Json usage_counts_json(const UsageCounts& u) {
+  return {{"llmCalls", u.llm_calls},
+          {"inputTokens", u.input_tokens},
+          {"outputTokens", u.output_tokens},
+          {"toolCalls", u.tool_calls},
+          {"iterations", u.iterations}};
+}
+
+// The Lease now reports less than the run reported before, or no longer
+// names the run: whoever rewrote it may not lower the charge. The highest
+// report is kept in the run's status (once: a restarted operator reads it
+// back) with a warning Event.
+void keep_highest_report(RunObservation& obs, const RunObservationInput& in) {
+  const std::string& name = obs.view->name;
+  const std::optional<UsageCounts> high = highest_reported_usage(in, name);
+  if (!high) return;
+  const std::optional<UsageCounts> current = beat_usage(in.lease, name);
+  if (current && !usage_below_in_some_field(*current, *high)) return;
+  if (stored_reported_usage(*in.run) == high) return;
+  obs.status[kStatusReportedUsage] = usage_counts_json(*high);
+  obs.events.push_back(
+      {EventTarget::kRun, name, true, kReasonUsageReportLowered,
+       "the agent's Lease reports less usage for this run than it reported before (it was "
+       "rewritten, for example by a Pod running as the agent's runner ServiceAccount); the "
+       "highest report is kept in status.reportedUsage and charged"});
+}
+
 }  // namespace
 
 std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_name) {
@@ -259,6 +303,16 @@ std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_
   if (!decoded.report || decoded.report->run != run_name) return std::nullopt;
   const api::UsageReport& r = *decoded.report;
   return UsageCounts{r.llm_calls, r.input_tokens, r.output_tokens, r.tool_calls, r.iterations};
+}
+
+std::optional<UsageCounts> highest_reported_usage(const RunObservationInput& in,
+                                                  const std::string& run_name) {
+  std::optional<UsageCounts> high = beat_usage(in.lease, run_name);
+  for (const std::optional<UsageCounts>& other :
+       {in.reported_high, stored_reported_usage(*in.run)}) {
+    if (other) high = high ? usage_field_max(*high, *other) : *other;
+  }
+  return high;
 }
 
 RunObservation observe_run(const RunObservationInput& in) {
@@ -289,6 +343,7 @@ RunObservation observe_run(const RunObservationInput& in) {
   // its final status (which records the start too) is written at once, so
   // the agent's next run does not wait for a Running status queued behind
   // other agents' dispatches.
+  keep_highest_report(obs, in);
   const RunClock clock = run_clock(view, in);
   const Json* pod = pick_pod(in.pods);
   const bool ended_before_recorded = in.job != nullptr && pod != nullptr && pod_finished(*pod);

@@ -65,6 +65,12 @@ inline constexpr const char* kReasonContainerConfigError = "ContainerConfigError
 inline constexpr const char* kReasonPromptNotFound = "PromptNotFound";
 // The resolved heartbeat prompt is empty (or only whitespace): nothing to do.
 inline constexpr const char* kReasonPromptEmpty = "PromptEmpty";
+// The agent's Lease reports less usage for a run than it reported before:
+// anyone who may run a Pod as the agent's runner ServiceAccount can rewrite
+// it, so the highest report seen is kept (status.reportedUsage) and charged.
+inline constexpr const char* kReasonUsageReportLowered = "UsageReportLowered";
+// Where the highest usage report seen is kept once a lower one has been seen.
+inline constexpr const char* kStatusReportedUsage = "reportedUsage";
 
 struct RunTimeouts {
   std::chrono::seconds timeout{600};
@@ -85,6 +91,10 @@ struct RunObservationInput {
   // clock (client-go's observedTime): a beat seen lately is alive whatever
   // the runner's clock wrote in renewTime. Unset: renewTime alone decides.
   std::optional<TimePoint> lease_seen_at;
+  // The highest usage this operator saw the run report on any version of
+  // the Lease (the cache's high-water mark, field by field); nullopt: none
+  // seen since this process started.
+  std::optional<UsageCounts> reported_high;
   // When the operator first saw this unfinished run with its Job, on its
   // steady clock (LeaseSightings): the stall window counts from no earlier.
   std::optional<TimePoint> run_seen_at;
@@ -127,5 +137,11 @@ RunObservation observe_run(const RunObservationInput& input);
 // The usage the runner reported on its last Lease beat, when the Lease's
 // report names this run (api/usage_report.h); nullopt otherwise.
 std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_name);
+
+// The highest usage the run is known to have reported: the Lease's current
+// report, the cache's high-water mark and status.reportedUsage, field by
+// field; nullopt when none of them has one.
+std::optional<UsageCounts> highest_reported_usage(const RunObservationInput& input,
+                                                  const std::string& run_name);
 
 }  // namespace hb::controllers

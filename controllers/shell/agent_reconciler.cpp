@@ -641,6 +641,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
     for (const Json& p : pods) in.pods.push_back(&p);
     in.lease = lease ? &*lease : nullptr;
     in.lease_seen_at = lease_seen_at;
+    in.reported_high = view_.reported_usage(ns, name_of(runs[i]));
     if (going_on_at[i]) in.run_seen_at = going_on_seen[*going_on_at[i]];
     in.timeouts = timeouts;
     in.pricing = spec.pricing;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "api/usage_report.h"
 #include "controllers/agent_spec.h"
 #include "controllers/cache_projection.h"
 #include "controllers/job_builder.h"
@@ -246,10 +247,22 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   };
   pods_.set_handlers(pod_handlers);
 
-  leases_.set_handlers(agent_handlers([](const Json& o) {
+  kube::StoreHandlers lease_handlers = agent_handlers([](const Json& o) {
     const std::string agent = owner_agent(o);
     return agent.empty() ? std::string() : object_key(namespace_of(o), agent);
-  }));
+  });
+  // Every version's usage report raises the run's high-water mark before
+  // the reconcile (which reads only the newest) is queued.
+  lease_handlers.on_add = [this, add = lease_handlers.on_add](const Json& o) {
+    note_usage_report(o);
+    add(o);
+  };
+  lease_handlers.on_update = [this, update = lease_handlers.on_update](const Json& old,
+                                                                       const Json& o) {
+    note_usage_report(o);
+    update(old, o);
+  };
+  leases_.set_handlers(lease_handlers);
   if (provider_holds_) provider_holds_->read_agents_from(agent_source());
   if (policy_index_) policy_index_->read_agents_from(agent_source());
 }
@@ -346,6 +359,9 @@ void ClusterCache::InformerSet::set_handlers(const kube::StoreHandlers& handlers
 bool ClusterCache::index_run(const std::string& agent_key, const std::string& run_name,
                              const Json* run) {
   std::lock_guard lock(mutex_);
+  if (run == nullptr || is_settled(*run)) {
+    reported_high_.erase(object_key(namespace_of_key(agent_key), run_name));
+  }
   if (run == nullptr) {
     runs_by_agent_.erase(agent_key, run_name);
     return false;
@@ -355,6 +371,32 @@ bool ClusterCache::index_run(const std::string& agent_key, const std::string& ru
   facts.finished_at = time_at(*run, "status/finishedAt").value_or(TimePoint{});
   facts.output_kept = settled_with_output(*run);
   return runs_by_agent_.set(agent_key, run_name, facts);
+}
+
+void ClusterCache::note_usage_report(const Json& lease) {
+  const std::string agent = owner_agent(lease);
+  const std::string_view text = annotation_at(lease, api::kAnnotationUsage);
+  if (agent.empty() || text.empty()) return;
+  const api::DecodedUsageReport decoded = api::decode_usage_report(text);
+  if (!decoded.report) return;
+  const api::UsageReport& r = *decoded.report;
+  const UsageCounts counts{r.llm_calls, r.input_tokens, r.output_tokens, r.tool_calls,
+                           r.iterations};
+  const std::string ns = namespace_of(lease);
+  std::lock_guard lock(mutex_);
+  // Only a run of this agent going on: a report naming anything else would
+  // grow the map without bound.
+  if (!runs_by_agent_.unsettled(object_key(ns, agent), r.run)) return;
+  auto [it, added] = reported_high_.try_emplace(object_key(ns, r.run), counts);
+  if (!added) it->second = usage_field_max(it->second, counts);
+}
+
+std::optional<UsageCounts> ClusterCache::reported_usage(const std::string& ns,
+                                                        const std::string& run) const {
+  std::lock_guard lock(mutex_);
+  auto it = reported_high_.find(object_key(ns, run));
+  if (it == reported_high_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::string ClusterCache::agent_key_of_run(const Json& run) {

@@ -75,6 +75,8 @@ class ClusterCache final : public ClusterView {
   // Live Pods plus the last state of deleted ones whose run is not settled.
   std::vector<Json> pods_of(const std::string& ns, const std::string& run) const override;
   std::optional<Json> lease(const std::string& ns, const std::string& name) const override;
+  std::optional<UsageCounts> reported_usage(const std::string& ns,
+                                            const std::string& run) const override;
   bool synced() const override;
 
   std::vector<const kube::CachedResource*> sources() const;
@@ -95,6 +97,8 @@ class ClusterCache final : public ClusterView {
   void tell_run_place(const std::string& ns, const std::string& run_name);
   // Records the run (or its removal); true when it has just become settled.
   bool index_run(const std::string& agent_key, const std::string& run_name, const Json* run);
+  // Raises the high-water mark of the run the Lease's usage report names.
+  void note_usage_report(const Json& lease);
   static std::string agent_key_of_run(const Json& run);
   // The runs' projection: drops a settled run's output past its agent's
   // context window (run_index.h).
@@ -130,6 +134,10 @@ class ClusterCache final : public ClusterView {
   InformerSet agents_, runs_, jobs_, pods_, leases_, policies_;
   mutable std::mutex mutex_;
   RunIndex runs_by_agent_;  // the Jobs and Pods of settled runs are not kept
+  // The highest usage each run going on reported on any Lease version seen
+  // ("ns/run"), field by field: a Lease rewritten lower does not lower the
+  // charge. Only runs indexed and not settled; dropped when they settle.
+  std::map<std::string, UsageCounts, std::less<>> reported_high_;
   // Deleted Pods' last states until their run's cost is recorded ("ns/run").
   PodTombstones tombstones_;
 };

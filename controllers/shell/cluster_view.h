@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "controllers/json_util.h"
+#include "controllers/run_cost.h"
 
 namespace hb::controllers {
 
@@ -23,6 +24,10 @@ class ClusterView {
   // Pods of the run's Job (by the run-name annotation).
   virtual std::vector<Json> pods_of(const std::string& ns, const std::string& run) const = 0;
   virtual std::optional<Json> lease(const std::string& ns, const std::string& name) const = 0;
+  // The highest usage run `run` reported on any version of its agent's
+  // Lease this process saw; nullopt: none.
+  virtual std::optional<UsageCounts> reported_usage(const std::string& ns,
+                                                    const std::string& run) const = 0;
   virtual bool synced() const = 0;
 };
 

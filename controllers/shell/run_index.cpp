@@ -152,15 +152,26 @@ void RunIndex::erase(const std::string& agent_key, std::string_view run_name) {
   forget_if_empty(it);
 }
 
-bool RunIndex::settled(const std::string& agent_key, std::string_view run_name) const {
+const RunIndex::Entry* RunIndex::entry(const std::string& agent_key,
+                                       std::string_view run_name) const {
   auto it = by_agent_.find(agent_key);
-  if (it == by_agent_.end()) return false;
+  if (it == by_agent_.end()) return nullptr;
   const Agent& agent = it->second;
   const std::optional<std::string_view> kept =
       agent.kept_form(run_name, run_name_prefix(agent_key));
-  if (!kept) return false;
+  if (!kept) return nullptr;
   auto at = agent.find(*kept);
-  return at != agent.runs.end() && agent.name_of(*at) == *kept && at->settled;
+  return at != agent.runs.end() && agent.name_of(*at) == *kept ? &*at : nullptr;
+}
+
+bool RunIndex::settled(const std::string& agent_key, std::string_view run_name) const {
+  const Entry* e = entry(agent_key, run_name);
+  return e != nullptr && e->settled;
+}
+
+bool RunIndex::unsettled(const std::string& agent_key, std::string_view run_name) const {
+  const Entry* e = entry(agent_key, run_name);
+  return e != nullptr && !e->settled;
 }
 
 std::vector<std::string> RunIndex::names(const std::string& agent_key) const {

@@ -34,6 +34,8 @@ class RunIndex {
   void erase(const std::string& agent_key, std::string_view run_name);
   // False for a run not indexed.
   bool settled(const std::string& agent_key, std::string_view run_name) const;
+  // True for an indexed run that is not settled.
+  bool unsettled(const std::string& agent_key, std::string_view run_name) const;
   // The agent's runs' names, sorted.
   std::vector<std::string> names(const std::string& agent_key) const;
 
@@ -91,6 +93,8 @@ class RunIndex {
   static int settled_later(const Agent& agent, std::string_view prefix, std::string_view name,
                            TimePoint finished_at);
   void forget_if_empty(Agents::iterator it);
+  // The run's entry; null when it is not indexed.
+  const Entry* entry(const std::string& agent_key, std::string_view run_name) const;
   Agents by_agent_;
 };
 

@@ -13,8 +13,10 @@
 #include <random>
 
 #include "api/heartbeat_pod.h"
+#include "api/usage_report.h"
 #include "controllers/job_builder.h"
 #include "controllers/json_util.h"
+#include "controllers/names.h"
 #include "tests/e2e/suite/tenant_fixture.h"
 
 namespace hb::testing {
@@ -166,6 +168,62 @@ TEST_F(AttackTest, AKilledRunnerIsChargedTheCallsItMade) {
   ASSERT_TRUE(wait_until([&] { return processes_with("sleep 3301") == 0; }, 30s));
 }
 
+// A peer of the namespace runs a Pod as the agent's runner ServiceAccount
+// (Pod creation lets it choose one) and rewrites the Lease's usage report
+// lower while the run goes on, then the runner dies without a result. The
+// write goes through (the control: RBAC lets the peer lower the Lease, so
+// only the operator's kept report stands between it and a lower charge),
+// and the run is still charged the two calls the runner reported.
+TEST_F(AttackTest, APeerWhoRewritesTheLeaseLowerDoesNotLowerTheCharge) {
+  create_attacker("lowered", "Heartbeat. [[shell true]] [[sleep 3303]]");
+  wait_ready(start_operator());
+  kubectl_create_run("lowered", "lowered-1");
+  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 3303") > 0; }, 90s))
+      << run("lowered-1").dump(2);
+  const std::string lease_name = controllers::lease_name_for_agent("lowered");
+  auto reported_calls = [&] {
+    const json lease = client_->get(res::kLeases, ns_, lease_name).or_throw();
+    const auto decoded =
+        api::decode_usage_report(controllers::annotation_at(lease, api::kAnnotationUsage));
+    return decoded.report && decoded.report->run == "lowered-1" ? decoded.report->llm_calls : -1;
+  };
+  ASSERT_TRUE(wait_until([&] { return reported_calls() == 2; }, 30s)) << reported_calls();
+  // Stopped, the runner beats no more and writes no result.
+  const pid_t runner = runner_pid(ns_, "lowered-1");
+  ASSERT_GT(runner, 0);
+  ASSERT_EQ(::kill(runner, SIGSTOP), 0);
+
+  auto peer = client_as(controllers::service_account_name("lowered"));
+  const json lowered = {
+      {"metadata",
+       {{"annotations",
+         {{api::kAnnotationUsage, api::encode_usage_report({"lowered-1", 0, 1, 1, 0, 0})}}}}}};
+  ASSERT_TRUE(peer->merge_patch(res::kLeases, ns_, lease_name, lowered).ok());
+  EXPECT_EQ(reported_calls(), 0);  // the control: the Lease now says less
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json lowered_run = run("lowered-1");  // outlives the pointer into it
+        const json* kept = find_path(lowered_run, "status/reportedUsage/llmCalls");
+        return kept != nullptr && *kept == 2;
+      },
+      30s))
+      << run("lowered-1").dump(2);
+
+  ASSERT_EQ(::kill(runner, SIGKILL), 0);
+  ASSERT_TRUE(peer->merge_patch(res::kLeases, ns_, lease_name, lowered).ok());
+  ASSERT_TRUE(wait_until([&] { return phase_of("lowered-1") == "Failed"; }, 90s))
+      << run("lowered-1").dump(2);
+  const json done = run("lowered-1");
+  const json& usage = done["status"]["usage"];
+  std::cout << "run whose Lease was lowered charged: " << usage.dump() << std::endl;
+  EXPECT_EQ(usage["llmCalls"], 2) << done.dump(2);
+  EXPECT_GT(usage["inputTokens"].get<int64_t>(), 1);
+  EXPECT_NEAR(usage["costCents"].get<double>(), expected_cost(usage), 1e-5);
+  ASSERT_TRUE(wait_until([&] { return spend_cents("lowered") > 0; }, 30s));
+  EXPECT_NEAR(spend_cents("lowered"), usage["costCents"].get<double>(), 1e-5);
+  ASSERT_TRUE(wait_until([&] { return processes_with("sleep 3303") == 0; }, 30s));
+}
+
 // Cancelled after one model call: charged that call.
 TEST_F(AttackTest, ACancelledRunIsChargedTheCallItMade) {
   create_attacker("stopped", "Heartbeat. [[sleep 3302]]");
@@ -198,15 +256,7 @@ TEST_F(AttackTest, AnAgentNamedAfterAForeignConfigMapIsHeldBack) {
   create_attacker("victim", "Heartbeat.");
   wait_ready(start_operator());
   kubectl_create_run("victim", "victim-1");
-  auto spec_valid = [&]() -> json {
-    const json victim = agent("victim");
-    const json* conditions = find_path(victim, "status/conditions");
-    if (conditions == nullptr) return json();
-    for (const json& c : *conditions) {
-      if (c["type"] == "SpecValid") return c;
-    }
-    return json();
-  };
+  auto spec_valid = [&] { return spec_valid_of(agent("victim")); };
   ASSERT_TRUE(wait_until([&] { return spec_valid().value("reason", "") == "ObjectInTheWay"; }, 60s))
       << agent("victim").dump(2);
   EXPECT_EQ(spec_valid()["status"], "False");
@@ -218,16 +268,6 @@ TEST_F(AttackTest, AnAgentNamedAfterAForeignConfigMapIsHeldBack) {
   // The run's Queued status is the pass's write after the Agent's status.
   EXPECT_TRUE(wait_phase("victim-1", "Queued", 30s)) << phase_of("victim-1");
   EXPECT_EQ(jobs(), 0u);
-}
-
-// The Agent's SpecValid condition (null until written).
-json spec_valid_of(const json& agent) {
-  const json* conditions = find_path(agent, "status/conditions");
-  if (conditions == nullptr) return json();
-  for (const json& c : *conditions) {
-    if (c["type"] == "SpecValid") return c;
-  }
-  return json();
 }
 
 // The names of the namespace's Roles whose rules name `object` by resourceNames.

@@ -9,6 +9,17 @@
 
 namespace hb::testing {
 
+// The Agent's SpecValid condition (an empty object until written).
+inline json spec_valid_of(const json& agent) {
+  const json* conditions = controllers::find_path(agent, "status/conditions");
+  if (conditions != nullptr && conditions->is_array()) {
+    for (const json& c : *conditions) {
+      if (c.value("type", "") == "SpecValid") return c;
+    }
+  }
+  return json::object();
+}
+
 class TenantTest : public E2eTest {
  protected:
   void SetUp() override {
@@ -42,6 +53,17 @@ class TenantTest : public E2eTest {
                     {"name", cluster_role}}},
                   {"subjects", {{{"kind", "ServiceAccount"}, {"name", name}, {"namespace", ns_}}}}})
         .or_throw();
+    auto client = client_as(name);
+    // The aggregation controller fills `edit` shortly after the chart's role
+    // exists: wait until the identity may list Agents here.
+    EXPECT_TRUE(wait_until([&] { return client->list(res::kAgents, ns_, {}).ok(); }, 30s))
+        << "ServiceAccount " << name << " cannot list Agents through ClusterRole " << cluster_role;
+    return client;
+  }
+
+  // A client that authenticates as ServiceAccount `name` of ns_ with its
+  // token only (no client certificate): what a Pod running as it holds.
+  std::shared_ptr<kube::Client> client_as(const std::string& name) {
     std::string token;
     EXPECT_TRUE(wait_until([&] { return !(token = token_of(name)).empty(); }, 30s))
         << "no token Secret for ServiceAccount " << ns_ << "/" << name;
@@ -54,12 +76,7 @@ class TenantTest : public E2eTest {
     config.token = token;
     kube::ClientOptions options;
     options.qps = 0;
-    auto client = std::make_shared<kube::Client>(config, options);
-    // The aggregation controller fills `edit` shortly after the chart's role
-    // exists: wait until the identity may list Agents here.
-    EXPECT_TRUE(wait_until([&] { return client->list(res::kAgents, ns_, {}).ok(); }, 30s))
-        << "ServiceAccount " << name << " cannot list Agents through ClusterRole " << cluster_role;
-    return client;
+    return std::make_shared<kube::Client>(config, options);
   }
 
   std::string token_of(const std::string& service_account) {

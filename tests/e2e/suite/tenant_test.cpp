@@ -72,16 +72,6 @@ class SmugglingTest : public TenantTest {
         {"configMapKeyRef", {{"name", name}, {"key", "prompt.md"}}}};
     return manifest;
   }
-  json spec_valid(const std::string& agent_name) {
-    const json object = agent(agent_name);  // outlives the pointer into it
-    const json* conditions = find_path(object, "status/conditions");
-    if (conditions != nullptr) {
-      for (const json& c : *conditions) {
-        if (c["type"] == "SpecValid") return c;
-      }
-    }
-    return json::object();
-  }
 };
 
 TEST_F(SmugglingTest, ASmugglingNameNeverReachesTheApiServerWithTheOperatorsToken) {
@@ -124,10 +114,10 @@ TEST_F(SmugglingTest, ASmugglingNameNeverReachesTheApiServerWithTheOperatorsToke
   tenant_->create(res::kHeartbeatRuns, ns_, run_manifest("smuggler-1", "smuggler")).or_throw();
   OperatorProcess& op = start_operator();
   wait_ready(op);
-  ASSERT_TRUE(
-      wait_until([&] { return spec_valid("smuggler").value("status", "") == "False"; }, 60s))
+  ASSERT_TRUE(wait_until(
+      [&] { return spec_valid_of(agent("smuggler")).value("status", "") == "False"; }, 60s))
       << agent("smuggler").dump(2);
-  const std::string message = spec_valid("smuggler").value("message", "");
+  const std::string message = spec_valid_of(agent("smuggler")).value("message", "");
   EXPECT_NE(message.find("spec.heartbeat.promptFrom.configMapKeyRef.name"), std::string::npos)
       << message;
   EXPECT_EQ(message.find_first_of("\r\n"), std::string::npos) << message;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <thread>
 
+#include "api/usage_report.h"
 #include "controllers/cache_projection.h"
 #include "controllers/names.h"
 
@@ -89,6 +90,7 @@ struct Fixture {
   HandFedSource& jobs() { return *sources.at("jobs"); }
   HandFedSource& pods() { return *sources.at("pods"); }
   HandFedSource& agents() { return *sources.at("agents"); }
+  HandFedSource& leases() { return *sources.at("leases"); }
   bool has_job() const { return cache.job(kNs, job_name_for_run("bot-1")).has_value(); }
   std::size_t pods_of_run() const { return cache.pods_of(kNs, "bot-1").size(); }
 };
@@ -384,6 +386,51 @@ TEST(ClusterCache, AContextRunsOutOfBoundsIsClamped) {
 
 // A start waits as long as the lists bring items (160,000 runs take
 // minutes), and gives up only when nothing comes for the stall window.
+// The agent's Lease as the runner (or anyone who may write it) left it.
+Json lease_reporting(const std::string& run, int64_t input_tokens, const std::string& rv) {
+  Json lease = {{"metadata",
+                 {{"name", "bot-heartbeat"},
+                  {"namespace", kNs},
+                  {"resourceVersion", rv},
+                  {"labels", {{kLabelManagedBy, kManagedByValue}}},
+                  {"ownerReferences", Json::array({{{"kind", kAgentKind}, {"name", "bot"}}})}}}};
+  lease["metadata"]["annotations"][api::kAnnotationUsage] =
+      api::encode_usage_report({run, 2, input_tokens, 20, 1, 2});
+  return lease;
+}
+
+TEST(ClusterCache, AUsageReportRewrittenLowerKeepsTheHighestSeen) {
+  Fixture f;
+  f.runs().send(kube::WatchEventType::kAdded, run("Running", false, "1"));
+  f.leases().send(kube::WatchEventType::kAdded, lease_reporting("bot-1", 3000, "2"));
+  f.leases().send(kube::WatchEventType::kModified, lease_reporting("bot-1", 10, "3"));
+  // The cache holds the newest version only: what a reconcile alone would read.
+  EXPECT_EQ(api::decode_usage_report(
+                annotation_at(*f.cache.lease(kNs, "bot-heartbeat"), api::kAnnotationUsage))
+                .report->input_tokens,
+            10);
+  const std::optional<UsageCounts> high = f.cache.reported_usage(kNs, "bot-1");
+  ASSERT_TRUE(high.has_value());
+  EXPECT_EQ(high->input_tokens, 3000);
+  EXPECT_EQ(high->output_tokens, 20);
+}
+
+TEST(ClusterCache, OnlyRunsGoingOnOfTheLeasesAgentAreTracked) {
+  Fixture f;
+  f.runs().send(kube::WatchEventType::kAdded, run("Running", false, "1"));
+  // Names no run, or a run of another agent: nothing kept (the map is bounded
+  // by the runs going on, whatever a writer of the Lease puts there).
+  f.leases().send(kube::WatchEventType::kAdded, lease_reporting("made-up-run", 5, "2"));
+  EXPECT_FALSE(f.cache.reported_usage(kNs, "made-up-run").has_value());
+  f.leases().send(kube::WatchEventType::kModified, lease_reporting("bot-1", 700, "3"));
+  EXPECT_TRUE(f.cache.reported_usage(kNs, "bot-1").has_value());
+  // Settled: forgotten (its charge is recorded).
+  f.runs().send(kube::WatchEventType::kModified, run("Succeeded", true, "4"));
+  EXPECT_FALSE(f.cache.reported_usage(kNs, "bot-1").has_value());
+  f.leases().send(kube::WatchEventType::kModified, lease_reporting("bot-1", 900, "5"));
+  EXPECT_FALSE(f.cache.reported_usage(kNs, "bot-1").has_value());
+}
+
 TEST(ClusterCache, SyncWaitsWhileListsMakeProgressAndGivesUpWhenTheyStall) {
   constexpr auto kStall = std::chrono::milliseconds(200);
   Fixture f;

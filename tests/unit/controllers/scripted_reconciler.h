@@ -34,6 +34,9 @@ class FakeView final : public ClusterView {
   }
   std::vector<Json> pods_of(const std::string&, const std::string&) const override { return pods; }
   std::optional<Json> lease(const std::string&, const std::string&) const override { return {}; }
+  std::optional<UsageCounts> reported_usage(const std::string&, const std::string&) const override {
+    return {};
+  }
   bool synced() const override { return true; }
 
  private:
