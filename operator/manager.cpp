@@ -248,28 +248,22 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   };
   WakeupToken cluster_token(wakeup_token_reader(get_secret, config.leader_election_namespace,
                                                 config.wakeup_token_secret));
-  NamespaceTokens namespace_tokens(namespace_token_reader(get_secret, [&config](const auto& ns) {
-    const auto& watched = config.watch_namespaces;
-    return watched.empty() || std::find(watched.begin(), watched.end(), ns) != watched.end();
-  }));
+  NamespaceTokens namespace_tokens(
+      namespace_token_reader(get_secret, own_namespace, [&config](const auto& ns) {
+        const auto& watched = config.watch_namespaces;
+        return watched.empty() || std::find(watched.begin(), watched.end(), ns) != watched.end();
+      }));
   std::unique_ptr<LeaderElector> elector;  // made once the servers listen
   const auto is_leader = [&] { return leader.load() && (!elector || elector->holding()); };
-  WakeupService wakeup(
-      wakeup_backend(reconciler),
-      // A namespace never managed has no token to read.
-      WakeupAuth{[&](const std::string& ns) -> std::optional<TokenDigest> {
-                   if (!controllers::namespace_refusal(ns, own_namespace).empty()) {
-                     return std::nullopt;
-                   }
-                   return namespace_tokens.get(ns);
-                 },
-                 [&]() -> std::optional<TokenDigest> {
-                   if (config.wakeup_token_secret.empty()) return std::nullopt;
-                   const std::optional<std::string> t = cluster_token.get();
-                   if (!t) return std::nullopt;
-                   return token_digest(*t);
-                 }},
-      enqueue, is_leader);
+  WakeupService wakeup(wakeup_backend(reconciler),
+                       WakeupAuth{[&](const std::string& ns) { return namespace_tokens.get(ns); },
+                                  [&]() -> std::optional<TokenDigest> {
+                                    if (config.wakeup_token_secret.empty()) return std::nullopt;
+                                    const std::optional<std::string> t = cluster_token.get();
+                                    if (!t) return std::nullopt;
+                                    return token_digest(*t);
+                                  }},
+                       enqueue, is_leader);
   MetricsAuthorizer metrics_auth(
       [&client](const controllers::Json& body) {
         return client->create(kube::resources::kTokenReviews, "", body);

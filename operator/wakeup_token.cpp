@@ -4,6 +4,7 @@
 #include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
+#include "controllers/managed_namespaces.h"
 #include "kube/kubeconfig.h"
 
 namespace hb::operator_ {
@@ -97,11 +98,13 @@ std::size_t NamespaceTokens::size() const {
   return entries_.size();
 }
 
-NamespaceTokens::Read namespace_token_reader(GetSecret get_secret,
+NamespaceTokens::Read namespace_token_reader(GetSecret get_secret, std::string own_namespace,
                                              std::function<bool(const std::string&)> allowed) {
-  return [get_secret = std::move(get_secret),
+  return [get_secret = std::move(get_secret), own_namespace = std::move(own_namespace),
           allowed = std::move(allowed)](const std::string& ns) -> std::optional<std::string> {
-    if (!allowed(ns)) return std::nullopt;
+    if (!controllers::namespace_refusal(ns, own_namespace).empty() || !allowed(ns)) {
+      return std::nullopt;
+    }
     const std::string name(kWakeupSecretName);
     const kube::Result<controllers::Json> secret = get_secret(ns, name);
     if (!secret.ok()) {

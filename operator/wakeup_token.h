@@ -105,8 +105,10 @@ class NamespaceTokens {
 // A NamespaceTokens::Read of Secret `heartbeat-wakeup` in the namespace
 // through `get_secret`. Not found and forbidden mean no token (logged at
 // debug: any caller can name any namespace); other errors are warned about.
-// A namespace `allowed` refuses is never read (not watched, say).
-NamespaceTokens::Read namespace_token_reader(GetSecret get_secret,
+// A namespace the operator never manages (kube-system, ..., its own
+// `own_namespace`: managed_namespaces.h) or one `allowed` refuses (not
+// watched, say) is never read.
+NamespaceTokens::Read namespace_token_reader(GetSecret get_secret, std::string own_namespace,
                                              std::function<bool(const std::string&)> allowed);
 
 }  // namespace hb::operator_

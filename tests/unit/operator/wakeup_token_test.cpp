@@ -213,11 +213,15 @@ TEST(NamespaceTokenReader, ReadsTheWellKnownSecretOnlyWhereAllowed) {
         // "a-long-enough-token" in base64
         return controllers::Json{{"data", {{"token", "YS1sb25nLWVub3VnaC10b2tlbg=="}}}};
       },
-      [](const std::string& ns) { return ns != "kube-system"; });
+      "heartbeat-system", [](const std::string& ns) { return ns != "not-watched"; });
   EXPECT_EQ(read("team-a"), "a-long-enough-token");
   EXPECT_EQ(read("missing"), std::nullopt);
   EXPECT_EQ(read("short"), std::nullopt);  // under kWakeupTokenBytesMin: refused
+  EXPECT_EQ(read("not-watched"), std::nullopt);
+  // Never managed, whatever `allowed` says: never read.
   EXPECT_EQ(read("kube-system"), std::nullopt);
+  EXPECT_EQ(read("kube-node-lease"), std::nullopt);
+  EXPECT_EQ(read("heartbeat-system"), std::nullopt);
   EXPECT_EQ(asked, (std::vector<std::string>{"team-a/heartbeat-wakeup", "missing/heartbeat-wakeup",
                                              "short/heartbeat-wakeup"}));
 }
