@@ -187,6 +187,17 @@ class OperatorProcess {
     return client->send(r);
   }
   bool ready() { return get(health_port_, "/readyz") == "ok"; }
+  // Starts the process; true once /readyz answers ok within `timeout`. A
+  // process that exits first throws (no point waiting out the timeout).
+  bool start_until_ready(std::chrono::milliseconds timeout) {
+    start();
+    return wait_until(
+        [&] {
+          if (!alive()) throw std::runtime_error("operator exited");
+          return ready();
+        },
+        timeout);
+  }
   int metrics_port() const { return metrics_port_; }
   int health_port() const { return health_port_; }
   int wakeup_port() const { return wakeup_port_; }

@@ -55,13 +55,7 @@ class ObjectRefusalTest : public ::testing::Test {
               "--leader-election-id=op", "--runner-image=runner:test", "--log-level=debug"},
           log);
     }
-    operator_->start();
-    const bool ready = wait_until(
-        [&] {
-          if (!operator_->alive()) throw std::runtime_error("operator exited");
-          return operator_->ready();
-        },
-        60s);
+    const bool ready = operator_->start_until_ready(60s);
     ASSERT_TRUE(ready) << "operator not ready (exit status " << operator_->exit_status() << ")";
   }
 

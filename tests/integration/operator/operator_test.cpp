@@ -101,13 +101,7 @@ class OperatorTest : public ::testing::Test {
     const std::string log =
         env("HB_OPERATOR_LOG", env("HB_BUILD_DIR", ".") + "/Testing/operator-" + ns_ + ".log");
     operator_ = std::make_unique<OperatorProcess>(args, log);
-    operator_->start();
-    const bool ready = wait_until(
-        [&] {
-          if (!operator_->alive()) throw std::runtime_error("operator exited");
-          return operator_->ready();
-        },
-        60s);
+    const bool ready = operator_->start_until_ready(60s);
     ASSERT_TRUE(ready) << "operator not ready within 60 s (exit status " << operator_->exit_status()
                        << "); log " << log << " ends with:\n"
                        << tail_of_file(log);
@@ -358,9 +352,9 @@ TEST_F(OperatorTest, ARestartAsksNothingAboutPerAgentObjects) {
   EXPECT_EQ(metric(creates), 10);
   operator_->kill(SIGKILL);
   client_
-      ->merge_patch(res::kLeases, ns_, controllers::lease_name_for_agent("lambda"),
-                    {{"metadata",
-                      {{"annotations", {{controllers::kAnnotationAgentObjectsMade, nullptr}}}}}})
+      ->merge_patch(
+          res::kLeases, ns_, controllers::lease_name_for_agent("lambda"),
+          {{"metadata", {{"annotations", {{controllers::kAnnotationAgentObjectsMade, nullptr}}}}}})
       .or_throw();
   ASSERT_FALSE(objects_made("lambda"));
 
