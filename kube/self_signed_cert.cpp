@@ -30,6 +30,8 @@ using Bio = std::unique_ptr<BIO, OpenSslFree<BIO_free>>;
 using Ext = std::unique_ptr<X509_EXTENSION, OpenSslFree<X509_EXTENSION_free>>;
 
 constexpr int kSerialBytes = 16;
+// X.509's upper bound on a CommonName (ub-common-name); SANs have none this short.
+constexpr std::size_t kCommonNameBytesMax = 64;
 
 kube::Error cert_failure(const std::string& what) {
   kube::Error e;
@@ -67,6 +69,16 @@ std::string alt_names(const std::vector<std::string>& names) {
   return out;
 }
 
+// The first name that fits in a CN; a Service's DNS name can be longer
+// than 64 bytes, and is then named by the SANs alone.
+const std::string& common_name(const std::vector<std::string>& names) {
+  static const std::string kFallback = "heartbeat-operator";
+  for (const std::string& n : names) {
+    if (n.size() <= kCommonNameBytesMax) return n;
+  }
+  return kFallback;
+}
+
 bool add_extension(X509* cert, int nid, const std::string& value) {
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
@@ -84,7 +96,7 @@ bool fill_certificate(X509* cert, EVP_PKEY* key, const std::vector<std::string>&
   const bool serial_set = bn != nullptr && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert));
   BN_free(bn);
   X509_NAME* subject = X509_get_subject_name(cert);
-  const auto* cn = reinterpret_cast<const unsigned char*>(names.front().c_str());
+  const auto* cn = reinterpret_cast<const unsigned char*>(common_name(names).c_str());
   return serial_set && X509_set_version(cert, 2) == 1 &&
          X509_gmtime_adj(X509_getm_notBefore(cert),
                          -std::chrono::seconds(kSelfSignedBackdate).count()) != nullptr &&

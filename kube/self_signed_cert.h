@@ -1,7 +1,8 @@
 // A self-signed server certificate made in memory with OpenSSL, for a TLS
 // listener that was given no certificate (controller-runtime's secure
-// metrics do the same): ECDSA P-256, SHA-256, the first name as CN and every
-// name as a subjectAltName. Nothing is written to disk; the key PEM is only
+// metrics do the same): ECDSA P-256, SHA-256, every name as a
+// subjectAltName and the first of at most 64 bytes (X.509's limit) as CN
+// ("heartbeat-operator" when none is that short). Nothing is written to disk; the key PEM is only
 // ever handed to the TLS context, never logged.
 #pragma once
 

@@ -39,8 +39,8 @@ const Flag kFlags[] = {
      "cert-manager), read again when they change (default: a self-signed ECDSA P-256 "
      "certificate made in memory at start, valid 1 year)"},
     {"metrics-cert-hosts",
-     "comma-separated DNS names or IPs of the self-signed certificate, the first as its CN "
-     "(default localhost)"},
+     "comma-separated DNS names or IPs of the self-signed certificate's subjectAltNames, the "
+     "first of at most 64 characters also its CN (default localhost)"},
     {"health-address", "host:port for /healthz and /readyz"},
     {"wakeup-address", "host:port for POST .../agents/{name}/wakeup (empty: off)"},
     {"wakeup-token-secret",

@@ -55,7 +55,8 @@ struct Config {
   // so a scraper's token never crosses the network in clear).
   bool metrics_secure = true;
   std::string metrics_cert_dir;  // tls.crt and tls.key; "" = self-signed at start
-  // Names of the self-signed certificate (CN the first, all as SANs).
+  // Names of the self-signed certificate (all SANs; the first of at most 64
+  // bytes also its CN).
   std::vector<std::string> metrics_cert_hosts{"localhost"};
   std::string health_address = "0.0.0.0:8081";
   std::string wakeup_address = "0.0.0.0:8082";  // "" disables the wakeup endpoint

@@ -71,6 +71,15 @@ TEST(SelfSignedCertificate, IsAnEcdsaP256CertificateForTheNamesValidForTheTimeGi
   EXPECT_EQ(seconds, 3600);
   EXPECT_EQ(pem.cert_pem.find("PRIVATE KEY"), std::string::npos);
   EXPECT_NE(pem.key_pem.find("BEGIN PRIVATE KEY"), std::string::npos);
+  // A Service's DNS name may pass the CN's 64 bytes: the SANs carry it.
+  const std::string long_name =
+      "hbh1739620080-heartbeat-operator-metrics.hb-it-helm-1739620080.svc";
+  ASSERT_GT(long_name.size(), 64u);
+  auto long_cert = parse(self_signed_certificate({long_name, "localhost"}, 1h).or_throw().cert_pem);
+  ASSERT_TRUE(long_cert);
+  X509_NAME_get_text_by_NID(X509_get_subject_name(long_cert.get()), NID_commonName, cn, sizeof cn);
+  EXPECT_STREQ(cn, "localhost");
+  EXPECT_EQ(alt_names(long_cert.get()), "DNS:" + long_name + " DNS:localhost ");
   // Two certificates never share a key.
   EXPECT_NE(self_signed_certificate({"localhost"}, 1h).or_throw().key_pem, pem.key_pem);
   EXPECT_FALSE(self_signed_certificate({}, 1h).ok());
