@@ -145,6 +145,8 @@ struct ServerLimits {
   std::chrono::seconds body_timeout{10};  // the body after its head, else 408
   std::chrono::seconds idle_timeout{30};  // a kept-alive connection between requests
   std::chrono::seconds write_timeout{10};
+  // TLS listeners: the handshake, from accept to done, else closed unanswered.
+  std::chrono::seconds handshake_timeout{10};
   std::size_t head_bytes_max = 8 * 1024;   // else 431
   std::size_t body_bytes_max = 64 * 1024;  // declared or read, else 413 (before reading it)
   // Open at once. Past it a new connection closes the oldest idle one (not
@@ -157,7 +159,7 @@ struct ServerLimits {
   // the listener, and only hurts itself by trying.
   std::size_t connections_per_source_max = 64;
   bool evict_idle_when_full = true;
-  std::size_t handler_threads = 4;         // handlers run here, never on the I/O thread
+  std::size_t handler_threads = 4;  // handlers run here, never on the I/O thread
 };
 
 class Server {
@@ -168,10 +170,14 @@ class Server {
   virtual int port() const = 0;  // the bound port (useful with port 0)
 };
 
+class ServerTls;  // kube/tls_server_context.h
+
 // Listens on address "host:port" with its own I/O thread and handler threads
 // (Boost.Beast). Throws TransportError when the
-// port cannot be bound.
+// port cannot be bound. With `tls` it serves HTTPS only (a client that does
+// not complete a TLS handshake gets no response); without, plain HTTP.
 std::unique_ptr<Server> make_server(const std::string& address, Handler handler,
-                                    const ServerLimits& limits = {});
+                                    const ServerLimits& limits = {},
+                                    std::shared_ptr<ServerTls> tls = nullptr);
 
 }  // namespace hb::http

@@ -5,11 +5,15 @@
 // Every read has a deadline and a size cap. Connections are capped in all
 // and per source IP; at a cap the oldest idle connection makes room
 // (admit_connection), and only when none is idle is the new one answered
-// 503 and closed.
+// 503 and closed. With a ServerTls the listener speaks only TLS: the
+// handshake comes first, under its own deadline, while the connection
+// counts as idle against the caps; a failed or late handshake is closed
+// without a response.
 #include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <optional>
@@ -18,6 +22,7 @@
 
 #include "kube/http.h"
 #include "kube/http_server_util.h"
+#include "kube/tls_server_context.h"
 
 namespace hb::http {
 
@@ -27,11 +32,22 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
+using TlsStream = asio::ssl::stream<tcp::socket>;
 
 constexpr std::chrono::milliseconds kAcceptRetryDelay{100};  // after EMFILE and the like
 constexpr int kRetryAfterSeconds = 1;
+// The RefusalLog key of failed TLS handshakes (statuses are 100..599; 0 is
+// the idle-eviction line).
+constexpr int kHandshakeRefusalKey = -1;
 
-class Session;
+// A connection as the listener's registry sees it: it can be evicted.
+class Session {
+ public:
+  virtual ~Session() = default;
+  // Closed to make room for a new connection (on the I/O thread); its
+  // pending operation ends with operation_aborted and writes nothing.
+  virtual void evict() = 0;
+};
 
 // A connection the listener counts against its caps.
 struct Registered {
@@ -48,6 +64,7 @@ struct ListenerContext {
   Handler handler;
   ServerLimits limits;
   asio::thread_pool* handlers = nullptr;
+  std::shared_ptr<ServerTls> tls;  // null: plain HTTP
   RefusalLog refusals;
   // The open connections. A session's last reference may drop on a handler
   // thread, hence the lock (never held across I/O).
@@ -95,16 +112,54 @@ ServerResponse call_handler(const Handler& handler, const ServerRequest& request
   }
 }
 
-class Session : public std::enable_shared_from_this<Session> {
+tcp::socket& tcp_of(tcp::socket& stream) {
+  return stream;
+}
+tcp::socket& tcp_of(TlsStream& stream) {
+  return stream.next_layer();
+}
+
+// One connection over Stream: tcp::socket (plain HTTP) or TlsStream.
+template <class Stream>
+class StreamSession final : public Session,
+                            public std::enable_shared_from_this<StreamSession<Stream>> {
  public:
-  Session(tcp::socket socket, std::string source, ListenerContext& context)
-      : socket_(std::move(socket)),
+  // ssl: the TLS context this connection keeps (TlsStream only).
+  StreamSession(tcp::socket socket, std::string source, ListenerContext& context,
+                SslContext ssl = nullptr)
+      : ssl_(std::move(ssl)),
+        socket_(make_stream(std::move(socket), ssl_.get())),
         deadline_(socket_.get_executor()),
         context_(context),
         source_(std::move(source)) {}
-  ~Session() { context_.unregister(this); }
+  ~StreamSession() override { context_.unregister(this); }
 
   void start(bool over_capacity) {
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+      handshake(over_capacity);
+    } else {
+      serve(over_capacity);
+    }
+  }
+
+  void evict() override {
+    evicted_ = true;
+    close();
+  }
+
+ private:
+  using std::enable_shared_from_this<StreamSession<Stream>>::shared_from_this;
+  using std::enable_shared_from_this<StreamSession<Stream>>::weak_from_this;
+
+  static Stream make_stream(tcp::socket socket, asio::ssl::context* ssl) {
+    if constexpr (std::is_same_v<Stream, TlsStream>) {
+      return TlsStream(std::move(socket), *ssl);
+    } else {
+      return socket;
+    }
+  }
+
+  void serve(bool over_capacity) {
     if (over_capacity) {
       refuse(503, "too many connections to " + context_.address + "; retry later");
       return;
@@ -112,14 +167,31 @@ class Session : public std::enable_shared_from_this<Session> {
     read_head(context_.limits.head_timeout);
   }
 
-  // Closed to make room for a new connection (on the I/O thread); its
-  // pending read ends with operation_aborted and writes nothing.
-  void evict() {
-    evicted_ = true;
+  // Waiting for the client's hello is idle time: a silent connection may
+  // be evicted for a new one, and is closed at the deadline either way.
+  void handshake(bool over_capacity) {
+    context_.set_idle(this, true);
+    arm(limits().handshake_timeout);
+    socket_.async_handshake(asio::ssl::stream_base::server,
+                            [self = shared_from_this(), over_capacity](beast::error_code ec) {
+                              self->on_handshake(ec, over_capacity);
+                            });
+  }
+
+  void on_handshake(beast::error_code ec, bool over_capacity) {
+    if (evicted_) return;
+    const bool late = expired(ec);
+    if (!ec) return serve(over_capacity);
+    if (auto folded =
+            context_.refusals.should_log(kHandshakeRefusalKey, std::chrono::steady_clock::now())) {
+      spdlog::warn(
+          "event=tls_handshake_failed address={} count={} reason=\"{}\"", context_.address, *folded,
+          late ? "no handshake within " + std::to_string(limits().handshake_timeout.count()) + "s"
+               : ec.message());
+    }
     close();
   }
 
- private:
   const ServerLimits& limits() const { return context_.limits; }
 
   // A deadline cancels the operation in flight rather than closing the
@@ -132,7 +204,7 @@ class Session : public std::enable_shared_from_this<Session> {
       if (ec || !self) return;
       self->timed_out_ = true;
       beast::error_code ignored;
-      self->socket_.cancel(ignored);
+      tcp_of(self->socket_).cancel(ignored);
     });
   }
 
@@ -237,14 +309,17 @@ class Session : public std::enable_shared_from_this<Session> {
                        });
   }
 
+  // TLS ends without a close_notify: every response is framed by its
+  // Content-Length, and a client that stopped reading cannot hold us.
   void close() {
     deadline_.cancel();
     beast::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
+    tcp_of(socket_).shutdown(tcp::socket::shutdown_both, ignored);
+    tcp_of(socket_).close(ignored);
   }
 
-  tcp::socket socket_;
+  const SslContext ssl_;  // outlives socket_
+  Stream socket_;
   asio::steady_timer deadline_;
   bool timed_out_ = false;
   ListenerContext& context_;
@@ -282,7 +357,8 @@ tcp::endpoint parse_endpoint(const std::string& address) {
 
 class BeastServer final : public Server {
  public:
-  BeastServer(const std::string& address, Handler handler, const ServerLimits& limits)
+  BeastServer(const std::string& address, Handler handler, const ServerLimits& limits,
+              std::shared_ptr<ServerTls> tls)
       : pool_(std::max<std::size_t>(limits.handler_threads, 1)),
         acceptor_(ioc_),
         retry_timer_(ioc_) {
@@ -290,6 +366,7 @@ class BeastServer final : public Server {
     context_.handler = std::move(handler);
     context_.limits = limits;
     context_.handlers = &pool_;
+    context_.tls = std::move(tls);
     open(parse_endpoint(address));
     accept();
     io_thread_ = std::thread([this] { ioc_.run(); });
@@ -346,7 +423,21 @@ class BeastServer final : public Server {
     beast::error_code ec;
     const tcp::endpoint peer = socket.remote_endpoint(ec);
     std::string source = ec ? std::string("unknown") : peer.address().to_string();
-    auto session = std::make_shared<Session>(std::move(socket), source, context_);
+    if (!context_.tls) {
+      auto session =
+          std::make_shared<StreamSession<tcp::socket>>(std::move(socket), source, context_);
+      session->start(!register_session(session, source));
+      return;
+    }
+    // The context current now; a connection keeps it (a reload swaps it).
+    auto session = std::make_shared<StreamSession<TlsStream>>(std::move(socket), source, context_,
+                                                              context_.tls->current());
+    session->start(!register_session(session, source));
+  }
+
+  // Counts the connection, closing an idle one first when a cap is reached;
+  // false when it is over capacity (it stays counted until it is closed).
+  bool register_session(const std::shared_ptr<Session>& session, const std::string& source) {
     std::shared_ptr<Session> victim;
     bool admitted = true;
     {
@@ -374,7 +465,7 @@ class BeastServer final : public Server {
       spdlog::warn("event=http_idle_connection_closed address={} reason=\"a cap was reached\"",
                    context_.address);
     }
-    session->start(!admitted);
+    return admitted;
   }
 
   // Destroyed in reverse: the io_context (and every session) before the
@@ -392,8 +483,8 @@ class BeastServer final : public Server {
 }  // namespace
 
 std::unique_ptr<Server> make_server(const std::string& address, Handler handler,
-                                    const ServerLimits& limits) {
-  return std::make_unique<BeastServer>(address, std::move(handler), limits);
+                                    const ServerLimits& limits, std::shared_ptr<ServerTls> tls) {
+  return std::make_unique<BeastServer>(address, std::move(handler), limits, std::move(tls));
 }
 
 }  // namespace hb::http

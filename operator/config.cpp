@@ -31,6 +31,16 @@ const Flag kFlags[] = {
      "kubernetes|none: /metrics asks a bearer token the API server authenticates "
      "(TokenReview) and authorises for get on the non-resource URL /metrics "
      "(SubjectAccessReview) (default kubernetes); none serves anyone"},
+    {"metrics-secure",
+     "true|false: serve /metrics over HTTPS only (TLS 1.2 at least) (default true with "
+     "--metrics-auth=kubernetes, else false); false serves plain HTTP"},
+    {"metrics-cert-dir",
+     "directory holding tls.crt and tls.key (a mounted kubernetes.io/tls Secret, e.g. from "
+     "cert-manager), read again when they change (default: a self-signed ECDSA P-256 "
+     "certificate made in memory at start, valid 1 year)"},
+    {"metrics-cert-hosts",
+     "comma-separated DNS names or IPs of the self-signed certificate's subjectAltNames, the "
+     "first of at most 64 characters also its CN (default localhost)"},
     {"health-address", "host:port for /healthz and /readyz"},
     {"wakeup-address", "host:port for POST .../agents/{name}/wakeup (empty: off)"},
     {"wakeup-token-secret",
@@ -161,6 +171,40 @@ std::optional<controllers::Json> parse_pod_defaults(const std::string& text, std
   return parsed;
 }
 
+// "a, b,,c" -> {"a", "b", "c"}.
+std::vector<std::string> split_hosts(std::string_view text) {
+  std::vector<std::string> out;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (!item.empty()) out.emplace_back(item);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// TLS is the metrics listener's alone: probes and wakeups stay plain.
+std::string refused_metrics_tls(const Config& c) {
+  if (!c.metrics_secure) {
+    return c.metrics_cert_dir.empty()
+               ? std::string()
+               : "--metrics-cert-dir is given but --metrics-secure=false serves plain HTTP; "
+                 "drop one of them";
+  }
+  for (const auto& [flag, address] :
+       {std::pair{"--health-address", c.health_address}, {"--wakeup-address", c.wakeup_address}}) {
+    if (address == c.metrics_address) {
+      return "--metrics-secure serves " + c.metrics_address + " over TLS, and " + flag +
+             " is the same address (which stays plain HTTP); give each its own port, or pass "
+             "--metrics-secure=false";
+    }
+  }
+  return std::string();
+}
+
 }  // namespace
 
 std::optional<std::vector<std::string>> parse_namespace_list(std::string_view text,
@@ -225,7 +269,7 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
     if (eq != std::string::npos) {
       value = name.substr(eq + 1);
       name = name.substr(0, eq);
-    } else if (name == "leader-elect" || name == "routine-events") {
+    } else if (name == "leader-elect" || name == "routine-events" || name == "metrics-secure") {
       value = "true";
     } else if (i + 1 < args.size()) {
       value = args[++i];
@@ -275,8 +319,14 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
     else if (name == "metrics-auth") {
       if (value != "kubernetes" && value != "none") return fail(name, "use kubernetes or none");
       c.metrics_auth = value == "kubernetes";
-    }
-    else if (name == "health-address")
+    } else if (name == "metrics-secure") {
+      if (!parse_bool(value, c.metrics_secure)) return fail(name, "use true or false");
+    } else if (name == "metrics-cert-dir")
+      c.metrics_cert_dir = value;
+    else if (name == "metrics-cert-hosts") {
+      c.metrics_cert_hosts = split_hosts(value);
+      if (c.metrics_cert_hosts.empty()) return fail(name, "name at least one host");
+    } else if (name == "health-address")
       c.health_address = value;
     else if (name == "wakeup-address")
       c.wakeup_address = value;
@@ -368,6 +418,11 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
   }
   if (c.metrics_address.empty() || c.health_address.empty()) {
     result.error = "--metrics-address and --health-address may not be empty";
+    return result;
+  }
+  if (!values.count("metrics-secure")) c.metrics_secure = c.metrics_auth;
+  if (std::string refused = refused_metrics_tls(c); !refused.empty()) {
+    result.error = std::move(refused);
     return result;
   }
   if (std::string refused = refused_watch_namespaces(c); !refused.empty()) {

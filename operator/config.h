@@ -51,6 +51,13 @@ struct Config {
   std::string leader_election_id = "heartbeat-operator-leader";
   std::string metrics_address = "0.0.0.0:8080";
   bool metrics_auth = true;  // --metrics-auth=kubernetes (TokenReview + SubjectAccessReview)
+  // HTTPS on the metrics address (default: on with --metrics-auth=kubernetes,
+  // so a scraper's token never crosses the network in clear).
+  bool metrics_secure = true;
+  std::string metrics_cert_dir;  // tls.crt and tls.key; "" = self-signed at start
+  // Names of the self-signed certificate (all SANs; the first of at most 64
+  // bytes also its CN).
+  std::vector<std::string> metrics_cert_hosts{"localhost"};
   std::string health_address = "0.0.0.0:8081";
   std::string wakeup_address = "0.0.0.0:8082";  // "" disables the wakeup endpoint
   // Opt-in cluster-wide wakeup token: a Secret in the operator's namespace,

@@ -55,15 +55,18 @@ http::ServerLimits limits_for(const Endpoints& endpoints, const std::string& add
   return limits;
 }
 
-std::vector<std::unique_ptr<http::Server>> start_servers(const Endpoints& endpoints,
-                                                         const RouteHandlers& handlers) {
+std::vector<std::unique_ptr<http::Server>> start_servers(
+    const Endpoints& endpoints, const RouteHandlers& handlers,
+    std::shared_ptr<http::ServerTls> metrics_tls) {
   std::vector<std::unique_ptr<http::Server>> servers;
   for (const std::string& address : listen_addresses(endpoints)) {
     auto handler = [&endpoints, &handlers, address](const http::ServerRequest& request) {
       return route(endpoints, handlers, address, request);
     };
-    servers.push_back(http::make_server(address, handler, limits_for(endpoints, address)));
-    spdlog::info("event=listening address={}", address);
+    const bool tls = metrics_tls && address == endpoints.metrics_address;
+    servers.push_back(http::make_server(address, handler, limits_for(endpoints, address),
+                                        tls ? metrics_tls : nullptr));
+    spdlog::info("event=listening address={} scheme={}", address, tls ? "https" : "http");
   }
   return servers;
 }

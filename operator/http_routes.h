@@ -44,8 +44,10 @@ std::vector<std::string> listen_addresses(const Endpoints& endpoints);
 http::ServerLimits limits_for(const Endpoints& endpoints, const std::string& address);
 
 // Listens on every address (throws std::exception naming the one that
-// failed). The handlers must outlive the servers.
-std::vector<std::unique_ptr<http::Server>> start_servers(const Endpoints& endpoints,
-                                                         const RouteHandlers& handlers);
+// failed). The handlers must outlive the servers. With metrics_tls the
+// metrics address serves HTTPS only; the others stay plain HTTP.
+std::vector<std::unique_ptr<http::Server>> start_servers(
+    const Endpoints& endpoints, const RouteHandlers& handlers,
+    std::shared_ptr<http::ServerTls> metrics_tls = nullptr);
 
 }  // namespace hb::operator_

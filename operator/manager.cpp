@@ -20,6 +20,7 @@
 #include "operator/http_routes.h"
 #include "operator/leader_election.h"
 #include "operator/metrics_auth.h"
+#include "operator/metrics_tls.h"
 #include "operator/object_refusals.h"
 #include "operator/reconcile_workers.h"
 #include "operator/wakeup.h"
@@ -168,9 +169,34 @@ int lead_until_stopped(LeaderElector* elector, const std::atomic<bool>& stop) {
   return elector->hold(stop, exit_now) ? kExitOk : kExitLostLeadership;
 }
 
+// The metrics listener's TLS (null with --metrics-secure=false), and the
+// cert dir's reloader. Made before anything else, so a bad cert dir stops the
+// start at once, naming the file. False when it could not be made (logged).
+bool load_metrics_tls(const Config& config, std::shared_ptr<http::ServerTls>& tls,
+                      std::unique_ptr<CertDirReloader>& reloader) {
+  if (!config.metrics_secure) return true;
+  kube::Result<std::shared_ptr<http::ServerTls>> loaded = metrics_tls(config);
+  if (!loaded.ok()) {
+    spdlog::error("event=config_invalid error=\"{}: {}\"",
+                  config.metrics_cert_dir.empty() ? "--metrics-secure" : "--metrics-cert-dir",
+                  loaded.error().describe());
+    return false;
+  }
+  tls = std::move(loaded).value();
+  if (!config.metrics_cert_dir.empty()) {
+    reloader = std::make_unique<CertDirReloader>(config.metrics_cert_dir, tls);
+  }
+  spdlog::info("event=metrics_tls certificate={}",
+               config.metrics_cert_dir.empty() ? "self-signed" : config.metrics_cert_dir);
+  return true;
+}
+
 }  // namespace
 
 int run_manager(const Config& config, const std::atomic<bool>& stop) {
+  std::shared_ptr<http::ServerTls> metrics_tls;
+  std::unique_ptr<CertDirReloader> cert_reloader;
+  if (!load_metrics_tls(config, metrics_tls, cert_reloader)) return kExitConfig;
   kube::ClusterConfig cluster;
   std::shared_ptr<kube::Client> client = connect(config, cluster);
   if (!client) return kExitConfig;
@@ -283,7 +309,7 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   }
   std::vector<std::unique_ptr<http::Server>> servers;
   try {
-    servers = start_servers(endpoints, handlers);
+    servers = start_servers(endpoints, handlers, metrics_tls);
   } catch (const std::exception& e) {
     spdlog::error("event=listen_failed error=\"{}\"", e.what());
     return kExitStartup;

@@ -185,3 +185,18 @@ Verbs are exactly what the operator calls; see controllers/shell and operator/.
   verbs: ["update"]
 {{- end }}
 {{- end }}
+
+{{/*
+The metrics Service's port name and scheme: https with metrics.secure.
+*/}}
+{{- define "heartbeat-operator.metricsScheme" -}}
+{{- if .Values.metrics.secure }}https{{ else }}http{{ end }}
+{{- end }}
+
+{{/*
+The metrics Service's DNS name in the cluster (the self-signed certificate's
+CN, and the ServiceMonitor's serverName with metrics.certSecret).
+*/}}
+{{- define "heartbeat-operator.metricsHost" -}}
+{{ include "heartbeat-operator.fullname" . }}-metrics.{{ .Release.Namespace }}.svc
+{{- end }}

@@ -20,7 +20,15 @@ Fails (exit 1, one line per problem) unless:
   resource: what the operator calls, and what each per-agent Role grants the
   runner (patch on its Lease; get, update on its memory ConfigMap);
 - with leader election, a Role in the release namespace lets it get and
-  update its Lease by name and create Leases.
+  update its Lease by name and create Leases;
+- the metrics edge (check_metrics_tls): --metrics-secure as given; with
+  --metrics-cert-secret the Secret is mounted read-only as --metrics-cert-dir
+  and no other certificate flag is passed, without it the self-signed
+  certificate names the metrics Service; the Service's metrics port is named
+  and has the appProtocol of its scheme (https when secure), and a
+  ServiceMonitor, when rendered, scrapes that port with that scheme, verifying
+  the server with the Secret's ca.crt and the Service's DNS name, or skipping
+  verification only when there is no Secret to verify with.
 """
 import argparse
 import json
@@ -226,6 +234,61 @@ def check_edge_rbac(by_kind, a):
                 del by_kind[kind]
 
 
+CERT_DIR = "/etc/heartbeat-operator/metrics-certs"
+
+
+def check_metrics_deployment(c, pod, a):
+    """The operator's metrics flags and the cert Secret's volume."""
+    args = c.get("args", [])
+    secure, secret = a.metrics_secure == "true", a.metrics_cert_secret
+    if f"--metrics-secure={a.metrics_secure}" not in args:
+        problem(f"args lack --metrics-secure={a.metrics_secure}: {args}")
+    cert_args = sorted(x for x in args if x.startswith(("--metrics-cert-dir=",
+                                                        "--metrics-cert-hosts=")))
+    service = a.metrics_host
+    want = ([f"--metrics-cert-dir={CERT_DIR}"] if secure and secret else
+            [f"--metrics-cert-hosts={service},localhost"] if secure else [])
+    if cert_args != want:
+        problem(f"metrics certificate args are {cert_args}, expected {want}")
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    mounts = {m["name"]: m for m in c.get("volumeMounts", [])}
+    if not (secure and secret):
+        if "metrics-certs" in volumes or "metrics-certs" in mounts:
+            problem("a metrics-certs volume is rendered without metrics.certSecret")
+        return
+    if volumes.get("metrics-certs", {}).get("secret", {}).get("secretName") != secret:
+        problem(f"no metrics-certs volume from Secret {secret}: {volumes}")
+    m = mounts.get("metrics-certs", {})
+    if m.get("mountPath") != CERT_DIR or m.get("readOnly") is not True or m.get("subPath"):
+        problem(f"metrics-certs is not mounted read-only at {CERT_DIR} (no subPath): {m}")
+
+
+def check_metrics_scrape(by_kind, a):
+    """The metrics Service's port and the ServiceMonitor's TLS."""
+    scheme = "https" if a.metrics_secure == "true" else "http"
+    services = [s for s in by_kind.get("Service", [])
+                if s["metadata"]["name"].endswith("-metrics")]
+    for svc in services:
+        ports = svc["spec"]["ports"]
+        if [(p["name"], p.get("appProtocol"), p["targetPort"]) for p in ports] != [
+                (scheme, scheme, "metrics")]:
+            problem(f"the metrics Service's ports are {ports}, want one named {scheme} "
+                    f"(appProtocol {scheme}) to the metrics port")
+    for sm in by_kind.get("ServiceMonitor", []):
+        for e in sm["spec"]["endpoints"]:
+            if (e.get("port"), e.get("scheme")) != (scheme, scheme):
+                problem(f"the ServiceMonitor scrapes port {e.get('port')} with scheme "
+                        f"{e.get('scheme')}, not {scheme}")
+            tls = e.get("tlsConfig")
+            service = a.metrics_host
+            want = (None if scheme == "http" else
+                    {"insecureSkipVerify": True} if not a.metrics_cert_secret else
+                    {"insecureSkipVerify": False, "serverName": service,
+                     "ca": {"secret": {"name": a.metrics_cert_secret, "key": "ca.crt"}}})
+            if tls != want:
+                problem(f"the ServiceMonitor's tlsConfig is {tls}, expected {want}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("list_json")
@@ -238,6 +301,9 @@ def main():
     ap.add_argument("--heartbeat-egress", default="true", choices=["true", "false"])
     ap.add_argument("--metrics-namespace", default="monitoring")
     ap.add_argument("--metrics-auth", default="kubernetes", choices=["kubernetes", "none"])
+    ap.add_argument("--metrics-secure", default="true", choices=["true", "false"])
+    ap.add_argument("--metrics-cert-secret", default="",
+                    help="the kubernetes.io/tls Secret metrics.certSecret names")
     ap.add_argument("--wakeup-from", default="[]", type=json.loads,
                     help="the NetworkPolicyPeer list networkPolicy.wakeupFrom was given (JSON)")
     a = ap.parse_args()
@@ -251,6 +317,10 @@ def main():
     for o in items:
         by_kind.setdefault(o["kind"], []).append(o)
     check_edge_rbac(by_kind, a)
+    # The metrics Service's DNS name: <fullname>-metrics, fullname the Deployment's name.
+    a.metrics_host = next((f"{d['metadata']['name']}-metrics.{a.release_namespace}.svc"
+                           for d in by_kind.get("Deployment", [])), "")
+    check_metrics_scrape(by_kind, a)
 
     # The Deployment.
     deps = by_kind.get("Deployment", [])
@@ -282,6 +352,7 @@ def main():
         field = env.get("POD_NAMESPACE", {}).get("valueFrom", {}).get("fieldRef", {})
         if field.get("fieldPath") != "metadata.namespace":
             problem("env POD_NAMESPACE does not come from fieldRef metadata.namespace")
+        check_metrics_deployment(c, pod, a)
         ports = {p["name"]: p["containerPort"] for p in c.get("ports", [])}
         for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
             get = c.get(probe, {}).get("httpGet", {})

@@ -2,7 +2,8 @@
 # The Helm chart against the local control plane:
 #  1. the chart's crds/ are byte-identical to the canonical crds/;
 #  2. `helm lint --strict` is clean (no warning, no error) for several value sets;
-#  3. bad values fail with a clear message (schema, namespace names, metrics auth);
+#  3. bad values fail with a clear message (schema, namespace names, metrics auth,
+#     the metrics certificate's Secret name);
 #  4. renders with default values, with watchNamespaces=[one] + replicaCount=2
 #     (+ serviceMonitor off), with watchNamespaces=[two, one of them repeated]
 #     with the wakeup endpoint, and with NetworkPolicies on are accepted by
@@ -17,11 +18,16 @@
 #     endpoints, never 169.254.0.0/16 nor an operator port, and those policies
 #     select the labels controllers/names.h gives heartbeat Pods and no other
 #     Pod); the two-namespace RBAC, applied, lets the chart's ServiceAccount
-#     act in both namespaces only;
+#     act in both namespaces only; the metrics edge: HTTPS by default, the
+#     cert Secret's volume and flags with metrics.certSecret (server dry-run),
+#     and the ServiceMonitor's port, scheme and tlsConfig for the self-signed
+#     default, metrics.certSecret and metrics.secure=false (helm's render:
+#     the control plane has no ServiceMonitor kind);
 #  5. live: the one-namespace render is applied, then the real operator binary
 #     runs as the chart's ServiceAccount (its token, the rendered args) and
 #     takes an Agent's manual run to a Job: proof the RBAC is enough,
 #     including the per-agent Role it must be allowed to grant; /metrics
+#     is served over HTTPS only (a plain-HTTP request gets no answer) and
 #     answers 401 without a token, 403 to the operator's own token and 200 to
 #     a scraper bound to <release>-metrics-reader (TokenReview and
 #     SubjectAccessReview as the chart's ServiceAccount); a wakeup with the
@@ -85,6 +91,8 @@ lint --set wakeup.enabled=true --set wakeup.clusterTokenSecret=wakeup-token --se
 lint --set serviceMonitor.enabled=true --set serviceMonitor.bearerTokenSecret.name=prom-token \
   --set serviceMonitor.bearerTokenSecret.key=token --set metrics.auth=none --set networkPolicy.enabled=false
 lint --set networkPolicy.enabled=true --set "watchNamespaces={$watch_ns}"
+lint --set metrics.certSecret=hb-metrics-tls --set serviceMonitor.enabled=true
+lint --set metrics.secure=false --set serviceMonitor.enabled=true
 
 echo "== 3. bad values are refused, naming the problem"
 expect_refused() {  # expect_refused TEXT HELM_ARGS...
@@ -95,6 +103,7 @@ expect_refused() {  # expect_refused TEXT HELM_ARGS...
 }
 expect_refused "watchNamespaces.1: Does not match pattern" --set 'watchNamespaces={team-a,Team-B}'
 expect_refused 'metrics.auth must be one of the following: "kubernetes", "none"' --set metrics.auth=open
+expect_refused "metrics.certSecret: Does not match pattern" --set metrics.certSecret=Bad_Name
 expect_refused "serviceMonitor.scraperServiceAccount.namespace" \
   --set serviceMonitor.scraperServiceAccount.name=prom
 expect_refused 'logFormat must be one of the following: "json", "text"' --set logFormat=xml
@@ -121,8 +130,26 @@ grep -qF 'kLabelRun = "heartbeat.dev/run"' "$src/controllers/names.h" &&
   fail "controllers/names.h no longer names the heartbeat Pod labels the NetworkPolicies select"
 helm template "$release" "$chart" -n "$rel_ns" --set serviceMonitor.enabled=true \
   --show-only templates/servicemonitor.yaml >"$tmp/sm.yaml"
-{ grep -q '^apiVersion: monitoring.coreos.com/v1$' "$tmp/sm.yaml" && grep -q 'port: metrics' "$tmp/sm.yaml"; } ||
-  fail "serviceMonitor.enabled=true renders no monitoring.coreos.com/v1 ServiceMonitor on port metrics"
+{ grep -q '^apiVersion: monitoring.coreos.com/v1$' "$tmp/sm.yaml" && grep -q 'port: https' "$tmp/sm.yaml"; } ||
+  fail "serviceMonitor.enabled=true renders no monitoring.coreos.com/v1 ServiceMonitor on port https"
+# The scrape's TLS (ServiceMonitor is no kind the control plane knows, so
+# check_render.py sees it from helm's own output here).
+sm_check() {  # sm_check NAME CHECK_ARGS -- HELM_ARGS...
+  local name=$1; shift
+  local check=()
+  while [ "$1" != "--" ]; do check+=("$1"); shift; done
+  shift
+  helm template "$release" "$chart" -n "$rel_ns" --set serviceMonitor.enabled=true "$@" |
+    python3 -c 'import json,sys,yaml; print(json.dumps({"items": [o for o in yaml.safe_load_all(sys.stdin) if o]}))' \
+    >"$tmp/sm-$name.json"
+  python3 "$here/check_render.py" "$tmp/sm-$name.json" --release-namespace="$rel_ns" \
+    --leader-elect=false "${check[@]}" || fail "the $name ServiceMonitor render does not pass check_render.py"
+  echo "ok: ServiceMonitor $name"
+}
+sm_check self-signed --
+sm_check cert-secret --metrics-cert-secret=hb-metrics-tls -- --set metrics.certSecret=hb-metrics-tls
+sm_check plain --metrics-secure=false -- --set metrics.secure=false
+grep -qF -- '--metrics-secure=true' "$tmp/default.yaml" || fail "the default render serves /metrics without TLS"
 grep -qF 'bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token' "$tmp/sm.yaml" ||
   fail "the ServiceMonitor sends no bearer token though /metrics asks for one"
 helm template "$release" "$chart" -n "$rel_ns" --set serviceMonitor.enabled=true \
@@ -175,8 +202,10 @@ dry_run egress-given --leader-elect=false --watch-namespaces="$watch_ns_b" -- \
   --set 'networkPolicy.heartbeatEgress.modelEndpoints[0].ports={443}'
 grep -qF 'cidr: "203.0.113.0/24"' "$tmp/egress-given.yaml" && grep -qF 'cidr: "10.0.0.1/32"' "$tmp/egress-given.yaml" ||
   fail "the egress render lacks the API server and model endpoints given"
-dry_run plain --leader-elect=false --network-policy=false --metrics-auth=none -- \
-  --set networkPolicy.enabled=false --set metrics.auth=none
+dry_run plain --leader-elect=false --network-policy=false --metrics-auth=none --metrics-secure=false -- \
+  --set networkPolicy.enabled=false --set metrics.auth=none --set metrics.secure=false
+dry_run cert-secret --leader-elect=false --metrics-cert-secret=hb-metrics-tls -- \
+  --set metrics.certSecret=hb-metrics-tls
 grep -q -- '--wakeup-token-secret=wakeup-token' "$tmp/wakeup.yaml" || fail "the wakeup render lacks --wakeup-token-secret"
 if grep -q -- '--wakeup-token-secret' "$tmp/default.yaml"; then fail "the default render has a cluster-wide wakeup token"; fi
 # Fleet-wide Pod settings reach the operator as one JSON flag it checks at start.
@@ -325,11 +354,14 @@ for i in json.load(open(sys.argv[1]))["items"]:
         print(a[0].split("=",1)[1])' "$tmp/one-namespace.json")" >/dev/null ||
   { show_log; fail "no leader Lease in $rel_ns"; }
 
-echo "== 5b. live: /metrics for an authorised scraper only (TokenReview, SubjectAccessReview)"
+echo "== 5b. live: /metrics over HTTPS for an authorised scraper only (TokenReview, SubjectAccessReview)"
+# -k: the chart's default certificate is self-signed, made at start.
 status_of() { curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$@"; }
-got="$(status_of "http://$metrics/metrics")"
+got="$(status_of -k "https://$metrics/metrics")"
 [ "$got" = 401 ] || { show_log; fail "/metrics without a token answered $got, not 401"; }
-got="$(status_of -H "Authorization: Bearer $token" "http://$metrics/metrics")"
+got="$(status_of -H "Authorization: Bearer $token" "http://$metrics/metrics" || true)"
+[ "$got" = 000 ] || { show_log; fail "/metrics in plain HTTP answered $got: the token would cross in clear"; }
+got="$(status_of -k -H "Authorization: Bearer $token" "https://$metrics/metrics")"
 [ "$got" = 403 ] || { show_log; fail "/metrics with the operator's own token answered $got, not 403"; }
 k -n "$rel_ns" create serviceaccount scraper >/dev/null
 reader="$(python3 -c 'import json,sys
@@ -339,10 +371,10 @@ for i in json.load(open(sys.argv[1]))["items"]:
 k create clusterrolebinding "$release-scraper" --clusterrole="$reader" \
   --serviceaccount="$rel_ns:scraper" >/dev/null
 scraper_token="$(sa_token "$rel_ns" scraper)" || fail "no token for ServiceAccount $rel_ns/scraper"
-got="$(curl -s --max-time 10 -H "Authorization: Bearer $scraper_token" "http://$metrics/metrics")"
+got="$(curl -s -k --max-time 10 -H "Authorization: Bearer $scraper_token" "https://$metrics/metrics")"
 grep -q '^heartbeat_' <<<"$got" || { show_log; fail "the bound scraper got no metrics: ${got:0:200}"; }
 k delete clusterrolebinding "$release-scraper" >/dev/null
-echo "ok: /metrics 401 without a token, 403 to the operator's own, 200 to the bound scraper"
+echo "ok: /metrics over HTTPS only; 401 without a token, 403 to the operator's own, 200 to the bound scraper"
 
 echo "== 5c. live: a wakeup token opens its own namespace only"
 wake_token="$(openssl rand -hex 24)"

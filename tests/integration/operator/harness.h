@@ -118,7 +118,8 @@ class OperatorProcess {
         binary, "--metrics-address=127.0.0.1:" + std::to_string(metrics_port_),
         "--health-address=127.0.0.1:" + std::to_string(health_port_),
         "--wakeup-address=127.0.0.1:" + std::to_string(wakeup_port_), "--log-format=text",
-        // Plain metrics (the tests read them without a token); a test's own
+        // Plain metrics (the tests read them without a token, in plain HTTP:
+        // with auth none --metrics-secure is off); a test's own
         // --metrics-auth later in the arguments wins.
         "--metrics-auth=none"};
     argv.insert(argv.end(), args_.begin(), args_.end());

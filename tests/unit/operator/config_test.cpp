@@ -106,6 +106,47 @@ TEST(OperatorConfig, TheConcurrencyCapIsOffByDefaultAndBounded) {
 namespace hb::operator_ {
 namespace {
 
+TEST(OperatorConfig, MetricsAreServedOverTlsWheneverTheyAskForATokenUnlessOptedOut) {
+  ConfigResult r = parse({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->metrics_auth);
+  EXPECT_TRUE(r.config->metrics_secure);
+  EXPECT_EQ(r.config->metrics_cert_dir, "");
+  EXPECT_EQ(r.config->metrics_cert_hosts, (std::vector<std::string>{"localhost"}));
+  r = parse({"--metrics-secure=false"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_FALSE(r.config->metrics_secure);
+  r = parse({"--metrics-auth=none"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_FALSE(r.config->metrics_secure);
+  r = parse({"--metrics-auth=none", "--metrics-secure"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_TRUE(r.config->metrics_secure);
+  r = parse({"--metrics-cert-dir=/certs", "--metrics-cert-hosts=hb-metrics.ops.svc, localhost"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->metrics_cert_dir, "/certs");
+  EXPECT_EQ(r.config->metrics_cert_hosts,
+            (std::vector<std::string>{"hb-metrics.ops.svc", "localhost"}));
+  EXPECT_THAT(usage(), ::testing::HasSubstr("--metrics-secure"));
+}
+
+TEST(OperatorConfig, TlsMetricsNeedAnAddressOfTheirOwn) {
+  ConfigResult r = parse({"--metrics-address=0.0.0.0:9000", "--health-address=0.0.0.0:9000"});
+  EXPECT_FALSE(r.config);
+  EXPECT_THAT(r.error, ::testing::HasSubstr("--health-address is the same address"));
+  r = parse({"--metrics-address=0.0.0.0:9000", "--wakeup-address=0.0.0.0:9000"});
+  EXPECT_THAT(r.error, ::testing::HasSubstr("--wakeup-address is the same address"));
+  r = parse({"--metrics-address=0.0.0.0:9000", "--health-address=0.0.0.0:9000",
+             "--metrics-secure=false"});
+  EXPECT_TRUE(r.config) << r.error;
+  r = parse({"--metrics-secure=false", "--metrics-cert-dir=/certs"});
+  EXPECT_THAT(r.error, ::testing::HasSubstr("--metrics-cert-dir is given but"));
+  r = parse({"--metrics-secure=maybe"});
+  EXPECT_THAT(r.error, ::testing::HasSubstr("--metrics-secure \"maybe\": use true or false"));
+  r = parse({"--metrics-cert-hosts=,"});
+  EXPECT_THAT(r.error, ::testing::HasSubstr("name at least one host"));
+}
+
 TEST(OperatorConfig, TheTestClockOffsetIsHiddenAndBounded) {
   EXPECT_EQ(parse({"--testing-clock-offset-seconds=-40"}).config->testing_clock_offset,
             std::chrono::seconds(-40));
