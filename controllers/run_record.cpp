@@ -118,7 +118,15 @@ std::string audit_line(const Json& run) {
   }
   line["usage"] = std::move(usage);
   line["costCents"] = number_at(run, "status/usage/costCents").value_or(0);
-  copy_member(line, "charge", run, "status/charge");
+  if (const Json* charge = find_path(run, "status/charge");
+      charge != nullptr && charge->is_object()) {
+    OrderedJson ordered = OrderedJson::object();
+    for (const char* key :
+         {"provider", "model", "inputCentsPerMillionTokens", "outputCentsPerMillionTokens"}) {
+      copy_member(ordered, key, *charge, key);
+    }
+    line["charge"] = std::move(ordered);
+  }
   copy_member(line, "policies", run, "status/policies");
   // One line whatever a tenant wrote: the encoder escapes every control
   // byte and quote; invalid UTF-8 is replaced rather than thrown on.

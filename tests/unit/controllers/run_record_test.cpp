@@ -138,6 +138,8 @@ TEST(RunRecord, TheAuditLineHasEveryFieldAndNoMessageOrOutput) {
                                    {"toolCalls", 1},
                                    {"iterations", 2}}));
   EXPECT_DOUBLE_EQ(parsed["costCents"], 3.0);
+  EXPECT_NE(line.find(R"("charge":{"provider":"openai","model":"gpt-4o-mini","inputCents)"),
+            std::string::npos);
   EXPECT_EQ(parsed["charge"]["provider"], "openai");
   EXPECT_EQ(parsed["charge"]["model"], "gpt-4o-mini");
   EXPECT_EQ(parsed["policies"], Json::array({"team-a", "team-b"}));
