@@ -642,6 +642,18 @@ kube::Result<std::optional<TimePoint>> AgentReconciler::tend_orphans(const std::
   return plan.next_at;
 }
 
+// The Agent is gone or going: forget it; its runs are orphans.
+kube::Result<ReconcileResult> AgentReconciler::reconcile_gone(const std::string& ns,
+                                                              const std::string& name,
+                                                              std::vector<Json>& runs,
+                                                              TimePoint now) {
+  views_.forget(object_key(ns, name));
+  forget_agent(object_key(ns, name));
+  if (config_.concurrency) config_.concurrency->withdraw(object_key(ns, name));
+  HB_TRY_ASSIGN(const std::optional<TimePoint> due, tend_orphans(ns, name, runs, now));
+  return with_retention(ReconcileResult{}, due, now);
+}
+
 // Every run observed from the caches and the agent's Lease (observe_run is pure).
 AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& ns,
                                                             const std::string& name,
@@ -726,11 +738,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   std::optional<Json> agent_opt = agent(ns, name);
   std::vector<Json> runs = runs_of(ns, name);
   if (!agent_opt || find_path(*agent_opt, "metadata/deletionTimestamp") != nullptr) {
-    views_.forget(object_key(ns, name));
-    forget_agent(object_key(ns, name));
-    if (config_.concurrency) config_.concurrency->withdraw(object_key(ns, name));
-    HB_TRY_ASSIGN(const std::optional<TimePoint> due, tend_orphans(ns, name, runs, now));
-    return with_retention(ReconcileResult{}, due, now);
+    return reconcile_gone(ns, name, runs, now);
   }
   Json agent = std::move(*agent_opt);
   // Runs of an earlier Agent of this name are never this one's: not

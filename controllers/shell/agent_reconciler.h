@@ -190,6 +190,8 @@ class AgentReconciler {
   kube::Result<std::optional<TimePoint>> tend_orphans(const std::string& ns,
                                                       const std::string& name,
                                                       std::vector<Json>& orphans, TimePoint now);
+  kube::Result<ReconcileResult> reconcile_gone(const std::string& ns, const std::string& name,
+                                               std::vector<Json>& runs, TimePoint now);
   // The policies selecting the run's agent now, on the run (kAnnotationPolicies),
   // unless it names them already.
   void stamp_policies(Json& run) const;
