@@ -12,6 +12,7 @@
 #include "controllers/mention_plan.h"
 #include "controllers/names.h"
 #include "controllers/prompt_skip.h"
+#include "controllers/run_record.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -85,16 +86,14 @@ Json make_run_object(const AgentSpec& agent, std::string_view source, std::strin
   Json labels = Json::object();
   labels.emplace(kLabelAgent, label_safe_name(agent.name));
   labels.emplace(kLabelManagedBy, kManagedByValue);
-  Json owner = Json::object();
-  owner.emplace("apiVersion", kApiVersion);
-  owner.emplace("kind", kAgentKind);
-  owner.emplace("name", agent.name);
-  owner.emplace("uid", agent.uid);
-  owner.emplace("controller", true);
+  // No ownerReference: the run is the audit record and outlives its Agent
+  // (run_record.h); the annotation names the Agent incarnation it is of.
+  Json annotations = Json::object();
+  annotations.emplace(kAnnotationAgentUid, agent.uid);
   Json metadata = Json::object();
   metadata.emplace("namespace", agent.ns);
   metadata.emplace("labels", std::move(labels));
-  metadata.emplace("ownerReferences", Json::array()).first->push_back(std::move(owner));
+  metadata.emplace("annotations", std::move(annotations));
   if (!name.empty()) {
     metadata.emplace("name", name);
   } else {

@@ -122,7 +122,8 @@ SpecCheck parse_agent_spec(const Json& agent) {
                            "\": unknown provider; use openai (any OpenAI-compatible endpoint) "
                            "or anthropic");
   }
-  if (string_view_at(model, "model").empty()) {
+  s.model = string_view_at(model, "model");
+  if (s.model.empty()) {
     check.errors.push_back("spec.model.model: is required");
   }
   if (const Json* key_ref = find_path(model, "apiKeySecretRef"); key_ref != nullptr) {

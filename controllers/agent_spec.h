@@ -58,6 +58,7 @@ struct AgentSpec {
   // Spec.
   api::AgentType type = api::kAgentTypeDefault;
   std::string provider;  // "openai" | "anthropic"
+  std::string model;     // spec.model.model
   std::optional<KeyRef> api_key;
   Pricing pricing;
   int64_t max_tokens = kModelMaxTokensDefault;  // per model call

@@ -10,6 +10,7 @@
 #include "controllers/names.h"
 #include "controllers/provider_backoff.h"
 #include "controllers/provider_hold.h"
+#include "controllers/run_record.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/text_util.h"
 
@@ -95,6 +96,20 @@ void put_run_logs(Json& status, const Final& f, const RunObservationInput& in,
     }
   }
   if (!log.empty()) status["log"] = std::move(log);
+}
+
+// What the run was charged at (the Agent's model and prices now; none when
+// the Agent is gone and nobody is charged) and the policies stamped on it
+// when it was made.
+void put_audit_fields(Json& status, const RunObservationInput& in) {
+  if (in.agent_missing) {
+    status.erase("charge");
+  } else {
+    status["charge"] = charge_record(in.provider, in.model, in.pricing);
+  }
+  if (std::optional<std::vector<std::string>> policies = stamped_policies(*in.run)) {
+    status["policies"] = *policies;
+  }
 }
 
 ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunObservationInput& in,
@@ -187,6 +202,7 @@ RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput
       obs.view->job_name.empty() ? job_name_for_run(name) : obs.view->job_name;
   obs.status = build_final_status(obs.status, f, charge, started, job_name, lease_renew, in.now);
   put_run_logs(obs.status, f, in, name);
+  put_audit_fields(obs.status, in);
   // Judged once, here, from the result: the ledger counts it into the
   // agent's idle streak (idle_backoff.h).
   if (f.result && f.phase == RunPhase::kSucceeded) {

@@ -103,6 +103,10 @@ struct RunObservationInput {
   // run's usage bounds. Zero when the Agent is gone (nobody to charge).
   Pricing pricing;
   UsageBounds bounds;
+  // The Agent's spec.model.provider and model: with `pricing`, the charge
+  // a final status records (status.charge).
+  std::string provider;
+  std::string model;
   bool agent_missing = false;  // the Agent is gone or being deleted
   // A result's pauseMinutes moves the schedule (pause_allowed); else it is
   // ignored with a warning Event (a forged or unsupported request).

@@ -8,6 +8,7 @@
 #include "controllers/agent_spec.h"
 #include "controllers/managed_namespaces.h"
 #include "controllers/pod_settings.h"
+#include "controllers/run_record.h"
 
 namespace hb::operator_ {
 
@@ -68,6 +69,9 @@ const Flag kFlags[] = {
     {"status-coalesce-seconds",
      "seconds an Agent status that only says a run started may wait, so a short heartbeat "
      "writes start and end at once (0..300, default 10; 0: at once)"},
+    {"run-retention",
+     "how long a finished run whose Agent was deleted is kept, as a duration (720h) or whole "
+     "days (30d); the operator deletes it then (default 30d; 0: kept until someone deletes it)"},
     {"workers", "concurrent reconciles (default 4)"},
     {"max-concurrent-runs",
      "at most this many heartbeats Running at once across every Agent; the rest wait Queued "
@@ -386,6 +390,11 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
                               std::to_string(controllers::kStatusCoalesceSecondsMax.count()));
       }
       c.status_coalesce = std::chrono::seconds(seconds);
+    } else if (name == "run-retention") {
+      std::string why;
+      const auto retention = controllers::parse_retention(value, why);
+      if (!retention) return fail(name, why);
+      c.run_retention = *retention;
     } else if (name == "workers") {
       if (!parse_number(value, c.workers) || c.workers < 1 || c.workers > kWorkersMax) {
         return fail(name, "use a number between 1 and 64");

@@ -12,6 +12,7 @@
 #include "controllers/agent_decision.h"
 #include "controllers/concurrency.h"
 #include "controllers/job_builder.h"
+#include "controllers/run_record.h"
 #include "controllers/runtime/agent_metrics.h"
 
 namespace hb::operator_ {
@@ -71,6 +72,9 @@ struct Config {
   int burst = 30;
   bool routine_events = false;
   std::chrono::seconds status_coalesce = controllers::kStatusCoalesceSecondsDefault;
+  // --run-retention: finished runs whose Agent is gone are deleted this long
+  // after they finished (0: kept).
+  std::chrono::seconds run_retention = controllers::kRunRetentionDefault;
   // Per-agent metrics only while the Agents are at most this many (0: off).
   std::size_t agent_metrics_max = controllers::kAgentMetricsMaxDefault;
   int watch_timeout_seconds = 290;  // see controllers::CacheOptions

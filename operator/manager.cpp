@@ -246,6 +246,7 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   reconciler_config.job = config.job;
   reconciler_config.routine_events = config.routine_events;
   reconciler_config.status_coalesce = config.status_coalesce;
+  reconciler_config.run_retention = config.run_retention;
   reconciler_config.own_namespace = own_namespace;
   controllers::AgentReconciler reconciler(client, cache, reconciler_config, metrics);
   std::atomic<bool> leader{!config.leader_elect};

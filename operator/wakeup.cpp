@@ -12,6 +12,7 @@
 #include "api/utf8.h"
 #include "controllers/agent_decision.h"
 #include "controllers/names.h"
+#include "controllers/run_record.h"
 #include "controllers/run_view.h"
 #include "controllers/text_util.h"
 #include "kube/errors.h"
@@ -121,7 +122,7 @@ http::ServerResponse WakeupService::existing(const WakeupPath& path, const std::
     if (it != annotations->end() && it->is_string())
       stored_key = &it->get_ref<const std::string&>();
   }
-  const bool owned = controllers::owned_by(run, agent_uid);
+  const bool owned = controllers::run_of_agent(run, agent_uid);
   if (stored_key == nullptr || *stored_key != key || !owned) {
     return error(409, "run " + name + " exists and was not made for this Idempotency-Key");
   }

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "controllers/names.h"
+#include "controllers/run_record.h"
 #include "controllers/runtime/agent_metrics.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -59,7 +60,7 @@ WriteResult AgentReconciler::PassWriter::create_run(const RunRequest& request) {
   if (!created.is(ErrorKind::kAlreadyExists)) return check(std::move(created).error());
   kube::Result<Json> existing = r_.client_->get(res::kHeartbeatRuns, ns_, request.name);
   if (!existing.ok()) return check(std::move(existing).error());
-  if (owned_by(existing.value(), string_at(agent_, "metadata/uid"))) {
+  if (run_of_agent(existing.value(), string_at(agent_, "metadata/uid"))) {
     r_.overlay_.put(kOverlayRuns, existing.value());
     runs_.push_back(std::move(existing).value());
     return WriteResult::kDone;
@@ -93,7 +94,7 @@ WriteResult AgentReconciler::PassWriter::mention_run(const MentionRequest& reque
   if (!accepts_mention(target_spec.mentions, name_)) return WriteResult::kDone;
   Json run = make_run_object(target_spec, kSourceCallback, request.name, "", std::nullopt,
                              request.trigger_detail);
-  run["metadata"]["annotations"] = {{kAnnotationMentionDepth, std::to_string(request.depth)}};
+  run["metadata"]["annotations"][kAnnotationMentionDepth] = std::to_string(request.depth);
   kube::Result<Json> created = r_.create_run(ns_, run);
   if (!created.ok() && !created.is(ErrorKind::kAlreadyExists)) {
     return check(std::move(created).error());

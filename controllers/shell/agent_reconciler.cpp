@@ -64,6 +64,25 @@ ReconcileResult requeue_for(const AgentDecision& d, TimePoint now, bool blocked,
   return result;
 }
 
+// Also looked at again when the next orphaned run falls past retention.
+ReconcileResult with_retention(ReconcileResult result, std::optional<TimePoint> due,
+                               TimePoint now) {
+  if (!due) return result;
+  const auto delay = std::max(std::chrono::ceil<std::chrono::milliseconds>(*due - now),
+                              std::chrono::milliseconds(1));
+  result.requeue_after = std::min(result.requeue_after.value_or(delay), delay);
+  return result;
+}
+
+// Moves the runs of an earlier Agent of this name out of `runs` (run_record.h).
+std::vector<Json> take_runs_of_other_agents(std::vector<Json>& runs, const std::string& uid) {
+  const auto theirs = std::stable_partition(
+      runs.begin(), runs.end(), [&](const Json& run) { return !run_of_other_agent(run, uid); });
+  std::vector<Json> out(std::make_move_iterator(theirs), std::make_move_iterator(runs.end()));
+  runs.erase(theirs, runs.end());
+  return out;
+}
+
 // When this pass's writes that wait for the rate limiter give way: at the
 // agent's next heartbeat, on the steady clock the limiter runs on.
 kube::GiveWayTime give_way_time(const AgentDecision& d, TimePoint now,
@@ -140,8 +159,23 @@ kube::Result<Json> AgentReconciler::get_run(const std::string& ns, const std::st
   return run;
 }
 
+std::string AgentReconciler::policies_now(const std::string& ns, const std::string& agent) const {
+  if (!config_.policies) return "";
+  return policies_annotation(config_.policies->policies_selecting(object_key(ns, agent)));
+}
+
+void AgentReconciler::stamp_policies(Json& run) const {
+  Json& annotations = run["metadata"]["annotations"];
+  if (!annotations.is_object()) annotations = Json::object();
+  if (annotations.contains(kAnnotationPolicies)) return;
+  annotations[kAnnotationPolicies] =
+      policies_now(string_at(run, "metadata/namespace"), string_at(run, "spec/agentRef/name"));
+}
+
 kube::Result<Json> AgentReconciler::create_run(const std::string& ns, const Json& run) {
-  HB_TRY_ASSIGN(Json created, client_->create(res::kHeartbeatRuns, ns, run));
+  Json stamped = run;
+  stamp_policies(stamped);
+  HB_TRY_ASSIGN(Json created, client_->create(res::kHeartbeatRuns, ns, stamped));
   count_write(kWriteRunCreate);
   overlay_.put(kOverlayRuns, created);
   return created;
@@ -318,6 +352,9 @@ kube::Done AgentReconciler::write_run_status(Json& run, const Json& status, bool
   const std::string ns = string_at(run, "metadata/namespace");
   const std::string name = name_of(run);
   const Json* stored = find_path(run, "status");
+  // The moment its cost is recorded is the run's one audit line.
+  const bool newly_recorded =
+      bool_at(status, "costRecorded") && (stored == nullptr || !bool_at(*stored, "costRecorded"));
   // Conditions ride on every status write (no write of their own).
   Json patch_status =
       with_run_conditions(status, stored, int_at(run, "metadata/generation").value_or(1), now());
@@ -337,6 +374,7 @@ kube::Done AgentReconciler::write_run_status(Json& run, const Json& status, bool
   HB_TRY_ASSIGN(Json updated, client_->merge_patch_status(res::kHeartbeatRuns, ns, name,
                                                           std::move(status_patch)));
   count_write(kWriteRunStatus);
+  if (newly_recorded) spdlog::info("{}", audit_line(updated));
   overlay_.put(kOverlayRuns, updated);
   run = updated;  // a later write of this pass is conditional on this version
   if (!final_with_label) return kube::done();
@@ -486,11 +524,15 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
                  run_name, blocking);
     return false;
   }
-  if (!owned_by(run, string_at(agent, "metadata/uid"))) {
-    // A run made with kubectl: the agent owns it from now on (cleanup with the agent).
+  if (!run_of_agent(run, string_at(agent, "metadata/uid"))) {
+    // A run made with kubectl: this Agent's from now on, stamped with the
+    // policies selecting it (the run is the audit record: no ownerReference).
+    // Whatever annotations its author set for these two are replaced.
     Json patch = {
         {"metadata",
-         {{"ownerReferences", Json::array({controller_ref(agent)})},
+         {{"annotations",
+           {{kAnnotationAgentUid, string_at(agent, "metadata/uid")},
+            {kAnnotationPolicies, policies_now(ns, name_of(agent))}}},
           {"labels",
            {{kLabelAgent, label_safe_name(name_of(agent))}, {kLabelManagedBy, kManagedByValue}}}}}};
     HB_TRY_ASSIGN(Json adopted, client_->merge_patch(res::kHeartbeatRuns, ns, run_name, patch));
@@ -584,6 +626,34 @@ kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::
   return kube::done();
 }
 
+kube::Result<std::optional<TimePoint>> AgentReconciler::tend_orphans(const std::string& ns,
+                                                                     const std::string& name,
+                                                                     std::vector<Json>& orphans,
+                                                                     TimePoint now) {
+  if (orphans.empty()) return std::optional<TimePoint>();
+  HB_TRY(reconcile_orphans(ns, name, orphans, now));
+  const RetentionPlan plan = plan_retention(orphans, config_.run_retention, now);
+  for (const std::string& run : plan.due) {
+    kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
+    HB_TRY(delete_run(ns, run));
+    spdlog::info("event=run_retention_expired agent={}/{} run={} retention_seconds={}", ns, name,
+                 run, config_.run_retention.count());
+  }
+  return plan.next_at;
+}
+
+// The Agent is gone or going: forget it; its runs are orphans.
+kube::Result<ReconcileResult> AgentReconciler::reconcile_gone(const std::string& ns,
+                                                              const std::string& name,
+                                                              std::vector<Json>& runs,
+                                                              TimePoint now) {
+  views_.forget(object_key(ns, name));
+  forget_agent(object_key(ns, name));
+  if (config_.concurrency) config_.concurrency->withdraw(object_key(ns, name));
+  HB_TRY_ASSIGN(const std::optional<TimePoint> due, tend_orphans(ns, name, runs, now));
+  return with_retention(ReconcileResult{}, due, now);
+}
+
 // Every run observed from the caches and the agent's Lease (observe_run is pure).
 AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& ns,
                                                             const std::string& name,
@@ -645,6 +715,8 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
     if (going_on_at[i]) in.run_seen_at = going_on_seen[*going_on_at[i]];
     in.timeouts = timeouts;
     in.pricing = spec.pricing;
+    in.provider = spec.provider;
+    in.model = spec.model;
     in.bounds = usage_bounds(spec);
     in.budget_exceeded = budget_spent;
     in.pause_allowed = pause_allowed(spec);
@@ -667,13 +739,13 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   std::optional<Json> agent_opt = agent(ns, name);
   std::vector<Json> runs = runs_of(ns, name);
   if (!agent_opt || find_path(*agent_opt, "metadata/deletionTimestamp") != nullptr) {
-    views_.forget(object_key(ns, name));
-    forget_agent(object_key(ns, name));
-    if (config_.concurrency) config_.concurrency->withdraw(object_key(ns, name));
-    HB_TRY(reconcile_orphans(ns, name, runs, now));
-    return ReconcileResult{};
+    return reconcile_gone(ns, name, runs, now);
   }
   Json agent = std::move(*agent_opt);
+  // Runs of an earlier Agent of this name are never this one's: not
+  // adopted, counted, shown in its context or trimmed by its history limits.
+  std::vector<Json> orphans = take_runs_of_other_agents(runs, string_at(agent, "metadata/uid"));
+  HB_TRY_ASSIGN(const std::optional<TimePoint> orphans_due, tend_orphans(ns, name, orphans, now));
   const AgentViews views = views_.views(object_key(ns, name), agent, runs);
 
   AgentDecisionInput input;
@@ -749,7 +821,9 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   if (objects_ahead) {
     HB_TRY_ASSIGN(found_in_the_way, ensure_objects_ahead(agent, observed.lease));
   }
-  return requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way);
+  return with_retention(
+      requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way), orphans_due,
+      now);
 }
 
 // A place the gate reserved for a run this pass did not start (decided

@@ -20,6 +20,7 @@
 
 #include "controllers/agent_decision.h"
 #include "controllers/job_builder.h"
+#include "controllers/run_record.h"
 #include "controllers/runtime/budget_blocked.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/shell/cluster_view.h"
@@ -84,6 +85,9 @@ struct ReconcilerConfig {
   std::shared_ptr<const PolicyIndex> policies;
   // Provider quota holds (kept by the cache); null: none.
   std::shared_ptr<const ProviderHolds> provider_holds;
+  // --run-retention: a finished run whose Agent is gone is deleted this long
+  // after it finished (zero: kept until someone deletes it).
+  std::chrono::seconds run_retention = kRunRetentionDefault;
   // Where the operator runs: never managed, nor the system namespaces
   // (managed_namespaces.h); an Agent there is not read, written or woken.
   std::string own_namespace;
@@ -180,6 +184,19 @@ class AgentReconciler {
   void record_event(const Json& agent, const Json* run, const Event& event, TimePoint now);
   kube::Done reconcile_orphans(const std::string& ns, const std::string& name,
                                std::vector<Json>& runs, TimePoint now);
+  // Runs whose Agent is gone (deleted, or an earlier Agent of this name):
+  // in-flight ones ended (reconcile_orphans), those past --run-retention
+  // deleted. When the next one falls due.
+  kube::Result<std::optional<TimePoint>> tend_orphans(const std::string& ns,
+                                                      const std::string& name,
+                                                      std::vector<Json>& orphans, TimePoint now);
+  kube::Result<ReconcileResult> reconcile_gone(const std::string& ns, const std::string& name,
+                                               std::vector<Json>& runs, TimePoint now);
+  // The policies selecting the run's agent now, on the run (kAnnotationPolicies),
+  // unless it names them already.
+  void stamp_policies(Json& run) const;
+  // kAnnotationPolicies' value for the agent now.
+  std::string policies_now(const std::string& ns, const std::string& agent) const;
   struct ObservedRuns {
     std::vector<RunObservation> runs;  // one per run, in order
     std::vector<bool> has_job;         // its Job is in the cache (or was just made)

@@ -221,6 +221,18 @@ std::vector<schedule::PolicyBudget> PolicyIndex::budgets_for(const std::string& 
   return out;
 }
 
+std::vector<std::string> PolicyIndex::policies_selecting(const std::string& agent_key) const {
+  std::vector<std::string> out;
+  std::lock_guard lock(mutex_);
+  const auto agent = agents_.find(agent_key);
+  if (agent == agents_.end()) return out;
+  const auto [begin, end] = in_namespace(namespace_of_key(agent_key));
+  for (auto it = begin; it != end; ++it) {
+    if (it->second.spec.selects(agent->second.labels)) out.push_back(it->second.spec.name);
+  }
+  return out;  // keys "ns/name" of one namespace sort by name
+}
+
 std::vector<PoolCap> PolicyIndex::caps_for(const std::string& agent_key) const {
   std::vector<PoolCap> out;
   std::lock_guard lock(mutex_);

@@ -52,6 +52,9 @@ class PolicyIndex {
   // The policies' caps over an agent, as the concurrency gate's pools
   // (pool: the policy key "ns/name").
   std::vector<PoolCap> caps_for(const std::string& agent_key) const;
+  // The names of every policy whose selector selects the agent now (budget
+  // or not), sorted: what a run made now is stamped with.
+  std::vector<std::string> policies_selecting(const std::string& agent_key) const;
 
   struct Report {
     PolicySpec spec;

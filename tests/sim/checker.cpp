@@ -6,6 +6,7 @@
 #include "controllers/budget_hold.h"
 #include "controllers/json_util.h"
 #include "controllers/names.h"
+#include "controllers/run_record.h"
 #include "controllers/run_status.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -61,6 +62,9 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
     check_streaks(*before, *after);
   }
   if (resource == "heartbeatruns") on_run_write(actor, before, after);
+  if (resource == "heartbeatruns" && actor == Actor::kOperator && before && !after) {
+    on_run_delete(*before, now);
+  }
   if (resource == "agents" || resource == "heartbeatpolicies") {
     on_policy_input_write(resource, before, after);
   }
@@ -302,6 +306,22 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
     } else {
       counted_sums_[c.agent_key + "|" + c.period] += c.cents;
     }
+  }
+}
+
+void Checker::on_run_delete(const Json& run, TimePoint now) {
+  const std::string name = object_key(run);
+  if (!controllers::is_settled(run)) {
+    violation("the operator deleted run " + name + " before it was final and counted");
+    return;
+  }
+  const Json* agent = server_.peek("agents", string_at(run, "metadata/namespace"),
+                                   string_at(run, "spec/agentRef/name"));
+  if (agent != nullptr && !controllers::run_of_other_agent(run, string_at(*agent, "metadata/uid")))
+    return;  // its live Agent's history limits
+  const std::optional<TimePoint> finished = time_at(run, "status/finishedAt");
+  if (config_.run_retention.count() == 0 || !finished || *finished + config_.run_retention > now) {
+    violation("the operator deleted run " + name + " of a deleted Agent before its retention");
   }
 }
 

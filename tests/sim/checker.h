@@ -31,6 +31,9 @@ struct CheckerConfig {
   // The operator's --max-concurrent-runs (0: none): no Job is made while
   // that many runs are started and not final.
   int64_t max_concurrent_runs = 0;
+  // The operator's --run-retention: a run whose Agent is gone is deleted no
+  // sooner than this after it finished (0: never).
+  std::chrono::seconds run_retention{std::chrono::hours(24 * 30)};
 };
 
 // What the checker reads from a HeartbeatPolicy on the server (its own
@@ -71,6 +74,9 @@ class Checker {
   void check_streaks(const Json& before, const Json& after);
   void on_run_write(Actor actor, const std::optional<Json>& before,
                     const std::optional<Json>& after);
+  // The operator deleted `run`: the audit record goes only once final and
+  // counted (history limits), and a run whose Agent is gone only past retention.
+  void on_run_delete(const Json& run, TimePoint now);
   void on_run_start(const Json& run, TimePoint now);
   void check_concurrency(const Json& run);
   // Every HeartbeatPolicy over the started run's agent: its cap and its team budget.

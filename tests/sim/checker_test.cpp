@@ -114,11 +114,45 @@ TEST_F(CheckerTest, ABeatingRunFailedAsStalledIsCaught) {
 TEST_F(CheckerTest, ASecondRunForASlotIsCaughtEvenAfterTheFirstWasDeleted) {
   server_.create(Actor::kOperator, "heartbeatruns", "ns",
                  scheduler_run("r1", "2026-03-10T10:00:00Z"));
-  server_.remove(Actor::kOperator, "heartbeatruns", "ns", "r1", Json::object());
+  server_.remove(Actor::kUser, "heartbeatruns", "ns", "r1", Json::object());  // kubectl delete
   server_.create(Actor::kOperator, "heartbeatruns", "ns",
                  scheduler_run("r1", "2026-03-10T10:00:00Z"));
   ASSERT_EQ(checker_.violations().size(), 1u);
   EXPECT_NE(checker_.violations()[0].find("second scheduler run"), std::string::npos);
+}
+
+// The audit record: the operator deletes a run only once it is final and
+// counted (history limits), and a run whose Agent is gone only past
+// --run-retention (30 days here).
+TEST_F(CheckerTest, TheOperatorDeletesOnlyCountedRunsAndOrphansOnlyPastRetention) {
+  const Json settled = {{"phase", "Succeeded"},
+                        {"finishedAt", "2026-03-10T09:00:00Z"},
+                        {"usage", {{"costCents", 0}}},
+                        {"costRecorded", true}};
+  auto make = [&](const std::string& name, const std::string& agent_uid) {
+    Json run = scheduler_run(name, "2026-03-10T0" + std::to_string(name.back() - '0') + ":00:00Z");
+    if (!agent_uid.empty())
+      run["metadata"]["annotations"] = {{"heartbeat.dev/agent-uid", agent_uid}};
+    server_.create(Actor::kOperator, "heartbeatruns", "ns", run);
+  };
+  make("r1", "");
+  server_.remove(Actor::kOperator, "heartbeatruns", "ns", "r1", Json::object());
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("before it was final and counted"), std::string::npos);
+  make("r2", "");  // the live Agent's: its history limits may take it
+  set_run_status("r2", settled);
+  server_.remove(Actor::kOperator, "heartbeatruns", "ns", "r2", Json::object());
+  EXPECT_EQ(checker_.violations().size(), 1u);
+  make("r3", "uid-of-a-deleted-agent");
+  set_run_status("r3", settled);
+  server_.remove(Actor::kOperator, "heartbeatruns", "ns", "r3", Json::object());
+  ASSERT_EQ(checker_.violations().size(), 2u);
+  EXPECT_NE(checker_.violations()[1].find("before its retention"), std::string::npos);
+  now_ = *api::parse_rfc3339("2026-04-09T09:00:00Z");  // 30 days after it finished
+  make("r4", "uid-of-a-deleted-agent");
+  set_run_status("r4", settled);
+  server_.remove(Actor::kOperator, "heartbeatruns", "ns", "r4", Json::object());
+  EXPECT_EQ(checker_.violations().size(), 2u);
 }
 
 TEST_F(CheckerTest, ARunStartedBeforePausedUntilIsCaught) {

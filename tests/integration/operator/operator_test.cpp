@@ -758,6 +758,82 @@ TEST_F(OperatorTest, ATeamBudgetStopsEverySelectedAgentAtOnce) {
       wait_until([&] { return condition(agent("team-a2"), "BudgetExceeded", "False"); }, 20s));
 }
 
+// The audit record outlives its Agent: deleting the Agent garbage-collects
+// what it owns (its memory ConfigMap: the positive control that the
+// collector ran) but not its runs, which keep their charge and policies; an
+// Agent created again under the name neither adopts nor counts them; once
+// --run-retention has passed since a run finished, the operator deletes it.
+// Each run's audit line is on the operator's log exactly once.
+TEST_F(OperatorTest, ADeletedAgentsRunsOutliveItUntilTheirRetention) {
+  constexpr auto kRetention = 25s;
+  start_kubelet([](const json&) { return finishes_with(2.0); });
+  client_
+      ->create(res::kHeartbeatPolicies, ns_,
+               {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                {"kind", "HeartbeatPolicy"},
+                {"metadata", {{"name", "team-a"}}},
+                {"spec",
+                 {{"selector", {{"matchLabels", {{"team", "a"}}}}},
+                  {"budget", {{"monthlyCents", 100000}}}}}})
+      .or_throw();
+  json manifest = agent_manifest("gone", {{"prompt", "Work."}});
+  manifest["metadata"]["labels"] = {{"team", "a"}};
+  create_agent(manifest);
+  start_operator({"--run-retention=" + std::to_string(kRetention.count()) + "s"});
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("gone", "gone-m1")).or_throw();
+  ASSERT_TRUE(
+      wait_until([&] { return controllers::bool_at(run("gone-m1"), "status/costRecorded"); }, 30s));
+  const json finished = run("gone-m1");
+  EXPECT_FALSE(finished["metadata"].contains("ownerReferences"));
+  EXPECT_EQ(string_at(finished, "status/charge/provider"), "openai");
+  EXPECT_EQ(string_at(finished, "status/charge/model"), "stand-in");
+  EXPECT_EQ(controllers::number_at(finished, "status/charge/outputCentsPerMillionTokens"),
+            kFakeOutputCentsPerMillionTokens);
+  EXPECT_EQ(finished["status"]["policies"], json::array({"team-a"}));
+  const std::string old_uid = string_at(agent("gone"), "metadata/uid");
+  const double spent = controllers::number_at(agent("gone"), "status/spend/cents").value_or(0);
+  EXPECT_GT(spent, 0);
+
+  client_->remove(res::kAgents, ns_, "gone").or_throw();
+  const std::string memory = controllers::memory_config_map_name("gone");
+  ASSERT_TRUE(wait_until([&] { return !client_->get(res::kConfigMaps, ns_, memory).ok(); }, 30s))
+      << "the garbage collector removes what the Agent owns";
+  ASSERT_TRUE(client_->get(res::kHeartbeatRuns, ns_, "gone-m1").ok())
+      << "the run is not the Agent's to take along";
+  EXPECT_EQ(run("gone-m1")["status"]["charge"], finished["status"]["charge"]);
+
+  // The same name again: the old run is not this Agent's (not counted, not adopted).
+  create_agent(agent_manifest("gone", {{"prompt", "Work."}}));
+  ASSERT_TRUE(wait_until([&] { return agent("gone")["status"].contains("phase"); }, 20s));
+  EXPECT_NE(string_at(agent("gone"), "metadata/uid"), old_uid);
+  EXPECT_EQ(controllers::number_at(agent("gone"), "status/spend/cents").value_or(0), 0);
+  EXPECT_EQ(run("gone-m1")["metadata"]["annotations"].value("heartbeat.dev/agent-uid", ""),
+            old_uid);
+
+  // Still there short of its retention, gone after it.
+  const auto finished_at = *controllers::time_at(finished, "status/finishedAt");
+  const auto short_of = finished_at + kRetention - 5s;
+  if (std::chrono::system_clock::now() < short_of) {
+    std::this_thread::sleep_until(short_of);
+    EXPECT_TRUE(client_->get(res::kHeartbeatRuns, ns_, "gone-m1").ok())
+        << "deleted before its retention";
+  }
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return client_->get(res::kHeartbeatRuns, ns_, "gone-m1").is(kube::ErrorKind::kNotFound);
+      },
+      kRetention + 20s))
+      << "kept past its retention";
+
+  std::ifstream log(operator_->log_path());
+  int audit_lines = 0;
+  for (std::string line; std::getline(log, line);) {
+    audit_lines += line.find("heartbeat_run") != std::string::npos &&
+                   line.find("gone-m1") != std::string::npos;
+  }
+  EXPECT_EQ(audit_lines, 1);
+}
+
 // Quota-aware holds on the real API server: one agent's run ends on a
 // spent provider quota; the agent sharing its endpoint and key Secret is
 // held (ProviderThrottled, its manual run Queued) until the reset, while an

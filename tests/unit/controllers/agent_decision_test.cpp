@@ -33,7 +33,9 @@ TEST(AgentDecision, FirstHeartbeatOneIntervalAfterCreationNotAtOnce) {
   EXPECT_EQ(created_run(w.agent, d)["metadata"]["name"], "bot-1714565100");
   EXPECT_EQ(created_run(w.agent, d)["spec"]["invocationSource"], "scheduler");
   EXPECT_EQ(created_run(w.agent, d)["spec"]["scheduledTime"], "2024-05-01T12:05:00Z");
-  EXPECT_EQ(created_run(w.agent, d)["metadata"]["ownerReferences"][0]["uid"], "uid-bot");
+  EXPECT_EQ(created_run(w.agent, d)["metadata"]["annotations"]["heartbeat.dev/agent-uid"],
+            "uid-bot");
+  EXPECT_FALSE(created_run(w.agent, d)["metadata"].contains("ownerReferences"));
   EXPECT_EQ(created_run(w.agent, d)["metadata"]["labels"]["heartbeat.dev/agent"], "bot");
   EXPECT_EQ(d.start_run, "bot-1714565100");
   EXPECT_EQ(d.status_json()["activeRun"], "bot-1714565100");
@@ -753,7 +755,7 @@ TEST(AgentDecision, InvokeAnnotationAsksForAManualRunWithAStableName) {
   EXPECT_EQ(run["spec"]["triggerDetail"], "check the queue");
   EXPECT_FALSE(run["spec"].contains("scheduledTime"));
   EXPECT_EQ(run["metadata"]["name"], d1.invoke_run->name);
-  EXPECT_EQ(run["metadata"]["ownerReferences"][0]["uid"], "uid-bot");
+  EXPECT_EQ(run["metadata"]["annotations"]["heartbeat.dev/agent-uid"], "uid-bot");
   // The status written after the run was lost (a 409, a crash): the next
   // pass re-derives the same run, never a second.
   EXPECT_EQ(d1.invoke_run->name, d2.invoke_run->name);

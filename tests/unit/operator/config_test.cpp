@@ -86,6 +86,23 @@ TEST(OperatorConfig, StatusCoalescingAndContextTransportDefaultsSaveWrites) {
   }
 }
 
+TEST(OperatorConfig, RunRetentionIsThirtyDaysByDefaultAndTakesDurationsOrDays) {
+  ConfigResult r = parse({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->run_retention, controllers::kRunRetentionDefault);
+  r = parse({"--run-retention=90d"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->run_retention, std::chrono::hours(24 * 90));
+  r = parse({"--run-retention=0"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->run_retention.count(), 0);
+  for (const char* bad : {"-1d", "ever", "3651d", ""}) {
+    r = parse({std::string("--run-retention=") + bad});
+    EXPECT_FALSE(r.config) << bad;
+    EXPECT_THAT(r.error, ::testing::HasSubstr("--run-retention")) << bad;
+  }
+}
+
 TEST(OperatorConfig, TheConcurrencyCapIsOffByDefaultAndBounded) {
   ConfigResult r = parse({});
   ASSERT_TRUE(r.config) << r.error;

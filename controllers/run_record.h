@@ -1,0 +1,73 @@
+// A finished run as the audit record: which Agent incarnation it belongs to,
+// what it was charged at, the policies that selected its agent, the one
+// structured audit line the operator logs for it, and when a run whose Agent
+// is gone is deleted (retention). Pure.
+//
+// Runs carry no ownerReference to their Agent (the garbage collector would
+// delete the audit record with it); the annotation kAnnotationAgentUid names
+// the Agent incarnation that made or adopted the run. A run of an earlier
+// incarnation of a same-named Agent is never adopted or counted by the new one.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "controllers/agent_spec.h"
+#include "controllers/json_util.h"
+
+namespace hb::controllers {
+
+// The uid of the Agent that made or adopted the run.
+inline constexpr const char* kAnnotationAgentUid = "heartbeat.dev/agent-uid";
+// The HeartbeatPolicies that selected the agent when the run was made (or
+// adopted), comma-separated, sorted; "" when none did.
+inline constexpr const char* kAnnotationPolicies = "heartbeat.dev/policies";
+// The audit line's first member and its value.
+inline constexpr const char* kAuditKey = "audit";
+inline constexpr const char* kAuditRunValue = "heartbeat_run";
+
+// --run-retention: how long a finished run whose Agent is gone is kept. Zero
+// keeps such runs until someone deletes them.
+inline constexpr std::chrono::seconds kRunRetentionDefault = std::chrono::hours(24 * 30);
+// Ten years: far from any overflow of a time point.
+inline constexpr std::chrono::seconds kRunRetentionMax = std::chrono::hours(24 * 3650);
+
+// The run belongs to the Agent with this uid: its annotation names it, or
+// (a run made before the annotation) its ownerReference does.
+bool run_of_agent(const Json& run, std::string_view agent_uid);
+// The run names another Agent incarnation (annotation or ownerReference):
+// an orphan of a deleted same-named Agent. A run naming none (made with
+// kubectl, not adopted yet) is not.
+bool run_of_other_agent(const Json& run, std::string_view agent_uid);
+
+// "a,b" for the policy names (sorted as given).
+std::string policies_annotation(const std::vector<std::string>& names);
+// The names the annotation lists; nullopt when the run has no such annotation.
+std::optional<std::vector<std::string>> stamped_policies(const Json& run);
+
+// status.charge: the Agent's spec.model when the cost was computed.
+Json charge_record(const std::string& provider, const std::string& model, const Pricing& pricing);
+
+// The audit line for a finished run (the object as written, status
+// included): one JSON object on one line; every string escaped by the
+// encoder, invalid UTF-8 replaced. Never a message, output or secret.
+std::string audit_line(const Json& run);
+
+// Which runs whose Agent is gone are due for deletion, and when the next one
+// is. A run is kept while not final, not costRecorded, without finishedAt,
+// or finished less than `retention` ago; retention zero keeps all.
+struct RetentionPlan {
+  std::vector<std::string> due;      // run names to delete now
+  std::optional<TimePoint> next_at;  // when the next kept run falls due
+};
+RetentionPlan plan_retention(const std::vector<Json>& orphans, std::chrono::seconds retention,
+                             TimePoint now);
+
+// Parses --run-retention: a duration like 720h or 90m, or whole days like
+// 30d; "0" keeps forever. nullopt and `why` on a bad value.
+std::optional<std::chrono::seconds> parse_retention(std::string_view text, std::string& why);
+
+}  // namespace hb::controllers
