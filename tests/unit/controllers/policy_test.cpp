@@ -364,5 +364,34 @@ TEST(PolicyIndex, AStatusOnlyUpdateWakesNobody) {
   EXPECT_TRUE(index.budgets_for("ns/a", at("2024-05-10T10:00:00Z")).empty());
 }
 
+// Each agent's spend is an int64 of millionths of a cent, saturated at
+// INT64_MAX for a runaway (or forged) figure. Two of them in one team must
+// not wrap the team's sum negative (which would lift a spent team budget),
+// and taking one away must leave the other's whole figure.
+TEST(PolicyIndex, TwoSaturatedAgentsDoNotWrapTheTeamSum) {
+  PolicyIndex index([](const std::string&) {});
+  FakeAgents agents;
+  index.read_agents_from(agents.source());
+  const TimePoint now = at("2024-05-10T10:00:00Z");
+  const Json p = policy("team", {{"budget", {{"monthlyCents", 100}}}});
+  index.policy_changed(nullptr, &p);
+  constexpr int64_t kOneSaturatedCents = INT64_MAX / 1000000;  // 9223372036854
+  agents.put(index, "ns/a", agent_with("a", {}, 1e20));
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, kOneSaturatedCents);
+  agents.put(index, "ns/b", agent_with("b", {}, 1e20));
+  const int64_t both = index.budgets_for("ns/a", now).at(0).spent_cents;
+  EXPECT_GE(both, kOneSaturatedCents);
+  EXPECT_GT(index.reports(now, {}).at(0).tally.spent_cents, 0);
+  // The team budget still holds.
+  testing::World w{testing::agent("a")};
+  w.policy_budgets = index.budgets_for("ns/a", now);
+  EXPECT_FALSE(w.step(at("2024-05-10T10:05:00Z")).create_run);
+  agents.erase(index, "ns/b");
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, kOneSaturatedCents);
+  agents.erase(index, "ns/a");
+  agents.put(index, "ns/a", agent_with("a", {}, 1.5));
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 1);
+}
+
 }  // namespace
 }  // namespace hb::controllers
