@@ -228,10 +228,12 @@ std::vector<schedule::PolicyBudget> PolicyIndex::budgets_for(const std::string& 
   const auto [begin, end] = in_namespace(namespace_of_key(agent_key));
   for (auto it = begin; it != end; ++it) {
     const PolicyEntry& p = it->second;
-    if (p.spec.monthly_budget_cents <= 0 || !p.spec.selects(agent->second.labels)) continue;
+    if (p.spec.monthly_budget_cents <= 0 && !p.spec.paused) continue;
+    if (!p.spec.selects(agent->second.labels)) continue;
     const auto spent = p.spent_micros_by_period.find(period);
     const int64_t cents = spent == p.spent_micros_by_period.end() ? 0 : spent->second.cents_floor();
-    out.push_back({p.spec.name, p.spec.monthly_budget_cents, cents, period});
+    out.push_back({p.spec.name, p.spec.monthly_budget_cents, cents, period, p.spec.ns,
+                   p.spec.paused, p.spec.cancel_running});
   }
   return out;
 }

@@ -65,8 +65,9 @@ class PolicyIndex {
   void policy_changed(const Json* old_policy, const Json* policy);
   void agent_changed(const std::string& agent_key, const Json* agent);
 
-  // The team budgets over an agent, by policy name; spend as of the stored
-  // statuses of the agents (a run still going is not in it yet).
+  // The policies over an agent with a team budget or a pause, by policy
+  // name; spend as of the stored statuses of the agents (a run still going
+  // is not in it yet).
   std::vector<schedule::PolicyBudget> budgets_for(const std::string& agent_key,
                                                   TimePoint now) const;
   // The policies' caps over an agent, as the concurrency gate's pools
