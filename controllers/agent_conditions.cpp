@@ -19,6 +19,15 @@ bool condition_is(const Condition& c, const WantedCondition& w, int64_t generati
          !c.last_transition_time.empty();
 }
 
+// The stored reason of condition `type`; empty when it is not stored.
+std::string_view stored_reason(const Conditions& conditions, std::string_view type) {
+  if (conditions == nullptr) return {};
+  for (const Condition& c : *conditions) {
+    if (c.type == type) return c.reason;
+  }
+  return {};
+}
+
 // The stored status of condition `type`; nullopt when it is not stored.
 std::optional<bool> stored_status(const Conditions& conditions, std::string_view type) {
   if (conditions == nullptr) return std::nullopt;
@@ -62,10 +71,12 @@ WantedCondition reconciling_condition() {
   return {kConditionReconciling, false, "Reconciled", "the operator has acted on this generation"};
 }
 
-// Paused by the board or by the agent: the first block that is not the budget.
+// Paused by a policy, the board or the agent: the first block that is not
+// the budget.
 WantedCondition paused_condition(const schedule::BlockResult& blocks) {
-  const bool paused =
-      blocks.has(schedule::kReasonPaused) || blocks.has(schedule::kReasonPausedByAgent);
+  const bool paused = blocks.has(schedule::kReasonPolicyPaused) ||
+                      blocks.has(schedule::kReasonPaused) ||
+                      blocks.has(schedule::kReasonPausedByAgent);
   for (const schedule::Block& b : blocks.blocks) {
     if (b.reason != schedule::kReasonBudgetExceeded &&
         b.reason != schedule::kReasonProviderThrottled) {
@@ -175,7 +186,12 @@ std::vector<Event> condition_events(const Conditions& stored, const AgentConditi
   if (!spec.status && stored_status(stored, kConditionSpecValid).value_or(true)) {
     raise(true, spec.reason, spec.message);
   }
-  if (wanted.paused.status && !stored_status(stored, kConditionPaused).value_or(false)) {
+  // A policy's pause is told when it begins, also over a pause the agent
+  // already had (its Event names the policy).
+  const bool paused_before = stored_status(stored, kConditionPaused).value_or(false);
+  const bool policy_pause_begins = wanted.paused.reason == schedule::kReasonPolicyPaused &&
+                                   stored_reason(stored, kConditionPaused) != wanted.paused.reason;
+  if (wanted.paused.status && (!paused_before || policy_pause_begins)) {
     raise(false, wanted.paused.reason, wanted.paused.message);
   }
   if (wanted.provider_throttled &&

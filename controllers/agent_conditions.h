@@ -65,7 +65,8 @@ Conditions conditions_for(const Conditions& stored, const AgentConditions& wante
                           int64_t generation, TimePoint now);
 
 // Events for conditions that change: the spec turned invalid, a pause or the
-// budget began, the agent runs by itself again (no pause, budget or stall).
+// budget began (a policy's pause also over a pause the agent already had),
+// the agent runs by itself again (no pause, budget or stall).
 std::vector<Event> condition_events(const Conditions& stored, const AgentConditions& wanted,
                                     const std::string& agent_name);
 

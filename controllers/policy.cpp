@@ -25,12 +25,43 @@ int64_t parse_limit(const Json& policy, std::string_view path, const std::string
   return value->get<int64_t>();
 }
 
+// A switch: absent is false; anything but a boolean is an error naming the field.
+bool parse_flag(const Json& policy, std::string_view path, const std::string& field,
+                std::vector<std::string>& errors) {
+  const Json* value = find_path(policy, path);
+  if (value == nullptr || value->is_null()) return false;
+  if (!value->is_boolean()) {
+    errors.push_back(field + ": must be true or false");
+    return false;
+  }
+  return value->get<bool>();
+}
+
 struct WantedPolicyCondition {
   const char* type;
   bool status;
   std::string reason;
   std::string message;
 };
+
+// Paused only while the policy is valid: an invalid one holds nobody.
+WantedPolicyCondition paused_policy_condition(const PolicySpec& policy, const PolicyTally& tally) {
+  if (!policy.paused) {
+    return {kConditionPaused, false, "NotPaused",
+            "spec.paused is false; the policy holds no agent"};
+  }
+  if (!policy.valid()) {
+    return {kConditionPaused, false, "InvalidSpec",
+            "spec.paused is true but the policy is invalid (see Ready); it holds no agent"};
+  }
+  const std::string in_flight = policy.cancel_running
+                                    ? "their runs in flight are cancelled (spec.cancelRunning)"
+                                    : "their runs in flight finish";
+  return {kConditionPaused, true, std::string(schedule::kReasonPolicyPaused),
+          "spec.paused is true: none of the " + std::to_string(tally.agents) +
+              " selected Agent(s) starts a heartbeat (scheduled, manual or callback); " +
+              in_flight};
+}
 
 std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& policy,
                                                             const PolicyTally& tally) {
@@ -41,6 +72,7 @@ std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& po
                                                        "the policy's limits are in force"}
                                : WantedPolicyCondition{kConditionReady, false, "InvalidSpec",
                                                        errors + "; no limit is in force"});
+  out.push_back(paused_policy_condition(policy, tally));
   const int64_t spent = static_cast<int64_t>(std::floor(tally.spent_cents));
   const bool exceeded =
       policy.valid() && policy.monthly_budget_cents > 0 && spent >= policy.monthly_budget_cents;
@@ -82,6 +114,8 @@ PolicySpec parse_policy(const Json& policy) {
                                        "spec.budget.monthlyCents", INT64_MAX, p.errors);
   p.max_concurrent_runs = parse_limit(policy, "spec/maxConcurrentRuns", "spec.maxConcurrentRuns",
                                       kPolicyMaxConcurrentRunsMax, p.errors);
+  p.paused = parse_flag(policy, "spec/paused", "spec.paused", p.errors);
+  p.cancel_running = parse_flag(policy, "spec/cancelRunning", "spec.cancelRunning", p.errors);
   return p;
 }
 

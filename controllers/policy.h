@@ -1,7 +1,8 @@
 // HeartbeatPolicy (crds/heartbeat.dev_heartbeatpolicies.yaml): a team's
-// budget and concurrency cap over the Agents of its namespace that its
-// selector picks. Pure: parsing the policy, and the status it should show
-// for what the shell counted (shell/policy_index.h keeps the counts).
+// budget, concurrency cap and kill switch (spec.paused) over the Agents of
+// its namespace that its selector picks. Pure: parsing the policy, and the
+// status it should show for what the shell counted (shell/policy_index.h
+// keeps the counts).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,7 @@
 namespace hb::controllers {
 
 inline constexpr const char* kPolicyKind = "HeartbeatPolicy";
-// Condition types of a policy (besides Ready and BudgetExceeded).
+// Condition types of a policy (besides Ready, Paused and BudgetExceeded).
 inline constexpr const char* kConditionSelectorMatchesNothing = "SelectorMatchesNothing";
 // The CRD's bound on spec.maxConcurrentRuns (the operator-wide flag's too).
 inline constexpr int64_t kPolicyMaxConcurrentRunsMax = 100000;
@@ -27,6 +28,8 @@ struct PolicySpec {
   LabelSelector selector;            // empty: every Agent of the namespace
   int64_t monthly_budget_cents = 0;  // <= 0: no team budget
   int64_t max_concurrent_runs = 0;   // <= 0: no cap
+  bool paused = false;               // spec.paused: no run of a selected agent starts
+  bool cancel_running = false;       // spec.cancelRunning: with paused, runs in flight end too
   std::vector<std::string> errors;   // each names the field; a policy with errors sets no limit
 
   bool valid() const { return errors.empty(); }

@@ -9,6 +9,7 @@
 #include "controllers/provider_hold.h"
 #include "controllers/run_final_status.h"
 #include "controllers/run_pod_state.h"
+#include "controllers/schedule/blocks.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/text_util.h"
 
@@ -21,23 +22,28 @@ namespace {
 constexpr std::chrono::seconds kRecheckPast{1};
 
 // Why the operator ends the run itself, strongest first: spec.cancel, the
-// agent gone, the month's budget spent.
+// agent gone, a paused policy with spec.cancelRunning, the month's budget
+// spent.
 struct CancelCause {
   bool before_start = false;  // cancel or agent gone: ends even a run that never started
-  bool any = false;           // or the budget: ends a started run
+  bool any = false;           // or a policy's pause or the budget: ends a started run
   std::string reason, message;
 };
 
 CancelCause cancel_cause(const RunView& view, const RunObservationInput& in) {
   CancelCause cause;
   cause.before_start = view.cancel || in.agent_missing;
-  cause.any = cause.before_start || in.budget_exceeded;
+  cause.any = cause.before_start || !in.cancelled_by_policy.empty() || in.budget_exceeded;
   if (view.cancel) {
     cause.reason = kReasonCancelled;
     cause.message = "spec.cancel was set";
   } else if (in.agent_missing) {
     cause.reason = kReasonAgentNotFound;
     cause.message = "the agent " + view.agent_name + " is gone";
+  } else if (!in.cancelled_by_policy.empty()) {
+    cause.reason = schedule::kReasonPolicyPaused;
+    cause.message =
+        "HeartbeatPolicy " + in.cancelled_by_policy + " is paused with spec.cancelRunning: true";
   } else {
     cause.reason = kReasonBudgetExceeded;
     cause.message = "the agent's monthly budget (spec.budget.monthlyCents) is spent";
@@ -137,10 +143,11 @@ bool stopped_by_watchdog(const RunObservationInput& in) {
 Final finished_pod_outcome(const Json& pod, const CancelCause& cancel, const JobState& job,
                            const RunClock& clock, const RunObservationInput& in) {
   const PodExit exit = pod_exit(pod);
-  // The budget cancels only a Pod we stopped for it; one that ended by
-  // itself keeps its own outcome (its cost may be what spent the budget).
+  // The budget or a policy's pause cancels only a Pod we stopped for it;
+  // one that ended by itself keeps its own outcome (its cost may be what
+  // spent the budget).
   const bool stopped_by_us = find_path(pod, "metadata/deletionTimestamp") != nullptr;
-  const bool cancelled = cancel.before_start || (in.budget_exceeded && stopped_by_us);
+  const bool cancelled = cancel.before_start || (cancel.any && stopped_by_us);
   const TimePoint at = exit.finished_at.value_or(in.now);
   api::ParsedResult parsed = api::parse_run_result(exit.message);
   Final f{};

@@ -119,6 +119,10 @@ struct RunObservationInput {
   // This month's spend has reached the agent's budget (say the budget was
   // lowered mid-run): a started run is cancelled; a Queued one keeps waiting.
   bool budget_exceeded = false;
+  // "ns/name" of a paused HeartbeatPolicy with spec.cancelRunning over the
+  // agent: a started run is cancelled as for a spent budget (reason
+  // PolicyPaused); a Queued one keeps waiting. Empty: none.
+  std::string cancelled_by_policy;
   TimePoint now{};
 };
 

@@ -56,6 +56,24 @@ std::optional<Block> policy_budget_block(const BlockInput& input, TimePoint now)
 
 }  // namespace
 
+const PolicyBudget* pausing_policy(const std::vector<PolicyBudget>& policies) {
+  for (const PolicyBudget& p : policies) {
+    if (p.paused) return &p;
+  }
+  return nullptr;
+}
+
+const PolicyBudget* cancelling_policy(const std::vector<PolicyBudget>& policies) {
+  for (const PolicyBudget& p : policies) {
+    if (p.paused && p.cancel_running) return &p;
+  }
+  return nullptr;
+}
+
+std::string policy_key(const PolicyBudget& policy) {
+  return policy.ns.empty() ? policy.policy : policy.ns + "/" + policy.policy;
+}
+
 bool BlockResult::has(std::string_view reason) const {
   for (const Block& b : blocks) {
     if (b.reason == reason) return true;
@@ -65,6 +83,14 @@ bool BlockResult::has(std::string_view reason) const {
 
 BlockResult evaluate_blocks(const BlockInput& input, TimePoint now) {
   BlockResult result;
+  if (const PolicyBudget* policy = pausing_policy(input.policy_budgets)) {
+    result.blocks.push_back(
+        {std::string(kReasonPolicyPaused),
+         "HeartbeatPolicy " + policy_key(*policy) +
+             " is paused (spec.paused); no heartbeat starts, scheduled, manual or callback, "
+             "until the policy's spec.paused is set to false"});
+    result.until_a_person_acts = true;
+  }
   if (input.paused) {
     result.blocks.push_back(
         {std::string(kReasonPaused),

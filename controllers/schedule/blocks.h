@@ -1,5 +1,5 @@
-// What stops a new scheduled heartbeat: the board's pause, the agent's own
-// pause_heartbeats, or this month's budget.
+// What stops a new scheduled heartbeat: the board's pause, a HeartbeatPolicy's
+// pause, the agent's own pause_heartbeats, or this month's budget.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,9 @@ namespace hb::schedule {
 // Condition and Event reasons (CamelCase, as Kubernetes expects).
 inline constexpr std::string_view kReasonPaused = "Paused";
 inline constexpr std::string_view kReasonPausedByAgent = "PausedByAgent";
+// A HeartbeatPolicy that selects the agent has spec.paused: true (also the
+// reason of a run it cancels with spec.cancelRunning).
+inline constexpr std::string_view kReasonPolicyPaused = "PolicyPaused";
 inline constexpr std::string_view kReasonBudgetExceeded = "BudgetExceeded";
 // The BudgetExceeded condition's reason while a budget stop waits for a person.
 inline constexpr std::string_view kReasonAwaitingApproval = "AwaitingApproval";
@@ -36,14 +39,25 @@ struct HeldBudgetStop {
   int64_t budget_cents = 0;
 };
 
-// A HeartbeatPolicy's team budget over the agent: what the agents it
-// selects spent in `period` together.
+// A HeartbeatPolicy over the agent: its team budget (what the agents it
+// selects spent in `period` together) and its kill switch.
 struct PolicyBudget {
-  std::string policy;  // its name (same namespace as the agent)
-  int64_t budget_cents = 0;
+  std::string policy;        // its name (same namespace as the agent)
+  int64_t budget_cents = 0;  // <= 0: no team budget
   int64_t spent_cents = 0;
-  std::string period;  // "YYYY-MM"; spend of an earlier month counts as 0
+  std::string period;           // "YYYY-MM"; spend of an earlier month counts as 0
+  std::string ns = {};          // its namespace (the agent's), for messages
+  bool paused = false;          // spec.paused: no run of the agent starts
+  bool cancel_running = false;  // spec.cancelRunning (with paused): runs in flight are cancelled
 };
+
+// The first policy (by name) that pauses the agent; null: none.
+const PolicyBudget* pausing_policy(const std::vector<PolicyBudget>& policies);
+// The first policy (by name) that pauses the agent with spec.cancelRunning;
+// null: runs in flight finish.
+const PolicyBudget* cancelling_policy(const std::vector<PolicyBudget>& policies);
+// "ns/name" of a policy (its name alone when the namespace is not known).
+std::string policy_key(const PolicyBudget& policy);
 
 struct BlockInput {
   bool paused = false;                    // spec.paused
@@ -64,7 +78,8 @@ struct Block {
 };
 
 struct BlockResult {
-  // In the order Paused, PausedByAgent, ProviderThrottled, BudgetExceeded.
+  // In the order PolicyPaused, Paused, PausedByAgent, ProviderThrottled,
+  // BudgetExceeded.
   std::vector<Block> blocks;
   // When the PausedByAgent block lifts; set only while it applies. Requeue then.
   std::optional<TimePoint> paused_until_lifts_at;
@@ -74,7 +89,8 @@ struct BlockResult {
   // never while a hold waits for a person.
   std::optional<TimePoint> budget_resets_at;
 
-  // A block only a person lifts (a held budget stop): no time to wait for.
+  // A block only a person lifts (a held budget stop, a policy's pause): no
+  // time to wait for.
   bool until_a_person_acts = false;
 
   bool blocked() const { return !blocks.empty(); }
@@ -86,7 +102,10 @@ struct BlockResult {
 // Spend recorded for an earlier month counts as 0. A held budget stop
 // blocks in any month until a person releases it (budget_hold.h). A spent
 // team budget blocks (one block: the first policy by name) unless the
-// agent's own budget already does; it lifts when the month turns.
+// agent's own budget already does; it lifts when the month turns. A paused
+// policy blocks (one block: the first paused policy by name, ahead of the
+// board pause: the hold the agent's author cannot lift is the one shown)
+// until a person sets its spec.paused to false.
 BlockResult evaluate_blocks(const BlockInput& input, TimePoint now);
 
 }  // namespace hb::schedule

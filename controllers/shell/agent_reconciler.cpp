@@ -655,11 +655,9 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile_gone(const std::string&
 }
 
 // Every run observed from the caches and the agent's Lease (observe_run is pure).
-AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& ns,
-                                                            const std::string& name,
-                                                            const std::vector<Json>& runs,
-                                                            const AgentViews& views,
-                                                            TimePoint now) {
+AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
+    const std::string& ns, const std::string& name, const std::vector<Json>& runs,
+    const AgentViews& views, const std::vector<schedule::PolicyBudget>& policies, TimePoint now) {
   const AgentSpec& spec = views.agent->spec.spec;
   RunTimeouts timeouts;
   timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
@@ -669,6 +667,8 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
   observed.lease = view_.lease(ns, lease_name_for_agent(name));
   const std::optional<Json>& lease = observed.lease;
   const bool budget_spent = monthly_budget_spent(*views.agent, now);
+  const schedule::PolicyBudget* cancelling = schedule::cancelling_policy(policies);
+  const std::string cancelled_by_policy = cancelling ? schedule::policy_key(*cancelling) : "";
   // Only a run that is not final reads when the Lease's version was first seen.
   const bool any_unfinished = std::any_of(views.runs.begin(), views.runs.end(),
                                           [](const auto& run) { return !is_final(run->phase); });
@@ -719,6 +719,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(const std::string& n
     in.model = spec.model;
     in.bounds = usage_bounds(spec);
     in.budget_exceeded = budget_spent;
+    in.cancelled_by_policy = cancelled_by_policy;
     in.pause_allowed = pause_allowed(spec);
     in.archival_claim = spec.archival_claim;
     in.idle_token = idle_token(spec.idle_backoff);
@@ -771,7 +772,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
       return a;
     };
   }
-  ObservedRuns observed = observe_runs(ns, name, runs, views, now);
+  ObservedRuns observed = observe_runs(ns, name, runs, views, input.policy_budgets, now);
   input.runs = std::move(observed.runs);
   AgentDecision d = decide_agent(input);
   // A due slot (or a skip standing) needs the promptFrom text: read it,

@@ -202,8 +202,11 @@ class AgentReconciler {
     std::vector<bool> has_job;         // its Job is in the cache (or was just made)
     std::optional<Json> lease;         // the agent's Lease as the cache had it
   };
+  // `policies`: the HeartbeatPolicies over the agent (a paused one with
+  // spec.cancelRunning cancels runs in flight).
   ObservedRuns observe_runs(const std::string& ns, const std::string& name,
-                            const std::vector<Json>& runs, const AgentViews& views, TimePoint now);
+                            const std::vector<Json>& runs, const AgentViews& views,
+                            const std::vector<schedule::PolicyBudget>& policies, TimePoint now);
   // Performs one pass's write plan (write_plan.h) against the API server.
   class PassWriter;
   void count_write(const char* kind);

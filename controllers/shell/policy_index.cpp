@@ -26,6 +26,18 @@ int64_t to_micros(double cents) {
 
 }  // namespace
 
+int64_t MicroCentSum::cents_floor() const {
+  Wide cents = sum_ / kMicroCentsPerCentInt;  // truncates toward zero
+  if (sum_ % kMicroCentsPerCentInt < 0) --cents;
+  if (cents > INT64_MAX) return INT64_MAX;
+  if (cents < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(cents);
+}
+
+bool MicroCentSum::reached_cents(int64_t cents) const {
+  return sum_ >= static_cast<Wide>(cents) * kMicroCentsPerCentInt;
+}
+
 PolicyIndex::PolicyIndex(Enqueue enqueue) : enqueue_(std::move(enqueue)) {}
 
 void PolicyIndex::on_limits_changed(std::function<void()> limits_changed) {
@@ -84,8 +96,12 @@ void PolicyIndex::count_agent(const std::string& ns, const AgentEntry& agent, in
   const auto [begin, end] = in_namespace(ns);
   for (auto it = begin; it != end; ++it) {
     if (!it->second.spec.selects(agent.labels)) continue;
-    auto& sums = policies_.at(it->first).spent_micros_by_period;
-    sums[agent.period] += sign * agent.spent_micros;
+    MicroCentSum& sum = policies_.at(it->first).spent_micros_by_period[agent.period];
+    if (sign > 0) {
+      sum.add(agent.spent_micros);
+    } else {
+      sum.subtract(agent.spent_micros);
+    }
   }
 }
 
@@ -104,7 +120,7 @@ PolicyIndex::PolicyEntry PolicyIndex::entry_for(const Json& policy) const {
   if (const Json* status = find_path(policy, "status")) entry.stored_status = *status;
   for (const std::string& key : agents_selected(entry.spec)) {
     const AgentEntry& agent = agents_.at(key);
-    entry.spent_micros_by_period[agent.period] += agent.spent_micros;
+    entry.spent_micros_by_period[agent.period].add(agent.spent_micros);
   }
   return entry;
 }
@@ -156,7 +172,7 @@ std::set<std::string> PolicyIndex::spent_budgets(const std::string& ns,
     if (p.spec.monthly_budget_cents <= 0) continue;
     const auto spent = p.spent_micros_by_period.find(period);
     if (spent != p.spent_micros_by_period.end() &&
-        spent->second >= p.spec.monthly_budget_cents * kMicroCentsPerCent) {
+        spent->second.reached_cents(p.spec.monthly_budget_cents)) {
       out.insert(it->first);
     }
   }
@@ -212,11 +228,12 @@ std::vector<schedule::PolicyBudget> PolicyIndex::budgets_for(const std::string& 
   const auto [begin, end] = in_namespace(namespace_of_key(agent_key));
   for (auto it = begin; it != end; ++it) {
     const PolicyEntry& p = it->second;
-    if (p.spec.monthly_budget_cents <= 0 || !p.spec.selects(agent->second.labels)) continue;
+    if (p.spec.monthly_budget_cents <= 0 && !p.spec.paused) continue;
+    if (!p.spec.selects(agent->second.labels)) continue;
     const auto spent = p.spent_micros_by_period.find(period);
-    const int64_t micros = spent == p.spent_micros_by_period.end() ? 0 : spent->second;
-    out.push_back({p.spec.name, p.spec.monthly_budget_cents,
-                   static_cast<int64_t>(std::floor(micros / kMicroCentsPerCent)), period});
+    const int64_t cents = spent == p.spent_micros_by_period.end() ? 0 : spent->second.cents_floor();
+    out.push_back({p.spec.name, p.spec.monthly_budget_cents, cents, period, p.spec.ns,
+                   p.spec.paused, p.spec.cancel_running});
   }
   return out;
 }
@@ -263,9 +280,7 @@ std::vector<PolicyIndex::Report> PolicyIndex::reports(
       if (started != started_by_agent.end()) r.tally.running_runs += started->second;
     }
     const auto spent = p.spent_micros_by_period.find(period);
-    if (spent != p.spent_micros_by_period.end()) {
-      r.tally.spent_cents = static_cast<double>(spent->second) / kMicroCentsPerCent;
-    }
+    if (spent != p.spent_micros_by_period.end()) r.tally.spent_cents = spent->second.cents();
     out.push_back(std::move(r));
   }
   return out;

@@ -27,6 +27,26 @@ namespace hb::controllers {
 // Spend is summed in millionths of a cent: integers add and subtract exactly
 // (a double sum would drift as agents come and go).
 inline constexpr double kMicroCentsPerCent = 1e6;
+inline constexpr int64_t kMicroCentsPerCentInt = 1000000;
+
+// A team's spend in millionths of a cent. Each agent's figure is an int64
+// that may be saturated (a forged or runaway status): the sum is kept exact
+// in 128 bits, so adding and taking away agents never wraps or drifts, and
+// is read saturated to int64.
+class MicroCentSum {
+ public:
+  void add(int64_t micros) { sum_ += micros; }
+  void subtract(int64_t micros) { sum_ -= micros; }
+  // Whole cents, rounded down, clamped to int64.
+  int64_t cents_floor() const;
+  double cents() const { return static_cast<double>(sum_) / kMicroCentsPerCent; }
+  // Whether the sum has reached `cents` whole cents.
+  bool reached_cents(int64_t cents) const;
+
+ private:
+  using Wide = __int128;
+  Wide sum_ = 0;
+};
 
 class PolicyIndex {
  public:
@@ -45,8 +65,9 @@ class PolicyIndex {
   void policy_changed(const Json* old_policy, const Json* policy);
   void agent_changed(const std::string& agent_key, const Json* agent);
 
-  // The team budgets over an agent, by policy name; spend as of the stored
-  // statuses of the agents (a run still going is not in it yet).
+  // The policies over an agent with a team budget or a pause, by policy
+  // name; spend as of the stored statuses of the agents (a run still going
+  // is not in it yet).
   std::vector<schedule::PolicyBudget> budgets_for(const std::string& agent_key,
                                                   TimePoint now) const;
   // The policies' caps over an agent, as the concurrency gate's pools
@@ -79,7 +100,7 @@ class PolicyIndex {
   struct PolicyEntry {
     PolicySpec spec;
     Json stored_status;
-    std::map<std::string, int64_t> spent_micros_by_period;
+    std::map<std::string, MicroCentSum> spent_micros_by_period;
   };
   using Policies = std::map<std::string, PolicyEntry>;
   // The policies of a namespace: keys "ns/name" sort together.

@@ -104,6 +104,7 @@ PolicyLimits policy_limits(const Json& policy) {
   }
   p.max_concurrent_runs = controllers::int_at(policy, "spec/maxConcurrentRuns").value_or(0);
   p.monthly_cents = controllers::int_at(policy, "spec/budget/monthlyCents").value_or(0);
+  p.paused = controllers::bool_at(policy, "spec/paused");
   return p;
 }
 
@@ -165,6 +166,13 @@ void Checker::on_policy_input_write(const std::string& resource, const std::opti
   };
   if (!before || !after || at(before) != at(after)) selection_changed_at_[ns] = server_.now();
   if (resource == "heartbeatpolicies" && !after) team_budget_spent_.erase(object_key(object));
+  if (resource == "heartbeatpolicies") {
+    if (!after || !controllers::bool_at(*after, "spec/paused")) {
+      policy_paused_since_.erase(object_key(object));
+    } else {
+      policy_paused_since_.try_emplace(object_key(object), server_.now());
+    }
+  }
   const std::string period = current_period();
   server_.for_each("heartbeatpolicies", [&](const Json& policy) {
     const PolicyLimits p = policy_limits(policy);
@@ -190,6 +198,7 @@ void Checker::check_policies(const Json& started) {
     if (!policy_selects(p, *agent)) return;
     check_policy_cap(p, started);
     check_team_budget(p, started);
+    check_policy_pause(p, started);
   });
 }
 
@@ -230,6 +239,26 @@ void Checker::check_team_budget(const PolicyLimits& policy, const Json& started)
             policy.name + "'s team budget is spent (" + std::to_string(team_spend(policy)) +
             " of " + std::to_string(policy.monthly_cents) + " cents since " +
             format_rfc3339(spent->second.since) + ")");
+}
+
+// While a policy stands paused, no run of an agent it selects starts
+// (scheduled, manual or callback alike), once the operator had time to see
+// the pause and the labels.
+void Checker::check_policy_pause(const PolicyLimits& policy, const Json& started) {
+  if (!policy.paused) return;
+  auto since = policy_paused_since_.find(policy.ns + "/" + policy.name);
+  if (since == policy_paused_since_.end() ||
+      server_.now() - since->second < kUserChangeSeenWithin) {
+    return;
+  }
+  auto changed = selection_changed_at_.find(policy.ns);
+  if (changed != selection_changed_at_.end() &&
+      server_.now() - changed->second < kUserChangeSeenWithin) {
+    return;
+  }
+  violation("run " + object_key(started) + " (" + string_at(started, "spec/invocationSource") +
+            ") started while HeartbeatPolicy " + policy.ns + "/" + policy.name +
+            " is paused (since " + format_rfc3339(since->second) + ")");
 }
 
 // Independent of the rules' details: a streak (idle, provider errors) can

@@ -43,6 +43,7 @@ struct PolicyLimits {
   Json selector;                    // spec.selector (null: every Agent of ns)
   int64_t max_concurrent_runs = 0;  // <= 0: no cap
   int64_t monthly_cents = 0;        // <= 0: no team budget
+  bool paused = false;              // spec.paused: none of its agents starts a run
 };
 PolicyLimits policy_limits(const Json& policy);
 // Whether the policy selects the Agent: same namespace, and its labels
@@ -83,6 +84,7 @@ class Checker {
   void check_policies(const Json& run);
   void check_policy_cap(const PolicyLimits& policy, const Json& started);
   void check_team_budget(const PolicyLimits& policy, const Json& started);
+  void check_policy_pause(const PolicyLimits& policy, const Json& started);
   // A policy's spec or an Agent's labels changed in `ns`; re-times the team budgets there.
   void on_policy_input_write(const std::string& resource, const std::optional<Json>& before,
                              const std::optional<Json>& after);
@@ -118,6 +120,8 @@ class Checker {
     std::string period;
   };
   std::map<std::string, Spent> team_budget_spent_;
+  // Since when a policy ("ns/name") has stood paused (true time).
+  std::map<std::string, TimePoint> policy_paused_since_;
   uint64_t checked_runs_version_ = 0, checked_agents_version_ = 0, checked_jobs_version_ = 0;
   TimePoint checked_at_{};
 };

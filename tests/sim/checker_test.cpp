@@ -365,6 +365,32 @@ TEST_F(PolicyCheckerTest, ARunStartedOnceTheTeamBudgetIsSpentIsCaught) {
       << checker_.violations()[0];
 }
 
+TEST_F(PolicyCheckerTest, ARunStartedWhileItsPolicyIsPausedIsCaught) {
+  create_policy({{"paused", true}});
+  create_run("r1", "a");
+  start("r1");  // within the time the operator may take to see the pause
+  wait_until_seen();
+  create_run("r2", "c");
+  start("r2");  // c is not selected
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  set_run_status("r1", finished(0));  // under the operator-wide cap of 2
+  set_run_status("r2", finished(0));
+  create_run("r3", "b");
+  start("r3");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("r3 (manual) started while HeartbeatPolicy ns/team-x "
+                                          "is paused"),
+            std::string::npos)
+      << checker_.violations()[0];
+  // Resumed: runs start again.
+  server_.merge_patch(Actor::kUser, "heartbeatpolicies", "ns", "team-x",
+                      {{"spec", {{"paused", false}}}}, false);
+  set_run_status("r3", finished(0));
+  create_run("r4", "a");
+  start("r4");
+  EXPECT_EQ(checker_.violations().size(), 1u) << checker_.violations().back();
+}
+
 TEST_F(PolicyCheckerTest, TheOperatorWritingAPolicySpecIsCaught) {
   create_policy({{"maxConcurrentRuns", 1}});
   server_.merge_patch(Actor::kOperator, "heartbeatpolicies", "ns", "team-x",

@@ -76,6 +76,8 @@ constexpr int kOutageEverySecondsMin = 600;
 constexpr int kOutageEverySecondsMax = 3600;
 // The share of the user's actions that change the policy or a team label.
 constexpr double kPolicyActionShare = 0.2;
+// Of the policy's own changes, the share that pause or resume it.
+constexpr double kPolicyPauseShare = 0.3;
 
 uint64_t mix(uint64_t x) {  // splitmix64: lags as pure functions of (seed, feed, rv)
   x += 0x9e3779b97f4a7c15ULL;
@@ -487,8 +489,9 @@ void World::create_policy() {
                   {"spec", spec}});
 }
 
-// Now and then the user moves an Agent to the other team, or changes the
-// policy's cap or team budget. False when there is no policy.
+// Now and then the user moves an Agent to the other team, pauses or
+// resumes the policy (the kill switch, now and then cancelling runs in
+// flight), or changes its cap or team budget. False when there is no policy.
 bool World::policy_action() {
   if (server_.peek("heartbeatpolicies", kPolicyNamespace, kPolicyName) == nullptr) return false;
   if (draw(0.5)) {
@@ -505,6 +508,16 @@ bool World::policy_action() {
     return true;
   }
   ++report_.user_actions;
+  if (draw(kPolicyPauseShare)) {
+    const Json* policy = server_.peek("heartbeatpolicies", kPolicyNamespace, kPolicyName);
+    const bool paused = controllers::bool_at(*policy, "spec/paused");
+    Json spec = {{"paused", !paused}};
+    if (!paused) spec["cancelRunning"] = draw(0.5);
+    report_.policy_pauses += paused ? 0 : 1;
+    server_.merge_patch(Actor::kUser, "heartbeatpolicies", kPolicyNamespace, kPolicyName,
+                        {{"spec", spec}}, false);
+    return true;
+  }
   Json spec = draw(0.5) ? Json{{"maxConcurrentRuns",
                                 std::uniform_int_distribution<int64_t>(1, kPolicyCapMax)(rng_)}}
                         : Json{{"budget",

@@ -59,6 +59,7 @@ struct SimReport {
   // one and then the other counts in both.
   uint64_t concurrency_holds = 0, policy_holds = 0;
   uint64_t policy_budget_stops = 0;  // Agents that turned BudgetExceeded by a team budget
+  uint64_t policy_pauses = 0;        // times the user paused the policy (spec.paused)
   NodeStats node;
   double wall_seconds = 0;
 };

@@ -187,6 +187,41 @@ hb -n "$ns" resume nosuch
 expect_rc 1 "resume of a missing agent"
 expect_in "$err" "agent \"nosuch\" not found in namespace \"$ns\"" "resume: missing agent error"
 
+# --- pause / resume --policy (the HeartbeatPolicy's kill switch) -------------
+k wait --for condition=established --timeout=60s "crd/$policy_crd" >/dev/null
+k create -n "$ns" -f - >/dev/null <<EOF
+apiVersion: heartbeat.dev/v1alpha1
+kind: HeartbeatPolicy
+metadata: {name: team}
+spec: {selector: {matchLabels: {team: a}}}
+EOF
+expect_eq "$(k get hbp team -n "$ns" -o 'jsonpath={.spec.paused}')" false "spec.paused defaults to false"
+hb -n "$ns" pause --policy team
+expect_rc 0 "pause --policy"
+expect_in "$out" "policy $ns/team paused (spec.paused=true)" "pause --policy says what it did"
+expect_in "$out" "a running run finishes" "pause --policy says runs in flight finish"
+expect_eq "$(k get hbp team -n "$ns" -o 'jsonpath={.spec.paused}')" true "pause --policy sets spec.paused"
+expect_eq "$(k get hbp team -n "$ns" -o 'jsonpath={.spec.selector.matchLabels.team}')" a "pause --policy keeps the rest of the spec"
+hb -n "$ns" pause --policy=team
+expect_rc 0 "pause --policy again"
+expect_in "$out" "already paused" "pause of a paused policy"
+hb -n "$ns" resume --policy team
+expect_rc 0 "resume --policy"
+expect_in "$out" "policy $ns/team resumed (spec.paused=false)" "resume --policy says what it did"
+expect_eq "$(k get hbp team -n "$ns" -o 'jsonpath={.spec.paused}')" false "resume --policy clears spec.paused"
+k patch hbp team -n "$ns" --type=merge -p '{"spec":{"cancelRunning":true}}' >/dev/null
+hb -n "$ns" pause --policy team
+expect_in "$out" "running runs are cancelled (spec.cancelRunning)" "pause --policy says runs in flight are cancelled"
+hb -n "$ns" resume --policy nosuch
+expect_rc 1 "resume --policy of a missing policy"
+expect_in "$err" "policy \"nosuch\" not found in namespace \"$ns\"" "resume --policy: missing policy error"
+hb -n "$ns" pause gamma --policy team
+expect_rc 2 "pause with an AGENT and --policy"
+expect_in "$err" "usage: kubectl heartbeat pause AGENT | kubectl heartbeat pause --policy NAME" "pause --policy usage line"
+hb -n "$ns" runs gamma --policy team
+expect_rc 2 "runs --policy"
+expect_in "$err" "runs does not take --policy" "--policy only where it applies"
+
 # --- runs -------------------------------------------------------------------
 # Three runs of beta a second apart (creationTimestamp has whole seconds):
 # labelled as the operator labels them, and one a user made (no label).

@@ -834,6 +834,91 @@ TEST_F(OperatorTest, ADeletedAgentsRunsOutliveItUntilTheirRetention) {
   EXPECT_EQ(audit_lines, 1);
 }
 
+// A HeartbeatPolicy's kill switch on the real API server: paused, a manual
+// run of an agent it selects stays Queued, the Agent's Paused condition
+// (reason PolicyPaused) names the policy, and the policy says Paused=True;
+// an agent it does not select runs on (the control); resumed, the held run
+// runs.
+TEST_F(OperatorTest, APausedPolicyHoldsItsAgentsUntilResumed) {
+  start_kubelet([](const json&) { return finishes_with(0.1); });
+  for (const auto& [name, team] :
+       std::vector<std::pair<std::string, std::string>>{{"held-a", "a"}, {"free-b", "b"}}) {
+    json manifest = agent_manifest(name, {{"prompt", "Work."}});
+    manifest["metadata"]["labels"] = {{"team", team}};
+    create_agent(manifest);
+  }
+  client_
+      ->create(res::kHeartbeatPolicies, ns_,
+               {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                {"kind", "HeartbeatPolicy"},
+                {"metadata", {{"name", "stop-a"}}},
+                {"spec", {{"selector", {{"matchLabels", {{"team", "a"}}}}}, {"paused", true}}}})
+      .or_throw();
+  start_operator();
+  ASSERT_TRUE(wait_until(
+      [&] { return condition_reason(agent("held-a"), "Paused") == "PolicyPaused"; }, 30s));
+  EXPECT_THAT(string_at(*condition_of(agent("held-a"), "Paused"), "message"),
+              ::testing::HasSubstr("HeartbeatPolicy " + ns_ + "/stop-a"));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("held-a", "held-a-m1")).or_throw();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("free-b", "free-b-m1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("free-b-m1", "Succeeded"); }, 30s))
+      << "an agent the policy does not select runs on";
+  ASSERT_TRUE(wait_until(
+      [&] {
+        return string_at(run("held-a-m1"), "status/message").find("stop-a") != std::string::npos;
+      },
+      20s));
+  EXPECT_EQ(string_at(run("held-a-m1"), "status/phase"), "Queued");
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return condition(client_->get(res::kHeartbeatPolicies, ns_, "stop-a").or_throw(), "Paused",
+                         "True");
+      },
+      20s))
+      << "the policy says it is paused";
+  client_->merge_patch(res::kHeartbeatPolicies, ns_, "stop-a", {{"spec", {{"paused", false}}}})
+      .or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("held-a-m1", "Succeeded"); }, 30s))
+      << "resumed, the held run runs";
+  EXPECT_TRUE(wait_until([&] { return condition(agent("held-a"), "Paused", "False"); }, 20s));
+}
+
+// spec.cancelRunning on the real API server: a policy paused alone lets a
+// run in flight go on (its Job stays); with cancelRunning the run is
+// Cancelled with reason PolicyPaused naming the policy, and its Job deleted.
+TEST_F(OperatorTest, APausedPolicyCancelsRunsInFlightOnlyWithCancelRunning) {
+  start_kubelet([](const json&) {
+    PodScript s;
+    s.hang = true;
+    return s;
+  });
+  create_agent(agent_manifest("stuck", {{"prompt", "Work."}}));
+  client_
+      ->create(res::kHeartbeatPolicies, ns_,
+               {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                {"kind", "HeartbeatPolicy"},
+                {"metadata", {{"name", "kill"}}},
+                {"spec", json::object()}})
+      .or_throw();
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("stuck", "stuck-1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("stuck-1", "Running") && jobs() == 1; }, 20s));
+  client_->merge_patch(res::kHeartbeatPolicies, ns_, "kill", {{"spec", {{"paused", true}}}})
+      .or_throw();
+  ASSERT_TRUE(wait_until(
+      [&] { return condition_reason(agent("stuck"), "Paused") == "PolicyPaused"; }, 20s));
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(string_at(run("stuck-1"), "status/phase"), "Running") << "paused alone: it goes on";
+  EXPECT_EQ(jobs(), 1u);
+  client_->merge_patch(res::kHeartbeatPolicies, ns_, "kill", {{"spec", {{"cancelRunning", true}}}})
+      .or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("stuck-1", "Cancelled"); }, 30s));
+  EXPECT_EQ(string_at(run("stuck-1"), "status/reason"), "PolicyPaused");
+  EXPECT_THAT(string_at(run("stuck-1"), "status/message"),
+              ::testing::HasSubstr("HeartbeatPolicy " + ns_ + "/kill"));
+  EXPECT_TRUE(wait_until([&] { return jobs() == 0u; }, 10s));
+}
+
 // Quota-aware holds on the real API server: one agent's run ends on a
 // spent provider quota; the agent sharing its endpoint and key Secret is
 // held (ProviderThrottled, its manual run Queued) until the reset, while an

@@ -322,6 +322,95 @@ TEST(AgentDecision, ASpentTeamBudgetStopsTheAgentUntilRaised) {
   EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["status"], "False");
 }
 
+// A paused HeartbeatPolicy (the kill switch) over the agent: no scheduled
+// run is made, manual and callback runs wait Queued; condition Paused with
+// reason PolicyPaused naming the policy, one Event when the hold begins;
+// no next heartbeat (a person lifts it). Resumed, the queued runs go on.
+TEST(AgentDecision, APausedPolicyHoldsScheduledManualAndCallbackRuns) {
+  World w{agent()};
+  w.policy_budgets = {{.policy = "team-a", .period = "2024-05", .ns = "ns", .paused = true}};
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));  // the first slot is due
+  EXPECT_FALSE(d.create_run);
+  EXPECT_FALSE(d.start_run);
+  Json status = d.status_json();
+  const Json* paused = condition(status, "Paused");
+  ASSERT_NE(paused, nullptr);
+  EXPECT_EQ((*paused)["status"], "True");
+  EXPECT_EQ((*paused)["reason"], "PolicyPaused");
+  EXPECT_THAT((*paused)["message"].get<std::string>(),
+              ::testing::HasSubstr("HeartbeatPolicy ns/team-a"));
+  EXPECT_EQ((*condition(status, "Ready"))["status"], "True");
+  EXPECT_EQ((*condition(status, "Ready"))["reason"], "PolicyPaused");
+  EXPECT_EQ(status["phase"], "Paused");
+  EXPECT_FALSE(status.contains("nextHeartbeatTime"));
+  EXPECT_FALSE(d.requeue_at && *d.requeue_at < at("2024-06-01T00:00:00Z"));
+  const Event* e = event_of(d, "PolicyPaused");
+  ASSERT_NE(e, nullptr);
+  EXPECT_THAT(e->message, ::testing::HasSubstr("HeartbeatPolicy ns/team-a"));
+  d = w.step(at("2024-05-01T12:06:00Z"));
+  EXPECT_EQ(event_of(d, "PolicyPaused"), nullptr) << "told once";
+  EXPECT_FALSE(d.status_changed);
+  // A manual and a callback run wait Queued, told why.
+  w.runs.push_back(run("bot-manual-1", "manual", std::nullopt, "2024-05-01T12:06:00Z"));
+  w.runs.push_back(run("bot-cb-1", "callback", std::nullopt, "2024-05-01T12:06:30Z"));
+  d = w.step(at("2024-05-01T12:07:00Z"));
+  EXPECT_FALSE(d.start_run);
+  EXPECT_FALSE(d.create_run);
+  EXPECT_THAT(d.queued_messages["bot-manual-1"], ::testing::HasSubstr("HeartbeatPolicy ns/team-a"));
+  EXPECT_THAT(d.queued_messages["bot-cb-1"], ::testing::HasSubstr("HeartbeatPolicy ns/team-a"));
+  d = w.step(at("2024-05-01T12:09:00Z"));
+  EXPECT_FALSE(d.start_run);
+  // Resumed: the manual run starts, then the callback run; the Event says so.
+  w.policy_budgets[0].paused = false;
+  d = w.step(at("2024-05-01T12:09:30Z"));
+  EXPECT_EQ(d.start_run, "bot-manual-1");
+  EXPECT_TRUE(has_event(d, "Resumed"));
+  EXPECT_EQ((*condition(d.status_json(), "Paused"))["status"], "False");
+  w.finish("bot-manual-1", at("2024-05-01T12:09:40Z"), 0);
+  d = w.step(at("2024-05-01T12:09:40Z"));
+  EXPECT_EQ(d.start_run, "bot-cb-1");
+}
+
+// The controls: the same inputs with the policy not paused start each run.
+TEST(AgentDecision, AnUnpausedPolicyHoldsNoRun) {
+  World w{agent()};
+  w.policy_budgets = {{.policy = "team-a",
+                       .period = "2024-05",
+                       .ns = "ns",
+                       .paused = false,
+                       .cancel_running = true}};
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  ASSERT_TRUE(d.create_run);
+  EXPECT_EQ(d.start_run, d.create_run->name);
+  for (const char* source : {"manual", "callback"}) {
+    World other{agent()};
+    other.policy_budgets = w.policy_budgets;
+    other.runs.push_back(run("bot-x", source, std::nullopt, "2024-05-01T12:01:00Z"));
+    EXPECT_EQ(other.step(at("2024-05-01T12:01:00Z")).start_run, "bot-x") << source;
+  }
+}
+
+// A policy's pause over a board pause the agent already had: the condition
+// names the policy and its Event is told (the hold the author cannot lift).
+TEST(AgentDecision, APolicyPauseOverABoardPauseIsTold) {
+  Json a = agent();
+  a["spec"]["paused"] = true;
+  World w{a};
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_EQ((*condition(d.status_json(), "Paused"))["reason"], "Paused");
+  w.policy_budgets = {{.policy = "team-a", .period = "2024-05", .ns = "ns", .paused = true}};
+  d = w.step(at("2024-05-01T12:06:00Z"));
+  EXPECT_EQ((*condition(d.status_json(), "Paused"))["reason"], "PolicyPaused");
+  ASSERT_NE(event_of(d, "PolicyPaused"), nullptr);
+  d = w.step(at("2024-05-01T12:07:00Z"));
+  EXPECT_EQ(event_of(d, "PolicyPaused"), nullptr);
+  // The policy resumes; the board pause still holds, told by its own reason.
+  w.policy_budgets.clear();
+  d = w.step(at("2024-05-01T12:08:00Z"));
+  EXPECT_EQ((*condition(d.status_json(), "Paused"))["reason"], "Paused");
+  EXPECT_FALSE(d.create_run);
+}
+
 // The design's budget stop: spent, the agent waits for a person, across the
 // month boundary; a new heartbeat.dev/resume value lets it go.
 TEST(AgentDecision, ABudgetStopWaitsForAPersonAcrossTheMonth) {

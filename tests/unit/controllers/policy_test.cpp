@@ -364,5 +364,120 @@ TEST(PolicyIndex, AStatusOnlyUpdateWakesNobody) {
   EXPECT_TRUE(index.budgets_for("ns/a", at("2024-05-10T10:00:00Z")).empty());
 }
 
+// The kill switch through the index: a paused policy reaches the agents it
+// selects (and only those) with its namespace, name and cancelRunning; the
+// decision then holds a manual run of a selected agent and starts the same
+// run of an agent it does not select.
+TEST(PolicyIndex, APausedPolicyHoldsTheAgentsItSelectsOnly) {
+  PolicyIndex index([](const std::string&) {});
+  FakeAgents agents;
+  index.read_agents_from(agents.source());
+  const TimePoint now = at("2024-05-01T12:01:00Z");
+  agents.put(index, "ns/a", agent_with("a", {{"team", "x"}}, 0));
+  agents.put(index, "ns/c", agent_with("c", {{"team", "y"}}, 0));
+  const Json p = policy("stop-x", {{"selector", {{"matchLabels", {{"team", "x"}}}}},
+                                   {"paused", true},
+                                   {"cancelRunning", true}});
+  index.policy_changed(nullptr, &p);
+  const std::vector<schedule::PolicyBudget> over_a = index.budgets_for("ns/a", now);
+  ASSERT_EQ(over_a.size(), 1u);  // no budget, yet there: it pauses
+  EXPECT_TRUE(over_a[0].paused);
+  EXPECT_TRUE(over_a[0].cancel_running);
+  EXPECT_EQ(schedule::policy_key(over_a[0]), "ns/stop-x");
+  EXPECT_TRUE(index.budgets_for("ns/c", now).empty());
+  for (const char* name : {"a", "c"}) {
+    testing::World w{testing::agent(name)};
+    w.policy_budgets = index.budgets_for(std::string("ns/") + name, now);
+    Json manual =
+        testing::run(std::string(name) + "-manual", "manual", std::nullopt, "2024-05-01T12:01:00Z");
+    manual["spec"]["agentRef"]["name"] = name;
+    w.runs.push_back(manual);
+    const AgentDecision d = w.step(now);
+    if (std::string(name) == "a") {
+      EXPECT_FALSE(d.start_run) << "selected: held";
+      EXPECT_THAT(d.queued_messages.at(std::string(name) + "-manual"), HasSubstr("ns/stop-x"));
+    } else {
+      EXPECT_EQ(d.start_run, "c-manual") << "not selected: starts";
+    }
+  }
+  // Not paused (the control): the policy without a budget is not over anyone.
+  Json unpaused = p;
+  unpaused["metadata"]["generation"] = 3;
+  unpaused["spec"]["paused"] = false;
+  index.policy_changed(&p, &unpaused);
+  EXPECT_TRUE(index.budgets_for("ns/a", now).empty());
+}
+
+// An invalid policy holds nobody (as its budget limits nobody): its pause
+// does not reach any agent, and its status says Paused=False and why.
+TEST(Policy, AnInvalidPausedPolicyHoldsNobody) {
+  PolicyIndex index([](const std::string&) {});
+  FakeAgents agents;
+  index.read_agents_from(agents.source());
+  const TimePoint now = at("2024-05-01T12:01:00Z");
+  agents.put(index, "ns/a", agent_with("a", {{"team", "x"}}, 0));
+  const Json bad = policy("stop-all", {{"paused", true}, {"maxConcurrentRuns", -1}});
+  index.policy_changed(nullptr, &bad);
+  EXPECT_TRUE(index.budgets_for("ns/a", now).empty());
+  const PolicySpec spec = parse_policy(bad);
+  const Json s = desired_policy_status(spec, nullptr, {1, 0, 0, "2024-05"}, now);
+  EXPECT_EQ((*condition_of(s, "Ready"))["status"], "False");
+  EXPECT_EQ((*condition_of(s, "Paused"))["status"], "False");
+  EXPECT_EQ((*condition_of(s, "Paused"))["reason"], "InvalidSpec");
+  // A paused field that is not a boolean is an error naming it.
+  EXPECT_THAT(parse_policy(policy("odd", {{"paused", "yes"}})).errors.at(0),
+              HasSubstr("spec.paused: must be true or false"));
+}
+
+TEST(Policy, StatusSaysPausedAndWhatHappensToRunsInFlight) {
+  const TimePoint now = at("2024-05-10T10:00:00Z");
+  PolicySpec p = parse_policy(policy("team", {{"paused", true}}));
+  Json s = desired_policy_status(p, nullptr, {3, 1, 0, "2024-05"}, now);
+  EXPECT_EQ((*condition_of(s, "Ready"))["status"], "True");  // valid, its limits in force
+  EXPECT_EQ((*condition_of(s, "Paused"))["status"], "True");
+  EXPECT_EQ((*condition_of(s, "Paused"))["reason"], "PolicyPaused");
+  EXPECT_THAT((*condition_of(s, "Paused"))["message"].get<std::string>(),
+              HasSubstr("none of the 3 selected Agent(s) starts a heartbeat"));
+  EXPECT_THAT((*condition_of(s, "Paused"))["message"].get<std::string>(),
+              HasSubstr("runs in flight finish"));
+  p = parse_policy(policy("team", {{"paused", true}, {"cancelRunning", true}}));
+  s = desired_policy_status(p, nullptr, {3, 1, 0, "2024-05"}, now);
+  EXPECT_THAT((*condition_of(s, "Paused"))["message"].get<std::string>(),
+              HasSubstr("cancelled (spec.cancelRunning)"));
+  p = parse_policy(policy("team", Json::object()));
+  s = desired_policy_status(p, nullptr, {3, 1, 0, "2024-05"}, now);
+  EXPECT_EQ((*condition_of(s, "Paused"))["status"], "False");
+  EXPECT_EQ((*condition_of(s, "Paused"))["reason"], "NotPaused");
+}
+
+// Each agent's spend is an int64 of millionths of a cent, saturated at
+// INT64_MAX for a runaway (or forged) figure. Two of them in one team must
+// not wrap the team's sum negative (which would lift a spent team budget),
+// and taking one away must leave the other's whole figure.
+TEST(PolicyIndex, TwoSaturatedAgentsDoNotWrapTheTeamSum) {
+  PolicyIndex index([](const std::string&) {});
+  FakeAgents agents;
+  index.read_agents_from(agents.source());
+  const TimePoint now = at("2024-05-10T10:00:00Z");
+  const Json p = policy("team", {{"budget", {{"monthlyCents", 100}}}});
+  index.policy_changed(nullptr, &p);
+  constexpr int64_t kOneSaturatedCents = INT64_MAX / 1000000;  // 9223372036854
+  agents.put(index, "ns/a", agent_with("a", {}, 1e20));
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, kOneSaturatedCents);
+  agents.put(index, "ns/b", agent_with("b", {}, 1e20));
+  const int64_t both = index.budgets_for("ns/a", now).at(0).spent_cents;
+  EXPECT_GE(both, kOneSaturatedCents);
+  EXPECT_GT(index.reports(now, {}).at(0).tally.spent_cents, 0);
+  // The team budget still holds.
+  testing::World w{testing::agent("a")};
+  w.policy_budgets = index.budgets_for("ns/a", now);
+  EXPECT_FALSE(w.step(at("2024-05-10T10:05:00Z")).create_run);
+  agents.erase(index, "ns/b");
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, kOneSaturatedCents);
+  agents.erase(index, "ns/a");
+  agents.put(index, "ns/a", agent_with("a", {}, 1.5));
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 1);
+}
+
 }  // namespace
 }  // namespace hb::controllers

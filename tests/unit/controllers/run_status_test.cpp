@@ -25,9 +25,10 @@ Json running_run(const std::string& name = "r1") {
 
 RunObservation observe(const Json& r, const Json* j, std::vector<const Json*> pods, TimePoint now,
                        const Json* lease = nullptr, bool agent_missing = false,
-                       bool budget_exceeded = false) {
+                       bool budget_exceeded = false, const std::string& cancelled_by_policy = "") {
   RunObservationInput in;
   in.budget_exceeded = budget_exceeded;
+  in.cancelled_by_policy = cancelled_by_policy;
   in.run = &r;
   in.job = j;
   in.pods = std::move(pods);
@@ -486,6 +487,43 @@ TEST(RunStatus, SpentBudgetCancelsARunningRunButNotAQueuedOne) {
   Json failed = terminated(pod("r1-abc"), 1, result_json(0.2, 1, 1, std::nullopt, "error"));
   o = observe(r, &j, {&failed}, now, nullptr, false, true);
   EXPECT_EQ(o.status["phase"], "Failed");
+}
+
+// A paused HeartbeatPolicy with spec.cancelRunning ends a run in flight as
+// a spent budget does: its Job deleted, Cancelled with reason PolicyPaused
+// naming the policy, charged what it used. A Queued run keeps waiting.
+// Without it (the control) the same run goes on and finishes by itself.
+TEST(RunStatus, APausedPolicyWithCancelRunningCancelsARunningRun) {
+  const TimePoint now = at("2024-05-01T12:06:00Z");
+  const std::string policy = "ns/team-a";
+  Json queued = run("q1", "manual");
+  RunObservation o = observe(queued, nullptr, {}, now, nullptr, false, false, policy);
+  EXPECT_FALSE(o.became_final);
+  EXPECT_FALSE(o.delete_job);
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  o = observe(r, &j, {&p}, now, nullptr, false, false, policy);
+  EXPECT_TRUE(o.delete_job);
+  EXPECT_FALSE(o.became_final);
+  // The Pod we stopped ends with 143 after one model call: cancelled, charged.
+  Json stopped =
+      terminated(pod("r1-abc"), 143, result_json(0.2, 100, 10, std::nullopt, "cancelled"));
+  stopped["metadata"]["deletionTimestamp"] = fmt(now);
+  o = observe(r, nullptr, {&stopped}, now + std::chrono::seconds(5), nullptr, false, false, policy);
+  EXPECT_TRUE(o.became_final);
+  EXPECT_EQ(o.status["phase"], "Cancelled");
+  EXPECT_EQ(o.status["reason"], "PolicyPaused");
+  EXPECT_THAT(o.status["message"].get<std::string>(),
+              ::testing::HasSubstr("HeartbeatPolicy ns/team-a"));
+  EXPECT_GT(o.status["usage"]["costCents"].get<double>(), 0);
+  // The control: no policy cancels, the run goes on and then succeeds.
+  o = observe(r, &j, {&p}, now);
+  EXPECT_FALSE(o.delete_job);
+  EXPECT_FALSE(o.became_final);
+  Json done = terminated(pod("r1-abc"), 0, result_json(0.2, 100, 10));
+  o = observe(r, &j, {&done}, now + std::chrono::seconds(5));
+  EXPECT_EQ(o.status["phase"], "Succeeded");
 }
 
 TEST(RunStatus, CancelBeforeStartAndAgentGone) {

@@ -148,5 +148,35 @@ TEST(Blocks, TheAgentsOwnBudgetWinsOverATeamBudget) {
   EXPECT_TRUE(r.blocks[0].condition_reason.empty());
 }
 
+// A paused HeartbeatPolicy (the kill switch) blocks ahead of every other
+// hold, names the first paused policy by namespace and name, and waits for
+// a person: no time lifts it. The same policies unpaused block nothing.
+TEST(Blocks, APausedPolicyBlocksFirstNamesItAndWaitsForAPerson) {
+  BlockInput in;
+  in.paused = true;
+  in.policy_budgets = {{.policy = "no-pause", .period = "2024-03", .ns = "ns"},
+                       {.policy = "team-a", .period = "2024-03", .ns = "ns", .paused = true},
+                       {.policy = "team-b",
+                        .period = "2024-03",
+                        .ns = "ns",
+                        .paused = true,
+                        .cancel_running = true}};
+  const BlockResult r = evaluate_blocks(in, utc("2024-03-10T10:00:00Z"));
+  ASSERT_EQ(r.blocks.size(), 2u);
+  EXPECT_EQ(r.blocks[0].reason, kReasonPolicyPaused);
+  EXPECT_NE(r.blocks[0].message.find("HeartbeatPolicy ns/team-a is paused"), std::string::npos);
+  EXPECT_EQ(r.blocks[1].reason, kReasonPaused);
+  EXPECT_TRUE(r.until_a_person_acts);
+  EXPECT_EQ(pausing_policy(in.policy_budgets)->policy, "team-a");
+  EXPECT_EQ(policy_key(*cancelling_policy(in.policy_budgets)), "ns/team-b");
+  // Positive control: the same policies, none paused, hold nothing.
+  for (PolicyBudget& p : in.policy_budgets) p.paused = false;
+  in.paused = false;
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-03-10T10:00:00Z")).blocked());
+  EXPECT_EQ(pausing_policy(in.policy_budgets), nullptr);
+  // cancelRunning alone (without paused) cancels nothing.
+  EXPECT_EQ(cancelling_policy(in.policy_budgets), nullptr);
+}
+
 }  // namespace
 }  // namespace hb::schedule
