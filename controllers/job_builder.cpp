@@ -158,6 +158,10 @@ api::ContextDocument context_document(const ContextInput& in, const JobConfig& c
   if (!agent_type) throw std::invalid_argument("unknown agent type \"" + type + "\"");
   doc.agent_type = *agent_type;
   doc.model = model_config(spec);
+  if (in.pricing) {
+    doc.model.pricing.input_cents_per_million_tokens = in.pricing->input_cents_per_million_tokens;
+    doc.model.pricing.output_cents_per_million_tokens = in.pricing->output_cents_per_million_tokens;
+  }
   doc.persona = string_at(spec, "persona");
   doc.memory_blocks = memory_blocks(spec);
   doc.memory_config_map = memory_config_map_name(doc.agent_name);

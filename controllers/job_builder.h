@@ -66,6 +66,9 @@ struct ContextInput {
   std::string heartbeat_prompt;          // resolved (spec.prompt or the ConfigMap key)
   std::vector<const Json*> recent_runs;  // finished runs of the agent, any order
   TimePoint now{};
+  // The price the run is charged at (pricing.h effective_pricing): the
+  // runner's per-run budget stop uses it. Unset: the Agent's spec.model.pricing.
+  std::optional<Pricing> pricing;
 };
 
 // The document the runner reads (docs/context-document.md). Throws

@@ -4,6 +4,7 @@
 
 #include "controllers/agent_decision.h"
 #include "controllers/agent_status.h"
+#include "controllers/pricing.h"
 #include "controllers/schedule/blocks.h"
 #include "controllers/spend_ledger.h"
 
@@ -37,10 +38,11 @@ std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& po
   std::vector<WantedPolicyCondition> out;
   std::string errors;
   for (const std::string& e : policy.errors) errors += (errors.empty() ? "" : "; ") + e;
-  out.push_back(policy.valid() ? WantedPolicyCondition{kConditionReady, true, "Valid",
-                                                       "the policy's limits are in force"}
-                               : WantedPolicyCondition{kConditionReady, false, "InvalidSpec",
-                                                       errors + "; no limit is in force"});
+  out.push_back(policy.valid()
+                    ? WantedPolicyCondition{kConditionReady, true, "Valid",
+                                            "the policy's limits and prices are in force"}
+                    : WantedPolicyCondition{kConditionReady, false, "InvalidSpec",
+                                            errors + "; no limit or price is in force"});
   const int64_t spent = static_cast<int64_t>(std::floor(tally.spent_cents));
   const bool exceeded =
       policy.valid() && policy.monthly_budget_cents > 0 && spent >= policy.monthly_budget_cents;
@@ -82,6 +84,7 @@ PolicySpec parse_policy(const Json& policy) {
                                        "spec.budget.monthlyCents", INT64_MAX, p.errors);
   p.max_concurrent_runs = parse_limit(policy, "spec/maxConcurrentRuns", "spec.maxConcurrentRuns",
                                       kPolicyMaxConcurrentRunsMax, p.errors);
+  parse_policy_pricing(policy, p);
   return p;
 }
 

@@ -65,6 +65,8 @@ bool BlockResult::has(std::string_view reason) const {
 
 BlockResult evaluate_blocks(const BlockInput& input, TimePoint now) {
   BlockResult result;
+  result.blocks = input.policy_refusals;
+  if (result.blocked()) result.until_a_person_acts = true;
   if (input.paused) {
     result.blocks.push_back(
         {std::string(kReasonPaused),

@@ -45,6 +45,13 @@ struct PolicyBudget {
   std::string period;  // "YYYY-MM"; spend of an earlier month counts as 0
 };
 
+struct Block {
+  std::string reason;   // one of the kReason* values
+  std::string message;  // for a person: why, and what lifts it
+  // The condition's reason when it differs from `reason` (AwaitingApproval).
+  std::string_view condition_reason = {};
+};
+
 struct BlockInput {
   bool paused = false;                    // spec.paused
   std::optional<TimePoint> paused_until;  // status.pausedUntil
@@ -54,17 +61,14 @@ struct BlockInput {
   std::optional<HeldBudgetStop> budget_hold;
   std::vector<PolicyBudget> policy_budgets;  // the policies that select the agent, by name
   std::optional<ProviderHold> provider_hold;
-};
-
-struct Block {
-  std::string reason;   // one of the kReason* values
-  std::string message;  // for a person: why, and what lifts it
-  // The condition's reason when it differs from `reason` (AwaitingApproval).
-  std::string_view condition_reason = {};
+  // What a HeartbeatPolicy refuses to run (pricing.h policy_refusals): they
+  // hold every run until a person changes the Agent or the policy.
+  std::vector<Block> policy_refusals;
 };
 
 struct BlockResult {
-  // In the order Paused, PausedByAgent, ProviderThrottled, BudgetExceeded.
+  // In the order policy refusals, Paused, PausedByAgent, ProviderThrottled,
+  // BudgetExceeded.
   std::vector<Block> blocks;
   // When the PausedByAgent block lifts; set only while it applies. Requeue then.
   std::optional<TimePoint> paused_until_lifts_at;
