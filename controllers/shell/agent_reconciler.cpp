@@ -548,14 +548,9 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
   }
   HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, run_name, history));
   // The runner's per-run stop uses the price the operator charges.
-  const ContextInput context_in{
-      &agent,
-      &run,
-      *prompt.text,
-      with_reread(history, reread),
-      now,
-      effective_pricing(parse_agent_spec(agent).spec, policies_over(ns, name_of(agent))).pricing};
-  const Json context = render_context(context_in, config_.job);
+  const Json context = render_context(
+      {&agent, &run, *prompt.text, with_reread(history, reread), now}, config_.job,
+      effective_pricing(parse_agent_spec(agent).spec, policies_over(ns, name_of(agent))).pricing);
   JobPlan plan = build_job(run, agent, context.dump(), config_.job);
   plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
   HB_TRY_ASSIGN(const StartedJob job, create_context_and_job(run, plan));

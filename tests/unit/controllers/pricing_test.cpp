@@ -173,11 +173,10 @@ TEST(Pricing, AnAgentPricedZeroUnderAPricingPolicyIsChargedThePolicysPrice) {
 TEST(Pricing, TheRunnerIsToldTheEffectivePrice) {
   const Json a = testing::agent();
   const Json r = testing::run("r1");
-  ContextInput in{&a, &r, "Heartbeat.", {}, at("2024-05-01T12:05:00Z"), Pricing{1000, 10000}};
-  const Json doc = render_context(in, JobConfig{});
+  const ContextInput in{&a, &r, "Heartbeat.", {}, at("2024-05-01T12:05:00Z")};
+  const Json doc = render_context(in, JobConfig{}, Pricing{1000, 10000});
   EXPECT_EQ(doc["model"]["pricing"]["inputCentsPerMillionTokens"], 1000);
   EXPECT_EQ(doc["model"]["pricing"]["outputCentsPerMillionTokens"], 10000);
-  in.pricing.reset();
   EXPECT_EQ(render_context(in, JobConfig{})["model"]["pricing"]["inputCentsPerMillionTokens"], 0);
 }
 
