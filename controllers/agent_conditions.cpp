@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "controllers/pricing.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::controllers {
@@ -11,6 +12,10 @@ namespace {
 constexpr std::string_view kTrue = "True";
 constexpr std::string_view kFalse = "False";
 constexpr std::string_view kReasonReady = "Ready";
+
+bool is_policy_refusal(std::string_view reason) {
+  return reason == kReasonPricingRequired || reason == kReasonSelfReportedUsage;
+}
 
 // `c` is what make_condition would return for `w` (it keeps its transition time).
 bool condition_is(const Condition& c, const WantedCondition& w, int64_t generation) {
@@ -54,6 +59,10 @@ WantedCondition stalled_condition(const SpecValidity& spec,
 WantedCondition ready_condition(const WantedCondition& stalled, const schedule::BlockResult& blocks,
                                 const std::optional<SkippedHeartbeat>& skipped, bool has_schedule) {
   if (stalled.status) return {kConditionReady, false, stalled.reason, stalled.message};
+  // A policy refusal is not the user's choice: not Ready, naming the policy.
+  if (blocks.blocked() && is_policy_refusal(blocks.blocks.front().reason)) {
+    return {kConditionReady, false, blocks.blocks.front().reason, blocks.blocks.front().message};
+  }
   if (blocks.blocked()) {
     return {kConditionReady, true, blocks.blocks.front().reason, blocks.blocks.front().message};
   }
@@ -79,7 +88,7 @@ WantedCondition paused_condition(const schedule::BlockResult& blocks) {
                       blocks.has(schedule::kReasonPausedByAgent);
   for (const schedule::Block& b : blocks.blocks) {
     if (b.reason != schedule::kReasonBudgetExceeded &&
-        b.reason != schedule::kReasonProviderThrottled) {
+        b.reason != schedule::kReasonProviderThrottled && !is_policy_refusal(b.reason)) {
       return {kConditionPaused, paused, b.reason, b.message};
     }
   }

@@ -11,6 +11,7 @@
 #include "controllers/budget_hold.h"
 #include "controllers/mention_plan.h"
 #include "controllers/names.h"
+#include "controllers/pricing.h"
 #include "controllers/prompt_skip.h"
 #include "controllers/run_record.h"
 #include "controllers/schedule/spend.h"
@@ -163,7 +164,8 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
                         .period = schedule::spend_period(in.now),
                         .now = in.now});
   const schedule::BlockResult blocks =
-      agent_blocks(spec, counted.ledger, hold.hold, in.policy_budgets, in.provider_hold, in.now);
+      agent_blocks(spec, counted.ledger, hold.hold, in.policy_budgets, in.provider_hold,
+                   policy_refusals(spec, in.policies, in.runner_image), in.now);
   BackoffState backoff = backoff_state(spec, view.status, counted.ledger);
 
   // 3. The schedule: at most the most recent due slot, never a burst. Later

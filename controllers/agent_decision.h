@@ -19,6 +19,7 @@
 #include "controllers/concurrency.h"
 #include "controllers/event.h"
 #include "controllers/json_util.h"
+#include "controllers/policy.h"
 #include "controllers/prompt_skip.h"
 #include "controllers/run_status.h"
 #include "controllers/schedule/blocks.h"
@@ -89,6 +90,10 @@ struct AgentDecisionInput {
   // The team budgets of the HeartbeatPolicies that select the agent, by
   // policy name (the shell sums their agents' spend).
   std::vector<schedule::PolicyBudget> policy_budgets;
+  // The HeartbeatPolicies that select the agent (their prices and what they
+  // refuse, pricing.h), and the operator's runner image (--runner-image).
+  std::vector<PolicySpec> policies;
+  std::string runner_image;
   // A provider quota hold over the agent's endpoint and API key (the shell
   // keeps them from the runs that ended with stopReason provider_quota).
   std::optional<schedule::ProviderHold> provider_hold;

@@ -76,8 +76,9 @@ schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& le
                                    const std::optional<BudgetHold>& hold,
                                    std::vector<schedule::PolicyBudget> policy_budgets,
                                    std::optional<schedule::ProviderHold> provider_hold,
-                                   TimePoint now) {
+                                   std::vector<schedule::Block> policy_refusals, TimePoint now) {
   schedule::BlockInput in;
+  in.policy_refusals = std::move(policy_refusals);
   in.policy_budgets = std::move(policy_budgets);
   in.provider_hold = std::move(provider_hold);
   in.paused = spec.paused;

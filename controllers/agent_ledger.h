@@ -50,6 +50,6 @@ schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& le
                                    const std::optional<BudgetHold>& hold,
                                    std::vector<schedule::PolicyBudget> policy_budgets,
                                    std::optional<schedule::ProviderHold> provider_hold,
-                                   TimePoint now);
+                                   std::vector<schedule::Block> policy_refusals, TimePoint now);
 
 }  // namespace hb::controllers

@@ -208,6 +208,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
 
   const std::string_view mode = string_view_at(runtime, "mode", "builtin");
   s.command_may_pause = bool_at(runtime, "pauseHeartbeats");
+  s.runtime_image = string_at(runtime, "image");
   if (mode == "command") {
     s.mode = RuntimeMode::kCommand;
     if (string_view_at(runtime, "image").empty()) {

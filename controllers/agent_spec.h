@@ -74,6 +74,7 @@ struct AgentSpec {
   BudgetResume budget_resume = BudgetResume::kManual;
   std::optional<double> per_run_cents;
   RuntimeMode mode = RuntimeMode::kBuiltin;
+  std::string runtime_image;       // spec.runtime.image; empty: the operator's runner image
   bool command_may_pause = false;  // spec.runtime.pauseHeartbeats (command mode)
   int64_t timeout_seconds = kRuntimeTimeoutSecondsDefault;
   int64_t grace_seconds = kRuntimeGraceSecondsDefault;

@@ -146,7 +146,8 @@ std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Jso
   return out;
 }
 
-api::ContextDocument context_document(const ContextInput& in, const JobConfig& config) {
+api::ContextDocument context_document(const ContextInput& in, const JobConfig& config,
+                                      const std::optional<Pricing>& pricing) {
   const Json& agent = *in.agent;
   const Json& run = *in.run;
   const Json& spec = spec_of(agent);
@@ -158,6 +159,10 @@ api::ContextDocument context_document(const ContextInput& in, const JobConfig& c
   if (!agent_type) throw std::invalid_argument("unknown agent type \"" + type + "\"");
   doc.agent_type = *agent_type;
   doc.model = model_config(spec);
+  if (pricing) {
+    doc.model.pricing.input_cents_per_million_tokens = pricing->input_cents_per_million_tokens;
+    doc.model.pricing.output_cents_per_million_tokens = pricing->output_cents_per_million_tokens;
+  }
   doc.persona = string_at(spec, "persona");
   doc.memory_blocks = memory_blocks(spec);
   doc.memory_config_map = memory_config_map_name(doc.agent_name);
@@ -191,8 +196,9 @@ api::ContextDocument context_document(const ContextInput& in, const JobConfig& c
   return doc;
 }
 
-Json render_context(const ContextInput& in, const JobConfig& config) {
-  return api::render_context_document(context_document(in, config));
+Json render_context(const ContextInput& in, const JobConfig& config,
+                    const std::optional<Pricing>& pricing) {
+  return api::render_context_document(context_document(in, config, pricing));
 }
 
 namespace {

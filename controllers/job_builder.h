@@ -70,9 +70,14 @@ struct ContextInput {
 
 // The document the runner reads (docs/context-document.md). Throws
 // std::invalid_argument on a provider or agent type the spec check rejects.
-api::ContextDocument context_document(const ContextInput& input, const JobConfig& config);
+// `pricing`: the price the run is charged at (pricing.h effective_pricing),
+// which the runner's per-run budget stop uses; unset: the Agent's
+// spec.model.pricing.
+api::ContextDocument context_document(const ContextInput& input, const JobConfig& config,
+                                      const std::optional<Pricing>& pricing = std::nullopt);
 // The same as JSON (api::render_context_document).
-Json render_context(const ContextInput& input, const JobConfig& config);
+Json render_context(const ContextInput& input, const JobConfig& config,
+                    const std::optional<Pricing>& pricing = std::nullopt);
 
 // The agent's spec.heartbeat.contextRuns (its default when unset).
 int64_t context_runs_of(const Json& agent);

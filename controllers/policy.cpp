@@ -4,6 +4,7 @@
 
 #include "controllers/agent_decision.h"
 #include "controllers/agent_status.h"
+#include "controllers/pricing.h"
 #include "controllers/schedule/blocks.h"
 #include "controllers/spend_ledger.h"
 
@@ -68,10 +69,11 @@ std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& po
   std::vector<WantedPolicyCondition> out;
   std::string errors;
   for (const std::string& e : policy.errors) errors += (errors.empty() ? "" : "; ") + e;
-  out.push_back(policy.valid() ? WantedPolicyCondition{kConditionReady, true, "Valid",
-                                                       "the policy's limits are in force"}
-                               : WantedPolicyCondition{kConditionReady, false, "InvalidSpec",
-                                                       errors + "; no limit is in force"});
+  out.push_back(policy.valid()
+                    ? WantedPolicyCondition{kConditionReady, true, "Valid",
+                                            "the policy's limits and prices are in force"}
+                    : WantedPolicyCondition{kConditionReady, false, "InvalidSpec",
+                                            errors + "; no limit or price is in force"});
   out.push_back(paused_policy_condition(policy, tally));
   const int64_t spent = static_cast<int64_t>(std::floor(tally.spent_cents));
   const bool exceeded =
@@ -116,6 +118,7 @@ PolicySpec parse_policy(const Json& policy) {
                                       kPolicyMaxConcurrentRunsMax, p.errors);
   p.paused = parse_flag(policy, "spec/paused", "spec.paused", p.errors);
   p.cancel_running = parse_flag(policy, "spec/cancelRunning", "spec.cancelRunning", p.errors);
+  parse_policy_pricing(policy, p);
   return p;
 }
 

@@ -1,8 +1,8 @@
 // HeartbeatPolicy (crds/heartbeat.dev_heartbeatpolicies.yaml): a team's
-// budget, concurrency cap and kill switch (spec.paused) over the Agents of
-// its namespace that its selector picks. Pure: parsing the policy, and the
-// status it should show for what the shell counted (shell/policy_index.h
-// keeps the counts).
+// budget, concurrency cap, kill switch (spec.paused) and prices (pricing.h)
+// over the Agents of its namespace that its selector picks. Pure: parsing
+// the policy, and the status it should show for what the shell counted
+// (shell/policy_index.h keeps the counts).
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,17 @@ inline constexpr const char* kConditionSelectorMatchesNothing = "SelectorMatches
 // The CRD's bound on spec.maxConcurrentRuns (the operator-wide flag's too).
 inline constexpr int64_t kPolicyMaxConcurrentRunsMax = 100000;
 
+// One entry of spec.pricing: the team's price for a provider's model ("*":
+// any model of the provider), cents per million tokens.
+struct PolicyPrice {
+  std::string provider;  // "openai" | "anthropic"
+  std::string model;     // exact spec.model.model, or "*"
+  double input_cents_per_million_tokens = 0;
+  double output_cents_per_million_tokens = 0;
+  // Kept in the API; not charged until the runner reports cached input tokens.
+  double cached_input_cents_per_million_tokens = 0;
+};
+
 struct PolicySpec {
   std::string ns;
   std::string name;
@@ -30,7 +41,10 @@ struct PolicySpec {
   int64_t max_concurrent_runs = 0;   // <= 0: no cap
   bool paused = false;               // spec.paused: no run of a selected agent starts
   bool cancel_running = false;       // spec.cancelRunning: with paused, runs in flight end too
-  std::vector<std::string> errors;   // each names the field; a policy with errors sets no limit
+  std::vector<PolicyPrice> pricing;  // spec.pricing
+  bool require_pricing = false;      // spec.requirePricing
+  bool forbid_self_reported_usage = false;  // spec.forbidSelfReportedUsage
+  std::vector<std::string> errors;  // each names the field; a policy with errors sets no limit
 
   bool valid() const { return errors.empty(); }
   // Whether it selects an Agent of its namespace with these labels. An

@@ -81,12 +81,15 @@ std::optional<std::vector<std::string>> stamped_policies(const Json& run) {
   return names;
 }
 
-Json charge_record(const std::string& provider, const std::string& model, const Pricing& pricing) {
+Json charge_record(const std::string& provider, const std::string& model, const Pricing& pricing,
+                   const std::string& source, const std::string& policy) {
   Json charge = Json::object();
   charge["provider"] = provider;
   charge["model"] = model;
   charge["inputCentsPerMillionTokens"] = pricing.input_cents_per_million_tokens;
   charge["outputCentsPerMillionTokens"] = pricing.output_cents_per_million_tokens;
+  charge["source"] = source;
+  if (!policy.empty()) charge["policy"] = policy;
   return charge;
 }
 
@@ -121,8 +124,8 @@ std::string audit_line(const Json& run) {
   if (const Json* charge = find_path(run, "status/charge");
       charge != nullptr && charge->is_object()) {
     OrderedJson ordered = OrderedJson::object();
-    for (const char* key :
-         {"provider", "model", "inputCentsPerMillionTokens", "outputCentsPerMillionTokens"}) {
+    for (const char* key : {"provider", "model", "inputCentsPerMillionTokens",
+                            "outputCentsPerMillionTokens", "source", "policy"}) {
       copy_member(ordered, key, *charge, key);
     }
     line["charge"] = std::move(ordered);

@@ -48,8 +48,11 @@ std::string policies_annotation(const std::vector<std::string>& names);
 // The names the annotation lists; nullopt when the run has no such annotation.
 std::optional<std::vector<std::string>> stamped_policies(const Json& run);
 
-// status.charge: the Agent's spec.model when the cost was computed.
-Json charge_record(const std::string& provider, const std::string& model, const Pricing& pricing);
+// status.charge: the Agent's spec.model and the prices charged when the
+// cost was computed; `source`: agent | policy | both (pricing.h), `policy`:
+// "ns/name" of the policy whose price was charged (omitted when empty).
+Json charge_record(const std::string& provider, const std::string& model, const Pricing& pricing,
+                   const std::string& source, const std::string& policy);
 
 // The audit line for a finished run (the object as written, status
 // included): one JSON object on one line; every string escaped by the

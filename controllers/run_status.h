@@ -99,9 +99,14 @@ struct RunObservationInput {
   // steady clock (LeaseSightings): the stall window counts from no earlier.
   std::optional<TimePoint> run_seen_at;
   RunTimeouts timeouts;
-  // What the operator charges (run_cost.h): the Agent's pricing and the
-  // run's usage bounds. Zero when the Agent is gone (nobody to charge).
+  // What the operator charges (run_cost.h): the effective pricing
+  // (pricing.h: the Agent's and its policies') and the run's usage bounds.
+  // Zero when the Agent is gone (nobody to charge).
   Pricing pricing;
+  // Whose price `pricing` is (pricing.h kPricingSource*), and the policy
+  // ("ns/name") whose price was charged; empty when none was.
+  std::string pricing_source = "agent";
+  std::string pricing_policy;
   UsageBounds bounds;
   // The Agent's spec.model.provider and model: with `pricing`, the charge
   // a final status records (status.charge).

@@ -83,6 +83,7 @@ bool BlockResult::has(std::string_view reason) const {
 
 BlockResult evaluate_blocks(const BlockInput& input, TimePoint now) {
   BlockResult result;
+  result.blocks = input.policy_refusals;
   if (const PolicyBudget* policy = pausing_policy(input.policy_budgets)) {
     result.blocks.push_back(
         {std::string(kReasonPolicyPaused),
@@ -91,6 +92,7 @@ BlockResult evaluate_blocks(const BlockInput& input, TimePoint now) {
              "until the policy's spec.paused is set to false"});
     result.until_a_person_acts = true;
   }
+  if (result.blocked()) result.until_a_person_acts = true;
   if (input.paused) {
     result.blocks.push_back(
         {std::string(kReasonPaused),

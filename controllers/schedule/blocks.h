@@ -59,6 +59,13 @@ const PolicyBudget* cancelling_policy(const std::vector<PolicyBudget>& policies)
 // "ns/name" of a policy (its name alone when the namespace is not known).
 std::string policy_key(const PolicyBudget& policy);
 
+struct Block {
+  std::string reason;   // one of the kReason* values
+  std::string message;  // for a person: why, and what lifts it
+  // The condition's reason when it differs from `reason` (AwaitingApproval).
+  std::string_view condition_reason = {};
+};
+
 struct BlockInput {
   bool paused = false;                    // spec.paused
   std::optional<TimePoint> paused_until;  // status.pausedUntil
@@ -68,17 +75,13 @@ struct BlockInput {
   std::optional<HeldBudgetStop> budget_hold;
   std::vector<PolicyBudget> policy_budgets;  // the policies that select the agent, by name
   std::optional<ProviderHold> provider_hold;
-};
-
-struct Block {
-  std::string reason;   // one of the kReason* values
-  std::string message;  // for a person: why, and what lifts it
-  // The condition's reason when it differs from `reason` (AwaitingApproval).
-  std::string_view condition_reason = {};
+  // What a HeartbeatPolicy refuses to run (pricing.h policy_refusals): they
+  // hold every run until a person changes the Agent or the policy.
+  std::vector<Block> policy_refusals;
 };
 
 struct BlockResult {
-  // In the order PolicyPaused, Paused, PausedByAgent, ProviderThrottled,
+  // In the order policy refusals, PolicyPaused, Paused, PausedByAgent, ProviderThrottled,
   // BudgetExceeded.
   std::vector<Block> blocks;
   // When the PausedByAgent block lifts; set only while it applies. Requeue then.

@@ -13,6 +13,7 @@
 #include "controllers/job_pods.h"
 #include "controllers/managed_namespaces.h"
 #include "controllers/names.h"
+#include "controllers/pricing.h"
 #include "controllers/run_conditions.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/shell/agent_pass_writer.h"
@@ -162,6 +163,12 @@ kube::Result<Json> AgentReconciler::get_run(const std::string& ns, const std::st
 std::string AgentReconciler::policies_now(const std::string& ns, const std::string& agent) const {
   if (!config_.policies) return "";
   return policies_annotation(config_.policies->policies_selecting(object_key(ns, agent)));
+}
+
+std::vector<PolicySpec> AgentReconciler::policies_over(const std::string& ns,
+                                                       const std::string& agent) const {
+  if (!config_.policies) return {};
+  return config_.policies->policies_over(object_key(ns, agent));
 }
 
 void AgentReconciler::stamp_policies(Json& run) const {
@@ -540,8 +547,10 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
     count_write(kWriteRunAdopt);
   }
   HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, run_name, history));
-  const Json context =
-      render_context({&agent, &run, *prompt.text, with_reread(history, reread), now}, config_.job);
+  // The runner's per-run stop uses the price the operator charges.
+  const Json context = render_context(
+      {&agent, &run, *prompt.text, with_reread(history, reread), now}, config_.job,
+      effective_pricing(parse_agent_spec(agent).spec, policies_over(ns, name_of(agent))).pricing);
   JobPlan plan = build_job(run, agent, context.dump(), config_.job);
   plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
   HB_TRY_ASSIGN(const StartedJob job, create_context_and_job(run, plan));
@@ -663,6 +672,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
   timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
   timeouts.grace = std::chrono::seconds(spec.grace_seconds);
   timeouts.stall_window = std::max(config_.job.stall_window, api::kRunStallWindowMin);
+  const EffectivePricing pricing = effective_pricing(spec, policies_over(ns, name));
   ObservedRuns observed;
   observed.lease = view_.lease(ns, lease_name_for_agent(name));
   const std::optional<Json>& lease = observed.lease;
@@ -714,7 +724,9 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
     in.reported_high = view_.reported_usage(ns, name_of(runs[i]));
     if (going_on_at[i]) in.run_seen_at = going_on_seen[*going_on_at[i]];
     in.timeouts = timeouts;
-    in.pricing = spec.pricing;
+    in.pricing = pricing.pricing;
+    in.pricing_source = pricing.source;
+    in.pricing_policy = pricing.policy;
     in.provider = spec.provider;
     in.model = spec.model;
     in.bounds = usage_bounds(spec);
@@ -761,6 +773,8 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   };
   if (config_.policies)
     input.policy_budgets = config_.policies->budgets_for(object_key(ns, name), now);
+  input.policies = policies_over(ns, name);
+  input.runner_image = config_.job.default_image;
   if (config_.provider_holds) {
     input.provider_hold = config_.provider_holds->hold_for(provider_credential(agent), now);
   }

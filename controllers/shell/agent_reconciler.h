@@ -197,6 +197,8 @@ class AgentReconciler {
   void stamp_policies(Json& run) const;
   // kAnnotationPolicies' value for the agent now.
   std::string policies_now(const std::string& ns, const std::string& agent) const;
+  // The HeartbeatPolicies selecting the agent now (none without an index).
+  std::vector<PolicySpec> policies_over(const std::string& ns, const std::string& agent) const;
   struct ObservedRuns {
     std::vector<RunObservation> runs;  // one per run, in order
     std::vector<bool> has_job;         // its Job is in the cache (or was just made)

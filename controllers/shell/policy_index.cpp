@@ -250,6 +250,18 @@ std::vector<std::string> PolicyIndex::policies_selecting(const std::string& agen
   return out;  // keys "ns/name" of one namespace sort by name
 }
 
+std::vector<PolicySpec> PolicyIndex::policies_over(const std::string& agent_key) const {
+  std::vector<PolicySpec> out;
+  std::lock_guard lock(mutex_);
+  const auto agent = agents_.find(agent_key);
+  if (agent == agents_.end()) return out;
+  const auto [begin, end] = in_namespace(namespace_of_key(agent_key));
+  for (auto it = begin; it != end; ++it) {
+    if (it->second.spec.selects(agent->second.labels)) out.push_back(it->second.spec);
+  }
+  return out;
+}
+
 std::vector<PoolCap> PolicyIndex::caps_for(const std::string& agent_key) const {
   std::vector<PoolCap> out;
   std::lock_guard lock(mutex_);

@@ -758,6 +758,38 @@ TEST_F(OperatorTest, ATeamBudgetStopsEverySelectedAgentAtOnce) {
       wait_until([&] { return condition(agent("team-a2"), "BudgetExceeded", "False"); }, 20s));
 }
 
+// The tenant's attack on the real API server: an Agent priced 0 under a
+// HeartbeatPolicy with a price is charged the policy's price, and the run
+// records that the policy's price applied (status.charge survives the
+// CRD's schema pruning).
+TEST_F(OperatorTest, AnAgentPricedZeroIsChargedThePolicysPrice) {
+  start_kubelet([](const json&) { return finishes_with(0.0); });
+  json manifest = agent_manifest("free-rider", {{"prompt", "Work."}});
+  manifest["spec"]["model"]["pricing"] = {{"inputCentsPerMillionTokens", 0},
+                                          {"outputCentsPerMillionTokens", 0}};
+  create_agent(manifest);
+  client_
+      ->create(res::kHeartbeatPolicies, ns_,
+               {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                {"kind", "HeartbeatPolicy"},
+                {"metadata", {{"name", "prices"}}},
+                {"spec",
+                 {{"pricing", json::array({{{"provider", "openai"},
+                                            {"model", "*"},
+                                            {"inputCentsPerMillionTokens", 1000},
+                                            {"outputCentsPerMillionTokens", 10000}}})}}}})
+      .or_throw();
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("free-rider", "free-rider-m1")).or_throw();
+  ASSERT_TRUE(
+      wait_until([&] { return run("free-rider-m1")["status"]["costRecorded"] == true; }, 30s));
+  const json r = run("free-rider-m1");
+  EXPECT_GT(controllers::number_at(r, "status/usage/costCents").value_or(0), 0.0) << r["status"];
+  EXPECT_EQ(string_at(r, "status/charge/source"), "policy");
+  EXPECT_EQ(string_at(r, "status/charge/policy"), ns_ + "/prices");
+  EXPECT_GT(controllers::number_at(agent("free-rider"), "status/spend/cents").value_or(0), 0.0);
+}
+
 // The audit record outlives its Agent: deleting the Agent garbage-collects
 // what it owns (its memory ConfigMap: the positive control that the
 // collector ran) but not its runs, which keep their charge and policies; an

@@ -199,6 +199,9 @@ struct World : PlanWriter {
   // The HeartbeatPolicies' team budgets over the agent (the shell's sums).
   std::vector<schedule::PolicyBudget> policy_budgets;
   std::optional<schedule::ProviderHold> provider_hold;  // the shell's quota hold
+  // The HeartbeatPolicies selecting the agent and the operator's runner image.
+  std::vector<PolicySpec> policies;
+  std::string runner_image = "heartbeat-runner:test";
   TimePoint now_{};
 
   // One reconcile at `now`, and the ones the shell queues at once when a
@@ -223,6 +226,8 @@ struct World : PlanWriter {
     in.admit_start = admit_start;
     in.policy_budgets = policy_budgets;
     in.provider_hold = provider_hold;
+    in.policies = policies;
+    in.runner_image = runner_image;
     AgentDecision d = decide_agent(in);
     // As the shell: a due slot or a standing skip reads promptFrom, then decides again.
     const AgentView view = view_agent(agent);

@@ -40,7 +40,7 @@ Json counted_run(const std::string& name, const std::string& finished_at) {
                    {"llmCalls", 2},
                    {"toolCalls", 1},
                    {"iterations", 2}}},
-                 {"charge", charge_record("openai", "gpt-4o-mini", kTestPricing)},
+                 {"charge", charge_record("openai", "gpt-4o-mini", kTestPricing, "agent", "")},
                  {"policies", {"team-a", "team-b"}},
                  {"costRecorded", true}};
   return r;

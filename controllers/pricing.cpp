@@ -1,0 +1,186 @@
+#include "controllers/pricing.h"
+
+#include <cmath>
+#include <set>
+#include <utility>
+
+#include "api/context_document.h"
+#include "api/object_names.h"
+
+namespace hb::controllers {
+
+namespace {
+
+// A price field: absent is 0; anything but a finite number in [0, max] is
+// an error naming the field.
+double parse_price(const Json& entry, const char* key, const std::string& field,
+                   std::vector<std::string>& errors) {
+  const Json* value = find_path(entry, key);
+  if (value == nullptr || value->is_null()) return 0;
+  const bool number = value->is_number() && std::isfinite(value->get<double>());
+  if (!number || value->get<double>() < 0 ||
+      value->get<double>() > kPriceCentsPerMillionTokensMax) {
+    errors.push_back(field + "." + key + ": must be a number from 0 to " +
+                     std::to_string(static_cast<int64_t>(kPriceCentsPerMillionTokensMax)));
+    return 0;
+  }
+  return value->get<double>();
+}
+
+// One spec.pricing entry; nullopt (with errors) when it cannot price.
+std::optional<PolicyPrice> parse_price_entry(const Json& entry, const std::string& field,
+                                             std::vector<std::string>& errors) {
+  if (!entry.is_object()) {
+    errors.push_back(field + ": must be an object");
+    return std::nullopt;
+  }
+  const size_t errors_before = errors.size();
+  PolicyPrice price;
+  price.provider = string_at(entry, "provider");
+  price.model = string_at(entry, "model");
+  if (!api::parse_provider(price.provider)) {
+    errors.push_back(field + ".provider \"" + api::quote_untrusted(price.provider) +
+                     "\": use openai or anthropic");
+  }
+  if (price.model.empty()) errors.push_back(field + ".model: is required (a model name or \"*\")");
+  price.input_cents_per_million_tokens =
+      parse_price(entry, "inputCentsPerMillionTokens", field, errors);
+  price.output_cents_per_million_tokens =
+      parse_price(entry, "outputCentsPerMillionTokens", field, errors);
+  price.cached_input_cents_per_million_tokens =
+      parse_price(entry, "cachedInputCentsPerMillionTokens", field, errors);
+  if (errors.size() != errors_before) return std::nullopt;
+  return price;
+}
+
+bool parse_flag(const Json& policy, const char* path, const std::string& field,
+                std::vector<std::string>& errors) {
+  const Json* value = find_path(policy, path);
+  if (value == nullptr || value->is_null()) return false;
+  if (!value->is_boolean()) {
+    errors.push_back(field + ": must be true or false");
+    return false;
+  }
+  return value->get<bool>();
+}
+
+// The highest price the policies name for one field, and whose it is (the
+// first policy given on a tie).
+struct PolicyField {
+  double cents = 0;
+  std::string policy;  // empty: no policy names a price
+  void offer(double price, const std::string& key) {
+    if (policy.empty() || price > cents) {
+      cents = price;
+      policy = key;
+    }
+  }
+  // Charged instead of the agent's price: a tie goes to the policy (the
+  // team's price is the one enforced).
+  bool wins_over(double agent_price) const { return !policy.empty() && cents >= agent_price; }
+};
+
+}  // namespace
+
+void parse_policy_pricing(const Json& policy, PolicySpec& out) {
+  out.require_pricing =
+      parse_flag(policy, "spec/requirePricing", "spec.requirePricing", out.errors);
+  out.forbid_self_reported_usage = parse_flag(policy, "spec/forbidSelfReportedUsage",
+                                              "spec.forbidSelfReportedUsage", out.errors);
+  const Json* list = find_path(policy, "spec/pricing");
+  if (list == nullptr || list->is_null()) return;
+  if (!list->is_array() || list->size() > kPolicyPricesMax) {
+    out.errors.push_back("spec.pricing: must be a list of at most " +
+                         std::to_string(kPolicyPricesMax) + " prices");
+    return;
+  }
+  std::set<std::pair<std::string, std::string>> seen;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const std::string field = "spec.pricing[" + std::to_string(i) + "]";
+    std::optional<PolicyPrice> price = parse_price_entry((*list)[i], field, out.errors);
+    if (!price) continue;
+    if (!seen.emplace(price->provider, price->model).second) {
+      out.errors.push_back(field + ": a second price for provider " + price->provider +
+                           " and model \"" + api::quote_untrusted(price->model) + "\"");
+      continue;
+    }
+    out.pricing.push_back(std::move(*price));
+  }
+}
+
+const PolicyPrice* policy_price_for(const PolicySpec& policy, std::string_view provider,
+                                    std::string_view model) {
+  const PolicyPrice* any = nullptr;
+  for (const PolicyPrice& p : policy.pricing) {
+    if (p.provider != provider) continue;
+    if (p.model == model) return &p;
+    if (p.model == kAnyModel) any = &p;
+  }
+  return any;
+}
+
+EffectivePricing effective_pricing(const AgentSpec& agent,
+                                   const std::vector<PolicySpec>& selecting) {
+  EffectivePricing out;
+  out.pricing = agent.pricing;
+  out.priced = agent.pricing.input_cents_per_million_tokens > 0 ||
+               agent.pricing.output_cents_per_million_tokens > 0;
+  PolicyField input, output;
+  for (const PolicySpec& policy : selecting) {
+    if (!policy.valid()) continue;
+    const PolicyPrice* price = policy_price_for(policy, agent.provider, agent.model);
+    if (price == nullptr) continue;
+    out.priced = true;
+    const std::string key = object_key(policy.ns, policy.name);
+    input.offer(price->input_cents_per_million_tokens, key);
+    output.offer(price->output_cents_per_million_tokens, key);
+  }
+  const bool input_policy = input.wins_over(agent.pricing.input_cents_per_million_tokens);
+  const bool output_policy = output.wins_over(agent.pricing.output_cents_per_million_tokens);
+  if (input_policy) out.pricing.input_cents_per_million_tokens = input.cents;
+  if (output_policy) out.pricing.output_cents_per_million_tokens = output.cents;
+  if (input_policy && output_policy) {
+    out.source = kPricingSourcePolicy;
+  } else if (input_policy || output_policy) {
+    out.source = kPricingSourceBoth;
+  }
+  out.policy = input_policy ? input.policy : output_policy ? output.policy : "";
+  return out;
+}
+
+std::vector<schedule::Block> policy_refusals(const AgentSpec& agent,
+                                             const std::vector<PolicySpec>& selecting,
+                                             std::string_view runner_image) {
+  std::vector<schedule::Block> out;
+  const EffectivePricing priced = effective_pricing(agent, selecting);
+  for (const PolicySpec& policy : selecting) {
+    if (!policy.valid() || !policy.require_pricing || priced.priced) continue;
+    out.push_back({std::string(kReasonPricingRequired),
+                   "HeartbeatPolicy " + policy.name +
+                       " requires a price (spec.requirePricing) and none is set for provider " +
+                       api::quote_untrusted(agent.provider) + " model \"" +
+                       api::quote_untrusted(agent.model) +
+                       "\"; add it to the policy's spec.pricing (or the Agent's "
+                       "spec.model.pricing) to run heartbeats"});
+    break;
+  }
+  const bool command = agent.mode == RuntimeMode::kCommand;
+  const bool foreign_image = !agent.runtime_image.empty() && agent.runtime_image != runner_image;
+  if (!command && !foreign_image) return out;
+  for (const PolicySpec& policy : selecting) {
+    if (!policy.valid() || !policy.forbid_self_reported_usage) continue;
+    const std::string what = command ? std::string("spec.runtime.mode is command")
+                                     : "spec.runtime.image \"" +
+                                           api::quote_untrusted(agent.runtime_image) +
+                                           "\" is not the operator's runner image \"" +
+                                           api::quote_untrusted(runner_image) + "\"";
+    out.push_back({std::string(kReasonSelfReportedUsage),
+                   "HeartbeatPolicy " + policy.name +
+                       " forbids self-reported usage (spec.forbidSelfReportedUsage) and " + what +
+                       "; no heartbeat runs until the Agent uses the operator's runner"});
+    break;
+  }
+  return out;
+}
+
+}  // namespace hb::controllers
