@@ -253,12 +253,15 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   std::atomic<int> active_workers{0};
   collect_on_render(
       metrics, config, queue, active_workers, [&leader] { return leader.load(); }, *client);
-  metrics.on_render([&cache, &config](controllers::Metrics& m) {
+  metrics.on_render([&cache, &config, &own_namespace](controllers::Metrics& m) {
     std::vector<controllers::AgentMetricRow> rows;
     // Above the bound nothing is exported, so nothing is copied either.
     if (cache.agent_count() <= config.agent_metrics_max) {
       const auto now = std::chrono::system_clock::now();
-      cache.for_each_agent([&rows, now](const controllers::Json& agent) {
+      cache.for_each_agent([&rows, now, &own_namespace](const controllers::Json& agent) {
+        // An Agent in a namespace never managed is not the operator's to show.
+        const std::string ns = controllers::namespace_of(agent);
+        if (!controllers::namespace_refusal(ns, own_namespace).empty()) return;
         rows.push_back(controllers::agent_metric_row(agent, now));
       });
     }
