@@ -118,6 +118,9 @@ PolicySpec parse_policy(const Json& policy) {
                                       kPolicyMaxConcurrentRunsMax, p.errors);
   p.paused = parse_flag(policy, "spec/paused", "spec.paused", p.errors);
   p.cancel_running = parse_flag(policy, "spec/cancelRunning", "spec.cancelRunning", p.errors);
+  p.require_pricing = parse_flag(policy, "spec/requirePricing", "spec.requirePricing", p.errors);
+  p.forbid_self_reported_usage =
+      parse_flag(policy, "spec/forbidSelfReportedUsage", "spec.forbidSelfReportedUsage", p.errors);
   parse_policy_pricing(policy, p);
   return p;
 }

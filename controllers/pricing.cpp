@@ -53,17 +53,6 @@ std::optional<PolicyPrice> parse_price_entry(const Json& entry, const std::strin
   return price;
 }
 
-bool parse_flag(const Json& policy, const char* path, const std::string& field,
-                std::vector<std::string>& errors) {
-  const Json* value = find_path(policy, path);
-  if (value == nullptr || value->is_null()) return false;
-  if (!value->is_boolean()) {
-    errors.push_back(field + ": must be true or false");
-    return false;
-  }
-  return value->get<bool>();
-}
-
 // The highest price the policies name for one field, and whose it is (the
 // first policy given on a tie).
 struct PolicyField {
@@ -83,10 +72,6 @@ struct PolicyField {
 }  // namespace
 
 void parse_policy_pricing(const Json& policy, PolicySpec& out) {
-  out.require_pricing =
-      parse_flag(policy, "spec/requirePricing", "spec.requirePricing", out.errors);
-  out.forbid_self_reported_usage = parse_flag(policy, "spec/forbidSelfReportedUsage",
-                                              "spec.forbidSelfReportedUsage", out.errors);
   const Json* list = find_path(policy, "spec/pricing");
   if (list == nullptr || list->is_null()) return;
   if (!list->is_array() || list->size() > kPolicyPricesMax) {

@@ -49,8 +49,8 @@ const PolicyPrice* policy_price_for(const PolicySpec& policy, std::string_view p
 EffectivePricing effective_pricing(const AgentSpec& agent,
                                    const std::vector<PolicySpec>& selecting);
 
-// spec.pricing, spec.requirePricing and spec.forbidSelfReportedUsage;
-// errors name the field.
+// spec.pricing (parse_policy reads the two refusal switches); errors name
+// the field.
 void parse_policy_pricing(const Json& policy, PolicySpec& out);
 
 // Condition reasons of a policy refusal.
