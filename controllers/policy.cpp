@@ -38,6 +38,16 @@ bool parse_flag(const Json& policy, std::string_view path, const std::string& fi
   return value->get<bool>();
 }
 
+// spec.onExceeded: Cancel (the default: runs in flight end when the team
+// budget is spent) or Finish; true for Finish.
+bool parse_on_exceeded(const Json& policy, std::vector<std::string>& errors) {
+  const Json* value = find_path(policy, "spec/onExceeded");
+  if (value == nullptr || value->is_null()) return false;
+  if (value->is_string() && (*value == "Cancel" || *value == "Finish")) return *value == "Finish";
+  errors.push_back("spec.onExceeded: use Cancel or Finish");
+  return false;
+}
+
 struct WantedPolicyCondition {
   const char* type;
   bool status;
@@ -118,6 +128,7 @@ PolicySpec parse_policy(const Json& policy) {
                                       kPolicyMaxConcurrentRunsMax, p.errors);
   p.paused = parse_flag(policy, "spec/paused", "spec.paused", p.errors);
   p.cancel_running = parse_flag(policy, "spec/cancelRunning", "spec.cancelRunning", p.errors);
+  p.finish_on_exceeded = parse_on_exceeded(policy, p.errors);
   p.require_pricing = parse_flag(policy, "spec/requirePricing", "spec.requirePricing", p.errors);
   p.forbid_self_reported_usage =
       parse_flag(policy, "spec/forbidSelfReportedUsage", "spec.forbidSelfReportedUsage", p.errors);

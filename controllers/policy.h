@@ -41,6 +41,7 @@ struct PolicySpec {
   int64_t max_concurrent_runs = 0;   // <= 0: no cap
   bool paused = false;               // spec.paused: no run of a selected agent starts
   bool cancel_running = false;       // spec.cancelRunning: with paused, runs in flight end too
+  bool finish_on_exceeded = false;   // spec.onExceeded: Finish (default Cancel)
   std::vector<PolicyPrice> pricing;  // spec.pricing
   bool require_pricing = false;      // spec.requirePricing
   bool forbid_self_reported_usage = false;  // spec.forbidSelfReportedUsage

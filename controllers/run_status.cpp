@@ -33,7 +33,8 @@ struct CancelCause {
 CancelCause cancel_cause(const RunView& view, const RunObservationInput& in) {
   CancelCause cause;
   cause.before_start = view.cancel || in.agent_missing;
-  cause.any = cause.before_start || !in.cancelled_by_policy.empty() || in.budget_exceeded;
+  cause.any = cause.before_start || !in.cancelled_by_policy.empty() ||
+              !in.stopped_by_team_budget.empty() || in.budget_exceeded;
   if (view.cancel) {
     cause.reason = kReasonCancelled;
     cause.message = "spec.cancel was set";
@@ -44,9 +45,14 @@ CancelCause cancel_cause(const RunView& view, const RunObservationInput& in) {
     cause.reason = schedule::kReasonPolicyPaused;
     cause.message =
         "HeartbeatPolicy " + in.cancelled_by_policy + " is paused with spec.cancelRunning: true";
-  } else {
+  } else if (in.budget_exceeded) {
     cause.reason = kReasonBudgetExceeded;
     cause.message = "the agent's monthly budget (spec.budget.monthlyCents) is spent";
+  } else {
+    cause.reason = std::string(schedule::kReasonPolicyBudgetExceeded);
+    cause.message = "the team budget of HeartbeatPolicy " + in.stopped_by_team_budget +
+                    " (spec.budget.monthlyCents) is spent; spec.onExceeded: Finish lets runs "
+                    "in flight finish";
   }
   return cause;
 }

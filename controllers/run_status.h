@@ -128,6 +128,10 @@ struct RunObservationInput {
   // agent: a started run is cancelled as for a spent budget (reason
   // PolicyPaused); a Queued one keeps waiting. Empty: none.
   std::string cancelled_by_policy;
+  // "ns/name" of a HeartbeatPolicy whose team budget is spent and whose
+  // spec.onExceeded is Cancel: a started run is cancelled as for a spent
+  // agent budget (reason PolicyBudgetExceeded). Empty: none.
+  std::string stopped_by_team_budget;
   TimePoint now{};
 };
 

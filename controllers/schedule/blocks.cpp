@@ -70,6 +70,15 @@ const PolicyBudget* cancelling_policy(const std::vector<PolicyBudget>& policies)
   return nullptr;
 }
 
+const PolicyBudget* budget_stopping_policy(const std::vector<PolicyBudget>& policies,
+                                           TimePoint now) {
+  for (const PolicyBudget& p : policies) {
+    if (p.finish_on_exceeded || p.budget_cents <= 0) continue;
+    if (spend_in_current_period(p.period, p.spent_cents, now) >= p.budget_cents) return &p;
+  }
+  return nullptr;
+}
+
 std::string policy_key(const PolicyBudget& policy) {
   return policy.ns.empty() ? policy.policy : policy.ns + "/" + policy.policy;
 }

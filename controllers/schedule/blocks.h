@@ -49,6 +49,9 @@ struct PolicyBudget {
   std::string ns = {};          // its namespace (the agent's), for messages
   bool paused = false;          // spec.paused: no run of the agent starts
   bool cancel_running = false;  // spec.cancelRunning (with paused): runs in flight are cancelled
+  // spec.onExceeded: Finish: runs in flight finish once the team budget is
+  // spent (else they are cancelled as by a spent agent budget).
+  bool finish_on_exceeded = false;
 };
 
 // The first policy (by name) that pauses the agent; null: none.
@@ -56,6 +59,10 @@ const PolicyBudget* pausing_policy(const std::vector<PolicyBudget>& policies);
 // The first policy (by name) that pauses the agent with spec.cancelRunning;
 // null: runs in flight finish.
 const PolicyBudget* cancelling_policy(const std::vector<PolicyBudget>& policies);
+// The first policy (by name) whose team budget is spent in now's month and
+// that cancels runs in flight (spec.onExceeded: Cancel); null: none.
+const PolicyBudget* budget_stopping_policy(const std::vector<PolicyBudget>& policies,
+                                           TimePoint now);
 // "ns/name" of a policy (its name alone when the namespace is not known).
 std::string policy_key(const PolicyBudget& policy);
 

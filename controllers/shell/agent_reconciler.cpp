@@ -679,6 +679,8 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
   const bool budget_spent = monthly_budget_spent(*views.agent, now);
   const schedule::PolicyBudget* cancelling = schedule::cancelling_policy(policies);
   const std::string cancelled_by_policy = cancelling ? schedule::policy_key(*cancelling) : "";
+  const schedule::PolicyBudget* stopping = schedule::budget_stopping_policy(policies, now);
+  const std::string stopped_by_team_budget = stopping ? schedule::policy_key(*stopping) : "";
   // Only a run that is not final reads when the Lease's version was first seen.
   const bool any_unfinished = std::any_of(views.runs.begin(), views.runs.end(),
                                           [](const auto& run) { return !is_final(run->phase); });
@@ -732,6 +734,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
     in.bounds = usage_bounds(spec);
     in.budget_exceeded = budget_spent;
     in.cancelled_by_policy = cancelled_by_policy;
+    in.stopped_by_team_budget = stopped_by_team_budget;
     in.pause_allowed = pause_allowed(spec);
     in.archival_claim = spec.archival_claim;
     in.idle_token = idle_token(spec.idle_backoff);

@@ -233,7 +233,7 @@ std::vector<schedule::PolicyBudget> PolicyIndex::budgets_for(const std::string& 
     const auto spent = p.spent_micros_by_period.find(period);
     const int64_t cents = spent == p.spent_micros_by_period.end() ? 0 : spent->second.cents_floor();
     out.push_back({p.spec.name, p.spec.monthly_budget_cents, cents, period, p.spec.ns,
-                   p.spec.paused, p.spec.cancel_running});
+                   p.spec.paused, p.spec.cancel_running, p.spec.finish_on_exceeded});
   }
   return out;
 }

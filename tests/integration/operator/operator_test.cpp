@@ -951,6 +951,61 @@ TEST_F(OperatorTest, APausedPolicyCancelsRunsInFlightOnlyWithCancelRunning) {
   EXPECT_TRUE(wait_until([&] { return jobs() == 0u; }, 10s));
 }
 
+// A spent team budget on the real API server: once one agent's run spends
+// the team's month, the other agent's run in flight goes on while the policy
+// says onExceeded: Finish (the control), and is Cancelled with reason
+// PolicyBudgetExceeded naming the policy, its Job deleted, once it says
+// Cancel.
+TEST_F(OperatorTest, ASpentTeamBudgetCancelsRunsInFlightUnlessOnExceededFinish) {
+  start_kubelet([](const json& pod) {
+    const json* annotations = controllers::find_path(pod, "metadata/annotations");
+    const std::string agent_name =
+        annotations != nullptr ? annotations->value(controllers::kAnnotationAgentName, "") : "";
+    if (agent_name == "spender") return finishes_with(5.0);
+    PodScript s;
+    s.hang = true;
+    return s;
+  });
+  for (const char* name : {"spender", "worker"}) {
+    json manifest = agent_manifest(name, {{"prompt", "Work."}});
+    manifest["metadata"]["labels"] = {{"team", "a"}};
+    create_agent(manifest);
+  }
+  client_
+      ->create(res::kHeartbeatPolicies, ns_,
+               {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                {"kind", "HeartbeatPolicy"},
+                {"metadata", {{"name", "team"}}},
+                {"spec",
+                 {{"selector", {{"matchLabels", {{"team", "a"}}}}},
+                  {"budget", {{"monthlyCents", 3}}},
+                  {"onExceeded", "Finish"}}}})
+      .or_throw();
+  start_operator();
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("worker", "worker-1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("worker-1", "Running"); }, 20s));
+  client_->create(res::kHeartbeatRuns, ns_, manual_run("spender", "spender-1")).or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("spender-1", "Succeeded"); }, 30s));
+  ASSERT_TRUE(wait_until(
+      [&] { return condition_reason(agent("worker"), "BudgetExceeded") == "PolicyBudgetExceeded"; },
+      20s));
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(string_at(run("worker-1"), "status/phase"), "Running") << "Finish: it goes on";
+  client_->merge_patch(res::kHeartbeatPolicies, ns_, "team", {{"spec", {{"onExceeded", "Cancel"}}}})
+      .or_throw();
+  ASSERT_TRUE(wait_until([&] { return run_phase("worker-1", "Cancelled"); }, 30s))
+      << run("worker-1").dump(2);
+  EXPECT_EQ(string_at(run("worker-1"), "status/reason"), "PolicyBudgetExceeded");
+  EXPECT_THAT(string_at(run("worker-1"), "status/message"),
+              ::testing::HasSubstr("HeartbeatPolicy " + ns_ + "/team"));
+  EXPECT_TRUE(wait_until(
+      [&] {
+        return client_->get(res::kJobs, ns_, controllers::job_name_for_run("worker-1"))
+            .is(kube::ErrorKind::kNotFound);
+      },
+      10s));
+}
+
 // Quota-aware holds on the real API server: one agent's run ends on a
 // spent provider quota; the agent sharing its endpoint and key Secret is
 // held (ProviderThrottled, its manual run Queued) until the reset, while an

@@ -440,6 +440,10 @@ TEST(Policy, StatusSaysPausedAndWhatHappensToRunsInFlight) {
               HasSubstr("none of the 3 selected Agent(s) starts a heartbeat"));
   EXPECT_THAT((*condition_of(s, "Paused"))["message"].get<std::string>(),
               HasSubstr("runs in flight finish"));
+  EXPECT_FALSE(parse_policy(policy("team", Json::object())).finish_on_exceeded);
+  EXPECT_TRUE(parse_policy(policy("team", {{"onExceeded", "Finish"}})).finish_on_exceeded);
+  EXPECT_THAT(parse_policy(policy("team", {{"onExceeded", "Later"}})).errors,
+              ::testing::Contains(HasSubstr("spec.onExceeded: use Cancel or Finish")));
   p = parse_policy(policy("team", {{"paused", true}, {"cancelRunning", true}}));
   s = desired_policy_status(p, nullptr, {3, 1, 0, "2024-05"}, now);
   EXPECT_THAT((*condition_of(s, "Paused"))["message"].get<std::string>(),

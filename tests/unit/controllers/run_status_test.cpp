@@ -25,10 +25,12 @@ Json running_run(const std::string& name = "r1") {
 
 RunObservation observe(const Json& r, const Json* j, std::vector<const Json*> pods, TimePoint now,
                        const Json* lease = nullptr, bool agent_missing = false,
-                       bool budget_exceeded = false, const std::string& cancelled_by_policy = "") {
+                       bool budget_exceeded = false, const std::string& cancelled_by_policy = "",
+                       const std::string& stopped_by_team_budget = "") {
   RunObservationInput in;
   in.budget_exceeded = budget_exceeded;
   in.cancelled_by_policy = cancelled_by_policy;
+  in.stopped_by_team_budget = stopped_by_team_budget;
   in.run = &r;
   in.job = j;
   in.pods = std::move(pods);
@@ -524,6 +526,35 @@ TEST(RunStatus, APausedPolicyWithCancelRunningCancelsARunningRun) {
   Json done = terminated(pod("r1-abc"), 0, result_json(0.2, 100, 10));
   o = observe(r, &j, {&done}, now + std::chrono::seconds(5));
   EXPECT_EQ(o.status["phase"], "Succeeded");
+}
+
+// A spent team budget (onExceeded: Cancel) ends a run in flight as a spent
+// agent budget does: Job deleted, Cancelled with reason PolicyBudgetExceeded
+// naming the policy, charged what it used; a Queued run keeps waiting. The
+// control without it is the test above's: the run goes on.
+TEST(RunStatus, ASpentTeamBudgetCancelsARunningRun) {
+  const TimePoint now = at("2024-05-01T12:06:00Z");
+  const std::string policy = "ns/team-a";
+  Json queued = run("q1", "manual");
+  RunObservation o = observe(queued, nullptr, {}, now, nullptr, false, false, "", policy);
+  EXPECT_FALSE(o.became_final);
+  EXPECT_FALSE(o.delete_job);
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  o = observe(r, &j, {&p}, now, nullptr, false, false, "", policy);
+  EXPECT_TRUE(o.delete_job);
+  Json stopped =
+      terminated(pod("r1-abc"), 143, result_json(0.2, 100, 10, std::nullopt, "cancelled"));
+  stopped["metadata"]["deletionTimestamp"] = fmt(now);
+  o = observe(r, nullptr, {&stopped}, now + std::chrono::seconds(5), nullptr, false, false, "",
+              policy);
+  EXPECT_TRUE(o.became_final);
+  EXPECT_EQ(o.status["phase"], "Cancelled");
+  EXPECT_EQ(o.status["reason"], "PolicyBudgetExceeded");
+  EXPECT_THAT(o.status["message"].get<std::string>(),
+              ::testing::HasSubstr("HeartbeatPolicy ns/team-a"));
+  EXPECT_GT(o.status["usage"]["costCents"].get<double>(), 0);
 }
 
 TEST(RunStatus, CancelBeforeStartAndAgentGone) {

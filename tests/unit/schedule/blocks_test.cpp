@@ -178,5 +178,33 @@ TEST(Blocks, APausedPolicyBlocksFirstNamesItAndWaitsForAPerson) {
   EXPECT_EQ(cancelling_policy(in.policy_budgets), nullptr);
 }
 
+// A spent team budget stops the team's runs in flight unless the policy
+// says onExceeded: Finish; spend of an earlier month stops nothing.
+TEST(Blocks, ASpentTeamBudgetStopsRunsInFlightUnlessThePolicyLetsThemFinish) {
+  const TimePoint now = utc("2024-03-10T10:00:00Z");
+  std::vector<PolicyBudget> policies = {{.policy = "loose",
+                                         .budget_cents = 100,
+                                         .spent_cents = 150,
+                                         .period = "2024-03",
+                                         .ns = "ns",
+                                         .finish_on_exceeded = true},
+                                        {.policy = "strict",
+                                         .budget_cents = 100,
+                                         .spent_cents = 100,
+                                         .period = "2024-03",
+                                         .ns = "ns"}};
+  ASSERT_NE(budget_stopping_policy(policies, now), nullptr);
+  EXPECT_EQ(policy_key(*budget_stopping_policy(policies, now)), "ns/strict");
+  // The controls: under budget, last month's spend, or Finish: nothing stops.
+  policies[1].spent_cents = 99;
+  EXPECT_EQ(budget_stopping_policy(policies, now), nullptr);
+  policies[1].spent_cents = 500;
+  policies[1].period = "2024-02";
+  EXPECT_EQ(budget_stopping_policy(policies, now), nullptr);
+  policies[1].period = "2024-03";
+  policies[1].finish_on_exceeded = true;
+  EXPECT_EQ(budget_stopping_policy(policies, now), nullptr);
+}
+
 }  // namespace
 }  // namespace hb::schedule
