@@ -128,6 +128,11 @@ struct RunObservationInput {
   // agent: a started run is cancelled as for a spent budget (reason
   // PolicyPaused); a Queued one keeps waiting. Empty: none.
   std::string cancelled_by_policy;
+  // The run's token cap (pricing.h effective_per_run_tokens); none: no cap.
+  // The runner starts only a call whose worst case fits under it, so no call
+  // is larger than the cap: a charge past twice the cap (the cap plus one
+  // call's worth) is named, reason TokenCapExceeded. The charge is unchanged.
+  std::optional<int64_t> per_run_tokens;
   TimePoint now{};
 };
 

@@ -675,7 +675,9 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
   timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
   timeouts.grace = std::chrono::seconds(spec.grace_seconds);
   timeouts.stall_window = std::max(config_.job.stall_window, api::kRunStallWindowMin);
-  const EffectivePricing pricing = effective_pricing(spec, policies_over(ns, name));
+  const std::vector<PolicySpec> selecting = policies_over(ns, name);
+  const EffectivePricing pricing = effective_pricing(spec, selecting);
+  const std::optional<int64_t> per_run_tokens = effective_per_run_tokens(spec, selecting);
   ObservedRuns observed;
   observed.lease = view_.lease(ns, lease_name_for_agent(name));
   const std::optional<Json>& lease = observed.lease;
@@ -730,6 +732,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
     in.pricing = pricing.pricing;
     in.pricing_source = pricing.source;
     in.pricing_policy = pricing.policy;
+    in.per_run_tokens = per_run_tokens;
     in.provider = spec.provider;
     in.model = spec.model;
     in.bounds = usage_bounds(spec);
