@@ -98,8 +98,8 @@ void put_run_logs(Json& status, const Final& f, const RunObservationInput& in,
   if (!log.empty()) status["log"] = std::move(log);
 }
 
-// What the run was charged at (the Agent's model and the effective prices now, and whose; none when
-// the Agent is gone and nobody is charged) and the policies stamped on it
+// What the run was charged at (the Agent's model and the effective prices now, and whose, and the
+// token cap now; none when the Agent is gone and nobody is charged) and the policies stamped on it
 // when it was made.
 void put_audit_fields(Json& status, const RunObservationInput& in) {
   if (in.agent_missing) {
@@ -107,6 +107,7 @@ void put_audit_fields(Json& status, const RunObservationInput& in) {
   } else {
     status["charge"] =
         charge_record(in.provider, in.model, in.pricing, in.pricing_source, in.pricing_policy);
+    if (in.per_run_tokens) status["charge"]["perRunTokens"] = *in.per_run_tokens;
   }
   if (std::optional<std::vector<std::string>> policies = stamped_policies(*in.run)) {
     status["policies"] = *policies;

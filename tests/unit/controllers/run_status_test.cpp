@@ -685,10 +685,24 @@ TEST(RunCharge, TokensPastTheCapByMoreThanOneCallAreNamedAndStillCharged) {
               ::testing::HasSubstr("used 1700 tokens, past budget.perRunTokens 800"));
   EXPECT_THAT(o.status["message"].get<std::string>(), ::testing::HasSubstr("Completed"));
   EXPECT_EQ(o.status["usage"], uncapped.status["usage"]) << "the charge is unchanged";
+  EXPECT_EQ(o.status["charge"]["perRunTokens"], 800) << "the cap is recorded";
+  EXPECT_FALSE(uncapped.status["charge"].contains("perRunTokens"));
   // Within one call's worth of the cap (at most twice it): not named.
   o = observe(r, &j, {&p}, now, nullptr, false, false, "", 850);
   EXPECT_EQ(o.status["reason"], "Completed");
   EXPECT_EQ(o.status.value("message", ""), uncapped.status.value("message", ""));
+}
+
+TEST(RunStatus, ATokenCapStopSucceedsWithItsOwnReason) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p =
+      terminated(pod("r1-abc"), 0, result_json(0, 100, 20, std::nullopt, "per_run_token_budget"));
+  RunObservation o =
+      observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"), nullptr, false, false, "", 1000);
+  EXPECT_EQ(o.status["phase"], "Succeeded");
+  EXPECT_EQ(o.status["stopReason"], "per_run_token_budget");
+  EXPECT_EQ(o.status["reason"], "PerRunTokenBudget");
 }
 
 TEST(RunCharge, ForgedHugeUsageIsChargedTheBoundAndNamed) {
