@@ -81,6 +81,8 @@ struct LeaseConfig {
 struct Budget {
   std::optional<double> per_run_cents;
   std::optional<double> month_remaining_cents;
+  // budget.perRunTokens: input plus output tokens of the whole run; none: no cap.
+  std::optional<int64_t> per_run_tokens;
   // The smaller of the two, or none when neither is set.
   std::optional<double> run_limit_cents() const;
   bool operator==(const Budget&) const = default;

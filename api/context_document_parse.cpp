@@ -188,6 +188,11 @@ void parse_budget(const json& doc, ContextDocument& out) {
   if (!budget) return;
   out.budget.per_run_cents = optional_number(*budget, "budget", "perRunCents", 0);
   out.budget.month_remaining_cents = optional_number(*budget, "budget", "monthRemainingCents", 0);
+  // 0 means no cap, as on the Agent.
+  if (auto tokens = optional_integer(*budget, "budget", "perRunTokens", 0, kPerRunTokensMax);
+      tokens && *tokens > 0) {
+    out.budget.per_run_tokens = *tokens;
+  }
 }
 
 void parse_recent_runs(const json& doc, ContextDocument& out) {

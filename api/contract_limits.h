@@ -61,6 +61,9 @@ inline constexpr std::chrono::seconds kLeaseRenewIntervalDefault = 60s;
 // Model output per call (max_tokens).
 inline constexpr int kMaxTokensDefault = 1024;
 inline constexpr int kMaxTokensMax = 200000;
+// budget.perRunTokens (Agent, HeartbeatPolicy, context document): input plus
+// output tokens of one run; 0 or absent: no cap.
+inline constexpr long long kPerRunTokensMax = 1000000000;
 
 // Core memory blocks, in characters (Unicode code points).
 inline constexpr int kCoreMemoryBlockLimitDefault = 2000;

@@ -6,7 +6,7 @@
 namespace hb::api {
 namespace {
 
-constexpr std::array<std::pair<StopReason, std::string_view>, 13> kNames = {{
+constexpr std::array<std::pair<StopReason, std::string_view>, 14> kNames = {{
     {StopReason::kCompleted, "completed"},
     {StopReason::kMaxTokens, "max_tokens"},
     {StopReason::kPauseHeartbeats, "pause_heartbeats"},
@@ -20,6 +20,7 @@ constexpr std::array<std::pair<StopReason, std::string_view>, 13> kNames = {{
     {StopReason::kInternalError, "internal_error"},
     {StopReason::kToolsUnavailable, "tools_unavailable"},
     {StopReason::kProviderQuota, "provider_quota"},
+    {StopReason::kPerRunTokenBudget, "per_run_token_budget"},
 }};
 
 }  // namespace

@@ -80,6 +80,27 @@ void reference_name_errors(const AgentSpec& s, std::vector<std::string>& errors)
   }
 }
 
+// spec.budget.perRunTokens: 0 or absent is no cap; a cap below
+// spec.model.maxTokens (parsed first) fits no model call, so no run could do
+// anything under it.
+void parse_per_run_tokens(const Json& spec, AgentSpec& s, std::vector<std::string>& errors) {
+  const Json* value = find_path(spec, "budget/perRunTokens");
+  if (value == nullptr || value->is_null()) return;
+  if (!value->is_number_integer() || value->get<int64_t>() < 0 ||
+      value->get<int64_t>() > api::kPerRunTokensMax) {
+    errors.push_back("spec.budget.perRunTokens: must be an integer from 0 to " +
+                     std::to_string(api::kPerRunTokensMax) + " (0: no cap)");
+    return;
+  }
+  s.per_run_tokens = value->get<int64_t>();
+  if (s.per_run_tokens > 0 && s.per_run_tokens < s.max_tokens) {
+    errors.push_back("spec.budget.perRunTokens: " + std::to_string(s.per_run_tokens) +
+                     " is less than spec.model.maxTokens (" + std::to_string(s.max_tokens) +
+                     "), so no model call fits under it; raise it, lower maxTokens, or set 0 "
+                     "for no cap");
+  }
+}
+
 }  // namespace
 
 SpecCheck parse_agent_spec(const Json& agent) {
@@ -198,6 +219,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
   s.paused = bool_at(spec, "paused");
   s.monthly_budget_cents = int_at(spec, "budget/monthlyCents").value_or(0);
   s.per_run_cents = number_at(spec, "budget/perRunCents");
+  parse_per_run_tokens(spec, s, check.errors);
   const std::string_view resume = string_view_at(spec, "budget/resume", "Manual");
   if (resume == "NextPeriod") {
     s.budget_resume = BudgetResume::kNextPeriod;

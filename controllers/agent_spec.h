@@ -73,6 +73,7 @@ struct AgentSpec {
   int64_t monthly_budget_cents = 0;  // <= 0: unlimited
   BudgetResume budget_resume = BudgetResume::kManual;
   std::optional<double> per_run_cents;
+  int64_t per_run_tokens = 0;  // spec.budget.perRunTokens; 0: no cap
   RuntimeMode mode = RuntimeMode::kBuiltin;
   std::string runtime_image;       // spec.runtime.image; empty: the operator's runner image
   bool command_may_pause = false;  // spec.runtime.pauseHeartbeats (command mode)

@@ -83,6 +83,9 @@ std::vector<api::MemoryBlock> memory_blocks(const Json& spec) {
 api::Budget budget(const Json& agent, const Json& spec, TimePoint now) {
   api::Budget out;
   out.per_run_cents = number_at(spec, "budget/perRunCents");
+  if (auto tokens = int_at(spec, "budget/perRunTokens"); tokens && *tokens > 0) {
+    out.per_run_tokens = *tokens;
+  }
   if (auto monthly = int_at(spec, "budget/monthlyCents"); monthly && *monthly > 0) {
     const Json* status = find_path(agent, "status");
     double spent = 0;
@@ -147,7 +150,8 @@ std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Jso
 }
 
 api::ContextDocument context_document(const ContextInput& in, const JobConfig& config,
-                                      const std::optional<Pricing>& pricing) {
+                                      const std::optional<Pricing>& pricing,
+                                      std::optional<int64_t> per_run_tokens) {
   const Json& agent = *in.agent;
   const Json& run = *in.run;
   const Json& spec = spec_of(agent);
@@ -177,6 +181,7 @@ api::ContextDocument context_document(const ContextInput& in, const JobConfig& c
     }
   }
   doc.budget = budget(agent, spec, in.now);
+  if (per_run_tokens) doc.budget.per_run_tokens = *per_run_tokens;
   doc.recent_runs = recent_runs_oldest_first(in.recent_runs, string_at(run, "metadata/name"),
                                              context_runs_of(agent));
   const int64_t timeout =
@@ -197,8 +202,8 @@ api::ContextDocument context_document(const ContextInput& in, const JobConfig& c
 }
 
 Json render_context(const ContextInput& in, const JobConfig& config,
-                    const std::optional<Pricing>& pricing) {
-  return api::render_context_document(context_document(in, config, pricing));
+                    const std::optional<Pricing>& pricing, std::optional<int64_t> per_run_tokens) {
+  return api::render_context_document(context_document(in, config, pricing, per_run_tokens));
 }
 
 namespace {

@@ -72,12 +72,15 @@ struct ContextInput {
 // std::invalid_argument on a provider or agent type the spec check rejects.
 // `pricing`: the price the run is charged at (pricing.h effective_pricing),
 // which the runner's per-run budget stop uses; unset: the Agent's
-// spec.model.pricing.
+// spec.model.pricing. `per_run_tokens`: the run's token cap (pricing.h
+// effective_per_run_tokens); unset: the Agent's spec.budget.perRunTokens.
 api::ContextDocument context_document(const ContextInput& input, const JobConfig& config,
-                                      const std::optional<Pricing>& pricing = std::nullopt);
+                                      const std::optional<Pricing>& pricing = std::nullopt,
+                                      std::optional<int64_t> per_run_tokens = std::nullopt);
 // The same as JSON (api::render_context_document).
 Json render_context(const ContextInput& input, const JobConfig& config,
-                    const std::optional<Pricing>& pricing = std::nullopt);
+                    const std::optional<Pricing>& pricing = std::nullopt,
+                    std::optional<int64_t> per_run_tokens = std::nullopt);
 
 // The agent's spec.heartbeat.contextRuns (its default when unset).
 int64_t context_runs_of(const Json& agent);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "api/contract_limits.h"
 #include "controllers/agent_decision.h"
 #include "controllers/agent_status.h"
 #include "controllers/pricing.h"
@@ -124,6 +125,8 @@ PolicySpec parse_policy(const Json& policy) {
   p.errors = std::move(selector.errors);
   p.monthly_budget_cents = parse_limit(policy, "spec/budget/monthlyCents",
                                        "spec.budget.monthlyCents", INT64_MAX, p.errors);
+  p.per_run_tokens = parse_limit(policy, "spec/budget/perRunTokens", "spec.budget.perRunTokens",
+                                 api::kPerRunTokensMax, p.errors);
   p.max_concurrent_runs = parse_limit(policy, "spec/maxConcurrentRuns", "spec.maxConcurrentRuns",
                                       kPolicyMaxConcurrentRunsMax, p.errors);
   p.paused = parse_flag(policy, "spec/paused", "spec.paused", p.errors);

@@ -39,6 +39,7 @@ struct PolicySpec {
   LabelSelector selector;            // empty: every Agent of the namespace
   int64_t monthly_budget_cents = 0;  // <= 0: no team budget
   int64_t max_concurrent_runs = 0;   // <= 0: no cap
+  int64_t per_run_tokens = 0;        // spec.budget.perRunTokens; 0: no cap
   bool paused = false;               // spec.paused: no run of a selected agent starts
   bool cancel_running = false;       // spec.cancelRunning: with paused, runs in flight end too
   bool finish_on_exceeded = false;   // spec.onExceeded: Finish (default Cancel)

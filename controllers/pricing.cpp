@@ -133,6 +133,19 @@ EffectivePricing effective_pricing(const AgentSpec& agent,
   return out;
 }
 
+std::optional<int64_t> effective_per_run_tokens(const AgentSpec& agent,
+                                                const std::vector<PolicySpec>& selecting) {
+  std::optional<int64_t> out;
+  auto offer = [&out](int64_t cap) {
+    if (cap > 0 && (!out || cap < *out)) out = cap;
+  };
+  offer(agent.per_run_tokens);
+  for (const PolicySpec& policy : selecting) {
+    if (policy.valid()) offer(policy.per_run_tokens);
+  }
+  return out;
+}
+
 std::vector<schedule::Block> policy_refusals(const AgentSpec& agent,
                                              const std::vector<PolicySpec>& selecting,
                                              std::string_view runner_image) {

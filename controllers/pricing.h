@@ -53,6 +53,12 @@ EffectivePricing effective_pricing(const AgentSpec& agent,
 // the field.
 void parse_policy_pricing(const Json& policy, PolicySpec& out);
 
+// The run's budget.perRunTokens: the smallest non-zero of the Agent's and
+// the valid selecting policies'; none when none sets one. The runner stops
+// before a call whose worst case could pass it (context document).
+std::optional<int64_t> effective_per_run_tokens(const AgentSpec& agent,
+                                                const std::vector<PolicySpec>& selecting);
+
 // Condition reasons of a policy refusal.
 inline constexpr std::string_view kReasonPricingRequired = "PricingRequired";
 inline constexpr std::string_view kReasonSelfReportedUsage = "SelfReportedUsage";

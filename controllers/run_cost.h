@@ -17,6 +17,8 @@ namespace hb::controllers {
 
 // Reason of a run charged its bound instead of its report.
 inline constexpr const char* kReasonUsageOutOfBounds = "UsageOutOfBounds";
+// A run's tokens passed its budget.perRunTokens by more than one call's worth.
+inline constexpr const char* kReasonTokenCapExceeded = "TokenCapExceeded";
 // The runner's own figure may differ from ours by rounding only.
 inline constexpr double kCostMismatchToleranceCents = 0.001;
 

@@ -98,8 +98,8 @@ void put_run_logs(Json& status, const Final& f, const RunObservationInput& in,
   if (!log.empty()) status["log"] = std::move(log);
 }
 
-// What the run was charged at (the Agent's model and the effective prices now, and whose; none when
-// the Agent is gone and nobody is charged) and the policies stamped on it
+// What the run was charged at (the Agent's model and the effective prices now, and whose, and the
+// token cap now; none when the Agent is gone and nobody is charged) and the policies stamped on it
 // when it was made.
 void put_audit_fields(Json& status, const RunObservationInput& in) {
   if (in.agent_missing) {
@@ -107,6 +107,7 @@ void put_audit_fields(Json& status, const RunObservationInput& in) {
   } else {
     status["charge"] =
         charge_record(in.provider, in.model, in.pricing, in.pricing_source, in.pricing_policy);
+    if (in.per_run_tokens) status["charge"]["perRunTokens"] = *in.per_run_tokens;
   }
   if (std::optional<std::vector<std::string>> policies = stamped_policies(*in.run)) {
     status["policies"] = *policies;
@@ -128,15 +129,30 @@ ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunO
   return charge;
 }
 
+// `what` becomes the message's head and `reason` the reason; the outcome's
+// reason and message are kept after it.
+void rename_outcome(Final& f, const std::string& what, const char* reason) {
+  f.message = api::utf8_prefix_string(
+      what + "; " + f.reason + (f.message.empty() ? "" : ": " + f.message), kRunMessageBytesMax);
+  f.reason = reason;
+}
+
 // The charge for `f`; usage out of bounds is charged the bound and becomes
-// the reason (the outcome's reason kept in the message).
+// the reason, and tokens past the run's cap by more than one call's worth
+// (in.per_run_tokens) are named.
 Charge charge_final(Final& f, const RunObservationInput& in, const std::string& run_name) {
   Charge charge = charge_run(charge_input(f.result, in, run_name));
   if (!charge.out_of_bounds.empty()) {
-    f.message = api::utf8_prefix_string(charge.out_of_bounds + "; charged the bound; " + f.reason +
-                                            (f.message.empty() ? "" : ": " + f.message),
-                                        kRunMessageBytesMax);
-    f.reason = kReasonUsageOutOfBounds;
+    rename_outcome(f, charge.out_of_bounds + "; charged the bound", kReasonUsageOutOfBounds);
+    return charge;
+  }
+  const int64_t tokens = saturating_add(charge.usage.input_tokens, charge.usage.output_tokens);
+  if (in.per_run_tokens && *in.per_run_tokens > 0 &&
+      tokens > saturating_mul(*in.per_run_tokens, 2)) {
+    rename_outcome(f,
+                   "used " + std::to_string(tokens) + " tokens, past budget.perRunTokens " +
+                       std::to_string(*in.per_run_tokens) + " by more than one call's worth",
+                   kReasonTokenCapExceeded);
   }
   return charge;
 }

@@ -132,6 +132,11 @@ struct RunObservationInput {
   // spec.onExceeded is Cancel: a started run is cancelled as for a spent
   // agent budget (reason PolicyBudgetExceeded). Empty: none.
   std::string stopped_by_team_budget;
+  // The run's token cap (pricing.h effective_per_run_tokens); none: no cap.
+  // The runner starts only a call whose worst case fits under it, so no call
+  // is larger than the cap: a charge past twice the cap (the cap plus one
+  // call's worth) is named, reason TokenCapExceeded. The charge is unchanged.
+  std::optional<int64_t> per_run_tokens;
   TimePoint now{};
 };
 

@@ -80,22 +80,7 @@ class Loop {
       if (config_.cancelled && config_.cancelled())
         return stop(StopReason::kCancelled, "terminated by signal");
       ModelRequest request = build_request();
-      BoundsInput bounds{static_cast<int>(result_.iterations),
-                         api::capabilities(config_.agent_type).max_iterations,
-                         deps_.clock.now(),
-                         config_.wall_deadline,
-                         spent_cents_,
-                         worst_case_call_cents(request, config_.pricing),
-                         config_.budget_cents};
-      if (auto reason = check_bounds_before_call(bounds)) {
-        if (*reason == StopReason::kBudget) {
-          deps_.transcript.emit({{"event", "budget_stop"},
-                                 {"spentCents", bounds.spent_cents},
-                                 {"nextCallWorstCents", bounds.next_call_worst_cents},
-                                 {"budgetCents", *bounds.budget_cents}});
-        }
-        return stop(*reason);
-      }
+      if (auto reason = bound_reached(request)) return stop(*reason);
       ModelReply reply = call_model(request);
       if (reply.tool_calls.empty()) {
         return stop(reply.finish == ModelReply::Finish::kMaxTokens ? StopReason::kMaxTokens
@@ -103,6 +88,34 @@ class Loop {
       }
       run_tool_calls(reply.tool_calls);
     }
+  }
+
+  // A bound that stops the loop before `request` is sent; a budget stop
+  // leaves its figures in the transcript.
+  std::optional<StopReason> bound_reached(const ModelRequest& request) {
+    BoundsInput bounds{static_cast<int>(result_.iterations),
+                       api::capabilities(config_.agent_type).max_iterations,
+                       deps_.clock.now(),
+                       config_.wall_deadline,
+                       spent_cents_,
+                       worst_case_call_cents(request, config_.pricing),
+                       config_.budget_cents,
+                       result_.input_tokens + result_.output_tokens,
+                       worst_case_call_tokens(request),
+                       config_.budget_tokens};
+    auto reason = check_bounds_before_call(bounds);
+    if (reason == StopReason::kBudget) {
+      deps_.transcript.emit({{"event", "budget_stop"},
+                             {"spentCents", bounds.spent_cents},
+                             {"nextCallWorstCents", bounds.next_call_worst_cents},
+                             {"budgetCents", *bounds.budget_cents}});
+    } else if (reason == StopReason::kPerRunTokenBudget) {
+      deps_.transcript.emit({{"event", "token_budget_stop"},
+                             {"tokensUsed", bounds.tokens_used},
+                             {"nextCallWorstTokens", bounds.next_call_worst_tokens},
+                             {"budgetTokens", *bounds.budget_tokens}});
+    }
+    return reason;
   }
 
   ModelRequest build_request() const {

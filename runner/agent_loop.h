@@ -26,9 +26,10 @@ struct LoopConfig {
   std::vector<ToolSpec> tools;  // offered (allowed and available)
   int max_tokens = 0;
   api::Pricing pricing;
-  std::optional<double> budget_cents;  // per-run limit (min of per-run and month left)
-  TimePoint wall_deadline;             // the Job's deadline less kDeadlineMargin
-  std::string first_message;           // earlier outputs + heartbeat prompt
+  std::optional<double> budget_cents;      // per-run limit (min of per-run and month left)
+  std::optional<long long> budget_tokens;  // budget.perRunTokens: input plus output
+  TimePoint wall_deadline;                 // the Job's deadline less kDeadlineMargin
+  std::string first_message;               // earlier outputs + heartbeat prompt
   // Rendered before every model call, so memory edits show at once.
   std::function<std::string()> system_prompt;
   // Polled between steps (SIGTERM).

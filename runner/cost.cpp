@@ -30,4 +30,8 @@ double worst_case_call_cents(const ModelRequest& request, const api::Pricing& pr
   return cost_cents({estimate_input_tokens(request), request.max_tokens}, pricing);
 }
 
+long long worst_case_call_tokens(const ModelRequest& request) {
+  return estimate_input_tokens(request) + request.max_tokens;
+}
+
 }  // namespace hb::runner

@@ -17,4 +17,7 @@ long long estimate_input_tokens(const ModelRequest& request);
 // The most the call can cost: estimated input plus max_tokens of output.
 double worst_case_call_cents(const ModelRequest& request, const api::Pricing& pricing);
 
+// The most tokens the call can use: estimated input plus max_tokens of output.
+long long worst_case_call_tokens(const ModelRequest& request);
+
 }  // namespace hb::runner

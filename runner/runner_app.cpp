@@ -188,6 +188,7 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
     config.max_tokens = doc.model.max_tokens;
     config.pricing = doc.model.pricing;
     config.budget_cents = doc.budget.run_limit_cents();
+    config.budget_tokens = doc.budget.per_run_tokens;
     config.wall_deadline = wall_deadline_for(doc.run.deadline);
     config.first_message = render_heartbeat_message(doc);
     config.system_prompt = [&] {

@@ -28,6 +28,10 @@ std::optional<StopReason> check_bounds_before_call(const BoundsInput& input) {
   if (input.budget_cents && input.spent_cents + input.next_call_worst_cents > *input.budget_cents) {
     return StopReason::kBudget;
   }
+  if (input.budget_tokens &&
+      input.tokens_used + input.next_call_worst_tokens > *input.budget_tokens) {
+    return StopReason::kPerRunTokenBudget;
+  }
   return std::nullopt;
 }
 

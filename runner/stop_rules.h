@@ -37,9 +37,13 @@ struct BoundsInput {
   double spent_cents = 0;
   double next_call_worst_cents = 0;
   std::optional<double> budget_cents;
+  long long tokens_used = 0;               // input plus output tokens of the calls made
+  long long next_call_worst_tokens = 0;    // estimated input plus max_tokens
+  std::optional<long long> budget_tokens;  // budget.perRunTokens
 };
 
-// Checked before each model call, in this order: iterations, deadline, budget.
+// Checked before each model call, in this order: iterations, deadline, budget
+// (cents), budget.perRunTokens. Exactly at a limit is allowed.
 std::optional<StopReason> check_bounds_before_call(const BoundsInput& input);
 
 // The Job's deadline less kDeadlineMargin.

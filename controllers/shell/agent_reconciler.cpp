@@ -547,10 +547,13 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
     count_write(kWriteRunAdopt);
   }
   HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, run_name, history));
-  // The runner's per-run stop uses the price the operator charges.
+  // The runner's per-run stops use the price the operator charges and the
+  // token cap of the Agent and its policies.
+  const AgentSpec spec = parse_agent_spec(agent).spec;
+  const std::vector<PolicySpec> policies = policies_over(ns, name_of(agent));
   const Json context = render_context(
       {&agent, &run, *prompt.text, with_reread(history, reread), now}, config_.job,
-      effective_pricing(parse_agent_spec(agent).spec, policies_over(ns, name_of(agent))).pricing);
+      effective_pricing(spec, policies).pricing, effective_per_run_tokens(spec, policies));
   JobPlan plan = build_job(run, agent, context.dump(), config_.job);
   plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
   HB_TRY_ASSIGN(const StartedJob job, create_context_and_job(run, plan));
@@ -672,7 +675,9 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
   timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
   timeouts.grace = std::chrono::seconds(spec.grace_seconds);
   timeouts.stall_window = std::max(config_.job.stall_window, api::kRunStallWindowMin);
-  const EffectivePricing pricing = effective_pricing(spec, policies_over(ns, name));
+  const std::vector<PolicySpec> selecting = policies_over(ns, name);
+  const EffectivePricing pricing = effective_pricing(spec, selecting);
+  const std::optional<int64_t> per_run_tokens = effective_per_run_tokens(spec, selecting);
   ObservedRuns observed;
   observed.lease = view_.lease(ns, lease_name_for_agent(name));
   const std::optional<Json>& lease = observed.lease;
@@ -729,6 +734,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
     in.pricing = pricing.pricing;
     in.pricing_source = pricing.source;
     in.pricing_policy = pricing.policy;
+    in.per_run_tokens = per_run_tokens;
     in.provider = spec.provider;
     in.model = spec.model;
     in.bounds = usage_bounds(spec);

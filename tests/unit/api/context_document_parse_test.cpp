@@ -77,6 +77,20 @@ TEST(ContextDocument, DefaultsForOptionalFields) {
   EXPECT_EQ(doc.run.deadline, *parse_rfc3339("2024-05-01T10:10:00Z"));
 }
 
+TEST(ContextDocument, PerRunTokensRoundTripsAndZeroIsNoCap) {
+  auto doc = valid_document();
+  doc["budget"]["perRunTokens"] = 50000;
+  ContextDocument parsed = parse_context_document(doc);
+  EXPECT_EQ(parsed.budget.per_run_tokens, 50000);
+  EXPECT_EQ(render_context_document(parsed)["budget"]["perRunTokens"], 50000);
+  EXPECT_EQ(parse_context_document(render_context_document(parsed)), parsed);
+  doc["budget"]["perRunTokens"] = 0;
+  EXPECT_FALSE(parse_context_document(doc).budget.per_run_tokens.has_value());
+  EXPECT_FALSE(parse_context_document(valid_document()).budget.per_run_tokens.has_value());
+  doc["budget"]["perRunTokens"] = -1;
+  EXPECT_NE(error_for(doc).find("budget.perRunTokens: must be between 0"), std::string::npos);
+}
+
 TEST(ContextDocument, ErrorsNameTheField) {
   auto doc = valid_document();
   doc["agent"]["type"] = "gpt_agent";

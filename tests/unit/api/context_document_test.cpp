@@ -21,7 +21,7 @@ ContextDocument full_document() {
   doc.memory_blocks = {{"human", "Ada runs the farm.", 2000}, {"persona", "", 50}};
   doc.memory_config_map = "scout-memory";
   doc.heartbeat_prompt = "Check the queue.";
-  doc.budget = {25.0, 480.5};
+  doc.budget = {25.0, 480.5, 40000};
   doc.recent_runs = {{"scout-1", "2024-05-01T10:02:10Z", "Succeeded", "completed", "Queue empty."},
                      {"scout-2", "2024-05-01T11:02:10Z", "Failed", "deadline", "Stuck job 7."}};
   doc.run.name = "scout-3";

@@ -26,8 +26,10 @@ Json running_run(const std::string& name = "r1") {
 RunObservation observe(const Json& r, const Json* j, std::vector<const Json*> pods, TimePoint now,
                        const Json* lease = nullptr, bool agent_missing = false,
                        bool budget_exceeded = false, const std::string& cancelled_by_policy = "",
-                       const std::string& stopped_by_team_budget = "") {
+                       const std::string& stopped_by_team_budget = "",
+                       std::optional<int64_t> per_run_tokens = std::nullopt) {
   RunObservationInput in;
+  in.per_run_tokens = per_run_tokens;
   in.budget_exceeded = budget_exceeded;
   in.cancelled_by_policy = cancelled_by_policy;
   in.stopped_by_team_budget = stopped_by_team_budget;
@@ -695,6 +697,43 @@ TEST(RunCharge, CostIsTokensTimesPricingNotTheReportedFigure) {
   EXPECT_EQ(o.status["usage"]["reportedCostCents"], 0);
   EXPECT_TRUE(o.cost_mismatch);
   EXPECT_THAT(o.events, ::testing::Contains(::testing::Field(&Event::reason, kReasonCostMismatch)));
+}
+
+// The runner starts only a call that fits under budget.perRunTokens, so a
+// run past twice its cap did not keep it (a command runtime, another runner):
+// named, charged as reported.
+TEST(RunCharge, TokensPastTheCapByMoreThanOneCallAreNamedAndStillCharged) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = terminated(pod("r1-abc"), 0, result_json(0, 1500, 200));  // 1,700 tokens
+  const TimePoint now = at("2024-05-01T12:06:10Z");
+  const RunObservation uncapped = observe(r, &j, {&p}, now);
+  EXPECT_EQ(uncapped.status["reason"], "Completed");
+  RunObservation o = observe(r, &j, {&p}, now, nullptr, false, false, "", "", 800);
+  EXPECT_EQ(o.status["phase"], "Succeeded");
+  EXPECT_EQ(o.status["reason"], kReasonTokenCapExceeded);
+  EXPECT_THAT(o.status["message"].get<std::string>(),
+              ::testing::HasSubstr("used 1700 tokens, past budget.perRunTokens 800"));
+  EXPECT_THAT(o.status["message"].get<std::string>(), ::testing::HasSubstr("Completed"));
+  EXPECT_EQ(o.status["usage"], uncapped.status["usage"]) << "the charge is unchanged";
+  EXPECT_EQ(o.status["charge"]["perRunTokens"], 800) << "the cap is recorded";
+  EXPECT_FALSE(uncapped.status["charge"].contains("perRunTokens"));
+  // Within one call's worth of the cap (at most twice it): not named.
+  o = observe(r, &j, {&p}, now, nullptr, false, false, "", "", 850);
+  EXPECT_EQ(o.status["reason"], "Completed");
+  EXPECT_EQ(o.status.value("message", ""), uncapped.status.value("message", ""));
+}
+
+TEST(RunStatus, ATokenCapStopSucceedsWithItsOwnReason) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json p =
+      terminated(pod("r1-abc"), 0, result_json(0, 100, 20, std::nullopt, "per_run_token_budget"));
+  RunObservation o =
+      observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"), nullptr, false, false, "", 1000);
+  EXPECT_EQ(o.status["phase"], "Succeeded");
+  EXPECT_EQ(o.status["stopReason"], "per_run_token_budget");
+  EXPECT_EQ(o.status["reason"], "PerRunTokenBudget");
 }
 
 TEST(RunCharge, ForgedHugeUsageIsChargedTheBoundAndNamed) {

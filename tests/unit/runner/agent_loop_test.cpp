@@ -280,6 +280,56 @@ TEST(AgentLoop, BudgetTooSmallForTheFirstCallMakesNoCall) {
   EXPECT_TRUE(h.model.requests().empty());
 }
 
+// A zero-priced model: the cents budget never stops it, the token cap does.
+TEST(AgentLoop, PerRunTokensStopsBeforeACallThatCouldPassIt) {
+  Harness h;
+  h.config.pricing = {0, 0};
+  h.config.budget_cents = 0;  // 0 against 0: never reached
+  h.config.max_tokens = 10;
+  // The first call's worst case is well under 1,200 tokens; after it used
+  // 910, the second call's estimated input plus 10 output tokens is over.
+  h.config.budget_tokens = 1200;
+  h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})", "c1", 900, 10));
+  h.model.push(ScriptedModel::text("unreached"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kPerRunTokenBudget));
+  EXPECT_EQ(result.llm_calls, 1);
+  EXPECT_EQ(h.model.requests().size(), 1u);
+  EXPECT_EQ(result.input_tokens + result.output_tokens, 910);
+  auto stop = h.transcript.events("token_budget_stop");
+  ASSERT_EQ(stop.size(), 1u);
+  EXPECT_EQ(stop[0]["tokensUsed"].get<long long>(), 910);
+  EXPECT_GT(910 + stop[0]["nextCallWorstTokens"].get<long long>(), 1200);
+  EXPECT_EQ(stop[0]["budgetTokens"].get<long long>(), 1200);
+}
+
+// The positive control: the same script with no cap, or a large one, makes the second call.
+TEST(AgentLoop, WithoutATokenCapOrUnderALargeOneTheSecondCallIsMade) {
+  for (std::optional<long long> cap :
+       {std::optional<long long>(), std::optional<long long>(100000)}) {
+    Harness h;
+    h.config.pricing = {0, 0};
+    h.config.budget_cents = 0;
+    h.config.max_tokens = 10;
+    h.config.budget_tokens = cap;
+    h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})", "c1", 900, 10));
+    h.model.push(ScriptedModel::text("done"));
+    auto result = h.run();
+    EXPECT_EQ(result.stop_reason, to_string(StopReason::kCompleted));
+    EXPECT_EQ(result.llm_calls, 2);
+    EXPECT_TRUE(h.transcript.events("token_budget_stop").empty());
+  }
+}
+
+TEST(AgentLoop, TokenCapBelowTheFirstCallMakesNoCall) {
+  Harness h;
+  h.config.budget_tokens = 10;  // less than max_tokens (100) alone
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, to_string(StopReason::kPerRunTokenBudget));
+  EXPECT_EQ(result.llm_calls, 0);
+  EXPECT_TRUE(h.model.requests().empty());
+}
+
 TEST(AgentLoop, RepeatedIdenticalCallStops) {
   Harness h;
   for (int i = 0; i < 3; ++i) h.model.push(ScriptedModel::call("shell", R"({"command":"ls"})"));

@@ -35,7 +35,7 @@ TEST(RepeatedCalls, KeyOrderDoesNotMatterMalformedComparedAsText) {
 
 TEST(Bounds, OrderAndEdges) {
   TimePoint now = *api::parse_rfc3339("2024-05-01T12:00:00Z");
-  BoundsInput input{0, 5, now, now + 1min, 0, 1, 10.0};
+  BoundsInput input{0, 5, now, now + 1min, 0, 1, 10.0, 0, 0, std::nullopt};
   EXPECT_FALSE(check_bounds_before_call(input).has_value());
   input.iterations_done = 5;
   EXPECT_EQ(check_bounds_before_call(input), StopReason::kMaxIterations);
@@ -51,6 +51,21 @@ TEST(Bounds, OrderAndEdges) {
   input.budget_cents.reset();
   EXPECT_FALSE(check_bounds_before_call(input).has_value());
   EXPECT_EQ(wall_deadline_for(now), now - 20s);
+}
+
+TEST(Bounds, PerRunTokensStopsAfterTheOtherBounds) {
+  TimePoint now = *api::parse_rfc3339("2024-05-01T12:00:00Z");
+  BoundsInput input{0, 5, now, now + 1min, 0, 1, std::nullopt, 900, 100, 1000};
+  EXPECT_FALSE(check_bounds_before_call(input).has_value()) << "exactly at the cap is allowed";
+  input.next_call_worst_tokens = 101;
+  EXPECT_EQ(check_bounds_before_call(input), StopReason::kPerRunTokenBudget);
+  input.budget_cents = 0.5;
+  EXPECT_EQ(check_bounds_before_call(input), StopReason::kBudget) << "cents are checked first";
+  input.budget_cents.reset();
+  input.budget_tokens.reset();
+  EXPECT_FALSE(check_bounds_before_call(input).has_value()) << "no cap: no stop";
+  EXPECT_EQ(to_string(StopReason::kPerRunTokenBudget), "per_run_token_budget");
+  EXPECT_EQ(api::parse_stop_reason("per_run_token_budget"), StopReason::kPerRunTokenBudget);
 }
 
 TEST(Bounds, StopReasonNames) {
