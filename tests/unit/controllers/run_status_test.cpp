@@ -730,7 +730,7 @@ TEST(RunStatus, ATokenCapStopSucceedsWithItsOwnReason) {
   Json p =
       terminated(pod("r1-abc"), 0, result_json(0, 100, 20, std::nullopt, "per_run_token_budget"));
   RunObservation o =
-      observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"), nullptr, false, false, "", 1000);
+      observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"), nullptr, false, false, "", "", 1000);
   EXPECT_EQ(o.status["phase"], "Succeeded");
   EXPECT_EQ(o.status["stopReason"], "per_run_token_budget");
   EXPECT_EQ(o.status["reason"], "PerRunTokenBudget");
