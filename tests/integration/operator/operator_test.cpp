@@ -67,6 +67,17 @@ class OperatorTest : public ::testing::Test {
     return args;
   }
 
+  // A HeartbeatPolicy of ns_ with this spec.
+  void create_policy(const std::string& name, const json& spec) {
+    client_
+        ->create(res::kHeartbeatPolicies, ns_,
+                 {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                  {"kind", "HeartbeatPolicy"},
+                  {"metadata", {{"name", name}}},
+                  {"spec", spec}})
+        .or_throw();
+  }
+
   // API writes per manual heartbeat of `agent` (below).
   WritesPerHeartbeat measure_writes(const std::string& agent, int runs);
 
@@ -363,21 +374,15 @@ TEST_F(OperatorTest, WritesPerHeartbeatWithAPolicy) {
   json manifest = agent_manifest("omega", {{"prompt", "Heartbeat."}});
   manifest["metadata"]["labels"] = {{"team", "a"}};
   create_agent(manifest);
-  client_
-      ->create(res::kHeartbeatPolicies, ns_,
-               {{"apiVersion", "heartbeat.dev/v1alpha1"},
-                {"kind", "HeartbeatPolicy"},
-                {"metadata", {{"name", "team-a"}}},
-                {"spec",
-                 {{"selector", {{"matchLabels", {{"team", "a"}}}}},
-                  {"budget", {{"monthlyCents", 100000}}},
-                  {"maxConcurrentRuns", 10},
-                  {"pricing",
-                   {{{"provider", "openai"},
-                     {"model", "*"},
-                     {"inputCentsPerMillionTokens", kFakeInputCentsPerMillionTokens},
-                     {"outputCentsPerMillionTokens", kFakeOutputCentsPerMillionTokens}}}}}}})
-      .or_throw();
+  create_policy("team-a",
+                {{"selector", {{"matchLabels", {{"team", "a"}}}}},
+                 {"budget", {{"monthlyCents", 100000}}},
+                 {"maxConcurrentRuns", 10},
+                 {"pricing",
+                  {{{"provider", "openai"},
+                    {"model", "*"},
+                    {"inputCentsPerMillionTokens", kFakeInputCentsPerMillionTokens},
+                    {"outputCentsPerMillionTokens", kFakeOutputCentsPerMillionTokens}}}}});
   start_operator({"--status-coalesce-seconds=60"});
   const WritesPerHeartbeat w = measure_writes("omega", 3);
   print_writes(" with a policy", w);
@@ -725,13 +730,7 @@ TEST_F(OperatorTest, ACapOfTwoRunsFiveWaitingAgentsTwoAtATime) {
 
 // The same cap set by a team's HeartbeatPolicy (every Agent of the namespace).
 TEST_F(OperatorTest, APolicyCapOfTwoRunsFiveAgentsTwoAtATime) {
-  client_
-      ->create(res::kHeartbeatPolicies, ns_,
-               {{"apiVersion", "heartbeat.dev/v1alpha1"},
-                {"kind", "HeartbeatPolicy"},
-                {"metadata", {{"name", "two-at-a-time"}}},
-                {"spec", {{"maxConcurrentRuns", 2}}}})
-      .or_throw();
+  create_policy("two-at-a-time", {{"maxConcurrentRuns", 2}});
   // The policy's status counts its agents' started runs (the gate's count,
   // written every kPolicyStatusInterval).
   const auto counted = [&] {
@@ -827,17 +826,10 @@ TEST_F(OperatorTest, AnAgentPricedZeroIsChargedThePolicysPrice) {
   manifest["spec"]["model"]["pricing"] = {{"inputCentsPerMillionTokens", 0},
                                           {"outputCentsPerMillionTokens", 0}};
   create_agent(manifest);
-  client_
-      ->create(res::kHeartbeatPolicies, ns_,
-               {{"apiVersion", "heartbeat.dev/v1alpha1"},
-                {"kind", "HeartbeatPolicy"},
-                {"metadata", {{"name", "prices"}}},
-                {"spec",
-                 {{"pricing", json::array({{{"provider", "openai"},
-                                            {"model", "*"},
-                                            {"inputCentsPerMillionTokens", 1000},
-                                            {"outputCentsPerMillionTokens", 10000}}})}}}})
-      .or_throw();
+  create_policy("prices", {{"pricing", json::array({{{"provider", "openai"},
+                                                     {"model", "*"},
+                                                     {"inputCentsPerMillionTokens", 1000},
+                                                     {"outputCentsPerMillionTokens", 10000}}})}});
   start_operator();
   client_->create(res::kHeartbeatRuns, ns_, manual_run("free-rider", "free-rider-m1")).or_throw();
   ASSERT_TRUE(
@@ -858,15 +850,8 @@ TEST_F(OperatorTest, AnAgentPricedZeroIsChargedThePolicysPrice) {
 TEST_F(OperatorTest, ADeletedAgentsRunsOutliveItUntilTheirRetention) {
   constexpr auto kRetention = 25s;
   start_kubelet([](const json&) { return finishes_with(2.0); });
-  client_
-      ->create(res::kHeartbeatPolicies, ns_,
-               {{"apiVersion", "heartbeat.dev/v1alpha1"},
-                {"kind", "HeartbeatPolicy"},
-                {"metadata", {{"name", "team-a"}}},
-                {"spec",
-                 {{"selector", {{"matchLabels", {{"team", "a"}}}}},
-                  {"budget", {{"monthlyCents", 100000}}}}}})
-      .or_throw();
+  create_policy("team-a", {{"selector", {{"matchLabels", {{"team", "a"}}}}},
+                           {"budget", {{"monthlyCents", 100000}}}});
   json manifest = agent_manifest("gone", {{"prompt", "Work."}});
   manifest["metadata"]["labels"] = {{"team", "a"}};
   create_agent(manifest);
@@ -938,13 +923,7 @@ TEST_F(OperatorTest, APausedPolicyHoldsItsAgentsUntilResumed) {
     manifest["metadata"]["labels"] = {{"team", team}};
     create_agent(manifest);
   }
-  client_
-      ->create(res::kHeartbeatPolicies, ns_,
-               {{"apiVersion", "heartbeat.dev/v1alpha1"},
-                {"kind", "HeartbeatPolicy"},
-                {"metadata", {{"name", "stop-a"}}},
-                {"spec", {{"selector", {{"matchLabels", {{"team", "a"}}}}}, {"paused", true}}}})
-      .or_throw();
+  create_policy("stop-a", {{"selector", {{"matchLabels", {{"team", "a"}}}}}, {"paused", true}});
   start_operator();
   ASSERT_TRUE(wait_until(
       [&] { return condition_reason(agent("held-a"), "Paused") == "PolicyPaused"; }, 30s));
@@ -984,13 +963,7 @@ TEST_F(OperatorTest, APausedPolicyCancelsRunsInFlightOnlyWithCancelRunning) {
     return s;
   });
   create_agent(agent_manifest("stuck", {{"prompt", "Work."}}));
-  client_
-      ->create(res::kHeartbeatPolicies, ns_,
-               {{"apiVersion", "heartbeat.dev/v1alpha1"},
-                {"kind", "HeartbeatPolicy"},
-                {"metadata", {{"name", "kill"}}},
-                {"spec", json::object()}})
-      .or_throw();
+  create_policy("kill", json::object());
   start_operator();
   client_->create(res::kHeartbeatRuns, ns_, manual_run("stuck", "stuck-1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return run_phase("stuck-1", "Running") && jobs() == 1; }, 20s));
@@ -1030,16 +1003,9 @@ TEST_F(OperatorTest, ASpentTeamBudgetCancelsRunsInFlightUnlessOnExceededFinish) 
     manifest["metadata"]["labels"] = {{"team", "a"}};
     create_agent(manifest);
   }
-  client_
-      ->create(res::kHeartbeatPolicies, ns_,
-               {{"apiVersion", "heartbeat.dev/v1alpha1"},
-                {"kind", "HeartbeatPolicy"},
-                {"metadata", {{"name", "team"}}},
-                {"spec",
-                 {{"selector", {{"matchLabels", {{"team", "a"}}}}},
-                  {"budget", {{"monthlyCents", 3}}},
-                  {"onExceeded", "Finish"}}}})
-      .or_throw();
+  create_policy("team", {{"selector", {{"matchLabels", {{"team", "a"}}}}},
+                         {"budget", {{"monthlyCents", 3}}},
+                         {"onExceeded", "Finish"}});
   start_operator();
   client_->create(res::kHeartbeatRuns, ns_, manual_run("worker", "worker-1")).or_throw();
   ASSERT_TRUE(wait_until([&] { return run_phase("worker-1", "Running"); }, 20s));
