@@ -669,13 +669,13 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile_gone(const std::string&
 // Every run observed from the caches and the agent's Lease (observe_run is pure).
 AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
     const std::string& ns, const std::string& name, const std::vector<Json>& runs,
-    const AgentViews& views, const std::vector<schedule::PolicyBudget>& policies, TimePoint now) {
+    const AgentViews& views, const std::vector<schedule::PolicyBudget>& policies,
+    const std::vector<PolicySpec>& selecting, TimePoint now) {
   const AgentSpec& spec = views.agent->spec.spec;
   RunTimeouts timeouts;
   timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
   timeouts.grace = std::chrono::seconds(spec.grace_seconds);
   timeouts.stall_window = std::max(config_.job.stall_window, api::kRunStallWindowMin);
-  const std::vector<PolicySpec> selecting = policies_over(ns, name);
   const EffectivePricing pricing = effective_pricing(spec, selecting);
   const std::optional<int64_t> per_run_tokens = effective_per_run_tokens(spec, selecting);
   ObservedRuns observed;
@@ -795,7 +795,8 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
       return a;
     };
   }
-  ObservedRuns observed = observe_runs(ns, name, runs, views, input.policy_budgets, now);
+  ObservedRuns observed =
+      observe_runs(ns, name, runs, views, input.policy_budgets, input.policies, now);
   input.runs = std::move(observed.runs);
   AgentDecision d = decide_agent(input);
   // A due slot (or a skip standing) needs the promptFrom text: read it,

@@ -205,10 +205,12 @@ class AgentReconciler {
     std::optional<Json> lease;         // the agent's Lease as the cache had it
   };
   // `policies`: the HeartbeatPolicies over the agent (a paused one with
-  // spec.cancelRunning cancels runs in flight).
+  // spec.cancelRunning cancels runs in flight); `selecting`: the same
+  // policies' specs as the pass read them (prices, token caps).
   ObservedRuns observe_runs(const std::string& ns, const std::string& name,
                             const std::vector<Json>& runs, const AgentViews& views,
-                            const std::vector<schedule::PolicyBudget>& policies, TimePoint now);
+                            const std::vector<schedule::PolicyBudget>& policies,
+                            const std::vector<PolicySpec>& selecting, TimePoint now);
   // Performs one pass's write plan (write_plan.h) against the API server.
   class PassWriter;
   void count_write(const char* kind);
