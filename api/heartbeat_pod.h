@@ -1,7 +1,7 @@
 // The heartbeat Pod's contract between the operator (which builds the Pod),
 // the runner (trusted: key, token, result) and the tools server (untrusted:
 // runs the commands the model chooses). One definition, read by all three.
-// Trust boundaries: ../shared/DESIGN.md and README "Security model".
+// Trust boundaries: docs/security.md.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,4 @@
-// The agent as an attacker already inside its Pod (../shared/DESIGN.md
-// "Trust boundaries"): the stand-in model asks the shell tool to run the
+// The agent as an attacker already inside its Pod (docs/security.md): the stand-in model asks the shell tool to run the
 // attacks a prompt-injected model would, on the real runner, the real tools
 // server and the local pod executor's two containers with their own users.
 // Each test shows the attack failing with the number it got. The Agents are

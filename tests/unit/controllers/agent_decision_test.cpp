@@ -1,4 +1,4 @@
-// Every scheduling rule of DESIGN.md, decided by the pure Agent decision
+// Every scheduling rule of docs/reference.md, decided by the pure Agent decision
 // with a fake clock.
 #include "controllers/agent_decision.h"
 
