@@ -1,6 +1,7 @@
-// The agent as an attacker already inside its Pod (docs/security.md): the stand-in model asks the shell tool to run the
-// attacks a prompt-injected model would, on the real runner, the real tools
-// server and the local pod executor's two containers with their own users.
+// The agent as an attacker already inside its Pod (docs/security.md): the
+// stand-in model asks the shell tool to run the attacks a prompt-injected
+// model would, on the real runner, the real tools server and the local pod
+// executor's two containers with their own users.
 // Each test shows the attack failing with the number it got. The Agents are
 // written by the tenant (tenant_fixture.h: a namespace editor), the author
 // an agent's prompt comes from.
