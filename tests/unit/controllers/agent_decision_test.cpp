@@ -212,7 +212,7 @@ TEST(AgentDecision, PausedUntilBlocksAndClockJumpsBothWays) {
   EXPECT_EQ((*condition(d.status_json(), "Paused"))["reason"], "PausedByAgent");
 }
 
-// pause_heartbeats holds scheduled heartbeats only (README): a manual or
+// pause_heartbeats holds scheduled heartbeats only (docs/reference.md): a manual or
 // callback run starts during the pause, a queued scheduled run keeps waiting.
 TEST(AgentDecision, PausedUntilHoldsScheduledRunsButNotManualOnes) {
   Json a = agent();
