@@ -18,6 +18,7 @@ packages=(
   podman runc debootstrap uidmap  # scripts/images.sh
   containerd conntrack containernetworking-plugins iptables iproute2 jq  # tests/cluster: a real node
   lua5.4  # tests/unit/argocd: the chart's Argo CD health checks
+  python3-yaml  # tests/unit/docs: the docs check reads the CRDs
 )
 
 [ "${HB_DEPS:-all}" = build ] && packages=("${build_packages[@]}")
