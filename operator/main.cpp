@@ -17,16 +17,16 @@ namespace {
 // glibc gives each thread that allocates under contention an arena of its
 // own (up to 8 per core), and each keeps its freed memory: with 16 workers,
 // the informers and the HTTP threads, the fleet bench's peak RSS at 1,000
-// agents was 130 MiB with them and 83 MiB with two, at the same CPU and lag.
+// agents is 130 MiB with them and 83 MiB with two, at the same CPU and lag.
 constexpr int kMallocArenasMax = 2;
 
 // glibc raises its mmap threshold to the size of each large block freed (up
-// to 32 MiB), so after the first list page every page body (megabytes) came
-// from the arenas, and the cache's small objects made between them kept the
-// arenas from shrinking: at 1,000 agents the operator held 37 MiB of
-// anonymous memory for 10 MiB of heap in use. A fixed threshold keeps every
-// block this large in a mapping of its own, returned whole when freed
-// (anonymous memory at ready 36.9 -> 14.5 MiB).
+// to 32 MiB), so after the first list page every page body (megabytes) would
+// come from the arenas, and the cache's small objects made between them would
+// keep the arenas from shrinking (at 1,000 agents, 37 MiB of anonymous memory
+// for 10 MiB of heap in use). A fixed threshold keeps every block this large
+// in a mapping of its own, returned whole when freed (anonymous memory at
+// ready 14.5 MiB instead of 36.9 at 1,000 agents).
 constexpr int kMallocMmapThresholdBytes = 256 * 1024;
 
 // The environment's own malloc settings win (MALLOC_ARENA_MAX=8, or

@@ -36,8 +36,8 @@ struct Change {
 
 // One resource's changes in rv order, each at a position that never moves
 // (its sequence number). Changes every watch has passed are forgotten: a
-// simulated day of Lease renewals kept whole was about 200 MB a seed, and
-// freeing it at the end a fifteenth of the simulation's time.
+// simulated day of Lease renewals kept whole would be about 200 MB a seed,
+// and freeing it at the end a fifteenth of the simulation's time.
 class ChangeLog {
  public:
   uint64_t begin() const { return first_; }

@@ -345,9 +345,9 @@ TEST_F(AttackTest, NoGrantNamesAForeignMemoryConfigMapOrLease) {
   EXPECT_EQ(string_at(lease, "spec/holderIdentity"), "someone else");
 }
 
-// A Role and RoleBinding an earlier version made before it found the
-// ConfigMap foreign (the order was ServiceAccount, Role, RoleBinding, then
-// the memory ConfigMap) are deleted; the Agent names the object and starts
+// A Role and RoleBinding an older operator made before it found the
+// ConfigMap foreign (its order: ServiceAccount, Role, RoleBinding, then the
+// memory ConfigMap) are deleted; the Agent names the object and starts
 // no run. The Role is there before the operator starts: the test would see
 // it left.
 TEST_F(AttackTest, AGrantLeftForAForeignConfigMapIsRemoved) {

@@ -392,9 +392,9 @@ TEST_F(OperatorTest, WritesPerHeartbeatWithAPolicy) {
 }
 
 // A restarted operator finds each Agent's per-agent objects proven by the
-// marked Lease in its cache and asks the API server nothing about them (it
-// used to send five creates, answered AlreadyExists, and five reads per
-// Agent: at 10,000 agents over an hour of its QPS after every restart). A
+// marked Lease in its cache and asks the API server nothing about them
+// (otherwise five creates, answered AlreadyExists, and five reads per Agent:
+// at 10,000 agents over an hour of its QPS after every restart). A
 // Lease without the mark (an older operator's, or one its runner rewrote)
 // costs one check of the five objects and is marked.
 TEST_F(OperatorTest, ARestartAsksNothingAboutPerAgentObjects) {

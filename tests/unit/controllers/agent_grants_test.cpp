@@ -56,7 +56,7 @@ TEST(AgentGrants, TheRoleNamesItsLeaseAndMemoryOnly) {
   EXPECT_FALSE(role_names(Json::object(), "configmaps", "bot-memory"));
 }
 
-// An earlier version made the grants before it found bot-memory foreign:
+// An older operator made the grants before it found bot-memory foreign:
 // both go, binding first.
 TEST(AgentGrants, TheAgentsGrantsNamingAForeignObjectAreRemoved) {
   const Json role = the_role(), binding = the_binding();

@@ -1,6 +1,6 @@
 // Ownership before grants, through the real AgentReconciler: with a memory
 // ConfigMap or a Lease of the agent's names that someone else owns, no
-// ServiceAccount, Role or RoleBinding is made, the grants an earlier version
+// ServiceAccount, Role or RoleBinding is made, the grants an older operator
 // made for it are deleted, and the Agent says ObjectInTheWay naming it. The
 // positive control makes all five and marks the Lease last.
 #include <gtest/gtest.h>
@@ -158,7 +158,7 @@ TEST(ReconcilerGrants, AReferenceThatIsNotControllerIsNotOwnership) {
   EXPECT_NE(h.status_written().find("Lease ns/bot-heartbeat"), std::string::npos);
 }
 
-// An earlier version made the grants before it found the ConfigMap foreign.
+// An older operator made the grants before it found the ConfigMap foreign.
 TEST(ReconcilerGrants, GrantsLeftForAForeignObjectAreDeletedOnce) {
   Harness h;
   h.api->exists("configmaps", owned_by_uid("ConfigMap", "bot-memory", "uid-someone-else"));
