@@ -58,8 +58,8 @@ constexpr int kHistoryRuns = hb::controllers::kHistorySucceededDefault + kHistor
 constexpr int64_t kHistoryIntervalSeconds = 600;
 constexpr const char* kNoSlotWhileMeasured = "0 0 1 1 *";
 // The most a run's timeoutSeconds and --stall-timeout take: with an hour, the
-// first agents' runs of a 10,000-agent fleet passed their deadline while the
-// last were made, and the settling operator deleted their Jobs.
+// first agents' runs of a 10,000-agent fleet would pass their deadline while
+// the last are made, and the settling operator would delete their Jobs.
 constexpr int kRunDeadlineSeconds = 86400;
 constexpr auto kReadyTimeout = std::chrono::minutes(20);
 

@@ -1,6 +1,6 @@
 // The cache keeps the Jobs and Pods of runs that can still change, and lets
 // go of those of settled runs (final, cost recorded): at fleet size they
-// were most of the operator's memory, and nothing decides from them.
+// would be most of the operator's memory, and nothing decides from them.
 #include "controllers/shell/cluster_cache.h"
 
 #include <gtest/gtest.h>

@@ -46,8 +46,8 @@ TEST(CrdBounds, TheSchemaAndTheCodeAgree) {
 }
 
 // The API server prunes status fields its schema does not list, without an
-// error: a field the operator writes and the CRD lacks is silently lost
-// (providerErrorStreak was, once). Every field of a full status is listed.
+// error: a field the operator writes and the CRD lacks is silently lost.
+// Every field of a full status is listed.
 TEST(CrdBounds, EveryAgentStatusFieldTheOperatorWritesIsInTheSchema) {
   AgentStatus full;
   full.observed_generation = 1;

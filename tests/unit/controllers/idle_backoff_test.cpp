@@ -62,7 +62,7 @@ TEST(IdleBackoffSpec, BadFieldsAreNamedWithTheFix) {
   }
 }
 
-// A spread or time zone with no heartbeat at all was silently ignored.
+// A spread or time zone with no heartbeat at all is refused, not ignored.
 TEST(IdleBackoffSpec, SpreadOrTimeZoneWithoutAHeartbeatIsNamed) {
   Json a = agent();
   a["spec"]["heartbeat"].erase("interval");

@@ -41,9 +41,9 @@ TEST(LeaseSightings, AVersionIsSeenOnceAndAgedByTheSteadyClock) {
   EXPECT_EQ(sightings.seen_at("ns/other", "11", c.wall), c.wall - 60s);
 }
 
-// Found by the simulation: the operator's wall clock jumped 80 s ahead just
-// after it started a run, and the run was failed as Stalled before its first
-// beat could be seen. A run's first sighting ages on the steady clock.
+// The operator's wall clock jumping 80 s ahead just after it starts a run
+// must not fail the run as Stalled before its first beat can be seen: a
+// run's first sighting ages on the steady clock.
 TEST(LeaseSightings, ARunIsSeenOnceAndForgottenWhenItIsNoLongerGoingOn) {
   Clocks c;
   LeaseSightings sightings([&] { return c.steady; });

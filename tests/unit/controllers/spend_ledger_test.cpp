@@ -66,8 +66,8 @@ TEST(SpendLedger, ARunObservedHigherAfterItWasCountedIsChargedTheDifferenceOnce)
   const LedgerResult higher = apply_ledger(in);
   EXPECT_DOUBLE_EQ(higher.spend.cents, 12.5);
   EXPECT_EQ(higher.counted, std::vector<std::string>{"a"}) << "the agent write comes first";
-  // Only right if the run is still unmarked: the shell confirms it (the
-  // simulation found a cache behind a mark that landed charging twice).
+  // Only right if the run is still unmarked: the shell confirms it (a cache
+  // behind a mark that landed would otherwise charge twice).
   EXPECT_EQ(higher.raised, std::vector<std::string>{"a"});
   EXPECT_EQ(higher.mark, std::vector<std::string>{"a"});
   EXPECT_DOUBLE_EQ(higher.recent.front().cost_cents, 2.5);
