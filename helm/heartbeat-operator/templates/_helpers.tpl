@@ -159,8 +159,8 @@ Verbs are exactly what the operator calls; see controllers/shell and operator/.
 {{- end }}
 # The per-agent ServiceAccount, Role and RoleBinding: created; get because an
 # existing one is adopted only when the Agent controls it; delete (Role and
-# RoleBinding only, conditional on the uid read) removes a grant an earlier
-# version made for an object the Agent does not own.
+# RoleBinding only, conditional on the uid read) removes a grant an older
+# operator made for an object the Agent does not own.
 - apiGroups: [""]
   resources: ["serviceaccounts"]
   verbs: ["get", "create"]
