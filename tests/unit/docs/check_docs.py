@@ -136,15 +136,27 @@ def check_paths(root):
                     cited += 1
                     if not path_exists(root, rel):
                         problem(f"{doc}: `{rel}` does not exist")
-        # Relative links: [text](path) and [text](path#anchor).
+        # Relative links: [text](path), [text](path#anchor), [text](#anchor).
         for target in re.findall(r"\]\(([^)\s]+)\)", without_fences(text)):
-            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            if re.match(r"[a-z]+:", target):
                 continue
-            rel = os.path.normpath(os.path.join(os.path.dirname(doc), target.split("#", 1)[0]))
+            path, _, anchor = target.partition("#")
+            rel = os.path.normpath(os.path.join(os.path.dirname(doc), path)) if path else doc
             cited += 1
             if not os.path.exists(os.path.join(root, rel)):
                 problem(f"{doc}: link `{target}` points at {rel}, which does not exist")
+            elif anchor and rel.endswith(".md") and anchor not in anchors(read(root, rel)):
+                problem(f"{doc}: link `{target}`: {rel} has no heading #{anchor}")
     return cited
+
+
+def anchors(markdown):
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to -."""
+    found = set()
+    for heading in re.findall(r"^#+ (.+)$", without_fences(markdown), flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        found.add(slug)
+    return found
 
 
 # --- CRD defaults -------------------------------------------------------------
