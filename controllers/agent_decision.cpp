@@ -118,8 +118,11 @@ Json make_run_object(const AgentSpec& agent, const RunRequest& request) {
                          request.trigger_detail);
 }
 
-bool monthly_budget_spent(const AgentView& agent, TimePoint now) {
-  const Spend spend = spend_this_month(agent.status.spend, now);
+bool monthly_budget_spent(const AgentView& agent, TimePoint now, const LedgerRecord* ledger) {
+  const Spend spend = spend_this_month(
+      ledger != nullptr ? std::optional(spend_in(*ledger, schedule::spend_period(now)))
+                        : agent.status.spend,
+      now);
   schedule::BlockInput in;
   in.monthly_budget_cents = agent.spec.spec.monthly_budget_cents;
   in.spent_cents_this_period = saturating_int64(std::floor(spend.cents));
@@ -149,8 +152,10 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
 
   // 2. Ledger: count final runs whose cost is not recorded yet.
   RunsByState runs = sort_runs_by_state(in.runs, view.status.last_schedule_time, in.now);
-  CountedLedger counted = count_finished_runs(view.status, std::move(runs.uncounted), in.now);
+  CountedLedger counted =
+      count_finished_runs(view.status, std::move(runs.uncounted), in.now, in.ledger);
   d.ledger_changed = !counted.ledger.counted.empty();
+  d.ledger_charges = std::move(counted.charges);
   d.mark = std::move(counted.ledger.mark);
   d.confirm_unmarked = std::move(counted.ledger.raised);
 

@@ -19,6 +19,7 @@
 #include "controllers/concurrency.h"
 #include "controllers/event.h"
 #include "controllers/json_util.h"
+#include "controllers/ledger_record.h"
 #include "controllers/policy.h"
 #include "controllers/prompt_skip.h"
 #include "controllers/run_status.h"
@@ -97,6 +98,9 @@ struct AgentDecisionInput {
   // A provider quota hold over the agent's endpoint and API key (the shell
   // keeps them from the runs that ended with stopReason provider_quota).
   std::optional<schedule::ProviderHold> provider_hold;
+  // The agent's durable ledger (ledger_record.h): the spend counted from
+  // and the runs it charged. Null: the Agent's status is the ledger.
+  const LedgerRecord* ledger = nullptr;
 };
 
 struct AgentDecision {
@@ -116,6 +120,9 @@ struct AgentDecision {
   // The run that would have started but waits for a place under the
   // concurrency cap (reason ConcurrencyLimited).
   std::optional<std::string> concurrency_limited;
+  // Runs counted now, at the figure counted: the durable ledger records
+  // them before any other write of the pass (their policies are the shell's to add).
+  std::vector<LedgerCharge> ledger_charges;
   std::vector<std::string> mark;  // write final status + costRecorded after the status
   // Runs whose earlier charge this decision raises: the shell confirms from
   // the API server that each is still unmarked before writing anything.
@@ -150,7 +157,8 @@ Condition make_condition(const Conditions& existing, std::string_view type, bool
 
 // This month's recorded spend has reached spec.budget.monthlyCents: a run
 // still going is cancelled (observe_run's budget_exceeded).
-bool monthly_budget_spent(const AgentView& agent, TimePoint now);
+bool monthly_budget_spent(const AgentView& agent, TimePoint now,
+                          const LedgerRecord* ledger = nullptr);
 
 // Deterministic name for the manual run an invoke annotation asks for.
 std::string invoke_run_name(const AgentSpec& agent, std::string_view value,

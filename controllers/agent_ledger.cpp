@@ -17,11 +17,57 @@ Spend spend_this_month(const std::optional<Spend>& stored, TimePoint now) {
   return Spend{std::move(period), 0, 0, 0};
 }
 
+namespace {
+
+// The runs the record charged that recentRuns does not list (the agent
+// write after the record's did not land, or the Agent was made again),
+// put at its head: apply_ledger treats them as counted, so only their
+// marks are left.
+std::vector<LedgerEntry> with_record_counted(std::vector<LedgerEntry> recent,
+                                             const LedgerRecord* record,
+                                             const std::vector<FinishedRun>& finished) {
+  if (record == nullptr) return recent;
+  for (LedgerEntry& entry : counted_entries(*record)) {
+    const bool listed = std::any_of(recent.begin(), recent.end(),
+                                    [&](const LedgerEntry& e) { return e.name == entry.name; });
+    const auto run = std::find_if(finished.begin(), finished.end(),
+                                  [&](const FinishedRun& r) { return r.name == entry.name; });
+    if (listed || run == finished.end()) continue;
+    entry.phase = std::string(to_string(run->phase));
+    entry.exit_code = run->exit_code;
+    entry.finished_at = run->finished_at;
+    recent.insert(recent.begin(), std::move(entry));
+  }
+  return recent;
+}
+
+std::vector<LedgerCharge> charges_of(const std::vector<FinishedRun>& runs,
+                                     const std::vector<std::string>& counted) {
+  std::vector<LedgerCharge> charges;
+  for (const std::string& name : counted) {
+    const auto run = std::find_if(runs.begin(), runs.end(),
+                                  [&](const FinishedRun& r) { return r.name == name; });
+    if (run == runs.end()) continue;
+    charges.push_back({run->name,
+                       run->usage.cost_cents,
+                       run->usage.input_tokens,
+                       run->usage.output_tokens,
+                       run->finished_at,
+                       {}});
+  }
+  return charges;
+}
+
+}  // namespace
+
 CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<FinishedRun> uncounted,
-                                  TimePoint now) {
+                                  TimePoint now, const LedgerRecord* record) {
   CountedLedger counted;
+  const std::optional<Spend> spend =
+      record != nullptr ? std::optional(spend_in(*record, schedule::spend_period(now)))
+                        : stored.spend;
   if (uncounted.empty()) {
-    counted.ledger.spend = spend_this_month(stored.spend, now);
+    counted.ledger.spend = spend_this_month(spend, now);
     counted.ledger.last_heartbeat = stored.last_heartbeat_time;
     counted.ledger.paused_until = stored.paused_until;
     counted.ledger.idle_streak = stored.idle_streak.value_or(0);
@@ -33,17 +79,40 @@ CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<Finishe
   }
   LedgerInput in;
   in.now = now;
-  in.finished = std::move(uncounted);
-  in.spend = stored.spend.value_or(Spend{});
-  if (stored.recent_runs != nullptr) in.recent = *stored.recent_runs;
+  in.finished = uncounted;
+  in.spend = spend.value_or(Spend{});
+  in.recent = with_record_counted(
+      stored.recent_runs != nullptr ? *stored.recent_runs : std::vector<LedgerEntry>{}, record,
+      uncounted);
   in.last_heartbeat = stored.last_heartbeat_time;
   in.paused_until = stored.paused_until;
   in.idle_streak = stored.idle_streak.value_or(0);
   in.provider_error_streak = stored.provider_error_streak.value_or(0);
   counted.ledger = apply_ledger(in);
+  counted.charges = charges_of(uncounted, counted.ledger.counted);
   counted.recent_runs =
       std::make_shared<const std::vector<LedgerEntry>>(std::move(counted.ledger.recent));
   return counted;
+}
+
+LedgerRecord record_from_status(const std::string& ns, const std::string& agent,
+                                const AgentStatus& stored, TimePoint now) {
+  LedgerRecord record;
+  record.ns = ns;
+  record.agent = agent;
+  const Spend spend = spend_this_month(stored.spend, now);
+  PeriodSpend& period = record.periods[spend.period];
+  period.micro_cents = to_micro_cents(spend.cents);
+  period.input_tokens = spend.input_tokens;
+  period.output_tokens = spend.output_tokens;
+  if (stored.recent_runs != nullptr) {
+    for (const LedgerEntry& e : *stored.recent_runs) {
+      const std::string month =
+          e.finished_at ? schedule::spend_period(*e.finished_at) : spend.period;
+      record.counted.push_back({e.name, to_micro_cents(e.cost_cents), month});
+    }
+  }
+  return record;
 }
 
 int64_t spent_cents_this_month(const LedgerResult& ledger, TimePoint now) {

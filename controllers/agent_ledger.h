@@ -8,6 +8,7 @@
 
 #include "controllers/agent_spec.h"
 #include "controllers/agent_status.h"
+#include "controllers/ledger_record.h"
 #include "controllers/schedule/blocks.h"
 #include "controllers/spend_ledger.h"
 
@@ -19,13 +20,25 @@ Spend spend_this_month(const std::optional<Spend>& stored, TimePoint now);
 struct CountedLedger {
   LedgerResult ledger;  // its `recent` is moved into `recent_runs`
   RecentRuns recent_runs;
+  // What the durable ledger must record before anything else is written:
+  // the runs counted or raised now, at the figure counted.
+  std::vector<LedgerCharge> charges;
 };
 
-// Counts `uncounted` into the stored ledger. With nothing to count (the
-// steady state) the stored ledger is rolled to this month and its
-// recentRuns list shared rather than copied.
+// Counts `uncounted` into the stored ledger. `record`: the agent's durable
+// ledger (ledger_record.h; null when it has none yet): its month's figure
+// is the spend counted from, and the runs it charged and has not seen
+// marked count as counted. With nothing to count (the steady state) the
+// stored ledger is rolled to this month and its recentRuns list shared
+// rather than copied.
 CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<FinishedRun> uncounted,
-                                  TimePoint now);
+                                  TimePoint now, const LedgerRecord* record = nullptr);
+
+// A record for an agent that has none yet, from what its status counted:
+// this month's spend and the runs in recentRuns (marked ones are forgotten
+// at the record's first write).
+LedgerRecord record_from_status(const std::string& ns, const std::string& agent,
+                                const AgentStatus& stored, TimePoint now);
 
 // The ledger's spend counted in this UTC month (older spend counts as 0).
 int64_t spent_cents_this_month(const LedgerResult& ledger, TimePoint now);

@@ -241,6 +241,18 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   cache_options.provider_holds = provider_holds;
   reconciler_config.concurrency = gate;
   reconciler_config.policies = policies;
+  // The durable ledger lives where the operator runs (its Lease's
+  // namespace out of a cluster): never a managed namespace.
+  const std::string ledger_home =
+      own_namespace.empty() ? config.leader_election_namespace : own_namespace;
+  auto ledger = std::make_shared<controllers::LedgerStore>(client, ledger_home);
+  policies->expect_ledgers();
+  ledger->on_change(
+      [policies](const controllers::LedgerRecord* before, const controllers::LedgerRecord* after) {
+        policies->ledger_changed(before, after);
+      },
+      [policies] { policies->ledgers_loaded(); });
+  reconciler_config.ledger = ledger;
   reconciler_config.provider_holds = provider_holds;
   controllers::ClusterCache cache(client, std::move(cache_options), enqueue);
   reconciler_config.job = config.job;

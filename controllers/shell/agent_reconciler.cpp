@@ -9,6 +9,8 @@
 #include "api/utf8.h"
 #include "controllers/agent_conditions.h"
 #include "controllers/agent_grants.h"
+#include "controllers/agent_ledger.h"
+#include "controllers/agent_ledger.h"
 #include "controllers/cache_projection.h"
 #include "controllers/job_pods.h"
 #include "controllers/managed_namespaces.h"
@@ -629,7 +631,23 @@ kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::
     RunObservation obs = observe_run(in);
     if (obs.delete_job && job) HB_TRY(delete_job(ns, job_name));
     if (obs.became_final) {
-      obs.status["costRecorded"] = true;  // no agent left to charge
+      if (config_.ledger) {
+        // Charged to the name's ledger before the mark: deleting an Agent
+        // while its run goes on does not make the run free.
+        HB_TRY_ASSIGN(std::optional<LedgerRecord> record, ledger_record(ns, name, nullptr, now));
+        const RunUsage usage = usage_from_status(obs.status);
+        std::vector<const Json*> all;
+        for (const Json& r : runs) all.push_back(&r);
+        HB_TRY(charge_ledger(ns, name, std::move(*record),
+                             {{name_of(run),
+                               usage.cost_cents,
+                               usage.input_tokens,
+                               usage.output_tokens,
+                               time_at(obs.status, "finishedAt").value_or(now),
+                               {}}},
+                             all, now));
+      }
+      obs.status["costRecorded"] = true;
       HB_TRY(write_run_status(run, obs.status, true));
       spdlog::info("event=run_finished agent={}/{} run={} phase={} reason=AgentNotFound", ns, name,
                    name_of(run), string_at(obs.status, "phase"));
@@ -670,7 +688,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile_gone(const std::string&
 AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
     const std::string& ns, const std::string& name, const std::vector<Json>& runs,
     const AgentViews& views, const std::vector<schedule::PolicyBudget>& policies,
-    const std::vector<PolicySpec>& selecting, TimePoint now) {
+    const std::vector<PolicySpec>& selecting, const LedgerRecord* ledger, TimePoint now) {
   const AgentSpec& spec = views.agent->spec.spec;
   RunTimeouts timeouts;
   timeouts.timeout = std::chrono::seconds(spec.timeout_seconds);
@@ -681,7 +699,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
   ObservedRuns observed;
   observed.lease = view_.lease(ns, lease_name_for_agent(name));
   const std::optional<Json>& lease = observed.lease;
-  const bool budget_spent = monthly_budget_spent(*views.agent, now);
+  const bool budget_spent = monthly_budget_spent(*views.agent, now, ledger);
   const schedule::PolicyBudget* cancelling = schedule::cancelling_policy(policies);
   const std::string cancelled_by_policy = cancelling ? schedule::policy_key(*cancelling) : "";
   const schedule::PolicyBudget* stopping = schedule::budget_stopping_policy(policies, now);
@@ -780,6 +798,9 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
     const std::optional<Json> other = this->agent(ns, target);
     return other && accepts_mention(parse_agent_spec(*other).spec.mentions, name);
   };
+  HB_TRY_ASSIGN(const std::optional<LedgerRecord> record,
+                ledger_record(ns, name, &views.agent->status, now));
+  input.ledger = record ? &*record : nullptr;
   if (config_.policies)
     input.policy_budgets = config_.policies->budgets_for(object_key(ns, name), now);
   input.policies = policies_over(ns, name);
@@ -796,7 +817,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
     };
   }
   ObservedRuns observed =
-      observe_runs(ns, name, runs, views, input.policy_budgets, input.policies, now);
+      observe_runs(ns, name, runs, views, input.policy_budgets, input.policies, input.ledger, now);
   input.runs = std::move(observed.runs);
   AgentDecision d = decide_agent(input);
   // A due slot (or a skip standing) needs the promptFrom text: read it,
@@ -811,6 +832,13 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
 
   HB_TRY_ASSIGN(const bool current, runs_still_unmarked(ns, d.confirm_unmarked, runs));
   if (!current) return ReconcileResult{std::chrono::milliseconds(1)};  // decide on the newer copy
+  if (record && !d.ledger_charges.empty()) {
+    std::vector<const Json*> all;
+    for (const std::vector<Json>* list : {&runs, &orphans}) {
+      for (const Json& r : *list) all.push_back(&r);
+    }
+    HB_TRY(charge_ledger(ns, name, *record, std::move(d.ledger_charges), all, now));
+  }
 
   const std::vector<PlannedWrite> plan = plan_writes({.decision = &d,
                                                       .observed = &input.runs,
@@ -849,6 +877,51 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   return with_retention(
       requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way), orphans_due,
       now);
+}
+
+kube::Result<std::optional<LedgerRecord>> AgentReconciler::ledger_record(const std::string& ns,
+                                                                         const std::string& name,
+                                                                         const AgentStatus* status,
+                                                                         TimePoint now) {
+  if (!config_.ledger) return std::optional<LedgerRecord>();
+  HB_TRY_ASSIGN(std::optional<LedgerRecord> record, config_.ledger->get(ns, name));
+  if (record) return record;
+  return std::optional(status != nullptr ? record_from_status(ns, name, *status, now)
+                                         : LedgerRecord{ns, name, {}, {}});
+}
+
+kube::Done AgentReconciler::charge_ledger(const std::string& ns, const std::string& name,
+                                          LedgerRecord record, std::vector<LedgerCharge> charges,
+                                          const std::vector<const Json*>& runs, TimePoint now) {
+  const std::vector<std::string> selecting =
+      config_.policies ? config_.policies->policies_selecting(object_key(ns, name))
+                       : std::vector<std::string>{};
+  for (LedgerCharge& charge : charges) {
+    const Json* run = nullptr;
+    for (const Json* r : runs) {
+      if (name_of(*r) == charge.run) run = r;
+    }
+    if (run != nullptr) {
+      if (std::optional<std::vector<std::string>> stamped = stamped_policies(*run)) {
+        charge.policies = std::move(*stamped);
+      }
+    }
+    charge.policies.insert(charge.policies.end(), selecting.begin(), selecting.end());
+  }
+  const auto still_unmarked = [&runs](const std::string& run) {
+    return std::any_of(runs.begin(), runs.end(), [&run](const Json* r) {
+      return name_of(*r) == run && !bool_at(*r, "status/costRecorded");
+    });
+  };
+  LedgerRecord next = charge_runs(forget_marked(std::move(record), still_unmarked), charges, now);
+  kube::RequestPriorityScope lifecycle(kube::RequestClass::kLifecycle);
+  HB_TRY(config_.ledger->put(next));
+  count_write(kWriteLedger);
+  for (const LedgerCharge& charge : charges) {
+    spdlog::info("event=ledger_charged agent={}/{} run={} cost_cents={:.6f} policies={}", ns, name,
+                 charge.run, charge.cost_cents, policies_annotation(charge.policies));
+  }
+  return kube::done();
 }
 
 // A place the gate reserved for a run this pass did not start (decided

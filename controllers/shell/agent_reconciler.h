@@ -26,6 +26,7 @@
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/concurrency_gate.h"
 #include "controllers/shell/lease_sightings.h"
+#include "controllers/shell/ledger_store.h"
 #include "controllers/shell/policy_index.h"
 #include "controllers/shell/provider_holds.h"
 #include "controllers/shell/view_cache.h"
@@ -60,11 +61,13 @@ inline constexpr const char* kWriteAgentObjectCreate = "agent_object_create";
 inline constexpr const char* kWriteAgentObjectMark = "agent_object_mark";  // once per Agent
 // A Role or RoleBinding an earlier version made for an object someone else owns.
 inline constexpr const char* kWriteAgentGrantDelete = "agent_grant_delete";
-inline constexpr std::array<const char*, 13> kWriteKinds = {
-    kWriteRunCreate,       kWriteRunAdopt, kWriteJobCreate,         kWriteContextCreate,
-    kWriteRunStatus,       kWriteRunLabel, kWriteAgentStatus,       kWriteRunDelete,
-    kWriteJobDelete,       kWriteEvent,    kWriteAgentObjectCreate, kWriteAgentObjectMark,
-    kWriteAgentGrantDelete};
+// The durable ledger's record of an agent (ledger_record.h), once per counted run.
+inline constexpr const char* kWriteLedger = "ledger";
+inline constexpr std::array<const char*, 14> kWriteKinds = {
+    kWriteRunCreate,        kWriteRunAdopt, kWriteJobCreate,         kWriteContextCreate,
+    kWriteRunStatus,        kWriteRunLabel, kWriteAgentStatus,       kWriteRunDelete,
+    kWriteJobDelete,        kWriteEvent,    kWriteAgentObjectCreate, kWriteAgentObjectMark,
+    kWriteAgentGrantDelete, kWriteLedger};
 
 // The read-your-writes overlay's kinds.
 inline constexpr const char* kOverlayAgents = "agents";
@@ -83,6 +86,9 @@ struct ReconcilerConfig {
   std::shared_ptr<ConcurrencyGate> concurrency;
   // The HeartbeatPolicies' team budgets (kept by the cache); null: none.
   std::shared_ptr<const PolicyIndex> policies;
+  // The durable ledger (shell/ledger_store.h); null: each Agent's status
+  // is its ledger (unit tests of other parts).
+  std::shared_ptr<LedgerStore> ledger;
   // Provider quota holds (kept by the cache); null: none.
   std::shared_ptr<const ProviderHolds> provider_holds;
   // --run-retention: a finished run whose Agent is gone is deleted this long
@@ -184,6 +190,18 @@ class AgentReconciler {
   void record_event(const Json& agent, const Json* run, const Event& event, TimePoint now);
   kube::Done reconcile_orphans(const std::string& ns, const std::string& name,
                                std::vector<Json>& runs, TimePoint now);
+  // The agent's durable record (one made from its status when it has
+  // none); none without a ledger store.
+  kube::Result<std::optional<LedgerRecord>> ledger_record(const std::string& ns,
+                                                          const std::string& name,
+                                                          const AgentStatus* status, TimePoint now);
+  // Records `charges` in the agent's durable ledger before anything else
+  // the pass writes: each under the policies stamped on its run and those
+  // selecting the agent now. `runs`: every run of the name (this Agent's
+  // and earlier ones'), to forget the charged runs since marked or gone.
+  kube::Done charge_ledger(const std::string& ns, const std::string& name, LedgerRecord record,
+                           std::vector<LedgerCharge> charges, const std::vector<const Json*>& runs,
+                           TimePoint now);
   // Runs whose Agent is gone (deleted, or an earlier Agent of this name):
   // in-flight ones ended (reconcile_orphans), those past --run-retention
   // deleted. When the next one falls due.
@@ -210,7 +228,8 @@ class AgentReconciler {
   ObservedRuns observe_runs(const std::string& ns, const std::string& name,
                             const std::vector<Json>& runs, const AgentViews& views,
                             const std::vector<schedule::PolicyBudget>& policies,
-                            const std::vector<PolicySpec>& selecting, TimePoint now);
+                            const std::vector<PolicySpec>& selecting, const LedgerRecord* ledger,
+                            TimePoint now);
   // Performs one pass's write plan (write_plan.h) against the API server.
   class PassWriter;
   void count_write(const char* kind);

@@ -20,10 +20,6 @@ bool same_spec(const Json& a, const Json& b) {
          string_at(a, "metadata/uid") == string_at(b, "metadata/uid");
 }
 
-int64_t to_micros(double cents) {
-  return saturating_int64(std::round(cents * kMicroCentsPerCent));
-}
-
 }  // namespace
 
 int64_t MicroCentSum::cents_floor() const {
@@ -56,8 +52,6 @@ bool PolicyIndex::namespace_has_policies(const std::string& ns) const {
 PolicyIndex::AgentEntry PolicyIndex::entry_of(const Json& agent) {
   AgentEntry entry;
   entry.labels = labels_of(agent);
-  entry.period = string_at(agent, "status/spend/period");
-  entry.spent_micros = to_micros(number_at(agent, "status/spend/cents").value_or(0));
   return entry;
 }
 
@@ -70,9 +64,7 @@ void PolicyIndex::keep_agents_in(const std::string& ns) {
     // Agent deleted since (no longer stored) is not brought back.
     if (agents_.count(key) > 0 || !namespace_has_policies(ns)) return;
     if (agent_source_.contains && !agent_source_.contains(key)) return;
-    AgentEntry entry = entry_of(agent);
-    count_agent(ns, entry, +1);
-    agents_.emplace(key, std::move(entry));
+    agents_.emplace(key, entry_of(agent));
   });
 }
 
@@ -92,17 +84,69 @@ PolicyIndex::in_namespace(const std::string& ns) const {
   return {policies_.lower_bound(ns + "/"), policies_.lower_bound(ns + "0")};
 }
 
-void PolicyIndex::count_agent(const std::string& ns, const AgentEntry& agent, int64_t sign) {
-  const auto [begin, end] = in_namespace(ns);
-  for (auto it = begin; it != end; ++it) {
-    if (!it->second.spec.selects(agent.labels)) continue;
-    MicroCentSum& sum = policies_.at(it->first).spent_micros_by_period[agent.period];
-    if (sign > 0) {
-      sum.add(agent.spent_micros);
-    } else {
-      sum.subtract(agent.spent_micros);
+const MicroCentSum* PolicyIndex::spent(const std::string& key, const std::string& period) const {
+  const auto policy = spend_.find(key);
+  if (policy == spend_.end()) return nullptr;
+  const auto sum = policy->second.find(period);
+  return sum == policy->second.end() ? nullptr : &sum->second;
+}
+
+void PolicyIndex::count_record(const LedgerRecord& record, int64_t sign) {
+  for (const auto& [period, spend] : record.periods) {
+    for (const auto& [policy, micros] : spend.policy_micro_cents) {
+      MicroCentSum& sum = spend_[record.ns + "/" + policy][period];
+      if (sign > 0) {
+        sum.add(micros);
+      } else {
+        sum.subtract(micros);
+      }
     }
   }
+}
+
+void PolicyIndex::ledger_changed(const LedgerRecord* before, const LedgerRecord* after) {
+  assert(before != nullptr || after != nullptr);
+  const std::string ns = after != nullptr ? after->ns : before->ns;
+  std::set<std::string> periods;
+  for (const LedgerRecord* r : {before, after}) {
+    if (r == nullptr) continue;
+    for (const auto& entry : r->periods) periods.insert(entry.first);
+  }
+  std::vector<std::string> touched;  // agents of a team budget this spend used up or freed
+  {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, std::set<std::string>> spent_before;
+    for (const std::string& period : periods) spent_before[period] = spent_budgets(ns, period);
+    if (before != nullptr) count_record(*before, -1);
+    if (after != nullptr) count_record(*after, +1);
+    for (const std::string& period : periods) {
+      const std::set<std::string> spent_after = spent_budgets(ns, period);
+      std::vector<std::string> crossed;
+      std::set_symmetric_difference(spent_before[period].begin(), spent_before[period].end(),
+                                    spent_after.begin(), spent_after.end(),
+                                    std::back_inserter(crossed));
+      for (const std::string& key : crossed) {
+        for (std::string& a : agents_selected(policies_.at(key).spec))
+          touched.push_back(std::move(a));
+      }
+    }
+  }
+  for (const std::string& key : touched) enqueue_(key);
+}
+
+void PolicyIndex::expect_ledgers() {
+  std::lock_guard lock(mutex_);
+  spend_known_ = false;
+}
+
+void PolicyIndex::ledgers_loaded() {
+  std::lock_guard lock(mutex_);
+  spend_known_ = true;
+}
+
+bool PolicyIndex::spend_known() const {
+  std::lock_guard lock(mutex_);
+  return spend_known_;
 }
 
 std::vector<std::string> PolicyIndex::agents_selected(const PolicySpec& spec) const {
@@ -118,10 +162,6 @@ PolicyIndex::PolicyEntry PolicyIndex::entry_for(const Json& policy) const {
   PolicyEntry entry;
   entry.spec = parse_policy(policy);
   if (const Json* status = find_path(policy, "status")) entry.stored_status = *status;
-  for (const std::string& key : agents_selected(entry.spec)) {
-    const AgentEntry& agent = agents_.at(key);
-    entry.spent_micros_by_period[agent.period].add(agent.spent_micros);
-  }
   return entry;
 }
 
@@ -170,9 +210,8 @@ std::set<std::string> PolicyIndex::spent_budgets(const std::string& ns,
   for (auto it = begin; it != end; ++it) {
     const PolicyEntry& p = it->second;
     if (p.spec.monthly_budget_cents <= 0) continue;
-    const auto spent = p.spent_micros_by_period.find(period);
-    if (spent != p.spent_micros_by_period.end() &&
-        spent->second.reached_cents(p.spec.monthly_budget_cents)) {
+    const MicroCentSum* sum = spent(it->first, period);
+    if (sum != nullptr && sum->reached_cents(p.spec.monthly_budget_cents)) {
       out.insert(it->first);
     }
   }
@@ -181,40 +220,23 @@ std::set<std::string> PolicyIndex::spent_budgets(const std::string& ns,
 
 void PolicyIndex::agent_changed(const std::string& agent_key, const Json* agent) {
   const std::string ns = namespace_of_key(agent_key);
-  bool caps_moved = false;           // its labels changed where a policy caps runs
-  std::vector<std::string> touched;  // agents of a team budget this change spent or freed
+  bool caps_moved = false;  // its labels changed where a policy caps runs
   {
     std::lock_guard lock(mutex_);
     const auto it = agents_.find(agent_key);
     if (it == agents_.end() && !namespace_has_policies(ns)) return;  // no policy counts it
-    std::string period = agent != nullptr ? string_at(*agent, "status/spend/period") : "";
-    if (agent == nullptr && it != agents_.end()) period = it->second.period;
-    const std::set<std::string> spent_before = spent_budgets(ns, period);
     std::optional<std::map<std::string, std::string>> old_labels;
     if (it != agents_.end()) {
-      count_agent(ns, it->second, -1);
       old_labels = std::move(it->second.labels);
       agents_.erase(it);
     }
     if (agent != nullptr) {
       AgentEntry entry = entry_of(*agent);
-      count_agent(ns, entry, +1);
       caps_moved = old_labels && *old_labels != entry.labels;
       agents_.emplace(agent_key, std::move(entry));
     }
     caps_moved = caps_moved && namespace_has_caps(ns);
-    // Every agent of a team whose budget this spend used up (or a label
-    // change freed) decides again now, not at its next slot.
-    const std::set<std::string> spent_after = spent_budgets(ns, period);
-    std::vector<std::string> crossed;
-    std::set_symmetric_difference(spent_before.begin(), spent_before.end(), spent_after.begin(),
-                                  spent_after.end(), std::back_inserter(crossed));
-    for (const std::string& key : crossed) {
-      for (std::string& a : agents_selected(policies_.at(key).spec))
-        touched.push_back(std::move(a));
-    }
   }
-  for (const std::string& key : touched) enqueue_(key);
   if (caps_moved && limits_changed_) limits_changed_();
 }
 
@@ -230,8 +252,8 @@ std::vector<schedule::PolicyBudget> PolicyIndex::budgets_for(const std::string& 
     const PolicyEntry& p = it->second;
     if (p.spec.monthly_budget_cents <= 0 && !p.spec.paused) continue;
     if (!p.spec.selects(agent->second.labels)) continue;
-    const auto spent = p.spent_micros_by_period.find(period);
-    const int64_t cents = spent == p.spent_micros_by_period.end() ? 0 : spent->second.cents_floor();
+    const MicroCentSum* sum = spent(it->first, period);
+    const int64_t cents = sum == nullptr ? 0 : sum->cents_floor();
     out.push_back({p.spec.name, p.spec.monthly_budget_cents, cents, period, p.spec.ns,
                    p.spec.paused, p.spec.cancel_running, p.spec.finish_on_exceeded});
   }
@@ -291,8 +313,7 @@ std::vector<PolicyIndex::Report> PolicyIndex::reports(
       const auto started = started_by_agent.find(agent);
       if (started != started_by_agent.end()) r.tally.running_runs += started->second;
     }
-    const auto spent = p.spent_micros_by_period.find(period);
-    if (spent != p.spent_micros_by_period.end()) r.tally.spent_cents = spent->second.cents();
+    if (const MicroCentSum* sum = spent(key, period)) r.tally.spent_cents = sum->cents();
     out.push_back(std::move(r));
   }
   return out;

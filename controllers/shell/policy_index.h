@@ -1,8 +1,10 @@
 // The HeartbeatPolicies of the watched namespaces and what they count, kept
-// from the informers (policies, Agents) so a reconcile asks for an
-// agent's team budgets without a scan: each policy keeps the sum of its
-// selected agents' spend per month, updated as an Agent's status or labels
-// change. Agents are kept only in namespaces with a policy: the first
+// from the informers (policies, Agents) and the durable ledger
+// (ledger_record.h) so a reconcile asks for an agent's team budgets without
+// a scan: each policy's spend per month is the sum of what the agents'
+// ledger records charged under its name, whatever their labels say now
+// (a relabel moves nothing already spent). Agents (their labels) are kept
+// only in namespaces with a policy: the first
 // policy of a namespace reads its Agents from the cache (AgentSource), the
 // last one's deletion forgets them (an entry for every Agent of a fleet
 // without policies cost about 1.5 MiB at 10,000 agents). Counts a person reads (agents,
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "controllers/concurrency.h"
+#include "controllers/ledger_record.h"
 #include "controllers/policy.h"
 #include "controllers/schedule/blocks.h"
 #include "controllers/shell/agent_source.h"
@@ -64,10 +67,19 @@ class PolicyIndex {
   // From the informers' handlers; null: absent (added or deleted).
   void policy_changed(const Json* old_policy, const Json* policy);
   void agent_changed(const std::string& agent_key, const Json* agent);
+  // From the ledger store (shell/ledger_store.h): a record written or read;
+  // null: absent.
+  void ledger_changed(const LedgerRecord* before, const LedgerRecord* after);
+  // Team spend comes from a ledger store: it is unknown until every record
+  // has been read (ledgers_loaded). Till then no policy status is written,
+  // lest it show a spend lower than the one stored.
+  void expect_ledgers();
+  void ledgers_loaded();
+  bool spend_known() const;
 
   // The policies over an agent with a team budget or a pause, by policy
-  // name; spend as of the stored statuses of the agents (a run still going
-  // is not in it yet).
+  // name; spend as the ledger records hold it (a run still going is not in
+  // it yet).
   std::vector<schedule::PolicyBudget> budgets_for(const std::string& agent_key,
                                                   TimePoint now) const;
   // The policies' caps over an agent, as the concurrency gate's pools
@@ -96,20 +108,20 @@ class PolicyIndex {
  private:
   struct AgentEntry {
     std::map<std::string, std::string> labels;
-    std::string period;        // status.spend.period
-    int64_t spent_micros = 0;  // status.spend.cents, in millionths
   };
   struct PolicyEntry {
     PolicySpec spec;
     Json stored_status;
-    std::map<std::string, MicroCentSum> spent_micros_by_period;
   };
+  using SpendByPeriod = std::map<std::string, MicroCentSum>;
   using Policies = std::map<std::string, PolicyEntry>;
   // The policies of a namespace: keys "ns/name" sort together.
   std::pair<Policies::const_iterator, Policies::const_iterator> in_namespace(
       const std::string& ns) const;
   static AgentEntry entry_of(const Json& agent);
-  void count_agent(const std::string& ns, const AgentEntry& agent, int64_t sign);
+  // What the ledger charged under policy `key` in `period` (0: nothing).
+  const MicroCentSum* spent(const std::string& key, const std::string& period) const;
+  void count_record(const LedgerRecord& record, int64_t sign);
   bool namespace_has_policies(const std::string& ns) const;
   // Reads the Agents of a namespace whose first policy just came (without
   // the lock: the Agent cache tells this index under its handlers).
@@ -127,6 +139,10 @@ class PolicyIndex {
   mutable std::mutex mutex_;
   Policies policies_;                         // by "ns/name"
   std::map<std::string, AgentEntry> agents_;  // by "ns/name"
+  // What the ledger records charged per policy, by "ns/name" of the policy
+  // (kept when the policy goes: one made again under its name resumes it).
+  std::map<std::string, SpendByPeriod> spend_;
+  bool spend_known_ = true;
 };
 
 }  // namespace hb::controllers

@@ -20,6 +20,8 @@ PolicyStatusWriter::PolicyStatusWriter(std::shared_ptr<kube::Client> client,
 int PolicyStatusWriter::write_changed() {
   // No policy, nothing to count: the per-agent counts are not copied.
   if (index_.size() == 0) return 0;
+  // Before every ledger record is read a team's spend would show too low.
+  if (!index_.spend_known()) return 0;
   const TimePoint now = clock_();
   int written = 0;
   for (const PolicyIndex::Report& r : index_.reports(now, started_by_agent_())) {

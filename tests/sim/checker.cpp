@@ -8,6 +8,7 @@
 #include "controllers/names.h"
 #include "controllers/run_record.h"
 #include "controllers/run_status.h"
+#include "controllers/schedule/spend.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::sim {
@@ -139,15 +140,13 @@ std::string Checker::current_period() const {
   return format_rfc3339(server_.now()).substr(0, 7);
 }
 
+// What the runs stamped with the policy at their start were charged this
+// month: the least the operator's team figure holds (it also charges a run
+// to the policies selecting its agent when counted), whatever the Agents'
+// labels say now or whether they still exist.
 double Checker::team_spend(const PolicyLimits& policy) const {
-  const std::string period = current_period();
-  double cents = 0;
-  server_.for_each("agents", [&](const Json& agent) {
-    if (policy_selects(policy, agent) && string_at(agent, "status/spend/period") == period) {
-      cents += spend_of(agent);
-    }
-  });
-  return cents;
+  const auto it = team_counted_.find(policy.ns + "/" + policy.name + "|" + current_period());
+  return it == team_counted_.end() ? 0 : it->second;
 }
 
 bool Checker::team_budget_spent(const PolicyLimits& policy) const {
@@ -173,6 +172,10 @@ void Checker::on_policy_input_write(const std::string& resource, const std::opti
       policy_paused_since_.try_emplace(object_key(object), server_.now());
     }
   }
+  retime_team_budgets(ns);
+}
+
+void Checker::retime_team_budgets(const std::string& ns) {
   const std::string period = current_period();
   server_.for_each("heartbeatpolicies", [&](const Json& policy) {
     const PolicyLimits p = policy_limits(policy);
@@ -327,13 +330,21 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
     const Json* agent = server_.peek("agents", agent_ns, string_at(*after, "spec/agentRef/name"));
     Counted c;
     c.agent_key = agent_key_of_run(*after);
-    c.period = agent ? string_at(*agent, "status/spend/period") : "";
+    // The month the run finished in, whenever it is counted.
+    const std::optional<TimePoint> finished = time_at(*after, "status/finishedAt");
+    c.period = finished ? schedule::spend_period(*finished)
+                        : (agent ? string_at(*agent, "status/spend/period") : "");
     c.cents = controllers::number_at(*after, "status/usage/costCents").value_or(0);
     if (!std::isfinite(c.cents) || c.cents < 0) violation("run " + name + " counted a bad cost");
     if (!counted_.emplace(uid, c).second) {
       violation("run " + name + " counted twice");
     } else {
       counted_sums_[c.agent_key + "|" + c.period] += c.cents;
+      for (const std::string& policy :
+           controllers::stamped_policies(*after).value_or(std::vector<std::string>{})) {
+        team_counted_[agent_ns + "/" + policy + "|" + c.period] += c.cents;
+      }
+      retime_team_budgets(agent_ns);
     }
   }
 }

@@ -88,6 +88,8 @@ class Checker {
   // A policy's spec or an Agent's labels changed in `ns`; re-times the team budgets there.
   void on_policy_input_write(const std::string& resource, const std::optional<Json>& before,
                              const std::optional<Json>& after);
+  // Notes since when each policy of `ns` has stood spent (or forgets it).
+  void retime_team_budgets(const std::string& ns);
   // The current UTC month ("YYYY-MM", true time); the selected agents'
   // spend in it, and whether it reached the team budget.
   std::string current_period() const;
@@ -110,6 +112,8 @@ class Checker {
   };
   std::map<std::string, Counted> counted_;      // by run uid
   std::map<std::string, double> counted_sums_;  // "ns/agent|period" -> cents
+  // "ns/policy|period" -> cents of the counted runs stamped with the policy.
+  std::map<std::string, double> team_counted_;
   // When the policies or Agent labels of a namespace last changed (true
   // time): the operator may start by the old ones until it sees the change.
   std::map<std::string, TimePoint> selection_changed_at_;

@@ -300,6 +300,15 @@ void World::start_operator(std::size_t i) {
   std::shared_ptr<kube::Client> client = client_over(operator_transport_);
   client->set_write_gate([op] { return op->elector->holding(); });
   config.job.stall_window = kStallWindow;
+  // As operator/manager.cpp: the durable ledger in the operator's namespace.
+  config.ledger = std::make_shared<controllers::LedgerStore>(client, "heartbeat-system");
+  op->policies->expect_ledgers();
+  config.ledger->on_change(
+      [policies = op->policies](const controllers::LedgerRecord* before,
+                                const controllers::LedgerRecord* after) {
+        policies->ledger_changed(before, after);
+      },
+      [policies = op->policies] { policies->ledgers_loaded(); });
   op->reconciler = std::make_unique<controllers::AgentReconciler>(
       client, *op->cache, config, op->metrics, [this] { return operator_now(); },
       [this] { return steady_now(); });

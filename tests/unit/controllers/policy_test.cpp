@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "controllers/label_selector.h"
+#include "controllers/ledger_record.h"
 #include "controllers/shell/concurrency_gate.h"
 #include "controllers/shell/policy_index.h"
 #include "tests/unit/controllers/fake_agent_source.h"
@@ -161,110 +162,118 @@ Json agent_with(const char* name, std::map<std::string, std::string> labels, dou
   return a;
 }
 
-// The index sums the selected agents' spend as their statuses and labels
-// change, keeps policies of other namespaces apart, and wakes the agents a
-// policy change concerns.
-TEST(PolicyIndex, SumsSpendOfSelectedAgentsAsTheyChange) {
+// An agent's durable ledger record with `cents` charged under each of `policies`.
+LedgerRecord record_of(const char* ns, const char* agent, double cents,
+                       std::vector<std::string> policies, const char* period = "2024-05") {
+  LedgerRecord r{ns, agent, {}, {}};
+  PeriodSpend& spend = r.periods[period];
+  spend.micro_cents = to_micro_cents(cents);
+  for (const std::string& p : policies) spend.policy_micro_cents[p] = to_micro_cents(cents);
+  return r;
+}
+
+// Told ledger records, in order (the last told per agent is the current one).
+struct FakeLedger {
+  std::map<std::string, LedgerRecord> records;
+  void put(PolicyIndex& index, const LedgerRecord& r) {
+    const std::string key = r.ns + "/" + r.agent;
+    const auto it = records.find(key);
+    index.ledger_changed(it == records.end() ? nullptr : &it->second, &r);
+    records.insert_or_assign(key, r);
+  }
+};
+
+// The team's spend is what the ledger charged under the policy's name:
+// more spend raises it, a relabel or a deleted Agent moves nothing already
+// spent, another namespace's policy of that name is apart, last month's
+// spend does not count, and crossing the budget wakes the team.
+TEST(PolicyIndex, SumsWhatTheLedgerChargedUnderThePolicy) {
   std::vector<std::string> woken;
   PolicyIndex index([&](const std::string& key) { woken.push_back(key); });
   FakeAgents agents;
+  FakeLedger ledger;
   index.read_agents_from(agents.source());
   const TimePoint now = at("2024-05-10T10:00:00Z");
-  const Json a = agent_with("a", {{"team", "x"}}, 30.5);
-  const Json b = agent_with("b", {{"team", "x"}}, 40.75);
-  const Json c = agent_with("c", {{"team", "y"}}, 1000);
-  agents.put(index, "ns/a", a);
-  agents.put(index, "ns/b", b);
-  agents.put(index, "ns/c", c);
-  Json other_ns = agent_with("a", {{"team", "x"}}, 999);
-  other_ns["metadata"]["namespace"] = "ns-2";
-  agents.put(index, "ns-2/a", other_ns);
+  agents.put(index, "ns/a", agent_with("a", {{"team", "x"}}, 0));
+  agents.put(index, "ns/b", agent_with("b", {{"team", "x"}}, 0));
+  agents.put(index, "ns/c", agent_with("c", {{"team", "y"}}, 0));
   const Json p = policy("team-x", {{"selector", {{"matchLabels", {{"team", "x"}}}}},
                                    {"budget", {{"monthlyCents", 100}}},
                                    {"maxConcurrentRuns", 1}});
   index.policy_changed(nullptr, &p);
   EXPECT_EQ(woken, (std::vector<std::string>{"ns/a", "ns/b"}));
+  ledger.put(index, record_of("ns", "a", 30.5, {"team-x"}));
+  ledger.put(index, record_of("ns", "b", 40.75, {"team-x"}));
+  ledger.put(index, record_of("ns", "c", 1000, {"team-y"}));
+  ledger.put(index, record_of("ns-2", "a", 999, {"team-x"}));
   std::vector<schedule::PolicyBudget> budgets = index.budgets_for("ns/a", now);
   ASSERT_EQ(budgets.size(), 1u);
   EXPECT_EQ(budgets[0].policy, "team-x");
   EXPECT_EQ(budgets[0].spent_cents, 71);  // 30.5 + 40.75, floored
   EXPECT_TRUE(index.budgets_for("ns/c", now).empty());
-  EXPECT_TRUE(index.budgets_for("ns-2/a", now).empty());
   const std::vector<PoolCap> caps = index.caps_for("ns/b");
   ASSERT_EQ(caps.size(), 1u);
   EXPECT_EQ(caps[0].pool, "ns/team-x");
-  EXPECT_EQ(caps[0].cap, 1);
   EXPECT_TRUE(index.caps_for("ns/c").empty());
-  // b spends more, then leaves the team; c joins it.
-  const Json b2 = agent_with("b", {{"team", "x"}}, 60);
-  agents.put(index, "ns/b", b2);
+  ledger.put(index, record_of("ns", "b", 60, {"team-x"}));
   EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 90);
-  const Json b3 = agent_with("b", {{"team", "z"}}, 60);
-  agents.put(index, "ns/b", b3);
-  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 30);
-  const Json c2 = agent_with("c", {{"team", "x"}}, 1000);
-  agents.put(index, "ns/c", c2);
-  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 1030);
-  agents.erase(index, "ns/c");
-  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 30);
-  // c spends the team budget: every agent of the team decides again.
+  // b leaves the team by its labels, then is deleted: what it spent stays.
+  agents.put(index, "ns/b", agent_with("b", {{"team", "z"}}, 0));
+  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 90);
+  agents.erase(index, "ns/b");
+  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 90);
+  // c, of another team, spends under team-x (stamped on its run) and
+  // crosses the budget: every agent the policy selects decides again.
   woken.clear();
-  const Json c3 = agent_with("c", {{"team", "x"}}, 80);
-  agents.put(index, "ns/c", c3);
-  EXPECT_EQ(woken, (std::vector<std::string>{"ns/a", "ns/c"}));
-  woken.clear();
-  agents.erase(index, "ns/c");  // and frees it when it goes
+  ledger.put(index, record_of("ns", "c", 1010, {"team-y", "team-x"}));
+  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 1100);
   EXPECT_EQ(woken, (std::vector<std::string>{"ns/a"}));
   // Spend of last month does not count this month.
-  const Json a_old = agent_with("a", {{"team", "x"}}, 30.5, "2024-04");
-  agents.put(index, "ns/a", a_old);
-  EXPECT_EQ(index.budgets_for("ns/a", now)[0].spent_cents, 0);
+  EXPECT_EQ(index.budgets_for("ns/a", at("2024-06-01T00:00:00Z"))[0].spent_cents, 0);
 }
 
 // A fleet without policies costs the index nothing: a namespace's Agents
-// are read when its first policy comes and forgotten with its last.
+// (their labels) are read when its first policy comes and forgotten with
+// its last; the spend charged under a policy outlives it.
 TEST(PolicyIndex, AgentsAreKeptOnlyInNamespacesWithAPolicy) {
   PolicyIndex index([](const std::string&) {});
   FakeAgents agents;
+  FakeLedger ledger;
   index.read_agents_from(agents.source());
   const TimePoint now = at("2024-05-10T10:00:00Z");
-  const Json a = agent_with("a", {{"team", "x"}}, 30);
-  const Json b = agent_with("b", {{"team", "x"}}, 12);
   Json other_ns = agent_with("a", {{"team", "x"}}, 999);
   other_ns["metadata"]["namespace"] = "ns-2";
-  agents.put(index, "ns/a", a);
-  agents.put(index, "ns/b", b);
+  agents.put(index, "ns/a", agent_with("a", {{"team", "x"}}, 30));
+  agents.put(index, "ns/b", agent_with("b", {{"team", "x"}}, 12));
   agents.put(index, "ns-2/a", other_ns);
   EXPECT_EQ(index.agents_kept(), 0u);
   const Json p = policy("team-x", {{"selector", {{"matchLabels", {{"team", "x"}}}}},
                                    {"budget", {{"monthlyCents", 100}}}});
   index.policy_changed(nullptr, &p);
   EXPECT_EQ(index.agents_kept(), 2u) << "ns only";
+  ledger.put(index, record_of("ns", "a", 42, {"team-x"}));
   EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 42);
-  const Json b2 = agent_with("b", {{"team", "x"}}, 20);
-  agents.put(index, "ns/b", b2);
-  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 50);
   index.policy_changed(&p, nullptr);
   EXPECT_EQ(index.agents_kept(), 0u);
-  agents.put(index, "ns/a", a);
+  agents.put(index, "ns/a", agent_with("a", {{"team", "x"}}, 30));
   EXPECT_EQ(index.agents_kept(), 0u);
-  // Back again: read afresh, with what changed while no policy was there.
+  // Back again: its agents read afresh, its spend as charged.
   index.policy_changed(nullptr, &p);
-  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 50);
+  EXPECT_EQ(index.agents_kept(), 2u);
+  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 42);
 }
 
 // The namespace's Agents are read from a snapshot while the handlers go on
 // telling changes: one deleted meanwhile is not brought back, one changed
-// meanwhile keeps its newer state.
+// meanwhile keeps its newer labels.
 TEST(PolicyIndex, ChangesToldWhileANamespaceIsReadWin) {
   PolicyIndex index([](const std::string&) {});
   FakeAgents agents;
   index.read_agents_from(agents.source());
-  const TimePoint now = at("2024-05-10T10:00:00Z");
   agents.put(index, "ns/a", agent_with("a", {{"team", "x"}}, 30));
   agents.put(index, "ns/b", agent_with("b", {{"team", "x"}}, 12));
   agents.put(index, "ns/c", agent_with("c", {{"team", "x"}}, 5));
-  const Json c2 = agent_with("c", {{"team", "x"}}, 7);
+  const Json c2 = agent_with("c", {{"team", "y"}}, 7);
   agents.before_visit = [&](const std::string& key) {
     if (key != "ns/a") return;
     agents.erase(index, "ns/b");
@@ -274,7 +283,9 @@ TEST(PolicyIndex, ChangesToldWhileANamespaceIsReadWin) {
                                    {"budget", {{"monthlyCents", 100}}}});
   index.policy_changed(nullptr, &p);
   EXPECT_EQ(index.agents_kept(), 2u);
-  EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 37);  // 30 + 7
+  EXPECT_EQ(index.policies_selecting("ns/a"), std::vector<std::string>{"team-x"});
+  EXPECT_TRUE(index.policies_selecting("ns/b").empty()) << "deleted meanwhile";
+  EXPECT_TRUE(index.policies_selecting("ns/c").empty()) << "relabelled meanwhile";
 }
 
 TEST(PolicyIndex, ReportsCountAgentsAndRunningRuns) {
@@ -304,6 +315,8 @@ TEST(PolicyIndex, ReportsCountAgentsAndRunningRuns) {
   gate.observe_run("ns/r3", &done, true);
   gate.observe_run("ns/r4", &other, false);
   gate.observe_run("ns/r5", &queued_with_job, false);  // not started yet
+  FakeLedger ledger;
+  ledger.put(index, record_of("ns", "a", 10, {"team-x"}));
   const TimePoint now = at("2024-05-10T10:00:00Z");
   std::vector<PolicyIndex::Report> reports = index.reports(now, gate.started_by_agent());
   ASSERT_EQ(reports.size(), 1u);
@@ -454,21 +467,24 @@ TEST(Policy, StatusSaysPausedAndWhatHappensToRunsInFlight) {
   EXPECT_EQ((*condition_of(s, "Paused"))["reason"], "NotPaused");
 }
 
-// Each agent's spend is an int64 of millionths of a cent, saturated at
+// Each record's figure is an int64 of millionths of a cent, saturated at
 // INT64_MAX for a runaway (or forged) figure. Two of them in one team must
 // not wrap the team's sum negative (which would lift a spent team budget),
 // and taking one away must leave the other's whole figure.
 TEST(PolicyIndex, TwoSaturatedAgentsDoNotWrapTheTeamSum) {
   PolicyIndex index([](const std::string&) {});
   FakeAgents agents;
+  FakeLedger ledger;
   index.read_agents_from(agents.source());
   const TimePoint now = at("2024-05-10T10:00:00Z");
   const Json p = policy("team", {{"budget", {{"monthlyCents", 100}}}});
   index.policy_changed(nullptr, &p);
+  agents.put(index, "ns/a", agent_with("a", {}, 0));
+  agents.put(index, "ns/b", agent_with("b", {}, 0));
   constexpr int64_t kOneSaturatedCents = INT64_MAX / 1000000;  // 9223372036854
-  agents.put(index, "ns/a", agent_with("a", {}, 1e20));
+  ledger.put(index, record_of("ns", "a", 1e20, {"team"}));
   EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, kOneSaturatedCents);
-  agents.put(index, "ns/b", agent_with("b", {}, 1e20));
+  ledger.put(index, record_of("ns", "b", 1e20, {"team"}));
   const int64_t both = index.budgets_for("ns/a", now).at(0).spent_cents;
   EXPECT_GE(both, kOneSaturatedCents);
   EXPECT_GT(index.reports(now, {}).at(0).tally.spent_cents, 0);
@@ -476,10 +492,9 @@ TEST(PolicyIndex, TwoSaturatedAgentsDoNotWrapTheTeamSum) {
   testing::World w{testing::agent("a")};
   w.policy_budgets = index.budgets_for("ns/a", now);
   EXPECT_FALSE(w.step(at("2024-05-10T10:05:00Z")).create_run);
-  agents.erase(index, "ns/b");
+  index.ledger_changed(&ledger.records.at("ns/b"), nullptr);
   EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, kOneSaturatedCents);
-  agents.erase(index, "ns/a");
-  agents.put(index, "ns/a", agent_with("a", {}, 1.5));
+  ledger.put(index, record_of("ns", "a", 1.5, {"team"}));
   EXPECT_EQ(index.budgets_for("ns/a", now).at(0).spent_cents, 1);
 }
 
