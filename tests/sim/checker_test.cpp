@@ -296,14 +296,22 @@ class PolicyCheckerTest : public CheckerTest {
     server_.create(Actor::kUser, "heartbeatpolicies", "ns",
                    {{"metadata", {{"name", "team-x"}}}, {"spec", spec}});
   }
-  void create_run(const std::string& run, const std::string& agent) {
+  void create_run(const std::string& run, const std::string& agent,
+                  const std::string& policies = "") {
     Json manual = {{"metadata", {{"name", run}}},
                    {"spec", {{"agentRef", {{"name", agent}}}, {"invocationSource", "manual"}}}};
+    if (!policies.empty()) {
+      manual["metadata"]["annotations"] = {{"heartbeat.dev/policies", policies}};
+    }
     server_.create(Actor::kOperator, "heartbeatruns", "ns", manual);
   }
-  void set_spend(const std::string& agent, const std::string& period, double cents) {
-    server_.merge_patch(Actor::kOperator, "agents", "ns", agent,
-                        {{"status", {{"spend", {{"period", period}, {"cents", cents}}}}}}, true);
+  // A run stamped with `policies` at its start, finished `finished_at` and counted at `cents`.
+  void counted_run(const std::string& run, const std::string& agent, double cents,
+                   const std::string& policies, const char* finished_at = "2026-03-10T09:00:00Z") {
+    create_run(run, agent, policies);
+    Json status = finished(cents);
+    status["finishedAt"] = finished_at;
+    set_run_status(run, status);
   }
   // Past the time the operator may take to see a user's change.
   void wait_until_seen() { now_ += kUserChangeSeenWithin + std::chrono::seconds(1); }
@@ -343,16 +351,23 @@ TEST_F(PolicyCheckerTest, ARunStartedBeforeTheOperatorCouldSeeARelabelIsExcused)
   EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
 }
 
+// The team's spend is what the runs stamped with its policy were charged
+// this month: a run of another policy or of last month does not count; a
+// run of an agent since relabelled out of it still does.
 TEST_F(PolicyCheckerTest, ARunStartedOnceTheTeamBudgetIsSpentIsCaught) {
   create_policy({{"budget", {{"monthlyCents", 3}}}});
-  set_spend("c", "2026-03", 50);  // not selected
-  set_spend("b", "2026-02", 50);  // last month's
-  set_spend("a", "2026-03", 2);
-  create_run("r1", "b");
+  counted_run("c1", "c", 50, "team-y");
+  counted_run("b0", "b", 50, "team-x", "2026-02-28T23:00:00Z");  // last month's
+  counted_run("a1", "a", 2, "team-x");
+  create_run("r1", "b", "team-x");
   start("r1");
-  set_spend("b", "2026-03", 1.5);  // 3.5 of 3 cents: spent
+  Json done = finished(1.5);
+  done["finishedAt"] = "2026-03-10T10:00:00Z";
+  set_run_status("r1", done);  // 3.5 of 3 cents: spent
+  server_.merge_patch(Actor::kUser, "agents", "ns", "b",
+                      {{"metadata", {{"labels", {{"team", "z"}}}}}}, false);
   create_run("r2", "a");
-  start("r2");  // within the time the operator may take to see b's spend
+  start("r2");  // within the time the operator may take to see r1's charge
   EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
   wait_until_seen();
   set_run_status("r2", finished(0));
