@@ -5,6 +5,7 @@
 
 #include "controllers/budget_hold.h"
 #include "controllers/json_util.h"
+#include "controllers/ledger_record.h"
 #include "controllers/names.h"
 #include "controllers/run_record.h"
 #include "controllers/run_status.h"
@@ -21,6 +22,14 @@ using controllers::time_at;
 using schedule::format_rfc3339;
 
 constexpr double kCentsTolerance = 1e-5;
+
+// metadata.labels or .annotations[key] (keys hold '/': not a path).
+std::string key_at(const Json& object, const char* map, const char* key) {
+  const Json* entries = controllers::find_path(object, std::string("metadata/") + map);
+  if (entries == nullptr || !entries->is_object()) return {};
+  const auto it = entries->find(key);
+  return it != entries->end() && it->is_string() ? it->get<std::string>() : std::string();
+}
 
 std::string agent_key_of_run(const Json& run) {
   return string_at(run, "metadata/namespace") + "/" + string_at(run, "spec/agentRef/name");
@@ -63,6 +72,7 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
     check_streaks(*before, *after);
   }
   if (resource == "heartbeatruns") on_run_write(actor, before, after);
+  if (resource == "configmaps") on_ledger_write(before, after);
   if (resource == "heartbeatruns" && actor == Actor::kOperator && before && !after) {
     on_run_delete(*before, now);
   }
@@ -304,8 +314,11 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
   // however often the annotation is synced.
   if (!before && after && actor == Actor::kOperator &&
       string_at(*after, "metadata/name").find("-invoke-") != std::string::npos) {
-    const std::string request =
-        agent_key_of_run(*after) + "|" + string_at(*after, "spec/triggerDetail");
+    // Per Agent object: one applied again is a new Agent, whose invoke
+    // annotation asks for its first manual run.
+    const std::string request = agent_key_of_run(*after) + "|" +
+                                key_at(*after, "annotations", controllers::kAnnotationAgentUid) +
+                                "|" + string_at(*after, "spec/triggerDetail");
     if (!invokes_.insert(request).second) violation("a second run for invoke value " + request);
   }
   if (!after) return;
@@ -349,6 +362,58 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
   }
 }
 
+namespace {
+
+// A ledger ConfigMap's figures: "period" and "period/policy" -> millionths of a cent.
+std::map<std::string, int64_t> ledger_figures(const Json& configmap) {
+  std::map<std::string, int64_t> out;
+  const controllers::ParsedLedger parsed = controllers::parse_ledger_configmap(configmap);
+  if (!parsed.record) return out;
+  for (const auto& [period, spend] : parsed.record->periods) {
+    out[period] = spend.micro_cents;
+    for (const auto& [policy, micros] : spend.policy_micro_cents) {
+      out[period + "/" + policy] = micros;
+    }
+  }
+  return out;
+}
+
+bool is_ledger(const std::optional<Json>& object) {
+  return object &&
+         string_at(*object, std::string("metadata/labels/") + controllers::kLabelLedger) ==
+             controllers::kLedgerKindAgent;
+}
+
+}  // namespace
+
+// The durable ledger never goes down within a month (per agent and per
+// policy), is never deleted, and always parses.
+void Checker::on_ledger_write(const std::optional<Json>& before, const std::optional<Json>& after) {
+  if (!is_ledger(before) && !is_ledger(after)) return;
+  const std::string name = object_key(after ? *after : *before);
+  if (!after) {
+    violation("ledger " + name + " was deleted");
+    return;
+  }
+  const controllers::ParsedLedger parsed = controllers::parse_ledger_configmap(*after);
+  if (!parsed.record) {
+    violation("ledger " + name + " does not parse: " + parsed.error);
+    return;
+  }
+  if (!before) return;
+  const std::map<std::string, int64_t> was = ledger_figures(*before);
+  const std::map<std::string, int64_t> now = ledger_figures(*after);
+  const std::string oldest_kept = now.empty() ? "" : now.begin()->first.substr(0, 7);
+  for (const auto& [key, micros] : was) {
+    if (key.substr(0, 7) < oldest_kept) continue;  // a month past the ones kept
+    const auto it = now.find(key);
+    if (it == now.end() || it->second < micros) {
+      violation("ledger " + name + " went down at " + key + ": " + std::to_string(micros) + " -> " +
+                (it == now.end() ? "gone" : std::to_string(it->second)));
+    }
+  }
+}
+
 void Checker::on_run_delete(const Json& run, TimePoint now) {
   const std::string name = object_key(run);
   if (!controllers::is_settled(run)) {
@@ -384,9 +449,13 @@ void Checker::on_run_start(const Json& run, TimePoint now) {
     violation("run " + name + " started at " + format_rfc3339(now) + " before pausedUntil " +
               format_rfc3339(*until));
   }
+  // The month's spend by the runs counted under the Agent's name (so also
+  // before an Agent applied again has a status), or its status if higher.
   const double budget = controllers::number_at(*agent, "spec/budget/monthlyCents").value_or(0);
-  if (budget > 0 && std::floor(spend_of(*agent)) >= budget) {
-    violation("run " + name + " started over budget (" + std::to_string(spend_of(*agent)) + " of " +
+  const double spent =
+      std::max(spend_of(*agent), counted_sum(object_key(*agent), current_period()));
+  if (budget > 0 && std::floor(spent + kCentsTolerance) >= budget) {
+    violation("run " + name + " started over budget (" + std::to_string(spent) + " of " +
               std::to_string(budget) + " cents)");
   }
   if (held_for_a_person(*agent)) {
@@ -465,6 +534,9 @@ void Checker::check_state(TimePoint now, TimePoint operator_up_since) {
     }
   });
   server_.for_each("agents", [&](const Json& agent) {
+    // An Agent applied again shows its spend from the operator's first
+    // status write (check_settled holds it to the sum in the end).
+    if (controllers::find_path(agent, "status/spend") == nullptr) return;
     const std::string period = string_at(agent, "status/spend/period");
     if (counted_sum(object_key(agent), period) > spend_of(agent) + kCentsTolerance) {
       violation("Agent " + object_key(agent) + " spend " + std::to_string(spend_of(agent)) +

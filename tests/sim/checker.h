@@ -79,6 +79,7 @@ class Checker {
   // counted (history limits), and a run whose Agent is gone only past retention.
   void on_run_delete(const Json& run, TimePoint now);
   void on_run_start(const Json& run, TimePoint now);
+  void on_ledger_write(const std::optional<Json>& before, const std::optional<Json>& after);
   void check_concurrency(const Json& run);
   // Every HeartbeatPolicy over the started run's agent: its cap and its team budget.
   void check_policies(const Json& run);

@@ -182,6 +182,7 @@ class World {
   void step();
   void forget_delivered_changes();
   void user_action();
+  void reapply_agent(const Json& agent);
   void create_agents();
   void create_policy();
   bool policy_action();
@@ -547,9 +548,28 @@ std::string annotation_of(const Json& agent, const char* key) {
 
 }  // namespace
 
+// The Agent's author deletes it and applies it again at once (a new UID,
+// no status): its month's spend and any budget hold must come back.
+void World::reapply_agent(const Json& agent) {
+  const std::string ns = controllers::string_at(agent, "metadata/namespace");
+  const std::string name = controllers::string_at(agent, "metadata/name");
+  Json again = {{"apiVersion", agent["apiVersion"]},
+                {"kind", agent["kind"]},
+                {"metadata", {{"name", name}}},
+                {"spec", agent["spec"]}};
+  for (const char* key : {"labels", "annotations"}) {
+    if (const Json* value = controllers::find_path(agent, std::string("metadata/") + key)) {
+      again["metadata"][key] = *value;
+    }
+  }
+  server_.remove(Actor::kUser, "agents", ns, name, Json::object());
+  server_.create(Actor::kUser, "agents", ns, again);
+  ++report_.reapplies;
+}
+
 // What a person does with kubectl: pause or resume, invoke, change the
 // budget or its resume policy, approve a budget stop, change the prompt,
-// create a run.
+// create a run, zero the prices (or put them back), delete and re-apply.
 void World::user_action() {
   if (draw(kPolicyActionShare) && policy_action()) return;
   std::vector<Json> agents = server_.objects("agents");
@@ -559,7 +579,7 @@ void World::user_action() {
   const std::string name = controllers::string_at(agent, "metadata/name");
   ++report_.user_actions;
   Json patch;
-  switch (std::uniform_int_distribution<int>(0, 5)(rng_)) {
+  switch (std::uniform_int_distribution<int>(0, 7)(rng_)) {
     case 0: {
       const bool pause = !controllers::bool_at(agent, "spec/paused");
       patch = {{"spec", {{"paused", pause}}},
@@ -595,6 +615,21 @@ void World::user_action() {
     case 3: {  // blank the prompt (scheduled slots are skipped) or give it back
       const bool blank = !controllers::string_at(agent, "spec/heartbeat/prompt").empty();
       patch = {{"spec", {{"heartbeat", {{"prompt", blank ? "" : "Heartbeat."}}}}}};
+      break;
+    }
+    case 6:
+      reapply_agent(agent);
+      return;
+    case 7: {  // the author zeroes the prices (runs cost nothing), or puts them back
+      const bool zero =
+          controllers::number_at(agent, "spec/model/pricing/inputCentsPerMillionTokens")
+              .value_or(0) > 0;
+      patch = {{"spec",
+                {{"model",
+                  {{"pricing",
+                    {{"inputCentsPerMillionTokens", zero ? 0 : 15},
+                     {"outputCentsPerMillionTokens", zero ? 0 : 60}}}}}}}};
+      ++report_.price_changes;
       break;
     }
     default: {  // kubectl create -f run.yaml

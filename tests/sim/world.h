@@ -60,6 +60,8 @@ struct SimReport {
   uint64_t concurrency_holds = 0, policy_holds = 0;
   uint64_t policy_budget_stops = 0;  // Agents that turned BudgetExceeded by a team budget
   uint64_t policy_pauses = 0;        // times the user paused the policy (spec.paused)
+  uint64_t reapplies = 0;            // Agents deleted and applied again (the same name)
+  uint64_t price_changes = 0;        // Agents whose author zeroed their prices or put them back
   NodeStats node;
   double wall_seconds = 0;
 };
