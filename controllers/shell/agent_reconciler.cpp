@@ -907,6 +907,9 @@ kube::Done AgentReconciler::charge_ledger(const std::string& ns, const std::stri
       }
     }
     charge.policies.insert(charge.policies.end(), selecting.begin(), selecting.end());
+    std::sort(charge.policies.begin(), charge.policies.end());
+    charge.policies.erase(std::unique(charge.policies.begin(), charge.policies.end()),
+                          charge.policies.end());
   }
   const auto still_unmarked = [&runs](const std::string& run) {
     return std::any_of(runs.begin(), runs.end(), [&run](const Json* r) {

@@ -5,6 +5,7 @@
 
 #include "api/object_names.h"
 #include "controllers/json_util.h"
+#include "controllers/ledger_record.h"
 #include "tests/e2e/suite/tenant_fixture.h"
 
 namespace hb::testing {
@@ -129,6 +130,77 @@ TEST_F(SmugglingTest, ASmugglingNameNeverReachesTheApiServerWithTheOperatorsToke
   const std::string log = read_file(op.log_path());
   EXPECT_EQ(log.find("\nDELETE "), std::string::npos);
   EXPECT_EQ(log.find("\nHost: a"), std::string::npos);
+}
+
+// The tenant's attack on the money limits: delete and re-apply its Agent,
+// then relabel it out of the team's policy. Against the real API server
+// with the chart's RBAC: the re-applied Agent (a new object with no status,
+// the harm being a spend of 0) shows its month's spend again, the team's
+// spend does not move, and the ledger ConfigMap in the release namespace
+// is one the tenant can neither read nor delete (the admin can: the control).
+TEST_F(TenantTest, DeletingReapplyingOrRelabellingAnAgentLiftsNoLimit) {
+  const json one_cent_a_run = {
+      {"maxTokens", 100},
+      {"pricing", {{"inputCentsPerMillionTokens", 0}, {"outputCentsPerMillionTokens", 10000}}}};
+  json manifest = agent_manifest_e2e("spender", "Spend. [[expensive]]",
+                                     {{"model", one_cent_a_run}, {"budget", {{"perRunCents", 1}}}});
+  manifest["metadata"]["labels"] = {{"team", "blue"}};
+  client_
+      ->create(res::kHeartbeatPolicies, ns_,
+               {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                {"kind", "HeartbeatPolicy"},
+                {"metadata", {{"name", "blue-team"}}},
+                {"spec",
+                 {{"selector", {{"matchLabels", {{"team", "blue"}}}}},
+                  {"budget", {{"monthlyCents", 100}}}}}})
+      .or_throw();
+  tenant_->create(res::kAgents, ns_, manifest).or_throw();
+  wait_ready(start_operator());
+  kubectl_create_run("spender", "spender-1");
+  ASSERT_TRUE(wait_phase("spender-1", "Succeeded", 60s)) << run("spender-1").dump(2);
+  ASSERT_TRUE(wait_until([&] { return spend_cents("spender") == 1.0; }, 30s))
+      << agent("spender")["status"].dump(2);
+  const auto team_spend = [&] {
+    const json policy = client_->get(res::kHeartbeatPolicies, ns_, "blue-team").or_throw();
+    return controllers::number_at(policy, "status/spend/cents").value_or(-1);
+  };
+  ASSERT_TRUE(wait_until([&] { return team_spend() == 1.0; }, 20s));
+
+  // Deleted and applied again by its author.
+  ASSERT_TRUE(tenant_->remove(res::kAgents, ns_, "spender").ok());
+  ASSERT_TRUE(wait_until([&] { return !client_->get(res::kAgents, ns_, "spender").ok(); }, 30s));
+  const json again = tenant_->create(res::kAgents, ns_, manifest).or_throw();
+  EXPECT_EQ(find_path(again, "status/spend"), nullptr) << "a new object: no spend of its own";
+  ASSERT_TRUE(wait_until([&] { return spend_cents("spender") == 1.0; }, 30s))
+      << agent("spender")["status"].dump(2);
+  EXPECT_EQ(find_path(agent("spender"), "status/spend/period") != nullptr, true);
+
+  // Relabelled out of the team: what it spent stays the team's.
+  tenant_
+      ->merge_patch(res::kAgents, ns_, "spender", {{"metadata", {{"labels", {{"team", "red"}}}}}})
+      .or_throw();
+  ASSERT_TRUE(wait_until(
+      [&] {
+        const json policy = client_->get(res::kHeartbeatPolicies, ns_, "blue-team").or_throw();
+        return controllers::int_at(policy, "status/agents") == 0;
+      },
+      20s));
+  EXPECT_EQ(team_spend(), 1.0);
+
+  // The ledger: the admin reads it; the tenant can neither read nor delete it.
+  const std::string ledger = controllers::ledger_object_name(ns_, "spender");
+  const json record = client_->get(res::kConfigMaps, kReleaseNamespace, ledger).or_throw();
+  const controllers::ParsedLedger parsed = controllers::parse_ledger_configmap(record);
+  ASSERT_TRUE(parsed.record) << parsed.error;
+  int64_t charged = 0;
+  for (const auto& [period, spend] : parsed.record->periods) charged += spend.micro_cents;
+  EXPECT_EQ(charged, 1'000'000);
+  const auto read = tenant_->get(res::kConfigMaps, kReleaseNamespace, ledger);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().code, 403);
+  const auto removed = tenant_->remove(res::kConfigMaps, kReleaseNamespace, ledger);
+  ASSERT_FALSE(removed.ok());
+  EXPECT_EQ(removed.error().code, 403);
 }
 
 }  // namespace

@@ -359,9 +359,9 @@ TEST_F(OperatorTest, WritesPerHeartbeatSteadyState) {
   EXPECT_EQ(w.dispatch, 2);
   EXPECT_EQ(w.dispatch + w.lifecycle + w.bookkeeping, w.writes);
   // Run adopt (in place of the scheduler's run create), Job (context on its
-  // pod template), run Running, agent status (start and end coalesced), run
-  // final status, phase label.
-  EXPECT_LE(w.writes, 6);
+  // pod template), run Running, the durable ledger's record, agent status
+  // (start and end coalesced), run final status, phase label.
+  EXPECT_LE(w.writes, 7);
 }
 
 // A HeartbeatPolicy over the agent (team budget, cap, prices) adds no write
@@ -388,7 +388,7 @@ TEST_F(OperatorTest, WritesPerHeartbeatWithAPolicy) {
   print_writes(" with a policy", w);
   EXPECT_EQ(w.dispatch, 2);
   EXPECT_EQ(w.dispatch + w.lifecycle + w.bookkeeping, w.writes);
-  EXPECT_LE(w.writes, 6);
+  EXPECT_LE(w.writes, 7);
 }
 
 // A restarted operator finds each Agent's per-agent objects proven by the
