@@ -124,9 +124,10 @@ grep -q '^groups:$' "$tmp/heartbeat-rules.yaml" || fail "no groups: under the Pr
 cp "$here/heartbeat_rules_test.yaml" "$tmp/"
 "$promtool" test rules "$tmp/heartbeat_rules_test.yaml" || fail "the rules' unit tests failed (above)"
 # The same tests against rules rendered with a threshold moved must fail, on
-# that alert: ALERT KEY VALUE (prometheusRule.alerts.ALERT.KEY=VALUE).
+# that alert: must_fail_with KEY FIELD VALUE ALERTNAME renders with
+# prometheusRule.alerts.KEY.FIELD=VALUE.
 must_fail_with() {
-  local alert_key="$1" key="$2" value="$3" alert="$4" dir="$tmp/moved-$1"
+  local alert_key="$1" key="$2" value="$3" alert="$4" dir="$tmp/moved-$1-$2"
   mkdir "$dir"
   cp "$here/heartbeat_rules_test.yaml" "$dir/"
   printf 'prometheusRule:\n  enabled: true\n  alerts:\n    %s:\n      %s: %s\n' "$alert_key" "$key" "$value" >"$dir/values.yaml"
