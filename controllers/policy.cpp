@@ -75,16 +75,30 @@ WantedPolicyCondition paused_policy_condition(const PolicySpec& policy, const Po
               in_flight};
 }
 
-std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& policy,
-                                                            const PolicyTally& tally) {
-  std::vector<WantedPolicyCondition> out;
+// kstatus's three, as the Agent has them: an invalid spec needs a person
+// (Stalled, so Flux reads Failed, not Current); a status written for this
+// generation is the operator's work done (Reconciling=False); Ready is
+// neither stalled nor reconciling.
+void add_kstatus_conditions(const PolicySpec& policy, std::vector<WantedPolicyCondition>& out) {
   std::string errors;
   for (const std::string& e : policy.errors) errors += (errors.empty() ? "" : "; ") + e;
+  const std::string invalid = errors + "; no limit or price is in force";
   out.push_back(policy.valid()
                     ? WantedPolicyCondition{kConditionReady, true, "Valid",
                                             "the policy's limits and prices are in force"}
-                    : WantedPolicyCondition{kConditionReady, false, "InvalidSpec",
-                                            errors + "; no limit or price is in force"});
+                    : WantedPolicyCondition{kConditionReady, false, "InvalidSpec", invalid});
+  out.push_back(
+      {kConditionReconciling, false, "Reconciled", "the operator has acted on this generation"});
+  out.push_back(
+      policy.valid()
+          ? WantedPolicyCondition{kConditionStalled, false, "NotStalled", "nothing needs a person"}
+          : WantedPolicyCondition{kConditionStalled, true, "InvalidSpec", invalid});
+}
+
+std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& policy,
+                                                            const PolicyTally& tally) {
+  std::vector<WantedPolicyCondition> out;
+  add_kstatus_conditions(policy, out);
   out.push_back(paused_policy_condition(policy, tally));
   const int64_t spent = static_cast<int64_t>(std::floor(tally.spent_cents));
   const bool exceeded =

@@ -16,7 +16,8 @@
 namespace hb::controllers {
 
 inline constexpr const char* kPolicyKind = "HeartbeatPolicy";
-// Condition types of a policy (besides Ready, Paused and BudgetExceeded).
+// Condition types of a policy (besides kstatus's Ready, Reconciling and
+// Stalled, and Paused and BudgetExceeded).
 inline constexpr const char* kConditionSelectorMatchesNothing = "SelectorMatchesNothing";
 // The CRD's bound on spec.maxConcurrentRuns (the operator-wide flag's too).
 inline constexpr int64_t kPolicyMaxConcurrentRunsMax = 100000;

@@ -28,18 +28,26 @@ bool fits_reason_pattern(std::string_view reason) {
   return reason.back() != ',' && reason.back() != ':';
 }
 
+// Finished is one condition for either outcome (a Job has none, so
+// `kubectl wait --for=condition=Complete` hangs on a failed one); its reason
+// is the phase, the run's own reason stays in Complete or Failed.
 std::vector<RunCondition> conditions_for_phase(RunPhase phase, const std::string& reason) {
+  const std::string phase_name(to_string(phase));
   switch (phase) {
     case RunPhase::kQueued:
-      return {{kRunConditionRunning, false, "Queued"}};
+      return {{kRunConditionRunning, false, "Queued"}, {kRunConditionFinished, false, "Queued"}};
     case RunPhase::kRunning:
-      return {{kRunConditionRunning, true, "Running"}};
+      return {{kRunConditionRunning, true, "Running"}, {kRunConditionFinished, false, "Running"}};
     case RunPhase::kSucceeded:
-      return {{kRunConditionRunning, false, reason}, {kRunConditionComplete, true, reason}};
+      return {{kRunConditionRunning, false, reason},
+              {kRunConditionComplete, true, reason},
+              {kRunConditionFinished, true, phase_name}};
     case RunPhase::kFailed:
     case RunPhase::kTimedOut:
     case RunPhase::kCancelled:
-      return {{kRunConditionRunning, false, reason}, {kRunConditionFailed, true, reason}};
+      return {{kRunConditionRunning, false, reason},
+              {kRunConditionFailed, true, reason},
+              {kRunConditionFinished, true, phase_name}};
   }
   return {};
 }

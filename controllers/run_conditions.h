@@ -1,8 +1,9 @@
 // A HeartbeatRun's conditions, Job-like and derived from its phase, so every
-// run status write carries them and `kubectl wait --for=condition=Complete
+// run status write carries them and `kubectl wait --for=condition=Finished
 // hbr/NAME` works: Running says whether its Job runs now; Complete (Succeeded)
 // or Failed (Failed, TimedOut, Cancelled) appears True once it has ended,
-// with the run's reason and message. Pure.
+// with the run's reason and message; Finished is False until then and True
+// for any final phase, with the phase as its reason. Pure.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@ namespace hb::controllers {
 inline constexpr const char* kRunConditionRunning = "Running";
 inline constexpr const char* kRunConditionComplete = "Complete";
 inline constexpr const char* kRunConditionFailed = "Failed";
+inline constexpr const char* kRunConditionFinished = "Finished";
 
 // `status` with `conditions` and `observedGeneration` set for its phase.
 // `stored` is the run's stored status (may be null): a condition whose

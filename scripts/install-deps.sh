@@ -17,7 +17,7 @@ packages=(
   clang libclang-rt-14-dev  # scripts/fuzz.sh: libFuzzer
   podman runc debootstrap uidmap  # scripts/images.sh
   containerd conntrack containernetworking-plugins iptables iproute2 jq  # tests/cluster: a real node
-  lua5.4  # tests/unit/argocd: the chart's Argo CD health checks
+  lua5.1 lua5.4  # tests/unit/argocd: the chart's Argo CD health checks (5.1: Argo CD's language)
   python3-yaml  # tests/unit/docs: the docs check reads the CRDs
 )
 

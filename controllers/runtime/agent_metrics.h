@@ -1,7 +1,8 @@
 // Per-agent metrics with bounded cardinality: labels namespace and agent
 // only, and none at all above a configured number of Agents (a fleet of
-// 10,000 should not cost Prometheus 40,000 series unasked). Spend, budget and
-// the last run are read from the cached Agents when /metrics is scraped; the
+// 10,000 should not cost Prometheus 40,000 series unasked). Spend, budget,
+// the last and next heartbeat and the budget and provider holds are read
+// from the cached Agents when /metrics is scraped; the
 // runs counter is kept by the reconciler and trimmed here to Agents that
 // still exist. Pure but for the Metrics registry it writes.
 #pragma once
@@ -25,6 +26,12 @@ struct AgentMetricRow {
   double spend_cents = 0;                      // this UTC month
   std::optional<double> budget_cents;          // none: unlimited
   std::optional<TimePoint> last_run_finished;  // status.lastHeartbeatTime
+  // status.nextHeartbeatTime: when the operator means to start the next
+  // heartbeat, blocks counted; none while a person must act (paused, a budget
+  // stop awaiting approval) or the spec is invalid.
+  std::optional<TimePoint> next_heartbeat;
+  bool budget_exceeded = false;     // the BudgetExceeded condition is True
+  bool provider_throttled = false;  // the ProviderThrottled condition is True
 };
 
 AgentMetricRow agent_metric_row(const Json& agent, TimePoint now);

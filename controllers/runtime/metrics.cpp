@@ -190,6 +190,16 @@ void describe_operator_metrics(Metrics& m) {
              "The agent's finished HeartbeatRuns counted by this operator process, by phase.");
   m.describe("heartbeat_agent_last_run_timestamp_seconds", "gauge",
              "When the agent's last heartbeat finished (status.lastHeartbeatTime), unix seconds.");
+  m.describe("heartbeat_agent_next_heartbeat_timestamp_seconds", "gauge",
+             "When the operator means to start the agent's next heartbeat "
+             "(status.nextHeartbeatTime), unix seconds; absent while paused, awaiting budget "
+             "approval or invalid.");
+  m.describe("heartbeat_agent_budget_exceeded", "gauge",
+             "1 while a budget stops the agent's heartbeats (its BudgetExceeded condition), "
+             "else 0.");
+  m.describe("heartbeat_agent_provider_throttled", "gauge",
+             "1 while a spent provider quota holds the agent (its ProviderThrottled "
+             "condition), else 0.");
 }
 
 }  // namespace hb::controllers

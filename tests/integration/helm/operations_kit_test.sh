@@ -6,8 +6,9 @@
 #     by `kubectl apply --dry-run=server` and carries the chart's JSON as is;
 #  2. the rule groups, extracted from the rendered PrometheusRule, pass
 #     `promtool check rules` and the unit tests in heartbeat_rules_test.yaml
-#     (`promtool test rules`); rendered with the budget ratio at 0.9 they must
-#     fail them (the unit tests see the values); every dashboard query, as a
+#     (`promtool test rules`); rendered with a threshold moved (the budget
+#     ratio, the overdue margin, the provider-quota and budget-stop `for`)
+#     they must fail them on that alert; every dashboard query, as a
 #     recording rule, passes `promtool check rules` too. promtool comes from
 #     scripts/install-promtool.sh (run by scripts/install-deps.sh); the test
 #     fails without it;
@@ -122,19 +123,26 @@ grep -q '^groups:$' "$tmp/heartbeat-rules.yaml" || fail "no groups: under the Pr
 "$promtool" check rules "$tmp/heartbeat-rules.yaml" || fail "promtool check rules refused the rendered rules"
 cp "$here/heartbeat_rules_test.yaml" "$tmp/"
 "$promtool" test rules "$tmp/heartbeat_rules_test.yaml" || fail "the rules' unit tests failed (above)"
-# The same tests against rules rendered with other values must fail.
-mkdir "$tmp/ratio"
-cp "$here/heartbeat_rules_test.yaml" "$tmp/ratio/"
-printf 'prometheusRule:\n  enabled: true\n  alerts:\n    budgetNearlySpent:\n      ratio: 0.9\n' >"$tmp/ratio.values.yaml"
-helm template "$release" "$chart" -n "$ns" -f "$tmp/ratio.values.yaml" --show-only templates/prometheusrule.yaml \
-  >"$tmp/ratio/pr.yaml"
-rules_of "$tmp/ratio/pr.yaml" >"$tmp/ratio/heartbeat-rules.yaml"
-if "$promtool" test rules "$tmp/ratio/heartbeat_rules_test.yaml" >"$tmp/ratio/out" 2>&1; then
-  fail "the rules' unit tests pass with budgetNearlySpent.ratio=0.9: they do not see the rules"
-fi
-grep -q 'HeartbeatAgentBudgetNearlySpent' "$tmp/ratio/out" ||
-  { cat "$tmp/ratio/out"; fail "with ratio 0.9 the unit tests fail, but not on the budget alert"; }
-echo "ok: with budgetNearlySpent.ratio=0.9 the 85 % case no longer fires, and the unit tests say so"
+# The same tests against rules rendered with a threshold moved must fail, on
+# that alert: must_fail_with KEY FIELD VALUE ALERTNAME renders with
+# prometheusRule.alerts.KEY.FIELD=VALUE.
+must_fail_with() {
+  local alert_key="$1" key="$2" value="$3" alert="$4" dir="$tmp/moved-$1-$2"
+  mkdir "$dir"
+  cp "$here/heartbeat_rules_test.yaml" "$dir/"
+  printf 'prometheusRule:\n  enabled: true\n  alerts:\n    %s:\n      %s: %s\n' "$alert_key" "$key" "$value" >"$dir/values.yaml"
+  helm template "$release" "$chart" -n "$ns" -f "$dir/values.yaml" --show-only templates/prometheusrule.yaml >"$dir/pr.yaml"
+  rules_of "$dir/pr.yaml" >"$dir/heartbeat-rules.yaml"
+  if "$promtool" test rules "$dir/heartbeat_rules_test.yaml" >"$dir/out" 2>&1; then
+    fail "the rules' unit tests pass with $alert_key.$key=$value: they do not see the rules"
+  fi
+  grep -q "$alert" "$dir/out" || { cat "$dir/out"; fail "with $alert_key.$key=$value the unit tests fail, but not on $alert"; }
+  echo "ok: with $alert_key.$key=$value the unit tests fail on $alert"
+}
+must_fail_with budgetNearlySpent ratio 0.9 HeartbeatAgentBudgetNearlySpent
+must_fail_with agentOverdue marginSeconds 900 HeartbeatAgentOverdue
+must_fail_with providerThrottled for 30m HeartbeatAgentProviderThrottled
+must_fail_with budgetStopped for 5m HeartbeatAgentStoppedByBudget
 # The dashboard's queries parse as PromQL: each becomes a recording rule
 # (Grafana's variables replaced by values) that promtool checks.
 python3 - "$dashboard" >"$tmp/dashboard-rules.yaml" <<'EOF'

@@ -1400,6 +1400,7 @@ TEST_F(OperatorTest, GitOpsToolsReadAgentsAndRunsAsKStatusSays) {
   const json done = run("ks-ok-1");
   EXPECT_EQ(done["status"]["phase"], "Succeeded");
   EXPECT_TRUE(condition(done, "Running", "False"));
+  EXPECT_TRUE(condition(done, "Finished", "True"));
   EXPECT_EQ(done["status"]["observedGeneration"], 1);
   EXPECT_EQ(kstatus_of(done).status, "Current");
   // Argo CD's health checks (the chart's Lua) on the same served objects.

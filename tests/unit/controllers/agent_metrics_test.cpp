@@ -20,6 +20,16 @@ int series(const std::string& text, const std::string& family) {
   return n;
 }
 
+AgentMetricRow team_row(const std::string& name, double spend_cents,
+                        std::optional<double> budget_cents) {
+  AgentMetricRow row;
+  row.ns = "team-a";
+  row.name = name;
+  row.spend_cents = spend_cents;
+  row.budget_cents = budget_cents;
+  return row;
+}
+
 TEST(AgentMetrics, RowsSayThisMonthsSpendTheBudgetAndTheLastRun) {
   Json a = agent();
   a["spec"]["budget"] = {{"monthlyCents", 500}};
@@ -38,12 +48,45 @@ TEST(AgentMetrics, RowsSayThisMonthsSpendTheBudgetAndTheLastRun) {
   EXPECT_FALSE(row.budget_cents);
 }
 
+// What the silence, budget and provider-quota alerts read: the next
+// heartbeat the operator promises, and whether a budget or a quota holds.
+TEST(AgentMetrics, RowsSayTheNextHeartbeatAndTheHolds) {
+  Json a = agent();
+  a["status"] = {{"nextHeartbeatTime", "2024-05-01T12:10:00Z"},
+                 {"conditions",
+                  {{{"type", "BudgetExceeded"}, {"status", "True"}},
+                   {{"type", "ProviderThrottled"}, {"status", "False"}}}}};
+  AgentMetricRow row = agent_metric_row(a, at("2024-05-01T12:07:00Z"));
+  EXPECT_EQ(row.next_heartbeat, at("2024-05-01T12:10:00Z"));
+  EXPECT_TRUE(row.budget_exceeded);
+  EXPECT_FALSE(row.provider_throttled);
+  a["status"] = {{"conditions", {{{"type", "ProviderThrottled"}, {"status", "True"}}}}};
+  row = agent_metric_row(a, at("2024-05-01T12:07:00Z"));
+  EXPECT_FALSE(row.next_heartbeat);  // paused or awaiting approval: no time is promised
+  EXPECT_FALSE(row.budget_exceeded);
+  EXPECT_TRUE(row.provider_throttled);
+
+  Metrics m;
+  describe_operator_metrics(m);
+  row.next_heartbeat = at("2024-05-01T12:10:00Z");
+  export_agent_metrics(m, {row}, 1);
+  const Labels labels = {{"namespace", "ns"}, {"agent", "bot"}};
+  EXPECT_EQ(m.value("heartbeat_agent_next_heartbeat_timestamp_seconds", labels),
+            static_cast<double>(schedule::unix_seconds(at("2024-05-01T12:10:00Z"))));
+  EXPECT_EQ(m.value("heartbeat_agent_provider_throttled", labels), 1);
+  EXPECT_EQ(m.value("heartbeat_agent_budget_exceeded", labels), 0);
+  // No promised time, no series (the overdue alert cannot fire on it).
+  row.next_heartbeat.reset();
+  export_agent_metrics(m, {row}, 1);
+  EXPECT_EQ(series(m.render(), "heartbeat_agent_next_heartbeat_timestamp_seconds"), 0);
+}
+
 TEST(AgentMetrics, ExportedUpToTheBoundAndForgottenWithTheirAgents) {
   Metrics m;
   describe_operator_metrics(m);
   std::vector<AgentMetricRow> rows;
   for (int i = 0; i < 3; ++i) {
-    rows.push_back({"team-a", "bot-" + std::to_string(i), 10.0 * i, 100, std::nullopt});
+    rows.push_back(team_row("bot-" + std::to_string(i), 10.0 * i, 100));
   }
   for (const AgentMetricRow& r : rows) {
     m.counter_add(kAgentRunsMetric, agent_run_labels(r.ns, r.name, "Succeeded"));
@@ -54,14 +97,17 @@ TEST(AgentMetrics, ExportedUpToTheBoundAndForgottenWithTheirAgents) {
   EXPECT_EQ(series(text, "heartbeat_agent_spend_cents"), 3);
   EXPECT_EQ(series(text, "heartbeat_agent_budget_cents"), 3);
   EXPECT_EQ(series(text, "heartbeat_agent_runs_total"), 3);  // the deleted agent's is gone
+  EXPECT_EQ(series(text, "heartbeat_agent_provider_throttled"), 3);
   EXPECT_EQ(m.value("heartbeat_agent_spend_cents", {{"namespace", "team-a"}, {"agent", "bot-2"}}),
             20);
   // One agent more than the bound: no per-agent series at all.
-  rows.push_back({"team-a", "bot-3", 1, std::nullopt, std::nullopt});
+  rows.push_back(team_row("bot-3", 1, std::nullopt));
   export_agent_metrics(m, rows, 3);
   text = m.render();
-  for (const char* family : {"heartbeat_agent_spend_cents", "heartbeat_agent_budget_cents",
-                             "heartbeat_agent_runs_total"}) {
+  for (const char* family :
+       {"heartbeat_agent_spend_cents", "heartbeat_agent_budget_cents", "heartbeat_agent_runs_total",
+        "heartbeat_agent_budget_exceeded", "heartbeat_agent_provider_throttled",
+        "heartbeat_agent_next_heartbeat_timestamp_seconds"}) {
     EXPECT_EQ(series(text, family), 0) << family;
     EXPECT_NE(text.find(std::string("# TYPE ") + family), std::string::npos) << family;
   }

@@ -27,21 +27,24 @@ TEST(RunConditions, FollowThePhase) {
     std::vector<std::string> want;
   };
   const std::vector<Row> rows = {
-      {{{"phase", "Queued"}, {"message", "waiting"}}, {"Running=False:Queued"}},
-      {Json::object(), {"Running=False:Queued"}},
-      {{{"phase", "Running"}}, {"Running=True:Running"}},
+      {{{"phase", "Queued"}, {"message", "waiting"}},
+       {"Running=False:Queued", "Finished=False:Queued"}},
+      {Json::object(), {"Running=False:Queued", "Finished=False:Queued"}},
+      {{{"phase", "Running"}}, {"Running=True:Running", "Finished=False:Running"}},
       {{{"phase", "Succeeded"}, {"reason", "Completed"}},
-       {"Running=False:Completed", "Complete=True:Completed"}},
+       {"Running=False:Completed", "Complete=True:Completed", "Finished=True:Succeeded"}},
       {{{"phase", "Failed"}, {"reason", "Stalled"}},
-       {"Running=False:Stalled", "Failed=True:Stalled"}},
+       {"Running=False:Stalled", "Failed=True:Stalled", "Finished=True:Failed"}},
       {{{"phase", "TimedOut"}, {"reason", "DeadlineExceeded"}},
-       {"Running=False:DeadlineExceeded", "Failed=True:DeadlineExceeded"}},
+       {"Running=False:DeadlineExceeded", "Failed=True:DeadlineExceeded",
+        "Finished=True:TimedOut"}},
       {{{"phase", "Cancelled"}, {"reason", "Coalesced"}},
-       {"Running=False:Coalesced", "Failed=True:Coalesced"}},
+       {"Running=False:Coalesced", "Failed=True:Coalesced", "Finished=True:Cancelled"}},
       // A reason the CRD's pattern would reject falls back to the phase.
       {{{"phase", "Failed"}, {"reason", "not a reason!"}},
-       {"Running=False:Failed", "Failed=True:Failed"}},
-      {{{"phase", "Succeeded"}}, {"Running=False:Succeeded", "Complete=True:Succeeded"}},
+       {"Running=False:Failed", "Failed=True:Failed", "Finished=True:Failed"}},
+      {{{"phase", "Succeeded"}},
+       {"Running=False:Succeeded", "Complete=True:Succeeded", "Finished=True:Succeeded"}},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.status.dump());
@@ -65,10 +68,11 @@ TEST(RunConditions, KeepTheTransitionTimeOfAnUnchangedStatusAndTheMessage) {
   final_status["reason"] = "Stalled";
   final_status["message"] = "no beat for 300s";
   const Json done = with_run_conditions(final_status, &running, 1, at("2024-05-01T12:07:00Z"));
-  ASSERT_EQ(done["conditions"].size(), 2u);
+  ASSERT_EQ(done["conditions"].size(), 3u);
   EXPECT_EQ(done["conditions"][0]["lastTransitionTime"], "2024-05-01T12:07:00Z");  // True->False
   EXPECT_EQ(done["conditions"][1]["lastTransitionTime"], "2024-05-01T12:07:00Z");
   EXPECT_EQ(done["conditions"][1]["message"], "no beat for 300s");
+  EXPECT_EQ(done["conditions"][2]["lastTransitionTime"], "2024-05-01T12:07:00Z");  // False->True
   const Json queued =
       with_run_conditions({{"phase", "Queued"}}, nullptr, 1, at("2024-05-01T12:00:00Z"));
   Json started = queued;
@@ -81,6 +85,25 @@ TEST(RunConditions, KeepTheTransitionTimeOfAnUnchangedStatusAndTheMessage) {
   EXPECT_EQ(with_run_conditions(still_queued, &queued, 1,
                                 at("2024-05-01T12:02:00Z"))["conditions"][0]["lastTransitionTime"],
             "2024-05-01T12:00:00Z");
+}
+
+// `kubectl wait --for=condition=Finished` returns for every final phase
+// (Complete alone never comes for a failed run), and not before one.
+TEST(RunConditions, FinishedIsTrueForEveryFinalPhaseOnly) {
+  const TimePoint now = at("2024-05-01T12:05:00Z");
+  for (const char* phase : {"Queued", "Running", "Succeeded", "Failed", "TimedOut", "Cancelled"}) {
+    SCOPED_TRACE(phase);
+    const Json out = with_run_conditions({{"phase", phase}, {"reason", "Why"}}, nullptr, 1, now);
+    const bool final_phase = std::string(phase) != "Queued" && std::string(phase) != "Running";
+    int finished = 0;
+    for (const Json& c : out["conditions"]) {
+      if (c["type"] != "Finished") continue;
+      ++finished;
+      EXPECT_EQ(c["status"], final_phase ? "True" : "False");
+      EXPECT_EQ(c["reason"], phase);
+    }
+    EXPECT_EQ(finished, 1);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,175 @@
+// The fleet cost counter, heartbeat_cost_cents_total, is what the dashboard's
+// spend panels read (spend in the last 24 h, spend rate). It must equal the
+// sum of the charges the operator wrote on the runs (status.usage.costCents
+// of each run it marked costRecorded), each counted once however many passes
+// see the run, and the spend the Agent's status adds up. The real
+// AgentReconciler runs passes over a fake cache that takes in each write the
+// API accepted, with a new resourceVersion, as the informers would.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "controllers/job_pods.h"
+#include "controllers/names.h"
+#include "controllers/runtime/metrics.h"
+#include "controllers/shell/agent_reconciler.h"
+#include "tests/unit/controllers/fixtures.h"
+#include "tests/unit/controllers/scripted_reconciler.h"
+
+namespace hb::controllers {
+namespace {
+
+using testing::at;
+
+constexpr const char* kCostCounter = "heartbeat_cost_cents_total";
+constexpr double kInputCentsPerMillionTokens = 1000;
+constexpr double kOutputCentsPerMillionTokens = 10000;
+// What every runner claims a run cost; the operator charges tokens x price.
+constexpr double kRunnerClaimCents = 999;
+// Cents are compared to a millionth, the spend ledger's resolution.
+constexpr double kCentsTolerance = 1e-6;
+
+// Every write succeeds and echoes its body with a uid and resourceVersion.
+class EchoApi final : public http::Client {
+ public:
+  std::vector<http::Request> requests;
+  http::Response send(const http::Request& r) override {
+    requests.push_back(r);
+    if (r.method == "GET") return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
+    Json body = Json::parse(r.body, nullptr, false);
+    if (body.is_object()) {
+      body["metadata"]["uid"] = "uid-made";
+      body["metadata"]["resourceVersion"] = std::to_string(++version_);
+    }
+    return {r.method == "POST" ? 201 : 200, {}, body.dump()};
+  }
+  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
+    return {200, {}, ""};
+  }
+
+ private:
+  int version_ = 300;
+};
+
+// A merge patch's status onto the stored one (null deletes a field).
+void merge_status(Json& run, const Json& patch_status) {
+  for (auto it = patch_status.begin(); it != patch_status.end(); ++it) {
+    if (it.value().is_null()) {
+      run["status"].erase(it.key());
+    } else {
+      run["status"][it.key()] = it.value();
+    }
+  }
+}
+
+struct Fleet {
+  testing::FakeView view;
+  std::shared_ptr<EchoApi> api = std::make_shared<EchoApi>();
+  Metrics metrics;
+  std::size_t seen = 0;  // requests already taken into the view
+  int version = 1000;    // the resourceVersion of the next object the view takes in
+  double charged = 0;    // the sum of the costs written on counted runs
+  int counted = 0;
+
+  Fleet() {
+    Json a = testing::agent();
+    a["spec"]["model"]["pricing"] = {{"inputCentsPerMillionTokens", kInputCentsPerMillionTokens},
+                                     {"outputCentsPerMillionTokens", kOutputCentsPerMillionTokens}};
+    a["spec"]["paused"] = true;  // no new slot: only the runs below
+    view.agents_by_name["bot"] = a;
+  }
+
+  // Run NAME, started at `started`, whose runner ended with these tokens.
+  void finished_run(const std::string& name, const char* started, const char* ended,
+                    int64_t input_tokens, int64_t output_tokens) {
+    const std::string job_uid = "uid-job-" + name;
+    view.runs.push_back(testing::with_status(
+        testing::run(name, "manual", std::nullopt, started),
+        {{"phase", "Running"}, {"jobName", name}, {"jobUID", job_uid}, {"startedAt", started}}));
+    Json job = testing::job(name, started);
+    job["metadata"]["uid"] = job_uid;
+    view.jobs[name] = job;
+    Json pod = testing::terminated(
+        testing::pod(name + "-x", started), 0,
+        testing::result_json(kRunnerClaimCents, input_tokens, output_tokens), ended);
+    pod["metadata"]["ownerReferences"] =
+        Json::array({{{"kind", "Job"}, {"name", name}, {"uid", job_uid}, {"controller", true}}});
+    pod["metadata"]["labels"] = {{kLabelBatchControllerUid, job_uid}};
+    view.pods.push_back(pod);
+  }
+
+  // The writes since the last call, into the cache; the charges of runs
+  // marked counted, into `charged`.
+  void take_in_writes() {
+    for (; seen < api->requests.size(); ++seen) {
+      const http::Request& r = api->requests[seen];
+      const Json body = Json::parse(r.body, nullptr, false);
+      if (!body.is_object() || !body.contains("status")) continue;
+      if (r.url.find("/agents/bot/status") != std::string::npos) {
+        view.agents_by_name["bot"]["status"] = body["status"];
+        view.agents_by_name["bot"]["metadata"]["resourceVersion"] = std::to_string(++version);
+        continue;
+      }
+      for (Json& run : view.runs) {
+        const std::string path = "/heartbeatruns/" + string_at(run, "metadata/name") + "/status";
+        if (!r.url.ends_with(path)) continue;
+        const bool was_counted = bool_at(run["status"], "costRecorded");
+        merge_status(run, body["status"]);
+        run["metadata"]["resourceVersion"] = std::to_string(++version);
+        if (!was_counted && bool_at(run["status"], "costRecorded")) {
+          charged += number_at(run["status"], "usage/costCents").value_or(0);
+          ++counted;
+        }
+      }
+    }
+  }
+
+  void passes(const char* now, int count) {
+    auto reconciler = testing::reconciler_over(api, view, metrics, at(now));
+    for (int i = 0; i < count; ++i) {
+      const kube::Result<ReconcileResult> done = reconciler->reconcile("ns", "bot");
+      ASSERT_TRUE(done.ok()) << done.error().describe();
+      take_in_writes();
+    }
+  }
+
+  double counter() const { return metrics.value(kCostCounter, {}); }
+  double agent_spend() const {
+    return number_at(view.agents_by_name.at("bot"), "status/spend/cents").value_or(0);
+  }
+};
+
+double cents_for(int64_t input_tokens, int64_t output_tokens) {
+  return (input_tokens * kInputCentsPerMillionTokens +
+          output_tokens * kOutputCentsPerMillionTokens) /
+         1e6;
+}
+
+TEST(FleetCost, TheCounterIsTheSumOfTheRunsChargesCountedOnce) {
+  Fleet f;
+  f.finished_run("bot-1", "2024-05-01T12:01:00Z", "2024-05-01T12:02:00Z", 12000, 3000);
+  f.passes("2024-05-01T12:03:00Z", 3);
+  ASSERT_EQ(f.counted, 1);
+  EXPECT_NEAR(f.charged, cents_for(12000, 3000), kCentsTolerance);  // the operator's price
+  EXPECT_NEAR(f.counter(), f.charged, kCentsTolerance);
+
+  f.finished_run("bot-2", "2024-05-01T12:04:00Z", "2024-05-01T12:05:00Z", 70000, 2000);
+  f.finished_run("bot-3", "2024-05-01T12:04:30Z", "2024-05-01T12:05:30Z", 500, 40);
+  f.passes("2024-05-01T12:06:00Z", 4);
+  ASSERT_EQ(f.counted, 3);
+  const double expected = cents_for(12000, 3000) + cents_for(70000, 2000) + cents_for(500, 40);
+  EXPECT_NEAR(f.charged, expected, kCentsTolerance);
+  EXPECT_NEAR(f.counter(), f.charged, kCentsTolerance);
+  EXPECT_NEAR(f.agent_spend(), f.charged, kCentsTolerance);
+
+  // More passes over runs already counted add nothing.
+  f.passes("2024-05-01T12:07:00Z", 3);
+  EXPECT_EQ(f.counted, 3);
+  EXPECT_NEAR(f.counter(), expected, kCentsTolerance);
+  EXPECT_GT(f.counter(), 0);
+}
+
+}  // namespace
+}  // namespace hb::controllers
