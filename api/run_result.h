@@ -45,6 +45,9 @@ struct RunResult {
   // offered tool other than tool_only_reads). Not charged; idle backoff
   // reads it. Parsed: unset when absent or not a count up to tool_calls.
   std::optional<int64_t> action_tool_calls;
+  // usage.estimated: the usage fields the provider did not report, which the
+  // runner estimated ("inputTokens", "outputTokens"); empty when all reported.
+  std::vector<std::string> estimated_usage;
   std::optional<int> pause_minutes;  // parsed: clamped to kPauseMinutesMin..kPauseMinutesMax
   std::optional<TimePoint> pause_until;
   // stopReason provider_quota: when the provider said its quota resets (its

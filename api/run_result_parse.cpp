@@ -50,6 +50,14 @@ void read_usage(const json& usage, RunResult& r) {
       read_usage_count(usage, "actionToolCalls", actions).empty() && actions <= r.tool_calls) {
     r.action_tool_calls = actions;
   }
+  // Not money either: only the two known names are kept.
+  if (const json* estimated = member(usage, "estimated"); estimated && estimated->is_array()) {
+    for (const json& field : *estimated) {
+      if (field == "inputTokens" || field == "outputTokens") {
+        r.estimated_usage.push_back(field.get<std::string>());
+      }
+    }
+  }
   if (const json* cost = member(usage, "costCents"); cost != nullptr && !cost->is_null()) {
     const bool valid =
         cost->is_number() && std::isfinite(cost->get<double>()) && cost->get<double>() >= 0;

@@ -64,7 +64,10 @@ struct ModelReply {
   Finish finish = Finish::kEndTurn;
   std::string finish_raw;  // finish_reason / stop_reason as the provider wrote it
   Usage usage;
-  bool usage_reported = true;  // false: the provider sent no usage
+  // Which counts the provider reported; a missing one (no usage object, an
+  // empty one, a proxy's other field names) is estimated by the loop.
+  bool input_reported = true;
+  bool output_reported = true;
 };
 
 // The loop's only view of a model provider. Throws ProviderError.

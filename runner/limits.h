@@ -22,6 +22,20 @@ inline constexpr std::size_t kToolArgumentsDepthMax = 32;
 // The same tool with the same arguments this many times in a row stops the run.
 inline constexpr int kRepeatedToolCallsMax = 3;
 
+// What one untrusted model can make the runner hold (each stops the run with
+// its own stopReason; the tool results say why a call was not run). Sizes
+// are JSON-escaped bytes, as every later request carries them: a control
+// byte of tool output is six bytes there.
+// Tool calls one reply may ask for; the calls past it are not run.
+inline constexpr std::size_t kToolCallsPerReplyMax = 32;
+// Tool results of one run; the result that passes it is replaced by a notice.
+inline constexpr std::size_t kToolOutputBytesPerRunMax = 4 * 1024 * 1024;
+// One model request's content (system prompt, messages, tool schemas),
+// checked before it is sent.
+inline constexpr std::size_t kModelRequestBytesMax = 8 * 1024 * 1024;
+// Per message and per tool call in a request: the JSON around the content.
+inline constexpr std::size_t kRequestItemOverheadBytes = 64;
+
 // Stop this long before the Job's deadline so the result is always written.
 inline constexpr std::chrono::seconds kDeadlineMargin = 20s;
 

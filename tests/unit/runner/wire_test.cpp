@@ -70,9 +70,31 @@ TEST(OpenAIWire, TextLengthAndMissingUsage) {
       R"({"choices":[{"message":{"content":"hello"},"finish_reason":"length"}]})");
   EXPECT_EQ(reply.text, "hello");
   EXPECT_EQ(reply.finish, ModelReply::Finish::kMaxTokens);
-  EXPECT_FALSE(reply.usage_reported);
+  EXPECT_FALSE(reply.input_reported);
+  EXPECT_FALSE(reply.output_reported);
   EXPECT_THROW(openai::decode_response("not json"), ProviderError);
   EXPECT_THROW(openai::decode_response(R"({"choices":[]})"), ProviderError);
+}
+
+// An empty usage object, or a proxy naming the counts differently, reports
+// nothing: each missing count is left for the loop to estimate.
+TEST(OpenAIWire, EmptyOrRenamedUsageIsNotReported) {
+  auto empty = openai::decode_response(
+      R"({"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{}})");
+  EXPECT_FALSE(empty.input_reported);
+  EXPECT_FALSE(empty.output_reported);
+  auto renamed = openai::decode_response(
+      R"({"choices":[{"message":{"content":"hi"}}],"usage":{"input_tokens":9,"completion_tokens":3}})");
+  EXPECT_FALSE(renamed.input_reported);
+  EXPECT_TRUE(renamed.output_reported);
+  EXPECT_EQ(renamed.usage.output_tokens, 3);
+}
+
+TEST(AnthropicWire, EmptyUsageIsNotReported) {
+  auto reply = anthropic::decode_response(
+      R"({"content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{}})");
+  EXPECT_FALSE(reply.input_reported);
+  EXPECT_FALSE(reply.output_reported);
 }
 
 // Hostile replies: nesting that would overflow the parser's recursion, and
