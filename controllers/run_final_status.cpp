@@ -223,7 +223,7 @@ RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput
   // Judged once, here, from the result: the ledger counts it into the
   // agent's idle streak (idle_backoff.h).
   if (f.result && f.phase == RunPhase::kSucceeded) {
-    obs.status["idle"] = result_is_idle(*f.result, in.idle_token);
+    obs.status["idle"] = result_is_idle(*f.result, in.idle_token, obs.view->agent_name);
   }
   obs.events.push_back(final_event(name, f));
   return obs;
