@@ -157,6 +157,8 @@ class Loop {
     estimate_missing_usage(request, reply);
     result_.input_tokens += reply.usage.input_tokens;
     result_.output_tokens += reply.usage.output_tokens;
+    result_.cache_read_input_tokens += reply.cache_read_tokens;
+    result_.cache_write_input_tokens += reply.cache_write_tokens;
     spent_cents_ += cost_cents(reply.usage, config_.pricing);
     result_.cost_cents = spent_cents_;
     // On the Lease at once: a runner killed after this call is still charged for it.

@@ -123,6 +123,8 @@ ModelReply decode_response(const std::string& body) {
                              json_token_count(usage, "cache_creation_input_tokens") +
                              json_token_count(usage, "cache_read_input_tokens");
   reply.usage.output_tokens = json_token_count(usage, "output_tokens");
+  reply.cache_read_tokens = json_token_count(usage, "cache_read_input_tokens");
+  reply.cache_write_tokens = json_token_count(usage, "cache_creation_input_tokens");
   return reply;
 }
 

@@ -68,6 +68,10 @@ struct ModelReply {
   // empty one, a proxy's other field names) is estimated by the loop.
   bool input_reported = true;
   bool output_reported = true;
+  // The parts of usage.input_tokens the provider reported as prompt-cache
+  // reads and cache writes (billed apart by providers that cache).
+  long long cache_read_tokens = 0;
+  long long cache_write_tokens = 0;
 };
 
 // The loop's only view of a model provider. Throws ProviderError.

@@ -204,6 +204,11 @@ ModelReply decode_response(const std::string& body) {
   reply.output_reported = json_has_number(usage, "completion_tokens");
   reply.usage.input_tokens = json_token_count(usage, "prompt_tokens");
   reply.usage.output_tokens = json_token_count(usage, "completion_tokens");
+  // Cached prompt tokens are a part of prompt_tokens, never more.
+  reply.cache_read_tokens = std::min(
+      json_token_count(usage.is_object() ? usage.value("prompt_tokens_details", json()) : json(),
+                       "cached_tokens"),
+      reply.usage.input_tokens);
   return reply;
 }
 

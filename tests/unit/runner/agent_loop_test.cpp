@@ -396,6 +396,23 @@ TEST(AgentLoop, MissingUsageIsEstimatedAndNoted) {
   ASSERT_EQ(result.notes.size(), 2u);
 }
 
+TEST(AgentLoop, CacheCountsAreSummedIntoTheResult) {
+  Harness h;
+  auto first = ScriptedModel::call("shell", R"({"command":"a"})");
+  first.cache_write_tokens = 80;
+  auto second = ScriptedModel::text("done");
+  second.cache_read_tokens = 70;
+  h.model.push(first);
+  h.model.push(second);
+  auto result = h.run();
+  EXPECT_EQ(result.cache_write_input_tokens, 80);
+  EXPECT_EQ(result.cache_read_input_tokens, 70);
+  EXPECT_EQ(result.input_tokens, 200) << "still all of the input";
+  const auto usage = api::result_to_json(result)["usage"];
+  EXPECT_EQ(usage["cacheReadInputTokens"], 70);
+  EXPECT_EQ(usage["cacheWriteInputTokens"], 80);
+}
+
 // Only the missing count is estimated; the reported one is charged as sent.
 TEST(AgentLoop, EachMissingUsageFieldIsEstimatedAlone) {
   Harness h;

@@ -90,6 +90,24 @@ TEST(OpenAIWire, EmptyOrRenamedUsageIsNotReported) {
   EXPECT_EQ(renamed.usage.output_tokens, 3);
 }
 
+TEST(OpenAIWire, CachedPromptTokensAreAPartOfTheInput) {
+  auto reply = openai::decode_response(
+      R"({"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":100,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":60}}})");
+  EXPECT_EQ(reply.usage.input_tokens, 100);
+  EXPECT_EQ(reply.cache_read_tokens, 60);
+  auto hostile = openai::decode_response(
+      R"({"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":10,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":60}}})");
+  EXPECT_EQ(hostile.cache_read_tokens, 10) << "never more than the prompt";
+}
+
+TEST(AnthropicWire, CacheWritesAndReadsAreReportedApart) {
+  auto reply = anthropic::decode_response(
+      R"({"content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":50,"output_tokens":3}})");
+  EXPECT_EQ(reply.usage.input_tokens, 260);
+  EXPECT_EQ(reply.cache_write_tokens, 200);
+  EXPECT_EQ(reply.cache_read_tokens, 50);
+}
+
 TEST(AnthropicWire, EmptyUsageIsNotReported) {
   auto reply = anthropic::decode_response(
       R"({"content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{}})");
@@ -225,6 +243,8 @@ TEST(AnthropicWire, DecodesTextToolUseStopReasonAndUsage) {
   EXPECT_EQ(reply.tool_calls[0].arguments, R"({"command":"ls"})");
   EXPECT_EQ(reply.usage.input_tokens, 15);
   EXPECT_EQ(reply.usage.output_tokens, 3);
+  EXPECT_EQ(reply.cache_read_tokens, 5);
+  EXPECT_EQ(reply.cache_write_tokens, 0);
   auto done = anthropic::decode_response(
       R"({"content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}})");
   EXPECT_EQ(done.finish, ModelReply::Finish::kEndTurn);
