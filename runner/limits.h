@@ -44,9 +44,11 @@ inline constexpr std::chrono::seconds kModelCallTimeout = 120s;
 inline constexpr int kProviderRetriesMax = 4;  // retries after the first attempt
 // A reply body longer than this is refused unread (kBadResponse): an
 // endpoint sending without end would otherwise fill the runner's memory.
-// The largest max_tokens (kMaxTokensMax, 200,000) of long tokens, escaped
-// as JSON, stays well under it.
-inline constexpr std::size_t kModelReplyBytesMax = 32 * 1024 * 1024;
+// The largest max_tokens (kMaxTokensMax, 200,000) at 20 bytes a token, as
+// escaped JSON, stays under it; the runner holds a reply a few times over
+// (body, parse, conversation, transcript line), so it sets the peak RSS
+// under the worst reply (hb_runner_bench (d): at most 64 MiB).
+inline constexpr std::size_t kModelReplyBytesMax = 4 * 1024 * 1024;
 inline constexpr std::chrono::milliseconds kRetryDelayInitial = 500ms;
 inline constexpr std::chrono::milliseconds kRetryBackoffMax = 8s;
 // A server's retry-after / retry-after-ms hint is honoured up to this.
