@@ -34,7 +34,8 @@ void KubeLeaseRenewer::renew(TimePoint now, std::chrono::seconds duration,
   nlohmann::json lease = {
       {"apiVersion", "coordination.k8s.io/v1"},
       {"kind", "Lease"},
-      {"metadata", {{"name", name_}, {"namespace", ns_}, {"labels", api::agent_object_labels(agent_)}}},
+      {"metadata",
+       {{"name", name_}, {"namespace", ns_}, {"labels", api::agent_object_labels(agent_)}}},
       {"spec", spec}};
   // The runner's loop counts a failed beat (LeaseRenewer throws); the stall
   // window allows for some.
@@ -68,7 +69,8 @@ std::string KubeMemoryStore::save(const MemoryBlocks& blocks,
     nlohmann::json object = {
         {"apiVersion", "v1"},
         {"kind", "ConfigMap"},
-        {"metadata", {{"name", name_}, {"namespace", ns_}, {"labels", api::agent_object_labels(agent_)}}},
+        {"metadata",
+         {{"name", name_}, {"namespace", ns_}, {"labels", api::agent_object_labels(agent_)}}},
         {"data", {{api::kMemoryBlocksKey, encode_memory_blocks(blocks)}}}};
     saved = client_.create(kube::resources::kConfigMaps, ns_, object);
   } else {
