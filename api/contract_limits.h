@@ -65,8 +65,9 @@ inline constexpr int kMaxTokensMax = 200000;
 // output tokens of one run; 0 or absent: no cap.
 inline constexpr long long kPerRunTokensMax = 1000000000;
 
-// Core memory blocks, in characters (Unicode code points).
-inline constexpr int kCoreMemoryBlockLimitDefault = 2000;
+// Core memory blocks, in characters (Unicode code points). The CRD's default
+// for memory.blocks[].limit is the same (tests/unit/controllers/crd_bounds_test).
+inline constexpr int kCoreMemoryBlockLimitDefault = 5000;
 inline constexpr int kCoreMemoryBlockLimitMax = 1000000;
 
 }  // namespace hb::api

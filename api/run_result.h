@@ -45,6 +45,14 @@ struct RunResult {
   // offered tool other than tool_only_reads). Not charged; idle backoff
   // reads it. Parsed: unset when absent or not a count up to tool_calls.
   std::optional<int64_t> action_tool_calls;
+  // usage.cacheReadInputTokens / cacheWriteInputTokens: the parts of
+  // input_tokens the provider reported as prompt-cache reads and writes.
+  // Parsed: 0 when absent, malformed or together more than input_tokens.
+  int64_t cache_read_input_tokens = 0;
+  int64_t cache_write_input_tokens = 0;
+  // usage.estimated: the usage fields the provider did not report, which the
+  // runner estimated ("inputTokens", "outputTokens"); empty when all reported.
+  std::vector<std::string> estimated_usage;
   std::optional<int> pause_minutes;  // parsed: clamped to kPauseMinutesMin..kPauseMinutesMax
   std::optional<TimePoint> pause_until;
   // stopReason provider_quota: when the provider said its quota resets (its

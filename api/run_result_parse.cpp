@@ -50,6 +50,22 @@ void read_usage(const json& usage, RunResult& r) {
       read_usage_count(usage, "actionToolCalls", actions).empty() && actions <= r.tool_calls) {
     r.action_tool_calls = actions;
   }
+  // Parts of inputTokens: believed only whole and within it.
+  int64_t cache_read = 0, cache_write = 0;
+  if (read_usage_count(usage, "cacheReadInputTokens", cache_read).empty() &&
+      read_usage_count(usage, "cacheWriteInputTokens", cache_write).empty() &&
+      cache_read <= r.input_tokens && cache_write <= r.input_tokens - cache_read) {
+    r.cache_read_input_tokens = cache_read;
+    r.cache_write_input_tokens = cache_write;
+  }
+  // Not money either: only the two known names are kept.
+  if (const json* estimated = member(usage, "estimated"); estimated && estimated->is_array()) {
+    for (const json& field : *estimated) {
+      if (field == "inputTokens" || field == "outputTokens") {
+        r.estimated_usage.push_back(field.get<std::string>());
+      }
+    }
+  }
   if (const json* cost = member(usage, "costCents"); cost != nullptr && !cost->is_null()) {
     const bool valid =
         cost->is_number() && std::isfinite(cost->get<double>()) && cost->get<double>() >= 0;

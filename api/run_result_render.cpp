@@ -86,6 +86,13 @@ json result_to_json(const RunResult& result) {
                 {"toolCalls", result.tool_calls},
                 {"iterations", result.iterations}}}};
   if (result.action_tool_calls) out["usage"]["actionToolCalls"] = *result.action_tool_calls;
+  if (!result.estimated_usage.empty()) out["usage"]["estimated"] = result.estimated_usage;
+  if (result.cache_read_input_tokens > 0) {
+    out["usage"]["cacheReadInputTokens"] = result.cache_read_input_tokens;
+  }
+  if (result.cache_write_input_tokens > 0) {
+    out["usage"]["cacheWriteInputTokens"] = result.cache_write_input_tokens;
+  }
   if (result.pause_minutes) out["pauseMinutes"] = *result.pause_minutes;
   if (result.pause_until) out["pauseUntil"] = format_rfc3339_millis(*result.pause_until);
   if (result.provider_reset_at) {

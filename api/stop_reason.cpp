@@ -6,7 +6,7 @@
 namespace hb::api {
 namespace {
 
-constexpr std::array<std::pair<StopReason, std::string_view>, 14> kNames = {{
+constexpr std::array<std::pair<StopReason, std::string_view>, 17> kNames = {{
     {StopReason::kCompleted, "completed"},
     {StopReason::kMaxTokens, "max_tokens"},
     {StopReason::kPauseHeartbeats, "pause_heartbeats"},
@@ -21,6 +21,9 @@ constexpr std::array<std::pair<StopReason, std::string_view>, 14> kNames = {{
     {StopReason::kToolsUnavailable, "tools_unavailable"},
     {StopReason::kProviderQuota, "provider_quota"},
     {StopReason::kPerRunTokenBudget, "per_run_token_budget"},
+    {StopReason::kToolCallsPerReply, "tool_calls_per_reply"},
+    {StopReason::kToolOutputBytes, "tool_output_bytes"},
+    {StopReason::kRequestBytes, "request_bytes"},
 }};
 
 }  // namespace

@@ -231,33 +231,53 @@ std::string_view budget_block_reason(const AgentStatus& status) {
   return {};
 }
 
-std::optional<RunProblem> newest_run_problem(const std::vector<RunObservation>& runs) {
-  // The run's problem reason, or empty. A run this pass just decided has its
-  // reason in the new status.
-  auto problem_of = [](const RunObservation& run) -> std::string_view {
-    if (run.phase != RunPhase::kFailed) return {};
-    const std::string_view reason =
-        run.became_final ? string_view_at(run.status, "reason") : run.view->reason;
-    for (std::string_view known : {kReasonContainerConfigError, kReasonPromptNotFound}) {
-      if (reason == known) return known;
-    }
-    return {};
-  };
-  // Creation times have one-second resolution: of runs made in the same
-  // second, one that got further wins (the problem may be fixed).
-  const RunObservation* newest = nullptr;
-  for (const RunObservation& run : runs) {
-    if (newest == nullptr || run.view->created > newest->view->created ||
-        (run.view->created == newest->view->created && problem_of(run).empty())) {
-      newest = &run;
-    }
+namespace {
+
+// The run's problem reason, or empty. A run this pass just decided has its
+// reason in the new status.
+std::string_view problem_of(const RunObservation& run) {
+  if (run.phase != RunPhase::kFailed) return {};
+  const std::string_view reason =
+      run.became_final ? string_view_at(run.status, "reason") : run.view->reason;
+  for (std::string_view known :
+       {kReasonContainerConfigError, kReasonPromptNotFound, kReasonContextTooLarge}) {
+    if (reason == known) return known;
   }
-  if (newest == nullptr) return std::nullopt;
-  const std::string_view reason = problem_of(*newest);
-  if (reason.empty()) return std::nullopt;
+  return {};
+}
+
+// Whether `run` got past the step where `problem` failed: it finished
+// without it (a cancel proves nothing), or, still going, its Job was made
+// (past a missing prompt) or its runner container started (past a missing
+// Secret). A run stuck at the same step proves nothing either.
+bool got_past(const RunObservation& run, std::string_view problem) {
+  if (is_final(run.phase)) return run.phase != RunPhase::kCancelled && problem_of(run).empty();
+  if (problem != kReasonContainerConfigError) {
+    return !run.view->job_name.empty() || run.runner_started;  // past the prompt and context
+  }
+  return run.runner_started;
+}
+
+}  // namespace
+
+std::optional<RunProblem> newest_run_problem(const std::vector<RunObservation>& runs) {
+  // The newest run with a problem; creation times have one-second
+  // resolution, so a run made in the same second may still have got past it.
+  const RunObservation* failed = nullptr;
+  for (const RunObservation& run : runs) {
+    if (!problem_of(run).empty() &&
+        (failed == nullptr || run.view->created > failed->view->created))
+      failed = &run;
+  }
+  if (failed == nullptr) return std::nullopt;
+  const std::string_view reason = problem_of(*failed);
+  for (const RunObservation& run : runs) {
+    if (&run != failed && run.view->created >= failed->view->created && got_past(run, reason))
+      return std::nullopt;
+  }
   const std::string message =
-      newest->became_final ? string_at(newest->status, "message") : newest->view->message;
-  return RunProblem{reason, "run " + newest->view->name + ": " + message};
+      failed->became_final ? string_at(failed->status, "message") : failed->view->message;
+  return RunProblem{reason, "run " + failed->view->name + ": " + message};
 }
 
 }  // namespace hb::controllers

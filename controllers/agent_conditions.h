@@ -70,9 +70,11 @@ Conditions conditions_for(const Conditions& stored, const AgentConditions& wante
 std::vector<Event> condition_events(const Conditions& stored, const AgentConditions& wanted,
                                     const std::string& agent_name);
 
-// The newest run's problem when it failed as ContainerConfigError (the
+// The newest problem run's, when it failed as ContainerConfigError (the
 // kubelet's complaint) or PromptNotFound: the Agent is Stalled with it until
-// a newer run gets further.
+// a newer run gets past that step (finishes without it, or its Job is made
+// or its runner container starts, as the step was); a newer run stuck at the
+// same step keeps it.
 std::optional<RunProblem> newest_run_problem(const std::vector<RunObservation>& runs);
 
 // The BudgetExceeded condition's reason while it is True; empty otherwise

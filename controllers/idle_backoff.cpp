@@ -4,6 +4,7 @@
 #include <variant>
 
 #include "api/stop_reason.h"
+#include "controllers/mentions.h"
 #include "controllers/schedule/duration.h"
 #include "controllers/text_util.h"
 
@@ -76,7 +77,9 @@ std::string_view idle_token(const std::optional<IdleBackoff>& backoff) {
   return backoff ? std::string_view(backoff->idle_token) : kIdleTokenDefault;
 }
 
-bool result_is_idle(const api::RunResult& result, std::string_view token) {
+bool result_is_idle(const api::RunResult& result, std::string_view token, std::string_view self) {
+  if (result.action_tool_calls.value_or(0) > 0) return false;
+  if (!mentioned_agents(result.output, self).empty()) return false;
   if (api::parse_stop_reason(result.stop_reason) == api::StopReason::kPauseHeartbeats) return true;
   if (!token.empty() && trim_blank(result.output) == token) return true;
   return result.action_tool_calls == 0;

@@ -52,11 +52,14 @@ std::optional<IdleBackoff> parse_idle_backoff(const Json& heartbeat,
 // The idle token a run's output is compared with: the spec's, else the default.
 std::string_view idle_token(const std::optional<IdleBackoff>& backoff);
 
-// Whether a run's result says it acted on nothing: it called
+// Whether a run's result says it acted on nothing. A run that acted is never
+// idle: the runner counted a tool call that could change something
+// (usage.actionToolCalls above 0), or its output @mentions another agent
+// (mentions.h: a mention may wake it). Otherwise it is idle when it called
 // pause_heartbeats, its whole output (trimmed) is the idle token, or the
-// runner counted no tool call that could change anything
-// (usage.actionToolCalls 0; a result without that count is not idle by it).
-bool result_is_idle(const api::RunResult& result, std::string_view token);
+// runner counted no such call (usage.actionToolCalls 0; a result without
+// that count is not idle by it). `self` is the run's agent.
+bool result_is_idle(const api::RunResult& result, std::string_view token, std::string_view self);
 
 // The streak after one more run is counted: a scheduled run that succeeded
 // idle adds one; any other run ends the streak.

@@ -309,11 +309,16 @@ Json runner_container(const Json& run, const Json& spec, const std::string& agen
                     {"command", runner_command(spec, config, builtin)},
                     {"env", runner_env(run, spec, agent_name, builtin)},
                     {"terminationMessagePath", kTerminationPath},
-                    {"terminationMessagePolicy", "FallbackToLogsOnError"},
+                    // Never the log tail: a runner killed before its result would
+                    // have its log (model-chosen text) taken as the result.
+                    {"terminationMessagePolicy", "File"},
                     {"securityContext", kRestrictedSecurityContext},
                     {"volumeMounts", std::move(mounts)}};
-  if (const Json* resources = find_path(spec, "runtime/resources"))
+  if (const Json* resources = find_path(spec, "runtime/resources")) {
     container["resources"] = *resources;
+  } else if (!config.runner_resources.empty()) {
+    container["resources"] = config.runner_resources;
+  }
   return container;
 }
 
@@ -379,6 +384,16 @@ Json pod_volumes(Json context_volume, const Json& spec, bool builtin) {
 }
 
 }  // namespace
+
+std::optional<std::string> context_too_large(std::size_t context_bytes,
+                                             std::string_view prompt_source,
+                                             std::size_t prompt_bytes) {
+  if (context_bytes <= api::kContextDocumentBytesMax) return std::nullopt;
+  return "the run's context document would be " + std::to_string(context_bytes) +
+         " bytes, more than the " + std::to_string(api::kContextDocumentBytesMax) +
+         " a heartbeat Pod can carry; the prompt (" + std::string(prompt_source) + ") is " +
+         std::to_string(prompt_bytes) + " bytes: shorten it (or the memory blocks, or contextRuns)";
+}
 
 JobPlan build_job(const Json& run, const Json& agent, const std::string& context_text,
                   const JobConfig& config) {
@@ -468,7 +483,7 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
   const std::string sa = service_account_name(name);
   const std::string lease = lease_name_for_agent(name);
   const std::string memory = memory_config_map_name(name);
-  const Json labels = labels_for(agent, "");
+  const Json labels = api::agent_object_labels(name);
   auto metadata = [&](const std::string& object_name) {
     return Json{{"name", object_name},
                 {"namespace", ns},
@@ -485,20 +500,13 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
                                         {"resources", Json::array({kKindConfigMaps})},
                                         {"resourceNames", Json::array({memory})},
                                         {"verbs", Json::array({"get", "update"})}}});
-  Json blocks = Json::array();
-  if (const Json* b = find_path(spec_of(agent), "memory/blocks"); b != nullptr && b->is_array()) {
-    for (const Json& block : *b) {
-      blocks.push_back({{"label", string_at(block, "label")},
-                        {"value", string_at(block, "value")},
-                        {"limit", int_at(block, "limit").value_or(5000)}});
-    }
-  }
+  const std::string blocks = api::encode_memory_blocks(memory_blocks(spec_of(agent)));
   std::vector<std::pair<std::string, Json>> out;
   // What the Role names first (agent_grants.h: ownership before grants).
   out.emplace_back(kKindConfigMaps, Json{{"apiVersion", "v1"},
                                          {"kind", "ConfigMap"},
                                          {"metadata", metadata(memory)},
-                                         {"data", {{kMemoryBlocksKey, blocks.dump()}}}});
+                                         {"data", {{kMemoryBlocksKey, blocks}}}});
   out.emplace_back(kKindLeases,
                    Json{{"apiVersion", "coordination.k8s.io/v1"},
                         {"kind", "Lease"},

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/context_document.h"
@@ -56,6 +57,10 @@ struct JobConfig {
   // Agent's spec.runtime.tools says otherwise.
   std::string tools_image;
   Json tools_resources = Json::object();
+  // The runner container's resources unless the Agent's spec.runtime.resources
+  // says otherwise (--runner-resources; empty: none set). Its memory limit is
+  // what bounds a runner whatever its model sends.
+  Json runner_resources = Json::object();
   // Fleet-wide Pod settings an Agent's spec.runtime overrides (pod_settings.h).
   Json pod_defaults = Json::object();
 };
@@ -102,8 +107,15 @@ struct JobPlan {
   std::optional<Json> context_config_map;  // create before the Job when set
 };
 
+// Why a context document of `context_bytes` cannot ride with a run (it
+// passes api::kContextDocumentBytesMax), naming the prompt's source and
+// size; nullopt when it fits. Pure.
+std::optional<std::string> context_too_large(std::size_t context_bytes,
+                                             std::string_view prompt_source,
+                                             std::size_t prompt_bytes);
+
 // Throws std::invalid_argument when the context document passes
-// kContextDocumentBytesMax (the message names the size).
+// kContextDocumentBytesMax: callers check context_too_large first.
 JobPlan build_job(const Json& run, const Json& agent, const std::string& context_text,
                   const JobConfig& config);
 

@@ -8,17 +8,6 @@
 
 namespace hb::controllers {
 
-std::string short_hash(std::string_view text) {
-  uint32_t hash = 2166136261u;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 16777619u;
-  }
-  char buffer[kNameHashChars + 1];
-  std::snprintf(buffer, sizeof buffer, "%08x", hash);
-  return std::string(buffer, kNameHashChars);
-}
-
 std::string long_hash(std::string_view text) {
   uint64_t hash = 14695981039346656037ull;
   for (unsigned char c : text) {
@@ -46,19 +35,6 @@ std::string derived_name(std::string_view base, std::string_view suffix, std::si
   const std::size_t keep = max_chars - suffix.size() - kNameHashChars - 2;
   return trim_dashes(std::string(base.substr(0, keep))) + "-" + short_hash(base) + "-" +
          std::string(suffix);
-}
-
-std::string label_safe_name(std::string_view name) {
-  if (schedule::is_dns1123_label(name)) return std::string(name);
-  std::string cleaned;
-  for (char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
-    cleaned.push_back(ok ? c : '-');
-  }
-  const std::size_t keep = kLabelValueCharsMax - kNameHashChars - 1;
-  cleaned = trim_dashes(cleaned.substr(0, keep));
-  while (!cleaned.empty() && cleaned.front() == '-') cleaned.erase(cleaned.begin());
-  return (cleaned.empty() ? std::string("run") : cleaned) + "-" + short_hash(name);
 }
 
 std::string job_name_for_run(std::string_view run_name) {

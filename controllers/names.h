@@ -7,17 +7,19 @@
 #include <string>
 #include <string_view>
 
+#include "api/agent_objects.h"
+
 namespace hb::controllers {
 
 inline constexpr std::string_view kApiVersion = "heartbeat.dev/v1alpha1";
 inline constexpr std::string_view kAgentKind = "Agent";
 inline constexpr std::string_view kRunKind = "HeartbeatRun";
 
-inline constexpr const char* kLabelAgent = "heartbeat.dev/agent";
+inline constexpr const char* kLabelAgent = api::kLabelAgent;
 inline constexpr const char* kLabelRun = "heartbeat.dev/run";
 inline constexpr const char* kLabelPhase = "heartbeat.dev/phase";
-inline constexpr const char* kLabelManagedBy = "app.kubernetes.io/managed-by";
-inline constexpr const char* kManagedByValue = "heartbeat-operator";
+inline constexpr const char* kLabelManagedBy = api::kLabelManagedBy;
+inline constexpr const char* kManagedByValue = api::kManagedByValue;
 inline constexpr const char* kLabelJobName = "job-name";  // set on Pods by the Job controller
 
 // `kubectl annotate hba NAME heartbeat.dev/invoke=REASON` asks for a manual run.
@@ -37,18 +39,18 @@ inline constexpr const char* kContextMountDir = "/etc/heartbeat";
 // Where an agent's archival PersistentVolumeClaim is mounted, and its SQLite file.
 inline constexpr const char* kArchivalMountDir = "/var/lib/heartbeat/archival";
 inline constexpr const char* kArchivalFile = "archival.sqlite3";
-inline constexpr const char* kMemoryBlocksKey = "blocks.json";  // the runner's memory format
+inline constexpr const char* kMemoryBlocksKey = api::kMemoryBlocksKey;
 
 inline constexpr std::size_t kLabelValueCharsMax = 63;   // DNS-1123 label
 inline constexpr std::size_t kObjectNameCharsMax = 253;  // DNS-1123 subdomain
-inline constexpr std::size_t kNameHashChars = 8;
+using api::kNameHashChars;
 
 // "<base>-<suffix>", shortened to max_chars as "<prefix>-<hash>-<suffix>".
 std::string derived_name(std::string_view base, std::string_view suffix,
                          std::size_t max_chars = kObjectNameCharsMax);
 
 // A valid label value / Job name for any run name (names may hold '.').
-std::string label_safe_name(std::string_view name);
+using api::label_safe_name;
 
 std::string job_name_for_run(std::string_view run_name);
 // The Job controller names a Job's Pods `generateName: <job>-`, and the API
@@ -63,7 +65,7 @@ std::string memory_config_map_name(std::string_view agent_name);
 std::string service_account_name(std::string_view agent_name);  // also Role and RoleBinding
 
 // 8 lowercase hex digits of FNV-1a 32.
-std::string short_hash(std::string_view text);
+using api::short_hash;
 // 16 hex chars (FNV-1a 64): for names where distinct inputs must stay
 // distinct among many (idempotency keys), not only readable.
 std::string long_hash(std::string_view text);

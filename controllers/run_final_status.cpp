@@ -56,6 +56,8 @@ Json build_final_status(const Json& stored, const Final& f, const Charge& c, Tim
       status["pauseUntil"] = schedule::format_rfc3339(now + std::chrono::minutes(*r.pause_minutes));
     }
     if (r.last_beat) status["lastBeatTime"] = schedule::format_rfc3339(*r.last_beat);
+    // Counts the provider did not report, charged as the runner estimated them.
+    if (!r.estimated_usage.empty()) usage["estimated"] = r.estimated_usage;
     if (r.stop_reason == kStopReasonProviderQuota) {
       // Bounded here, once: every agent sharing the key is held until then.
       status["providerResetAt"] =
@@ -223,7 +225,7 @@ RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput
   // Judged once, here, from the result: the ledger counts it into the
   // agent's idle streak (idle_backoff.h).
   if (f.result && f.phase == RunPhase::kSucceeded) {
-    obs.status["idle"] = result_is_idle(*f.result, in.idle_token);
+    obs.status["idle"] = result_is_idle(*f.result, in.idle_token, obs.view->agent_name);
   }
   obs.events.push_back(final_event(name, f));
   return obs;

@@ -27,6 +27,16 @@ const Json* runner_status(const Json& pod) {
   return nullptr;
 }
 
+}  // namespace
+
+bool runner_started(const Json& pod) {
+  const Json* status = runner_status(pod);
+  return status != nullptr && (find_path(*status, "state/running") != nullptr ||
+                               find_path(*status, "state/terminated") != nullptr);
+}
+
+namespace {
+
 const Json* terminated_state(const Json& pod) {
   const Json* status = runner_status(pod);
   return status == nullptr ? nullptr : find_path(*status, "state/terminated");

@@ -32,6 +32,9 @@ struct PodExit {
 };
 PodExit pod_exit(const Json& pod);
 
+// The runner container is running or has terminated: the kubelet got past
+// configuring it (its Secret references resolved).
+bool runner_started(const Json& pod);
 // The kubelet's message when it cannot configure the runner's container. The
 // operator never reads Secrets: this is where a missing API key shows up.
 std::optional<std::string> container_config_error(const Json* pod);

@@ -359,6 +359,7 @@ RunObservation observe_run(const RunObservationInput& in) {
   keep_highest_report(obs, in);
   const RunClock clock = run_clock(view, in);
   const Json* pod = pick_pod(in.pods);
+  obs.runner_started = pod != nullptr && runner_started(*pod);
   const bool ended_before_recorded = in.job != nullptr && pod != nullptr && pod_finished(*pod);
   if (view.job_name.empty() || view.phase != RunPhase::kRunning) {
     obs.status = running_status(std::move(obs.status), view, in.job, clock.started);

@@ -63,6 +63,10 @@ inline constexpr const char* kReasonJobDeleted = "JobDeleted";
 inline constexpr const char* kReasonContainerConfigError = "ContainerConfigError";
 // The run could not start: its promptFrom ConfigMap or key does not exist.
 inline constexpr const char* kReasonPromptNotFound = "PromptNotFound";
+// The run's context document (the prompt, memory, earlier outputs...) would
+// pass api::kContextDocumentBytesMax; the message names the prompt's source
+// and size. A person must shorten it: the Agent is Stalled.
+inline constexpr const char* kReasonContextTooLarge = "ContextTooLarge";
 // The resolved heartbeat prompt is empty (or only whitespace): nothing to do.
 inline constexpr const char* kReasonPromptEmpty = "PromptEmpty";
 // The agent's Lease reports less usage for a run than it reported before:
@@ -145,9 +149,12 @@ struct RunObservation {
   // Final with its cost recorded: nothing left to derive, count or write, so
   // `status` is not copied (it stays null).
   bool settled = false;
-  Json status;                          // desired status (the stored one while nothing changed)
-  RunPhase phase = RunPhase::kQueued;   // desired phase
-  bool became_final = false;            // final now, not yet written
+  Json status;                         // desired status (the stored one while nothing changed)
+  RunPhase phase = RunPhase::kQueued;  // desired phase
+  bool became_final = false;           // final now, not yet written
+  // Unfinished: its Pod's runner container has started (past a missing
+  // Secret), which the Agent's Stalled condition waits for.
+  bool runner_started = false;
   bool delete_job = false;              // cancel, stall or deadline: delete the Job (Background)
   bool cost_mismatch = false;           // became final; the runner's cost differs from ours
   std::optional<TimePoint> recheck_at;  // when the derivation could change by time alone

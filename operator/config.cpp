@@ -52,6 +52,9 @@ const Flag kFlags[] = {
     {"tools-image",
      "default image of the tools container, where agent-chosen commands run (default: the "
      "runner image)"},
+    {"runner-resources",
+     "resources of the runner container as JSON, unless an Agent sets spec.runtime.resources, "
+     "e.g. {\"limits\":{\"memory\":\"128Mi\"}}"},
     {"tools-resources",
      "resources of the tools container as JSON, e.g. {\"limits\":{\"memory\":\"256Mi\"}}"},
     {"pod-defaults",
@@ -351,6 +354,11 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
       auto defaults = parse_pod_defaults(value, why);
       if (!defaults) return fail(name, why);
       c.job.pod_defaults = std::move(*defaults);
+    } else if (name == "runner-resources") {
+      std::string why;
+      auto resources = parse_resources(value, why);
+      if (!resources) return fail(name, why);
+      c.job.runner_resources = std::move(*resources);
     } else if (name == "tools-resources") {
       std::string why;
       auto resources = parse_resources(value, why);

@@ -33,6 +33,12 @@ std::string offered_names(const std::vector<ToolSpec>& tools) {
   return out.empty() ? "(none)" : out;
 }
 
+// A runner bound reached while answering a reply's tool calls.
+struct Bound {
+  StopReason reason;
+  std::string why;
+};
+
 class Loop {
  public:
   Loop(const LoopConfig& config, LoopDeps deps) : config_(config), deps_(deps) {}
@@ -102,8 +108,10 @@ class Loop {
                        config_.budget_cents,
                        result_.input_tokens + result_.output_tokens,
                        worst_case_call_tokens(request),
-                       config_.budget_tokens};
+                       config_.budget_tokens,
+                       request_content_bytes(request)};
     auto reason = check_bounds_before_call(bounds);
+    if (reason) result_.error.clear();
     if (reason == StopReason::kBudget) {
       deps_.transcript.emit({{"event", "budget_stop"},
                              {"spentCents", bounds.spent_cents},
@@ -114,6 +122,12 @@ class Loop {
                              {"tokensUsed", bounds.tokens_used},
                              {"nextCallWorstTokens", bounds.next_call_worst_tokens},
                              {"budgetTokens", *bounds.budget_tokens}});
+    } else if (reason == StopReason::kRequestBytes) {
+      result_.error = "the next model request would hold " + std::to_string(bounds.request_bytes) +
+                      " bytes; the runner sends at most " + std::to_string(kModelRequestBytesMax);
+      deps_.transcript.emit({{"event", "request_bytes_stop"},
+                             {"requestBytes", bounds.request_bytes},
+                             {"requestBytesMax", kModelRequestBytesMax}});
     }
     return reason;
   }
@@ -140,18 +154,11 @@ class Loop {
     ++result_.iterations;
     ModelReply reply = deps_.model.complete(request);
     deps_.heartbeat.beat();
-    if (!reply.usage_reported) {
-      // No usage from the server: charge the estimate so the budget still holds.
-      reply.usage.input_tokens = estimate_input_tokens(request);
-      reply.usage.output_tokens = static_cast<long long>(
-          (reply.text.size() + reply.tool_calls.size() * 64) / kPromptBytesPerTokenMin + 1);
-      if (!usage_note_added_) {
-        result_.notes.push_back("the provider reported no usage; tokens were estimated");
-        usage_note_added_ = true;
-      }
-    }
+    estimate_missing_usage(request, reply);
     result_.input_tokens += reply.usage.input_tokens;
     result_.output_tokens += reply.usage.output_tokens;
+    result_.cache_read_input_tokens += reply.cache_read_tokens;
+    result_.cache_write_input_tokens += reply.cache_write_tokens;
     spent_cents_ += cost_cents(reply.usage, config_.pricing);
     result_.cost_cents = spent_cents_;
     // On the Lease at once: a runner killed after this call is still charged for it.
@@ -171,36 +178,100 @@ class Loop {
     return reply;
   }
 
+  // A count the provider did not report is charged as estimated, so the
+  // budget still holds; each estimated field is named once in the result.
+  void estimate_missing_usage(const ModelRequest& request, ModelReply& reply) {
+    if (!reply.input_reported) {
+      reply.usage.input_tokens = std::max(reply.usage.input_tokens, estimate_input_tokens(request));
+      mark_estimated("inputTokens");
+    }
+    if (!reply.output_reported) {
+      reply.usage.output_tokens = static_cast<long long>(
+          (reply.text.size() + reply.tool_calls.size() * 64) / kPromptBytesPerTokenMin + 1);
+      mark_estimated("outputTokens");
+    }
+  }
+
+  void mark_estimated(const std::string& field) {
+    auto& fields = result_.estimated_usage;
+    if (std::find(fields.begin(), fields.end(), field) != fields.end()) return;
+    fields.push_back(field);
+    result_.notes.push_back("the provider did not report usage." + field +
+                            "; it was estimated from the request and reply sizes");
+  }
+
   bool offered(const std::string& name) const {
     return std::any_of(config_.tools.begin(), config_.tools.end(),
                        [&](const ToolSpec& tool) { return tool.name == name; });
   }
 
+  // Answers the reply's calls in order. Past a runner bound the remaining
+  // calls are answered "not run" (the model's next turn would see why) and
+  // the run stops with that bound's reason once the answers are recorded.
   void run_tool_calls(const std::vector<ToolCall>& calls) {
     Message results{Message::Role::kToolResults, {}, {}, {}};
+    std::optional<Bound> bound;
+    std::size_t not_run = 0;
     for (const auto& call : calls) {
-      ++result_.tool_calls;
-      deps_.transcript.emit({{"event", "tool_call"},
-                             {"id", call.id},
-                             {"name", call.name},
-                             {"arguments", api::sanitize_utf8(call.arguments)}});
-      if (detector_.record(call.name, call.arguments)) {
-        return stop(StopReason::kRepeatedToolCall,
-                    "the model called " + call.name + " with the same arguments " +
-                        std::to_string(kRepeatedToolCallsMax) + " times in a row");
+      if (!bound && results.tool_results.size() >= kToolCallsPerReplyMax) {
+        bound = Bound{StopReason::kToolCallsPerReply,
+                      "the model asked for " + std::to_string(calls.size()) +
+                          " tool calls in one reply; the runner runs at most " +
+                          std::to_string(kToolCallsPerReplyMax)};
       }
-      if (offered(call.name) && !api::tool_only_reads(call.name)) ++*result_.action_tool_calls;
-      ToolOutcome outcome = answer(call);
-      if (stopped_) return;  // pause_heartbeats, tools_unavailable
+      if (bound) {
+        results.tool_results.push_back({call.id, call.name, "not run: " + bound->why, true});
+        ++not_run;
+        continue;
+      }
+      auto answered = run_tool_call(call);
+      if (stopped_) return;  // pause_heartbeats, tools_unavailable, repeated call
+      if (!answered) continue;
+      bound = charge_tool_output(answered->content);
       deps_.transcript.emit({{"event", "tool_result"},
-                             {"id", call.id},
-                             {"name", call.name},
-                             {"isError", outcome.is_error},
-                             {"content", api::sanitize_utf8(outcome.content)}});
-      results.tool_results.push_back(
-          {call.id, call.name, api::sanitize_utf8(outcome.content), outcome.is_error});
+                             {"id", answered->call_id},
+                             {"name", answered->name},
+                             {"isError", answered->is_error},
+                             {"content", answered->content}});
+      results.tool_results.push_back(std::move(*answered));
+    }
+    if (not_run > 0) {
+      deps_.transcript.emit(
+          {{"event", "tool_calls_not_run"}, {"count", not_run}, {"why", bound->why}});
     }
     messages_.push_back(std::move(results));
+    if (bound) stop(bound->reason, bound->why);
+  }
+
+  // One call run; nullopt when the loop stopped instead.
+  std::optional<ToolResult> run_tool_call(const ToolCall& call) {
+    ++result_.tool_calls;
+    deps_.transcript.emit({{"event", "tool_call"},
+                           {"id", call.id},
+                           {"name", call.name},
+                           {"arguments", api::sanitize_utf8(call.arguments)}});
+    if (detector_.record(call.name, call.arguments)) {
+      stop(StopReason::kRepeatedToolCall,
+           "the model called " + call.name + " with the same arguments " +
+               std::to_string(kRepeatedToolCallsMax) + " times in a row");
+      return std::nullopt;
+    }
+    if (offered(call.name) && !api::tool_only_reads(call.name)) ++*result_.action_tool_calls;
+    ToolOutcome outcome = answer(call);
+    if (stopped_) return std::nullopt;
+    return ToolResult{call.id, call.name, api::sanitize_utf8(outcome.content), outcome.is_error};
+  }
+
+  // Adds `content` to the run's tool output; past the bound it is replaced
+  // by a notice and the bound returned.
+  std::optional<Bound> charge_tool_output(std::string& content) {
+    tool_output_bytes_ += json_escaped_bytes(content);
+    if (tool_output_bytes_ <= kToolOutputBytesPerRunMax) return std::nullopt;
+    Bound bound{StopReason::kToolOutputBytes, "this run's tool output reached " +
+                                                  std::to_string(kToolOutputBytesPerRunMax) +
+                                                  " bytes (JSON-escaped), the runner's bound"};
+    content = "output withheld: " + bound.why;
+    return bound;
   }
 
   ToolOutcome answer(const ToolCall& call) {
@@ -261,8 +332,8 @@ class Loop {
   double spent_cents_ = 0;  // written into result_.cost_cents
   std::vector<Message> messages_;
   RepeatedCallDetector detector_;
+  std::size_t tool_output_bytes_ = 0;  // JSON-escaped, against kToolOutputBytesPerRunMax
   bool stopped_ = false;
-  bool usage_note_added_ = false;
 };
 
 }  // namespace

@@ -115,16 +115,16 @@ ModelReply decode_response(const std::string& body) {
                          ? doc["stop_reason"].get<std::string>()
                          : std::string();
   reply.finish = map_finish(reply.finish_raw, !reply.tool_calls.empty());
-  auto usage = doc.find("usage");
-  if (usage != doc.end() && usage->is_object()) {
-    // Cache writes and reads are input too (billed at the input price here).
-    reply.usage.input_tokens = json_token_count(*usage, "input_tokens") +
-                               json_token_count(*usage, "cache_creation_input_tokens") +
-                               json_token_count(*usage, "cache_read_input_tokens");
-    reply.usage.output_tokens = json_token_count(*usage, "output_tokens");
-  } else {
-    reply.usage_reported = false;
-  }
+  const json usage = doc.value("usage", json());
+  reply.input_reported = json_has_number(usage, "input_tokens");
+  reply.output_reported = json_has_number(usage, "output_tokens");
+  // Cache writes and reads are input too (billed at the input price here).
+  reply.usage.input_tokens = json_token_count(usage, "input_tokens") +
+                             json_token_count(usage, "cache_creation_input_tokens") +
+                             json_token_count(usage, "cache_read_input_tokens");
+  reply.usage.output_tokens = json_token_count(usage, "output_tokens");
+  reply.cache_read_tokens = json_token_count(usage, "cache_read_input_tokens");
+  reply.cache_write_tokens = json_token_count(usage, "cache_creation_input_tokens");
   return reply;
 }
 

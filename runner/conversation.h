@@ -64,7 +64,14 @@ struct ModelReply {
   Finish finish = Finish::kEndTurn;
   std::string finish_raw;  // finish_reason / stop_reason as the provider wrote it
   Usage usage;
-  bool usage_reported = true;  // false: the provider sent no usage
+  // Which counts the provider reported; a missing one (no usage object, an
+  // empty one, a proxy's other field names) is estimated by the loop.
+  bool input_reported = true;
+  bool output_reported = true;
+  // The parts of usage.input_tokens the provider reported as prompt-cache
+  // reads and cache writes (billed apart by providers that cache).
+  long long cache_read_tokens = 0;
+  long long cache_write_tokens = 0;
 };
 
 // The loop's only view of a model provider. Throws ProviderError.

@@ -95,31 +95,4 @@ std::string render_memory_blocks(const MemoryBlocks& blocks) {
   return out;
 }
 
-std::string encode_memory_blocks(const MemoryBlocks& blocks) {
-  nlohmann::json array = nlohmann::json::array();
-  for (const auto& block : blocks) {
-    array.push_back({{"label", block.label}, {"value", block.value}, {"limit", block.limit}});
-  }
-  return array.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-MemoryBlocks decode_memory_blocks(const std::string& text) {
-  nlohmann::json array = nlohmann::json::parse(text, nullptr, false);
-  if (array.is_discarded() || !array.is_array()) {
-    throw std::runtime_error("memory ConfigMap key blocks.json is not a JSON array");
-  }
-  MemoryBlocks out;
-  for (const auto& item : array) {
-    if (!item.is_object() || !item.contains("label") || !item["label"].is_string()) {
-      throw std::runtime_error("memory ConfigMap key blocks.json has a block without a label");
-    }
-    api::MemoryBlock block;
-    block.label = item["label"].get<std::string>();
-    block.value = item.value("value", std::string());
-    block.limit = item.value("limit", 2000);
-    out.push_back(std::move(block));
-  }
-  return out;
-}
-
 }  // namespace hb::runner

@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/agent_objects.h"
 #include "api/context_document.h"
 
 namespace hb::runner {
@@ -43,8 +44,8 @@ MemoryBlocks merge_memory_blocks(const MemoryBlocks& spec, const MemoryBlocks& s
 // <memory_blocks> section for the system prompt: label, value and chars used/limit.
 std::string render_memory_blocks(const MemoryBlocks& blocks);
 
-// ConfigMap data format: {"blocks.json": "[{label,value,limit},...]"}.
-std::string encode_memory_blocks(const MemoryBlocks& blocks);
-MemoryBlocks decode_memory_blocks(const std::string& text);  // throws std::runtime_error
+// ConfigMap data format (one definition for both binaries).
+using api::decode_memory_blocks;
+using api::encode_memory_blocks;
 
 }  // namespace hb::runner

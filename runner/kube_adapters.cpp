@@ -1,16 +1,11 @@
 #include "runner/kube_adapters.h"
 
+#include "api/agent_objects.h"
 #include "api/rfc3339.h"
 #include "kube/errors.h"
 #include "kube/resource.h"
 
 namespace hb::runner {
-namespace {
-
-constexpr const char* kBlocksKey = "blocks.json";
-constexpr const char* kAgentLabel = "heartbeat.dev/agent";
-
-}  // namespace
 
 KubeLeaseRenewer::KubeLeaseRenewer(kube::Client& client, std::string ns, std::string lease_name,
                                    std::string holder, std::string agent_name)
@@ -39,7 +34,8 @@ void KubeLeaseRenewer::renew(TimePoint now, std::chrono::seconds duration,
   nlohmann::json lease = {
       {"apiVersion", "coordination.k8s.io/v1"},
       {"kind", "Lease"},
-      {"metadata", {{"name", name_}, {"namespace", ns_}, {"labels", {{kAgentLabel, agent_}}}}},
+      {"metadata",
+       {{"name", name_}, {"namespace", ns_}, {"labels", api::agent_object_labels(agent_)}}},
       {"spec", spec}};
   // The runner's loop counts a failed beat (LeaseRenewer throws); the stall
   // window allows for some.
@@ -59,9 +55,9 @@ std::optional<MemorySnapshot> KubeMemoryStore::load() {
   last_ = std::move(read).or_throw();
   MemorySnapshot snapshot;
   snapshot.resource_version = last_["metadata"].value("resourceVersion", std::string());
-  if (last_.contains("data") && last_["data"].contains(kBlocksKey) &&
-      last_["data"][kBlocksKey].is_string()) {
-    snapshot.blocks = decode_memory_blocks(last_["data"][kBlocksKey].get<std::string>());
+  if (last_.contains("data") && last_["data"].contains(api::kMemoryBlocksKey) &&
+      last_["data"][api::kMemoryBlocksKey].is_string()) {
+    snapshot.blocks = decode_memory_blocks(last_["data"][api::kMemoryBlocksKey].get<std::string>());
   }
   return snapshot;
 }
@@ -73,8 +69,9 @@ std::string KubeMemoryStore::save(const MemoryBlocks& blocks,
     nlohmann::json object = {
         {"apiVersion", "v1"},
         {"kind", "ConfigMap"},
-        {"metadata", {{"name", name_}, {"namespace", ns_}, {"labels", {{kAgentLabel, agent_}}}}},
-        {"data", {{kBlocksKey, encode_memory_blocks(blocks)}}}};
+        {"metadata",
+         {{"name", name_}, {"namespace", ns_}, {"labels", api::agent_object_labels(agent_)}}},
+        {"data", {{api::kMemoryBlocksKey, encode_memory_blocks(blocks)}}}};
     saved = client_.create(kube::resources::kConfigMaps, ns_, object);
   } else {
     nlohmann::json object =
@@ -83,7 +80,7 @@ std::string KubeMemoryStore::save(const MemoryBlocks& blocks,
                                            {"kind", "ConfigMap"},
                                            {"metadata", {{"name", name_}, {"namespace", ns_}}}};
     object["metadata"]["resourceVersion"] = expected_resource_version;
-    object["data"][kBlocksKey] = encode_memory_blocks(blocks);
+    object["data"][api::kMemoryBlocksKey] = encode_memory_blocks(blocks);
     saved = client_.replace(kube::resources::kConfigMaps, ns_, name_, object);
   }
   if (saved.is(kube::ErrorKind::kConflict) || saved.is(kube::ErrorKind::kAlreadyExists)) {

@@ -199,13 +199,16 @@ ModelReply decode_response(const std::string& body) {
                          ? choice["finish_reason"].get<std::string>()
                          : std::string();
   reply.finish = map_finish(reply.finish_raw, !reply.tool_calls.empty());
-  auto usage = doc.find("usage");
-  if (usage != doc.end() && usage->is_object()) {
-    reply.usage.input_tokens = json_token_count(*usage, "prompt_tokens");
-    reply.usage.output_tokens = json_token_count(*usage, "completion_tokens");
-  } else {
-    reply.usage_reported = false;
-  }
+  const json usage = doc.value("usage", json());
+  reply.input_reported = json_has_number(usage, "prompt_tokens");
+  reply.output_reported = json_has_number(usage, "completion_tokens");
+  reply.usage.input_tokens = json_token_count(usage, "prompt_tokens");
+  reply.usage.output_tokens = json_token_count(usage, "completion_tokens");
+  // Cached prompt tokens are a part of prompt_tokens, never more.
+  reply.cache_read_tokens = std::min(
+      json_token_count(usage.is_object() ? usage.value("prompt_tokens_details", json()) : json(),
+                       "cached_tokens"),
+      reply.usage.input_tokens);
   return reply;
 }
 

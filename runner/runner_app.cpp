@@ -64,12 +64,11 @@ std::unique_ptr<TranscriptFile> open_stored_transcript(const api::ContextDocumen
   if (trimmed > 0) {
     log(deps.log_info, "deleted " + std::to_string(trimmed) + " transcripts of deleted runs");
   }
-  const std::string path = transcript_path(doc.transcript_dir, doc.run.name);
-  if (path.empty()) {
+  if (!transcript_name_ok(doc.run.name)) {
     notes.push_back("no stored transcript: the run name cannot be a file name");
     return nullptr;
   }
-  return std::make_unique<TranscriptFile>(path);
+  return std::make_unique<TranscriptFile>(doc.transcript_dir, transcript_file_name(doc.run.name));
 }
 
 // The file ends with the result (less its own record), then says its size and digest.

@@ -119,6 +119,8 @@ ShellResult run_shell(const std::string& command, const ShellOptions& options) {
   OutputCapture capture(options.head_bytes, options.tail_bytes);
   auto deadline = started + options.timeout;
   auto next_beat = started + options.beat_interval;
+  bool progressed = false;  // since the last beat
+  long long cpu_seen = options.cpu_ticks ? options.cpu_ticks() : 0;
   Steady::time_point killed_at{};
   bool exited = false;
   int status = 0;
@@ -134,7 +136,13 @@ ShellResult run_shell(const std::string& command, const ShellOptions& options) {
     }
     auto now = Steady::now();
     if (now >= next_beat) {
-      if (options.beat) options.beat();
+      if (options.cpu_ticks) {
+        const long long cpu = options.cpu_ticks();
+        progressed = progressed || cpu != cpu_seen;
+        cpu_seen = cpu;
+      }
+      if (progressed && options.beat) options.beat();
+      progressed = false;
       next_beat = now + options.beat_interval;
     }
     bool stop = now >= deadline || (options.cancelled && options.cancelled());
@@ -160,6 +168,7 @@ ShellResult run_shell(const std::string& command, const ShellOptions& options) {
       ssize_t n = ::read(pipe_fds[0], buffer, sizeof buffer);
       if (n > 0) {
         capture.append(std::string_view(buffer, static_cast<std::size_t>(n)));
+        progressed = true;
       } else if (n == 0) {
         pipe_open = false;  // every writer closed; wait for the exit
       }

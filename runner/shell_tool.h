@@ -1,6 +1,6 @@
 // The shell tool: `/bin/sh -c COMMAND` in its own process group, stdin from
 // /dev/null, stdout and stderr merged and captured head-and-tail, killed
-// (SIGTERM, then SIGKILL) at its timeout, beating while it runs.
+// (SIGTERM, then SIGKILL) at its timeout, beating while it makes progress.
 #pragma once
 
 #include <chrono>
@@ -15,9 +15,13 @@ struct ShellOptions {
   std::size_t head_bytes = 8 * 1024;
   std::size_t tail_bytes = 8 * 1024;
   std::chrono::milliseconds beat_interval{5000};
-  std::function<void()> beat;           // called at least every beat_interval
-  std::function<bool()> cancelled;      // polled; kills the command when true
-  std::vector<std::string> env_remove;  // variables the command must not see (the API key)
+  // Called at most once per beat_interval, and only when the command made
+  // progress since the last call: output was read, or cpu_ticks moved. A
+  // hung command never beats, so its run's Lease runs out (Stalled).
+  std::function<void()> beat;
+  std::function<long long()> cpu_ticks;  // the command's CPU time so far; none: output only
+  std::function<bool()> cancelled;       // polled; kills the command when true
+  std::vector<std::string> env_remove;   // variables the command must not see (the API key)
   std::chrono::milliseconds kill_grace{2000};
   // The tools server's settings: a fixed environment ("NAME=value"; empty:
   // this process's, less env_remove), a working directory (empty: ours),

@@ -7,6 +7,7 @@
 
 #include "api/stop_reason.h"
 #include "runner/clock.h"
+#include "runner/conversation.h"
 
 namespace hb::runner {
 
@@ -40,11 +41,19 @@ struct BoundsInput {
   long long tokens_used = 0;               // input plus output tokens of the calls made
   long long next_call_worst_tokens = 0;    // estimated input plus max_tokens
   std::optional<long long> budget_tokens;  // budget.perRunTokens
+  std::size_t request_bytes = 0;           // request_content_bytes of the next call
 };
 
 // Checked before each model call, in this order: iterations, deadline, budget
-// (cents), budget.perRunTokens. Exactly at a limit is allowed.
+// (cents), budget.perRunTokens, kModelRequestBytesMax. Exactly at a limit is
+// allowed.
 std::optional<StopReason> check_bounds_before_call(const BoundsInput& input);
+
+// The bytes `text` takes as a JSON string's content.
+std::size_t json_escaped_bytes(std::string_view text);
+// A request's content as JSON-escaped bytes plus kRequestItemOverheadBytes
+// per message, call and tool: what the wire body holds, give or take its keys.
+std::size_t request_content_bytes(const ModelRequest& request);
 
 // The Job's deadline less kDeadlineMargin.
 TimePoint wall_deadline_for(TimePoint job_deadline);

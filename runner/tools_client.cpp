@@ -23,14 +23,23 @@ using Millis = std::chrono::milliseconds;
 constexpr Millis kReplyPollSlice{50};
 constexpr Millis kLifelinePollSlice{200};
 
-void send_all(int fd, const std::string& text) {
+// Sends all of `text` by `deadline`, or says why not; a cancel ends it at
+// once. A server that accepts and never reads cannot hold the runner.
+std::string send_bounded(int fd, const std::string& text, Steady::time_point deadline,
+                         const std::function<bool()>& cancelled) {
   std::size_t sent = 0;
   while (sent < text.size()) {
-    const ssize_t n = ::send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(std::string("send: ") + std::strerror(errno));
+    if (cancelled && cancelled()) return "cancelled: the heartbeat is ending";
+    if (Steady::now() >= deadline) return "the request was not read within the send timeout";
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(kReplyPollSlice.count())) <= 0) continue;
+    const ssize_t n =
+        ::send(fd, text.data() + sent, text.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) continue;
+    if (n <= 0) return std::string("send: ") + std::strerror(errno);
     sent += static_cast<std::size_t>(n);
   }
+  return {};
 }
 
 ShellResult from_reply(const tools::ExecReply& reply) {
@@ -88,9 +97,8 @@ void ToolsLifeline::hold() {
     std::this_thread::sleep_for(kToolsConnectRetry);
   }
   fd_ = fd;
-  try {
-    send_all(fd, tools::encode_lifeline());
-  } catch (const std::exception&) {
+  if (!send_bounded(fd, tools::encode_lifeline(), Steady::now() + kToolsSendTimeout, past_goodbye)
+           .empty()) {
     lost_ = true;
     return;
   }
@@ -164,35 +172,51 @@ ShellResult RemoteShell::run(const std::string& command, const ShellOptions& opt
   return result;
 }
 
-// Sends the request, then waits for the one-line reply, beating meanwhile;
-// a cancel closes the connection (the server then kills the call's processes).
+// Sends the request, then waits for the reply line, beating on each progress
+// line before it (and only then: a hung command lets the Lease run out); a
+// cancel closes the connection (the server then kills the call's processes).
 ShellResult RemoteShell::exchange(int fd, const std::string& command, const ShellOptions& options) {
   tools::ExecRequest request{command, options.timeout, options.head_bytes, options.tail_bytes};
-  send_all(fd, tools::encode_exec(request));
-  const auto started = Steady::now();
-  const auto give_up = started + options.timeout + options.kill_grace + kToolsReplySlack;
-  auto next_beat = started + options.beat_interval;
-  std::string reply;
+  const std::string line = tools::encode_exec(request);
+  if (line.size() > tools::kRequestBytesMax) {
+    ShellResult r;
+    r.spawn_error = "the command is too long: its request is " + std::to_string(line.size()) +
+                    " bytes and the tools server takes at most " +
+                    std::to_string(tools::kRequestBytesMax);
+    return r;
+  }
+  const std::string unsent =
+      send_bounded(fd, line, Steady::now() + kToolsSendTimeout, options.cancelled);
+  if (!unsent.empty()) return failed(unsent);
+  const auto give_up = Steady::now() + options.timeout + options.kill_grace + kToolsReplySlack;
+  std::string pending;
   char buffer[8192];
-  while (reply.find('\n') == std::string::npos) {
+  while (true) {
     if (options.cancelled && options.cancelled()) {
       ShellResult r;
       r.spawn_error = "cancelled: the heartbeat is ending";
       return r;
     }
     if (Steady::now() >= give_up) return failed("no reply within the call's timeout");
-    if (Steady::now() >= next_beat && options.beat) {
-      options.beat();
-      next_beat = Steady::now() + options.beat_interval;
-    }
     pollfd p{fd, POLLIN, 0};
     if (::poll(&p, 1, static_cast<int>(kReplyPollSlice.count())) <= 0) continue;
     const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
     if (n <= 0) return failed("the connection closed before a reply");
-    reply.append(buffer, static_cast<std::size_t>(n));
-    if (reply.size() > tools::kReplyBytesMax + 1) return failed("the reply is too long");
+    pending.append(buffer, static_cast<std::size_t>(n));
+    std::size_t newline = 0;
+    while ((newline = pending.find('\n')) != std::string::npos) {
+      if (!tools::is_progress(std::string_view(pending).substr(0, newline))) {
+        return decode(pending.substr(0, newline));
+      }
+      if (options.beat) options.beat();
+      pending.erase(0, newline + 1);
+    }
+    if (pending.size() > tools::kReplyBytesMax + 1) return failed("the reply is too long");
   }
-  auto decoded = tools::decode_reply(reply.substr(0, reply.find('\n')));
+}
+
+ShellResult RemoteShell::decode(const std::string& line) {
+  auto decoded = tools::decode_reply(line);
   if (!decoded.value) return failed(decoded.error);
   return from_reply(*decoded.value);
 }

@@ -32,6 +32,9 @@ inline constexpr std::chrono::milliseconds kToolsConnectRetry = 100ms;
 // written, so the server sees it close and exits: without it the server
 // waits its whole lifeline wait and the Pod lingers.
 inline constexpr std::chrono::milliseconds kToolsGoodbyeWait = 10s;
+// How long a request may take to be read by the server (it is at most
+// tools::kRequestBytesMax, so a server that reads at all takes it at once).
+inline constexpr std::chrono::milliseconds kToolsSendTimeout = 10s;
 // Past a call's own timeout and kill grace, how long to wait for the reply.
 inline constexpr std::chrono::milliseconds kToolsReplySlack = 10s;
 // Calls in a row that could not connect (each after its connect wait) before
@@ -94,6 +97,7 @@ class RemoteShell final : public ShellExecutor {
  private:
   int connect_with_retry(const ShellOptions& options, std::string& error);
   ShellResult exchange(int fd, const std::string& command, const ShellOptions& options);
+  ShellResult decode(const std::string& line);
   ShellResult failed(const std::string& why);
   ShellResult connect_failed(const std::string& why);
 

@@ -1,6 +1,9 @@
 #include "runner/transcript_file.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -8,7 +11,6 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 namespace hb::runner {
 
@@ -17,23 +19,24 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kGzipMode = "wb6";  // zlib level 6: its default trade-off
+constexpr mode_t kTranscriptFileMode = 0640;
 
-// SHA-256 of a file, lowercase hex; empty when it cannot be read.
-std::string file_sha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
+// SHA-256 of an open file from its start, lowercase hex; empty when it cannot be read.
+std::string fd_sha256(int fd) {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
   EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
   std::array<char, 64 * 1024> buffer{};
-  while (in) {
-    in.read(buffer.data(), buffer.size());
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx, buffer.data(), static_cast<size_t>(in.gcount()));
+  off_t offset = 0;
+  ssize_t n = 0;
+  while ((n = ::pread(fd, buffer.data(), buffer.size(), offset)) > 0) {
+    EVP_DigestUpdate(ctx, buffer.data(), static_cast<size_t>(n));
+    offset += n;
   }
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
   EVP_DigestFinal_ex(ctx, digest.data(), &length);
   EVP_MD_CTX_free(ctx);
-  if (in.bad()) return {};
+  if (n < 0) return {};
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   for (unsigned int i = 0; i < length; ++i) {
@@ -41,6 +44,24 @@ std::string file_sha256(const std::string& path) {
     hex += kHex[digest[i] & 0xf];
   }
   return hex;
+}
+
+// A new file NAME in DIR that no link planted there can redirect: the
+// directory itself and the file are opened without following a symlink,
+// and whatever held the name before is unlinked (never written through).
+int create_unfollowed(const std::string& dir, const std::string& name, std::string& error) {
+  ::mkdir(dir.c_str(), 0750);  // EEXIST is the usual case; the open below tells the rest
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dir_fd < 0) {
+    error = "directory " + dir + ": " + std::strerror(errno);
+    return -1;
+  }
+  ::unlinkat(dir_fd, name.c_str(), 0);
+  const int fd = ::openat(dir_fd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                          kTranscriptFileMode);
+  if (fd < 0) error = std::strerror(errno);
+  ::close(dir_fd);
+  return fd;
 }
 
 bool safe_file_stem(const std::string& name) {
@@ -52,17 +73,34 @@ bool safe_file_stem(const std::string& name) {
 
 }  // namespace
 
-TranscriptFile::TranscriptFile(std::string path, std::size_t bytes_max)
-    : path_(std::move(path)), bytes_max_(bytes_max) {
-  std::error_code ignored;
-  fs::create_directories(fs::path(path_).parent_path(), ignored);
-  gz_ = gzopen(path_.c_str(), kGzipMode);
-  if (gz_ == nullptr)
-    stop("the transcript file could not be created: " + std::string(std::strerror(errno)));
+TranscriptFile::TranscriptFile(const std::string& dir, const std::string& name,
+                               std::size_t bytes_max)
+    : bytes_max_(bytes_max) {
+  std::string error;
+  const int fd = create_unfollowed(dir, name, error);
+  if (fd < 0) {
+    stop("the transcript file could not be created: " + error);
+    return;
+  }
+  adopt(fd);
+}
+
+TranscriptFile::TranscriptFile(int fd, std::size_t bytes_max) : bytes_max_(bytes_max) {
+  adopt(fd);
+}
+
+void TranscriptFile::adopt(int fd) {
+  read_fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);  // kept past gzclose, to hash what was written
+  gz_ = gzdopen(fd, kGzipMode);
+  if (gz_ == nullptr) {
+    ::close(fd);
+    stop("the transcript file could not be opened for gzip");
+  }
 }
 
 TranscriptFile::~TranscriptFile() {
   if (gz_ != nullptr) gzclose(static_cast<gzFile>(gz_));
+  if (read_fd_ >= 0) ::close(read_fd_);
 }
 
 void TranscriptFile::stop(std::string why) {
@@ -98,18 +136,19 @@ std::optional<api::TranscriptRecord> TranscriptFile::finish() {
   if (closed != Z_OK)
     stop("the transcript file could not be closed whole (the volume may be full)");
   // Only a regular file is hashed (a device such as /dev/full reads forever).
-  std::error_code error;
-  if (!fs::is_regular_file(path_, error)) return std::nullopt;
-  const auto size = fs::file_size(path_, error);
-  if (error) return std::nullopt;
-  const std::string sha = file_sha256(path_);
+  struct stat info {};
+  if (read_fd_ < 0 || ::fstat(read_fd_, &info) != 0 || !S_ISREG(info.st_mode)) return std::nullopt;
+  const std::string sha = fd_sha256(read_fd_);
   if (sha.empty()) return std::nullopt;
-  return api::TranscriptRecord{static_cast<int64_t>(size), sha, true, truncated_, note_};
+  return api::TranscriptRecord{static_cast<int64_t>(info.st_size), sha, true, truncated_, note_};
 }
 
-std::string transcript_path(const std::string& dir, const std::string& run_name) {
-  if (dir.empty() || !safe_file_stem(run_name)) return {};
-  return (fs::path(dir) / (run_name + api::kTranscriptFileSuffix)).string();
+bool transcript_name_ok(const std::string& run_name) {
+  return safe_file_stem(run_name);
+}
+
+std::string transcript_file_name(const std::string& run_name) {
+  return run_name + api::kTranscriptFileSuffix;
 }
 
 std::size_t trim_transcripts(const std::string& dir, const std::vector<std::string>& keep) {

@@ -17,9 +17,13 @@ namespace hb::runner {
 
 class TranscriptFile {
  public:
-  // Opens (creates, truncates) `path`; when it cannot, `note()` says why and
+  // Creates DIR/NAME afresh, following no symlink (the volume is one the
+  // agent's tools may have written); when it cannot, `note()` says why and
   // every write is dropped.
-  explicit TranscriptFile(std::string path, std::size_t bytes_max = api::kTranscriptBytesMax);
+  TranscriptFile(const std::string& dir, const std::string& name,
+                 std::size_t bytes_max = api::kTranscriptBytesMax);
+  // Writes to an open file (read-write, so finish() can hash it); owns `fd`.
+  explicit TranscriptFile(int fd, std::size_t bytes_max = api::kTranscriptBytesMax);
   ~TranscriptFile();
   TranscriptFile(const TranscriptFile&) = delete;
   TranscriptFile& operator=(const TranscriptFile&) = delete;
@@ -34,8 +38,9 @@ class TranscriptFile {
 
  private:
   void stop(std::string why);
+  void adopt(int fd);
 
-  std::string path_;
+  int read_fd_ = -1;
   std::size_t bytes_max_;
   void* gz_ = nullptr;  // gzFile
   std::size_t written_ = 0;
@@ -43,9 +48,10 @@ class TranscriptFile {
   std::string note_;
 };
 
-// The file a run's transcript goes to, or empty when the run name could
-// not be a file name (a name of Kubernetes's never contains '/').
-std::string transcript_path(const std::string& dir, const std::string& run_name);
+// Whether a run name can be a file name (a name of Kubernetes's never
+// contains '/'), and the name of its transcript file.
+bool transcript_name_ok(const std::string& run_name);
+std::string transcript_file_name(const std::string& run_name);
 
 // Deletes DIR/NAME.jsonl.gz for every NAME not in `keep` (the runs the
 // operator still keeps); other files are left alone. Returns how many were

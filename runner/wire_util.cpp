@@ -37,6 +37,12 @@ long long json_int(const nlohmann::json& object, const char* key, long long fall
   return static_cast<long long>(std::clamp(value, -kLimit, kLimit));
 }
 
+bool json_has_number(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return false;
+  auto it = object.find(key);
+  return it != object.end() && it->is_number();
+}
+
 long long json_token_count(const nlohmann::json& object, const char* key) {
   // A provider's count is hostile input too: never negative, never more than
   // one call can carry (the operator bounds the run again, api/heartbeat_pod.h).

@@ -17,6 +17,8 @@ namespace hb::runner {
 
 // object[key] when it is a number (integer part) / a string; otherwise the fallback.
 long long json_int(const nlohmann::json& object, const char* key, long long fallback = 0);
+// Whether `key` holds a number (a token count the provider reported).
+bool json_has_number(const nlohmann::json& object, const char* key);
 // A usage count from a provider: clamped to 0..api::kInputTokensPerModelCallMax.
 long long json_token_count(const nlohmann::json& object, const char* key);
 std::string json_string(const nlohmann::json& object, const char* key,

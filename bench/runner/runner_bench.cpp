@@ -4,7 +4,8 @@
 //   runs per kind, default 20), --loop-runs N (in-process loops, default 500),
 //   --runner PATH (default: the heartbeat-runner built with this tree)
 // Targets: process start to first model request <= 20 ms; peak RSS <= 20 MiB
-// for a 10-step run; loop overhead <= 1 ms per step.
+// for a 10-step run; loop overhead <= 1 ms per step; peak RSS <= 64 MiB under
+// the worst replies the runner's bounds allow (--worst-runs N, default 3).
 //
 // Each sample spawns heartbeat-runner (posix_spawn) with a context document
 // pointing at the scripted fake model server (tests/fakes) on 127.0.0.1, as a
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,11 +30,13 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/context_document.h"
 #include "api/rfc3339.h"
 #include "runner/agent_loop.h"
+#include "runner/limits.h"
 #include "runner/prompt.h"
 #include "runner/stop_rules.h"
 #include "runner/tool_specs.h"
@@ -52,7 +56,47 @@ using Steady = std::chrono::steady_clock;
 constexpr double kStartToFirstRequestMsGoal = 20;
 constexpr double kPeakRssMibGoal = 20;
 constexpr double kLoopOverheadPerStepMsGoal = 1;
+constexpr double kWorstPeakRssMibGoal = 64;
+// A hostile model's reply: as many tool calls as the runner runs, each a
+// command printing 16 KiB of control bytes (six-fold once JSON-escaped).
+constexpr int kHostileCallsPerReply = static_cast<int>(hb::runner::kToolCallsPerReplyMax);
 constexpr int kStepsPerRun = 10;  // react_agent's max iterations: 9 tool calls, then the answer
+
+// The process's own peak RSS (VmHWM of its current address space), in MiB;
+// 0 when unreadable. Not wait4's ru_maxrss: a child spawned with vfork
+// (posix_spawn) carries the parent's high-water mark into it, so a bench
+// that has held large replies would be measured instead of the runner.
+double vm_hwm_mib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  }
+  return 0;
+}
+
+// Samples a running child's VmHWM every millisecond until stopped; the last
+// sample is its peak up to then (the high-water mark only grows).
+class PeakRssProbe {
+ public:
+  explicit PeakRssProbe(pid_t pid)
+      : thread_([this, pid] {
+          while (!stop_) {
+            if (const double mib = vm_hwm_mib(pid); mib > 0) peak_ = std::max(peak_.load(), mib);
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+        }) {}
+  double stop() {
+    stop_ = true;
+    thread_.join();
+    return peak_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<double> peak_{0};
+  std::thread thread_;
+};
 
 double ms_between(Steady::time_point from, Steady::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
@@ -176,12 +220,17 @@ class RunnerHarness {
       std::fprintf(stderr, "cannot spawn %s: %s\n", binary.c_str(), std::strerror(spawn_error));
       std::exit(1);
     }
+    PeakRssProbe probe(pid);
+    // Reaped only after the probe's last look: waitid leaves it a zombie.
+    siginfo_t info{};
+    ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT);
+    const double peak_mib = probe.stop();
     int status = 0;
     rusage usage{};
     ::wait4(pid, &status, 0, &usage);
     run.wall_ms = ms_between(run.spawned, Steady::now());
     run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    run.max_rss_mib = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB
+    run.max_rss_mib = peak_mib;
     auto ms = [](const timeval& tv) {
       return static_cast<double>(tv.tv_sec) * 1e3 + static_cast<double>(tv.tv_usec) / 1e3;
     };
@@ -270,6 +319,62 @@ StepRuns ten_step_runs(RunnerHarness& h, int runs, const std::string& tool_name,
   return out;
 }
 
+// The worst replies the bounds allow, each run to its stop: (1) every reply
+// asks for kHostileCallsPerReply shell calls printing control bytes, until
+// the run's tool output bound; (2) every reply body just under
+// kModelReplyBytesMax of text with a call, until the request bound.
+struct WorstRuns {
+  std::vector<double> many_calls_rss, huge_reply_rss;
+  std::string many_calls_stop, huge_reply_stop;
+};
+
+std::string stop_reason_of(const ChildRun& run) {
+  json result = json::parse(run.termination, nullptr, false);
+  if (!result.is_object()) return "unreadable";
+  const std::string error = result.value("error", std::string());
+  return result.value("stopReason", std::string("?")) + (error.empty() ? "" : " (" + error + ")");
+}
+
+WorstRuns worst_case_runs(RunnerHarness& h, int runs) {
+  WorstRuns out;
+  h.server().set_recording(false);
+  int reply = 0;  // distinct commands: three identical calls in a row stop a run
+  auto hostile = [&reply](const hb::fakes::RecordedRequest&) {
+    std::vector<hb::fakes::FakeToolCall> calls;
+    for (int i = 0; i < kHostileCallsPerReply; ++i) {
+      const std::string n = std::to_string(reply * kHostileCallsPerReply + i);
+      calls.push_back({"c" + n, "shell",
+                       R"({"command":"head -c 16384 /dev/zero | tr '\\0' '\\1' # )" + n + R"("})"});
+    }
+    ++reply;
+    return FakeModelServer::openai_tool_calls(calls);
+  };
+  for (int r = 0; r < runs; ++r) {
+    h.server().set_responder(hostile);
+    ChildRun run = h.run();
+    h.server().set_responder({});
+    out.many_calls_rss.push_back(run.max_rss_mib);
+    out.many_calls_stop = stop_reason_of(run);
+
+    // Replies as large as the reply cap allows (text and one call), until a bound.
+    const std::string text(hb::runner::kModelReplyBytesMax - 4096, 'x');
+    int step = 0;
+    h.server().set_responder([&](const hb::fakes::RecordedRequest&) {
+      const std::string arguments = R"({"command":"true # )" + std::to_string(++step) + R"("})";
+      auto huge = FakeModelServer::openai_tool_calls({{"c0", "shell", arguments}});
+      json body = json::parse(huge.body);
+      body["choices"][0]["message"]["content"] = text;
+      huge.body = body.dump();
+      return huge;
+    });
+    run = h.run();
+    h.server().set_responder({});
+    out.huge_reply_rss.push_back(run.max_rss_mib);
+    out.huge_reply_stop = stop_reason_of(run);
+  }
+  return out;
+}
+
 // The agent loop in process: instant scripted model, no-op tools, the real
 // system prompt re-rendered every step and JSON-lines transcript to /dev/null.
 std::vector<double> in_process_loop_per_step_ms(const std::string& context_text, int runs) {
@@ -352,14 +457,15 @@ int main(int argc, char** argv) {
     std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::printf(
-          "usage: hb_runner_bench [--runs N] [--step-runs N] [--loop-runs N] [--runner PATH] "
-          "[--tools PATH]\n");
+          "usage: hb_runner_bench [--runs N] [--step-runs N] [--loop-runs N] [--worst-runs N] "
+          "[--runner PATH] [--tools PATH]\n");
       return 0;
     }
   }
   const int start_runs = int_flag(argc, argv, "--runs", 100);
   const int step_runs = int_flag(argc, argv, "--step-runs", 20);
   const int loop_runs = int_flag(argc, argv, "--loop-runs", 500);
+  const int worst_runs = int_flag(argc, argv, "--worst-runs", 3);
   const std::string runner = string_flag(argc, argv, "--runner", HB_RUNNER_BINARY);
   const std::string tools = string_flag(argc, argv, "--tools", HB_TOOLS_BINARY);
 
@@ -404,6 +510,7 @@ int main(int argc, char** argv) {
   // own work (HTTP to 127.0.0.1, decode, transcript, prompt, encode).
   StepRuns refused = ten_step_runs(h, step_runs, "core_memory_append");
   std::vector<double> loop_ms = in_process_loop_per_step_ms(h.context_text(), loop_runs);
+  WorstRuns worst = worst_case_runs(h, worst_runs);
 
   double load[3] = {0, 0, 0};
   ::getloadavg(load, 3);
@@ -438,6 +545,12 @@ int main(int argc, char** argv) {
   row("    wall time, 1-step run (spawn -> exit)", "ms", stats_of(one_step_wall), 0);
   row("    wall time, 10-step run with shell calls", "ms", stats_of(shell.wall_ms), 0);
   row("    tools server peak RSS, 10-step run", "MiB", stats_of(shell.tools_rss_mib), 0);
+  row("(d) peak RSS, replies of 32 calls x 16 KiB ctrl", "MiB", stats_of(worst.many_calls_rss),
+      kWorstPeakRssMibGoal);
+  row("(d) peak RSS, replies at the reply-bytes cap", "MiB", stats_of(worst.huge_reply_rss),
+      kWorstPeakRssMibGoal);
+  std::printf("\n(d) stop reasons: many calls %s, huge reply %s\n", worst.many_calls_stop.c_str(),
+              worst.huge_reply_stop.c_str());
   std::printf(
       "\nverdict: \"met\" when the max is within the goal, \"p50 met\" when only the median is.\n"
       "Per-step times in the binary are the gaps between consecutive model requests at the\n"

@@ -194,8 +194,9 @@ kube::Result<AgentReconciler::Prompt> AgentReconciler::resolve_prompt(const Json
   const Json* from = find_path(agent, "spec/heartbeat/promptFrom/configMapKeyRef");
   if (from == nullptr) {
     std::string text = string_at(agent, "spec/heartbeat/prompt");
-    if (!is_blank(text)) return Prompt{std::move(text), {}};
-    return Prompt{std::nullopt, PromptGap{kReasonPromptEmpty, "spec.heartbeat.prompt is empty"}};
+    if (!is_blank(text)) return Prompt{std::move(text), {}, "spec.heartbeat.prompt"};
+    return Prompt{
+        std::nullopt, PromptGap{kReasonPromptEmpty, "spec.heartbeat.prompt is empty"}, {}};
   }
   const std::string cm = string_at(*from, "name");
   const std::string key = string_at(*from, "key");
@@ -203,7 +204,7 @@ kube::Result<AgentReconciler::Prompt> AgentReconciler::resolve_prompt(const Json
   // from one, whichever path asked (a name is a URL segment here).
   if (auto bad = api::name_problem("spec.heartbeat.promptFrom.configMapKeyRef.name", cm,
                                    api::NameRule::kDns1123Subdomain)) {
-    return Prompt{std::nullopt, PromptGap{kReasonPromptNotFound, std::move(*bad)}};
+    return Prompt{std::nullopt, PromptGap{kReasonPromptNotFound, std::move(*bad)}, {}};
   }
   const std::string field = "spec.heartbeat.promptFrom.configMapKeyRef: ConfigMap \"" + cm + "\"";
   kube::Result<Json> object =
@@ -212,18 +213,23 @@ kube::Result<AgentReconciler::Prompt> AgentReconciler::resolve_prompt(const Json
   if (!object.ok()) {
     return Prompt{std::nullopt,
                   PromptGap{kReasonPromptNotFound,
-                            field + " does not exist; create it with key \"" + key + "\""}};
+                            field + " does not exist; create it with key \"" + key + "\""},
+                  {}};
   }
   const Json* data = find_path(object.value(), "data");
   if (data == nullptr || !data->is_object() || !data->contains(key)) {
-    return Prompt{std::nullopt, PromptGap{kReasonPromptNotFound, field + " has no key \"" +
-                                                                     api::quote_untrusted(key) +
-                                                                     "\"; add it or fix the key"}};
+    return Prompt{
+        std::nullopt,
+        PromptGap{kReasonPromptNotFound, field + " has no key \"" + api::quote_untrusted(key) +
+                                             "\"; add it or fix the key"},
+        {}};
   }
   std::string text = string_at(*data, key);
-  if (!is_blank(text)) return Prompt{std::move(text), {}};
-  return Prompt{std::nullopt,
-                PromptGap{kReasonPromptEmpty, field + " key \"" + key + "\" is empty"}};
+  if (!is_blank(text)) {
+    return Prompt{std::move(text), {}, field + " key \"" + api::quote_untrusted(key) + "\""};
+  }
+  return Prompt{
+      std::nullopt, PromptGap{kReasonPromptEmpty, field + " key \"" + key + "\" is empty"}, {}};
 }
 
 bool AgentReconciler::agent_objects_known_made(const Json& agent,
@@ -511,18 +517,8 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
   const Prompt& prompt = *resolved;
   if (!prompt.text) {
     // A run someone asked for (or one queued before the prompt went away)
-    // cannot start: finish it without a Job (cost 0; the ledger marks it
-    // next time), saying what is missing.
-    Json status = {{"phase", "Failed"},
-                   {"reason", prompt.gap.reason},
-                   {"message", prompt.gap.message},
-                   {"startedAt", schedule::format_rfc3339(now)},
-                   {"finishedAt", schedule::format_rfc3339(now)},
-                   {"durationSeconds", 0},
-                   {"usage", {{"inputTokens", 0}, {"outputTokens", 0}, {"costCents", 0}}}};
-    HB_TRY(write_run_status(run, status, true));
-    spdlog::warn("event=run_not_started agent={}/{} run={} reason={}", ns, name_of(agent), run_name,
-                 prompt.gap.reason);
+    // cannot start, saying what is missing.
+    HB_TRY(fail_before_start(agent, run, prompt.gap.reason, prompt.gap.message, now));
     return true;
   }
   HB_TRY_ASSIGN(const std::string blocking, ensure_agent_objects(agent));
@@ -556,7 +552,12 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
   const Json context = render_context(
       {&agent, &run, *prompt.text, with_reread(history, reread), now}, config_.job,
       effective_pricing(spec, policies).pricing, effective_per_run_tokens(spec, policies));
-  JobPlan plan = build_job(run, agent, context.dump(), config_.job);
+  const std::string context_text = context.dump();
+  if (auto too_large = context_too_large(context_text.size(), prompt.source, prompt.text->size())) {
+    HB_TRY(fail_before_start(agent, run, kReasonContextTooLarge, *too_large, now));
+    return true;
+  }
+  JobPlan plan = build_job(run, agent, context_text, config_.job);
   plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
   HB_TRY_ASSIGN(const StartedJob job, create_context_and_job(run, plan));
   // The run's Running status is not written here: the dispatch path is the
@@ -577,6 +578,24 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
   spdlog::info("event=run_started agent={}/{} run={} job={} source={}", ns, name_of(agent),
                run_name, job.name, source);
   return true;
+}
+
+// Finishes a run that cannot start without a Job (cost 0; the ledger marks
+// it next time), saying why; the Agent's conditions name it (agent_conditions.h).
+kube::Done AgentReconciler::fail_before_start(const Json& agent, Json& run,
+                                              const std::string& reason, const std::string& message,
+                                              TimePoint now) {
+  Json status = {{"phase", "Failed"},
+                 {"reason", reason},
+                 {"message", message},
+                 {"startedAt", schedule::format_rfc3339(now)},
+                 {"finishedAt", schedule::format_rfc3339(now)},
+                 {"durationSeconds", 0},
+                 {"usage", {{"inputTokens", 0}, {"outputTokens", 0}, {"costCents", 0}}}};
+  HB_TRY(write_run_status(run, status, true));
+  spdlog::warn("event=run_not_started agent={}/{} run={} reason={}",
+               string_at(run, "metadata/namespace"), name_of(agent), name_of(run), reason);
+  return kube::done();
 }
 
 kube::Result<AgentReconciler::StartedJob> AgentReconciler::create_context_and_job(

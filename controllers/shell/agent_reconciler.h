@@ -130,13 +130,16 @@ class AgentReconciler {
   // The heartbeat prompt, or why there is none (`gap`).
   struct Prompt {
     std::optional<std::string> text;
-    PromptGap gap;  // set when text is not
+    PromptGap gap;       // set when text is not
+    std::string source;  // where the text came from, for a message
   };
   // The heartbeat prompt; no text and `gap` set when it is empty or the
   // Agent names a ConfigMap or key that does not exist. Any other failure
   // (429, 5xx, timeouts) is an Error: the pass is retried, nothing is
   // skipped or failed for good.
   kube::Result<Prompt> resolve_prompt(const Json& agent);
+  kube::Done fail_before_start(const Json& agent, Json& run, const std::string& reason,
+                               const std::string& message, TimePoint now);
   // True when this process made the per-agent objects or the Agent's Lease
   // in the cache is marked (job_builder.h: agent_objects_made).
   bool agent_objects_known_made(const Json& agent, const std::optional<Json>* lease_read);

@@ -2,9 +2,11 @@
 
 #include <dirent.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <fstream>
 #include <sstream>
@@ -41,6 +43,51 @@ std::vector<pid_t> descendants(pid_t root, const std::map<pid_t, pid_t>& parents
     }
   }
   return out;
+}
+
+long long cpu_ticks_from_stat(std::string_view stat) {
+  const std::size_t close = stat.rfind(')');
+  if (close == std::string_view::npos || close + 2 >= stat.size()) return -1;
+  std::string_view rest = stat.substr(close + 2);  // field 3 (state) onwards
+  long long ticks = 0;
+  for (int field = 3; field <= 17 && !rest.empty(); ++field) {
+    const std::size_t space = rest.find(' ');
+    const std::string_view word = rest.substr(0, space);
+    if (field >= 14) {  // utime, stime, cutime, cstime
+      long long value = 0;
+      auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), value);
+      if (error != std::errc() || end != word.data() + word.size()) return -1;
+      ticks += value;
+      if (field == 17) return ticks;
+    }
+    if (space == std::string_view::npos) break;
+    rest.remove_prefix(space + 1);
+  }
+  return -1;
+}
+
+namespace {
+
+std::string read_stat(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+long long descendants_cpu_ticks() {
+  rusage reaped{};
+  ::getrusage(RUSAGE_CHILDREN, &reaped);
+  const long long tick_us = 1000000 / std::max(1L, ::sysconf(_SC_CLK_TCK));
+  long long ticks = (reaped.ru_utime.tv_sec * 1000000 + reaped.ru_utime.tv_usec +
+                     reaped.ru_stime.tv_sec * 1000000 + reaped.ru_stime.tv_usec) /
+                    tick_us;
+  for (pid_t pid : descendants(::getpid(), read_process_parents())) {
+    ticks += std::max(0LL, cpu_ticks_from_stat(read_stat(pid)));
+  }
+  return ticks;
 }
 
 std::map<pid_t, pid_t> read_process_parents() {

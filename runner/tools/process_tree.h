@@ -23,6 +23,14 @@ inline constexpr std::chrono::milliseconds kKillRoundPause = 5ms;
 // comm may hold spaces and parentheses); -1 when unreadable. Pure.
 pid_t parent_from_stat(std::string_view stat);
 
+// The CPU time in /proc/PID/stat (utime + stime + cutime + cstime, in clock
+// ticks); -1 when unreadable. Pure.
+long long cpu_ticks_from_stat(std::string_view stat);
+
+// The CPU time of every descendant of this process and of the children it
+// reaped, in clock ticks: it moves while a call's processes compute.
+long long descendants_cpu_ticks();
+
 // Pids whose parent chain reaches `root`, from a pid -> parent map. Pure.
 std::vector<pid_t> descendants(pid_t root, const std::map<pid_t, pid_t>& parents);
 

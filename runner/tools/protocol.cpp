@@ -110,6 +110,14 @@ Decoded<Request> decode_request(std::string_view line) {
   return out;
 }
 
+std::string encode_progress() {
+  return "{\"progress\":true}\n";
+}
+
+bool is_progress(std::string_view line) {
+  return line == "{\"progress\":true}";
+}
+
 std::string encode_reply(const ExecReply& r) {
   json doc = json::object();
   if (!r.error.empty()) {

@@ -4,6 +4,9 @@
 //   {"op":"lifeline"}   held open by the runner for its whole life; when it
 //                       closes, the server kills everything and exits 0
 //   {"op":"exec","command":"...","timeoutMs":N,"outputHeadBytes":H,"outputTailBytes":T}
+//     -> zero or more {"progress":true} lines while the command runs, each
+//        sent when it made progress (output read, CPU time moved), at most
+//        one per kProgressInterval; the runner beats on each, and only on them
 //     -> {"exitCode":N|null,"signal":N,"timedOut":B,"output":"...","outputBytes":N,
 //         "truncated":B,"durationMs":N}   or   {"error":"..."}
 // Both sides treat what they read as hostile: bounded size, bounded nesting,
@@ -33,6 +36,8 @@ inline constexpr std::size_t kReplyBytesMax =
     kJsonEscapeGrowthMax * 2 * kOutputCaptureBytesMax + kReplyOverheadBytes;
 inline constexpr std::chrono::milliseconds kExecTimeoutMax = 600s;
 inline constexpr std::chrono::milliseconds kExecTimeoutMin = 1ms;
+// At most one progress line per this long (the Lease is renewed far slower).
+inline constexpr std::chrono::milliseconds kProgressInterval = 1s;
 
 struct ExecRequest {
   std::string command;
@@ -69,6 +74,9 @@ std::string encode_exec(const ExecRequest& request);
 Decoded<Request> decode_request(std::string_view line);
 
 std::string encode_reply(const ExecReply& reply);
+// The progress line (with its newline), and whether a line (without it) is one.
+std::string encode_progress();
+bool is_progress(std::string_view line);
 Decoded<ExecReply> decode_reply(std::string_view line);
 
 }  // namespace hb::tools

@@ -116,8 +116,11 @@ void drop_pending(int fd) {
 }
 
 ExecReply execute(const ExecRequest& request, const std::string& workdir,
-                  const std::function<bool()>& cancelled) {
+                  const std::function<bool()>& cancelled, const std::function<void()>& progress) {
   ShellOptions options;
+  options.beat_interval = kProgressInterval;
+  options.beat = progress;
+  options.cpu_ticks = descendants_cpu_ticks;
   options.timeout = request.timeout;
   options.head_bytes = request.head_bytes;
   options.tail_bytes = request.tail_bytes;
@@ -177,10 +180,15 @@ class Server {
     if (request.value->op == Request::Op::kLifeline) return take_lifeline(client);
     const ExecRequest& exec = request.value->exec;
     bool lifeline_lost = false;
-    ExecReply reply = execute(exec, options_.workdir, [&] {
-      lifeline_lost = lifeline_ >= 0 && peer_gone(lifeline_);
-      return g_terminate || lifeline_lost || peer_gone(client);
-    });
+    const std::string progress = encode_progress();
+    ExecReply reply = execute(
+        exec, options_.workdir,
+        [&] {
+          lifeline_lost = lifeline_ >= 0 && peer_gone(lifeline_);
+          return g_terminate || lifeline_lost || peer_gone(client);
+        },
+        // Never blocks: a runner that does not read its progress misses it.
+        [&] { ::send(client, progress.data(), progress.size(), MSG_NOSIGNAL | MSG_DONTWAIT); });
     const int killed = kill_all_descendants();
     send_all(client, encode_reply(reply));
     ::close(client);

@@ -6,6 +6,7 @@
 #include "controllers/budget_hold.h"
 #include "controllers/json_util.h"
 #include "controllers/ledger_record.h"
+#include "controllers/mentions.h"
 #include "controllers/names.h"
 #include "controllers/run_record.h"
 #include "controllers/run_status.h"
@@ -329,6 +330,14 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
   }
   if (cost_recorded(before) && !cost_recorded(after)) {
     violation("run " + name + " lost costRecorded");
+  }
+  // Idle backoff's rule: a run that acted is never idle; a mention of another
+  // agent is acting (it may wake that agent).
+  if (controllers::bool_at(*after, "status/idle") &&
+      !controllers::mentioned_agents(string_at(*after, "status/output"),
+                                     string_at(*after, "spec/agentRef/name"))
+           .empty()) {
+    violation("run " + name + " judged idle though its output mentions another agent");
   }
   if (cost_recorded(before) &&
       (*before)["status"].value("usage", Json()) != (*after)["status"].value("usage", Json())) {

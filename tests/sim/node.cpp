@@ -246,6 +246,10 @@ std::string Node::result_message(const Runner& r, int exit_code) {
   result.action_tool_calls = std::bernoulli_distribution(0.5)(rng_) ? 0 : 2;
   result.iterations = 3;
   result.output = "simulated heartbeat of " + r.run;
+  // Some idle-looking runs (no action) tell another agent: they acted.
+  if (result.action_tool_calls == 0 && std::bernoulli_distribution(0.2)(rng_)) {
+    result.output += "; @sim-peer please look";
+  }
   if (r.behaviour == RunnerBehaviour::kPauses) {
     result.pause_minutes = std::uniform_int_distribution<int>(1, 45)(rng_);
   }

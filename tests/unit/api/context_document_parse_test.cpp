@@ -50,7 +50,7 @@ TEST(ContextDocument, ParsesEveryField) {
   EXPECT_DOUBLE_EQ(doc.model.pricing.output_cents_per_million_tokens, 1500);
   EXPECT_EQ(doc.memory_config_map, "scout-memory");
   ASSERT_EQ(doc.memory_blocks.size(), 2u);
-  EXPECT_EQ(doc.memory_blocks[1].limit, 2000);
+  EXPECT_EQ(doc.memory_blocks[1].limit, kCoreMemoryBlockLimitDefault);
   EXPECT_EQ(doc.heartbeat_prompt, "Check the queue.");
   EXPECT_DOUBLE_EQ(*doc.budget.run_limit_cents(), 10.5);
   ASSERT_EQ(doc.recent_runs.size(), 1u);

@@ -19,6 +19,9 @@ RunResult full_result() {
   r.stop_reason = "pause_heartbeats";
   r.input_tokens = 1200;
   r.output_tokens = 340;
+  r.cache_read_input_tokens = 800;
+  r.cache_write_input_tokens = 100;
+  r.estimated_usage = {"outputTokens"};
   r.cost_cents = 0.125;
   r.llm_calls = 3;
   r.tool_calls = 2;
@@ -51,6 +54,19 @@ TEST(RunResultContract, RenderThenParseIsTheSameResult) {
   failed.pause_until.reset();
   failed.error = "429 from the provider";
   EXPECT_EQ(*parse_run_result(render_result(failed)).result, failed);
+}
+
+// Cache counts are parts of inputTokens: more than it is not believed.
+TEST(RunResultContract, CacheCountsAreBelievedOnlyWithinTheInput) {
+  json doc = result_to_json(full_result());
+  doc["usage"]["cacheReadInputTokens"] = 1101;  // with 100 written: past 1200
+  EXPECT_EQ(parse_run_result(doc.dump()).result->cache_read_input_tokens, 0);
+  EXPECT_EQ(parse_run_result(doc.dump()).result->cache_write_input_tokens, 0);
+  doc["usage"]["cacheReadInputTokens"] = 1100;
+  doc["usage"].erase("cacheWriteInputTokens");
+  EXPECT_EQ(parse_run_result(doc.dump()).result->cache_read_input_tokens, 1100);
+  doc["usage"]["cacheReadInputTokens"] = -1;
+  EXPECT_EQ(parse_run_result(doc.dump()).result->cache_read_input_tokens, 0);
 }
 
 // The ends of stdout and stderr fit the termination message with a long

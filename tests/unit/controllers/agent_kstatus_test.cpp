@@ -5,6 +5,7 @@
 // is InProgress.
 #include <gtest/gtest.h>
 
+#include "controllers/agent_conditions.h"
 #include "tests/support/kstatus.h"
 #include "tests/unit/controllers/fixtures.h"
 
@@ -34,6 +35,12 @@ Json failed_run(const char* reason, const char* message) {
       {{"phase", "Failed"}, {"reason", reason}, {"message", message}, {"costRecorded", true}});
 }
 
+// The next slot's run, made after the failed one: still going, or done.
+Json next_run(Json status) {
+  return with_status(run("bot-2", "scheduler", std::nullopt, "2024-05-01T12:06:00Z"),
+                     std::move(status));
+}
+
 std::vector<Case> cases() {
   Json over_budget = with_spec(agent(), "budget", {{"monthlyCents", 10}});
   over_budget["status"] = {{"spend", {{"cents", 12}, {"period", "2024-05"}}}};
@@ -59,12 +66,32 @@ std::vector<Case> cases() {
        "Failed",
        "False",
        "ContainerConfigError"},
+      {"missing API key, the next run stuck at the same step",
+       agent(),
+       {failed_run("ContainerConfigError", "couldn't find key api-key in Secret ns/llm"),
+        next_run({{"phase", "Running"}, {"jobName", "bot-2"}})},
+       "Failed",
+       "False",
+       "ContainerConfigError"},
+      {"missing API key, then a run that got past it",
+       agent(),
+       {failed_run("ContainerConfigError", "couldn't find key api-key in Secret ns/llm"),
+        next_run({{"phase", "Succeeded"}, {"costRecorded", true}})},
+       "Current",
+       "True",
+       "Ready"},
       {"missing prompt ConfigMap",
        agent(),
        {failed_run("PromptNotFound", "ConfigMap ns/prompts not found")},
        "Failed",
        "False",
        "PromptNotFound"},
+      {"context too large",
+       agent(),
+       {failed_run("ContextTooLarge", "the run's context document would be 1048600 bytes")},
+       "Failed",
+       "False",
+       "ContextTooLarge"},
       {"a run failed for another reason",
        agent(),
        {failed_run("Stalled", "no beat for 300s")},
@@ -156,6 +183,42 @@ TEST(KStatusRules, FollowTheDocumentedOrder) {
   EXPECT_EQ(kstatus_of(o).status, "InProgress");
   o["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:00Z";
   EXPECT_EQ(kstatus_of(o).status, "Terminating");
+}
+
+}  // namespace
+}  // namespace hb::controllers
+
+namespace hb::controllers {
+namespace {
+
+RunObservation observed(const char* name, const char* created, RunPhase phase, const char* reason,
+                        bool runner_started) {
+  RunView view;
+  view.name = name;
+  view.created = at(created);
+  view.phase = phase;
+  view.reason = reason;
+  RunObservation out;
+  out.view = std::make_shared<const RunView>(view);
+  out.phase = phase;
+  out.runner_started = runner_started;
+  return out;
+}
+
+// A newer run clears a missing Secret's Stalled only once its runner
+// container started; a newer run's Job alone is past a missing prompt.
+TEST(AgentConditions, StalledClearsOnlyPastTheStepThatFailed) {
+  std::vector<RunObservation> runs = {
+      observed("bot-1", "2024-05-01T12:05:00Z", RunPhase::kFailed, "ContainerConfigError", false),
+      observed("bot-2", "2024-05-01T12:06:00Z", RunPhase::kRunning, "", false)};
+  ASSERT_TRUE(newest_run_problem(runs));
+  EXPECT_EQ(newest_run_problem(runs)->reason, "ContainerConfigError");
+  runs[1].runner_started = true;
+  EXPECT_FALSE(newest_run_problem(runs));
+
+  runs = {observed("bot-1", "2024-05-01T12:05:00Z", RunPhase::kFailed, "PromptNotFound", false),
+          observed("bot-2", "2024-05-01T12:06:00Z", RunPhase::kCancelled, "", false)};
+  EXPECT_TRUE(newest_run_problem(runs)) << "a cancelled run proves nothing";
 }
 
 }  // namespace

@@ -43,6 +43,8 @@ TEST(CrdBounds, TheSchemaAndTheCodeAgree) {
             kIdleTokenBytesMax);
   EXPECT_EQ(agent_field({"heartbeat", "mentionableBy"})["maxItems"].as<std::size_t>(),
             kMentionableByItemsMax);
+  EXPECT_EQ(agent_field({"memory", "blocks"})["items"]["properties"]["limit"]["default"].as<int>(),
+            api::kCoreMemoryBlockLimitDefault);
 }
 
 // The API server prunes status fields its schema does not list, without an

@@ -84,16 +84,39 @@ TEST(IdleBackoff, WhatCountsAsIdle) {
     r.action_tool_calls = actions;
     return r;
   };
-  EXPECT_TRUE(result_is_idle(result("pause_heartbeats", "later", 3), "HEARTBEAT_OK"));
-  EXPECT_TRUE(result_is_idle(result("completed", " HEARTBEAT_OK\n", 2), "HEARTBEAT_OK"));
-  EXPECT_TRUE(result_is_idle(result("completed", "checked, all fine", 0), "HEARTBEAT_OK"));
+  EXPECT_TRUE(result_is_idle(result("pause_heartbeats", "later", 0), "HEARTBEAT_OK", "me"));
+  EXPECT_TRUE(result_is_idle(result("completed", " HEARTBEAT_OK\n", 0), "HEARTBEAT_OK", "me"));
+  EXPECT_TRUE(result_is_idle(result("completed", "checked, all fine", 0), "HEARTBEAT_OK", "me"));
   EXPECT_FALSE(
-      result_is_idle(result("completed", "HEARTBEAT_OK, and I fixed X", 1), "HEARTBEAT_OK"));
-  EXPECT_FALSE(result_is_idle(result("completed", "heartbeat_ok", 1), "HEARTBEAT_OK"));
-  EXPECT_FALSE(result_is_idle(result("completed", "did it", std::nullopt), "HEARTBEAT_OK"))
+      result_is_idle(result("completed", "HEARTBEAT_OK, and I fixed X", 1), "HEARTBEAT_OK", "me"));
+  EXPECT_FALSE(result_is_idle(result("completed", "heartbeat_ok", 1), "HEARTBEAT_OK", "me"));
+  EXPECT_FALSE(result_is_idle(result("completed", "did it", std::nullopt), "HEARTBEAT_OK", "me"))
       << "a runner that does not count actions is not idle by that rule";
-  EXPECT_TRUE(result_is_idle(result("completed", "NOTHING", std::nullopt), "NOTHING"));
-  EXPECT_FALSE(result_is_idle(result("completed", "", std::nullopt), ""));
+  EXPECT_TRUE(result_is_idle(result("completed", "NOTHING", std::nullopt), "NOTHING", "me"));
+  EXPECT_FALSE(result_is_idle(result("completed", "", std::nullopt), "", "me"));
+}
+
+// A run that acted is never idle, whatever else it did after.
+TEST(IdleBackoff, ARunThatActedIsNeverIdle) {
+  auto result = [](const char* stop, const char* output, std::optional<int64_t> actions) {
+    api::RunResult r;
+    r.stop_reason = stop;
+    r.output = output;
+    r.action_tool_calls = actions;
+    return r;
+  };
+  EXPECT_FALSE(result_is_idle(result("pause_heartbeats", "later", 3), "HEARTBEAT_OK", "me"))
+      << "acted, then paused";
+  EXPECT_FALSE(result_is_idle(result("completed", "HEARTBEAT_OK", 2), "HEARTBEAT_OK", "me"))
+      << "acted, then said the idle token";
+  EXPECT_FALSE(
+      result_is_idle(result("completed", "@ops the disk is full", 0), "HEARTBEAT_OK", "me"))
+      << "a mention may wake another agent";
+  EXPECT_FALSE(result_is_idle(result("pause_heartbeats", "ask @ops", std::nullopt), "X", "me"));
+  EXPECT_TRUE(result_is_idle(result("completed", "noted @me", 0), "HEARTBEAT_OK", "me"))
+      << "naming itself wakes nobody";
+  EXPECT_TRUE(result_is_idle(result("completed", "mail a@ops.example", 0), "HEARTBEAT_OK", "me"))
+      << "an e-mail address is no mention";
 }
 
 TEST(IdleBackoff, OnlyAnIdleSucceededScheduledRunAddsToTheStreak) {

@@ -53,7 +53,7 @@ TEST(JobBuilder, SecurityAndLifecycleSettings) {
   EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
   EXPECT_EQ(c["securityContext"]["readOnlyRootFilesystem"], true);
   EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], Json::array({"ALL"}));
-  EXPECT_EQ(c["terminationMessagePolicy"], "FallbackToLogsOnError");
+  EXPECT_EQ(c["terminationMessagePolicy"], "File") << "never the log tail";
   EXPECT_EQ(c["resources"]["limits"]["memory"], "256Mi");
   // /tmp is the only writable place, the context is read-only.
   bool tmp = false, context_ro = false;
@@ -129,7 +129,7 @@ TEST(JobBuilder, CommandModeRunsTheUsersImageAndCommand) {
   const Json& c = container_of(plan.job);
   EXPECT_EQ(c["image"], "example.com/my-agent:1");
   EXPECT_EQ(c["command"], Json::array({"python", "agent.py"}));
-  EXPECT_EQ(c["terminationMessagePolicy"], "FallbackToLogsOnError");
+  EXPECT_EQ(c["terminationMessagePolicy"], "File") << "never the log tail";
 }
 
 TEST(JobBuilder, DefaultImageAndRunnerCommand) {
@@ -415,6 +415,49 @@ TEST(JobBuilder, ToolsImageResourcesAndRuntimeClass) {
   plan = build_job(run("bot-1"), full_agent(), "{}", JobConfig{});
   const Json& containers = plan.job["spec"]["template"]["spec"]["containers"];
   EXPECT_EQ((*named(containers, "tools"))["image"], (*named(containers, "runner"))["image"]);
+}
+
+// The operator's Lease and memory ConfigMap carry the labels the runner
+// puts on them when it must create one (one definition: api/agent_objects.h).
+TEST(JobBuilder, AgentObjectsCarryTheSharedLabelsAndMemoryFormat) {
+  Json a = full_agent();
+  a["spec"]["memory"]["blocks"] = Json::array({{{"label", "notes"}, {"value", "v"}}});
+  for (const auto& [kind, object] : build_agent_objects(a, JobConfig{})) {
+    if (kind != "leases" && kind != "configmaps") continue;
+    EXPECT_EQ(object["metadata"]["labels"],
+              Json(api::agent_object_labels(string_at(a, "metadata/name"))))
+        << kind;
+    if (kind == "configmaps") {
+      const auto blocks = api::decode_memory_blocks(object["data"][api::kMemoryBlocksKey]);
+      ASSERT_EQ(blocks.size(), 1u);
+      EXPECT_EQ(blocks[0].limit, api::kCoreMemoryBlockLimitDefault);
+    }
+  }
+}
+
+TEST(JobBuilder, AContextPastTheBoundIsAReasonNotAThrow) {
+  EXPECT_FALSE(context_too_large(api::kContextDocumentBytesMax, "spec.heartbeat.prompt", 10));
+  const auto why = context_too_large(api::kContextDocumentBytesMax + 1, "spec.heartbeat.prompt", 7);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("spec.heartbeat.prompt"), std::string::npos) << *why;
+  EXPECT_NE(why->find("is 7 bytes"), std::string::npos) << *why;
+}
+
+// Without its own resources the runner gets the operator's default (the
+// chart's runner.resources): a memory limit whatever the model sends.
+TEST(JobBuilder, RunnerResourcesDefaultUnlessTheAgentSetsThem) {
+  Json a = full_agent();
+  a["spec"]["runtime"].erase("resources");
+  JobConfig config;
+  config.runner_resources = {{"limits", {{"memory", "128Mi"}}}};
+  JobPlan plan = build_job(run("bot-1"), a, "{}", config);
+  const Json* runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
+  ASSERT_NE(runner, nullptr);
+  EXPECT_EQ((*runner)["resources"]["limits"]["memory"], "128Mi");
+  a["spec"]["runtime"]["resources"] = {{"limits", {{"memory", "1Gi"}}}};
+  plan = build_job(run("bot-1"), a, "{}", config);
+  runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
+  EXPECT_EQ((*runner)["resources"]["limits"]["memory"], "1Gi");
 }
 
 TEST(JobBuilder, CommandModeHasNoToolsContainer) {

@@ -147,6 +147,24 @@ TEST(ReconcilerErrors, AManualRunWithAnEmptyPromptFailsWithoutAJob) {
   EXPECT_FALSE(sent(*h.api, "POST", "/heartbeatruns"));  // the slot is skipped too
 }
 
+// A prompt ConfigMap near 1 MiB makes a context document no heartbeat Pod
+// can carry: the run ends as ContextTooLarge naming the prompt's source and
+// size, without a Job, and the pass succeeds (no "a bug" net, no retry).
+TEST(ReconcilerErrors, AContextTooLargeFailsTheRunNamingThePrompt) {
+  Harness h;
+  h.api->prompt_answer = [] {
+    Json object = {{"data", {{"heartbeat.md", std::string(1024 * 1024 - 10, 'x')}}}};
+    return http::Response{200, {}, object.dump()};
+  };
+  const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
+  ASSERT_TRUE(result.ok()) << result.error().describe();
+  EXPECT_TRUE(sent(*h.api, "PATCH", "/heartbeatruns/bot-manual-1/status", "ContextTooLarge"));
+  EXPECT_TRUE(sent(*h.api, "PATCH", "/heartbeatruns/bot-manual-1/status",
+                   "ConfigMap \\\"prompts\\\" key \\\"heartbeat.md\\\""));
+  EXPECT_TRUE(sent(*h.api, "PATCH", "/heartbeatruns/bot-manual-1/status", "1048566 bytes"));
+  EXPECT_FALSE(sent(*h.api, "POST", "/jobs"));
+}
+
 // A run counted at its last beat's figure (1 cent) whose mark was written,
 // though this pass's copy is older and shows it unmarked with its result
 // (2.5 cents): raising the charge would count the difference twice. The

@@ -687,6 +687,22 @@ Json lease_with_usage(const std::string& run, int64_t calls, int64_t in, int64_t
   return lease;
 }
 
+// A count the provider did not report is charged as estimated, and the run
+// says so.
+TEST(RunCharge, EstimatedCountsAreMarkedOnTheRun) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json result = Json::parse(result_json(3, 1000, 200));
+  result["usage"]["estimated"] = {"inputTokens"};
+  Json p = terminated(pod("r1-abc"), 0, result.dump());
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  EXPECT_EQ(o.status["usage"]["estimated"], Json::array({"inputTokens"}));
+  EXPECT_EQ(o.status["usage"]["inputTokens"], 1000);
+  Json plain = terminated(pod("r1-abc"), 0, result_json(3, 1000, 200));
+  EXPECT_FALSE(
+      observe(r, &j, {&plain}, at("2024-05-01T12:06:10Z")).status["usage"].contains("estimated"));
+}
+
 // Money is tokens x the Agent's pricing; the runner's own figure is a cross-check.
 TEST(RunCharge, CostIsTokensTimesPricingNotTheReportedFigure) {
   Json r = running_run();

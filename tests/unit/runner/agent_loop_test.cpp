@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "api/rfc3339.h"
+#include "runner/limits.h"
 #include "runner/stop_rules.h"
 #include "runner/tool_specs.h"
 #include "tests/fakes/fake_clock.h"
@@ -22,9 +23,10 @@ class FakeTools final : public ToolRunner {
     calls.push_back({name, arguments});
     clock_.jump(cost_per_call);
     if (tools_gone) return {"the tools container did not answer: gone", true, true};
-    return {"ran " + name, false};
+    return {output.empty() ? "ran " + name : output, false};
   }
   std::vector<std::pair<std::string, nlohmann::json>> calls;
+  std::string output;  // each call's output; empty: "ran NAME"
   std::chrono::milliseconds cost_per_call{0};
   bool tools_gone = false;
 
@@ -384,11 +386,118 @@ TEST(AgentLoop, MissingUsageIsEstimatedAndNoted) {
   Harness h;
   auto reply = ScriptedModel::text("hi");
   reply.usage = {};
-  reply.usage_reported = false;
+  reply.input_reported = false;
+  reply.output_reported = false;
   h.model.push(reply);
   auto result = h.run();
   EXPECT_GT(result.input_tokens, 0);
-  ASSERT_EQ(result.notes.size(), 1u);
+  EXPECT_GT(result.output_tokens, 0);
+  EXPECT_EQ(result.estimated_usage, (std::vector<std::string>{"inputTokens", "outputTokens"}));
+  ASSERT_EQ(result.notes.size(), 2u);
+}
+
+TEST(AgentLoop, CacheCountsAreSummedIntoTheResult) {
+  Harness h;
+  auto first = ScriptedModel::call("shell", R"({"command":"a"})");
+  first.cache_write_tokens = 80;
+  auto second = ScriptedModel::text("done");
+  second.cache_read_tokens = 70;
+  h.model.push(first);
+  h.model.push(second);
+  auto result = h.run();
+  EXPECT_EQ(result.cache_write_input_tokens, 80);
+  EXPECT_EQ(result.cache_read_input_tokens, 70);
+  EXPECT_EQ(result.input_tokens, 200) << "still all of the input";
+  const auto usage = api::result_to_json(result)["usage"];
+  EXPECT_EQ(usage["cacheReadInputTokens"], 70);
+  EXPECT_EQ(usage["cacheWriteInputTokens"], 80);
+}
+
+// Only the missing count is estimated; the reported one is charged as sent.
+TEST(AgentLoop, EachMissingUsageFieldIsEstimatedAlone) {
+  Harness h;
+  auto reply = ScriptedModel::text("hi");
+  reply.usage = {0, 7};
+  reply.input_reported = false;
+  h.model.push(reply);
+  auto result = h.run();
+  EXPECT_GT(result.input_tokens, 0);
+  EXPECT_EQ(result.output_tokens, 7);
+  EXPECT_EQ(result.estimated_usage, (std::vector<std::string>{"inputTokens"}));
+  const auto rendered = api::result_to_json(result);
+  EXPECT_EQ(rendered["usage"]["estimated"], nlohmann::json::array({"inputTokens"}));
+}
+
+// `count` shell calls with distinct arguments in one reply.
+ModelReply many_calls(std::size_t count, const std::string& text = "") {
+  ModelReply reply = ScriptedModel::call("shell", R"({"command":"echo 0"})");
+  reply.text = text;
+  for (std::size_t i = 1; i < count; ++i) {
+    reply.tool_calls.push_back(
+        {"c" + std::to_string(i), "shell", R"({"command":"echo )" + std::to_string(i) + R"("})"});
+  }
+  return reply;
+}
+
+TEST(AgentLoop, AReplyAskingForTooManyToolCallsRunsTheBoundAndStops) {
+  Harness h;
+  h.model.push(many_calls(1000));
+  h.model.push(ScriptedModel::text("never asked"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, "tool_calls_per_reply");
+  EXPECT_EQ(h.tools.calls.size(), kToolCallsPerReplyMax);
+  EXPECT_EQ(result.tool_calls, static_cast<int64_t>(kToolCallsPerReplyMax));
+  EXPECT_EQ(result.llm_calls, 1);
+  EXPECT_NE(result.error.find("at most 32"), std::string::npos) << result.error;
+  const auto not_run = h.transcript.events("tool_calls_not_run");
+  ASSERT_EQ(not_run.size(), 1u);
+  EXPECT_EQ(not_run[0]["count"], 1000 - kToolCallsPerReplyMax);
+}
+
+TEST(AgentLoop, AReplyAtTheToolCallBoundRunsThemAllAndGoesOn) {
+  Harness h;
+  h.model.push(many_calls(kToolCallsPerReplyMax));
+  h.model.push(ScriptedModel::text("done"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, "completed");
+  EXPECT_EQ(h.tools.calls.size(), kToolCallsPerReplyMax);
+}
+
+// Control bytes grow six-fold once escaped: the bound counts them that way,
+// so no later request can carry more than it.
+TEST(AgentLoop, ToolOutputPastTheRunBoundIsWithheldAndTheRunStops) {
+  Harness h;
+  h.tools.output = std::string(16 * 1024, '\x01');
+  for (int i = 0; i < 5; ++i) h.model.push(many_calls(kToolCallsPerReplyMax));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, "tool_output_bytes");
+  EXPECT_EQ(result.llm_calls, 2) << "32 x 96 KiB fit the first reply; the second passes 4 MiB";
+  for (const auto& request : h.model.requests()) {
+    EXPECT_LE(request_content_bytes(request), kModelRequestBytesMax);
+  }
+  const auto results = h.transcript.events("tool_result");
+  EXPECT_EQ(results.back()["content"].get<std::string>().rfind("output withheld", 0), 0u);
+}
+
+TEST(AgentLoop, ARequestPastTheBytesBoundIsNotSent) {
+  Harness h;
+  h.model.push(many_calls(1, std::string(kModelRequestBytesMax, 'x')));
+  h.model.push(ScriptedModel::text("never asked"));
+  auto result = h.run();
+  EXPECT_EQ(result.stop_reason, "request_bytes");
+  EXPECT_EQ(result.llm_calls, 1);
+  EXPECT_EQ(h.model.requests().size(), 1u);
+  EXPECT_EQ(h.transcript.events("request_bytes_stop").size(), 1u);
+}
+
+TEST(StopRules, RequestBytesCountEscapes) {
+  EXPECT_EQ(json_escaped_bytes("ab"), 2u);
+  EXPECT_EQ(json_escaped_bytes("\"\n"), 4u);
+  EXPECT_EQ(json_escaped_bytes(std::string(1, '\x01')), 6u);
+  ModelRequest request;
+  request.system = "s";
+  request.messages.push_back({Message::Role::kUser, "hi", {}, {}});
+  EXPECT_EQ(request_content_bytes(request), 1 + kRequestItemOverheadBytes + 2);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <deque>
 
+#include "api/agent_objects.h"
+#include "api/object_names.h"
 #include "api/rfc3339.h"
 #include "kube/client.h"
 
@@ -85,6 +87,28 @@ TEST(KubeLeaseRenewer, CreatesAMissingLease) {
   EXPECT_EQ(lease["kind"], "Lease");
   EXPECT_EQ(lease["metadata"]["labels"]["heartbeat.dev/agent"], "scout");
   EXPECT_EQ(lease["spec"]["acquireTime"], "2024-05-01T12:00:00.000000Z");
+}
+
+// The objects the runner creates when they are missing carry the operator's
+// labels (api/agent_objects.h), valid for any agent name, so the operator's
+// label-selected caches see them.
+TEST(KubeAdapters, FallbackObjectsCarryTheOperatorsLabelsForAnyName) {
+  const std::string agent = std::string(70, 'a') + ".team";
+  KubeHarness h;
+  h.transport->responses.push_back(status(404, "NotFound"));
+  h.transport->responses.push_back({201, {}, "{}"});
+  h.transport->responses.push_back(
+      {201, {}, json{{"metadata", {{"resourceVersion", "1"}}}}.dump()});
+  KubeLeaseRenewer renewer(h.client, "agents", "l", "r", agent);
+  renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00Z"), std::chrono::seconds(300), nullptr);
+  KubeMemoryStore store(h.client, "agents", "m", agent);
+  store.save({{"notes", "x", 10}}, "");
+  for (std::size_t i : {1u, 2u}) {
+    const json labels = h.body(i)["metadata"]["labels"];
+    EXPECT_EQ(labels, json(api::agent_object_labels(agent)));
+    EXPECT_EQ(labels["app.kubernetes.io/managed-by"], "heartbeat-operator");
+    EXPECT_TRUE(api::is_dns1123_label(labels["heartbeat.dev/agent"].get<std::string>()));
+  }
 }
 
 TEST(KubeLeaseRenewer, OtherErrorsThrow) {

@@ -123,6 +123,15 @@ TEST_F(ArchivalTest, PersistsAcrossHeartbeats) {
   EXPECT_EQ(ArchivalStore::open(path_.string())->search_passages("beta", 5).size(), 1u);
 }
 
+// A link planted at the store's path is refused, never opened through.
+TEST_F(ArchivalTest, ALinkAtTheStorePathIsRefused) {
+  const auto victim = path_.string() + "-victim";
+  ArchivalStore::open(victim)->insert_passage("alpha", "run-1", FakeClock().now());
+  std::filesystem::create_symlink(victim, path_);
+  EXPECT_THROW(ArchivalStore::open(path_.string()), std::runtime_error);
+  for (auto suffix : {"", "-wal", "-shm"}) std::filesystem::remove(victim + suffix);
+}
+
 TEST_F(ArchivalTest, ConversationRecordsEachRunOnce) {
   auto store = ArchivalStore::open(path_.string());
   store->record_run_output("run-1", "checked the disk: 80% full", "2024-05-01T11:00:00Z");

@@ -82,11 +82,18 @@ TEST(ShellTool, LongOutputKeepsHeadAndTail) {
   EXPECT_LT(result.output.size(), 300u);
 }
 
-TEST(ShellTool, BeatsWhileItRuns) {
+TEST(ShellTool, BeatsOnlyWhileItMakesProgress) {
   ShellOptions options;
   options.beat_interval = 50ms;
   int beats = 0;
   options.beat = [&] { ++beats; };
+  run_shell("sleep 0.4", options);
+  EXPECT_EQ(beats, 0) << "a silent, idle command is no progress";
+  run_shell("for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.1; done", options);
+  EXPECT_GE(beats, 3);
+  beats = 0;
+  long long ticks = 0;
+  options.cpu_ticks = [&] { return ++ticks; };  // CPU time that keeps moving
   run_shell("sleep 0.4", options);
   EXPECT_GE(beats, 3);
 }

@@ -70,9 +70,49 @@ TEST(OpenAIWire, TextLengthAndMissingUsage) {
       R"({"choices":[{"message":{"content":"hello"},"finish_reason":"length"}]})");
   EXPECT_EQ(reply.text, "hello");
   EXPECT_EQ(reply.finish, ModelReply::Finish::kMaxTokens);
-  EXPECT_FALSE(reply.usage_reported);
+  EXPECT_FALSE(reply.input_reported);
+  EXPECT_FALSE(reply.output_reported);
   EXPECT_THROW(openai::decode_response("not json"), ProviderError);
   EXPECT_THROW(openai::decode_response(R"({"choices":[]})"), ProviderError);
+}
+
+// An empty usage object, or a proxy naming the counts differently, reports
+// nothing: each missing count is left for the loop to estimate.
+TEST(OpenAIWire, EmptyOrRenamedUsageIsNotReported) {
+  auto empty = openai::decode_response(
+      R"({"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}],"usage":{}})");
+  EXPECT_FALSE(empty.input_reported);
+  EXPECT_FALSE(empty.output_reported);
+  auto renamed = openai::decode_response(
+      R"({"choices":[{"message":{"content":"hi"}}],"usage":{"input_tokens":9,"completion_tokens":3}})");
+  EXPECT_FALSE(renamed.input_reported);
+  EXPECT_TRUE(renamed.output_reported);
+  EXPECT_EQ(renamed.usage.output_tokens, 3);
+}
+
+TEST(OpenAIWire, CachedPromptTokensAreAPartOfTheInput) {
+  auto reply = openai::decode_response(
+      R"({"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":100,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":60}}})");
+  EXPECT_EQ(reply.usage.input_tokens, 100);
+  EXPECT_EQ(reply.cache_read_tokens, 60);
+  auto hostile = openai::decode_response(
+      R"({"choices":[{"message":{"content":"hi"}}],"usage":{"prompt_tokens":10,"completion_tokens":3,"prompt_tokens_details":{"cached_tokens":60}}})");
+  EXPECT_EQ(hostile.cache_read_tokens, 10) << "never more than the prompt";
+}
+
+TEST(AnthropicWire, CacheWritesAndReadsAreReportedApart) {
+  auto reply = anthropic::decode_response(
+      R"({"content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":50,"output_tokens":3}})");
+  EXPECT_EQ(reply.usage.input_tokens, 260);
+  EXPECT_EQ(reply.cache_write_tokens, 200);
+  EXPECT_EQ(reply.cache_read_tokens, 50);
+}
+
+TEST(AnthropicWire, EmptyUsageIsNotReported) {
+  auto reply = anthropic::decode_response(
+      R"({"content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{}})");
+  EXPECT_FALSE(reply.input_reported);
+  EXPECT_FALSE(reply.output_reported);
 }
 
 // Hostile replies: nesting that would overflow the parser's recursion, and
@@ -203,6 +243,8 @@ TEST(AnthropicWire, DecodesTextToolUseStopReasonAndUsage) {
   EXPECT_EQ(reply.tool_calls[0].arguments, R"({"command":"ls"})");
   EXPECT_EQ(reply.usage.input_tokens, 15);
   EXPECT_EQ(reply.usage.output_tokens, 3);
+  EXPECT_EQ(reply.cache_read_tokens, 5);
+  EXPECT_EQ(reply.cache_write_tokens, 0);
   auto done = anthropic::decode_response(
       R"({"content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}})");
   EXPECT_EQ(done.finish, ModelReply::Finish::kEndTurn);

@@ -1,0 +1,70 @@
+#include "api/agent_objects.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "api/contract_limits.h"
+#include "api/object_names.h"
+
+namespace hb::api {
+
+std::string short_hash(std::string_view text) {
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 16777619u;
+  }
+  char buffer[kNameHashChars + 1];
+  std::snprintf(buffer, sizeof buffer, "%08x", hash);
+  return std::string(buffer, kNameHashChars);
+}
+
+std::string label_safe_name(std::string_view name) {
+  if (is_dns1123_label(name)) return std::string(name);
+  std::string cleaned;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    cleaned.push_back(ok ? c : '-');
+  }
+  cleaned.resize(std::min(cleaned.size(), kDns1123LabelCharsMax - kNameHashChars - 1));
+  while (!cleaned.empty() && cleaned.back() == '-') cleaned.pop_back();
+  while (!cleaned.empty() && cleaned.front() == '-') cleaned.erase(cleaned.begin());
+  return (cleaned.empty() ? std::string("run") : cleaned) + "-" + short_hash(name);
+}
+
+std::map<std::string, std::string> agent_object_labels(std::string_view agent_name) {
+  return {{kLabelAgent, label_safe_name(agent_name)}, {kLabelManagedBy, kManagedByValue}};
+}
+
+std::string encode_memory_blocks(const std::vector<MemoryBlock>& blocks) {
+  nlohmann::json array = nlohmann::json::array();
+  for (const auto& block : blocks) {
+    array.push_back({{"label", block.label}, {"value", block.value}, {"limit", block.limit}});
+  }
+  return array.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::vector<MemoryBlock> decode_memory_blocks(const std::string& text) {
+  nlohmann::json array = nlohmann::json::parse(text, nullptr, false);
+  if (array.is_discarded() || !array.is_array()) {
+    throw std::runtime_error(std::string("memory ConfigMap key ") + kMemoryBlocksKey +
+                             " is not a JSON array");
+  }
+  std::vector<MemoryBlock> out;
+  for (const auto& item : array) {
+    if (!item.is_object() || !item.contains("label") || !item["label"].is_string()) {
+      throw std::runtime_error(std::string("memory ConfigMap key ") + kMemoryBlocksKey +
+                               " has a block without a label");
+    }
+    MemoryBlock block;
+    block.label = item["label"].get<std::string>();
+    block.value = item.value("value", std::string());
+    block.limit = item.value("limit", kCoreMemoryBlockLimitDefault);
+    out.push_back(std::move(block));
+  }
+  return out;
+}
+
+}  // namespace hb::api
