@@ -3,8 +3,8 @@
 // and memory ConfigMap by name; anyone who may create Pods in the namespace
 // may run a Pod as that ServiceAccount. So they exist only while both named
 // objects exist and are this Agent's own: those two are made (or found owned)
-// first, the grants after, and a grant an earlier version left for an object
-// someone else owns is removed. Pure: JSON in, decisions out.
+// first, the grants after, and a grant found for an object someone else owns
+// is removed. Pure: JSON in, decisions out.
 #pragma once
 
 #include <string>

@@ -37,7 +37,7 @@ RunQueue order_queue(std::vector<const RunObservation*> queued);
 
 // Why runs may not start now: `all` holds every run (empty when one may
 // start); `scheduled` holds scheduler runs only (the agent's own
-// pause_heartbeats: a manual or callback run still starts, README).
+// pause_heartbeats: a manual or callback run still starts, docs/reference.md).
 struct WaitReasons {
   std::string all;
   std::string scheduled;

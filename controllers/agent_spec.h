@@ -33,7 +33,7 @@ struct KeyRef {
 enum class RuntimeMode { kBuiltin, kCommand };
 
 // spec.budget.resume: after the monthly budget stops heartbeats, whether
-// they wait for a person (the design's default) or resume when the UTC
+// they wait for a person (the default) or resume when the UTC
 // month turns.
 enum class BudgetResume { kManual, kNextPeriod };
 

@@ -1,5 +1,5 @@
-// Budget stops that wait for a person (the design's "manual intervention is
-// required to resume"). With spec.budget.resume: Manual, the pass that sees
+// Budget stops that wait for a person: manual intervention is required to
+// resume. With spec.budget.resume: Manual, the pass that sees
 // this month's spend reach spec.budget.monthlyCents records a hold in
 // status.budgetHold; it keeps scheduled, manual and callback runs from
 // starting across the month boundary until a person raises the budget above

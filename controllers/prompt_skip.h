@@ -1,5 +1,5 @@
-// Scheduled heartbeats with nothing to say are skipped, not failed (the
-// design's empty heartbeat.md): an empty resolved prompt, or a promptFrom
+// Scheduled heartbeats with nothing to say are skipped, not failed (an
+// empty heartbeat.md): an empty resolved prompt, or a promptFrom
 // ConfigMap or key that does not exist, lets the slot pass without a run or
 // a Job, records it in status.lastSkippedHeartbeat and raises one
 // HeartbeatSkipped Event when skipping begins or its reason changes. Pure

@@ -217,7 +217,7 @@ kube::RequestPriority write_priority(const PlannedWrite& w, bool counts_spend,
           .count();
   // Within a slot, a started dispatch's Job before another agent's run
   // create, so a heartbeat whose run exists gets its Job first. (At 200
-  // agents and 16 workers the bench measured the same p99 with and without.)
+  // agents and 16 workers the p99 is the same with and without.)
   const int64_t order = slot_seconds * kDispatchStages;
   switch (w.op) {
     case WriteOp::kCreateRun:

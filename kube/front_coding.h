@@ -25,7 +25,7 @@ void get_front_coded(const char*& at, const char* end, std::string& key);
 
 // An append-only list of keys, front-coded in one string: what a relist
 // reports (added, changed, deleted) is in key order, and at 160,000 runs a
-// std::vector<std::string> of those keys was about 13 MiB at the operator's
+// std::vector<std::string> of those keys is about 13 MiB at the operator's
 // peak; front-coded it is about 1 MiB.
 class FrontCodedKeys {
  public:

@@ -1,7 +1,7 @@
 // A list answer's body split into its items as the bytes arrive, so a page
 // is never held whole: at 1,000 agents the bodies of the pages the
 // informers listed at once (each grown by doubling, with the transport's own
-// copy beside it) were 17 of the operator's 21 MiB of peak heap, and the
+// copy beside it) would be 17 of the operator's 21 MiB of peak heap, and the
 // same at any fleet size. Only the item being received and the list's
 // envelope (kind, metadata) are kept; each whole item goes to the handler.
 // An item too large or too deep (refusal_for, the decision the watch takes

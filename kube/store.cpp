@@ -188,7 +188,7 @@ void Store::replace(std::vector<nlohmann::json> items) {
 }
 
 // What a swap changed, each list in key order. Keys only, front-coded: at
-// 160,000 runs a vector of the added keys was about 13 MiB at the
+// 160,000 runs a vector of the added keys is about 13 MiB at the
 // operator's peak (the first list), front-coded about 1 MiB.
 struct Store::SwapChanges {
   FrontCodedKeys added, changed, deleted;

@@ -25,7 +25,7 @@ inline constexpr std::chrono::milliseconds kWorkqueueBackoffMin = 5ms;
 // are timed (a run's deadline, the next slot), and a pass that fails gives
 // no requeue time of its own. After an outage of a few minutes in which
 // every event's pass failed, an agent is looked at again within a minute
-// of the recovery, not a quarter of an hour later (found by the simulation).
+// of the recovery, not a quarter of an hour later.
 inline constexpr std::chrono::milliseconds kWorkqueueBackoffMax = 60s;
 
 struct WorkQueueStats {

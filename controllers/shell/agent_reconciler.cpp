@@ -10,7 +10,6 @@
 #include "controllers/agent_conditions.h"
 #include "controllers/agent_grants.h"
 #include "controllers/agent_ledger.h"
-#include "controllers/agent_ledger.h"
 #include "controllers/cache_projection.h"
 #include "controllers/job_pods.h"
 #include "controllers/managed_namespaces.h"
@@ -282,7 +281,7 @@ kube::Result<std::string> AgentReconciler::ensure_agent_objects(
     if (kind == kKindLeases) lease_marked = agent_objects_made(&existing, uid);
   }
   // Every object is there and this Agent's: mark the Lease for the next
-  // restart (once per Agent; an older operator's Lease once too).
+  // restart (once per Agent, or once for a Lease made without the mark).
   if (!lease_marked) HB_TRY(mark_objects_made(ns, lease_name));
   std::lock_guard lock(mutex_);
   ensured_agents_[object_key(agent)] = uid;

@@ -59,7 +59,7 @@ inline constexpr const char* kWriteJobDelete = "job_delete";
 inline constexpr const char* kWriteEvent = "event";
 inline constexpr const char* kWriteAgentObjectCreate = "agent_object_create";
 inline constexpr const char* kWriteAgentObjectMark = "agent_object_mark";  // once per Agent
-// A Role or RoleBinding an earlier version made for an object someone else owns.
+// A Role or RoleBinding found naming an object someone else owns.
 inline constexpr const char* kWriteAgentGrantDelete = "agent_grant_delete";
 // The durable ledger's record of an agent (ledger_record.h), once per counted run.
 inline constexpr const char* kWriteLedger = "ledger";

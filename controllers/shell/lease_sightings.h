@@ -3,7 +3,7 @@
 // saw it, measured on the operator's steady clock, so a runner whose clock
 // lags (or an operator whose wall clock jumped) does not fail a run that is
 // beating. Kept only while the agent has a run that is not final (only such
-// a run's clock reads it; at 10,000 idle agents a sighting each was about
+// a run's clock reads it; at 10,000 idle agents a sighting each would be about
 // 1.4 MiB), and forgotten with the Agent. A sighting made afresh is later,
 // never earlier, than the one forgotten, and a run's own first sighting
 // (below) bounds the stall clock anyway; a restarted operator sees every
@@ -57,7 +57,7 @@ class LeaseSightings {
     SteadyTime at;
   };
   // One entry an agent, its key held once: two maps by agent key and a map
-  // of runs in each were about 290 bytes an agent with a run going on
+  // of runs in each would take about 290 bytes an agent with a run going on
   // (heaptrack, 1,000 agents).
   struct AgentSightings {
     std::optional<LeaseSighting> lease;

@@ -74,8 +74,8 @@ void RunIndex::Agent::compact() {
 }
 
 // Room left for more names when `names` grows: a little, not the doubling
-// std::string does (at 10,000 agents that slack was 40% of the names, 193
-// of 481 bytes an agent). Growing copies at most an agent's names (a few KB
+// std::string does (at 10,000 agents that slack would be 40% of the names,
+// 193 of 481 bytes an agent). Growing copies at most an agent's names (a few KB
 // at the largest history), once every few runs.
 constexpr std::size_t kNamesHeadroomBytesMin = 48;
 constexpr std::size_t kNamesHeadroomFraction = 8;  // names.size() / this

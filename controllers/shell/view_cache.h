@@ -11,9 +11,8 @@
 // settled its next pass comes with a write to it (a new resourceVersion,
 // viewed afresh anyway) or at its next slot. Of those, only the ones
 // reconciled most recently (a bound, not the fleet: at 10,000 agents views of
-// all of them were 44 MiB, and 1,000 of them, the old bound, 3.9 MiB by
-// heaptrack); a pass for another agent views it afresh.
-// Thread-safe; one reconcile per agent key runs at a time.
+// all of them take 44 MiB, and 1,000 of them 3.9 MiB, by heaptrack); a pass for another agent views
+// it afresh. Thread-safe; one reconcile per agent key runs at a time.
 #pragma once
 
 #include <cstddef>

@@ -93,6 +93,30 @@ class E2eTest : public ::testing::Test {
     a["spec"].merge_patch(extra);
     return a;
   }
+  // An Agent of `team` whose every run costs 1 cent: its first reply is
+  // priced 1 cent and spec.budget.perRunCents stops the run there.
+  json one_cent_agent(const std::string& name, const std::string& team) {
+    const json one_cent_a_run = {
+        {"maxTokens", 100},
+        {"pricing", {{"inputCentsPerMillionTokens", 0}, {"outputCentsPerMillionTokens", 10000}}}};
+    json manifest =
+        agent_manifest_e2e(name, "Spend. [[expensive]]",
+                           {{"model", one_cent_a_run}, {"budget", {{"perRunCents", 1}}}});
+    manifest["metadata"]["labels"] = {{"team", team}};
+    return manifest;
+  }
+  // A HeartbeatPolicy over the Agents labelled team=`team`, with a team budget.
+  void create_team_policy(const std::string& name, const std::string& team, int64_t cents) {
+    client_
+        ->create(res::kHeartbeatPolicies, ns_,
+                 {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                  {"kind", "HeartbeatPolicy"},
+                  {"metadata", {{"name", name}}},
+                  {"spec",
+                   {{"selector", {{"matchLabels", {{"team", team}}}}},
+                    {"budget", {{"monthlyCents", cents}}}}}})
+        .or_throw();
+  }
   json create_agent(const json& manifest) {
     return client_->create(res::kAgents, ns_, manifest).or_throw();
   }

@@ -289,26 +289,8 @@ TEST_F(E2eTest, BudgetExhaustionPausesTheAgent) {
 // both stop at once, naming the policy; `kubectl get hbp` shows the spend;
 // a raised team budget lets a queued run go.
 TEST_F(E2eTest, APolicyBudgetStopsTwoAgentsAtOnce) {
-  const json one_cent_a_run = {
-      {"maxTokens", 100},
-      {"pricing", {{"inputCentsPerMillionTokens", 0}, {"outputCentsPerMillionTokens", 10000}}}};
-  for (const char* name : {"team-1", "team-2"}) {
-    // perRunCents stops each run at its first 1-cent reply.
-    json manifest =
-        agent_manifest_e2e(name, "Spend. [[expensive]]",
-                           {{"model", one_cent_a_run}, {"budget", {{"perRunCents", 1}}}});
-    manifest["metadata"]["labels"] = {{"team", "blue"}};
-    create_agent(manifest);
-  }
-  client_
-      ->create(res::kHeartbeatPolicies, ns_,
-               {{"apiVersion", "heartbeat.dev/v1alpha1"},
-                {"kind", "HeartbeatPolicy"},
-                {"metadata", {{"name", "blue-team"}}},
-                {"spec",
-                 {{"selector", {{"matchLabels", {{"team", "blue"}}}}},
-                  {"budget", {{"monthlyCents", 2}}}}}})
-      .or_throw();
+  for (const char* name : {"team-1", "team-2"}) create_agent(one_cent_agent(name, "blue"));
+  create_team_policy("blue-team", "blue", 2);
   wait_ready(start_operator());
   kubectl_create_run("team-1", "team-1-1");
   ASSERT_TRUE(wait_phase("team-1-1", "Succeeded", 60s)) << run("team-1-1").dump(2);

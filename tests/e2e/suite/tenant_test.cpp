@@ -139,21 +139,8 @@ TEST_F(SmugglingTest, ASmugglingNameNeverReachesTheApiServerWithTheOperatorsToke
 // spend does not move, and the ledger ConfigMap in the release namespace
 // is one the tenant can neither read nor delete (the admin can: the control).
 TEST_F(TenantTest, DeletingReapplyingOrRelabellingAnAgentLiftsNoLimit) {
-  const json one_cent_a_run = {
-      {"maxTokens", 100},
-      {"pricing", {{"inputCentsPerMillionTokens", 0}, {"outputCentsPerMillionTokens", 10000}}}};
-  json manifest = agent_manifest_e2e("spender", "Spend. [[expensive]]",
-                                     {{"model", one_cent_a_run}, {"budget", {{"perRunCents", 1}}}});
-  manifest["metadata"]["labels"] = {{"team", "blue"}};
-  client_
-      ->create(res::kHeartbeatPolicies, ns_,
-               {{"apiVersion", "heartbeat.dev/v1alpha1"},
-                {"kind", "HeartbeatPolicy"},
-                {"metadata", {{"name", "blue-team"}}},
-                {"spec",
-                 {{"selector", {{"matchLabels", {{"team", "blue"}}}}},
-                  {"budget", {{"monthlyCents", 100}}}}}})
-      .or_throw();
+  const json manifest = one_cent_agent("spender", "blue");
+  create_team_policy("blue-team", "blue", 100);
   tenant_->create(res::kAgents, ns_, manifest).or_throw();
   wait_ready(start_operator());
   kubectl_create_run("spender", "spender-1");
