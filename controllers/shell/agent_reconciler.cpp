@@ -16,6 +16,7 @@
 #include "controllers/names.h"
 #include "controllers/pricing.h"
 #include "controllers/run_conditions.h"
+#include "controllers/schedule/spend.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/shell/agent_pass_writer.h"
 #include "controllers/text_util.h"
@@ -548,8 +549,9 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
   // token cap of the Agent and its policies.
   const AgentSpec spec = parse_agent_spec(agent).spec;
   const std::vector<PolicySpec> policies = policies_over(ns, name_of(agent));
+  HB_TRY_ASSIGN(const std::optional<double> budget_left, budget_left_cents(agent, spec, now));
   const Json context = render_context(
-      {&agent, &run, *prompt.text, with_reread(history, reread), now}, config_.job,
+      {&agent, &run, *prompt.text, with_reread(history, reread), now, budget_left}, config_.job,
       effective_pricing(spec, policies).pricing, effective_per_run_tokens(spec, policies));
   const std::string context_text = context.dump();
   if (auto too_large = context_too_large(context_text.size(), prompt.source, prompt.text->size())) {
@@ -895,6 +897,19 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   return with_retention(
       requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way), orphans_due,
       now);
+}
+
+kube::Result<std::optional<double>> AgentReconciler::budget_left_cents(const Json& agent,
+                                                                       const AgentSpec& spec,
+                                                                       TimePoint now) {
+  const std::string ns = namespace_of(agent);
+  HB_TRY_ASSIGN(const std::optional<LedgerRecord> record,
+                ledger_record(ns, name_of(agent), nullptr, now));
+  const double spent = record ? spend_in(*record, schedule::spend_period(now)).cents : 0;
+  const std::vector<schedule::PolicyBudget> teams =
+      config_.policies ? config_.policies->budgets_for(object_key(ns, name_of(agent)), now)
+                       : std::vector<schedule::PolicyBudget>{};
+  return smallest_budget_left(spec.monthly_budget_cents, spent, teams);
 }
 
 kube::Result<std::optional<LedgerRecord>> AgentReconciler::ledger_record(const std::string& ns,

@@ -198,6 +198,10 @@ class AgentReconciler {
   kube::Result<std::optional<LedgerRecord>> ledger_record(const std::string& ns,
                                                           const std::string& name,
                                                           const AgentStatus* status, TimePoint now);
+  // The least budget left this month for the run about to start: the
+  // Agent's by its ledger record and each team budget over it.
+  kube::Result<std::optional<double>> budget_left_cents(const Json& agent, const AgentSpec& spec,
+                                                        TimePoint now);
   // Records `charges` in the agent's durable ledger before anything else
   // the pass writes: each under the policies stamped on its run and those
   // selecting the agent now. `runs`: every run of the name (this Agent's
