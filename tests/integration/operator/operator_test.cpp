@@ -878,11 +878,12 @@ TEST_F(OperatorTest, ADeletedAgentsRunsOutliveItUntilTheirRetention) {
       << "the run is not the Agent's to take along";
   EXPECT_EQ(run("gone-m1")["status"]["charge"], finished["status"]["charge"]);
 
-  // The same name again: the old run is not this Agent's (not counted, not adopted).
+  // The same name again: the old run is not this Agent's (not counted again, not adopted).
   create_agent(agent_manifest("gone", {{"prompt", "Work."}}));
   ASSERT_TRUE(wait_until([&] { return agent("gone")["status"].contains("phase"); }, 20s));
   EXPECT_NE(string_at(agent("gone"), "metadata/uid"), old_uid);
-  EXPECT_EQ(controllers::number_at(agent("gone"), "status/spend/cents").value_or(0), 0);
+  // Its month's spend is the name's (the ledger), not the new object's 0.
+  EXPECT_EQ(controllers::number_at(agent("gone"), "status/spend/cents").value_or(0), spent);
   EXPECT_EQ(run("gone-m1")["metadata"]["annotations"].value("heartbeat.dev/agent-uid", ""),
             old_uid);
 
