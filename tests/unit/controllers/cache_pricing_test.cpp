@@ -43,7 +43,7 @@ UsageCounts usage(int64_t input, int64_t output, int64_t read, int64_t write) {
   return u;
 }
 
-// What today's operator charges: every input token at the input price.
+// Every input token at the input price.
 double uncached_cents(int64_t input, int64_t output) {
   return (static_cast<double>(input) * kInputCents + static_cast<double>(output) * kOutputCents) /
          kTokensPerMillion;
@@ -64,7 +64,7 @@ TEST(CachePricing, ReadsAndWritesAreChargedTheirPricesAndTheRestTheInputPrice) {
   EXPECT_DOUBLE_EQ(c.cost_cents, (60000.0 + 18000 + 75000 + 150000) / kTokensPerMillion);
   EXPECT_EQ(c.usage.cache_read_input_tokens, 600);
   EXPECT_EQ(c.usage.cache_write_input_tokens, 200);
-  // No cache counts: as before, all input at the input price.
+  // No cache counts: all input at the input price.
   EXPECT_DOUBLE_EQ(charge_run(charge_input(usage(1000, 100, 0, 0), std::nullopt)).cost_cents,
                    uncached_cents(1000, 100));
 }
@@ -128,22 +128,22 @@ TEST(CachePricing, TheLeaseReportsCacheCountsAndALoweredOneIsNoticed) {
   EXPECT_TRUE(usage_below_in_some_field(lowered, high));
 }
 
-// api/usage_report.h: the cache counts ride the Lease report; old reports
-// still decode, and a bad cache count never drops the report (that would
+// api/usage_report.h: the cache counts ride the Lease report; a report
+// without them decodes, and a bad cache count never drops the report (that would
 // lower the charge of a killed runner).
-TEST(CacheUsageReport, RoundTripsAndOldReportsStillDecode) {
+TEST(CacheUsageReport, RoundTripsAndAReportWithoutThemDecodes) {
   api::UsageReport r{"agent-1", 2, 1500, 300, 1, 2, 900, 100};
   api::DecodedUsageReport d = api::decode_usage_report(api::encode_usage_report(r));
   ASSERT_TRUE(d.report) << d.problem;
   EXPECT_EQ(*d.report, r);
-  const std::string old =
+  const std::string without_cache =
       R"({"inputTokens":1500,"iterations":2,"llmCalls":2,"outputTokens":300,"run":"agent-1","toolCalls":1})";
-  d = api::decode_usage_report(old);
+  d = api::decode_usage_report(without_cache);
   ASSERT_TRUE(d.report) << d.problem;
   EXPECT_EQ(d.report->input_tokens, 1500);
   EXPECT_EQ(d.report->cache_read_input_tokens, 0);
-  EXPECT_EQ(api::encode_usage_report({"agent-1", 2, 1500, 300, 1, 2}), old)
-      << "a report without cache counts is written as before";
+  EXPECT_EQ(api::encode_usage_report({"agent-1", 2, 1500, 300, 1, 2}), without_cache)
+      << "a report without cache counts is written without their keys";
 }
 
 TEST(CacheUsageReport, BadCacheCountsAreDroppedAndTheReportKept) {
@@ -207,7 +207,7 @@ TEST(CachePricing, APolicysCachePricesChargeAnUnpricedAgent) {
 
 // The policy's price is a floor: an author's cheap cache price cannot lower
 // a policy's input price (a policy without a cache price charges all input
-// at its input price, as before), nor its cache price.
+// at its input price), nor its cache price.
 TEST(CachePricing, AnAgentsCachePriceNeverLowersAPolicysFloor) {
   const Pricing cheap{kInputCents, kOutputCents, 1, 1};
   EffectivePricing e =
