@@ -28,6 +28,10 @@ std::optional<Provider> parse_provider(std::string_view name);
 struct Pricing {
   double input_cents_per_million_tokens = 0;
   double output_cents_per_million_tokens = 0;
+  // Prompt-cache reads and writes; unset (a document without them): the
+  // input price.
+  std::optional<double> cached_input_cents_per_million_tokens = std::nullopt;
+  std::optional<double> cache_write_input_cents_per_million_tokens = std::nullopt;
   bool operator==(const Pricing&) const = default;
 };
 

@@ -155,6 +155,10 @@ void parse_model(const json& doc, ContextDocument& out) {
         optional_number(*pricing, "model.pricing", "inputCentsPerMillionTokens", 0).value_or(0);
     out.model.pricing.output_cents_per_million_tokens =
         optional_number(*pricing, "model.pricing", "outputCentsPerMillionTokens", 0).value_or(0);
+    out.model.pricing.cached_input_cents_per_million_tokens =
+        optional_number(*pricing, "model.pricing", "cachedInputCentsPerMillionTokens", 0);
+    out.model.pricing.cache_write_input_cents_per_million_tokens =
+        optional_number(*pricing, "model.pricing", "cacheWriteInputCentsPerMillionTokens", 0);
   }
 }
 

@@ -14,6 +14,14 @@ json render_model(const ModelConfig& model) {
                {{"inputCentsPerMillionTokens", model.pricing.input_cents_per_million_tokens},
                 {"outputCentsPerMillionTokens", model.pricing.output_cents_per_million_tokens}}}};
   if (!model.base_url.empty()) out["baseURL"] = model.base_url;
+  const Pricing& p = model.pricing;
+  if (p.cached_input_cents_per_million_tokens) {
+    out["pricing"]["cachedInputCentsPerMillionTokens"] = *p.cached_input_cents_per_million_tokens;
+  }
+  if (p.cache_write_input_cents_per_million_tokens) {
+    out["pricing"]["cacheWriteInputCentsPerMillionTokens"] =
+        *p.cache_write_input_cents_per_million_tokens;
+  }
   return out;
 }
 

@@ -11,6 +11,20 @@ using nlohmann::json;
 
 // A report is a flat object: depth 1, so no nesting is parsed at all.
 constexpr std::size_t kUsageReportDepthMax = 2;
+constexpr const char* kCacheReadKey = "cacheReadInputTokens";
+constexpr const char* kCacheWriteKey = "cacheWriteInputTokens";
+
+// Parts of the input: believed only whole and within it; never a reason to
+// drop the report (that would lower the charge).
+void read_cache_counts(const json& doc, UsageReport& r) {
+  int64_t read = 0, write = 0;
+  if (read_usage_count(doc, kCacheReadKey, read).empty() &&
+      read_usage_count(doc, kCacheWriteKey, write).empty() && read <= r.input_tokens &&
+      write <= r.input_tokens - read) {
+    r.cache_read_input_tokens = read;
+    r.cache_write_input_tokens = write;
+  }
+}
 
 }  // namespace
 
@@ -30,13 +44,15 @@ std::string read_usage_count(const json& object, const char* key, int64_t& out) 
 }
 
 std::string encode_usage_report(const UsageReport& r) {
-  return json{{"run", r.run},
-              {"llmCalls", r.llm_calls},
-              {"inputTokens", r.input_tokens},
-              {"outputTokens", r.output_tokens},
-              {"toolCalls", r.tool_calls},
-              {"iterations", r.iterations}}
-      .dump();
+  json doc{{"run", r.run},
+           {"llmCalls", r.llm_calls},
+           {"inputTokens", r.input_tokens},
+           {"outputTokens", r.output_tokens},
+           {"toolCalls", r.tool_calls},
+           {"iterations", r.iterations}};
+  if (r.cache_read_input_tokens > 0) doc[kCacheReadKey] = r.cache_read_input_tokens;
+  if (r.cache_write_input_tokens > 0) doc[kCacheWriteKey] = r.cache_write_input_tokens;
+  return doc.dump();
 }
 
 DecodedUsageReport decode_usage_report(std::string_view text) {
@@ -73,6 +89,7 @@ DecodedUsageReport decode_usage_report(std::string_view text) {
       return out;
     }
   }
+  read_cache_counts(doc, r);
   out.report = std::move(r);
   return out;
 }

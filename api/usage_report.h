@@ -24,10 +24,16 @@ struct UsageReport {
   int64_t output_tokens = 0;
   int64_t tool_calls = 0;
   int64_t iterations = 0;
+  // Parts of input_tokens: prompt-cache reads and writes (api/run_result.h).
+  // Written only when above 0; decoded as 0 when absent, malformed or
+  // together more than input_tokens (the report itself still stands).
+  int64_t cache_read_input_tokens = 0;
+  int64_t cache_write_input_tokens = 0;
   bool operator==(const UsageReport&) const = default;
 };
 
 // {"run":"x","llmCalls":1,"inputTokens":2,"outputTokens":3,"toolCalls":4,"iterations":5}
+// plus "cacheReadInputTokens" and "cacheWriteInputTokens" when above 0.
 std::string encode_usage_report(const UsageReport& report);
 
 struct DecodedUsageReport {

@@ -101,6 +101,13 @@ void parse_per_run_tokens(const Json& spec, AgentSpec& s, std::vector<std::strin
   }
 }
 
+// An optional price of spec.model: unset when absent, else within the CRD's bounds.
+std::optional<double> clamped_price(const Json& model, std::string_view path) {
+  const std::optional<double> price = number_at(model, path);
+  if (!price) return std::nullopt;
+  return std::clamp(*price, 0.0, kPriceCentsPerMillionTokensMax);
+}
+
 }  // namespace
 
 SpecCheck parse_agent_spec(const Json& agent) {
@@ -159,6 +166,10 @@ SpecCheck parse_agent_spec(const Json& agent) {
   s.pricing.output_cents_per_million_tokens =
       std::clamp(number_at(model, "pricing/outputCentsPerMillionTokens").value_or(0), 0.0,
                  kPriceCentsPerMillionTokensMax);
+  s.pricing.cached_input_cents_per_million_tokens =
+      clamped_price(model, "pricing/cachedInputCentsPerMillionTokens");
+  s.pricing.cache_write_input_cents_per_million_tokens =
+      clamped_price(model, "pricing/cacheWriteInputCentsPerMillionTokens");
   s.max_tokens = std::clamp<int64_t>(int_at(model, "maxTokens").value_or(kModelMaxTokensDefault), 1,
                                      kModelMaxTokensMax);
 

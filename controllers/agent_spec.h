@@ -41,7 +41,17 @@ enum class BudgetResume { kManual, kNextPeriod };
 struct Pricing {
   double input_cents_per_million_tokens = 0;
   double output_cents_per_million_tokens = 0;
+  // Prompt-cache reads and writes, parts of the input the runner reports
+  // (api/run_result.h); unset: the input price.
+  std::optional<double> cached_input_cents_per_million_tokens = std::nullopt;
+  std::optional<double> cache_write_input_cents_per_million_tokens = std::nullopt;
 };
+inline double cached_input_price(const Pricing& p) {
+  return p.cached_input_cents_per_million_tokens.value_or(p.input_cents_per_million_tokens);
+}
+inline double cache_write_input_price(const Pricing& p) {
+  return p.cache_write_input_cents_per_million_tokens.value_or(p.input_cents_per_million_tokens);
+}
 // The CRD's maximum for either price ($1M per million tokens): keeps every
 // cost finite and exact enough in a double.
 inline constexpr double kPriceCentsPerMillionTokensMax = 1e8;

@@ -185,6 +185,9 @@ api::ContextDocument context_document(const ContextInput& in, const JobConfig& c
   if (pricing) {
     doc.model.pricing.input_cents_per_million_tokens = pricing->input_cents_per_million_tokens;
     doc.model.pricing.output_cents_per_million_tokens = pricing->output_cents_per_million_tokens;
+    doc.model.pricing.cached_input_cents_per_million_tokens = cached_input_price(*pricing);
+    doc.model.pricing.cache_write_input_cents_per_million_tokens =
+        cache_write_input_price(*pricing);
   }
   doc.persona = string_at(spec, "persona");
   doc.memory_blocks = memory_blocks(spec);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,9 @@ struct PolicyPrice {
   std::string model;     // exact spec.model.model, or "*"
   double input_cents_per_million_tokens = 0;
   double output_cents_per_million_tokens = 0;
-  // Kept in the API; not charged until the runner reports cached input tokens.
-  double cached_input_cents_per_million_tokens = 0;
+  // Prompt-cache reads and writes; unset: this entry's input price.
+  std::optional<double> cached_input_cents_per_million_tokens = std::nullopt;
+  std::optional<double> cache_write_input_cents_per_million_tokens = std::nullopt;
 };
 
 struct PolicySpec {

@@ -1,5 +1,7 @@
 #include "controllers/pricing.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <set>
 #include <utility>
@@ -11,20 +13,26 @@ namespace hb::controllers {
 
 namespace {
 
-// A price field: absent is 0; anything but a finite number in [0, max] is
-// an error naming the field.
-double parse_price(const Json& entry, const char* key, const std::string& field,
-                   std::vector<std::string>& errors) {
+// A price field: absent is unset; anything but a finite number in [0, max]
+// is an error naming the field.
+std::optional<double> parse_optional_price(const Json& entry, const char* key,
+                                           const std::string& field,
+                                           std::vector<std::string>& errors) {
   const Json* value = find_path(entry, key);
-  if (value == nullptr || value->is_null()) return 0;
+  if (value == nullptr || value->is_null()) return std::nullopt;
   const bool number = value->is_number() && std::isfinite(value->get<double>());
   if (!number || value->get<double>() < 0 ||
       value->get<double>() > kPriceCentsPerMillionTokensMax) {
     errors.push_back(field + "." + key + ": must be a number from 0 to " +
                      std::to_string(static_cast<int64_t>(kPriceCentsPerMillionTokensMax)));
-    return 0;
+    return std::nullopt;
   }
   return value->get<double>();
+}
+
+double parse_price(const Json& entry, const char* key, const std::string& field,
+                   std::vector<std::string>& errors) {
+  return parse_optional_price(entry, key, field, errors).value_or(0);
 }
 
 // One spec.pricing entry; nullopt (with errors) when it cannot price.
@@ -48,7 +56,9 @@ std::optional<PolicyPrice> parse_price_entry(const Json& entry, const std::strin
   price.output_cents_per_million_tokens =
       parse_price(entry, "outputCentsPerMillionTokens", field, errors);
   price.cached_input_cents_per_million_tokens =
-      parse_price(entry, "cachedInputCentsPerMillionTokens", field, errors);
+      parse_optional_price(entry, "cachedInputCentsPerMillionTokens", field, errors);
+  price.cache_write_input_cents_per_million_tokens =
+      parse_optional_price(entry, "cacheWriteInputCentsPerMillionTokens", field, errors);
   if (errors.size() != errors_before) return std::nullopt;
   return price;
 }
@@ -67,6 +77,44 @@ struct PolicyField {
   // Charged instead of the agent's price: a tie goes to the policy (the
   // team's price is the one enforced).
   bool wins_over(double agent_price) const { return !policy.empty() && cents >= agent_price; }
+};
+
+// Input, output, cache read, cache write.
+constexpr std::size_t kPriceFields = 4;
+
+std::array<double, kPriceFields> price_fields(const Pricing& p) {
+  return {p.input_cents_per_million_tokens, p.output_cents_per_million_tokens,
+          cached_input_price(p), cache_write_input_price(p)};
+}
+
+std::array<double, kPriceFields> price_fields(const PolicyPrice& p) {
+  return price_fields(Pricing{p.input_cents_per_million_tokens, p.output_cents_per_million_tokens,
+                              p.cached_input_cents_per_million_tokens,
+                              p.cache_write_input_cents_per_million_tokens});
+}
+
+// A price charged, and the policy whose it is (empty: the Agent's).
+struct PricedField {
+  double cents = 0;
+  std::string policy;
+};
+
+struct PolicyFields {
+  std::array<PolicyField, kPriceFields> fields;
+  void offer(const PolicyPrice& price, const std::string& key) {
+    const std::array<double, kPriceFields> cents = price_fields(price);
+    for (std::size_t i = 0; i < kPriceFields; ++i) fields[i].offer(cents[i], key);
+  }
+  // Per field, the higher of the Agent's price and the policies'.
+  std::array<PricedField, kPriceFields> charged(const Pricing& agent) const {
+    const std::array<double, kPriceFields> own = price_fields(agent);
+    std::array<PricedField, kPriceFields> out;
+    for (std::size_t i = 0; i < kPriceFields; ++i) {
+      out[i] = fields[i].wins_over(own[i]) ? PricedField{fields[i].cents, fields[i].policy}
+                                           : PricedField{own[i], ""};
+    }
+    return out;
+  }
 };
 
 }  // namespace
@@ -107,29 +155,31 @@ const PolicyPrice* policy_price_for(const PolicySpec& policy, std::string_view p
 EffectivePricing effective_pricing(const AgentSpec& agent,
                                    const std::vector<PolicySpec>& selecting) {
   EffectivePricing out;
-  out.pricing = agent.pricing;
   out.priced = agent.pricing.input_cents_per_million_tokens > 0 ||
                agent.pricing.output_cents_per_million_tokens > 0;
-  PolicyField input, output;
+  PolicyFields policies;
   for (const PolicySpec& policy : selecting) {
     if (!policy.valid()) continue;
     const PolicyPrice* price = policy_price_for(policy, agent.provider, agent.model);
     if (price == nullptr) continue;
     out.priced = true;
-    const std::string key = object_key(policy.ns, policy.name);
-    input.offer(price->input_cents_per_million_tokens, key);
-    output.offer(price->output_cents_per_million_tokens, key);
+    policies.offer(*price, object_key(policy.ns, policy.name));
   }
-  const bool input_policy = input.wins_over(agent.pricing.input_cents_per_million_tokens);
-  const bool output_policy = output.wins_over(agent.pricing.output_cents_per_million_tokens);
-  if (input_policy) out.pricing.input_cents_per_million_tokens = input.cents;
-  if (output_policy) out.pricing.output_cents_per_million_tokens = output.cents;
-  if (input_policy && output_policy) {
+  const std::array<PricedField, kPriceFields> fields = policies.charged(agent.pricing);
+  out.pricing = {fields[0].cents, fields[1].cents, fields[2].cents, fields[3].cents};
+  const auto won = static_cast<std::size_t>(std::count_if(
+      fields.begin(), fields.end(), [](const PricedField& f) { return !f.policy.empty(); }));
+  if (won == kPriceFields) {
     out.source = kPricingSourcePolicy;
-  } else if (input_policy || output_policy) {
+  } else if (won > 0) {
     out.source = kPricingSourceBoth;
   }
-  out.policy = input_policy ? input.policy : output_policy ? output.policy : "";
+  for (const PricedField& f : fields) {
+    if (!f.policy.empty()) {
+      out.policy = f.policy;
+      break;
+    }
+  }
   return out;
 }
 

@@ -29,10 +29,12 @@ inline constexpr std::size_t kPolicyPricesMax = 256;
 
 struct EffectivePricing {
   Pricing pricing;
-  // kPricingSource*: whose price was charged (per field; "both" when the
-  // input price came from one and the output price from the other).
+  // Every price set: a cache price neither names is the input price.
+  // kPricingSource*: whose price was charged (per field of input, output,
+  // cache read and cache write; "both" when some came from each).
   std::string source = kPricingSourceAgent;
-  // "ns/name" of the policy whose price was charged; empty when none was.
+  // "ns/name" of the policy whose price was charged (the first field's a
+  // policy won); empty when none was.
   std::string policy;
   // The Agent's price or a policy's names this provider+model.
   bool priced = false;

@@ -31,18 +31,30 @@ std::string clamp_to_bounds(UsageCounts& usage, const UsageBounds& bounds) {
   return problem;
 }
 
+// A bound charged is charged at the input price.
+UsageCounts without_cache_counts(UsageCounts usage) {
+  usage.cache_read_input_tokens = 0;
+  usage.cache_write_input_tokens = 0;
+  return usage;
+}
+
 }  // namespace
 
 UsageCounts usage_field_max(const UsageCounts& a, const UsageCounts& b) {
-  return {std::max(a.llm_calls, b.llm_calls), std::max(a.input_tokens, b.input_tokens),
-          std::max(a.output_tokens, b.output_tokens), std::max(a.tool_calls, b.tool_calls),
-          std::max(a.iterations, b.iterations)};
+  return {std::max(a.llm_calls, b.llm_calls),
+          std::max(a.input_tokens, b.input_tokens),
+          std::max(a.output_tokens, b.output_tokens),
+          std::max(a.tool_calls, b.tool_calls),
+          std::max(a.iterations, b.iterations),
+          std::max(a.cache_read_input_tokens, b.cache_read_input_tokens),
+          std::max(a.cache_write_input_tokens, b.cache_write_input_tokens)};
 }
 
 bool usage_below_in_some_field(const UsageCounts& a, const UsageCounts& b) {
   return a.llm_calls < b.llm_calls || a.input_tokens < b.input_tokens ||
          a.output_tokens < b.output_tokens || a.tool_calls < b.tool_calls ||
-         a.iterations < b.iterations;
+         a.iterations < b.iterations || a.cache_read_input_tokens < b.cache_read_input_tokens ||
+         a.cache_write_input_tokens < b.cache_write_input_tokens;
 }
 
 int64_t saturating_add(int64_t a, int64_t b) {
@@ -68,12 +80,37 @@ UsageBounds usage_bounds(const AgentSpec& spec) {
           saturating_mul(calls, std::max<int64_t>(1, spec.max_tokens))};
 }
 
-double cost_cents(int64_t input_tokens, int64_t output_tokens, const Pricing& pricing) {
-  const double in = static_cast<double>(std::max<int64_t>(0, input_tokens));
-  const double out = static_cast<double>(std::max<int64_t>(0, output_tokens));
-  const double cents = in * pricing.input_cents_per_million_tokens / kTokensPerMillion +
-                       out * pricing.output_cents_per_million_tokens / kTokensPerMillion;
+UsageCounts believed_cache_counts(UsageCounts usage) {
+  const bool believed =
+      usage.input_tokens >= 0 && usage.cache_read_input_tokens >= 0 &&
+      usage.cache_write_input_tokens >= 0 && usage.cache_read_input_tokens <= usage.input_tokens &&
+      usage.cache_write_input_tokens <= usage.input_tokens - usage.cache_read_input_tokens;
+  if (!believed) {
+    usage.cache_read_input_tokens = 0;
+    usage.cache_write_input_tokens = 0;
+  }
+  return usage;
+}
+
+double cost_cents(const UsageCounts& usage, const Pricing& pricing) {
+  const UsageCounts u = believed_cache_counts(usage);
+  const auto tokens = [](int64_t count) {
+    return static_cast<double>(std::max<int64_t>(0, count));
+  };
+  const int64_t uncached = u.input_tokens - u.cache_read_input_tokens - u.cache_write_input_tokens;
+  const double per_million = tokens(uncached) * pricing.input_cents_per_million_tokens +
+                             tokens(u.cache_read_input_tokens) * cached_input_price(pricing) +
+                             tokens(u.cache_write_input_tokens) * cache_write_input_price(pricing) +
+                             tokens(u.output_tokens) * pricing.output_cents_per_million_tokens;
+  const double cents = per_million / kTokensPerMillion;
   return std::isfinite(cents) ? round_to_spend_resolution(cents) : 0;
+}
+
+double cost_cents(int64_t input_tokens, int64_t output_tokens, const Pricing& pricing) {
+  UsageCounts usage;
+  usage.input_tokens = input_tokens;
+  usage.output_tokens = output_tokens;
+  return cost_cents(usage, pricing);
 }
 
 Charge charge_run(const ChargeInput& in) {
@@ -88,7 +125,9 @@ Charge charge_run(const ChargeInput& in) {
   }
   if (std::string problem = clamp_to_bounds(charge.usage, in.bounds); charge.out_of_bounds.empty())
     charge.out_of_bounds = problem;
-  charge.cost_cents = cost_cents(charge.usage.input_tokens, charge.usage.output_tokens, in.pricing);
+  charge.usage = charge.out_of_bounds.empty() ? believed_cache_counts(charge.usage)
+                                              : without_cache_counts(charge.usage);
+  charge.cost_cents = cost_cents(charge.usage, in.pricing);
   if (in.runner_cost_cents) {
     charge.runner_cost_cents = *in.runner_cost_cents;
     charge.cost_mismatch =

@@ -1,5 +1,5 @@
 // What a run is charged. Money is the operator's: cost = tokens x the
-// Agent's spec.model.pricing, never the figure the runner reports (that is
+// effective prices (pricing.h), never the figure the runner reports (that is
 // kept only as a cross-check). Tokens are the larger of the highest Lease
 // beat report seen and the final result, field by field, so a runner killed
 // mid-run is charged for what it reported, and neither a result nor a Lease
@@ -28,6 +28,10 @@ struct UsageCounts {
   int64_t output_tokens = 0;
   int64_t tool_calls = 0;
   int64_t iterations = 0;
+  // Parts of input_tokens the runner reported as prompt-cache reads and
+  // writes; charged at their prices only when together within input_tokens.
+  int64_t cache_read_input_tokens = 0;
+  int64_t cache_write_input_tokens = 0;
   bool operator==(const UsageCounts&) const = default;
 };
 
@@ -68,7 +72,13 @@ bool usage_below_in_some_field(const UsageCounts& a, const UsageCounts& b);
 
 int64_t saturating_add(int64_t a, int64_t b);
 int64_t saturating_mul(int64_t a, int64_t b);
+// The cache counts of `usage` when believed: together within input_tokens;
+// else none, so every input token is charged the input price.
+UsageCounts believed_cache_counts(UsageCounts usage);
 // tokens x pricing, rounded to the spend resolution; finite for any tokens.
+// Cache reads and writes at their prices when believed, the rest of the
+// input at the input price.
+double cost_cents(const UsageCounts& usage, const Pricing& pricing);
 double cost_cents(int64_t input_tokens, int64_t output_tokens, const Pricing& pricing);
 
 }  // namespace hb::controllers

@@ -44,6 +44,7 @@ Json build_final_status(const Json& stored, const Final& f, const Charge& c, Tim
   Json usage = {{"inputTokens", c.usage.input_tokens}, {"outputTokens", c.usage.output_tokens},
                 {"costCents", c.cost_cents},           {"llmCalls", c.usage.llm_calls},
                 {"toolCalls", c.usage.tool_calls},     {"iterations", c.usage.iterations}};
+  put_cache_counts(usage, c.usage);
   if (c.runner_cost_cents && std::isfinite(*c.runner_cost_cents) && *c.runner_cost_cents >= 0) {
     usage["reportedCostCents"] = *c.runner_cost_cents;
   }
@@ -120,8 +121,13 @@ ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunO
                          const std::string& run_name) {
   ChargeInput charge;
   if (result) {
-    charge.result = UsageCounts{result->llm_calls, result->input_tokens, result->output_tokens,
-                                result->tool_calls, result->iterations};
+    charge.result = UsageCounts{result->llm_calls,
+                                result->input_tokens,
+                                result->output_tokens,
+                                result->tool_calls,
+                                result->iterations,
+                                result->cache_read_input_tokens,
+                                result->cache_write_input_tokens};
     charge.result_usage_problem = result->usage_problem;
     charge.runner_cost_cents = result->cost_cents;
   }

@@ -88,9 +88,17 @@ Json charge_record(const std::string& provider, const std::string& model, const 
   charge["model"] = model;
   charge["inputCentsPerMillionTokens"] = pricing.input_cents_per_million_tokens;
   charge["outputCentsPerMillionTokens"] = pricing.output_cents_per_million_tokens;
+  charge["cachedInputCentsPerMillionTokens"] = cached_input_price(pricing);
+  charge["cacheWriteInputCentsPerMillionTokens"] = cache_write_input_price(pricing);
   charge["source"] = source;
   if (!policy.empty()) charge["policy"] = policy;
   return charge;
+}
+
+void put_cache_counts(Json& out, const UsageCounts& usage) {
+  if (usage.cache_read_input_tokens > 0) out[kCacheReadInputTokens] = usage.cache_read_input_tokens;
+  if (usage.cache_write_input_tokens > 0)
+    out[kCacheWriteInputTokens] = usage.cache_write_input_tokens;
 }
 
 std::string audit_line(const Json& run) {
@@ -116,7 +124,8 @@ std::string audit_line(const Json& run) {
     copy_member(line, key, run, path);
   }
   OrderedJson usage = OrderedJson::object();
-  for (const char* key : {"inputTokens", "outputTokens", "llmCalls", "toolCalls", "iterations"}) {
+  for (const char* key : {"inputTokens", kCacheReadInputTokens, kCacheWriteInputTokens,
+                          "outputTokens", "llmCalls", "toolCalls", "iterations"}) {
     copy_member(usage, key, run, std::string("status/usage/") + key);
   }
   line["usage"] = std::move(usage);
@@ -125,7 +134,8 @@ std::string audit_line(const Json& run) {
       charge != nullptr && charge->is_object()) {
     OrderedJson ordered = OrderedJson::object();
     for (const char* key : {"provider", "model", "inputCentsPerMillionTokens",
-                            "outputCentsPerMillionTokens", "source", "policy"}) {
+                            "outputCentsPerMillionTokens", "cachedInputCentsPerMillionTokens",
+                            "cacheWriteInputCentsPerMillionTokens", "source", "policy"}) {
       copy_member(ordered, key, *charge, key);
     }
     line["charge"] = std::move(ordered);

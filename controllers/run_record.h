@@ -17,6 +17,7 @@
 
 #include "controllers/agent_spec.h"
 #include "controllers/json_util.h"
+#include "controllers/run_cost.h"
 
 namespace hb::controllers {
 
@@ -49,10 +50,16 @@ std::string policies_annotation(const std::vector<std::string>& names);
 std::optional<std::vector<std::string>> stamped_policies(const Json& run);
 
 // status.charge: the Agent's spec.model and the prices charged when the
-// cost was computed; `source`: agent | policy | both (pricing.h), `policy`:
-// "ns/name" of the policy whose price was charged (omitted when empty).
+// cost was computed (every one, the cache prices resolved: pricing.h); `source`: agent | policy |
+// both (pricing.h), `policy`: "ns/name" of the policy whose price was charged (omitted when empty).
 Json charge_record(const std::string& provider, const std::string& model, const Pricing& pricing,
                    const std::string& source, const std::string& policy);
+
+// The cache counts' names in status.usage and status.reportedUsage.
+inline constexpr const char* kCacheReadInputTokens = "cacheReadInputTokens";
+inline constexpr const char* kCacheWriteInputTokens = "cacheWriteInputTokens";
+// Writes the cache counts of `usage` above 0 into `out`.
+void put_cache_counts(Json& out, const UsageCounts& usage);
 
 // The audit line for a finished run (the object as written, status
 // included): one JSON object on one line; every string escaped by the

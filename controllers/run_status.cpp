@@ -9,6 +9,7 @@
 #include "controllers/provider_hold.h"
 #include "controllers/run_final_status.h"
 #include "controllers/run_pod_state.h"
+#include "controllers/run_record.h"
 #include "controllers/schedule/blocks.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/text_util.h"
@@ -268,11 +269,14 @@ std::optional<UsageCounts> stored_reported_usage(const Json& run) {
   const Json* stored = find_path(run, std::string("status/") + kStatusReportedUsage);
   if (stored == nullptr || !stored->is_object()) return std::nullopt;
   UsageCounts u;
-  const std::pair<const char*, int64_t*> fields[] = {{"llmCalls", &u.llm_calls},
-                                                     {"inputTokens", &u.input_tokens},
-                                                     {"outputTokens", &u.output_tokens},
-                                                     {"toolCalls", &u.tool_calls},
-                                                     {"iterations", &u.iterations}};
+  const std::pair<const char*, int64_t*> fields[] = {
+      {"llmCalls", &u.llm_calls},
+      {"inputTokens", &u.input_tokens},
+      {"outputTokens", &u.output_tokens},
+      {"toolCalls", &u.tool_calls},
+      {"iterations", &u.iterations},
+      {kCacheReadInputTokens, &u.cache_read_input_tokens},
+      {kCacheWriteInputTokens, &u.cache_write_input_tokens}};
   for (const auto& [key, out] : fields) {
     if (!api::read_usage_count(*stored, key, *out).empty()) return std::nullopt;
   }
@@ -280,11 +284,13 @@ std::optional<UsageCounts> stored_reported_usage(const Json& run) {
 }
 
 Json usage_counts_json(const UsageCounts& u) {
-  return {{"llmCalls", u.llm_calls},
-          {"inputTokens", u.input_tokens},
-          {"outputTokens", u.output_tokens},
-          {"toolCalls", u.tool_calls},
-          {"iterations", u.iterations}};
+  Json out = {{"llmCalls", u.llm_calls},
+              {"inputTokens", u.input_tokens},
+              {"outputTokens", u.output_tokens},
+              {"toolCalls", u.tool_calls},
+              {"iterations", u.iterations}};
+  put_cache_counts(out, u);
+  return out;
 }
 
 // The Lease now reports less than the run reported before, or no longer
@@ -315,7 +321,13 @@ std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_
   api::DecodedUsageReport decoded = api::decode_usage_report(text);
   if (!decoded.report || decoded.report->run != run_name) return std::nullopt;
   const api::UsageReport& r = *decoded.report;
-  return UsageCounts{r.llm_calls, r.input_tokens, r.output_tokens, r.tool_calls, r.iterations};
+  return UsageCounts{r.llm_calls,
+                     r.input_tokens,
+                     r.output_tokens,
+                     r.tool_calls,
+                     r.iterations,
+                     r.cache_read_input_tokens,
+                     r.cache_write_input_tokens};
 }
 
 std::optional<UsageCounts> highest_reported_usage(const RunObservationInput& in,

@@ -8,6 +8,11 @@
 namespace hb::runner {
 
 double cost_cents(const Usage& usage, const api::Pricing& pricing);
+// As the operator charges a reply (controllers/run_cost.h): its cache reads
+// and writes, parts of usage.input_tokens, at their prices when together
+// within it; the rest of the input at the input price.
+double cost_cents(const Usage& usage, long long cache_read_tokens, long long cache_write_tokens,
+                  const api::Pricing& pricing);
 
 // Upper estimate of a request's input tokens from its size: every byte of the
 // system prompt, messages and tool schemas, at kPromptBytesPerTokenMin bytes

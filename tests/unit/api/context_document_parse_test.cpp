@@ -48,6 +48,8 @@ TEST(ContextDocument, ParsesEveryField) {
   EXPECT_EQ(doc.model.base_url, "https://api.anthropic.com");
   EXPECT_EQ(doc.model.max_tokens, 512);
   EXPECT_DOUBLE_EQ(doc.model.pricing.output_cents_per_million_tokens, 1500);
+  EXPECT_FALSE(doc.model.pricing.cached_input_cents_per_million_tokens)
+      << "a document without cache prices: the input price";
   EXPECT_EQ(doc.memory_config_map, "scout-memory");
   ASSERT_EQ(doc.memory_blocks.size(), 2u);
   EXPECT_EQ(doc.memory_blocks[1].limit, kCoreMemoryBlockLimitDefault);
@@ -156,6 +158,18 @@ TEST(Rfc3339, RoundTripsAndRejects) {
   EXPECT_FALSE(parse_rfc3339("9999-05-01T12:00:00Z").has_value());
   EXPECT_FALSE(parse_rfc3339("2201-01-01T00:00:00Z").has_value());
   EXPECT_TRUE(parse_rfc3339("2200-12-31T23:59:59Z").has_value());
+}
+
+TEST(ContextDocument, CachePricesParseAndANegativeOneIsNamed) {
+  json doc = valid_document();
+  doc["model"]["pricing"]["cachedInputCentsPerMillionTokens"] = 30;
+  doc["model"]["pricing"]["cacheWriteInputCentsPerMillionTokens"] = 375;
+  const ContextDocument parsed = parse_context_document(doc);
+  EXPECT_EQ(parsed.model.pricing.cached_input_cents_per_million_tokens, 30);
+  EXPECT_EQ(parsed.model.pricing.cache_write_input_cents_per_million_tokens, 375);
+  doc["model"]["pricing"]["cacheWriteInputCentsPerMillionTokens"] = -1;
+  EXPECT_NE(error_for(doc).find("model.pricing.cacheWriteInputCentsPerMillionTokens"),
+            std::string::npos);
 }
 
 }  // namespace

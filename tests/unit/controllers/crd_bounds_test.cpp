@@ -8,6 +8,7 @@
 #include "api/object_names.h"
 #include "controllers/agent_spec.h"
 #include "controllers/agent_status.h"
+#include "controllers/run_record.h"
 
 namespace hb::controllers {
 namespace {
@@ -32,6 +33,10 @@ TEST(CrdBounds, TheSchemaAndTheCodeAgree) {
   EXPECT_EQ(maximum_of({"model", "pricing", "inputCentsPerMillionTokens"}),
             kPriceCentsPerMillionTokensMax);
   EXPECT_EQ(maximum_of({"model", "pricing", "outputCentsPerMillionTokens"}),
+            kPriceCentsPerMillionTokensMax);
+  EXPECT_EQ(maximum_of({"model", "pricing", "cachedInputCentsPerMillionTokens"}),
+            kPriceCentsPerMillionTokensMax);
+  EXPECT_EQ(maximum_of({"model", "pricing", "cacheWriteInputCentsPerMillionTokens"}),
             kPriceCentsPerMillionTokensMax);
   EXPECT_EQ(maximum_of({"model", "maxTokens"}), static_cast<double>(kModelMaxTokensMax));
   EXPECT_EQ(maximum_of({"heartbeat", "contextRuns"}), static_cast<double>(kContextRunsMax));
@@ -79,6 +84,31 @@ TEST(CrdBounds, EveryAgentStatusFieldTheOperatorWritesIsInTheSchema) {
     if (!value.is_object() || !field["properties"]) continue;
     for (const auto& [inner, unused] : value.items()) {
       EXPECT_TRUE(field["properties"][inner]) << "status." << key << "." << inner;
+    }
+  }
+}
+
+// The run's charge and its cache counts, as the operator writes them, are
+// listed in the HeartbeatRun schema (else pruned without an error).
+TEST(CrdBounds, EveryRunChargeAndCacheFieldIsInTheSchema) {
+  YAML::Node crd =
+      YAML::LoadFile(std::string(HB_SOURCE_DIR) + "/crds/heartbeat.dev_heartbeatruns.yaml");
+  const YAML::Node status =
+      crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"];
+  const Json charge = charge_record("openai", "m", {1, 2, 3, 4}, "policy", "ns/team");
+  for (const auto& [key, unused] : charge.items()) {
+    EXPECT_TRUE(status["properties"]["charge"]["properties"][key]) << "status.charge." << key;
+  }
+  UsageCounts cached;
+  cached.cache_read_input_tokens = 1;
+  cached.cache_write_input_tokens = 1;
+  Json counts = Json::object();
+  put_cache_counts(counts, cached);
+  ASSERT_EQ(counts.size(), 2u);
+  for (const char* parent : {"usage", "reportedUsage"}) {
+    for (const auto& [key, unused] : counts.items()) {
+      EXPECT_TRUE(status["properties"][parent]["properties"][key])
+          << "status." << parent << "." << key;
     }
   }
 }

@@ -178,6 +178,12 @@ TEST(Pricing, TheRunnerIsToldTheEffectivePrice) {
   EXPECT_EQ(doc["model"]["pricing"]["inputCentsPerMillionTokens"], 1000);
   EXPECT_EQ(doc["model"]["pricing"]["outputCentsPerMillionTokens"], 10000);
   EXPECT_EQ(render_context(in, JobConfig{})["model"]["pricing"]["inputCentsPerMillionTokens"], 0);
+  // The cache prices as charged: the input price when nobody set one.
+  EXPECT_EQ(doc["model"]["pricing"]["cachedInputCentsPerMillionTokens"], 1000);
+  EXPECT_EQ(doc["model"]["pricing"]["cacheWriteInputCentsPerMillionTokens"], 1000);
+  const Json cached = render_context(in, JobConfig{}, Pricing{1000, 10000, 100, 1250});
+  EXPECT_EQ(cached["model"]["pricing"]["cachedInputCentsPerMillionTokens"], 100);
+  EXPECT_EQ(cached["model"]["pricing"]["cacheWriteInputCentsPerMillionTokens"], 1250);
 }
 
 const Json* ready_of(const AgentDecision& d) {

@@ -411,6 +411,9 @@ TEST(AgentLoop, CacheCountsAreSummedIntoTheResult) {
   const auto usage = api::result_to_json(result)["usage"];
   EXPECT_EQ(usage["cacheReadInputTokens"], 70);
   EXPECT_EQ(usage["cacheWriteInputTokens"], 80);
+  // On the Lease too, so a runner killed after the call is charged them.
+  EXPECT_EQ(h.heartbeat.usage().cache_read_input_tokens, 70);
+  EXPECT_EQ(h.heartbeat.usage().cache_write_input_tokens, 80);
 }
 
 // Only the missing count is estimated; the reported one is charged as sent.

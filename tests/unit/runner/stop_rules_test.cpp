@@ -85,6 +85,18 @@ TEST(Cost, FromUsageAndWorstCase) {
   EXPECT_DOUBLE_EQ(worst_case_call_cents(request, pricing), 1.8);
 }
 
+// The runner's own figure prices cache reads and writes as the operator does
+// (a cross-check that agrees), and counts past the input as none.
+TEST(Cost, CacheReadsAndWritesAtTheirPrices) {
+  api::Pricing pricing{300, 1500, 30, 375};
+  // 200 uncached x 300 + 600 read x 30 + 200 written x 375 + 100 out x 1500.
+  EXPECT_DOUBLE_EQ(cost_cents({1000, 100}, 600, 200, pricing), 0.303);
+  EXPECT_DOUBLE_EQ(cost_cents({1000, 100}, 1001, 0, pricing), 0.45);
+  EXPECT_DOUBLE_EQ(cost_cents({1000, 100}, 600, 401, pricing), 0.45);
+  const api::Pricing unset{300, 1500};
+  EXPECT_DOUBLE_EQ(cost_cents({1000, 100}, 600, 200, unset), 0.45);
+}
+
 TEST(Retry, RetryableStatuses) {
   std::map<std::string, std::string> none;
   for (int status : {408, 409, 429, 500, 502, 503, 529})
