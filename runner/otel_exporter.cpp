@@ -6,6 +6,7 @@ namespace hb::runner::otel {
 namespace {
 
 constexpr const char* kTracesPath = "/v1/traces";
+constexpr const char* kMetricsPath = "/v1/metrics";
 
 std::string trim(const std::string& text) {
   std::size_t begin = 0;
@@ -77,13 +78,16 @@ std::optional<ExporterConfig> config_from_env(const EnvLookup& env) {
   for (auto& c : disabled) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (disabled == "true") return std::nullopt;
   ExporterConfig config;
+  std::string base = env_or_empty(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
+  while (!base.empty() && base.back() == '/') base.pop_back();
   config.traces_url = env_or_empty(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT");
   if (config.traces_url.empty()) {
-    std::string base = env_or_empty(env, "OTEL_EXPORTER_OTLP_ENDPOINT");
     if (base.empty()) return std::nullopt;
-    while (!base.empty() && base.back() == '/') base.pop_back();
     config.traces_url = base + kTracesPath;
   }
+  config.metrics_url = env_or_empty(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT");
+  if (config.metrics_url.empty() && !base.empty()) config.metrics_url = base + kMetricsPath;
+  if (env_or_empty(env, "OTEL_METRICS_EXPORTER") == "none") config.metrics_url.clear();
   config.headers = parse_key_values(env_or_empty(env, "OTEL_EXPORTER_OTLP_HEADERS"));
   for (auto& header : parse_key_values(env_or_empty(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"))) {
     config.headers.push_back(std::move(header));
@@ -148,6 +152,7 @@ void TraceExporter::run() {
       last = stopping_;
     }
     export_pending();
+    if (last) export_metrics();
   }
   std::lock_guard lock(mutex_);
   done_ = true;
@@ -159,19 +164,27 @@ void TraceExporter::export_pending() {
   if (spans.empty()) return;
   std::size_t too_large = 0;
   for (const auto& batch : encode_otlp_batches(resource_, spans, kExportBytesMax, &too_large)) {
-    post(batch.body, batch.spans);
+    post(config_.traces_url, batch.body, batch.spans);
   }
   lost_ += too_large;
 }
 
-void TraceExporter::post(const std::string& body, std::size_t spans) {
+void TraceExporter::export_metrics() {
+  if (config_.metrics_url.empty()) return;
+  std::vector<Span> chats = recorder_.chat_spans();
+  if (chats.empty()) return;
+  auto [start, end] = recorder_.window();
+  post(config_.metrics_url, encode_otlp_metrics(resource_, chats, start, end), 0);
+}
+
+void TraceExporter::post(const std::string& url, const std::string& body, std::size_t spans) {
   if (cancel_->cancelled()) {
     lost_ += spans;
     return;
   }
   http::Request request;
   request.method = "POST";
-  request.url = config_.traces_url;
+  request.url = url;
   request.headers.emplace_back("Content-Type", "application/json");
   for (const auto& header : config_.headers) request.headers.push_back(header);
   request.body = body;
@@ -181,19 +194,19 @@ void TraceExporter::post(const std::string& body, std::size_t spans) {
   try {
     http::Response response = http_.send(request);
     if (response.status < 200 || response.status > 299) {
-      failed("HTTP " + std::to_string(response.status), spans);
+      failed(url, "HTTP " + std::to_string(response.status), spans);
     }
   } catch (const std::exception& error) {
-    failed(error.what(), spans);
+    failed(url, error.what(), spans);
   }
 }
 
-void TraceExporter::failed(const std::string& why, std::size_t spans) {
+void TraceExporter::failed(const std::string& url, const std::string& why, std::size_t spans) {
   lost_ += spans;
   if (warned_ || !log_warning_) return;
   warned_ = true;
-  log_warning_("trace export to " + config_.traces_url + " failed (" + why +
-               "); its spans are dropped and later failures are not logged");
+  log_warning_("OTLP export to " + url + " failed (" + why +
+               "); what it carried is dropped and later failures are not logged");
 }
 
 }  // namespace hb::runner::otel

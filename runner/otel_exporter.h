@@ -1,5 +1,6 @@
 // Sends a SpanRecorder's spans over OTLP/HTTP (JSON) from a thread of its
-// own: every kExportInterval, and once more at shutdown(), which never waits
+// own: every kExportInterval, and once more at shutdown(), with the run's
+// GenAI client metrics (encode_otlp_metrics) then, which never waits
 // longer than the export timeout (the request in flight is then cancelled).
 // A failed export is dropped, the first failure logged, and the number of
 // spans lost logged once at shutdown: export never fails or holds a heartbeat.
@@ -33,7 +34,8 @@ inline constexpr std::size_t kExportReplyBytesMax = 64 * 1024;
 inline constexpr const char* kServiceNameDefault = "heartbeat-runner";
 
 struct ExporterConfig {
-  std::string traces_url;  // ".../v1/traces"
+  std::string traces_url;   // ".../v1/traces"
+  std::string metrics_url;  // ".../v1/metrics"; empty: no metrics
   // OTEL_EXPORTER_OTLP_HEADERS: sent, never logged.
   std::vector<std::pair<std::string, std::string>> headers;
   std::string service_name = kServiceNameDefault;
@@ -48,7 +50,10 @@ using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 // The exporter's configuration from the standard OTEL_* variables, or
 // nullopt (tracing off) when OTEL_SDK_DISABLED=true or no endpoint is set.
 // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as is;
-// OTEL_EXPORTER_OTLP_ENDPOINT gets "/v1/traces" appended.
+// OTEL_EXPORTER_OTLP_ENDPOINT gets "/v1/traces" appended. Metrics go to
+// OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT +
+// "/v1/metrics" (none with only a traces endpoint), unless
+// OTEL_METRICS_EXPORTER=none.
 std::optional<ExporterConfig> config_from_env(const EnvLookup& env);
 
 // "k1=v1,k2=v2" (values percent-decoded, blanks trimmed); malformed entries skipped.
@@ -70,8 +75,9 @@ class TraceExporter {
  private:
   void run();
   void export_pending();
-  void post(const std::string& body, std::size_t spans);
-  void failed(const std::string& why, std::size_t spans);
+  void export_metrics();
+  void post(const std::string& url, const std::string& body, std::size_t spans);
+  void failed(const std::string& url, const std::string& why, std::size_t spans);
 
   ExporterConfig config_;
   SpanRecorder& recorder_;

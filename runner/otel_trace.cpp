@@ -1,5 +1,6 @@
 #include "runner/otel_trace.h"
 
+#include <algorithm>
 #include <random>
 
 #include "api/utf8.h"
@@ -238,6 +239,7 @@ void SpanRecorder::keep(Span span) {
     return;
   }
   ++recorded_;
+  if (span.kind == SpanKind::kClient) chats_.push_back(span);
   finished_.push_back(std::move(span));
 }
 
@@ -261,6 +263,16 @@ std::vector<Span> SpanRecorder::take_finished() {
   std::vector<Span> out;
   out.swap(finished_);
   return out;
+}
+
+std::vector<Span> SpanRecorder::chat_spans() const {
+  std::lock_guard lock(mutex_);
+  return chats_;
+}
+
+std::pair<TimePoint, TimePoint> SpanRecorder::window() const {
+  std::lock_guard lock(mutex_);
+  return {root_.start, root_.end};
 }
 
 std::size_t SpanRecorder::dropped() const {
@@ -302,6 +314,120 @@ std::vector<Batch> encode_otlp_batches(const Resource& resource, const std::vect
   }
   if (!batch.empty()) out.push_back({encode_otlp_traces(resource, batch), batch.size()});
   return out;
+}
+
+namespace {
+
+// The conventions' advisory explicit bucket boundaries.
+constexpr double kTokenBounds[] = {1,     4,     16,     64,      256,     1024,     4096,
+                                   16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864};
+constexpr double kSecondsBounds[] = {0.01, 0.02, 0.04, 0.08,  0.16,  0.32,  0.64,
+                                     1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92};
+constexpr int kDeltaTemporality = 1;
+
+const AttributeValue* find_attribute(const Span& span, const std::string& key) {
+  for (const auto& [name, value] : span.attributes) {
+    if (name == key) return &value;
+  }
+  return nullptr;
+}
+
+// One histogram data point per distinct attribute set.
+struct Point {
+  Attributes attributes;
+  std::vector<long long> buckets;
+  long long count = 0;
+  double sum = 0;
+  double min = 0;
+  double max = 0;
+};
+
+template <std::size_t N>
+void record(std::vector<Point>& points, Attributes attributes, double value,
+            const double (&bounds)[N]) {
+  auto it = std::find_if(points.begin(), points.end(),
+                         [&](const Point& p) { return p.attributes == attributes; });
+  if (it == points.end()) {
+    points.push_back({std::move(attributes), std::vector<long long>(N + 1, 0), 0, 0, value, value});
+    it = points.end() - 1;
+  }
+  std::size_t bucket = 0;
+  while (bucket < N && value > bounds[bucket]) ++bucket;
+  ++it->buckets[bucket];
+  ++it->count;
+  it->sum += value;
+  it->min = std::min(it->min, value);
+  it->max = std::max(it->max, value);
+}
+
+template <std::size_t N>
+json histogram_json(const std::string& name, const std::string& unit,
+                    const std::string& description, const std::vector<Point>& points,
+                    const double (&bounds)[N], TimePoint start, TimePoint end) {
+  json data_points = json::array();
+  for (const auto& point : points) {
+    json buckets = json::array();
+    for (long long n : point.buckets) buckets.push_back(std::to_string(n));
+    data_points.push_back({{"attributes", attributes_json(point.attributes)},
+                           {"startTimeUnixNano", std::to_string(unix_nanos(start))},
+                           {"timeUnixNano", std::to_string(unix_nanos(end))},
+                           {"count", std::to_string(point.count)},
+                           {"sum", point.sum},
+                           {"min", point.min},
+                           {"max", point.max},
+                           {"bucketCounts", std::move(buckets)},
+                           {"explicitBounds", json(std::vector<double>(bounds, bounds + N))}});
+  }
+  return {
+      {"name", name},
+      {"unit", unit},
+      {"description", description},
+      {"histogram",
+       {{"dataPoints", std::move(data_points)}, {"aggregationTemporality", kDeltaTemporality}}}};
+}
+
+// The attributes both metrics share, taken from the chat span.
+Attributes metric_attributes(const Span& chat) {
+  Attributes out;
+  for (const char* key : {"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model",
+                          "gen_ai.response.model", "error.type"}) {
+    if (const AttributeValue* value = find_attribute(chat, key)) out.emplace_back(key, *value);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string encode_otlp_metrics(const Resource& resource, const std::vector<Span>& chats,
+                                TimePoint start, TimePoint end) {
+  std::vector<Point> tokens;
+  std::vector<Point> durations;
+  for (const auto& chat : chats) {
+    const Attributes shared = metric_attributes(chat);
+    const double seconds = std::chrono::duration<double>(chat.end - chat.start).count();
+    record(durations, shared, seconds, kSecondsBounds);
+    for (const auto& [type, key] : {std::pair{"input", "gen_ai.usage.input_tokens"},
+                                    std::pair{"output", "gen_ai.usage.output_tokens"}}) {
+      const AttributeValue* value = find_attribute(chat, key);
+      if (!value || !std::holds_alternative<long long>(*value)) continue;
+      Attributes attributes = shared;
+      attributes.emplace_back("gen_ai.token.type", std::string(type));
+      record(tokens, std::move(attributes), static_cast<double>(std::get<long long>(*value)),
+             kTokenBounds);
+    }
+  }
+  json metrics = json::array();
+  metrics.push_back(histogram_json("gen_ai.client.token.usage", "{token}",
+                                   "Number of input and output tokens used", tokens, kTokenBounds,
+                                   start, end));
+  metrics.push_back(histogram_json("gen_ai.client.operation.duration", "s",
+                                   "GenAI operation duration", durations, kSecondsBounds, start,
+                                   end));
+  json scope = {{"scope", {{"name", "heartbeat-runner"}}}, {"metrics", std::move(metrics)}};
+  json resource_metrics = {{"resource", {{"attributes", attributes_json(resource.attributes)}}},
+                           {"scopeMetrics", json::array({std::move(scope)})}};
+  return json({{"resourceMetrics", json::array({std::move(resource_metrics)})}})
+      .dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace hb::runner::otel

@@ -84,6 +84,10 @@ class SpanRecorder final : public Transcript {
               long long output_tokens, TimePoint finished);
   // Spans ended since the last call, oldest first.
   std::vector<Span> take_finished();
+  // Every chat span ended so far (the metrics' source), oldest first.
+  std::vector<Span> chat_spans() const;
+  // The root span's start and (once finished) end.
+  std::pair<TimePoint, TimePoint> window() const;
   std::size_t dropped() const;
   const std::string& trace_id() const { return trace_id_; }
   const RunIdentity& identity() const { return identity_; }
@@ -108,6 +112,7 @@ class SpanRecorder final : public Transcript {
   std::optional<Span> chat_;
   std::optional<Span> tool_;
   std::vector<Span> finished_;
+  std::vector<Span> chats_;
   std::size_t recorded_ = 0;
   std::size_t dropped_ = 0;
 };
@@ -129,5 +134,15 @@ struct Batch {
 // (a span alone larger than that is dropped and counted in *dropped).
 std::vector<Batch> encode_otlp_batches(const Resource& resource, const std::vector<Span>& spans,
                                        std::size_t bytes_max, std::size_t* dropped);
+
+// The GenAI client metrics of one run's chat spans as an OTLP/JSON
+// ExportMetricsServiceRequest: the histograms gen_ai.client.token.usage
+// ({token}; gen_ai.token.type input, output) and
+// gen_ai.client.operation.duration (s), with gen_ai.operation.name,
+// gen_ai.provider.name, gen_ai.request.model, gen_ai.response.model and, on a
+// failed call, error.type; the conventions' bucket bounds; delta
+// temporality from `start` to `end` (a runner lives one heartbeat).
+std::string encode_otlp_metrics(const Resource& resource, const std::vector<Span>& chats,
+                                TimePoint start, TimePoint end);
 
 }  // namespace hb::runner::otel

@@ -79,6 +79,16 @@ TEST(TraceConfig, ReadsTheStandardVariables) {
                                         {"OTEL_SERVICE_NAME", "svc"}}));
   ASSERT_TRUE(traces);
   EXPECT_EQ(traces->traces_url, "http://t/x");
+  EXPECT_EQ(traces->metrics_url, "http://c:4318/v1/metrics");
+  EXPECT_EQ(config->metrics_url, "http://c:4318/v1/metrics");
+  auto only_traces =
+      config_from_env(env_of({{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t/x"}}));
+  ASSERT_TRUE(only_traces);
+  EXPECT_EQ(only_traces->metrics_url, "");
+  auto no_metrics = config_from_env(env_of(
+      {{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"}, {"OTEL_METRICS_EXPORTER", "none"}}));
+  ASSERT_TRUE(no_metrics);
+  EXPECT_EQ(no_metrics->metrics_url, "");
   EXPECT_EQ(traces->service_name, "svc");
   EXPECT_TRUE(parse_key_values("bad,=x,k=v%0D%0Ax").empty());
 }
@@ -102,6 +112,10 @@ TEST(SpanRecorderBounds, KeepsAtMostTheSpansPerRunAndCountsTheRest) {
   EXPECT_EQ(spans.size(), kSpansPerRunMax);
   EXPECT_EQ(recorder.dropped(), 11u);
   EXPECT_EQ(spans.back().name, "invoke_agent a");
+  // No traceparent: a trace of its own, the root without a parent.
+  EXPECT_EQ(spans.back().trace_id.size(), 32u);
+  EXPECT_EQ(spans.back().parent_span_id, "");
+  EXPECT_EQ(spans.front().parent_span_id, spans.back().span_id);
 }
 
 TEST(OtlpBatches, EveryRequestStaysWithinTheByteBound) {
@@ -155,6 +169,7 @@ class TracedRunTest : public ::testing::Test {
     options_.traceparent = std::string("00-") + kParentTrace + "-" + kParentSpan + "-01";
     ExporterConfig config;
     config.traces_url = collector_.url() + "/v1/traces";
+    config.metrics_url = collector_.url() + "/v1/metrics";
     config.headers = {{"authorization", "Bearer collector-token"}};
     options_.otel = config;
     collector_.set_responder([](const fakes::RecordedRequest&) {
@@ -195,6 +210,7 @@ class TracedRunTest : public ::testing::Test {
   std::vector<json> spans() {
     std::vector<json> out;
     for (const auto& request : collector_.requests()) {
+      if (request.path != "/v1/traces") continue;
       const json doc = request.json();
       for (const auto& span : doc["resourceSpans"][0]["scopeSpans"][0]["spans"]) {
         out.push_back(span);
@@ -226,7 +242,7 @@ TEST_F(TracedRunTest, OneTraceWithTheConventionsSpansNamesAndParents) {
   ASSERT_FALSE(requests.empty()) << testing::PrintToString(warnings_);
   for (const auto& request : requests) {
     EXPECT_EQ(request.method, "POST");
-    EXPECT_EQ(request.path, "/v1/traces");
+    EXPECT_TRUE(request.path == "/v1/traces" || request.path == "/v1/metrics") << request.path;
     EXPECT_EQ(request.header("content-type"), "application/json");
     EXPECT_EQ(request.header("authorization"), "Bearer collector-token");
     for (const char* secret : {"secret-prompt-words", "tool-secret-content", "reply-secret-text",
@@ -234,6 +250,7 @@ TEST_F(TracedRunTest, OneTraceWithTheConventionsSpansNamesAndParents) {
       EXPECT_EQ(request.body.find(secret), std::string::npos) << secret;
     }
   }
+  ASSERT_EQ(requests[0].path, "/v1/traces");
   const json resource = requests[0].json()["resourceSpans"][0]["resource"];
   EXPECT_EQ(attribute(resource, "service.name"), kServiceNameDefault);
   EXPECT_EQ(attribute(resource, "k8s.namespace.name"), "agents");
@@ -283,6 +300,43 @@ TEST_F(TracedRunTest, OneTraceWithTheConventionsSpansNamesAndParents) {
   EXPECT_TRUE(warnings_.empty());
 }
 
+TEST_F(TracedRunTest, TheRunsChatCallsBecomeTheGenAiClientHistograms) {
+  model_.push(FakeModelServer::openai_tool_calls(
+      {{"c1", "core_memory_append", R"({"label":"notes","content":"x"})"}}, 120, 30));
+  model_.push(FakeModelServer::openai_text("done", 150, 10));
+  ASSERT_EQ(run().exit_code, api::kExitFinished);
+  auto requests = collector_.requests();
+  ASSERT_EQ(requests.back().path, "/v1/metrics");
+  const json doc = requests.back().json();
+  const json& metrics = doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"];
+  ASSERT_EQ(metrics.size(), 2u);
+  const json& usage = metrics[0];
+  EXPECT_EQ(usage["name"], "gen_ai.client.token.usage");
+  EXPECT_EQ(usage["unit"], "{token}");
+  EXPECT_EQ(usage["histogram"]["aggregationTemporality"], 1);
+  std::map<std::string, json> by_type;
+  for (const auto& point : usage["histogram"]["dataPoints"]) {
+    by_type[attribute(point, "gen_ai.token.type") + "/" +
+            attribute(point, "gen_ai.response.model")] = point;
+  }
+  // The first reply named no model, the second "fake": two sets per type.
+  ASSERT_EQ(by_type.size(), 4u) << usage.dump();
+  EXPECT_EQ(by_type["input/<absent>"]["sum"], 120.0);
+  EXPECT_EQ(by_type["input/fake"]["sum"], 150.0);
+  EXPECT_EQ(by_type["output/fake"]["count"], "1");
+  EXPECT_EQ(attribute(by_type["input/fake"], "gen_ai.provider.name"), "openai");
+  EXPECT_EQ(attribute(by_type["input/fake"], "gen_ai.operation.name"), "chat");
+  const json& point = by_type["input/fake"];
+  EXPECT_EQ(point["bucketCounts"].size(), point["explicitBounds"].size() + 1);
+  const json& duration = metrics[1];
+  EXPECT_EQ(duration["name"], "gen_ai.client.operation.duration");
+  EXPECT_EQ(duration["unit"], "s");
+  long long calls = 0;
+  for (const auto& p : duration["histogram"]["dataPoints"])
+    calls += std::stoll(p["count"].get<std::string>());
+  EXPECT_EQ(calls, 2);
+}
+
 TEST_F(TracedRunTest, AFailedRunMarksItsSpansAsErrors) {
   model_.push(FakeModelServer::error(400, R"({"error":{"message":"bad request"}})"));
   auto outcome = run();
@@ -302,7 +356,7 @@ TEST_F(TracedRunTest, ADeadCollectorIsLoggedOnceAndTheRunSucceeds) {
   EXPECT_EQ(outcome.exit_code, api::kExitFinished);
   std::lock_guard lock(mutex_);
   ASSERT_EQ(warnings_.size(), 2u);
-  EXPECT_NE(warnings_[0].find("trace export to"), std::string::npos) << warnings_[0];
+  EXPECT_NE(warnings_[0].find("OTLP export to"), std::string::npos) << warnings_[0];
   EXPECT_NE(warnings_[1].find("2 spans of this run were not exported"), std::string::npos)
       << warnings_[1];
 }
