@@ -361,6 +361,21 @@ TEST_F(TracedRunTest, ADeadCollectorIsLoggedOnceAndTheRunSucceeds) {
       << warnings_[1];
 }
 
+TEST_F(TracedRunTest, AHostileCollectorsRepliesNeverReachTheRun) {
+  collector_.set_responder([](const fakes::RecordedRequest& request) {
+    if (request.path == "/v1/traces") return ScriptedResponse{503, {}, "\x01garbage"};
+    return ScriptedResponse{200, {}, std::string(kExportReplyBytesMax + 1, 'x')};
+  });
+  model_.push(FakeModelServer::openai_text("done"));
+  auto outcome = run();
+  EXPECT_EQ(outcome.exit_code, api::kExitFinished);
+  EXPECT_EQ(json::parse(outcome.result_json)["stopReason"], "completed");
+  std::lock_guard lock(mutex_);
+  ASSERT_EQ(warnings_.size(), 2u) << testing::PrintToString(warnings_);
+  EXPECT_NE(warnings_[0].find("HTTP 503"), std::string::npos) << warnings_[0];
+  EXPECT_EQ(warnings_[0].find("garbage"), std::string::npos) << "a reply body is never logged";
+}
+
 TEST_F(TracedRunTest, AHungCollectorDelaysTheRunByAtMostTheExportTimeout) {
   collector_.set_responder([](const fakes::RecordedRequest&) {
     ScriptedResponse hung;
