@@ -275,6 +275,12 @@ std::pair<TimePoint, TimePoint> SpanRecorder::window() const {
   return {root_.start, root_.end};
 }
 
+std::string SpanRecorder::chat_traceparent() const {
+  std::lock_guard lock(mutex_);
+  if (!chat_) return {};
+  return "00-" + trace_id_ + "-" + chat_->span_id + "-01";
+}
+
 std::size_t SpanRecorder::dropped() const {
   std::lock_guard lock(mutex_);
   return dropped_;

@@ -89,6 +89,9 @@ class SpanRecorder final : public Transcript {
   // The root span's start and (once finished) end.
   std::pair<TimePoint, TimePoint> window() const;
   std::size_t dropped() const;
+  // The W3C traceparent of the chat span open now (the provider request's
+  // header), else empty.
+  std::string chat_traceparent() const;
   const std::string& trace_id() const { return trace_id_; }
   const RunIdentity& identity() const { return identity_; }
 

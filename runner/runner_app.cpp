@@ -205,6 +205,11 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
     model_options.call_timeout = options.model_call_timeout;
     model_options.retries_max = options.model_retries_max;
     model_options.cancel = deps.cancel;
+    if (tracing.recorder) {
+      model_options.traceparent = [&recorder = *tracing.recorder] {
+        return recorder.chat_traceparent();
+      };
+    }
     HttpModelClient model(model_options, deps.http, deps.clock, &loop_transcript,
                           [&] { heartbeat.beat(); });
 

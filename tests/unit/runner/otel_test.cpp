@@ -294,6 +294,12 @@ TEST_F(TracedRunTest, OneTraceWithTheConventionsSpansNamesAndParents) {
   EXPECT_EQ(attribute(tool, "gen_ai.tool.name"), "core_memory_append");
   EXPECT_EQ(attribute(tool, "gen_ai.tool.call.id"), "c1");
   EXPECT_NE(tool["spanId"], chat["spanId"]);
+  // The provider request carries the chat span as its W3C parent.
+  EXPECT_EQ(model_.requests()[0].header("traceparent"),
+            std::string("00-") + kParentTrace + "-" + chat["spanId"].get<std::string>() + "-01");
+  EXPECT_EQ(model_.requests()[1].header("traceparent"),
+            std::string("00-") + kParentTrace + "-" +
+                by_operation["chat"][1]["spanId"].get<std::string>() + "-01");
   EXPECT_LE(std::stoll(root["startTimeUnixNano"].get<std::string>()),
             std::stoll(chat["startTimeUnixNano"].get<std::string>()));
   std::lock_guard lock(mutex_);
