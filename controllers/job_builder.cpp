@@ -35,6 +35,10 @@ Json env_var(const std::string& name, const std::string& value) {
   return {{"name", name}, {"value", value}};
 }
 
+constexpr const char* kEnvOtelEndpoint = "OTEL_EXPORTER_OTLP_ENDPOINT";
+constexpr const char* kEnvOtelHeaders = "OTEL_EXPORTER_OTLP_HEADERS";
+constexpr const char* kOtelHeadersSecretKey = "headers";
+
 bool reserved_env(const std::string& name) {
   return name.rfind(api::kEnvReservedPrefix, 0) == 0;
 }
@@ -277,7 +281,29 @@ Json service_account_volume() {
 }
 
 // The runner's environment: the user's first (never HEARTBEAT_*), then the run's identity.
-Json runner_env(const Json& run, const Json& spec, const std::string& agent_name, bool builtin) {
+bool has_env(const Json& env, const std::string& name) {
+  return std::any_of(env.begin(), env.end(),
+                     [&](const Json& e) { return string_at(e, "name") == name; });
+}
+
+// The operator's OTLP settings, unless the Agent set the same variables.
+void add_otel_env(Json& env, const JobConfig& config) {
+  if (config.otel_endpoint.empty()) return;
+  if (!has_env(env, kEnvOtelEndpoint)) {
+    env.push_back(env_var(kEnvOtelEndpoint, config.otel_endpoint));
+  }
+  if (!config.otel_headers_secret.empty() && !has_env(env, kEnvOtelHeaders)) {
+    env.push_back({{"name", kEnvOtelHeaders},
+                   {"valueFrom",
+                    {{"secretKeyRef",
+                      {{"name", config.otel_headers_secret},
+                       {"key", kOtelHeadersSecretKey},
+                       {"optional", true}}}}}});
+  }
+}
+
+Json runner_env(const Json& run, const Json& spec, const std::string& agent_name,
+                const JobConfig& config, bool builtin) {
   Json env = Json::array();
   if (const Json* user = find_path(spec, "runtime/env"); user != nullptr && user->is_array()) {
     for (const Json& e : *user) {
@@ -293,6 +319,7 @@ Json runner_env(const Json& run, const Json& spec, const std::string& agent_name
   env.push_back(env_var(api::kEnvContextPath, std::string(kContextMountDir) + "/" + kContextKey));
   env.push_back(env_var(api::kEnvTerminationPath, kTerminationPath));
   if (builtin) env.push_back(env_var(api::kEnvToolsSocket, tools_socket_path()));
+  add_otel_env(env, config);
   if (find_path(spec, "model/apiKeySecretRef") != nullptr) {
     env.push_back({{"name", api::kEnvApiKey},
                    {"valueFrom",
@@ -334,7 +361,7 @@ Json runner_container(const Json& run, const Json& spec, const std::string& agen
                     {"image", runner_image(spec, config)},
                     {"imagePullPolicy", config.image_pull_policy},
                     {"command", runner_command(spec, config, builtin)},
-                    {"env", runner_env(run, spec, agent_name, builtin)},
+                    {"env", runner_env(run, spec, agent_name, config, builtin)},
                     {"terminationMessagePath", kTerminationPath},
                     // Never the log tail: a runner killed before its result would
                     // have its log (model-chosen text) taken as the result.

@@ -64,6 +64,13 @@ struct JobConfig {
   Json runner_resources = Json::object();
   // Fleet-wide Pod settings an Agent's spec.runtime overrides (pod_settings.h).
   Json pod_defaults = Json::object();
+  // The runner's OpenTelemetry trace export (--runner-otel-endpoint,
+  // --runner-otel-headers-secret): OTEL_EXPORTER_OTLP_ENDPOINT, and
+  // OTEL_EXPORTER_OTLP_HEADERS from key `headers` of this Secret in the run's
+  // namespace (optional: a namespace without it exports without headers).
+  // Empty: not set; an Agent's spec.runtime.env of the same name wins.
+  std::string otel_endpoint;
+  std::string otel_headers_secret;
 };
 
 struct ContextInput {

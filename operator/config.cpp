@@ -52,6 +52,13 @@ const Flag kFlags[] = {
     {"tools-image",
      "default image of the tools container, where agent-chosen commands run (default: the "
      "runner image)"},
+    {"runner-otel-endpoint",
+     "OTLP/HTTP endpoint each runner sends its heartbeat's trace to, as "
+     "OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://otel-collector.observability:4318; default "
+     "none: no traces); an Agent's spec.runtime.env of that name wins"},
+    {"runner-otel-headers-secret",
+     "a Secret in each Agent's namespace whose key `headers` becomes the runner's "
+     "OTEL_EXPORTER_OTLP_HEADERS (k=v,k2=v2; optional, needs --runner-otel-endpoint)"},
     {"runner-resources",
      "resources of the runner container as JSON, unless an Agent sets spec.runtime.resources, "
      "e.g. {\"limits\":{\"memory\":\"128Mi\"}}"},
@@ -343,6 +350,13 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
       c.job.default_image = value;
     else if (name == "tools-image")
       c.job.tools_image = value;
+    else if (name == "runner-otel-endpoint") {
+      if (!value.empty() && value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0) {
+        return fail(name, "use an http:// or https:// URL");
+      }
+      c.job.otel_endpoint = value;
+    } else if (name == "runner-otel-headers-secret")
+      c.job.otel_headers_secret = value;
     else if (name == "agent-metrics-max") {
       int64_t count = 0;
       if (!parse_number(value, count) || count < 0 || count > kAgentMetricsMaxLimit) {

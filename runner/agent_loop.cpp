@@ -173,6 +173,7 @@ class Loop {
          {"text", api::sanitize_utf8(reply.text)},
          {"toolCalls", calls_to_json(reply.tool_calls)},
          {"finishReason", reply.finish_raw},
+         {"model", api::sanitize_utf8(reply.model)},
          {"usage",
           {{"inputTokens", reply.usage.input_tokens}, {"outputTokens", reply.usage.output_tokens}}},
          {"costCents", spent_cents_}});

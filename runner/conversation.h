@@ -63,6 +63,7 @@ struct ModelReply {
   std::vector<ToolCall> tool_calls;
   Finish finish = Finish::kEndTurn;
   std::string finish_raw;  // finish_reason / stop_reason as the provider wrote it
+  std::string model;       // the model that answered, as the provider named it (may be empty)
   Usage usage;
   // Which counts the provider reported; a missing one (no usage object, an
   // empty one, a proxy's other field names) is estimated by the loop.

@@ -93,6 +93,11 @@ ModelReply HttpModelClient::complete(const ModelRequest& request) {
   bool field_switched = false;
   http::Request http_request = build(request, field);
   http_request.cancel = options_.cancel;
+  if (options_.traceparent) {
+    if (std::string parent = options_.traceparent(); !parent.empty()) {
+      http_request.headers.emplace_back("traceparent", std::move(parent));
+    }
+  }
   auto cancelled = [&] { return options_.cancel && options_.cancel->cancelled(); };
   auto reset_time = [&](std::optional<Millis> hint) -> std::optional<TimePoint> {
     if (!hint) return std::nullopt;

@@ -31,6 +31,9 @@ struct HttpModelClientOptions {
   std::shared_ptr<http::CancelSource> cancel;  // aborts a call in flight (SIGTERM)
   // OpenAI only. None: openai::token_limit_field_for(base_url, request.model).
   std::optional<openai::TokenLimitField> token_limit_field;
+  // Sent as the W3C `traceparent` header when it returns non-empty (the
+  // heartbeat's trace: otel_trace.h); unset: none.
+  std::function<std::string()> traceparent;
 };
 
 // The endpoint URL for a provider and base URL.

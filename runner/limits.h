@@ -49,6 +49,8 @@ inline constexpr int kProviderRetriesMax = 4;  // retries after the first attemp
 // (body, parse, conversation, transcript line), so it sets the peak RSS
 // under the worst reply (hb_runner_bench (d): at most 64 MiB).
 inline constexpr std::size_t kModelReplyBytesMax = 4 * 1024 * 1024;
+// The model name a reply reports, kept up to this many bytes.
+inline constexpr std::size_t kResponseModelBytesMax = 256;
 inline constexpr std::chrono::milliseconds kRetryDelayInitial = 500ms;
 inline constexpr std::chrono::milliseconds kRetryBackoffMax = 8s;
 // A server's retry-after / retry-after-ms hint is honoured up to this.

@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "api/env_names.h"
@@ -71,7 +72,11 @@ void usage() {
          "       HEARTBEAT_TOOLS_SOCKET (the tools container's server; the shell tool runs "
          "there),\n"
          "       HEARTBEAT_TOOLS_LOCAL=1 (no tools container: run commands here; development "
-         "only)\n";
+         "only)\n"
+         "       OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\n"
+         "       OTEL_EXPORTER_OTLP_HEADERS (secret), OTEL_SERVICE_NAME, "
+         "OTEL_RESOURCE_ATTRIBUTES,\n"
+         "       OTEL_SDK_DISABLED, TRACEPARENT (the heartbeat's trace over OTLP/HTTP JSON)\n";
 }
 
 // In a pod: the service account; elsewhere HEARTBEAT_KUBECONFIG; else none.
@@ -89,6 +94,20 @@ std::unique_ptr<kube::Client> make_kube_client(const std::shared_ptr<spdlog::log
                  error.what());
   }
   return nullptr;
+}
+
+// The OTLP headers may hold a collector's token: taken out of the
+// environment like the API key, so the shell tool never passes them on.
+std::optional<runner::otel::ExporterConfig> trace_config_from_env() {
+  std::optional<std::string> headers = runner::take_secret_env("OTEL_EXPORTER_OTLP_HEADERS");
+  std::optional<std::string> trace_headers =
+      runner::take_secret_env("OTEL_EXPORTER_OTLP_TRACES_HEADERS");
+  return runner::otel::config_from_env([&](const char* name) -> std::optional<std::string> {
+    if (std::string_view(name) == "OTEL_EXPORTER_OTLP_HEADERS") return headers;
+    if (std::string_view(name) == "OTEL_EXPORTER_OTLP_TRACES_HEADERS") return trace_headers;
+    const char* value = std::getenv(name);
+    return value ? std::optional<std::string>(value) : std::nullopt;
+  });
 }
 
 }  // namespace
@@ -161,6 +180,8 @@ int main(int argc, char** argv) {
          std::isspace(static_cast<unsigned char>(options.api_key.back()))) {
     options.api_key.pop_back();
   }
+  options.otel = trace_config_from_env();
+  options.traceparent = env_or("TRACEPARENT", "");
   options.tools_socket = env_or(api::kEnvToolsSocket, "");
   options.tools_local = options.tools_socket.empty() && env_or("HEARTBEAT_TOOLS_LOCAL", "") == "1";
 

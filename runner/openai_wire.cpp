@@ -6,6 +6,7 @@
 
 #include "api/utf8.h"
 #include "runner/errors.h"
+#include "runner/limits.h"
 #include "runner/wire_util.h"
 
 namespace hb::runner::openai {
@@ -199,6 +200,7 @@ ModelReply decode_response(const std::string& body) {
                          ? choice["finish_reason"].get<std::string>()
                          : std::string();
   reply.finish = map_finish(reply.finish_raw, !reply.tool_calls.empty());
+  reply.model = api::truncate_utf8(json_string(doc, "model"), kResponseModelBytesMax);
   const json usage = doc.value("usage", json());
   reply.input_reported = json_has_number(usage, "prompt_tokens");
   reply.output_reported = json_has_number(usage, "completion_tokens");

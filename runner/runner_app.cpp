@@ -84,6 +84,33 @@ void close_stored_transcript(TranscriptFile& file, api::RunResult& result, int e
   }
 }
 
+// The run's trace: a recorder in front of the transcript and its exporter.
+struct Tracing {
+  std::unique_ptr<otel::SpanRecorder> recorder;
+  std::unique_ptr<otel::TraceExporter> exporter;
+};
+
+void start_tracing(Tracing& tracing, const AppOptions& options, const AppDeps& deps,
+                   const api::ContextDocument& doc, Transcript& transcript, TimePoint started) {
+  if (!options.otel) return;
+  otel::RunIdentity identity{doc.agent_name, doc.agent_namespace, doc.run.name,
+                             std::string(to_string(doc.model.provider)), doc.model.model};
+  tracing.recorder =
+      std::make_unique<otel::SpanRecorder>(transcript, deps.clock, std::move(identity), started,
+                                           otel::parse_traceparent(options.traceparent));
+  tracing.exporter = std::make_unique<otel::TraceExporter>(*options.otel, *tracing.recorder,
+                                                           deps.http, deps.log_warning);
+}
+
+// After the result is written: the root span ends, the last spans go out.
+void finish_tracing(Tracing& tracing, const api::RunResult& result, int exit_code) {
+  if (!tracing.recorder) return;
+  tracing.recorder->finish(
+      result.stop_reason, exit_code == api::kExitFinished ? std::string() : result.stop_reason,
+      result.input_tokens, result.output_tokens, result.finished_at.value_or(TimePoint()));
+  tracing.exporter->shutdown();
+}
+
 }  // namespace
 
 AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) {
@@ -106,6 +133,7 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
   AppOutcome outcome;
   api::RunResult& result = outcome.result;
   TimePoint started = deps.clock.now();
+  Tracing tracing;
   try {
     api::ContextDocument doc = read_context_document(options.context_path);
     // Every log line from here on names the agent and the run.
@@ -122,6 +150,9 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
     std::vector<std::string> notes;
     stored_transcript = open_stored_transcript(doc, notes, deps);
     transcript.set_taps(&stdout_tail, stored_transcript.get());
+    start_tracing(tracing, options, deps, doc, transcript, started);
+    Transcript& loop_transcript =
+        tracing.recorder ? static_cast<Transcript&>(*tracing.recorder) : transcript;
 
     // Lease: every beat may renew it, at most once per interval.
     std::unique_ptr<LeaseRenewer> renewer;
@@ -174,7 +205,12 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
     model_options.call_timeout = options.model_call_timeout;
     model_options.retries_max = options.model_retries_max;
     model_options.cancel = deps.cancel;
-    HttpModelClient model(model_options, deps.http, deps.clock, &transcript,
+    if (tracing.recorder) {
+      model_options.traceparent = [&recorder = *tracing.recorder] {
+        return recorder.chat_traceparent();
+      };
+    }
+    HttpModelClient model(model_options, deps.http, deps.clock, &loop_transcript,
                           [&] { heartbeat.beat(); });
 
     Toolbox tools({memory, archival.get(), heartbeat, deps.clock, doc.run.name, options.secret_env,
@@ -210,7 +246,7 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
     log(deps.log_info, "heartbeat started: type " + std::string(api::to_string(doc.agent_type)) +
                            ", " + std::to_string(offered.tools.size()) + " tools");
 
-    result = run_agent_loop(config, {model, tools, deps.clock, heartbeat, transcript});
+    result = run_agent_loop(config, {model, tools, deps.clock, heartbeat, loop_transcript});
     result.notes.insert(result.notes.begin(), notes.begin(), notes.end());
     if (memory.saves() > 0) transcript.emit({{"event", "memory_saved"}, {"saves", memory.saves()}});
     if (archival) {
@@ -246,6 +282,7 @@ AppOutcome run_heartbeat(const AppOptions& options, const AppDeps& caller_deps) 
                    {"exitCode", outcome.exit_code},
                    {"result", nlohmann::json::parse(outcome.result_json)}});
   write_result(options.termination_path, outcome.result_json, deps);
+  finish_tracing(tracing, result, outcome.exit_code);
   std::string summary = "heartbeat finished: stopReason " + result.stop_reason + ", exit " +
                         std::to_string(outcome.exit_code);
   if (!result.error.empty()) summary += ", error: " + result.error;

@@ -17,6 +17,7 @@
 #include "runner/clock.h"
 #include "runner/heartbeat.h"
 #include "runner/memory_store.h"
+#include "runner/otel_exporter.h"
 
 namespace hb::runner {
 
@@ -33,6 +34,9 @@ struct AppOptions {
   bool tools_local = false;
   Millis model_call_timeout = std::chrono::duration_cast<Millis>(std::chrono::seconds(120));
   int model_retries_max = 4;
+  // Set: the heartbeat's trace goes to this OTLP endpoint (otel_exporter.h).
+  std::optional<otel::ExporterConfig> otel;
+  std::string traceparent;  // W3C; the root span's parent when valid
 };
 
 struct AppDeps {

@@ -437,6 +437,40 @@ TEST(JobBuilder, ToolsImageResourcesAndRuntimeClass) {
   EXPECT_EQ((*named(containers, "tools"))["image"], (*named(containers, "runner"))["image"]);
 }
 
+TEST(JobBuilder, TheOperatorsOtlpSettingsReachTheRunnerOnlyUnlessTheAgentSetsThem) {
+  JobPlan plan = build_job(run("bot-1"), full_agent(), "{}", JobConfig{});
+  const Json* runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
+  EXPECT_EQ(named((*runner)["env"], "OTEL_EXPORTER_OTLP_ENDPOINT"), nullptr);
+
+  JobConfig config;
+  config.otel_endpoint = "http://collector:4318";
+  config.otel_headers_secret = "otlp-headers";
+  plan = build_job(run("bot-1"), full_agent(), "{}", config);
+  const Json& containers = plan.job["spec"]["template"]["spec"]["containers"];
+  runner = named(containers, "runner");
+  const Json* endpoint = named((*runner)["env"], "OTEL_EXPORTER_OTLP_ENDPOINT");
+  ASSERT_NE(endpoint, nullptr);
+  EXPECT_EQ((*endpoint)["value"], "http://collector:4318");
+  const Json* headers = named((*runner)["env"], "OTEL_EXPORTER_OTLP_HEADERS");
+  ASSERT_NE(headers, nullptr);
+  EXPECT_EQ((*headers)["valueFrom"]["secretKeyRef"]["name"], "otlp-headers");
+  EXPECT_EQ((*headers)["valueFrom"]["secretKeyRef"]["key"], "headers");
+  EXPECT_EQ((*headers)["valueFrom"]["secretKeyRef"]["optional"], true);
+  const Json* tools = named(containers, "tools");
+  ASSERT_NE(tools, nullptr);
+  EXPECT_EQ(tools->dump().find("OTEL_"), std::string::npos) << "the untrusted container gets none";
+
+  Json agent = full_agent();
+  agent["spec"]["runtime"]["env"] =
+      Json::array({{{"name", "OTEL_EXPORTER_OTLP_ENDPOINT"}, {"value", "http://own:4318"}}});
+  plan = build_job(run("bot-1"), agent, "{}", config);
+  runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
+  int endpoints = 0;
+  for (const Json& e : (*runner)["env"]) endpoints += e["name"] == "OTEL_EXPORTER_OTLP_ENDPOINT";
+  EXPECT_EQ(endpoints, 1);
+  EXPECT_EQ((*named((*runner)["env"], "OTEL_EXPORTER_OTLP_ENDPOINT"))["value"], "http://own:4318");
+}
+
 // The operator's Lease and memory ConfigMap carry the labels the runner
 // puts on them when it must create one (one definition: api/agent_objects.h).
 TEST(JobBuilder, AgentObjectsCarryTheSharedLabelsAndMemoryFormat) {

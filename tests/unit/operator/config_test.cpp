@@ -123,6 +123,20 @@ TEST(OperatorConfig, TheConcurrencyCapIsOffByDefaultAndBounded) {
 namespace hb::operator_ {
 namespace {
 
+TEST(OperatorConfig, RunnerTracesAreOffByDefaultAndTakeAnHttpEndpoint) {
+  ConfigResult r = parse({});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->job.otel_endpoint, "");
+  r = parse({"--runner-otel-endpoint=http://collector.obs:4318",
+             "--runner-otel-headers-secret=otlp-headers"});
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->job.otel_endpoint, "http://collector.obs:4318");
+  EXPECT_EQ(r.config->job.otel_headers_secret, "otlp-headers");
+  r = parse({"--runner-otel-endpoint=collector:4317"});
+  EXPECT_FALSE(r.config);
+  EXPECT_THAT(r.error, ::testing::HasSubstr("--runner-otel-endpoint"));
+}
+
 TEST(OperatorConfig, MetricsAreServedOverTlsWheneverTheyAskForATokenUnlessOptedOut) {
   ConfigResult r = parse({});
   ASSERT_TRUE(r.config) << r.error;
