@@ -658,6 +658,9 @@ kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::
         const RunUsage usage = usage_from_status(obs.status);
         std::vector<const Json*> all;
         for (const Json& r : runs) all.push_back(&r);
+        // A run charged before (its mark did not land) keeps what it was
+        // charged: the ledger never lowers a charge, so neither does the run.
+        const double charged = charged_cents(counted_entries(*record), name_of(run), 0);
         HB_TRY(charge_ledger(ns, name, std::move(*record),
                              {{name_of(run),
                                usage.cost_cents,
@@ -666,6 +669,7 @@ kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::
                                time_at(obs.status, "finishedAt").value_or(now),
                                {}}},
                              all, now));
+        if (charged > usage.cost_cents) obs.status["usage"]["costCents"] = charged;
       }
       obs.status["costRecorded"] = true;
       HB_TRY(write_run_status(run, obs.status, true));
