@@ -379,9 +379,25 @@ def main():
     cluster_roles = by_kind.get("ClusterRole", [])
     roles = by_kind.get("Role", [])
 
-    def operator_objects(kind):  # the objects for Agents, not the leader-election ones
+    # The release namespace's own Roles: the leader Lease's, and the ledger's.
+    home_suffixes = ("-leader-election", "-ledger")
+
+    def operator_objects(kind):  # the objects for Agents, not the release namespace's own
         return [o for o in by_kind.get(kind, [])
-                if not o["metadata"]["name"].endswith("-leader-election")]
+                if not o["metadata"]["name"].endswith(home_suffixes)]
+
+    # The ledger: ConfigMaps of the release namespace only, never deleted.
+    deployments = by_kind.get("Deployment", [])
+    home = deployments[0]["metadata"].get("namespace") if deployments else None
+    for o in by_kind.get("Role", []):
+        if not o["metadata"]["name"].endswith("-ledger"):
+            continue
+        if home and o["metadata"]["namespace"] != home:
+            problem(f"the ledger Role is in {o['metadata']['namespace']}, not the release "
+                    f"namespace {home}")
+        for rule in o.get("rules", []):
+            if rule.get("resources") != ["configmaps"] or "delete" in rule.get("verbs", []):
+                problem(f"the ledger Role grants more than reading and writing ConfigMaps: {rule}")
 
     # [(where, role, bindings)]: the cluster, or each watched namespace.
     grants = []

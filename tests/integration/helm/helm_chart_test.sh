@@ -124,10 +124,12 @@ helm template "$release" "$chart" -n "$rel_ns" --set operator.maxConcurrentRuns=
 if grep -q 'kind: ServiceMonitor' "$tmp/default.yaml"; then fail "a ServiceMonitor is rendered by default"; fi
 grep -qF -- '--metrics-auth=kubernetes' "$tmp/default.yaml" || fail "the default render serves plain metrics"
 # The labels check_render.py expects on heartbeat Pods are the ones the code sets.
+# (The managed-by pair is one definition both binaries share, in api/agent_objects.h.)
 grep -qF 'kLabelRun = "heartbeat.dev/run"' "$src/controllers/names.h" &&
-  grep -qF 'kLabelManagedBy = "app.kubernetes.io/managed-by"' "$src/controllers/names.h" &&
-  grep -qF 'kManagedByValue = "heartbeat-operator"' "$src/controllers/names.h" ||
-  fail "controllers/names.h no longer names the heartbeat Pod labels the NetworkPolicies select"
+  grep -qF 'kLabelManagedBy = "app.kubernetes.io/managed-by"' "$src/api/agent_objects.h" &&
+  grep -qF 'kManagedByValue = "heartbeat-operator"' "$src/api/agent_objects.h" &&
+  grep -qF 'kLabelManagedBy = api::kLabelManagedBy' "$src/controllers/names.h" ||
+  fail "controllers/names.h and api/agent_objects.h no longer name the heartbeat Pod labels the NetworkPolicies select"
 helm template "$release" "$chart" -n "$rel_ns" --set serviceMonitor.enabled=true \
   --show-only templates/servicemonitor.yaml >"$tmp/sm.yaml"
 { grep -q '^apiVersion: monitoring.coreos.com/v1$' "$tmp/sm.yaml" && grep -q 'port: https' "$tmp/sm.yaml"; } ||
