@@ -22,10 +22,13 @@ namespace {
 // The runs the record charged that recentRuns does not list (the agent
 // write after the record's did not land, or the Agent was made again),
 // put at its head: apply_ledger treats them as counted, so only their
-// marks are left.
+// marks are left. Their names go to `behind`: the Agent status read does
+// not show them counted, so their other effects (a pause they asked for)
+// are applied again.
 std::vector<LedgerEntry> with_record_counted(std::vector<LedgerEntry> recent,
                                              const LedgerRecord* record,
-                                             const std::vector<FinishedRun>& finished) {
+                                             const std::vector<FinishedRun>& finished,
+                                             std::vector<const FinishedRun*>& behind) {
   if (record == nullptr) return recent;
   for (LedgerEntry& entry : counted_entries(*record)) {
     const bool listed = std::any_of(recent.begin(), recent.end(),
@@ -37,6 +40,7 @@ std::vector<LedgerEntry> with_record_counted(std::vector<LedgerEntry> recent,
     entry.exit_code = run->exit_code;
     entry.finished_at = run->finished_at;
     recent.insert(recent.begin(), std::move(entry));
+    behind.push_back(&*run);
   }
   return recent;
 }
@@ -48,12 +52,8 @@ std::vector<LedgerCharge> charges_of(const std::vector<FinishedRun>& runs,
     const auto run = std::find_if(runs.begin(), runs.end(),
                                   [&](const FinishedRun& r) { return r.name == name; });
     if (run == runs.end()) continue;
-    charges.push_back({run->name,
-                       run->usage.cost_cents,
-                       run->usage.input_tokens,
-                       run->usage.output_tokens,
-                       run->finished_at,
-                       {}});
+    charges.push_back({run->name, run->usage.cost_cents, run->usage.input_tokens,
+                       run->usage.output_tokens, run->finished_at, run->policies});
   }
   return charges;
 }
@@ -81,14 +81,16 @@ CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<Finishe
   in.now = now;
   in.finished = uncounted;
   in.spend = spend.value_or(Spend{});
+  std::vector<const FinishedRun*> behind;
   in.recent = with_record_counted(
       stored.recent_runs != nullptr ? *stored.recent_runs : std::vector<LedgerEntry>{}, record,
-      uncounted);
+      uncounted, behind);
   in.last_heartbeat = stored.last_heartbeat_time;
   in.paused_until = stored.paused_until;
   in.idle_streak = stored.idle_streak.value_or(0);
   in.provider_error_streak = stored.provider_error_streak.value_or(0);
   counted.ledger = apply_ledger(in);
+  for (const FinishedRun* run : behind) apply_run_effects(counted.ledger, *run);
   counted.charges = charges_of(uncounted, counted.ledger.counted);
   counted.recent_runs =
       std::make_shared<const std::vector<LedgerEntry>>(std::move(counted.ledger.recent));

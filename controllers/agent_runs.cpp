@@ -19,6 +19,7 @@ FinishedRun finished_run(const RunObservation& run, TimePoint now) {
   f.usage = usage_from_status(run.status);
   f.finished_at = time_at(run.status, "finishedAt").value_or(now);
   f.pause_until = time_at(run.status, "pauseUntil");
+  f.policies = string_array_at(run.status, "policies");
   return f;
 }
 

@@ -4,6 +4,7 @@
 
 #include "api/heartbeat_pod.h"
 #include "controllers/names.h"
+#include "controllers/run_record.h"
 #include "controllers/run_view.h"
 
 namespace hb::controllers {
@@ -59,6 +60,14 @@ Json projected_container_status(Json& status) {
 void project_job(Json& job) {
   if (!job.is_object()) return;
   Json out = projected_shell(job);
+  // The admitting policies' trusted copy (run_record.h admitting_policies).
+  if (const Json* annotations = find_path(job, "spec/template/metadata/annotations");
+      annotations != nullptr && annotations->is_object()) {
+    if (auto policies = annotations->find(kAnnotationPolicies); policies != annotations->end()) {
+      out["spec"]["template"]["metadata"]["annotations"][kAnnotationPolicies] =
+          std::move(*policies);
+    }
+  }
   if (auto status = job.find("status"); status != job.end()) {
     Json kept = take(*status, {"conditions"});
     if (!kept.empty()) out["status"] = std::move(kept);

@@ -13,7 +13,8 @@ namespace hb::controllers {
 // Both keep kind, apiVersion and, of the metadata, identity, times,
 // labels, owners and only the agent and run annotations the cache indexes by.
 
-// A Job also keeps status.conditions.
+// A Job also keeps status.conditions and its template's policies stamp
+// (run_record.h admitting_policies).
 void project_job(Json& job);
 
 // A Pod also keeps status.phase, reason, conditions and each container's

@@ -28,6 +28,16 @@ std::string string_at(const Json& object, std::string_view path, std::string_vie
   return value->get<std::string>();
 }
 
+std::vector<std::string> string_array_at(const Json& object, std::string_view path) {
+  std::vector<std::string> out;
+  const Json* value = find_path(object, path);
+  if (value == nullptr || !value->is_array()) return out;
+  for (const Json& item : *value) {
+    if (item.is_string()) out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
 std::string_view string_view_at(const Json& object, std::string_view path,
                                 std::string_view fallback) {
   const Json* value = find_path(object, path);

@@ -28,6 +28,8 @@ std::string_view string_view_at(const Json& object, std::string_view path,
 // A double as int64, saturating at the ends (NaN is 0): a cast that cannot overflow.
 int64_t saturating_int64(double value);
 // Integers as int64; a float is truncated and an out-of-range value saturates.
+// The strings of the array at `path` (other members skipped; none: empty).
+std::vector<std::string> string_array_at(const Json& object, std::string_view path);
 std::optional<int64_t> int_at(const Json& object, std::string_view path);
 std::optional<double> number_at(const Json& object, std::string_view path);
 bool bool_at(const Json& object, std::string_view path, bool fallback = false);

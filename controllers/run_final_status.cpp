@@ -102,8 +102,8 @@ void put_run_logs(Json& status, const Final& f, const RunObservationInput& in,
 }
 
 // What the run was charged at (the Agent's model and the effective prices now, and whose, and the
-// token cap now; none when the Agent is gone and nobody is charged) and the policies stamped on it
-// when it was made.
+// token cap now; none when the Agent is gone and nobody is charged) and the policies that admitted
+// it (run_record.h admitting_policies).
 void put_audit_fields(Json& status, const RunObservationInput& in) {
   if (in.agent_missing) {
     status.erase("charge");
@@ -112,9 +112,7 @@ void put_audit_fields(Json& status, const RunObservationInput& in) {
         charge_record(in.provider, in.model, in.pricing, in.pricing_source, in.pricing_policy);
     if (in.per_run_tokens) status["charge"]["perRunTokens"] = *in.per_run_tokens;
   }
-  if (std::optional<std::vector<std::string>> policies = stamped_policies(*in.run)) {
-    status["policies"] = *policies;
-  }
+  status["policies"] = in.admitting_policies;
 }
 
 ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunObservationInput& in,

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "controllers/agent_grants.h"
 #include "controllers/names.h"
 #include "controllers/run_view.h"
 #include "controllers/schedule/duration.h"
@@ -12,13 +13,28 @@ namespace hb::controllers {
 
 namespace {
 
-// The annotation's value, or nullptr when the run has none.
-const std::string* annotation_ptr(const Json& run, const char* key) {
-  const Json* annotations = find_path(run, "metadata/annotations");
+// The annotation's value, or nullptr when the object has none.
+const std::string* annotation_ptr(const Json& object, const char* key,
+                                  const char* annotations_path = "metadata/annotations") {
+  const Json* annotations = find_path(object, annotations_path);
   if (annotations == nullptr || !annotations->is_object()) return nullptr;
   auto it = annotations->find(key);
   if (it == annotations->end() || !it->is_string()) return nullptr;
   return &it->get_ref<const std::string&>();
+}
+
+std::optional<std::vector<std::string>> split_policies(const std::string* value) {
+  if (value == nullptr) return std::nullopt;
+  std::vector<std::string> names;
+  std::string_view rest = *value;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view name = rest.substr(0, comma);
+    if (!name.empty()) names.emplace_back(name);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return names;
 }
 
 // The uid of the run's Agent ownerReference ("" without one).
@@ -67,17 +83,39 @@ std::string policies_annotation(const std::vector<std::string>& names) {
 }
 
 std::optional<std::vector<std::string>> stamped_policies(const Json& run) {
-  const std::string* value = annotation_ptr(run, kAnnotationPolicies);
-  if (value == nullptr) return std::nullopt;
+  return split_policies(annotation_ptr(run, kAnnotationPolicies));
+}
+
+namespace {
+
+// The run's own Job: made by the operator for this run, and the one its
+// status names once it does.
+bool job_of_run(const Json& job, const Json& run) {
+  const std::string recorded = string_at(run, "status/jobUID");
+  if (!recorded.empty() && recorded != string_at(job, "metadata/uid")) return false;
+  return controlled_by(job, string_at(run, "metadata/uid"));
+}
+
+}  // namespace
+
+std::vector<std::string> admitting_policies(
+    const Json* job, const Json& run,
+    const std::function<bool(const std::string& policy)>& policy_exists) {
   std::vector<std::string> names;
-  std::string_view rest = *value;
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    const std::string_view name = rest.substr(0, comma);
-    if (!name.empty()) names.emplace_back(name);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
+  const std::string* trusted =
+      job != nullptr && job_of_run(*job, run)
+          ? annotation_ptr(*job, kAnnotationPolicies, "spec/template/metadata/annotations")
+          : nullptr;
+  if (trusted != nullptr) {
+    names = *split_policies(trusted);
+  } else {
+    for (std::string& name : stamped_policies(run).value_or(names)) {
+      if (policy_exists(name)) names.push_back(std::move(name));
+    }
   }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  if (names.size() > kAdmittingPoliciesMax) names.resize(kAdmittingPoliciesMax);
   return names;
 }
 

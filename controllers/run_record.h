@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,24 @@ bool run_of_other_agent(const Json& run, std::string_view agent_uid);
 std::string policies_annotation(const std::vector<std::string>& names);
 // The names the annotation lists; nullopt when the run has no such annotation.
 std::optional<std::vector<std::string>> stamped_policies(const Json& run);
+
+// The most policy names a run is charged under from its stamp: a namespace
+// has a handful of teams, and every name is a member of the agent's ledger
+// record, which one ConfigMap (1 MiB) must hold.
+inline constexpr std::size_t kAdmittingPoliciesMax = 32;
+
+// The policies that admitted `run`, as the operator stamped them at start.
+// The run's annotation is the namespace editor's to change, so the trusted
+// copy is the one on its Job's pod template (kAnnotationPolicies there;
+// Kubernetes does not let a Job's template change), read from a Job that
+// is the run's own: controlled by the run and, once the run's status
+// records a jobUID, that Job. Without one (a run that never had a Job, a
+// Job deleted before the charge) the annotation is believed only for names
+// `policy_exists` knows in the run's namespace. At most
+// kAdmittingPoliciesMax names, sorted, no repeats. Pure.
+std::vector<std::string> admitting_policies(
+    const Json* job, const Json& run,
+    const std::function<bool(const std::string& policy)>& policy_exists);
 
 // status.charge: the Agent's spec.model and the prices charged when the
 // cost was computed (every one, the cache prices resolved: pricing.h); `source`: agent | policy |

@@ -116,6 +116,9 @@ struct RunObservationInput {
   // a final status records (status.charge).
   std::string provider;
   std::string model;
+  // The policies that admitted the run (run_record.h admitting_policies):
+  // the final status records them, and the ledger charges under them.
+  std::vector<std::string> admitting_policies;
   bool agent_missing = false;  // the Agent is gone or being deleted
   // A result's pauseMinutes moves the schedule (pause_allowed); else it is
   // ignored with a warning Event (a forged or unsupported request).

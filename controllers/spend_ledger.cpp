@@ -61,19 +61,23 @@ LedgerResult apply_ledger(const LedgerInput& in) {
                       LedgerEntry{run.name, std::string(to_string(run.phase)), run.exit_code,
                                   run.usage.cost_cents, run.finished_at});
     out.counted.push_back(run.name);
-    out.idle_streak = next_idle_streak(out.idle_streak, run.source, run.phase, run.idle);
-    out.provider_error_streak =
-        next_provider_error_streak(out.provider_error_streak, run.phase, run.reason);
-    if (!out.last_heartbeat || run.finished_at > *out.last_heartbeat) {
-      out.last_heartbeat = run.finished_at;
-    }
-    if (run.pause_until && (!out.paused_until || *run.pause_until > *out.paused_until)) {
-      out.paused_until = run.pause_until;
-    }
+    apply_run_effects(out, run);
   }
   if (out.recent.size() > kRecentRunsMax) out.recent.resize(kRecentRunsMax);
   assert(out.counted.size() <= out.mark.size());
   return out;
+}
+
+void apply_run_effects(LedgerResult& out, const FinishedRun& run) {
+  out.idle_streak = next_idle_streak(out.idle_streak, run.source, run.phase, run.idle);
+  out.provider_error_streak =
+      next_provider_error_streak(out.provider_error_streak, run.phase, run.reason);
+  if (!out.last_heartbeat || run.finished_at > *out.last_heartbeat) {
+    out.last_heartbeat = run.finished_at;
+  }
+  if (run.pause_until && (!out.paused_until || *run.pause_until > *out.paused_until)) {
+    out.paused_until = run.pause_until;
+  }
 }
 
 double charged_cents(const std::vector<LedgerEntry>& recent, const std::string& run,

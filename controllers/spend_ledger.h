@@ -58,6 +58,7 @@ struct FinishedRun {  // a final run whose costRecorded is not yet true
   RunUsage usage;
   TimePoint finished_at{};
   std::optional<TimePoint> pause_until;
+  std::vector<std::string> policies;  // status.policies: those that admitted it
 };
 
 struct LedgerInput {
@@ -93,6 +94,10 @@ struct LedgerResult {
 // less than once counted. A run that finished in an earlier
 // UTC month than now is recorded in recentRuns but not added to this month.
 LedgerResult apply_ledger(const LedgerInput& input);
+
+// What counting `run` does to the agent beyond its spend: the streaks, the
+// last heartbeat, a pause the run asked for.
+void apply_run_effects(LedgerResult& out, const FinishedRun& run);
 
 // What a run was charged: its recentRuns entry's figure, else `observed_cents`.
 // The mark write records this, so a run's costCents always equals what its

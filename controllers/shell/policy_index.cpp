@@ -272,6 +272,11 @@ std::vector<std::string> PolicyIndex::policies_selecting(const std::string& agen
   return out;  // keys "ns/name" of one namespace sort by name
 }
 
+bool PolicyIndex::knows_policy(const std::string& policy_key) const {
+  std::lock_guard lock(mutex_);
+  return policies_.count(policy_key) > 0 || spend_.count(policy_key) > 0;
+}
+
 std::vector<PolicySpec> PolicyIndex::policies_over(const std::string& agent_key) const {
   std::vector<PolicySpec> out;
   std::lock_guard lock(mutex_);

@@ -88,6 +88,8 @@ class PolicyIndex {
   // The names of every policy whose selector selects the agent now (budget
   // or not), sorted: what a run made now is stamped with.
   std::vector<std::string> policies_selecting(const std::string& agent_key) const;
+  // A policy by "ns/name" that exists or that the ledger charged under.
+  bool knows_policy(const std::string& policy_key) const;
   // The specs of those policies (their prices and refusals, pricing.h), by name.
   std::vector<PolicySpec> policies_over(const std::string& agent_key) const;
 

@@ -88,6 +88,10 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
     if (owners == nullptr || !owners->is_array() || owners->empty()) return;
     const Json* run = server_.peek("heartbeatruns", string_at(*after, "metadata/namespace"),
                                    string_at((*owners)[0], "name"));
+    if (run != nullptr) {
+      admitted_by_[string_at(*run, "metadata/uid")] =
+          controllers::admitting_policies(&*after, *run, [](const std::string&) { return false; });
+    }
     if (run != nullptr) on_run_start(*run, now);
     if (run != nullptr) check_concurrency(*run);
     if (run != nullptr) check_policies(*run);
@@ -362,8 +366,7 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
       violation("run " + name + " counted twice");
     } else {
       counted_sums_[c.agent_key + "|" + c.period] += c.cents;
-      for (const std::string& policy :
-           controllers::stamped_policies(*after).value_or(std::vector<std::string>{})) {
+      for (const std::string& policy : admitted_by_[uid]) {
         team_counted_[agent_ns + "/" + policy + "|" + c.period] += c.cents;
       }
       retime_team_budgets(agent_ns);

@@ -113,8 +113,12 @@ class Checker {
   };
   std::map<std::string, Counted> counted_;      // by run uid
   std::map<std::string, double> counted_sums_;  // "ns/agent|period" -> cents
-  // "ns/policy|period" -> cents of the counted runs stamped with the policy.
+  // "ns/policy|period" -> cents of the counted runs whose Job was stamped
+  // with the policy at start.
   std::map<std::string, double> team_counted_;
+  // The policies on each started run's Job template, by run uid: what the
+  // operator admitted it under, which its author cannot rewrite.
+  std::map<std::string, std::vector<std::string>> admitted_by_;
   // When the policies or Agent labels of a namespace last changed (true
   // time): the operator may start by the old ones until it sees the change.
   std::map<std::string, TimePoint> selection_changed_at_;

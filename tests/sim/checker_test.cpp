@@ -8,6 +8,7 @@
 #include <map>
 
 #include "api/rfc3339.h"
+#include "controllers/run_record.h"
 
 namespace hb::sim {
 namespace {
@@ -55,9 +56,20 @@ class CheckerTest : public ::testing::Test {
     server_.merge_patch(Actor::kOperator, "heartbeatruns", "ns", run, {{"status", status}}, true);
   }
   // The operator starts a run by creating its Job (owned by the run).
+  // The run's Job as the operator makes it: controlled by the run, its
+  // template stamped with the policies the run's annotation names.
   void start(const std::string& run) {
-    server_.create(Actor::kOperator, "jobs", "ns",
-                   {{"metadata", {{"name", run}, {"ownerReferences", {{{"name", run}}}}}}});
+    const Json* stored = server_.peek("heartbeatruns", "ns", run);
+    const std::string uid = stored ? controllers::string_at(*stored, "metadata/uid") : "";
+    const std::string policies =
+        stored ? controllers::policies_annotation(
+                     controllers::stamped_policies(*stored).value_or(std::vector<std::string>{}))
+               : "";
+    Json job = {{"metadata",
+                 {{"name", run},
+                  {"ownerReferences", {{{"name", run}, {"uid", uid}, {"controller", true}}}}}}};
+    job["spec"]["template"]["metadata"]["annotations"][controllers::kAnnotationPolicies] = policies;
+    server_.create(Actor::kOperator, "jobs", "ns", job);
   }
   Json finished(double cents) {
     return {{"phase", "Succeeded"}, {"costRecorded", true}, {"usage", {{"costCents", cents}}}};
@@ -309,6 +321,7 @@ class PolicyCheckerTest : public CheckerTest {
   void counted_run(const std::string& run, const std::string& agent, double cents,
                    const std::string& policies, const char* finished_at = "2026-03-10T09:00:00Z") {
     create_run(run, agent, policies);
+    start(run);
     Json status = finished(cents);
     status["finishedAt"] = finished_at;
     set_run_status(run, status);
@@ -375,6 +388,27 @@ TEST_F(PolicyCheckerTest, ARunStartedOnceTheTeamBudgetIsSpentIsCaught) {
   start("r3");
   ASSERT_EQ(checker_.violations().size(), 1u);
   EXPECT_NE(checker_.violations()[0].find("r3 started while HeartbeatPolicy ns/team-x's team "
+                                          "budget is spent"),
+            std::string::npos)
+      << checker_.violations()[0];
+}
+
+// What a run counts for is the stamp on its Job, which the author cannot
+// change: a run whose annotation was rewritten after start still counts.
+TEST_F(PolicyCheckerTest, ARewrittenRunStampStillCountsForItsTeam) {
+  create_policy({{"budget", {{"monthlyCents", 3}}}});
+  create_run("r1", "a", "team-x");
+  start("r1");
+  server_.merge_patch(Actor::kUser, "heartbeatruns", "ns", "r1",
+                      {{"metadata", {{"annotations", {{"heartbeat.dev/policies", ""}}}}}}, false);
+  Json done = finished(4);
+  done["finishedAt"] = "2026-03-10T10:00:00Z";
+  set_run_status("r1", done);
+  wait_until_seen();
+  create_run("r2", "b");
+  start("r2");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("r2 started while HeartbeatPolicy ns/team-x's team "
                                           "budget is spent"),
             std::string::npos)
       << checker_.violations()[0];

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   uint64_t failed = 0, runs = 0, counted = 0, reconciles = 0, crashes = 0, faults = 0, pods = 0;
   uint64_t jumps = 0, leader_changes = 0, freezes = 0, holds = 0, policy_holds = 0;
   uint64_t team_budget_stops = 0, policy_pauses = 0, outages = 0, final_before_running = 0;
-  uint64_t reapplies = 0, price_changes = 0;
+  uint64_t reapplies = 0, price_changes = 0, stamp_edits = 0;
   // One seed at a time when its story is logged, so the lines do not interleave.
   if (options.verbose) jobs = 1;
   const auto threads = static_cast<unsigned>(std::min<uint64_t>(jobs, seeds));
@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
     policy_pauses += r.policy_pauses;
     reapplies += r.reapplies;
     price_changes += r.price_changes;
+    stamp_edits += r.stamp_edits;
     outages += r.run_status_outages;
     final_before_running += r.final_before_running;
     faults += r.api_faults;
@@ -149,7 +150,8 @@ int main(int argc, char** argv) {
       "(%llu Pods), %llu counted, %llu reconciles, %llu crashes, %llu leader changes, %llu "
       "frozen leaders, %llu clock jumps, %llu API faults, %llu runs held by the concurrency cap, "
       "%llu runs held by a policy cap, %llu agents stopped by a team budget, %llu policy "
-      "pauses, %llu Agents deleted and applied again, %llu price changes, %llu run status "
+      "pauses, %llu Agents deleted and applied again, %llu price changes, %llu run stamps "
+      "rewritten, %llu run status "
       "outages, %llu runs final before Running was stored; "
       "%.2f s wall on %u thread(s), %.0f heartbeats/s\n",
       static_cast<unsigned long long>(seeds), options.hours, options.agents,
@@ -161,7 +163,8 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(holds), static_cast<unsigned long long>(policy_holds),
       static_cast<unsigned long long>(team_budget_stops),
       static_cast<unsigned long long>(policy_pauses), static_cast<unsigned long long>(reapplies),
-      static_cast<unsigned long long>(price_changes), static_cast<unsigned long long>(outages),
+      static_cast<unsigned long long>(price_changes), static_cast<unsigned long long>(stamp_edits),
+      static_cast<unsigned long long>(outages),
       static_cast<unsigned long long>(final_before_running), wall, threads,
       wall > 0 ? runs / wall : 0.0);
   return failed == 0 ? 0 : 1;

@@ -183,6 +183,7 @@ class World {
   void forget_delivered_changes();
   void user_action();
   void reapply_agent(const Json& agent);
+  void rewrite_policies_stamp(const std::string& ns, const std::string& agent);
   void create_agents();
   void create_policy();
   bool policy_action();
@@ -550,6 +551,28 @@ std::string annotation_of(const Json& agent, const char* key) {
 
 // The Agent's author deletes it and applies it again at once (a new UID,
 // no status): its month's spend and any budget hold must come back.
+// The author sets a run's heartbeat.dev/policies annotation to no policy
+// or to another one of the namespace (a run not yet counted, when it has
+// one): the charge must not follow it.
+void World::rewrite_policies_stamp(const std::string& ns, const std::string& agent) {
+  std::vector<std::string> runs;
+  server_.for_each("heartbeatruns", [&](const Json& run) {
+    if (controllers::string_at(run, "metadata/namespace") == ns &&
+        controllers::string_at(run, "spec/agentRef/name") == agent &&
+        !controllers::bool_at(run, "status/costRecorded")) {
+      runs.push_back(controllers::string_at(run, "metadata/name"));
+    }
+  });
+  if (runs.empty()) return;
+  const std::string run =
+      runs[std::uniform_int_distribution<std::size_t>(0, runs.size() - 1)(rng_)];
+  const std::string stamp = std::bernoulli_distribution(0.5)(rng_) ? "" : "team-b";
+  server_.merge_patch(
+      Actor::kUser, "heartbeatruns", ns, run,
+      {{"metadata", {{"annotations", {{controllers::kAnnotationPolicies, stamp}}}}}}, false);
+  ++report_.stamp_edits;
+}
+
 void World::reapply_agent(const Json& agent) {
   const std::string ns = controllers::string_at(agent, "metadata/namespace");
   const std::string name = controllers::string_at(agent, "metadata/name");
@@ -569,7 +592,8 @@ void World::reapply_agent(const Json& agent) {
 
 // What a person does with kubectl: pause or resume, invoke, change the
 // budget or its resume policy, approve a budget stop, change the prompt,
-// create a run, zero the prices (or put them back), delete and re-apply.
+// create a run, zero the prices (or put them back), delete and re-apply,
+// rewrite a run's policies stamp (to escape its team or charge another).
 void World::user_action() {
   if (draw(kPolicyActionShare) && policy_action()) return;
   std::vector<Json> agents = server_.objects("agents");
@@ -579,7 +603,7 @@ void World::user_action() {
   const std::string name = controllers::string_at(agent, "metadata/name");
   ++report_.user_actions;
   Json patch;
-  switch (std::uniform_int_distribution<int>(0, 7)(rng_)) {
+  switch (std::uniform_int_distribution<int>(0, 8)(rng_)) {
     case 0: {
       const bool pause = !controllers::bool_at(agent, "spec/paused");
       patch = {{"spec", {{"paused", pause}}},
@@ -619,6 +643,9 @@ void World::user_action() {
     }
     case 6:
       reapply_agent(agent);
+      return;
+    case 8:
+      rewrite_policies_stamp(ns, name);
       return;
     case 7: {  // the author zeroes the prices (runs cost nothing), or puts them back
       const bool zero =

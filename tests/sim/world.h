@@ -62,6 +62,7 @@ struct SimReport {
   uint64_t policy_pauses = 0;        // times the user paused the policy (spec.paused)
   uint64_t reapplies = 0;            // Agents deleted and applied again (the same name)
   uint64_t price_changes = 0;        // Agents whose author zeroed their prices or put them back
+  uint64_t stamp_edits = 0;          // runs whose policies annotation the author rewrote
   NodeStats node;
   double wall_seconds = 0;
 };

@@ -190,5 +190,48 @@ TEST_F(TenantTest, DeletingReapplyingOrRelabellingAnAgentLiftsNoLimit) {
   EXPECT_EQ(removed.error().code, 403);
 }
 
+// The tenant's attack on the team a run was admitted under: while its run
+// goes on, it empties the run's heartbeat.dev/policies annotation (RBAC lets
+// an editor patch runs: the control that the attack is possible) and
+// relabels the Agent out of the team. The run is charged to the team all
+// the same, from the stamp on its Job's template, which no one can change;
+// an agent the team never admitted adds nothing (the figure follows the
+// stamp, not the namespace).
+TEST_F(TenantTest, RewritingARunsPolicyStampLiftsNoLimit) {
+  create_team_policy("blue-team", "blue", 100);
+  json slow = one_cent_agent("escaper", "blue");
+  slow["spec"]["heartbeat"]["prompt"] = "Spend slowly. [[sleep 8]] [[expensive]]";
+  tenant_->create(res::kAgents, ns_, slow).or_throw();
+  tenant_->create(res::kAgents, ns_, one_cent_agent("outsider", "red")).or_throw();
+  wait_ready(start_operator());
+  kubectl_create_run("escaper", "escaper-1");
+  ASSERT_TRUE(wait_until([&] { return jobs() == 1u; }, 60s)) << run("escaper-1").dump(2);
+  EXPECT_EQ(controllers::annotation_at(run("escaper-1"), "heartbeat.dev/policies"), "blue-team");
+
+  tenant_
+      ->merge_patch(res::kHeartbeatRuns, ns_, "escaper-1",
+                    {{"metadata", {{"annotations", {{"heartbeat.dev/policies", ""}}}}}})
+      .or_throw();
+  tenant_
+      ->merge_patch(res::kAgents, ns_, "escaper", {{"metadata", {{"labels", {{"team", "red"}}}}}})
+      .or_throw();
+  EXPECT_EQ(controllers::annotation_at(run("escaper-1"), "heartbeat.dev/policies"), "");
+  ASSERT_TRUE(wait_phase("escaper-1", "Succeeded", 90s)) << run("escaper-1").dump(2);
+  kubectl_create_run("outsider", "outsider-1");
+  ASSERT_TRUE(wait_phase("outsider-1", "Succeeded", 60s)) << run("outsider-1").dump(2);
+
+  ASSERT_TRUE(wait_until([&] { return spend_cents("escaper") == 1.0; }, 30s))
+      << agent("escaper")["status"].dump(2);
+  EXPECT_EQ(run("escaper-1")["status"]["policies"], json::array({"blue-team"}));
+  const auto team_spend = [&] {
+    const json policy = client_->get(res::kHeartbeatPolicies, ns_, "blue-team").or_throw();
+    return controllers::number_at(policy, "status/spend/cents").value_or(-1);
+  };
+  ASSERT_TRUE(wait_until([&] { return team_spend() == 1.0; }, 20s))
+      << client_->get(res::kHeartbeatPolicies, ns_, "blue-team").or_throw()["status"].dump(2);
+  std::this_thread::sleep_for(2s);  // the outsider's charge, had it gone to the team
+  EXPECT_EQ(team_spend(), 1.0);
+}
+
 }  // namespace
 }  // namespace hb::testing

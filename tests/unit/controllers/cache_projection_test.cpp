@@ -9,6 +9,7 @@
 #include "controllers/job_pods.h"
 #include "controllers/pod_tombstones.h"
 #include "controllers/run_pod_state.h"
+#include "controllers/run_record.h"
 #include "controllers/run_view.h"
 
 namespace hb::controllers {
@@ -188,6 +189,13 @@ TEST(CacheProjection, AJobKeepsItsIdentityOwnersAndConditions) {
   Json projected = full;
   project_job(projected);
   EXPECT_FALSE(projected.contains("spec"));
+  // Of the template, only the admitting policies' stamp is kept.
+  full["spec"]["template"]["metadata"]["annotations"][kAnnotationPolicies] = "team-a";
+  Json stamped = full;
+  project_job(stamped);
+  EXPECT_EQ(
+      stamped["spec"],
+      Json({{"template", {{"metadata", {{"annotations", {{kAnnotationPolicies, "team-a"}}}}}}}}));
   EXPECT_EQ(projected["status"], Json({{"conditions", full["status"]["conditions"]}}));
   EXPECT_EQ(job_uid_of(&projected, ""), job_uid_of(&full, ""));
   const JobState a = job_state(&projected), b = job_state(&full);

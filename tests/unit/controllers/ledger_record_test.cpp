@@ -200,5 +200,27 @@ TEST(LedgerRecord, WithoutTheRecordAReappliedAgentStartsFromZero) {
   EXPECT_EQ(count_finished_runs(reapplied, {}, now, &record).ledger.spend.cents, 40);
 }
 
+// The record charged a run whose agent status write did not land (or
+// landed and the cache has not shown it): the status read does not count
+// it, so the pause it asked for is applied again, though its cost is not.
+TEST(LedgerRecord, ARunTheRecordChargedAheadOfTheStatusStillPausesTheAgent) {
+  const TimePoint now = at("2024-05-20T00:00:00Z");
+  FinishedRun f;
+  f.name = "run-0";
+  f.usage.cost_cents = 40;
+  f.finished_at = at("2024-05-19T23:59:00Z");
+  f.pause_until = at("2024-05-20T00:30:00Z");
+  const AgentStatus before;  // the status as read: the run not counted
+  const CountedLedger first = count_finished_runs(before, {f}, now);
+  ASSERT_EQ(first.ledger.paused_until, f.pause_until);
+  const LedgerRecord record =
+      charge_runs(record_from_status("ns", "bot", before, now), first.charges, now);
+  const CountedLedger again = count_finished_runs(before, {f}, now, &record);
+  EXPECT_TRUE(again.charges.empty()) << "charged once";
+  EXPECT_EQ(again.ledger.spend.cents, 40);
+  EXPECT_EQ(again.ledger.paused_until, f.pause_until);
+  EXPECT_EQ(again.ledger.last_heartbeat, f.finished_at);
+}
+
 }  // namespace
 }  // namespace hb::controllers

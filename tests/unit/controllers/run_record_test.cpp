@@ -75,6 +75,72 @@ TEST(RunRecord, PoliciesAreStampedAsASortedListAndReadBack) {
   EXPECT_FALSE(stamped_policies(run("r1")).has_value());
 }
 
+// The run's Job as the operator made it: controlled by the run, its
+// template stamped with `policies`.
+Json stamped_job(const Json& of_run, const std::string& policies) {
+  Json j = job(name_of(of_run));
+  j["metadata"]["uid"] = "job-uid-1";
+  j["metadata"]["ownerReferences"] = {{{"apiVersion", "heartbeat.dev/v1alpha1"},
+                                       {"kind", "HeartbeatRun"},
+                                       {"name", name_of(of_run)},
+                                       {"uid", string_at(of_run, "metadata/uid")},
+                                       {"controller", true}}};
+  j["spec"]["template"]["metadata"]["annotations"][kAnnotationPolicies] = policies;
+  return j;
+}
+
+TEST(RunRecord, AdmittingPoliciesComeFromTheJobTemplateNotTheRunsAnnotation) {
+  const auto known = [](const std::string& p) { return p == "team-a" || p == "team-c"; };
+  Json r = run("r1");
+  r["metadata"]["uid"] = "run-uid-1";
+  const Json stamped = stamped_job(r, "team-a");
+  // Positive control: the run as stamped at start reads the same both ways.
+  EXPECT_EQ(
+      admitting_policies(&stamped, with_annotations(r, {{kAnnotationPolicies, "team-a"}}), known),
+      std::vector<std::string>{"team-a"});
+  // The author empties the run's stamp, or names another team: the Job's counts.
+  for (const char* forged : {"", "team-c", "team-c,team-d"}) {
+    EXPECT_EQ(
+        admitting_policies(&stamped, with_annotations(r, {{kAnnotationPolicies, forged}}), known),
+        std::vector<std::string>{"team-a"})
+        << forged;
+  }
+  // A Job that is not the run's (not controlled by it, or not the one its
+  // status records) is not believed: the annotation is, for known names only.
+  Json foreign = stamped_job(r, "team-x");
+  foreign["metadata"]["ownerReferences"][0]["uid"] = "another-run";
+  const Json forged = with_annotations(r, {{kAnnotationPolicies, "team-c,team-d,team-a"}});
+  EXPECT_EQ(admitting_policies(&foreign, forged, known),
+            (std::vector<std::string>{"team-a", "team-c"}));
+  Json recorded = forged;
+  recorded["status"]["jobUID"] = "job-uid-0";
+  EXPECT_EQ(admitting_policies(&stamped, recorded, known),
+            (std::vector<std::string>{"team-a", "team-c"}));
+  recorded["status"]["jobUID"] = "job-uid-1";
+  EXPECT_EQ(admitting_policies(&stamped, recorded, known), std::vector<std::string>{"team-a"});
+  // No Job at all: the annotation's known names.
+  EXPECT_EQ(admitting_policies(nullptr, forged, known),
+            (std::vector<std::string>{"team-a", "team-c"}));
+  EXPECT_EQ(admitting_policies(nullptr, r, known), std::vector<std::string>{});
+}
+
+TEST(RunRecord, AdmittingPoliciesAreBoundedSortedAndUnique) {
+  Json r = run("r1");
+  r["metadata"]["uid"] = "run-uid-1";
+  std::vector<std::string> many;
+  for (std::size_t i = 0; i < kAdmittingPoliciesMax * 4; ++i) {
+    many.push_back("p" + std::to_string(1000 + i));
+  }
+  many.push_back("p1000");
+  const Json j = stamped_job(r, policies_annotation(many));
+  const std::vector<std::string> got =
+      admitting_policies(&j, r, [](const std::string&) { return true; });
+  ASSERT_EQ(got.size(), kAdmittingPoliciesMax);
+  EXPECT_TRUE(std::is_sorted(got.begin(), got.end()));
+  EXPECT_EQ(std::adjacent_find(got.begin(), got.end()), got.end());
+  EXPECT_EQ(got.front(), "p1000");
+}
+
 TEST(RunRecord, TheFinalStatusRecordsTheChargeAndThePolicies) {
   Json r =
       with_annotations(with_status(run("r1"), {{"phase", "Running"},
@@ -92,6 +158,7 @@ TEST(RunRecord, TheFinalStatusRecordsTheChargeAndThePolicies) {
   in.provider = "anthropic";
   in.model = "claude-3-5-haiku-latest";
   in.bounds = usage_bounds(AgentSpec{});
+  in.admitting_policies = {"team-a"};
   RunObservation o = observe_run(in);
   ASSERT_TRUE(o.became_final);
   EXPECT_EQ(o.status["charge"]["provider"], "anthropic");
