@@ -181,6 +181,14 @@ void AgentReconciler::stamp_policies(Json& run) const {
       policies_now(string_at(run, "metadata/namespace"), string_at(run, "spec/agentRef/name"));
 }
 
+std::vector<std::string> AgentReconciler::admitting_policies_of(const Json& run,
+                                                                const Json* job) const {
+  const std::string ns = string_at(run, "metadata/namespace");
+  return admitting_policies(job, run, [this, &ns](const std::string& policy) {
+    return config_.policies && config_.policies->knows_policy(object_key(ns, policy));
+  });
+}
+
 kube::Result<Json> AgentReconciler::create_run(const std::string& ns, const Json& run) {
   Json stamped = run;
   stamp_policies(stamped);
@@ -544,22 +552,37 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
     overlay_.put(kOverlayRuns, adopted);
     count_write(kWriteRunAdopt);
   }
-  HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, run_name, history));
-  // The runner's per-run stops use the price the operator charges and the
-  // token cap of the Agent and its policies.
+  // The runner's per-run stops use the price the operator charges, the
+  // token cap of the Agent and its policies, and what is held ahead for it.
   const AgentSpec spec = parse_agent_spec(agent).spec;
   const std::vector<PolicySpec> policies = policies_over(ns, name_of(agent));
-  HB_TRY_ASSIGN(const std::optional<double> budget_left, budget_left_cents(agent, spec, now));
+  HB_TRY_ASSIGN(const HoldDecision hold, hold_budget(agent, run, spec, policies, now));
+  if (!hold.start) {
+    {
+      std::lock_guard lock(mutex_);
+      waiting_for_budget_.insert(object_key(agent));
+    }
+    spdlog::info("event=run_waits_for_budget agent={}/{} run={} budget={}", ns, name_of(agent),
+                 run_name, hold.waiting_on);
+    return false;
+  }
+  HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, run_name, history));
   const Json context = render_context(
-      {&agent, &run, *prompt.text, with_reread(history, reread), now, budget_left}, config_.job,
+      {&agent, &run, *prompt.text, with_reread(history, reread), now, hold.cents}, config_.job,
       effective_pricing(spec, policies).pricing, effective_per_run_tokens(spec, policies));
   const std::string context_text = context.dump();
   if (auto too_large = context_too_large(context_text.size(), prompt.source, prompt.text->size())) {
+    budget_holds_.release(object_key(ns, run_name));
     HB_TRY(fail_before_start(agent, run, kReasonContextTooLarge, *too_large, now));
     return true;
   }
   JobPlan plan = build_job(run, agent, context_text, config_.job);
   plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
+  // The admitting policies' trusted copy and the cents held for the run:
+  // a Job's template cannot change.
+  Json& template_annotations = plan.job["spec"]["template"]["metadata"]["annotations"];
+  template_annotations[kAnnotationPolicies] = policies_now(ns, name_of(agent));
+  if (hold.cents) template_annotations[kAnnotationBudgetHold] = format_hold_cents(*hold.cents);
   HB_TRY_ASSIGN(const StartedJob job, create_context_and_job(run, plan));
   // The run's Running status is not written here: the dispatch path is the
   // run and its Job. The Job (in the overlay now, in the cache soon) is the
@@ -646,6 +669,7 @@ kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::
                     job_uid_of(job ? &*job : nullptr, string_at(run, "status/jobUID")));
     in.job = job ? &*job : nullptr;
     for (const Json& p : pods) in.pods.push_back(&p);
+    in.admitting_policies = admitting_policies_of(run, in.job);
     in.agent_missing = true;
     in.now = now;
     RunObservation obs = observe_run(in);
@@ -661,14 +685,11 @@ kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::
         // A run charged before (its mark did not land) keeps what it was
         // charged: the ledger never lowers a charge, so neither does the run.
         const double charged = charged_cents(counted_entries(*record), name_of(run), 0);
-        HB_TRY(charge_ledger(ns, name, std::move(*record),
-                             {{name_of(run),
-                               usage.cost_cents,
-                               usage.input_tokens,
-                               usage.output_tokens,
-                               time_at(obs.status, "finishedAt").value_or(now),
-                               {}}},
-                             all, now));
+        HB_TRY(charge_ledger(
+            ns, name, std::move(*record),
+            {{name_of(run), usage.cost_cents, usage.input_tokens, usage.output_tokens,
+              time_at(obs.status, "finishedAt").value_or(now), in.admitting_policies}},
+            all, now));
         if (charged > usage.cost_cents) obs.status["usage"]["costCents"] = charged;
       }
       obs.status["costRecorded"] = true;
@@ -756,6 +777,14 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
   }
   const std::vector<TimePoint> going_on_seen =
       lease_sightings_.runs_seen_at(object_key(ns, name), going_on, now);
+  // Money stays held for a run till it is charged (charge_ledger), or gone.
+  std::set<std::string> uncharged;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (bool_at(runs[i], "status/costRecorded")) continue;
+    uncharged.insert(object_key(ns, name_of(runs[i])));
+    restore_budget_hold(runs[i], jobs[i] ? &*jobs[i] : nullptr);
+  }
+  budget_holds_.keep_only(object_key(ns, name), uncharged);
   for (size_t i = 0; i < runs.size(); ++i) {
     const std::optional<Json>& job = jobs[i];
     const std::vector<Json> pods =
@@ -768,6 +797,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
     in.view = views.runs[i];
     in.job = job ? &*job : nullptr;
     for (const Json& p : pods) in.pods.push_back(&p);
+    in.admitting_policies = admitting_policies_of(runs[i], in.job);
     in.lease = lease ? &*lease : nullptr;
     in.lease_seen_at = lease_seen_at;
     in.reported_high = view_.reported_usage(ns, name_of(runs[i]));
@@ -898,22 +928,68 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   if (objects_ahead) {
     HB_TRY_ASSIGN(found_in_the_way, ensure_objects_ahead(agent, observed.lease));
   }
-  return with_retention(
-      requeue_for(d, now, outcome.start_held_back || found_in_the_way, in_the_way), orphans_due,
-      now);
+  bool waits_for_budget = false;
+  {
+    std::lock_guard lock(mutex_);
+    waits_for_budget = waiting_for_budget_.erase(object_key(ns, name)) > 0;
+  }
+  ReconcileResult result = requeue_for(
+      d, now, (outcome.start_held_back && !waits_for_budget) || found_in_the_way, in_the_way);
+  if (waits_for_budget) {
+    const auto recheck = std::chrono::duration_cast<std::chrono::milliseconds>(kBudgetHoldRecheck);
+    result.requeue_after = std::min(result.requeue_after.value_or(recheck), recheck);
+  }
+  return with_retention(result, orphans_due, now);
 }
 
-kube::Result<std::optional<double>> AgentReconciler::budget_left_cents(const Json& agent,
-                                                                       const AgentSpec& spec,
-                                                                       TimePoint now) {
+kube::Result<HoldDecision> AgentReconciler::hold_budget(const Json& agent, const Json& run,
+                                                        const AgentSpec& spec,
+                                                        const std::vector<PolicySpec>& policies,
+                                                        TimePoint now) {
   const std::string ns = namespace_of(agent);
+  const std::string agent_key = object_key(agent);
   HB_TRY_ASSIGN(const std::optional<LedgerRecord> record,
                 ledger_record(ns, name_of(agent), nullptr, now));
   const double spent = record ? spend_in(*record, schedule::spend_period(now)).cents : 0;
   const std::vector<schedule::PolicyBudget> teams =
-      config_.policies ? config_.policies->budgets_for(object_key(ns, name_of(agent)), now)
+      config_.policies ? config_.policies->budgets_for(agent_key, now)
                        : std::vector<schedule::PolicyBudget>{};
-  return smallest_budget_left(spec.monthly_budget_cents, spent, teams);
+  if (!budget_holds_.restored()) restore_budget_holds();
+  const double worst = run_worst_case_cents(spec, effective_pricing(spec, policies).pricing,
+                                            effective_per_run_tokens(spec, policies).value_or(0));
+  return budget_holds_.take(object_key(run), agent_key,
+                            budget_rooms(agent_key, spec.monthly_budget_cents, spent, teams),
+                            worst);
+}
+
+void AgentReconciler::restore_budget_hold(const Json& run, const Json* job) {
+  if (job == nullptr || bool_at(run, "status/costRecorded")) return;
+  const Json* annotations = find_path(*job, "spec/template/metadata/annotations");
+  if (annotations == nullptr || !annotations->is_object()) return;
+  const auto cents = annotations->find(kAnnotationBudgetHold);
+  if (cents == annotations->end() || !cents->is_string()) return;
+  const std::optional<double> held = parse_hold_cents(cents->get<std::string>());
+  if (!held) return;
+  const std::string ns = namespace_of(run);
+  const std::string agent_key = object_key(ns, string_at(run, "spec/agentRef/name"));
+  BudgetHolds::Hold hold{agent_key, {budget_pool_of_agent(agent_key)}, *held};
+  for (const std::string& policy : admitting_policies_of(run, job)) {
+    hold.pools.push_back(budget_pool_of_policy(ns, policy));
+  }
+  budget_holds_.restore(object_key(run), std::move(hold));
+}
+
+void AgentReconciler::restore_budget_holds() {
+  view_.for_each_agent([this](const Json& agent) {
+    const std::string ns = namespace_of(agent);
+    for (const Json& run : view_.runs_of(ns, name_of(agent))) {
+      const std::string job_name = job_name_for_run(name_of(run));
+      const std::optional<Json> job =
+          overlay_.merge(kOverlayJobs, object_key(ns, job_name), view_.job(ns, job_name));
+      restore_budget_hold(run, job ? &*job : nullptr);
+    }
+  });
+  budget_holds_.restored_all();
 }
 
 kube::Result<std::optional<LedgerRecord>> AgentReconciler::ledger_record(const std::string& ns,
@@ -930,19 +1006,12 @@ kube::Result<std::optional<LedgerRecord>> AgentReconciler::ledger_record(const s
 kube::Done AgentReconciler::charge_ledger(const std::string& ns, const std::string& name,
                                           LedgerRecord record, std::vector<LedgerCharge> charges,
                                           const std::vector<const Json*>& runs, TimePoint now) {
+  // Charged under the policies that admitted the run (the decision read
+  // them from its final status) and those selecting the agent now.
   const std::vector<std::string> selecting =
       config_.policies ? config_.policies->policies_selecting(object_key(ns, name))
                        : std::vector<std::string>{};
   for (LedgerCharge& charge : charges) {
-    const Json* run = nullptr;
-    for (const Json* r : runs) {
-      if (name_of(*r) == charge.run) run = r;
-    }
-    if (run != nullptr) {
-      if (std::optional<std::vector<std::string>> stamped = stamped_policies(*run)) {
-        charge.policies = std::move(*stamped);
-      }
-    }
     charge.policies.insert(charge.policies.end(), selecting.begin(), selecting.end());
     std::sort(charge.policies.begin(), charge.policies.end());
     charge.policies.erase(std::unique(charge.policies.begin(), charge.policies.end()),
@@ -957,6 +1026,7 @@ kube::Done AgentReconciler::charge_ledger(const std::string& ns, const std::stri
   kube::RequestPriorityScope lifecycle(kube::RequestClass::kLifecycle);
   HB_TRY(config_.ledger->put(next));
   count_write(kWriteLedger);
+  for (const LedgerCharge& charge : charges) budget_holds_.release(object_key(ns, charge.run));
   for (const LedgerCharge& charge : charges) {
     spdlog::info("event=ledger_charged agent={}/{} run={} cost_cents={:.6f} policies={}", ns, name,
                  charge.run, charge.cost_cents, policies_annotation(charge.policies));

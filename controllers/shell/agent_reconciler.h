@@ -23,6 +23,7 @@
 #include "controllers/run_record.h"
 #include "controllers/runtime/budget_blocked.h"
 #include "controllers/runtime/metrics.h"
+#include "controllers/shell/budget_holds.h"
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/concurrency_gate.h"
 #include "controllers/shell/lease_sightings.h"
@@ -198,13 +199,20 @@ class AgentReconciler {
   kube::Result<std::optional<LedgerRecord>> ledger_record(const std::string& ns,
                                                           const std::string& name,
                                                           const AgentStatus* status, TimePoint now);
-  // The least budget left this month for the run about to start: the
-  // Agent's by its ledger record and each team budget over it.
-  kube::Result<std::optional<double>> budget_left_cents(const Json& agent, const AgentSpec& spec,
-                                                        TimePoint now);
+  // Holds ahead what the run about to start may spend (budget_hold_ahead.h)
+  // against the Agent's budget, by its ledger record, and each team budget
+  // over it; the decision says whether it waits.
+  kube::Result<HoldDecision> hold_budget(const Json& agent, const Json& run, const AgentSpec& spec,
+                                         const std::vector<PolicySpec>& policies, TimePoint now);
+  // After a restart, before the first hold: what every in-flight run's Job
+  // says was held for it.
+  void restore_budget_holds();
+  // The hold an uncharged run's Job records, if any (kAnnotationBudgetHold).
+  void restore_budget_hold(const Json& run, const Json* job);
   // Records `charges` in the agent's durable ledger before anything else
-  // the pass writes: each under the policies stamped on its run and those
-  // selecting the agent now. `runs`: every run of the name (this Agent's
+  // the pass writes: each under the policies that admitted its run (its
+  // final status, run_record.h admitting_policies) and those selecting the
+  // agent now. `runs`: every run of the name (this Agent's
   // and earlier ones'), to forget the charged runs since marked or gone.
   kube::Done charge_ledger(const std::string& ns, const std::string& name, LedgerRecord record,
                            std::vector<LedgerCharge> charges, const std::vector<const Json*>& runs,
@@ -220,6 +228,8 @@ class AgentReconciler {
   // The policies selecting the run's agent now, on the run (kAnnotationPolicies),
   // unless it names them already.
   void stamp_policies(Json& run) const;
+  // run_record.h admitting_policies, knowing the namespace's policies.
+  std::vector<std::string> admitting_policies_of(const Json& run, const Json* job) const;
   // kAnnotationPolicies' value for the agent now.
   std::string policies_now(const std::string& ns, const std::string& agent) const;
   // The HeartbeatPolicies selecting the agent now (none without an index).
@@ -259,6 +269,7 @@ class AgentReconciler {
   ViewCache views_;
   LeaseSightings lease_sightings_;
   BudgetBlockedTally budget_blocked_{metrics_};
+  BudgetHolds budget_holds_;
 
   std::atomic<uint64_t> events_recorded_{0};  // the last part of Event names
   std::mutex mutex_;
@@ -272,7 +283,10 @@ class AgentReconciler {
     std::string object;
     std::chrono::steady_clock::time_point at;
   };
-  std::map<std::string, InTheWay> in_the_way_;       // by agent key
+  std::map<std::string, InTheWay> in_the_way_;  // by agent key
+  // Agents whose run waits for room runs in flight hold: looked at again
+  // after kBudgetHoldRecheck, not at once.
+  std::set<std::string> waiting_for_budget_;
   std::set<std::string> refused_namespaces_logged_;  // at most the namespaces refused
   std::set<std::string> refused_agents_noted_;       // agent uids, bounded
 };
