@@ -26,6 +26,14 @@ std::optional<double> parse_hold_cents(std::string_view text) {
   return cents;
 }
 
+std::optional<double> held_cents_of_job(const Json& job) {
+  const Json* annotations = find_path(job, "spec/template/metadata/annotations");
+  if (annotations == nullptr || !annotations->is_object()) return std::nullopt;
+  const auto cents = annotations->find(kAnnotationBudgetHold);
+  if (cents == annotations->end() || !cents->is_string()) return std::nullopt;
+  return parse_hold_cents(cents->get_ref<const std::string&>());
+}
+
 std::string budget_pool_of_agent(const std::string& agent_key) {
   return "agent:" + agent_key;
 }

@@ -36,6 +36,9 @@ inline constexpr const char* kAnnotationBudgetHold = "heartbeat.dev/budget-hold-
 std::string format_hold_cents(double cents);
 std::optional<double> parse_hold_cents(std::string_view text);
 
+// The cents a Job's template says were held for its run; nullopt: none.
+std::optional<double> held_cents_of_job(const Json& job);
+
 // A monthly budget over a run and the cents it has left (never negative).
 struct BudgetRoom {
   std::string pool;  // budget_pool_of_agent / budget_pool_of_policy

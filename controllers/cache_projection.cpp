@@ -3,6 +3,7 @@
 #include <initializer_list>
 
 #include "api/heartbeat_pod.h"
+#include "controllers/budget_hold_ahead.h"
 #include "controllers/names.h"
 #include "controllers/run_record.h"
 #include "controllers/run_view.h"
@@ -60,12 +61,14 @@ Json projected_container_status(Json& status) {
 void project_job(Json& job) {
   if (!job.is_object()) return;
   Json out = projected_shell(job);
-  // The admitting policies' trusted copy (run_record.h admitting_policies).
+  // The admitting policies' trusted copy (run_record.h admitting_policies)
+  // and the cents held for the run (budget_hold_ahead.h).
   if (const Json* annotations = find_path(job, "spec/template/metadata/annotations");
       annotations != nullptr && annotations->is_object()) {
-    if (auto policies = annotations->find(kAnnotationPolicies); policies != annotations->end()) {
-      out["spec"]["template"]["metadata"]["annotations"][kAnnotationPolicies] =
-          std::move(*policies);
+    for (const char* key : {kAnnotationPolicies, kAnnotationBudgetHold}) {
+      if (auto kept = annotations->find(key); kept != annotations->end()) {
+        out["spec"]["template"]["metadata"]["annotations"][key] = *kept;
+      }
     }
   }
   if (auto status = job.find("status"); status != job.end()) {

@@ -13,8 +13,9 @@ namespace hb::controllers {
 // Both keep kind, apiVersion and, of the metadata, identity, times,
 // labels, owners and only the agent and run annotations the cache indexes by.
 
-// A Job also keeps status.conditions and its template's policies stamp
-// (run_record.h admitting_policies).
+// A Job also keeps status.conditions and, of its template, the policies
+// stamp (run_record.h admitting_policies) and the cents held for the run
+// (budget_hold_ahead.h).
 void project_job(Json& job);
 
 // A Pod also keeps status.phase, reason, conditions and each container's

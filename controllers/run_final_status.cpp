@@ -7,6 +7,7 @@
 #include "api/exit_codes.h"
 #include "api/heartbeat_pod.h"
 #include "api/utf8.h"
+#include "controllers/budget_hold_ahead.h"
 #include "controllers/names.h"
 #include "controllers/provider_backoff.h"
 #include "controllers/provider_hold.h"
@@ -113,6 +114,9 @@ void put_audit_fields(Json& status, const RunObservationInput& in) {
     if (in.per_run_tokens) status["charge"]["perRunTokens"] = *in.per_run_tokens;
   }
   status["policies"] = in.admitting_policies;
+  if (in.job != nullptr) {
+    if (const std::optional<double> held = held_cents_of_job(*in.job)) status["heldCents"] = *held;
+  }
 }
 
 ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunObservationInput& in,

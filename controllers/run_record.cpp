@@ -179,6 +179,7 @@ std::string audit_line(const Json& run) {
     line["charge"] = std::move(ordered);
   }
   copy_member(line, "policies", run, "status/policies");
+  copy_member(line, "heldCents", run, "status/heldCents");
   // One line whatever a tenant wrote: the encoder escapes every control
   // byte and quote; invalid UTF-8 is replaced rather than thrown on.
   return line.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);

@@ -964,11 +964,7 @@ kube::Result<HoldDecision> AgentReconciler::hold_budget(const Json& agent, const
 
 void AgentReconciler::restore_budget_hold(const Json& run, const Json* job) {
   if (job == nullptr || bool_at(run, "status/costRecorded")) return;
-  const Json* annotations = find_path(*job, "spec/template/metadata/annotations");
-  if (annotations == nullptr || !annotations->is_object()) return;
-  const auto cents = annotations->find(kAnnotationBudgetHold);
-  if (cents == annotations->end() || !cents->is_string()) return;
-  const std::optional<double> held = parse_hold_cents(cents->get<std::string>());
+  const std::optional<double> held = held_cents_of_job(*job);
   if (!held) return;
   const std::string ns = namespace_of(run);
   const std::string agent_key = object_key(ns, string_at(run, "spec/agentRef/name"));

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "controllers/budget_hold_ahead.h"
 #include "controllers/job_builder.h"
 #include "controllers/job_pods.h"
 #include "controllers/pod_tombstones.h"
@@ -189,13 +190,13 @@ TEST(CacheProjection, AJobKeepsItsIdentityOwnersAndConditions) {
   Json projected = full;
   project_job(projected);
   EXPECT_FALSE(projected.contains("spec"));
-  // Of the template, only the admitting policies' stamp is kept.
+  // Of the template, only the admitting policies' stamp and the cents held are kept.
   full["spec"]["template"]["metadata"]["annotations"][kAnnotationPolicies] = "team-a";
+  full["spec"]["template"]["metadata"]["annotations"][kAnnotationBudgetHold] = "2.500000";
   Json stamped = full;
   project_job(stamped);
-  EXPECT_EQ(
-      stamped["spec"],
-      Json({{"template", {{"metadata", {{"annotations", {{kAnnotationPolicies, "team-a"}}}}}}}}));
+  const Json kept = {{kAnnotationPolicies, "team-a"}, {kAnnotationBudgetHold, "2.500000"}};
+  EXPECT_EQ(stamped["spec"], Json({{"template", {{"metadata", {{"annotations", kept}}}}}}));
   EXPECT_EQ(projected["status"], Json({{"conditions", full["status"]["conditions"]}}));
   EXPECT_EQ(job_uid_of(&projected, ""), job_uid_of(&full, ""));
   const JobState a = job_state(&projected), b = job_state(&full);
