@@ -366,12 +366,36 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
       violation("run " + name + " counted twice");
     } else {
       counted_sums_[c.agent_key + "|" + c.period] += c.cents;
+      const double calls = controllers::number_at(*after, "status/usage/llmCalls").value_or(0);
       for (const std::string& policy : admitted_by_[uid]) {
+        measure_overshoot(agent_ns + "/" + policy, c.period, c.cents, calls);
         team_counted_[agent_ns + "/" + policy + "|" + c.period] += c.cents;
       }
       retime_team_budgets(agent_ns);
     }
   }
+}
+
+// The cents this run took the team past its budget (from the budget, or
+// from the spend if a person lowered the budget below it), and as calls
+// of this run's size.
+void Checker::measure_overshoot(const std::string& policy_key, const std::string& period,
+                                double cents, double llm_calls) {
+  const auto slash = policy_key.find('/');
+  const Json* policy =
+      server_.peek("heartbeatpolicies", policy_key.substr(0, slash), policy_key.substr(slash + 1));
+  if (policy == nullptr || period != current_period() || cents <= 0) return;
+  const double budget =
+      static_cast<double>(controllers::int_at(*policy, "spec/budget/monthlyCents").value_or(0));
+  if (budget <= 0) return;
+  const auto counted = team_counted_.find(policy_key + "|" + period);
+  const double before = counted == team_counted_.end() ? 0 : counted->second;
+  const double over = std::max(0.0, before + cents - std::max(budget, before));
+  if (over <= kCentsTolerance) return;
+  Overshoot& o = overshoot_[policy_key + "|" + period];
+  o.cents += over;
+  o.calls += over / (cents / std::max(1.0, llm_calls));
+  if (o.calls > worst_overshoot_.calls) worst_overshoot_ = o;
 }
 
 namespace {

@@ -65,6 +65,12 @@ class Checker {
 
   const std::vector<std::string>& violations() const { return violations_; }
   uint64_t runs_counted() const { return counted_.size(); }
+  // How far a team's counted spend went past its budget in one month, at
+  // worst: in cents, and in model calls of the runs that took it past.
+  struct Overshoot {
+    double cents = 0, calls = 0;
+  };
+  Overshoot worst_team_overshoot() const { return worst_overshoot_; }
 
  private:
   void violation(const std::string& what) {
@@ -116,6 +122,11 @@ class Checker {
   // "ns/policy|period" -> cents of the counted runs whose Job was stamped
   // with the policy at start.
   std::map<std::string, double> team_counted_;
+  // A counted run's share of its teams' overshoot (worst_team_overshoot).
+  void measure_overshoot(const std::string& policy_key, const std::string& period, double cents,
+                         double llm_calls);
+  std::map<std::string, Overshoot> overshoot_;  // "ns/policy|period"
+  Overshoot worst_overshoot_;
   // The policies on each started run's Job template, by run uid: what the
   // operator admitted it under, which its author cannot rewrite.
   std::map<std::string, std::vector<std::string>> admitted_by_;

@@ -414,6 +414,22 @@ TEST_F(PolicyCheckerTest, ARewrittenRunStampStillCountsForItsTeam) {
       << checker_.violations()[0];
 }
 
+// The measure of how far runs in flight took a team past its budget: the
+// part of the crossing run's cost over the budget, in calls of its size.
+TEST_F(PolicyCheckerTest, TheTeamOvershootIsMeasuredInCallsOfTheRunsThatPassedTheBudget) {
+  create_policy({{"budget", {{"monthlyCents", 3}}}});
+  counted_run("a1", "a", 2, "team-x");
+  EXPECT_EQ(checker_.worst_team_overshoot().calls, 0);
+  create_run("b1", "b", "team-x");
+  start("b1");
+  Json done = finished(3);  // 5 of 3 cents: 2 over, in a run of 3 calls of 1 cent
+  done["finishedAt"] = "2026-03-10T09:30:00Z";
+  done["usage"]["llmCalls"] = 3;
+  set_run_status("b1", done);
+  EXPECT_NEAR(checker_.worst_team_overshoot().cents, 2, 1e-9);
+  EXPECT_NEAR(checker_.worst_team_overshoot().calls, 2, 1e-9);
+}
+
 TEST_F(PolicyCheckerTest, ARunStartedWhileItsPolicyIsPausedIsCaught) {
   create_policy({{"paused", true}});
   create_run("r1", "a");

@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   uint64_t jumps = 0, leader_changes = 0, freezes = 0, holds = 0, policy_holds = 0;
   uint64_t team_budget_stops = 0, policy_pauses = 0, outages = 0, final_before_running = 0;
   uint64_t reapplies = 0, price_changes = 0, stamp_edits = 0;
+  double overshoot_cents = 0, overshoot_calls = 0;  // the worst seed's
   // One seed at a time when its story is logged, so the lines do not interleave.
   if (options.verbose) jobs = 1;
   const auto threads = static_cast<unsigned>(std::min<uint64_t>(jobs, seeds));
@@ -122,6 +123,10 @@ int main(int argc, char** argv) {
     reapplies += r.reapplies;
     price_changes += r.price_changes;
     stamp_edits += r.stamp_edits;
+    if (r.team_overshoot_calls > overshoot_calls) {
+      overshoot_calls = r.team_overshoot_calls;
+      overshoot_cents = r.team_overshoot_cents;
+    }
     outages += r.run_status_outages;
     final_before_running += r.final_before_running;
     faults += r.api_faults;
@@ -153,6 +158,7 @@ int main(int argc, char** argv) {
       "pauses, %llu Agents deleted and applied again, %llu price changes, %llu run stamps "
       "rewritten, %llu run status "
       "outages, %llu runs final before Running was stored; "
+      "worst team budget overshoot %.4f cents (%.2f model calls); "
       "%.2f s wall on %u thread(s), %.0f heartbeats/s\n",
       static_cast<unsigned long long>(seeds), options.hours, options.agents,
       static_cast<unsigned long long>(failed), static_cast<unsigned long long>(runs),
@@ -165,7 +171,7 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(policy_pauses), static_cast<unsigned long long>(reapplies),
       static_cast<unsigned long long>(price_changes), static_cast<unsigned long long>(stamp_edits),
       static_cast<unsigned long long>(outages),
-      static_cast<unsigned long long>(final_before_running), wall, threads,
-      wall > 0 ? runs / wall : 0.0);
+      static_cast<unsigned long long>(final_before_running), overshoot_cents, overshoot_calls, wall,
+      threads, wall > 0 ? runs / wall : 0.0);
   return failed == 0 ? 0 : 1;
 }

@@ -183,9 +183,35 @@ void Node::create_pod(const Json& job, TimePoint now) {
   r.next_beat = r.running_at;
   r.input_tokens = std::uniform_int_distribution<int64_t>(100, 30000)(rng_);
   r.output_tokens = std::uniform_int_distribution<int64_t>(10, 3000)(rng_);
+  stop_at_budget(r, annotations);
   ++stats_.pods;
   ++stats_.by_behaviour[static_cast<int>(r.behaviour)];
   runners_[ns + "/" + name_of(made.body)] = r;
+}
+
+void Node::stop_at_budget(Runner& r, const Json& pod_annotations) {
+  const auto context = pod_annotations.find(controllers::kAnnotationContext);
+  if (context == pod_annotations.end() || !context->is_string()) return;
+  api::ContextDocument doc;
+  try {
+    doc = api::parse_context_document_text(context->get<std::string>());
+  } catch (const std::exception&) {
+    return;  // the runner would exit with an error; the run is charged its bound either way
+  }
+  const std::optional<double> limit = doc.budget.run_limit_cents();
+  if (!limit) return;
+  const int64_t in = r.input_tokens / kSimCallsPerRun, out = r.output_tokens / kSimCallsPerRun;
+  const double call =
+      (static_cast<double>(in) * doc.model.pricing.input_cents_per_million_tokens +
+       static_cast<double>(out) * doc.model.pricing.output_cents_per_million_tokens) /
+      1e6;
+  int64_t calls = kSimCallsPerRun;
+  while (calls > 0 && static_cast<double>(calls) * call > *limit) --calls;
+  if (calls == kSimCallsPerRun) return;
+  r.llm_calls = calls;
+  r.budget_stop = true;
+  r.input_tokens = in * calls;
+  r.output_tokens = out * calls;
 }
 
 void Node::advance(const std::string& key, Runner& r, TimePoint now) {
@@ -235,12 +261,13 @@ void Node::advance(const std::string& key, Runner& r, TimePoint now) {
 std::string Node::result_message(const Runner& r, int exit_code) {
   if (exit_code == kExitSigkill) return "";  // the runner wrote nothing
   api::RunResult result;
-  result.stop_reason = exit_code == api::kExitFinished ? "done" : "error";
+  result.stop_reason =
+      exit_code == api::kExitFinished ? (r.budget_stop ? "budget" : "done") : "error";
   result.input_tokens = r.input_tokens;
   result.output_tokens = r.output_tokens;
   result.cost_cents =
       (r.input_tokens * kInputCentsPerMillion + r.output_tokens * kOutputCentsPerMillion) / 1e6;
-  result.llm_calls = 3;
+  result.llm_calls = r.llm_calls;
   result.tool_calls = 2;
   // Half the heartbeats find nothing to do (idle backoff's agents stretch).
   result.action_tool_calls = std::bernoulli_distribution(0.5)(rng_) ? 0 : 2;

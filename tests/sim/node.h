@@ -52,8 +52,15 @@ class Node {
     bool started = false, finished = false, silent = false;
     std::optional<TimePoint> finalize_at;  // deleted: removed from the API at this time
     int64_t input_tokens = 0, output_tokens = 0;
+    int64_t llm_calls = kSimCallsPerRun;
+    bool budget_stop = false;  // stopped before a call its budget could not pay
     std::string ns, agent, run;
   };
+  // Calls a simulated heartbeat makes when its budget allows them all.
+  static constexpr int64_t kSimCallsPerRun = 3;
+  // As the runner does: the calls (of equal size) the context document's
+  // budget pays for; the rest are not made.
+  static void stop_at_budget(Runner& r, const Json& pod_annotations);
   void start_pods(TimePoint now);
   void create_pod(const Json& job, TimePoint now);
   void advance(const std::string& key, Runner& r, TimePoint now);

@@ -835,6 +835,8 @@ SimReport World::run() {
   report_.violations.insert(report_.violations.end(), checker_.violations().begin(),
                             checker_.violations().end());
   report_.runs_counted = checker_.runs_counted();
+  report_.team_overshoot_cents = checker_.worst_team_overshoot().cents;
+  report_.team_overshoot_calls = checker_.worst_team_overshoot().calls;
   report_.api_faults = operator_transport_->stats().faults + runner_transport_->stats().faults;
   report_.node = node_.stats();
   report_.wall_seconds =

@@ -63,6 +63,9 @@ struct SimReport {
   uint64_t reapplies = 0;            // Agents deleted and applied again (the same name)
   uint64_t price_changes = 0;        // Agents whose author zeroed their prices or put them back
   uint64_t stamp_edits = 0;          // runs whose policies annotation the author rewrote
+  // The most a team's counted spend went past its budget in a month, in
+  // cents and in model calls of the runs that took it past.
+  double team_overshoot_cents = 0, team_overshoot_calls = 0;
   NodeStats node;
   double wall_seconds = 0;
 };
