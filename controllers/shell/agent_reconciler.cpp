@@ -957,6 +957,7 @@ kube::Done AgentReconciler::charge_ledger(const std::string& ns, const std::stri
   kube::RequestPriorityScope lifecycle(kube::RequestClass::kLifecycle);
   HB_TRY(config_.ledger->put(next));
   count_write(kWriteLedger);
+  observe_gen_ai_charges(genai_, view_, ns, name, charges);
   for (const LedgerCharge& charge : charges) {
     spdlog::info("event=ledger_charged agent={}/{} run={} cost_cents={:.6f} policies={}", ns, name,
                  charge.run, charge.cost_cents, policies_annotation(charge.policies));
