@@ -1,8 +1,8 @@
 // The OpenTelemetry GenAI semantic conventions' client token metrics on the
 // operator's /metrics, from what the ledger charged each run (never the
 // runner's claim): by default the v1.36 histogram gen_ai.client.token.usage
-// (exposed as gen_ai_client_token_usage, one observation per charged run
-// and token type, operation invoke_agent: a heartbeat is one agent
+// (kGenAiTokenUsageMetric: dots as underscores; one observation per charged
+// run and token type, operation invoke_agent: a heartbeat is one agent
 // invocation); with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental
 // the successors gen_ai.client.inference.usage.{input,output}_tokens
 // instead (counters, exposed with _total), as the conventions' transition
