@@ -369,9 +369,9 @@ TEST_F(TracedRunTest, OptedInTheLatestConventionsSuccessorsReplaceTheV136Metrics
   ASSERT_EQ(run().exit_code, api::kExitFinished);
   auto requests = collector_.requests();
   ASSERT_EQ(requests.back().path, "/v1/metrics");
+  const json doc = requests.back().json();
   std::map<std::string, json> by_name;
-  for (const auto& metric :
-       requests.back().json()["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]) {
+  for (const auto& metric : doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]) {
     by_name[metric["name"].get<std::string>()] = metric;
   }
   std::set<std::string> names;
