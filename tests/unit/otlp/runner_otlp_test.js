@@ -24,6 +24,7 @@ const { checkTrace, checkMetrics } = require('./conventions_check');
 
 const kRunTimeoutMs = 60000;
 const kRequestBytesMax = 4 * 1024 * 1024;
+const kStderrKeptChars = 4096;
 const kTraceId = '7c9e6679742540de944be07fc1f90ae7';
 const kParentSpanId = 'a3ce929d0e0e4736';
 const kExpect = { traceId: kTraceId, parentSpanId: kParentSpanId, agent: 'scout',
@@ -69,7 +70,7 @@ function startFakeModel() {
   });
 }
 
-// Runs one heartbeat; its exit code.
+// Runs one heartbeat: its exit code and the end of its stderr.
 function runHeartbeat(modelUrl, collectorUrl, extraEnv) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'hb-otlp-'));
   const context = {
@@ -82,7 +83,11 @@ function runHeartbeat(modelUrl, collectorUrl, extraEnv) {
     run: { name: 'scout-7', deadline: new Date(Date.now() + 10 * 60000).toISOString() },
   };
   fs.writeFileSync(path.join(dir, 'context.json'), JSON.stringify(context));
+  // The sanitizers' settings pass through (scripts/test.sh's second pass).
+  const sanitizers = Object.fromEntries(Object.entries(process.env).filter(
+      ([name]) => /^(ASAN|UBSAN|LSAN)_OPTIONS$/.test(name)));
   const env = {
+    ...sanitizers,
     PATH: process.env.PATH,
     HEARTBEAT_API_KEY: 'sk-otlp-test',
     HEARTBEAT_CONTEXT_PATH: path.join(dir, 'context.json'),
@@ -92,7 +97,10 @@ function runHeartbeat(modelUrl, collectorUrl, extraEnv) {
     TRACEPARENT: `00-${kTraceId}-${kParentSpanId}-01`,
     ...extraEnv,
   };
-  const child = spawn(process.env.HB_RUNNER_BINARY, [], { env, cwd: dir, stdio: 'ignore' });
+  const child = spawn(process.env.HB_RUNNER_BINARY, [], { env, cwd: dir,
+                                                          stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr = (stderr + chunk).slice(-kStderrKeptChars); });
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -101,7 +109,7 @@ function runHeartbeat(modelUrl, collectorUrl, extraEnv) {
     child.on('exit', (code) => {
       clearTimeout(timer);
       fs.rmSync(dir, { recursive: true, force: true });
-      resolve(code);
+      resolve({ code, stderr });
     });
   });
 }
@@ -118,9 +126,9 @@ before(async () => {
   for (const [name, env] of [['v1.36', {}],
                              ['latest', { OTEL_SEMCONV_STABILITY_OPT_IN: 'gen_ai_latest_experimental' }]]) {
     const receiver = await startReceiver();
-    const code = await runHeartbeat(model.url, receiver.url, env);
+    const { code, stderr } = await runHeartbeat(model.url, receiver.url, env);
     await receiver.close();
-    assert.equal(code, 0, `the ${name} heartbeat exited ${code}`);
+    assert.equal(code, 0, `the ${name} heartbeat exited ${code}:\n${stderr}`);
     runs[name] = receiver.received;
   }
 });
