@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "api/trace_context.h"
 #include "api/utf8.h"
 #include "controllers/agent_grants.h"
 #include "controllers/cache_projection.h"
@@ -286,8 +287,18 @@ bool has_env(const Json& env, const std::string& name) {
                      [&](const Json& e) { return string_at(e, "name") == name; });
 }
 
-// The operator's OTLP settings, unless the Agent set the same variables.
-void add_otel_env(Json& env, const JobConfig& config) {
+// The run's trace context (api/trace_context.h) and the operator's OTLP
+// settings, unless the Agent set the same variables.
+void add_otel_env(Json& env, const Json& run, const JobConfig& config) {
+  const std::optional<api::TraceParent> trace =
+      api::run_trace_parent(string_at(run, "metadata/uid"));
+  if (trace && !has_env(env, api::kEnvTraceParent)) {
+    env.push_back(env_var(api::kEnvTraceParent,
+                          api::format_traceparent(trace->trace_id, trace->parent_span_id)));
+  }
+  if (!config.semconv_opt_in.empty() && !has_env(env, api::kEnvSemconvOptIn)) {
+    env.push_back(env_var(api::kEnvSemconvOptIn, config.semconv_opt_in));
+  }
   if (config.otel_endpoint.empty()) return;
   if (!has_env(env, kEnvOtelEndpoint)) {
     env.push_back(env_var(kEnvOtelEndpoint, config.otel_endpoint));
@@ -319,7 +330,7 @@ Json runner_env(const Json& run, const Json& spec, const std::string& agent_name
   env.push_back(env_var(api::kEnvContextPath, std::string(kContextMountDir) + "/" + kContextKey));
   env.push_back(env_var(api::kEnvTerminationPath, kTerminationPath));
   if (builtin) env.push_back(env_var(api::kEnvToolsSocket, tools_socket_path()));
-  add_otel_env(env, config);
+  add_otel_env(env, run, config);
   if (find_path(spec, "model/apiKeySecretRef") != nullptr) {
     env.push_back({{"name", api::kEnvApiKey},
                    {"valueFrom",

@@ -71,6 +71,9 @@ struct JobConfig {
   // Empty: not set; an Agent's spec.runtime.env of the same name wins.
   std::string otel_endpoint;
   std::string otel_headers_secret;
+  // The operator's own OTEL_SEMCONV_STABILITY_OPT_IN (api/trace_context.h),
+  // passed on to the runner unless the Agent sets it; empty: not set.
+  std::string semconv_opt_in;
 };
 
 struct ContextInput {

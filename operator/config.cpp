@@ -5,6 +5,7 @@
 #include <map>
 
 #include "api/json_depth.h"
+#include "api/trace_context.h"
 #include "controllers/agent_spec.h"
 #include "controllers/managed_namespaces.h"
 #include "controllers/pod_settings.h"
@@ -305,6 +306,10 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
   if (auto ns = env("POD_NAMESPACE"); ns && !ns->empty()) {
     c.leader_election_namespace = *ns;
     c.own_namespace = *ns;
+  }
+  // The GenAI conventions' opt-in: the operator's metrics and every runner's.
+  if (auto opt_in = env(api::kEnvSemconvOptIn); opt_in && !opt_in->empty()) {
+    c.job.semconv_opt_in = *opt_in;
   }
   auto fail = [&](const std::string& flag, const std::string& why) {
     result.error = "--" + flag + " \"" + values[flag] + "\": " + why;

@@ -27,6 +27,15 @@ json calls_to_json(const std::vector<ToolCall>& calls) {
   return out;
 }
 
+// A reply's token counts for the transcript; the cache parts only when reported.
+json usage_json(const ModelReply& reply) {
+  json usage = {{"inputTokens", reply.usage.input_tokens},
+                {"outputTokens", reply.usage.output_tokens}};
+  if (reply.cache_read_tokens > 0) usage["cacheReadInputTokens"] = reply.cache_read_tokens;
+  if (reply.cache_write_tokens > 0) usage["cacheWriteInputTokens"] = reply.cache_write_tokens;
+  return usage;
+}
+
 std::string offered_names(const std::vector<ToolSpec>& tools) {
   std::string out;
   for (const auto& tool : tools) out += (out.empty() ? "" : ", ") + tool.name;
@@ -167,16 +176,14 @@ class Loop {
         {"", result_.llm_calls, result_.input_tokens, result_.output_tokens, result_.tool_calls,
          result_.iterations, result_.cache_read_input_tokens, result_.cache_write_input_tokens});
     if (!reply.text.empty()) result_.output = reply.text;
-    deps_.transcript.emit(
-        {{"event", "model_reply"},
-         {"iteration", result_.iterations},
-         {"text", api::sanitize_utf8(reply.text)},
-         {"toolCalls", calls_to_json(reply.tool_calls)},
-         {"finishReason", reply.finish_raw},
-         {"model", api::sanitize_utf8(reply.model)},
-         {"usage",
-          {{"inputTokens", reply.usage.input_tokens}, {"outputTokens", reply.usage.output_tokens}}},
-         {"costCents", spent_cents_}});
+    deps_.transcript.emit({{"event", "model_reply"},
+                           {"iteration", result_.iterations},
+                           {"text", api::sanitize_utf8(reply.text)},
+                           {"toolCalls", calls_to_json(reply.tool_calls)},
+                           {"finishReason", reply.finish_raw},
+                           {"model", api::sanitize_utf8(reply.model)},
+                           {"usage", usage_json(reply)},
+                           {"costCents", spent_cents_}});
     messages_.push_back({Message::Role::kAssistant, reply.text, reply.tool_calls, {}});
     return reply;
   }

@@ -29,6 +29,7 @@
 #include "api/env_names.h"
 #include "api/exit_codes.h"
 #include "api/heartbeat_pod.h"
+#include "api/trace_context.h"
 #include "kube/client.h"
 #include "kube/http.h"
 #include "kube/kubeconfig.h"
@@ -76,7 +77,8 @@ void usage() {
          "       OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,\n"
          "       OTEL_EXPORTER_OTLP_HEADERS (secret), OTEL_SERVICE_NAME, "
          "OTEL_RESOURCE_ATTRIBUTES,\n"
-         "       OTEL_SDK_DISABLED, TRACEPARENT (the heartbeat's trace over OTLP/HTTP JSON)\n";
+         "       OTEL_SDK_DISABLED, TRACEPARENT, OTEL_SEMCONV_STABILITY_OPT_IN (the heartbeat's "
+         "trace over OTLP/HTTP JSON)\n";
 }
 
 // In a pod: the service account; elsewhere HEARTBEAT_KUBECONFIG; else none.
@@ -181,7 +183,7 @@ int main(int argc, char** argv) {
     options.api_key.pop_back();
   }
   options.otel = trace_config_from_env();
-  options.traceparent = env_or("TRACEPARENT", "");
+  options.traceparent = env_or(api::kEnvTraceParent, "");
   options.tools_socket = env_or(api::kEnvToolsSocket, "");
   options.tools_local = options.tools_socket.empty() && env_or("HEARTBEAT_TOOLS_LOCAL", "") == "1";
 

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "api/trace_context.h"
+
 namespace hb::runner::otel {
 namespace {
 
@@ -98,6 +100,7 @@ std::optional<ExporterConfig> config_from_env(const EnvLookup& env) {
     if (key != "service.name") config.resource_attributes.emplace_back(key, value);
   }
   if (!service.empty()) config.service_name = service;
+  config.gen_ai_latest = api::gen_ai_latest_experimental(env(api::kEnvSemconvOptIn).value_or(""));
   return config;
 }
 
@@ -174,7 +177,8 @@ void TraceExporter::export_metrics() {
   std::vector<Span> chats = recorder_.chat_spans();
   if (chats.empty()) return;
   auto [start, end] = recorder_.window();
-  post(config_.metrics_url, encode_otlp_metrics(resource_, chats, start, end), 0);
+  post(config_.metrics_url,
+       encode_otlp_metrics(resource_, chats, start, end, config_.gen_ai_latest), 0);
 }
 
 void TraceExporter::post(const std::string& url, const std::string& body, std::size_t spans) {

@@ -42,6 +42,8 @@ struct ExporterConfig {
   Attributes resource_attributes;  // OTEL_RESOURCE_ATTRIBUTES
   std::chrono::milliseconds export_timeout = kExportTimeout;
   std::chrono::milliseconds export_interval = kExportInterval;
+  // OTEL_SEMCONV_STABILITY_OPT_IN names gen_ai_latest_experimental.
+  bool gen_ai_latest = false;
 };
 
 // Looks a variable up; nullopt when unset.
@@ -53,7 +55,8 @@ using EnvLookup = std::function<std::optional<std::string>(const char* name)>;
 // OTEL_EXPORTER_OTLP_ENDPOINT gets "/v1/traces" appended. Metrics go to
 // OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT +
 // "/v1/metrics" (none with only a traces endpoint), unless
-// OTEL_METRICS_EXPORTER=none.
+// OTEL_METRICS_EXPORTER=none. OTEL_SEMCONV_STABILITY_OPT_IN picks the
+// GenAI conventions' version (api/trace_context.h).
 std::optional<ExporterConfig> config_from_env(const EnvLookup& env);
 
 // "k1=v1,k2=v2" (values percent-decoded, blanks trimmed); malformed entries skipped.

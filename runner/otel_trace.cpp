@@ -1,6 +1,8 @@
 #include "runner/otel_trace.h"
 
 #include <algorithm>
+#include <initializer_list>
+#include <optional>
 #include <random>
 
 #include "api/utf8.h"
@@ -12,23 +14,6 @@ using nlohmann::json;
 
 constexpr std::size_t kTraceIdBytes = 16;
 constexpr std::size_t kSpanIdBytes = 8;
-constexpr std::size_t kTraceParentChars = 55;
-
-bool is_lower_hex(const std::string& text, std::size_t digits) {
-  if (text.size() != digits) return false;
-  bool nonzero = false;
-  for (char c : text) {
-    bool digit = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-    if (!digit) return false;
-    nonzero = nonzero || c != '0';
-  }
-  return nonzero;
-}
-
-bool is_hex(const std::string& text) {
-  return text.find_first_not_of("0123456789abcdef") == std::string::npos;
-}
-
 std::string bounded(const std::string& text) {
   return api::truncate_utf8(api::sanitize_utf8(text), kAttributeValueBytesMax);
 }
@@ -86,25 +71,6 @@ void set_error(Span& span, const std::string& type) {
 
 }  // namespace
 
-std::optional<TraceParent> parse_traceparent(const std::string& text) {
-  // version "-" trace-id "-" parent-id "-" flags; a later version may append "-" fields.
-  if (text.size() < kTraceParentChars || text[2] != '-' || text[35] != '-' || text[52] != '-') {
-    return std::nullopt;
-  }
-  const std::string version = text.substr(0, 2);
-  if (!is_hex(version) || version == "ff") return std::nullopt;
-  if (version == "00" ? text.size() != kTraceParentChars
-                      : text.size() > kTraceParentChars && text[kTraceParentChars] != '-') {
-    return std::nullopt;
-  }
-  if (!is_hex(text.substr(53, 2))) return std::nullopt;
-  TraceParent parent{text.substr(3, 32), text.substr(36, 16)};
-  if (!is_lower_hex(parent.trace_id, 32) || !is_lower_hex(parent.parent_span_id, 16)) {
-    return std::nullopt;
-  }
-  return parent;
-}
-
 std::string random_hex_id(std::size_t bytes) {
   thread_local std::mt19937_64 engine{std::random_device{}()};
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -121,11 +87,13 @@ std::string random_hex_id(std::size_t bytes) {
 }
 
 SpanRecorder::SpanRecorder(Transcript& inner, const Clock& clock, RunIdentity identity,
-                           TimePoint started, const std::optional<TraceParent>& parent)
+                           TimePoint started, const std::optional<TraceParent>& parent,
+                           bool gen_ai_latest)
     : inner_(inner),
       clock_(clock),
       identity_(std::move(identity)),
-      trace_id_(parent ? parent->trace_id : random_hex_id(kTraceIdBytes)) {
+      trace_id_(parent ? parent->trace_id : random_hex_id(kTraceIdBytes)),
+      gen_ai_latest_(gen_ai_latest) {
   root_.trace_id = trace_id_;
   root_.span_id = random_hex_id(kSpanIdBytes);
   if (parent) root_.parent_span_id = parent->parent_span_id;
@@ -198,6 +166,13 @@ void SpanRecorder::close_chat(const json& reply, TimePoint now) {
     span.attributes.emplace_back("gen_ai.usage.input_tokens", number_field(*usage, "inputTokens"));
     span.attributes.emplace_back("gen_ai.usage.output_tokens",
                                  number_field(*usage, "outputTokens"));
+    // Attributes of the latest experimental conventions only.
+    for (const auto& [key, name] :
+         {std::pair{"cacheReadInputTokens", "gen_ai.usage.cache_read.input_tokens"},
+          std::pair{"cacheWriteInputTokens", "gen_ai.usage.cache_write.input_tokens"}}) {
+      const long long tokens = number_field(*usage, key);
+      if (gen_ai_latest_ && tokens > 0) span.attributes.emplace_back(name, tokens);
+    }
   }
   keep(std::move(span));
 }
@@ -278,7 +253,7 @@ std::pair<TimePoint, TimePoint> SpanRecorder::window() const {
 std::string SpanRecorder::chat_traceparent() const {
   std::lock_guard lock(mutex_);
   if (!chat_) return {};
-  return "00-" + trace_id_ + "-" + chat_->span_id + "-01";
+  return api::format_traceparent(trace_id_, chat_->span_id);
 }
 
 std::size_t SpanRecorder::dropped() const {
@@ -392,12 +367,130 @@ json histogram_json(const std::string& name, const std::string& unit,
        {{"dataPoints", std::move(data_points)}, {"aggregationTemporality", kDeltaTemporality}}}};
 }
 
-// The attributes both metrics share, taken from the chat span.
-Attributes metric_attributes(const Span& chat) {
+// A monotonic counter's data point per distinct attribute set.
+struct SumPoint {
+  Attributes attributes;
+  long long total = 0;
+};
+
+void add(std::vector<SumPoint>& points, Attributes attributes, long long value) {
+  auto it = std::find_if(points.begin(), points.end(),
+                         [&](const SumPoint& p) { return p.attributes == attributes; });
+  if (it == points.end()) {
+    points.push_back({std::move(attributes), 0});
+    it = points.end() - 1;
+  }
+  it->total += value;
+}
+
+json sum_json(const std::string& name, const std::string& description,
+              const std::vector<SumPoint>& points, TimePoint start, TimePoint end) {
+  json data_points = json::array();
+  for (const auto& point : points) {
+    data_points.push_back({{"attributes", attributes_json(point.attributes)},
+                           {"startTimeUnixNano", std::to_string(unix_nanos(start))},
+                           {"timeUnixNano", std::to_string(unix_nanos(end))},
+                           {"asInt", std::to_string(point.total)}});
+  }
+  return {{"name", name},
+          {"unit", "{token}"},
+          {"description", description},
+          {"sum",
+           {{"dataPoints", std::move(data_points)},
+            {"aggregationTemporality", kDeltaTemporality},
+            {"isMonotonic", true}}}};
+}
+
+// The chat span's attributes among `keys`, in that order.
+Attributes attributes_of(const Span& chat, std::initializer_list<const char*> keys) {
   Attributes out;
-  for (const char* key : {"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model",
-                          "gen_ai.response.model", "error.type"}) {
+  for (const char* key : keys) {
     if (const AttributeValue* value = find_attribute(chat, key)) out.emplace_back(key, *value);
+  }
+  return out;
+}
+
+// The attributes both histograms share, taken from the chat span.
+Attributes metric_attributes(const Span& chat) {
+  return attributes_of(chat, {"gen_ai.operation.name", "gen_ai.provider.name",
+                              "gen_ai.request.model", "gen_ai.response.model", "error.type"});
+}
+
+std::optional<long long> int_attribute(const Span& chat, const char* key) {
+  const AttributeValue* value = find_attribute(chat, key);
+  if (!value || !std::holds_alternative<long long>(*value)) return std::nullopt;
+  return std::get<long long>(*value);
+}
+
+double seconds_of(const Span& span) {
+  return std::chrono::duration<double>(span.end - span.start).count();
+}
+
+// The v1.36 conventions: gen_ai.client.token.usage and gen_ai.client.operation.duration.
+json metrics_v1_36(const std::vector<Span>& chats, TimePoint start, TimePoint end) {
+  std::vector<Point> tokens;
+  std::vector<Point> durations;
+  for (const auto& chat : chats) {
+    const Attributes shared = metric_attributes(chat);
+    record(durations, shared, seconds_of(chat), kSecondsBounds);
+    for (const auto& [type, key] : {std::pair{"input", "gen_ai.usage.input_tokens"},
+                                    std::pair{"output", "gen_ai.usage.output_tokens"}}) {
+      const std::optional<long long> value = int_attribute(chat, key);
+      if (!value) continue;
+      Attributes attributes = shared;
+      attributes.emplace_back("gen_ai.token.type", std::string(type));
+      record(tokens, std::move(attributes), static_cast<double>(*value), kTokenBounds);
+    }
+  }
+  return json::array(
+      {histogram_json("gen_ai.client.token.usage", "{token}",
+                      "Number of input and output tokens used", tokens, kTokenBounds, start, end),
+       histogram_json("gen_ai.client.operation.duration", "s", "GenAI operation duration",
+                      durations, kSecondsBounds, start, end)});
+}
+
+// The latest experimental conventions: gen_ai.client.inference.*.
+json metrics_latest(const std::vector<Span>& chats, TimePoint start, TimePoint end) {
+  std::vector<Point> durations, inputs, outputs;
+  std::vector<SumPoint> used_in, used_out, cache_read, cache_write;
+  for (const auto& chat : chats) {
+    const Attributes shared = metric_attributes(chat);
+    record(durations, shared, seconds_of(chat), kSecondsBounds);
+    const std::optional<long long> in = int_attribute(chat, "gen_ai.usage.input_tokens");
+    const std::optional<long long> out = int_attribute(chat, "gen_ai.usage.output_tokens");
+    record(inputs, shared, static_cast<double>(in.value_or(0)), kTokenBounds);
+    record(outputs, shared, static_cast<double>(out.value_or(0)), kTokenBounds);
+    Attributes usage = attributes_of(chat, {"gen_ai.operation.name", "gen_ai.provider.name",
+                                            "gen_ai.request.model", "gen_ai.response.model"});
+    usage.emplace_back("gen_ai.token.modality", std::string(in || out ? "text" : "unknown"));
+    add(used_in, usage, in.value_or(0));
+    add(used_out, usage, out.value_or(0));
+    if (auto n = int_attribute(chat, "gen_ai.usage.cache_read.input_tokens")) {
+      add(cache_read, usage, *n);
+    }
+    if (auto n = int_attribute(chat, "gen_ai.usage.cache_write.input_tokens")) {
+      add(cache_write, usage, *n);
+    }
+  }
+  json out = json::array(
+      {histogram_json("gen_ai.client.inference.duration", "s",
+                      "GenAI client inference operation duration", durations, kSecondsBounds, start,
+                      end),
+       histogram_json("gen_ai.client.inference.operation.input_tokens", "{token}",
+                      "Input tokens per inference operation", inputs, kTokenBounds, start, end),
+       histogram_json("gen_ai.client.inference.operation.output_tokens", "{token}",
+                      "Output tokens per inference operation", outputs, kTokenBounds, start, end),
+       sum_json("gen_ai.client.inference.usage.input_tokens", "Input tokens used", used_in, start,
+                end),
+       sum_json("gen_ai.client.inference.usage.output_tokens", "Output tokens used", used_out,
+                start, end)});
+  if (!cache_read.empty()) {
+    out.push_back(sum_json("gen_ai.client.inference.usage.cache_read.input_tokens",
+                           "Input tokens served from a provider cache", cache_read, start, end));
+  }
+  if (!cache_write.empty()) {
+    out.push_back(sum_json("gen_ai.client.inference.usage.cache_write.input_tokens",
+                           "Input tokens written to a provider cache", cache_write, start, end));
   }
   return out;
 }
@@ -405,30 +498,9 @@ Attributes metric_attributes(const Span& chat) {
 }  // namespace
 
 std::string encode_otlp_metrics(const Resource& resource, const std::vector<Span>& chats,
-                                TimePoint start, TimePoint end) {
-  std::vector<Point> tokens;
-  std::vector<Point> durations;
-  for (const auto& chat : chats) {
-    const Attributes shared = metric_attributes(chat);
-    const double seconds = std::chrono::duration<double>(chat.end - chat.start).count();
-    record(durations, shared, seconds, kSecondsBounds);
-    for (const auto& [type, key] : {std::pair{"input", "gen_ai.usage.input_tokens"},
-                                    std::pair{"output", "gen_ai.usage.output_tokens"}}) {
-      const AttributeValue* value = find_attribute(chat, key);
-      if (!value || !std::holds_alternative<long long>(*value)) continue;
-      Attributes attributes = shared;
-      attributes.emplace_back("gen_ai.token.type", std::string(type));
-      record(tokens, std::move(attributes), static_cast<double>(std::get<long long>(*value)),
-             kTokenBounds);
-    }
-  }
-  json metrics = json::array();
-  metrics.push_back(histogram_json("gen_ai.client.token.usage", "{token}",
-                                   "Number of input and output tokens used", tokens, kTokenBounds,
-                                   start, end));
-  metrics.push_back(histogram_json("gen_ai.client.operation.duration", "s",
-                                   "GenAI operation duration", durations, kSecondsBounds, start,
-                                   end));
+                                TimePoint start, TimePoint end, bool gen_ai_latest) {
+  json metrics =
+      gen_ai_latest ? metrics_latest(chats, start, end) : metrics_v1_36(chats, start, end);
   json scope = {{"scope", {{"name", "heartbeat-runner"}}}, {"metrics", std::move(metrics)}};
   json resource_metrics = {{"resource", {{"attributes", attributes_json(resource.attributes)}}},
                            {"scopeMetrics", json::array({std::move(scope)})}};

@@ -19,6 +19,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/trace_context.h"
 #include "runner/clock.h"
 #include "runner/transcript.h"
 
@@ -49,14 +50,9 @@ struct Span {
   std::string status_message;
 };
 
-// W3C trace context: the trace this run's root span joins.
-struct TraceParent {
-  std::string trace_id;
-  std::string parent_span_id;
-};
-
-// "00-<32 hex>-<16 hex>-<2 hex>", ids not all zero; else nullopt.
-std::optional<TraceParent> parse_traceparent(const std::string& text);
+// W3C trace context: the trace this run's root span joins (api/trace_context.h).
+using api::parse_traceparent;
+using api::TraceParent;
 
 // Random ids in lower-case hex (never all zeros).
 std::string random_hex_id(std::size_t bytes);
@@ -75,8 +71,10 @@ struct RunIdentity {
 // thread.
 class SpanRecorder final : public Transcript {
  public:
+  // `gen_ai_latest`: OTEL_SEMCONV_STABILITY_OPT_IN names gen_ai_latest_experimental
+  // (chat spans then also carry the cache token counts).
   SpanRecorder(Transcript& inner, const Clock& clock, RunIdentity identity, TimePoint started,
-               const std::optional<TraceParent>& parent);
+               const std::optional<TraceParent>& parent, bool gen_ai_latest = false);
   void emit(nlohmann::json event) override;
   // Ends the root span (and any span still open) with the run's stop reason;
   // a non-empty error_type marks it failed.
@@ -109,6 +107,7 @@ class SpanRecorder final : public Transcript {
   const Clock& clock_;
   RunIdentity identity_;
   std::string trace_id_;
+  bool gen_ai_latest_ = false;
   mutable std::mutex mutex_;
   Span root_;
   bool root_done_ = false;
@@ -139,13 +138,19 @@ std::vector<Batch> encode_otlp_batches(const Resource& resource, const std::vect
                                        std::size_t bytes_max, std::size_t* dropped);
 
 // The GenAI client metrics of one run's chat spans as an OTLP/JSON
-// ExportMetricsServiceRequest: the histograms gen_ai.client.token.usage
-// ({token}; gen_ai.token.type input, output) and
-// gen_ai.client.operation.duration (s), with gen_ai.operation.name,
+// ExportMetricsServiceRequest, with gen_ai.operation.name,
 // gen_ai.provider.name, gen_ai.request.model, gen_ai.response.model and, on a
 // failed call, error.type; the conventions' bucket bounds; delta
-// temporality from `start` to `end` (a runner lives one heartbeat).
+// temporality from `start` to `end` (a runner lives one heartbeat). By
+// default the v1.36 histograms gen_ai.client.token.usage ({token};
+// gen_ai.token.type input, output) and gen_ai.client.operation.duration (s);
+// with `gen_ai_latest` their successors instead: the histograms
+// gen_ai.client.inference.duration and
+// gen_ai.client.inference.operation.{input,output}_tokens, and the counters
+// gen_ai.client.inference.usage.{input,output}_tokens and
+// gen_ai.client.inference.usage.{cache_read,cache_write}.input_tokens
+// (gen_ai.token.modality text; unknown for a call that reported no usage).
 std::string encode_otlp_metrics(const Resource& resource, const std::vector<Span>& chats,
-                                TimePoint start, TimePoint end);
+                                TimePoint start, TimePoint end, bool gen_ai_latest = false);
 
 }  // namespace hb::runner::otel

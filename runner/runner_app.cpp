@@ -95,9 +95,9 @@ void start_tracing(Tracing& tracing, const AppOptions& options, const AppDeps& d
   if (!options.otel) return;
   otel::RunIdentity identity{doc.agent_name, doc.agent_namespace, doc.run.name,
                              std::string(to_string(doc.model.provider)), doc.model.model};
-  tracing.recorder =
-      std::make_unique<otel::SpanRecorder>(transcript, deps.clock, std::move(identity), started,
-                                           otel::parse_traceparent(options.traceparent));
+  tracing.recorder = std::make_unique<otel::SpanRecorder>(
+      transcript, deps.clock, std::move(identity), started,
+      otel::parse_traceparent(options.traceparent), options.otel->gen_ai_latest);
   tracing.exporter = std::make_unique<otel::TraceExporter>(*options.otel, *tracing.recorder,
                                                            deps.http, deps.log_warning);
 }

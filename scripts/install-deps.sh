@@ -38,3 +38,5 @@ else
 fi
 [ "${HB_DEPS:-all}" = build ] || bash "$(dirname "$0")/install-helm.sh" >/dev/null
 [ "${HB_DEPS:-all}" = build ] || bash "$(dirname "$0")/install-promtool.sh" >/dev/null  # the chart's alert rules
+# tests/unit/otlp: the OpenTelemetry project's OTLP definitions from npm
+[ "${HB_DEPS:-all}" = build ] || bash "$(dirname "$0")/install-otlp-receiver.sh" >/dev/null

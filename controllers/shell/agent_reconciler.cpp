@@ -1023,6 +1023,7 @@ kube::Done AgentReconciler::charge_ledger(const std::string& ns, const std::stri
   HB_TRY(config_.ledger->put(next));
   count_write(kWriteLedger);
   for (const LedgerCharge& charge : charges) budget_holds_.release(object_key(ns, charge.run));
+  observe_gen_ai_charges(genai_, view_, ns, name, charges);
   for (const LedgerCharge& charge : charges) {
     spdlog::info("event=ledger_charged agent={}/{} run={} cost_cents={:.6f} policies={}", ns, name,
                  charge.run, charge.cost_cents, policies_annotation(charge.policies));

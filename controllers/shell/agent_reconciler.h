@@ -18,14 +18,17 @@
 #include <set>
 #include <string>
 
+#include "api/trace_context.h"
 #include "controllers/agent_decision.h"
 #include "controllers/job_builder.h"
 #include "controllers/run_record.h"
 #include "controllers/runtime/budget_blocked.h"
+#include "controllers/runtime/genai_metrics.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/shell/budget_holds.h"
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/concurrency_gate.h"
+#include "controllers/shell/genai_charges.h"
 #include "controllers/shell/lease_sightings.h"
 #include "controllers/shell/ledger_store.h"
 #include "controllers/shell/policy_index.h"
@@ -270,6 +273,8 @@ class AgentReconciler {
   LeaseSightings lease_sightings_;
   BudgetBlockedTally budget_blocked_{metrics_};
   BudgetHolds budget_holds_;
+  // The GenAI client metrics of what the ledger charged (genai_metrics.h).
+  GenAiChargeMetrics genai_{metrics_, api::gen_ai_latest_experimental(config_.job.semconv_opt_in)};
 
   std::atomic<uint64_t> events_recorded_{0};  // the last part of Event names
   std::mutex mutex_;

@@ -121,6 +121,12 @@ grep -qF -- '--max-concurrent-runs=0' "$tmp/default.yaml" ||
 helm template "$release" "$chart" -n "$rel_ns" --set operator.maxConcurrentRuns=25 |
   grep -qF -- '--max-concurrent-runs=25' ||
   fail "operator.maxConcurrentRuns=25 does not reach the operator's --max-concurrent-runs"
+helm template "$release" "$chart" -n "$rel_ns" --set otel.semconvStabilityOptIn=gen_ai_latest_experimental |
+  grep -A1 -F 'name: OTEL_SEMCONV_STABILITY_OPT_IN' | grep -qF 'value: "gen_ai_latest_experimental"' ||
+  fail "otel.semconvStabilityOptIn does not reach the operator's OTEL_SEMCONV_STABILITY_OPT_IN"
+if grep -qF OTEL_SEMCONV_STABILITY_OPT_IN "$tmp/default.yaml"; then
+  fail "the default render sets OTEL_SEMCONV_STABILITY_OPT_IN"
+fi
 if grep -q 'kind: ServiceMonitor' "$tmp/default.yaml"; then fail "a ServiceMonitor is rendered by default"; fi
 grep -qF -- '--metrics-auth=kubernetes' "$tmp/default.yaml" || fail "the default render serves plain metrics"
 # The labels check_render.py expects on heartbeat Pods are the ones the code sets.

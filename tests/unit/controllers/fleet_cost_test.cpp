@@ -37,6 +37,9 @@ class EchoApi final : public http::Client {
   std::vector<http::Request> requests;
   http::Response send(const http::Request& r) override {
     requests.push_back(r);
+    if (r.method == "GET" && r.url.find("/configmaps?") != std::string::npos) {
+      return {200, {}, R"({"kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[]})"};
+    }
     if (r.method == "GET") return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
     Json body = Json::parse(r.body, nullptr, false);
     if (body.is_object()) {
@@ -67,6 +70,8 @@ void merge_status(Json& run, const Json& patch_status) {
 struct Fleet {
   testing::FakeView view;
   std::shared_ptr<EchoApi> api = std::make_shared<EchoApi>();
+  std::shared_ptr<kube::Client> client = testing::client_over(api);
+  ReconcilerConfig config;  // with_ledger(): the durable ledger, as the operator runs
   Metrics metrics;
   std::size_t seen = 0;  // requests already taken into the view
   int version = 1000;    // the resourceVersion of the next object the view takes in
@@ -126,8 +131,10 @@ struct Fleet {
     }
   }
 
+  void with_ledger() { config.ledger = std::make_shared<LedgerStore>(client, "heartbeat-system"); }
+
   void passes(const char* now, int count) {
-    auto reconciler = testing::reconciler_over(api, view, metrics, at(now));
+    auto reconciler = testing::reconciler_over(client, view, metrics, at(now), config);
     for (int i = 0; i < count; ++i) {
       const kube::Result<ReconcileResult> done = reconciler->reconcile("ns", "bot");
       ASSERT_TRUE(done.ok()) << done.error().describe();
@@ -169,6 +176,31 @@ TEST(FleetCost, TheCounterIsTheSumOfTheRunsChargesCountedOnce) {
   EXPECT_EQ(f.counted, 3);
   EXPECT_NEAR(f.counter(), expected, kCentsTolerance);
   EXPECT_GT(f.counter(), 0);
+}
+
+// gen_ai_client_token_usage is observed where the ledger charges: once per
+// run, the tokens the operator charged (never the runner's claim).
+TEST(FleetCost, TheGenAiTokenHistogramHoldsEachChargedRunOnce) {
+  Fleet f;
+  f.with_ledger();
+  f.finished_run("bot-1", "2024-05-01T12:01:00Z", "2024-05-01T12:02:00Z", 12000, 3000);
+  f.finished_run("bot-2", "2024-05-01T12:01:30Z", "2024-05-01T12:02:30Z", 500, 40);
+  f.passes("2024-05-01T12:03:00Z", 3);
+  f.passes("2024-05-01T12:04:00Z", 2);
+  ASSERT_EQ(f.counted, 2);
+  EXPECT_NEAR(f.counter(), cents_for(12000, 3000) + cents_for(500, 40), kCentsTolerance);
+  const std::string text = f.metrics.render();
+  const std::string series =
+      R"({gen_ai_operation_name="invoke_agent",gen_ai_provider_name="openai",)"
+      R"(gen_ai_request_model="gpt-4o-mini",gen_ai_token_type=)";
+  for (const auto& [type, sum] : {std::pair{"input", "12500"}, std::pair{"output", "3040"}}) {
+    const std::string labels = series + "\"" + type + "\"}";
+    EXPECT_NE(text.find("gen_ai_client_token_usage_count" + labels + " 2\n"), std::string::npos)
+        << text;
+    EXPECT_NE(text.find("gen_ai_client_token_usage_sum" + labels + " " + sum + "\n"),
+              std::string::npos)
+        << text;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "api/trace_context.h"
 #include "controllers/agent_grants.h"
 #include "controllers/cache_projection.h"
 #include "controllers/names.h"
@@ -469,6 +470,45 @@ TEST(JobBuilder, TheOperatorsOtlpSettingsReachTheRunnerOnlyUnlessTheAgentSetsThe
   for (const Json& e : (*runner)["env"]) endpoints += e["name"] == "OTEL_EXPORTER_OTLP_ENDPOINT";
   EXPECT_EQ(endpoints, 1);
   EXPECT_EQ((*named((*runner)["env"], "OTEL_EXPORTER_OTLP_ENDPOINT"))["value"], "http://own:4318");
+}
+
+// The heartbeat's trace continues the run's: TRACEPARENT names the run's uid
+// as the trace (api/trace_context.h); an Agent's own value wins.
+TEST(JobBuilder, TheRunnerGetsTheRunsTraceContextAndTheOperatorsOptIn) {
+  Json r = run("bot-1");
+  r["metadata"]["uid"] = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
+  JobConfig config;
+  config.semconv_opt_in = "gen_ai_latest_experimental";
+  JobPlan plan = build_job(r, full_agent(), "{}", config);
+  const Json& containers = plan.job["spec"]["template"]["spec"]["containers"];
+  const Json* runner = named(containers, "runner");
+  const Json* traceparent = named((*runner)["env"], "TRACEPARENT");
+  ASSERT_NE(traceparent, nullptr);
+  const auto parent = api::parse_traceparent((*traceparent)["value"].get<std::string>());
+  ASSERT_TRUE(parent.has_value()) << *traceparent;
+  EXPECT_EQ(parent->trace_id, "7c9e6679742540de944be07fc1f90ae7");
+  const Json* opt_in = named((*runner)["env"], "OTEL_SEMCONV_STABILITY_OPT_IN");
+  ASSERT_NE(opt_in, nullptr);
+  EXPECT_EQ((*opt_in)["value"], "gen_ai_latest_experimental");
+  EXPECT_EQ(named(containers, "tools")->dump().find("TRACEPARENT"), std::string::npos);
+  EXPECT_EQ(build_job(r, full_agent(), "{}", config).job, plan.job) << "the same Job every time";
+
+  Json agent = full_agent();
+  agent["spec"]["runtime"]["env"] =
+      Json::array({{{"name", "TRACEPARENT"},
+                    {"value", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}},
+                   {{"name", "OTEL_SEMCONV_STABILITY_OPT_IN"}, {"value", "http"}}});
+  plan = build_job(r, agent, "{}", JobConfig{});
+  runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
+  EXPECT_EQ((*named((*runner)["env"], "TRACEPARENT"))["value"],
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+  EXPECT_EQ((*named((*runner)["env"], "OTEL_SEMCONV_STABILITY_OPT_IN"))["value"], "http");
+
+  r["metadata"]["uid"] = "not-a-uuid";
+  plan = build_job(r, full_agent(), "{}", JobConfig{});
+  runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
+  EXPECT_EQ(named((*runner)["env"], "TRACEPARENT"), nullptr);
+  EXPECT_EQ(named((*runner)["env"], "OTEL_SEMCONV_STABILITY_OPT_IN"), nullptr);
 }
 
 // The operator's Lease and memory ConfigMap carry the labels the runner

@@ -47,16 +47,28 @@ class FakeView final : public ClusterView {
   }
 };
 
-inline std::unique_ptr<AgentReconciler> reconciler_over(
-    std::shared_ptr<http::Client> api, const ClusterView& view, Metrics& metrics, TimePoint now,
-    AgentReconciler::SteadyClock steady = std::chrono::steady_clock::now) {
+// A client whose transport is `api`, without a rate limit.
+inline std::shared_ptr<kube::Client> client_over(std::shared_ptr<http::Client> api) {
   kube::ClusterConfig cluster;
   cluster.server = "https://api.invalid";
   kube::ClientOptions options;
   options.qps = 0;
+  return std::make_shared<kube::Client>(cluster, options, std::move(api));
+}
+
+inline std::unique_ptr<AgentReconciler> reconciler_over(
+    std::shared_ptr<kube::Client> client, const ClusterView& view, Metrics& metrics, TimePoint now,
+    ReconcilerConfig config, AgentReconciler::SteadyClock steady = std::chrono::steady_clock::now) {
   return std::make_unique<AgentReconciler>(
-      std::make_shared<kube::Client>(cluster, options, api), view, ReconcilerConfig{}, metrics,
-      [now] { return now; }, std::move(steady));
+      std::move(client), view, std::move(config), metrics, [now] { return now; },
+      std::move(steady));
+}
+
+inline std::unique_ptr<AgentReconciler> reconciler_over(
+    std::shared_ptr<http::Client> api, const ClusterView& view, Metrics& metrics, TimePoint now,
+    AgentReconciler::SteadyClock steady = std::chrono::steady_clock::now) {
+  return reconciler_over(client_over(std::move(api)), view, metrics, now, ReconcilerConfig{},
+                         std::move(steady));
 }
 
 }  // namespace hb::controllers::testing

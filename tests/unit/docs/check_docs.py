@@ -61,7 +61,7 @@ def check_flags(root, operator):
 
 METRIC_CALL = re.compile(
     r'(?:describe|counter_add|gauge_set|observe)\(\s*"([a-z_][a-z0-9_]*)"')
-METRIC_CONST = re.compile(r'=\s*"((?:heartbeat|controller_runtime|workqueue|rest_client|leader_election)_[a-z0-9_]+)"')
+METRIC_CONST = re.compile(r'=\s*"((?:heartbeat|controller_runtime|workqueue|rest_client|leader_election|gen_ai)_[a-z0-9_]+)"')
 
 
 def registered_metrics(root):

@@ -137,6 +137,18 @@ TEST(OperatorConfig, RunnerTracesAreOffByDefaultAndTakeAnHttpEndpoint) {
   EXPECT_THAT(r.error, ::testing::HasSubstr("--runner-otel-endpoint"));
 }
 
+// The conventions' opt-in is the standard variable, read by the operator and
+// passed on to its runners.
+TEST(OperatorConfig, TheSemconvOptInComesFromTheEnvironment) {
+  EXPECT_EQ(parse({}).config->job.semconv_opt_in, "");
+  ConfigResult r = parse_config({}, [](const std::string& name) -> std::optional<std::string> {
+    if (name == "OTEL_SEMCONV_STABILITY_OPT_IN") return "gen_ai_latest_experimental";
+    return std::nullopt;
+  });
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->job.semconv_opt_in, "gen_ai_latest_experimental");
+}
+
 TEST(OperatorConfig, MetricsAreServedOverTlsWheneverTheyAskForATokenUnlessOptedOut) {
   ConfigResult r = parse({});
   ASSERT_TRUE(r.config) << r.error;

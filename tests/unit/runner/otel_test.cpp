@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "api/exit_codes.h"
@@ -341,6 +342,74 @@ TEST_F(TracedRunTest, TheRunsChatCallsBecomeTheGenAiClientHistograms) {
   for (const auto& p : duration["histogram"]["dataPoints"])
     calls += std::stoll(p["count"].get<std::string>());
   EXPECT_EQ(calls, 2);
+}
+
+// A reply whose prompt was partly served from the provider's cache.
+ScriptedResponse cached_reply(int prompt_tokens, int cached_tokens) {
+  ScriptedResponse reply = FakeModelServer::openai_text("done", prompt_tokens, 10);
+  json body = json::parse(reply.body);
+  body["usage"]["prompt_tokens_details"] = {{"cached_tokens", cached_tokens}};
+  reply.body = body.dump();
+  return reply;
+}
+
+long long sum_of(const json& metric) {
+  long long total = 0;
+  for (const auto& point : metric["sum"]["dataPoints"]) {
+    total += std::stoll(point["asInt"].get<std::string>());
+  }
+  return total;
+}
+
+TEST_F(TracedRunTest, OptedInTheLatestConventionsSuccessorsReplaceTheV136Metrics) {
+  options_.otel->gen_ai_latest = true;
+  model_.push(FakeModelServer::openai_tool_calls(
+      {{"c1", "core_memory_append", R"({"label":"notes","content":"x"})"}}, 120, 30));
+  model_.push(cached_reply(150, 40));
+  ASSERT_EQ(run().exit_code, api::kExitFinished);
+  auto requests = collector_.requests();
+  ASSERT_EQ(requests.back().path, "/v1/metrics");
+  const json doc = requests.back().json();
+  std::map<std::string, json> by_name;
+  for (const auto& metric : doc["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]) {
+    by_name[metric["name"].get<std::string>()] = metric;
+  }
+  std::set<std::string> names;
+  for (const auto& [name, metric] : by_name) names.insert(name);
+  EXPECT_EQ(names,
+            (std::set<std::string>{"gen_ai.client.inference.duration",
+                                   "gen_ai.client.inference.operation.input_tokens",
+                                   "gen_ai.client.inference.operation.output_tokens",
+                                   "gen_ai.client.inference.usage.input_tokens",
+                                   "gen_ai.client.inference.usage.output_tokens",
+                                   "gen_ai.client.inference.usage.cache_read.input_tokens"}));
+  const json& input = by_name["gen_ai.client.inference.usage.input_tokens"];
+  EXPECT_EQ(input["unit"], "{token}");
+  EXPECT_EQ(input["sum"]["isMonotonic"], true);
+  EXPECT_EQ(input["sum"]["aggregationTemporality"], 1);
+  EXPECT_EQ(sum_of(input), 270);
+  EXPECT_EQ(attribute(input["sum"]["dataPoints"][0], "gen_ai.token.modality"), "text");
+  EXPECT_EQ(sum_of(by_name["gen_ai.client.inference.usage.output_tokens"]), 40);
+  EXPECT_EQ(sum_of(by_name["gen_ai.client.inference.usage.cache_read.input_tokens"]), 40);
+  long long operations = 0;
+  for (const auto& p :
+       by_name["gen_ai.client.inference.operation.input_tokens"]["histogram"]["dataPoints"]) {
+    operations += std::stoll(p["count"].get<std::string>());
+  }
+  EXPECT_EQ(operations, 2);
+  int cached_spans = 0;
+  for (const auto& span : spans()) {
+    if (attribute(span, "gen_ai.usage.cache_read.input_tokens") == "40") ++cached_spans;
+  }
+  EXPECT_EQ(cached_spans, 1);
+}
+
+TEST_F(TracedRunTest, ByDefaultSpansKeepTheV136AttributesOnly) {
+  model_.push(cached_reply(150, 40));
+  ASSERT_EQ(run().exit_code, api::kExitFinished);
+  for (const auto& span : spans()) {
+    EXPECT_EQ(attribute(span, "gen_ai.usage.cache_read.input_tokens"), "<absent>") << span.dump();
+  }
 }
 
 TEST_F(TracedRunTest, AFailedRunMarksItsSpansAsErrors) {
