@@ -1,9 +1,9 @@
 #include "controllers/names.h"
 
-#include <cassert>
 #include <cstdint>
 #include <cstdio>
 
+#include "api/hb_assert.h"
 #include "controllers/schedule/run_name.h"
 
 namespace hb::controllers {
@@ -29,7 +29,7 @@ std::string trim_dashes(std::string text) {
 }  // namespace
 
 std::string derived_name(std::string_view base, std::string_view suffix, std::size_t max_chars) {
-  assert(suffix.size() + kNameHashChars + 3 < max_chars);
+  HB_ASSERT(suffix.size() + kNameHashChars + 3 < max_chars);
   std::string full = std::string(base) + "-" + std::string(suffix);
   if (full.size() <= max_chars) return full;
   const std::size_t keep = max_chars - suffix.size() - kNameHashChars - 2;

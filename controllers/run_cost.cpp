@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "api/agent_types.h"
+#include "api/hb_assert.h"
 #include "api/heartbeat_pod.h"
 #include "controllers/spend_ledger.h"
 
@@ -128,6 +129,10 @@ Charge charge_run(const ChargeInput& in) {
   charge.usage = charge.out_of_bounds.empty() ? believed_cache_counts(charge.usage)
                                               : without_cache_counts(charge.usage);
   charge.cost_cents = cost_cents(charge.usage, in.pricing);
+  HB_ASSERT(charge.usage.llm_calls >= 0 && charge.usage.llm_calls <= in.bounds.llm_calls);
+  HB_ASSERT(charge.usage.input_tokens >= 0 && charge.usage.input_tokens <= in.bounds.input_tokens);
+  HB_ASSERT(charge.usage.output_tokens >= 0 &&
+            charge.usage.output_tokens <= in.bounds.output_tokens);
   if (in.runner_cost_cents) {
     charge.runner_cost_cents = *in.runner_cost_cents;
     charge.cost_mismatch =

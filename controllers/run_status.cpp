@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/hb_assert.h"
 #include "api/run_result.h"
 #include "api/usage_report.h"
 #include "controllers/names.h"
@@ -340,7 +341,9 @@ std::optional<UsageCounts> highest_reported_usage(const RunObservationInput& in,
   return high;
 }
 
-RunObservation observe_run(const RunObservationInput& in) {
+namespace {
+
+RunObservation observe_unchecked(const RunObservationInput& in) {
   RunObservation obs;
   obs.view = in.view != nullptr ? in.view : std::make_shared<const RunView>(view_run(*in.run));
   const RunView& view = *obs.view;
@@ -410,6 +413,17 @@ RunObservation observe_run(const RunObservationInput& in) {
     obs.status["message"] = *verdict.config_error;
   }
   if (verdict.event) obs.events.push_back(std::move(*verdict.event));
+  return obs;
+}
+
+}  // namespace
+
+RunObservation observe_run(const RunObservationInput& in) {
+  RunObservation obs = observe_unchecked(in);
+  HB_ASSERT_MSG(!is_final(obs.view->phase) || obs.phase == obs.view->phase,
+                "a final phase stays final");
+  HB_ASSERT(!obs.became_final || is_final(obs.phase));
+  HB_ASSERT(!obs.settled || !obs.became_final);
   return obs;
 }
 
