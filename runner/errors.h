@@ -1,4 +1,4 @@
-// The three failure classes of a heartbeat; each maps to its own exit code.
+// The model provider's failure, by kind (each maps to a stop reason).
 #pragma once
 
 #include <optional>
@@ -8,13 +8,6 @@
 #include "runner/clock.h"
 
 namespace hb::runner {
-
-// The context document, a flag or an environment variable is wrong. The
-// message names the field ("model.pricing.inputCentsPerMillionTokens: …").
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // The model provider could not give an answer (after retries).
 class ProviderError : public std::runtime_error {
