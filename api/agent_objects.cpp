@@ -6,18 +6,14 @@
 #include <stdexcept>
 
 #include "api/contract_limits.h"
+#include "api/fnv1a.h"
 #include "api/object_names.h"
 
 namespace hb::api {
 
 std::string short_hash(std::string_view text) {
-  uint32_t hash = 2166136261u;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 16777619u;
-  }
   char buffer[kNameHashChars + 1];
-  std::snprintf(buffer, sizeof buffer, "%08x", hash);
+  std::snprintf(buffer, sizeof buffer, "%08x", fnv1a32(text));
   return std::string(buffer, kNameHashChars);
 }
 

@@ -3,19 +3,16 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "api/fnv1a.h"
 #include "api/hb_assert.h"
 #include "controllers/schedule/run_name.h"
 
 namespace hb::controllers {
 
 std::string long_hash(std::string_view text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
   char buffer[17];
-  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(buffer, sizeof buffer, "%016llx",
+                static_cast<unsigned long long>(api::fnv1a64(text)));
   return std::string(buffer, 16);
 }
 

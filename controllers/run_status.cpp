@@ -321,14 +321,7 @@ std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_
   if (text.empty()) return std::nullopt;
   api::DecodedUsageReport decoded = api::decode_usage_report(text);
   if (!decoded.report || decoded.report->run != run_name) return std::nullopt;
-  const api::UsageReport& r = *decoded.report;
-  return UsageCounts{r.llm_calls,
-                     r.input_tokens,
-                     r.output_tokens,
-                     r.tool_calls,
-                     r.iterations,
-                     r.cache_read_input_tokens,
-                     r.cache_write_input_tokens};
+  return usage_counts(*decoded.report);
 }
 
 std::optional<UsageCounts> highest_reported_usage(const RunObservationInput& in,
