@@ -293,7 +293,7 @@ TEST_F(RunnerKubeTest, AConcurrentUpdateIsAConflictAndTheEditIsReappliedOnTheFre
   MemoryBlocks theirs = meanwhile.load().value()->blocks;
   theirs[0].value += "\nfrom elsewhere";
   std::string their_version =
-      ASSERT_TRUE(meanwhile.save(theirs, meanwhile.load().value()->resource_version).value().ok());
+      meanwhile.save(theirs, meanwhile.load().value()->resource_version).value();
   EXPECT_NE(their_version, snapshot->resource_version);
   EXPECT_TRUE(is_memory_conflict(stale.save(snapshot->blocks, snapshot->resource_version).error()));
   EXPECT_EQ(stored_blocks(), theirs) << "the stale save changed nothing";
