@@ -6,18 +6,14 @@
 #include <stdexcept>
 
 #include "api/contract_limits.h"
+#include "api/fnv1a.h"
 #include "api/object_names.h"
 
 namespace hb::api {
 
 std::string short_hash(std::string_view text) {
-  uint32_t hash = 2166136261u;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 16777619u;
-  }
   char buffer[kNameHashChars + 1];
-  std::snprintf(buffer, sizeof buffer, "%08x", hash);
+  std::snprintf(buffer, sizeof buffer, "%08x", fnv1a32(text));
   return std::string(buffer, kNameHashChars);
 }
 
@@ -46,23 +42,26 @@ std::string encode_memory_blocks(const std::vector<MemoryBlock>& blocks) {
   return array.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::vector<MemoryBlock> decode_memory_blocks(const std::string& text) {
+DecodedMemoryBlocks decode_memory_blocks(const std::string& text) {
+  const std::string where = std::string("memory ConfigMap key ") + kMemoryBlocksKey;
   nlohmann::json array = nlohmann::json::parse(text, nullptr, false);
-  if (array.is_discarded() || !array.is_array()) {
-    throw std::runtime_error(std::string("memory ConfigMap key ") + kMemoryBlocksKey +
-                             " is not a JSON array");
-  }
-  std::vector<MemoryBlock> out;
+  if (array.is_discarded() || !array.is_array()) return {{}, where + " is not a JSON array"};
+  DecodedMemoryBlocks out;
   for (const auto& item : array) {
     if (!item.is_object() || !item.contains("label") || !item["label"].is_string()) {
-      throw std::runtime_error(std::string("memory ConfigMap key ") + kMemoryBlocksKey +
-                               " has a block without a label");
+      return {{}, where + " has a block without a label"};
+    }
+    const auto value = item.find("value");
+    const auto limit = item.find("limit");
+    if ((value != item.end() && !value->is_string()) ||
+        (limit != item.end() && !limit->is_number_integer())) {
+      return {{}, where + " has a block whose value is not a string or limit not an integer"};
     }
     MemoryBlock block;
     block.label = item["label"].get<std::string>();
-    block.value = item.value("value", std::string());
-    block.limit = item.value("limit", kCoreMemoryBlockLimitDefault);
-    out.push_back(std::move(block));
+    block.value = value != item.end() ? value->get<std::string>() : std::string();
+    block.limit = limit != item.end() ? limit->get<int>() : kCoreMemoryBlockLimitDefault;
+    out.blocks.push_back(std::move(block));
   }
   return out;
 }

@@ -33,8 +33,14 @@ std::string label_safe_name(std::string_view name);
 std::map<std::string, std::string> agent_object_labels(std::string_view agent_name);
 
 // The memory ConfigMap's blocks.json; a block without a limit has
-// kCoreMemoryBlockLimitDefault. decode throws std::runtime_error.
+// kCoreMemoryBlockLimitDefault.
 std::string encode_memory_blocks(const std::vector<MemoryBlock>& blocks);
-std::vector<MemoryBlock> decode_memory_blocks(const std::string& text);
+// The blocks, or (error not empty) why the text is not blocks.
+struct DecodedMemoryBlocks {
+  std::vector<MemoryBlock> blocks;
+  std::string error;
+  bool ok() const { return error.empty(); }
+};
+DecodedMemoryBlocks decode_memory_blocks(const std::string& text);
 
 }  // namespace hb::api

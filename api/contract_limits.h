@@ -70,4 +70,18 @@ inline constexpr long long kPerRunTokensMax = 1000000000;
 inline constexpr int kCoreMemoryBlockLimitDefault = 5000;
 inline constexpr int kCoreMemoryBlockLimitMax = 1000000;
 
+// The limits that depend on each other.
+static_assert(kPauseMinutesMin <= kPauseMinutesDefault && kPauseMinutesDefault <= kPauseMinutesMax);
+static_assert(kLogExcerptCharsMax * 4 < kTerminationMessageBytesMax,
+              "the output excerpt, at 4 bytes a character, fits the termination message");
+static_assert(kRecentRunOutputBytesMax < kContextDocumentBytesMax);
+static_assert(kRunStallWindowMin <= kRunStallWindowDefault &&
+              kRunStallWindowDefault <= kRunStallWindowMax);
+static_assert(kLeaseRenewIntervalDefault < kRunStallWindowDefault,
+              "a beating runner renews its Lease before the stall window ends");
+static_assert(kMaxTokensDefault <= kMaxTokensMax);
+static_assert(kCoreMemoryBlockLimitDefault <= kCoreMemoryBlockLimitMax);
+static_assert(kRunMetadataEntriesMax * (kRunMetadataKeyCharsMax * 4 + kRunMetadataValueBytesMax) <
+              kContextDocumentBytesMax);
+
 }  // namespace hb::api

@@ -1,5 +1,7 @@
 #include "api/utf8.h"
 
+#include "api/hb_assert.h"
+
 namespace hb::api {
 namespace {
 
@@ -67,6 +69,7 @@ std::string_view utf8_prefix(std::string_view text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
   std::size_t end = max_bytes;
   while (end > 0 && is_continuation(text[end])) --end;
+  HB_ASSERT(end <= max_bytes);
   return text.substr(0, end);
 }
 
@@ -74,6 +77,7 @@ std::string_view utf8_suffix(std::string_view text, std::size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
   std::size_t start = text.size() - max_bytes;
   while (start < text.size() && is_continuation(text[start])) ++start;
+  HB_ASSERT(text.size() - start <= max_bytes);
   return text.substr(start);
 }
 
@@ -93,6 +97,7 @@ std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {
   if (max_bytes < kEllipsis.size()) return std::string(utf8_prefix(text, max_bytes));
   std::string out(utf8_prefix(text, max_bytes - kEllipsis.size()));
   out += kEllipsis;
+  HB_ASSERT(out.size() <= max_bytes);
   return out;
 }
 

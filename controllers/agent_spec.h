@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/agent_types.h"
+#include "api/contract_limits.h"
 #include "controllers/idle_backoff.h"
 #include "controllers/json_util.h"
 #include "controllers/mentions.h"
@@ -20,6 +21,10 @@ inline constexpr int64_t kRuntimeTimeoutSecondsDefault = 600;
 inline constexpr int64_t kRuntimeGraceSecondsDefault = 30;
 inline constexpr int kContextRunsDefault = 3;
 inline constexpr int kContextRunsMax = 20;  // the CRD's maximum too
+static_assert(kContextRunsDefault <= kContextRunsMax);
+// Every earlier output the document may carry takes at most half of it,
+// leaving the rest to the persona, memory and prompt.
+static_assert(kContextRunsMax * api::kRecentRunOutputBytesMax <= api::kContextDocumentBytesMax / 2);
 // The CRD's maximum too (tests/unit/controllers: the two agree).
 inline constexpr int64_t kStartingDeadlineSecondsMax = 31'536'000;  // 365 days
 inline constexpr int kHistorySucceededDefault = 10;

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "api/hb_assert.h"
 #include "controllers/run_view.h"
 
 namespace hb::controllers {
@@ -30,7 +31,10 @@ Admission admit_start(int64_t cap, int64_t in_use,
     if (!starts_before(*w, candidate)) break;
     if (w->agent != candidate.agent) ++ahead;
   }
-  if (ahead < free_places) return Admission::yes(ahead);
+  if (ahead < free_places) {
+    HB_ASSERT_MSG(in_use + ahead < cap, "an admitted start never passes the cap");
+    return Admission::yes(ahead);
+  }
   std::string message = "waiting: " + std::to_string(std::min(in_use, cap)) + " of " +
                         std::to_string(cap) + " concurrent runs in use (" + std::string(limit) +
                         "); " + std::to_string(ahead) + " run(s) asked for earlier start first";
@@ -60,6 +64,7 @@ std::vector<std::string> agents_to_wake(
     if (static_cast<int64_t>(agents.size()) >= free_places) break;
     agents.push_back(w->agent);
   }
+  HB_ASSERT(cap <= 0 || in_use + static_cast<int64_t>(agents.size()) <= std::max(cap, in_use));
   return agents;
 }
 

@@ -1,21 +1,18 @@
 #include "controllers/names.h"
 
-#include <cassert>
 #include <cstdint>
 #include <cstdio>
 
+#include "api/fnv1a.h"
+#include "api/hb_assert.h"
 #include "controllers/schedule/run_name.h"
 
 namespace hb::controllers {
 
 std::string long_hash(std::string_view text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
   char buffer[17];
-  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(hash));
+  std::snprintf(buffer, sizeof buffer, "%016llx",
+                static_cast<unsigned long long>(api::fnv1a64(text)));
   return std::string(buffer, 16);
 }
 
@@ -29,7 +26,7 @@ std::string trim_dashes(std::string text) {
 }  // namespace
 
 std::string derived_name(std::string_view base, std::string_view suffix, std::size_t max_chars) {
-  assert(suffix.size() + kNameHashChars + 3 < max_chars);
+  HB_ASSERT(suffix.size() + kNameHashChars + 3 < max_chars);
   std::string full = std::string(base) + "-" + std::string(suffix);
   if (full.size() <= max_chars) return full;
   const std::size_t keep = max_chars - suffix.size() - kNameHashChars - 2;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "api/agent_types.h"
+#include "api/hb_assert.h"
 #include "api/heartbeat_pod.h"
 #include "controllers/spend_ledger.h"
 
@@ -39,6 +40,16 @@ UsageCounts without_cache_counts(UsageCounts usage) {
 }
 
 }  // namespace
+
+UsageCounts usage_counts(const api::UsageReport& r) {
+  return {r.llm_calls,
+          r.input_tokens,
+          r.output_tokens,
+          r.tool_calls,
+          r.iterations,
+          r.cache_read_input_tokens,
+          r.cache_write_input_tokens};
+}
 
 UsageCounts usage_field_max(const UsageCounts& a, const UsageCounts& b) {
   return {std::max(a.llm_calls, b.llm_calls),
@@ -128,6 +139,10 @@ Charge charge_run(const ChargeInput& in) {
   charge.usage = charge.out_of_bounds.empty() ? believed_cache_counts(charge.usage)
                                               : without_cache_counts(charge.usage);
   charge.cost_cents = cost_cents(charge.usage, in.pricing);
+  HB_ASSERT(charge.usage.llm_calls >= 0 && charge.usage.llm_calls <= in.bounds.llm_calls);
+  HB_ASSERT(charge.usage.input_tokens >= 0 && charge.usage.input_tokens <= in.bounds.input_tokens);
+  HB_ASSERT(charge.usage.output_tokens >= 0 &&
+            charge.usage.output_tokens <= in.bounds.output_tokens);
   if (in.runner_cost_cents) {
     charge.runner_cost_cents = *in.runner_cost_cents;
     charge.cost_mismatch =

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "api/usage_report.h"
 #include "controllers/agent_spec.h"
 
 namespace hb::controllers {
@@ -34,6 +35,9 @@ struct UsageCounts {
   int64_t cache_write_input_tokens = 0;
   bool operator==(const UsageCounts&) const = default;
 };
+
+// The counts of a usage report the runner wrote on its Lease.
+UsageCounts usage_counts(const api::UsageReport& report);
 
 // The most one heartbeat can use: the type's model calls, each with
 // api::kInputTokensPerModelCallMax input and spec.model.maxTokens output.

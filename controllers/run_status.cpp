@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/hb_assert.h"
 #include "api/run_result.h"
 #include "api/usage_report.h"
 #include "controllers/names.h"
@@ -320,14 +321,7 @@ std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_
   if (text.empty()) return std::nullopt;
   api::DecodedUsageReport decoded = api::decode_usage_report(text);
   if (!decoded.report || decoded.report->run != run_name) return std::nullopt;
-  const api::UsageReport& r = *decoded.report;
-  return UsageCounts{r.llm_calls,
-                     r.input_tokens,
-                     r.output_tokens,
-                     r.tool_calls,
-                     r.iterations,
-                     r.cache_read_input_tokens,
-                     r.cache_write_input_tokens};
+  return usage_counts(*decoded.report);
 }
 
 std::optional<UsageCounts> highest_reported_usage(const RunObservationInput& in,
@@ -340,7 +334,9 @@ std::optional<UsageCounts> highest_reported_usage(const RunObservationInput& in,
   return high;
 }
 
-RunObservation observe_run(const RunObservationInput& in) {
+namespace {
+
+RunObservation observe_unchecked(const RunObservationInput& in) {
   RunObservation obs;
   obs.view = in.view != nullptr ? in.view : std::make_shared<const RunView>(view_run(*in.run));
   const RunView& view = *obs.view;
@@ -410,6 +406,17 @@ RunObservation observe_run(const RunObservationInput& in) {
     obs.status["message"] = *verdict.config_error;
   }
   if (verdict.event) obs.events.push_back(std::move(*verdict.event));
+  return obs;
+}
+
+}  // namespace
+
+RunObservation observe_run(const RunObservationInput& in) {
+  RunObservation obs = observe_unchecked(in);
+  HB_ASSERT_MSG(!is_final(obs.view->phase) || obs.phase == obs.view->phase,
+                "a final phase stays final");
+  HB_ASSERT(!obs.became_final || is_final(obs.phase));
+  HB_ASSERT(!obs.settled || !obs.became_final);
   return obs;
 }
 

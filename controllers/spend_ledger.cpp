@@ -1,9 +1,9 @@
 #include "controllers/spend_ledger.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 
+#include "api/hb_assert.h"
 #include "controllers/idle_backoff.h"
 #include "controllers/provider_backoff.h"
 #include "controllers/run_cost.h"
@@ -64,7 +64,9 @@ LedgerResult apply_ledger(const LedgerInput& in) {
     apply_run_effects(out, run);
   }
   if (out.recent.size() > kRecentRunsMax) out.recent.resize(kRecentRunsMax);
-  assert(out.counted.size() <= out.mark.size());
+  HB_ASSERT(out.counted.size() <= out.mark.size());
+  HB_ASSERT(out.raised.size() <= out.counted.size());
+  HB_ASSERT(out.recent.size() <= kRecentRunsMax);
   return out;
 }
 

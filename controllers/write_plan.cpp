@@ -1,9 +1,9 @@
 #include "controllers/write_plan.h"
 
 #include <algorithm>
-#include <cassert>
 #include <map>
 
+#include "api/hb_assert.h"
 #include "controllers/coalesce.h"
 #include "controllers/spend_ledger.h"
 
@@ -172,8 +172,8 @@ void assign_priorities(std::vector<PlannedWrite>& plan, const WritePlanInput& in
 }  // namespace
 
 std::vector<PlannedWrite> plan_writes(const WritePlanInput& in) {
-  assert(in.decision != nullptr && in.observed != nullptr && in.runs != nullptr);
-  assert(in.observed->size() == in.runs->size());
+  HB_ASSERT(in.decision != nullptr && in.observed != nullptr && in.runs != nullptr);
+  HB_ASSERT(in.observed->size() == in.runs->size());
   const AgentDecision& d = *in.decision;
   std::vector<PlannedWrite> plan;
   for (std::size_t i = 0; i < in.observed->size(); ++i) {

@@ -1,9 +1,9 @@
 #include "kube/client.h"
 
-#include <cassert>
 #include <optional>
 #include <string_view>
 
+#include "api/hb_assert.h"
 #include "api/object_names.h"
 
 namespace hb::kube {
@@ -100,12 +100,11 @@ bool Client::wait_for_token() {
     if (served_.erase(ticket) > 0) return true;
     if (give_way && now >= *give_way) {
       const bool withdrawn = limiter_->withdraw(ticket);
-      assert(withdrawn);  // not served, so still in line
-      (void)withdrawn;
+      HB_ASSERT(withdrawn);  // not served, so still in line
       return false;
     }
     const std::optional<std::chrono::steady_clock::time_point> at = limiter_->next_token_at();
-    assert(at.has_value());  // our own ticket still waits
+    HB_ASSERT(at.has_value());  // our own ticket still waits
     limiter_changed_.wait_until(lock, give_way ? std::min(*at, *give_way) : *at);
   }
 }

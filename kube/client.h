@@ -106,7 +106,8 @@ class Client {
   Result<Json> remove(const Resource& r, const std::string& ns, const std::string& name,
                       const DeleteOptions& options = {});
 
-  // Opens a watch and hands raw body chunks to on_chunk (see WatchDecoder).
+  // Opens a watch and hands raw body chunks to on_chunk (kube/watch_decoder.h
+  // splits them into lines and decodes each event).
   // Returns when the server ends the stream, on_chunk returns false or
   // `cancel` fires. A non-2xx answer is an Error (410 -> kGone).
   Done watch(const Resource& r, const std::string& ns, const WatchOptions& options,

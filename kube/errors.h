@@ -5,7 +5,6 @@
 // tests and tools that would rather stop at the first failure (or_throw).
 #pragma once
 
-#include <cassert>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
@@ -15,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/hb_assert.h"
 #include "kube/http.h"
 
 namespace hb::kube {
@@ -96,23 +96,23 @@ class [[nodiscard]] Result {
   bool ok() const { return state_.index() == 0; }
   bool is(ErrorKind kind) const { return !ok() && error().kind == kind; }
   T& value() & {
-    assert(ok());
+    HB_ASSERT(ok());
     return std::get<0>(state_);
   }
   const T& value() const& {
-    assert(ok());
+    HB_ASSERT(ok());
     return std::get<0>(state_);
   }
   T&& value() && {
-    assert(ok());
+    HB_ASSERT(ok());
     return std::get<0>(std::move(state_));
   }
   const Error& error() const& {
-    assert(!ok());
+    HB_ASSERT(!ok());
     return std::get<1>(state_);
   }
   Error&& error() && {
-    assert(!ok());
+    HB_ASSERT(!ok());
     return std::get<1>(std::move(state_));
   }
   // The value, or the Error thrown as ApiError (tests and tools).

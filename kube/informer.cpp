@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "api/hb_assert.h"
 #include "kube/watch_refusal.h"
 
 namespace hb::kube {
@@ -35,7 +36,7 @@ bool Informer::wait_for_sync(std::chrono::milliseconds timeout) const {
 
 std::string Informer::last_resource_version() const {
   std::lock_guard lock(mutex_);
-  return resource_version_;
+  return state_.resource_version;
 }
 
 bool Informer::sleep_unless_stopped(std::chrono::milliseconds delay) {
@@ -43,7 +44,7 @@ bool Informer::sleep_unless_stopped(std::chrono::milliseconds delay) {
   return !cv_.wait_for(lock, delay, [this] { return stopping_.load(); });
 }
 
-Done Informer::list_and_replace() {
+Result<std::string> Informer::list_and_replace() {
   ListOptions options;
   options.label_selector = options_.label_selector;
   options.limit = kListPageItemsMax;
@@ -63,13 +64,7 @@ Done Informer::list_and_replace() {
                                          }));
   ++stats_.lists;
   store_.replace(std::move(replacement));
-  {
-    std::lock_guard lock(mutex_);
-    resource_version_ = std::move(version);
-    synced_ = true;
-  }
-  cv_.notify_all();
-  return done();
+  return version;
 }
 
 void Informer::treat_as_absent(const Error& error) {
@@ -80,12 +75,6 @@ void Informer::treat_as_absent(const Error& error) {
         resource_.describe(), error.describe());
   }
   store_.replace({});
-  {
-    std::lock_guard lock(mutex_);
-    resource_version_.clear();
-    synced_ = true;
-  }
-  cv_.notify_all();
 }
 
 Done Informer::watch_once() {
@@ -100,25 +89,18 @@ Done Informer::watch_once() {
   Done ended = client_->watch(
       resource_, options_.namespace_, options,
       [&](std::string_view chunk) {
-        // Exceptions may not cross the transport; carry them out by hand.
-        try {
-          splitter.feed(chunk, [&](std::string_view line) {
-            if (!failure) handle_watch_line(line, failure);
-          });
-          return !stopping_ && !failure;
-        } catch (const std::exception& e) {
-          // The decoder's WatchDecodeError (or a malformed object): a stream
-          // that broke mid-event cannot be trusted to resume, so relist.
-          Error broken;
-          broken.kind = ErrorKind::kMalformed;
-          broken.message = e.what();
-          broken.context = "watch " + resource_.describe();
-          failure = std::move(broken);
-        }
-        return false;
+        Done fed = splitter.feed(chunk, [&](std::string_view line) {
+          if (!failure) handle_watch_line(line, failure);
+        });
+        // A stream that broke mid-event cannot be trusted to resume: relist.
+        if (!fed.ok() && !failure) failure = std::move(fed).error();
+        return !stopping_ && !failure;
       },
       cancel_);
-  if (failure) return *failure;
+  if (failure) {
+    if (failure->context.empty()) failure->context = "watch " + resource_.describe();
+    return *failure;
+  }
   return ended;
 }
 
@@ -144,7 +126,12 @@ void Informer::handle_watch_line(std::string_view line, std::optional<Error>& fa
     refuse_watched(refused->type, refused->reason, refused->object_text);
     return;
   }
-  WatchEvent event = decode_watch_event(line);
+  Result<WatchEvent> decoded = decode_watch_event(line);
+  if (!decoded.ok()) {
+    failure = std::move(decoded).error();
+    return;
+  }
+  WatchEvent event = std::move(decoded).value();
   if (event.type == WatchEventType::kError) {
     failure = error_from_status(event.object, "watch " + resource_.describe());
     return;
@@ -160,7 +147,7 @@ void Informer::handle_watch_line(std::string_view line, std::optional<Error>& fa
 void Informer::advance_resource_version(std::string_view version) {
   if (version.empty()) return;
   std::lock_guard lock(mutex_);
-  resource_version_ = std::string(version);
+  state_.resource_version = std::string(version);
 }
 
 RefusedObject Informer::refuse(RefusalReason reason, std::string_view object_text,
@@ -193,43 +180,60 @@ void Informer::refuse_watched(WatchEventType type, RefusalReason reason,
   advance_resource_version(metadata.resource_version);
 }
 
-void Informer::run() {
-  bool need_list = true;
+Result<WatcherOutcome> Informer::perform(WatcherAction action) {
+  if (action == WatcherAction::kWatch) {
+    HB_TRY(watch_once());
+    return WatcherOutcome{};
+  }
+  HB_TRY_ASSIGN(std::string version, list_and_replace());
+  return WatcherOutcome{std::nullopt, std::move(version)};
+}
+
+void Informer::take_step(const WatcherStep& step, const Error* error) {
   const std::string what = resource_.describe();
+  if (step.absent) treat_as_absent(*error);
+  {
+    std::lock_guard lock(mutex_);
+    state_ = step.state;
+    if (step.listed || step.absent) synced_ = true;
+  }
+  if (step.listed || step.absent) cv_.notify_all();
+  if (step.listed) {
+    spdlog::debug("informer listed resource={} objects={} resourceVersion={}", what, store_.size(),
+                  step.state.resource_version);
+  }
+  if (step.reset_backoff) backoff_.reset();
+  if (step.gone) {
+    ++stats_.relists_after_gone;
+    spdlog::info("informer relist resource={} reason=\"{}\"", what, error->describe());
+  }
+  if (step.wait == WatcherWait::kAbsentRecheck) sleep_unless_stopped(kAbsentResourceRecheck);
+  if (step.wait != WatcherWait::kBackoff) return;
+  HB_ASSERT(step.count_error && error != nullptr);
+  ++stats_.errors;
+  const auto delay = backoff_.next();
+  spdlog::warn("informer error resource={} error=\"{}\" retry_in_ms={}", what, error->describe(),
+               delay.count());
+  sleep_unless_stopped(delay);
+}
+
+void Informer::run() {
   while (!stopping_) {
-    Done pass = need_list ? list_and_replace() : done();
-    if (pass.ok() && need_list) {
-      need_list = false;
-      spdlog::debug("informer listed resource={} objects={} resourceVersion={}", what,
-                    store_.size(), last_resource_version());
+    WatcherState state;
+    {
+      std::lock_guard lock(mutex_);
+      state = state_;
     }
-    if (pass.ok()) pass = watch_once();
-    if (pass.ok()) {
-      backoff_.reset();  // a watch that ended by the server's timeout is healthy
-      continue;
+    Result<WatcherOutcome> outcome = perform(watcher_action(state.phase));
+    if (!outcome.ok() && stopping_) break;
+    {
+      // A watch moves the resourceVersion while it runs, ended well or not.
+      std::lock_guard lock(mutex_);
+      state.resource_version = state_.resource_version;
     }
-    if (stopping_) break;
-    const Error& error = pass.error();
-    if (error.kind == ErrorKind::kGone) {
-      ++stats_.relists_after_gone;
-      spdlog::info("informer relist resource={} reason=\"{}\"", what, error.describe());
-      need_list = true;
-      continue;
-    }
-    const bool absent = error.kind == ErrorKind::kNotFound || error.kind == ErrorKind::kForbidden;
-    if (need_list && options_.optional_resource && absent) {
-      treat_as_absent(error);
-      sleep_unless_stopped(kAbsentResourceRecheck);
-      continue;
-    }
-    // A CRD deleted under the watch: the next list finds it absent.
-    need_list =
-        need_list || error.kind == ErrorKind::kMalformed || (options_.optional_resource && absent);
-    ++stats_.errors;
-    auto delay = backoff_.next();
-    spdlog::warn("informer error resource={} error=\"{}\" retry_in_ms={}", what, error.describe(),
-                 delay.count());
-    sleep_unless_stopped(delay);
+    const Error* error = outcome.ok() ? nullptr : &outcome.error();
+    const WatcherOutcome taken = outcome.ok() ? outcome.value() : WatcherOutcome{error->kind, ""};
+    take_step(step_watcher(state, taken, options_.optional_resource), error);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "kube/client.h"
 #include "kube/object_refusal.h"
 #include "kube/store.h"
+#include "kube/watcher_state.h"
 
 namespace hb::kube {
 
@@ -98,7 +99,12 @@ class Informer final : public CachedResource {
 
  private:
   void run();
-  Done list_and_replace();
+  // Performs the action the state asks for; what it came to.
+  Result<WatcherOutcome> perform(WatcherAction action);
+  // Applies a step's state and its effects (sync, counters, logs, waits).
+  void take_step(const WatcherStep& step, const Error* error);
+  // The list's resourceVersion.
+  Result<std::string> list_and_replace();
   // An optional resource that is not served: an empty, synced cache.
   void treat_as_absent(const Error& error);
   Done watch_once();
@@ -124,7 +130,7 @@ class Informer final : public CachedResource {
   std::shared_ptr<http::CancelSource> cancel_ = std::make_shared<http::CancelSource>();
   mutable std::mutex mutex_;
   mutable std::condition_variable cv_;
-  std::string resource_version_;
+  WatcherState state_;  // guarded by mutex_: watch events move its resourceVersion
   std::thread thread_;
 };
 

@@ -1,13 +1,14 @@
 #include "kube/priority_token_bucket.h"
 
 #include <algorithm>
-#include <cassert>
+
+#include "api/hb_assert.h"
 
 namespace hb::kube {
 
 PriorityTokenBucket::PriorityTokenBucket(double qps, int burst, TimePoint start)
     : qps_(qps), burst_(std::max(1, burst)), tokens_(burst_), tokens_at_(start) {
-  assert(qps > 0);
+  HB_ASSERT(qps > 0);
 }
 
 PriorityTokenBucket::Ticket PriorityTokenBucket::enqueue(RequestPriority priority) {

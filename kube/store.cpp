@@ -1,10 +1,10 @@
 #include "kube/store.h"
 
-#include <cassert>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
 
+#include "api/hb_assert.h"
 #include "kube/front_coding.h"
 #include "kube/object_identity.h"
 
@@ -161,7 +161,7 @@ void Store::Replacement::add(nlohmann::json object) {
   if (!store_->project(object)) return;
   std::vector<std::string> pushed_out;
   if (pass_) pushed_out = pass_->admit(object);
-  assert(!object.is_null());  // a pass cuts objects, it does not discard them
+  HB_ASSERT(!object.is_null());  // a pass cuts objects, it does not discard them
   entries_.put(store_->stored(key, object)->view());
   for (const std::string& earlier : pushed_out) revisit(earlier);
 }

@@ -1,9 +1,10 @@
 #include "kube/stored_object.h"
 
-#include <cassert>
 #include <cstring>
 #include <limits>
 #include <new>
+
+#include "api/hb_assert.h"
 
 namespace hb::kube {
 
@@ -16,8 +17,8 @@ StoredObjectPtr StoredObject::make(std::string_view key, std::string_view resour
                                    CompressedTextView text, bool identity_elided) {
   // Kubernetes bounds names (253), namespaces (63) and resourceVersions are
   // etcd revisions: far inside 16 bits.
-  assert(key.size() <= std::numeric_limits<uint16_t>::max());
-  assert(resource_version.size() <= std::numeric_limits<uint16_t>::max());
+  HB_ASSERT(key.size() <= std::numeric_limits<uint16_t>::max());
+  HB_ASSERT(resource_version.size() <= std::numeric_limits<uint16_t>::max());
   const Header header{static_cast<uint32_t>(text.bytes.size()),
                       text.text_bytes,
                       static_cast<uint16_t>(key.size()),

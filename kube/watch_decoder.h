@@ -5,10 +5,10 @@
 #include <cstddef>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 
+#include "kube/errors.h"
 #include "kube/object_limits.h"
 
 namespace hb::kube {
@@ -25,25 +25,22 @@ struct WatchEvent {
   nlohmann::json object;  // the object, or the Status for kError
 };
 
-class WatchDecodeError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
 // Reassembles lines across chunks. Bounded: a partial line over
-// kWatchLineBytesMax throws WatchDecodeError.
+// kWatchLineBytesMax is a kMalformed Error (the partial line is dropped).
 class LineSplitter {
  public:
   // Calls on_line for each complete line (without '\n'; blank lines skipped).
-  void feed(std::string_view chunk, const std::function<void(std::string_view)>& on_line);
+  Done feed(std::string_view chunk, const std::function<void(std::string_view)>& on_line);
   size_t pending_bytes() const { return partial_.size(); }
 
  private:
   std::string partial_;
 };
 
-// Parses one line. Throws WatchDecodeError naming what is wrong.
-WatchEvent decode_watch_event(std::string_view line);
+// Parses one line; a kMalformed Error names what is wrong. An ADDED,
+// MODIFIED or DELETED event's object has metadata whose name, namespace and
+// resourceVersion, where present, are strings (what a cache reads).
+Result<WatchEvent> decode_watch_event(std::string_view line);
 
 // The resourceVersion an event moves the watch to ("" when it has none).
 std::string event_resource_version(const WatchEvent& event);

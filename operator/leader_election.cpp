@@ -3,11 +3,11 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <cassert>
 #include <cstdio>
 #include <random>
 #include <thread>
 
+#include "api/hb_assert.h"
 #include "api/rfc3339.h"
 #include "kube/errors.h"
 
@@ -75,7 +75,8 @@ void nap(std::chrono::milliseconds period, const std::atomic<bool>& stop) {
 LeaderElector::LeaderElector(std::shared_ptr<kube::Client> client, LeaderElectionConfig config,
                              LeaderClocks clocks)
     : client_(std::move(client)), config_(std::move(config)), clocks_(std::move(clocks)) {
-  assert(valid_lease_timing(config_.lease_duration, config_.renew_deadline, config_.retry_period));
+  HB_ASSERT(
+      valid_lease_timing(config_.lease_duration, config_.renew_deadline, config_.retry_period));
 }
 
 LeaderElector::~LeaderElector() = default;

@@ -4,11 +4,12 @@
 // many distinct keys arrive. Not thread-safe; its owners lock.
 #pragma once
 
-#include <cassert>
 #include <cstddef>
 #include <list>
 #include <map>
 #include <utility>
+
+#include "api/hb_assert.h"
 
 namespace hb::operator_ {
 
@@ -16,7 +17,7 @@ template <typename Key, typename Value>
 class LruMap {
  public:
   explicit LruMap(std::size_t entries_max) : entries_max_(entries_max) {
-    assert(entries_max_ >= 1);
+    HB_ASSERT(entries_max_ >= 1);
   }
 
   // The key's value, most recently used now; a new key gets `fresh`, the
@@ -38,11 +39,11 @@ class LruMap {
   }
   // The least recently used entry's value (the map is not empty).
   const Value& least_recent() const {
-    assert(!order_.empty());
+    HB_ASSERT(!order_.empty());
     return entries_.at(order_.back()).value;
   }
   void pop_least_recent() {
-    assert(!order_.empty());
+    HB_ASSERT(!order_.empty());
     entries_.erase(order_.back());
     order_.pop_back();
   }

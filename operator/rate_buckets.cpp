@@ -1,14 +1,15 @@
 #include "operator/rate_buckets.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
+
+#include "api/hb_assert.h"
 
 namespace hb::operator_ {
 
 KeyedBuckets::KeyedBuckets(BucketRate rate, std::size_t entries_max)
     : rate_(rate), entries_(std::max<std::size_t>(entries_max, 1)) {
-  assert(rate.per_second > 0 && rate.burst >= 1);
+  HB_ASSERT(rate.per_second > 0 && rate.burst >= 1);
 }
 
 double KeyedBuckets::tokens_at(const Entry& e, Clock::time_point now) const {

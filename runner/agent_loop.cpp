@@ -61,16 +61,7 @@ class Loop {
         {{"event", "user_message"}, {"text", api::sanitize_utf8(config_.first_message)}});
     try {
       step_until_stop();
-    } catch (const ProviderError& error) {
-      if (error.kind() == ProviderError::Kind::kCancelled) {
-        stop(StopReason::kCancelled, "terminated by signal during a model call");
-      } else if (error.kind() == ProviderError::Kind::kQuota) {
-        stop(StopReason::kProviderQuota, error.what());
-        result_.provider_reset_at = error.reset_at();
-      } else {
-        stop(StopReason::kProviderError, error.what());
-      }
-    } catch (const std::exception& error) {
+    } catch (const std::exception& error) {  // the last resort: usage so far is kept
       stop(StopReason::kInternalError, std::string("internal error: ") + error.what());
     }
     result_.finished_at = deps_.clock.now();
@@ -90,18 +81,31 @@ class Loop {
     result_.error = std::move(error);
   }
 
+  // The run ends with the provider's failure, by its kind.
+  void stop_for(const ProviderError& error) {
+    if (error.kind() == ProviderError::Kind::kCancelled) {
+      stop(StopReason::kCancelled, "terminated by signal during a model call");
+    } else if (error.kind() == ProviderError::Kind::kQuota) {
+      stop(StopReason::kProviderQuota, error.what());
+      result_.provider_reset_at = error.reset_at();
+    } else {
+      stop(StopReason::kProviderError, error.what());
+    }
+  }
+
   void step_until_stop() {
     while (!stopped_) {
       if (config_.cancelled && config_.cancelled())
         return stop(StopReason::kCancelled, "terminated by signal");
       ModelRequest request = build_request();
       if (auto reason = bound_reached(request)) return stop(*reason);
-      ModelReply reply = call_model(request);
-      if (reply.tool_calls.empty()) {
-        return stop(reply.finish == ModelReply::Finish::kMaxTokens ? StopReason::kMaxTokens
-                                                                   : StopReason::kCompleted);
+      std::optional<ModelReply> reply = call_model(request);
+      if (!reply) return;  // stopped by the provider's failure
+      if (reply->tool_calls.empty()) {
+        return stop(reply->finish == ModelReply::Finish::kMaxTokens ? StopReason::kMaxTokens
+                                                                    : StopReason::kCompleted);
       }
-      run_tool_calls(reply.tool_calls);
+      run_tool_calls(reply->tool_calls);
     }
   }
 
@@ -152,7 +156,9 @@ class Loop {
     return request;
   }
 
-  ModelReply call_model(const ModelRequest& request) {
+  // The reply, its usage counted and reported; nullopt when the provider
+  // gave none (the loop is stopped).
+  std::optional<ModelReply> call_model(const ModelRequest& request) {
     deps_.heartbeat.beat();
     deps_.transcript.emit({{"event", "model_request"},
                            {"iteration", result_.iterations + 1},
@@ -161,7 +167,12 @@ class Loop {
                            {"estimatedInputTokens", estimate_input_tokens(request)}});
     ++result_.llm_calls;
     ++result_.iterations;
-    ModelReply reply = deps_.model.complete(request);
+    ModelResult answer = deps_.model.complete(request);
+    if (!answer.ok()) {
+      stop_for(answer.error());
+      return std::nullopt;
+    }
+    ModelReply reply = std::move(answer).value();
     deps_.heartbeat.beat();
     estimate_missing_usage(request, reply);
     result_.input_tokens += reply.usage.input_tokens;

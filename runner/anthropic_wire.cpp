@@ -12,8 +12,8 @@ using nlohmann::json;
 
 constexpr std::size_t kErrorBodyBytesMax = 300;
 
-[[noreturn]] void bad(const std::string& what) {
-  throw ProviderError(ProviderError::Kind::kBadResponse, 200, "Anthropic response: " + what);
+ProviderError bad(const std::string& what) {
+  return ProviderError(ProviderError::Kind::kBadResponse, 200, "Anthropic response: " + what);
 }
 
 ModelReply::Finish map_finish(const std::string& reason, bool has_calls) {
@@ -89,11 +89,11 @@ json encode_request(const ModelRequest& request) {
   return body;
 }
 
-ModelReply decode_response(const std::string& body) {
+ModelResult decode_response(const std::string& body) {
   json doc = parse_json_or_discarded(body);
-  if (doc.is_discarded() || !doc.is_object()) bad("body is not a JSON object");
+  if (doc.is_discarded() || !doc.is_object()) return bad("body is not a JSON object");
   auto content = doc.find("content");
-  if (content == doc.end() || !content->is_array()) bad("content is missing");
+  if (content == doc.end() || !content->is_array()) return bad("content is missing");
   ModelReply reply;
   int index = 0;
   for (const auto& block : *content) {

@@ -12,7 +12,7 @@ namespace hb::runner::anthropic {
 inline constexpr std::string_view kApiVersion = "2023-06-01";  // anthropic-version header
 
 nlohmann::json encode_request(const ModelRequest& request);
-ModelReply decode_response(const std::string& body);
+ModelResult decode_response(const std::string& body);
 std::string error_message(const std::string& body);
 
 }  // namespace hb::runner::anthropic

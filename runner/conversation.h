@@ -4,9 +4,12 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "api/hb_assert.h"
 #include "runner/clock.h"
+#include "runner/errors.h"
 
 namespace hb::runner {
 
@@ -75,11 +78,34 @@ struct ModelReply {
   long long cache_write_tokens = 0;
 };
 
-// The loop's only view of a model provider. Throws ProviderError.
+// A model's reply, or why there is none.
+class [[nodiscard]] ModelResult {
+ public:
+  ModelResult(ModelReply reply) : state_(std::move(reply)) {}     // NOLINT: implicit
+  ModelResult(ProviderError error) : state_(std::move(error)) {}  // NOLINT: implicit
+  bool ok() const { return state_.index() == 0; }
+  const ModelReply& value() const& {
+    HB_ASSERT(ok());
+    return std::get<0>(state_);
+  }
+  ModelReply&& value() && {
+    HB_ASSERT(ok());
+    return std::get<0>(std::move(state_));
+  }
+  const ProviderError& error() const {
+    HB_ASSERT(!ok());
+    return std::get<1>(state_);
+  }
+
+ private:
+  std::variant<ModelReply, ProviderError> state_;
+};
+
+// The loop's only view of a model provider.
 class ModelClient {
  public:
   virtual ~ModelClient() = default;
-  virtual ModelReply complete(const ModelRequest& request) = 0;
+  virtual ModelResult complete(const ModelRequest& request) = 0;
 };
 
 }  // namespace hb::runner

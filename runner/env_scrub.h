@@ -1,6 +1,6 @@
 // The API key out of reach of /proc: unsetenv() only drops the pointer from
 // `environ`; the kernel's /proc/PID/environ still shows the bytes of the
-// environment block the process started with. scrub_environment_value
+// environment block the process started with. take_secret_env
 // overwrites them in place. With PR_SET_DUMPABLE 0 (main), the key then
 // lives only in this process's heap.
 #pragma once

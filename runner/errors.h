@@ -1,23 +1,15 @@
-// The three failure classes of a heartbeat; each maps to its own exit code.
+// The model provider's failure, by kind (each maps to a stop reason).
 #pragma once
 
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "runner/clock.h"
 
 namespace hb::runner {
 
-// The context document, a flag or an environment variable is wrong. The
-// message names the field ("model.pricing.inputCentsPerMillionTokens: …").
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// The model provider could not give an answer (after retries).
-class ProviderError : public std::runtime_error {
+// Why the model provider gave no answer (after retries): a value, by kind.
+class ProviderError {
  public:
   enum class Kind {
     kHttpStatus,   // non-retryable status, or retries used up
@@ -27,17 +19,19 @@ class ProviderError : public std::runtime_error {
     kBadResponse,  // 2xx whose body is not the wire format
     kCancelled,    // SIGTERM aborted the call
   };
-  ProviderError(Kind kind, int status, const std::string& message,
+  ProviderError(Kind kind, int status, std::string message,
                 std::optional<TimePoint> reset_at = std::nullopt)
-      : std::runtime_error(message), kind_(kind), status_(status), reset_at_(reset_at) {}
+      : kind_(kind), status_(status), message_(std::move(message)), reset_at_(reset_at) {}
   Kind kind() const { return kind_; }
   int status() const { return status_; }  // 0 when no HTTP answer
+  const char* what() const { return message_.c_str(); }
   // kQuota: when the provider said to come back (its retry-after), if it did.
   std::optional<TimePoint> reset_at() const { return reset_at_; }
 
  private:
   Kind kind_;
   int status_;
+  std::string message_;
   std::optional<TimePoint> reset_at_;
 };
 

@@ -66,14 +66,8 @@ void LeaseExtender::on_beat(TimePoint now) {
     in_flight_ = true;
     ++attempts_;
   }
-  std::string error;
-  try {
-    renewer_.renew(now, stall_window_, usage ? &*usage : nullptr);
-  } catch (const std::exception& e) {
-    error = e.what();
-  } catch (...) {
-    error = "unknown error";
-  }
+  const kube::Done renewed = renewer_.renew(now, stall_window_, usage ? &*usage : nullptr);
+  const std::string error = renewed.ok() ? std::string() : renewed.error().describe();
   {
     std::lock_guard lock(mutex_);
     in_flight_ = false;

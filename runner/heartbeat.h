@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/usage_report.h"
+#include "kube/errors.h"
 #include "runner/clock.h"
 
 namespace hb::runner {
@@ -44,12 +45,12 @@ class Heartbeat {
 
 // Renews the agent's Lease (spec.renewTime = now, leaseDurationSeconds) and,
 // when given, writes the usage report onto it. Implemented against the
-// Kubernetes client in main; throws on failure.
+// Kubernetes client in main; a failure is its Error.
 class LeaseRenewer {
  public:
   virtual ~LeaseRenewer() = default;
-  virtual void renew(TimePoint now, std::chrono::seconds duration,
-                     const api::UsageReport* usage) = 0;
+  virtual kube::Done renew(TimePoint now, std::chrono::seconds duration,
+                           const api::UsageReport* usage) = 0;
 };
 
 class LeaseExtender {
@@ -62,7 +63,7 @@ class LeaseExtender {
   // The Heartbeat callback. Renews when no attempt was made yet, when the
   // interval has passed since the last attempt, when the clock went
   // backwards, or when the usage changed since it was last written.
-  // Renewal errors are logged, never thrown.
+  // Renewal errors are logged and counted.
   void on_beat(TimePoint now);
   Heartbeat::Callback callback();
 

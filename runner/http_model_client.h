@@ -43,12 +43,23 @@ class HttpModelClient final : public ModelClient {
  public:
   HttpModelClient(HttpModelClientOptions options, http::Client& http, Clock& clock,
                   Transcript* transcript = nullptr, std::function<void()> beat = {});
-  ModelReply complete(const ModelRequest& request) override;
+  ModelResult complete(const ModelRequest& request) override;
 
  private:
+  // One call's state across its attempts.
+  struct Call;
   http::Request build(const ModelRequest& request, openai::TokenLimitField field) const;
   openai::TokenLimitField token_limit_field(const std::string& model) const;
-  ModelReply decode(const std::string& body) const;
+  ModelResult decode(const std::string& body) const;
+  bool cancelled() const;
+  // One attempt: its result when the call ends with it (a reply, or a
+  // failure no retry can mend); nullopt when it may be tried again.
+  std::optional<ModelResult> attempt_once(const ModelRequest& request, Call& call);
+  std::optional<ModelResult> answered(const ModelRequest& request, const http::Response& response,
+                                      Call& call);
+  // After a failed attempt: the wait before the next, or the call's end.
+  std::optional<ModelResult> wait_to_retry(const ModelRequest& request, Call& call);
+  void emit_retry(const Call& call, Millis delay, std::string_view switched_to = {});
   std::string describe_error(const http::Response& response) const;
 
   HttpModelClientOptions options_;

@@ -17,7 +17,8 @@ class KubeLeaseRenewer final : public LeaseRenewer {
  public:
   KubeLeaseRenewer(kube::Client& client, std::string ns, std::string lease_name, std::string holder,
                    std::string agent_name);
-  void renew(TimePoint now, std::chrono::seconds duration, const api::UsageReport* usage) override;
+  kube::Done renew(TimePoint now, std::chrono::seconds duration,
+                   const api::UsageReport* usage) override;
 
  private:
   kube::Client& client_;
@@ -29,9 +30,9 @@ class KubeLeaseRenewer final : public LeaseRenewer {
 class KubeMemoryStore final : public MemoryStore {
  public:
   KubeMemoryStore(kube::Client& client, std::string ns, std::string name, std::string agent_name);
-  std::optional<MemorySnapshot> load() override;
-  std::string save(const MemoryBlocks& blocks,
-                   const std::string& expected_resource_version) override;
+  kube::Result<std::optional<MemorySnapshot>> load() override;
+  kube::Result<std::string> save(const MemoryBlocks& blocks,
+                                 const std::string& expected_resource_version) override;
 
  private:
   kube::Client& client_;

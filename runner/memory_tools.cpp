@@ -3,18 +3,26 @@
 #include "runner/limits.h"
 
 namespace hb::runner {
+namespace {
+
+ToolOutcome not_saved(const kube::Error& error) {
+  return {"memory could not be saved (" + error.describe() + "); the edit was not applied", true};
+}
+
+}  // namespace
 
 CoreMemoryService::CoreMemoryService(MemoryBlocks spec_blocks, MemoryStore* store)
     : spec_(std::move(spec_blocks)), store_(store), blocks_(spec_) {}
 
-void CoreMemoryService::load() {
-  if (!store_) return;
-  auto snapshot = store_->load();
+kube::Done CoreMemoryService::load() {
+  if (!store_) return kube::done();
+  HB_TRY_ASSIGN(std::optional<MemorySnapshot> snapshot, store_->load());
   std::lock_guard lock(mutex_);
   if (snapshot) {
     blocks_ = merge_memory_blocks(spec_, snapshot->blocks);
     resource_version_ = snapshot->resource_version;
   }
+  return kube::done();
 }
 
 MemoryBlocks CoreMemoryService::blocks() const {
@@ -34,27 +42,25 @@ ToolOutcome CoreMemoryService::edit(const MemoryEdit& edit) {
       blocks_ = std::move(updated);
       break;
     }
-    try {
-      resource_version_ = store_->save(updated, version);
+    kube::Result<std::string> saved = store_->save(updated, version);
+    if (saved.ok()) {
+      resource_version_ = std::move(saved).value();
       blocks_ = std::move(updated);
       ++saves_;
       break;
-    } catch (const MemoryConflict&) {
-      ++conflicts_;
-      if (attempt >= kMemorySaveAttemptsMax) {
-        return {"memory was changed elsewhere while saving; the edit was not saved, try again",
-                true};
-      }
-      auto fresh = store_->load();
-      base = fresh ? merge_memory_blocks(spec_, fresh->blocks) : spec_;
-      version = fresh ? fresh->resource_version : std::string();
-      blocks_ = base;
-      resource_version_ = version;
-    } catch (const std::exception& error) {
-      return {
-          std::string("memory could not be saved (") + error.what() + "); the edit was not applied",
-          true};
     }
+    if (!is_memory_conflict(saved.error())) return not_saved(saved.error());
+    ++conflicts_;
+    if (attempt >= kMemorySaveAttemptsMax) {
+      return {"memory was changed elsewhere while saving; the edit was not saved, try again", true};
+    }
+    kube::Result<std::optional<MemorySnapshot>> fresh = store_->load();
+    if (!fresh.ok()) return not_saved(fresh.error());
+    const std::optional<MemorySnapshot>& stored = fresh.value();
+    base = stored ? merge_memory_blocks(spec_, stored->blocks) : spec_;
+    version = stored ? stored->resource_version : std::string();
+    blocks_ = base;
+    resource_version_ = version;
   }
   for (const auto& block : blocks_) {
     if (block.label == edit.label) {

@@ -19,9 +19,9 @@ class CoreMemoryService {
   // store may be null: edits then last only for this heartbeat.
   CoreMemoryService(MemoryBlocks spec_blocks, MemoryStore* store);
 
-  // Loads the stored blocks and merges them with the spec's. Throws what the
-  // store throws.
-  void load();
+  // Loads the stored blocks and merges them with the spec's; the store's
+  // Error when it cannot (the spec's blocks stand).
+  kube::Done load();
 
   ToolOutcome edit(const MemoryEdit& edit);
   MemoryBlocks blocks() const;

@@ -16,9 +16,9 @@ using nlohmann::json;
 
 constexpr std::size_t kErrorBodyBytesMax = 300;
 
-[[noreturn]] void bad(const std::string& what) {
-  throw ProviderError(ProviderError::Kind::kBadResponse, 200,
-                      "OpenAI-compatible response: " + what);
+ProviderError bad(const std::string& what) {
+  return ProviderError(ProviderError::Kind::kBadResponse, 200,
+                       "OpenAI-compatible response: " + what);
 }
 
 ModelReply::Finish map_finish(const std::string& reason, bool has_calls) {
@@ -160,14 +160,14 @@ json encode_request(const ModelRequest& request, TokenLimitField field) {
   return body;
 }
 
-ModelReply decode_response(const std::string& body) {
+ModelResult decode_response(const std::string& body) {
   json doc = parse_json_or_discarded(body);
-  if (doc.is_discarded() || !doc.is_object()) bad("body is not a JSON object");
+  if (doc.is_discarded() || !doc.is_object()) return bad("body is not a JSON object");
   auto choices = doc.find("choices");
-  if (choices == doc.end() || !choices->is_array() || choices->empty()) bad("no choices");
+  if (choices == doc.end() || !choices->is_array() || choices->empty()) return bad("no choices");
   const json& choice = (*choices)[0];
   if (!choice.is_object() || !choice.contains("message") || !choice["message"].is_object()) {
-    bad("choices[0].message is missing");
+    return bad("choices[0].message is missing");
   }
   const json& message = choice["message"];
   ModelReply reply;

@@ -36,8 +36,8 @@ bool rejects_token_limit_field(int status, const std::string& body, TokenLimitFi
 
 nlohmann::json encode_request(const ModelRequest& request,
                               TokenLimitField field = TokenLimitField::kMaxTokens);
-// Throws ProviderError(kBadResponse) when the body is not a chat completion.
-ModelReply decode_response(const std::string& body);
+// A kBadResponse ProviderError when the body is not a chat completion.
+ModelResult decode_response(const std::string& body);
 // "message (type, code)" from an error body, or a prefix of the raw body.
 std::string error_message(const std::string& body);
 // code or type "insufficient_quota": billing, never retried.

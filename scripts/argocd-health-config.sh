@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Writes the chart's Argo CD health checks (helm/heartbeat-operator/argocd/
-# heartbeat.dev/KIND/health.lua) into the two files users install them with:
+# conditions.lua, what they share, in front of each heartbeat.dev/KIND/health.lua:
+# Argo CD runs each kind's script alone) into the two files users install them with:
 #   argocd/argocd-cm-patch.yaml  a patch of argocd-cm (kubectl patch, kustomize)
 #   argocd/argo-cd-values.yaml   values for the argo-cd Helm chart (configs.cm)
 # --check: write nothing, exit 1 when either file differs from the scripts
@@ -13,18 +14,19 @@ import os, sys
 directory, mode = sys.argv[1], sys.argv[2]
 group = "heartbeat.dev"
 kinds = sorted(os.listdir(os.path.join(directory, group)))
+prelude = open(os.path.join(directory, "conditions.lua")).read()
 
 
 def entries(indent):
     out = []
     for kind in kinds:
-        script = open(os.path.join(directory, group, kind, "health.lua")).read()
+        script = prelude + open(os.path.join(directory, group, kind, "health.lua")).read()
         out.append("%sresource.customizations.health.%s_%s: |\n" % (indent, group, kind))
         out += [(indent + "  " + line).rstrip() + "\n" for line in script.splitlines()]
     return "".join(out)
 
 
-header = "# Generated from heartbeat.dev/*/health.lua by scripts/argocd-health-config.sh; do not edit.\n"
+header = "# Generated from conditions.lua and heartbeat.dev/*/health.lua by scripts/argocd-health-config.sh; do not edit.\n"
 files = {
     "argocd-cm-patch.yaml": header
     + "# kubectl -n argocd patch configmap argocd-cm --type merge --patch-file argocd-cm-patch.yaml\n"

@@ -1,7 +1,8 @@
 #include "controllers/runtime/workqueue.h"
 
 #include <algorithm>
-#include <cassert>
+
+#include "api/hb_assert.h"
 
 namespace hb::controllers {
 
@@ -12,7 +13,7 @@ constexpr int kBackoffExponentMax = 40;  // 2^40 * 5 ms is far past any max
 WorkQueue::WorkQueue(Clock clock, std::chrono::milliseconds backoff_min,
                      std::chrono::milliseconds backoff_max)
     : clock_(std::move(clock)), backoff_min_(backoff_min), backoff_max_(backoff_max) {
-  assert(backoff_min_.count() > 0 && backoff_min_ <= backoff_max_);
+  HB_ASSERT(backoff_min_.count() > 0 && backoff_min_ <= backoff_max_);
 }
 
 void WorkQueue::add_locked(const std::string& key) {

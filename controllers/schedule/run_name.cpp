@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "api/fnv1a.h"
 #include "api/object_names.h"
 
 namespace hb::schedule {
@@ -15,17 +16,6 @@ bool is_alnum(char c) {
   return is_label_char(c) && c != '-';
 }
 
-// 32-bit FNV-1a: tiny, and stable across platforms and releases, which a
-// name that must never change needs (std::hash promises neither).
-uint32_t fnv1a32(std::string_view s) {
-  uint32_t h = 2166136261u;
-  for (char c : s) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 16777619u;
-  }
-  return h;
-}
-
 }  // namespace
 
 std::string scheduled_run_name(std::string_view agent_name, TimePoint slot) {
@@ -35,7 +25,7 @@ std::string scheduled_run_name(std::string_view agent_name, TimePoint slot) {
   if (clean) return std::string(agent_name) + suffix;
 
   char hash[kRunNameHashChars + 1];
-  std::snprintf(hash, sizeof hash, "%08x", static_cast<unsigned>(fnv1a32(agent_name)));
+  std::snprintf(hash, sizeof hash, "%08x", static_cast<unsigned>(api::fnv1a32(agent_name)));
   const std::size_t prefix_max = kRunNameCharsMax - suffix.size() - kRunNameHashChars - 1;
   std::string prefix;
   for (char c : agent_name) {

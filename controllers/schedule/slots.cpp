@@ -1,9 +1,9 @@
 #include "controllers/schedule/slots.h"
 
 #include <algorithm>
-#include <cassert>
 #include <chrono>
 
+#include "api/hb_assert.h"
 #include "controllers/schedule/duration.h"
 #include "controllers/schedule/stable_hash.h"
 #include "controllers/schedule/time_zone.h"
@@ -166,16 +166,22 @@ SlotDecision decide_slot(const Schedule& schedule, TimePoint created,
                          std::optional<TimePoint> last_schedule_time,
                          std::optional<int64_t> starting_deadline_seconds, TimePoint now,
                          int64_t intervals_after_last) {
-  assert(intervals_after_last >= 1);
+  HB_ASSERT(intervals_after_last >= 1);
   const TimePoint earliest = std::max(created, last_schedule_time.value_or(created));
+  SlotDecision d;
   if (const auto* iv = std::get_if<IntervalSchedule>(&schedule)) {
     // Slots strictly after last + (n - 1) intervals: at least n after it.
     const int64_t skipped = last_schedule_time ? std::max<int64_t>(intervals_after_last - 1, 0) : 0;
-    return decide_interval(iv->seconds, interval_anchor(*iv, created),
-                           earliest + skipped * seconds{iv->seconds}, starting_deadline_seconds,
-                           now);
+    d = decide_interval(iv->seconds, interval_anchor(*iv, created),
+                        earliest + skipped * seconds{iv->seconds}, starting_deadline_seconds, now);
+  } else {
+    d = decide_cron(std::get<CronSchedule>(schedule), earliest, starting_deadline_seconds, now);
   }
-  return decide_cron(std::get<CronSchedule>(schedule), earliest, starting_deadline_seconds, now);
+  HB_ASSERT_MSG(!d.run_slot || (*d.run_slot <= now && *d.run_slot > earliest),
+                "a slot runs at or before now, after the last one");
+  HB_ASSERT(!(d.run_slot && d.missed_too_late));
+  HB_ASSERT(d.missed_count >= 0);
+  return d;
 }
 
 }  // namespace hb::schedule

@@ -1,17 +1,16 @@
 #include "controllers/schedule/stable_hash.h"
 
+#include "api/fnv1a.h"
+
 namespace hb::schedule {
 namespace {
 
-constexpr uint64_t kFnvOffsetBasis = 14695981039346656037ull;
-constexpr uint64_t kFnvPrime = 1099511628211ull;
 constexpr uint64_t kGoldenGamma = 0x9e3779b97f4a7c15ull;  // splitmix64's increment
 
 }  // namespace
 
 uint64_t stable_hash(std::string_view key, uint64_t salt) {
-  uint64_t h = kFnvOffsetBasis;
-  for (char c : key) h = (h ^ static_cast<unsigned char>(c)) * kFnvPrime;
+  uint64_t h = api::fnv1a64(key);
   h += kGoldenGamma * (salt + 1);
   h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
   h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;

@@ -380,13 +380,7 @@ void ClusterCache::note_usage_report(const Json& lease) {
   const api::DecodedUsageReport decoded = api::decode_usage_report(text);
   if (!decoded.report) return;
   const api::UsageReport& r = *decoded.report;
-  const UsageCounts counts{r.llm_calls,
-                           r.input_tokens,
-                           r.output_tokens,
-                           r.tool_calls,
-                           r.iterations,
-                           r.cache_read_input_tokens,
-                           r.cache_write_input_tokens};
+  const UsageCounts counts = usage_counts(r);
   const std::string ns = namespace_of(lease);
   std::lock_guard lock(mutex_);
   // Only a run of this agent going on: a report naming anything else would

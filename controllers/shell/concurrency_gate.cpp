@@ -1,8 +1,8 @@
 #include "controllers/shell/concurrency_gate.h"
 
 #include <algorithm>
-#include <cassert>
 
+#include "api/hb_assert.h"
 #include "controllers/json_util.h"
 #include "controllers/run_view.h"
 
@@ -13,7 +13,7 @@ ConcurrencyGate::ConcurrencyGate(int64_t cap, SteadyClock steady, Wake wake, Poo
       steady_(std::move(steady)),
       wake_(std::move(wake)),
       pools_of_(std::move(pools_of)) {
-  assert(cap_ >= 0 && cap_ <= kMaxConcurrentRunsMax);
+  HB_ASSERT(cap_ >= 0 && cap_ <= kMaxConcurrentRunsMax);
 }
 
 // A run is in started_ or in reserved_, never both: a run shown started
@@ -130,7 +130,7 @@ Admission ConcurrencyGate::admit_locked(const StartCandidate& candidate,
     return a;
   }
   auto [it, inserted] = waiting_.emplace(candidate.agent, Waiting{candidate, now + kWaitingTtl});
-  assert(inserted);
+  HB_ASSERT(inserted);
   line_.insert(&it->second.candidate);
   return a;
 }

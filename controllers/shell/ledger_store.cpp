@@ -2,7 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cassert>
+#include "api/hb_assert.h"
 
 namespace hb::controllers {
 
@@ -23,7 +23,7 @@ kube::Error malformed(const Json& configmap, const std::string& why) {
 
 LedgerStore::LedgerStore(std::shared_ptr<kube::Client> client, std::string home)
     : client_(std::move(client)), home_(std::move(home)) {
-  assert(client_ != nullptr && !home_.empty());
+  HB_ASSERT(client_ != nullptr && !home_.empty());
 }
 
 void LedgerStore::on_change(OnChange changed, std::function<void()> loaded) {

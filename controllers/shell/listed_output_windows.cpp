@@ -1,8 +1,8 @@
 #include "controllers/shell/listed_output_windows.h"
 
 #include <algorithm>
-#include <cassert>
 
+#include "api/hb_assert.h"
 #include "controllers/run_view.h"
 
 namespace hb::controllers {
@@ -29,7 +29,7 @@ ListedOutputWindows::Admission ListedOutputWindows::admit(const std::string& age
     out.pushed_out = std::move(newest.back().name);
     newest.pop_back();
   }
-  assert(newest.size() <= window);
+  HB_ASSERT(newest.size() <= window);
   return out;
 }
 

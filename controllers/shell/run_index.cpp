@@ -1,9 +1,9 @@
 #include "controllers/shell/run_index.h"
 
 #include <algorithm>
-#include <cassert>
 #include <limits>
 
+#include "api/hb_assert.h"
 #include "controllers/run_view.h"
 
 namespace hb::controllers {
@@ -95,7 +95,7 @@ void RunIndex::Agent::append_name(std::string_view name) {
 
 bool RunIndex::set(const std::string& agent_key, std::string_view full_name,
                    const IndexedRun& facts) {
-  assert(full_name.size() <= kRunNameBytesMax);
+  HB_ASSERT(full_name.size() <= kRunNameBytesMax);
   Agent& agent = by_agent_[agent_key];
   const std::string prefix = run_name_prefix(agent_key);
   if (agent.runs.empty()) {

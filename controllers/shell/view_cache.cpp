@@ -1,11 +1,11 @@
 #include "controllers/shell/view_cache.h"
 
-#include <cassert>
+#include "api/hb_assert.h"
 
 namespace hb::controllers {
 
 ViewCache::ViewCache(std::size_t agents_max) : agents_max_(agents_max) {
-  assert(agents_max_ > 0);
+  HB_ASSERT(agents_max_ > 0);
 }
 
 AgentViews ViewCache::views(const std::string& key, const Json& agent,

@@ -2,34 +2,40 @@
 // the runner's back (to force a 409) or make it fail.
 #pragma once
 
-#include <stdexcept>
-
 #include "runner/memory_store.h"
 
 namespace hb::fakes {
 
 class FakeMemoryStore final : public runner::MemoryStore {
  public:
-  std::optional<runner::MemorySnapshot> load() override {
+  kube::Result<std::optional<runner::MemorySnapshot>> load() override {
     ++loads;
-    if (!exists) return std::nullopt;
-    return runner::MemorySnapshot{blocks, std::to_string(version)};
+    if (!exists) return std::optional<runner::MemorySnapshot>();
+    return std::optional<runner::MemorySnapshot>(
+        runner::MemorySnapshot{blocks, std::to_string(version)});
   }
-  std::string save(const runner::MemoryBlocks& new_blocks, const std::string& expected) override {
+  kube::Result<std::string> save(const runner::MemoryBlocks& new_blocks,
+                                 const std::string& expected) override {
     ++save_attempts;
-    if (fail_saves) throw std::runtime_error("configmaps is forbidden");
+    if (fail_saves) return error(kube::ErrorKind::kForbidden, "configmaps is forbidden");
     if (conflicts_to_inject > 0) {
       --conflicts_to_inject;
       concurrent_edit();
-      throw runner::MemoryConflict("409 Conflict");
+      return error(kube::ErrorKind::kConflict, "409 Conflict");
     }
     if (expected.empty() ? exists : expected != std::to_string(version)) {
-      throw runner::MemoryConflict("409 Conflict");
+      return error(kube::ErrorKind::kConflict, "409 Conflict");
     }
     exists = true;
     blocks = new_blocks;
     ++version;
     return std::to_string(version);
+  }
+  static kube::Error error(kube::ErrorKind kind, std::string message) {
+    kube::Error e;
+    e.kind = kind;
+    e.message = std::move(message);
+    return e;
   }
   // Someone else edits the stored blocks (another writer).
   void concurrent_edit() {

@@ -15,18 +15,18 @@ namespace hb::fakes {
 
 class ScriptedModel final : public runner::ModelClient {
  public:
-  using Step = std::function<runner::ModelReply(const runner::ModelRequest&)>;
+  using Step = std::function<runner::ModelResult(const runner::ModelRequest&)>;
 
   void push(runner::ModelReply reply) {
     steps_.push_back([reply](const runner::ModelRequest&) { return reply; });
   }
   void push(Step step) { steps_.push_back(std::move(step)); }
 
-  runner::ModelReply complete(const runner::ModelRequest& request) override {
+  runner::ModelResult complete(const runner::ModelRequest& request) override {
     requests_.push_back(request);
     if (steps_.empty()) {
-      throw runner::ProviderError(runner::ProviderError::Kind::kHttpStatus, 500,
-                                  "script exhausted");
+      return runner::ProviderError(runner::ProviderError::Kind::kHttpStatus, 500,
+                                   "script exhausted");
     }
     Step step = std::move(steps_.front());
     steps_.pop_front();

@@ -183,7 +183,7 @@ TEST(Responder, OpenAIRoundTripThroughTheRunnersWireCode) {
       runner::openai::encode_request(runner_request("Heartbeat [[pause 3]]", false)).dump();
   HttpReply reply = respond("POST", "/v1/chat/completions", body, kNow, 1767323045);
   ASSERT_EQ(reply.status, 200) << reply.body;
-  runner::ModelReply decoded = runner::openai::decode_response(reply.body);
+  runner::ModelReply decoded = runner::openai::decode_response(reply.body).value();
   ASSERT_EQ(decoded.tool_calls.size(), 1u);
   EXPECT_EQ(decoded.tool_calls[0].name, "core_memory_append");  // the system's directive first
   EXPECT_EQ(decoded.finish, runner::ModelReply::Finish::kToolUse);
@@ -194,7 +194,8 @@ TEST(Responder, OpenAIRoundTripThroughTheRunnersWireCode) {
   const std::string second =
       runner::openai::encode_request(runner_request("Heartbeat [[pause 3]]", true)).dump();
   decoded = runner::openai::decode_response(
-      respond("POST", "/v1/chat/completions", second, kNow, 1767323045).body);
+                respond("POST", "/v1/chat/completions", second, kNow, 1767323045).body)
+                .value();
   ASSERT_EQ(decoded.tool_calls.size(), 1u);
   EXPECT_EQ(decoded.tool_calls[0].name, "pause_heartbeats");
   EXPECT_EQ(json::parse(decoded.tool_calls[0].arguments), (json{{"minutes", 3}}));
@@ -203,8 +204,10 @@ TEST(Responder, OpenAIRoundTripThroughTheRunnersWireCode) {
 TEST(Responder, ExpensiveReportsTheWholeOutputLimit) {
   const std::string body =
       runner::openai::encode_request(runner_request("Spend. [[expensive]]", false)).dump();
-  runner::ModelReply decoded = runner::openai::decode_response(
-      respond("POST", "/v1/chat/completions", body, kNow, 1767323045).body);
+  runner::ModelReply decoded =
+      runner::openai::decode_response(
+          respond("POST", "/v1/chat/completions", body, kNow, 1767323045).body)
+          .value();
   EXPECT_EQ(decoded.usage.output_tokens, 256);  // runner_request's max_tokens
   EXPECT_TRUE(parse_directives("x [[expensive]]").expensive);
   EXPECT_FALSE(parse_directives("x").expensive);
@@ -215,7 +218,7 @@ TEST(Responder, AnthropicRoundTripThroughTheRunnersWireCode) {
       runner::anthropic::encode_request(runner_request("Heartbeat.", true)).dump();
   HttpReply reply = respond("POST", "/v1/messages", body, kNow, 1767323045);
   ASSERT_EQ(reply.status, 200) << reply.body;
-  runner::ModelReply decoded = runner::anthropic::decode_response(reply.body);
+  runner::ModelReply decoded = runner::anthropic::decode_response(reply.body).value();
   EXPECT_TRUE(decoded.tool_calls.empty());
   EXPECT_NE(decoded.text.find("appended"), std::string::npos);
   EXPECT_EQ(decoded.finish, runner::ModelReply::Finish::kEndTurn);

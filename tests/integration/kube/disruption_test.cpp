@@ -171,15 +171,15 @@ TEST_F(DisruptionTest, WatchFromCompactedVersionIsGone) {
     client_
         ->watch(resources::kAgents, ns_, options,
                 [&](std::string_view chunk) {
-                  splitter.feed(chunk, [&](std::string_view line) {
-                    WatchEvent e = decode_watch_event(line);
-                    if (e.type == WatchEventType::kError) {
-                      const Error err = error_from_status(e.object, "watch");
+                  const Done fed = splitter.feed(chunk, [&](std::string_view line) {
+                    const Result<WatchEvent> e = decode_watch_event(line);
+                    if (e.ok() && e.value().type == WatchEventType::kError) {
+                      const Error err = error_from_status(e.value().object, "watch");
                       gone = err.kind == ErrorKind::kGone;
                       detail = err.describe();
                     }
                   });
-                  return !gone;
+                  return fed.ok() && !gone;
                 })
         .or_throw();
   } catch (const ApiError& e) {  // some servers answer 410 before the stream

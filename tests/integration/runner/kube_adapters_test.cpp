@@ -124,7 +124,8 @@ class RunnerKubeTest : public ::testing::Test {
   static std::string memory_name() { return controllers::memory_config_map_name(kAgent); }
   MemoryBlocks stored_blocks() {
     Json cm = admin_->get(resources::kConfigMaps, ns_, memory_name()).or_throw();
-    return decode_memory_blocks(cm["data"][controllers::kMemoryBlocksKey].get<std::string>());
+    return decode_memory_blocks(cm["data"][controllers::kMemoryBlocksKey].get<std::string>())
+        .blocks;
   }
 
   static inline std::shared_ptr<kube::Client> admin_;
@@ -136,7 +137,7 @@ class RunnerKubeTest : public ::testing::Test {
 TEST_F(RunnerKubeTest, RenewerCreatesAMissingLeaseThenRenewsIt) {
   KubeLeaseRenewer renewer(*admin_, ns_, lease_name(), kRun, kAgent);
   TimePoint t0 = SystemClock().now();
-  renewer.renew(t0, 300s, nullptr);
+  ASSERT_TRUE(renewer.renew(t0, 300s, nullptr).ok());
   Json first = lease();
   EXPECT_EQ(first["spec"]["holderIdentity"], kRun);
   EXPECT_EQ(first["spec"]["leaseDurationSeconds"], 300);
@@ -145,7 +146,7 @@ TEST_F(RunnerKubeTest, RenewerCreatesAMissingLeaseThenRenewsIt) {
   EXPECT_EQ(first["metadata"]["labels"]["heartbeat.dev/agent"], kAgent);
 
   TimePoint t1 = t0 + 1500ms;
-  renewer.renew(t1, 120s, nullptr);
+  ASSERT_TRUE(renewer.renew(t1, 120s, nullptr).ok());
   Json second = lease();
   EXPECT_EQ(second["spec"]["renewTime"], api::format_micro_time(t1));
   EXPECT_EQ(second["spec"]["leaseDurationSeconds"], 120);
@@ -154,7 +155,7 @@ TEST_F(RunnerKubeTest, RenewerCreatesAMissingLeaseThenRenewsIt) {
 
   // The next run of the agent takes the Lease over.
   KubeLeaseRenewer next(*admin_, ns_, lease_name(), "scout-run-2", kAgent);
-  next.renew(t1 + 60s, 300s, nullptr);
+  ASSERT_TRUE(next.renew(t1 + 60s, 300s, nullptr).ok());
   EXPECT_EQ(lease()["spec"]["holderIdentity"], "scout-run-2");
   EXPECT_EQ(lease()["spec"]["renewTime"], api::format_micro_time(t1 + 60s));
 }
@@ -247,13 +248,13 @@ TEST_F(RunnerKubeTest, MemoryLoadsAndSavesKeepingWhatTheOperatorWrote) {
       .or_throw();
   auto client = runner_client();
   KubeMemoryStore store(*client, ns_, memory_name(), kAgent);
-  auto snapshot = store.load();
+  auto snapshot = store.load().value();
   ASSERT_TRUE(snapshot.has_value());
   EXPECT_EQ(snapshot->blocks, spec_blocks());
   EXPECT_FALSE(snapshot->resource_version.empty());
 
   CoreMemoryService memory(spec_blocks(), &store);
-  memory.load();
+  ASSERT_TRUE(memory.load().ok());
   ToolOutcome outcome =
       memory.edit({MemoryEdit::Kind::kAppend, "human", "Ada prefers mornings.", ""});
   EXPECT_FALSE(outcome.is_error) << outcome.content;
@@ -276,7 +277,7 @@ TEST_F(RunnerKubeTest, MemoryLoadsAndSavesKeepingWhatTheOperatorWrote) {
   // A later heartbeat starts from the saved blocks.
   KubeMemoryStore next_store(*client, ns_, memory_name(), kAgent);
   CoreMemoryService next(spec_blocks(), &next_store);
-  next.load();
+  ASSERT_TRUE(next.load().ok());
   EXPECT_EQ(next.blocks(), stored);
 }
 
@@ -284,26 +285,27 @@ TEST_F(RunnerKubeTest, AConcurrentUpdateIsAConflictAndTheEditIsReappliedOnTheFre
   create_agent_objects();
   auto client = runner_client();
 
-  // Store level: a save against a stale resourceVersion is a MemoryConflict.
+  // Store level: a save against a stale resourceVersion is a conflict.
   KubeMemoryStore stale(*client, ns_, memory_name(), kAgent);
-  auto snapshot = stale.load();
+  auto snapshot = stale.load().value();
   ASSERT_TRUE(snapshot.has_value());
   KubeMemoryStore meanwhile(*admin_, ns_, memory_name(), kAgent);
-  MemoryBlocks theirs = meanwhile.load()->blocks;
+  MemoryBlocks theirs = meanwhile.load().value()->blocks;
   theirs[0].value += "\nfrom elsewhere";
-  std::string their_version = meanwhile.save(theirs, meanwhile.load()->resource_version);
+  std::string their_version =
+      meanwhile.save(theirs, meanwhile.load().value()->resource_version).value();
   EXPECT_NE(their_version, snapshot->resource_version);
-  EXPECT_THROW(stale.save(snapshot->blocks, snapshot->resource_version), MemoryConflict);
+  EXPECT_TRUE(is_memory_conflict(stale.save(snapshot->blocks, snapshot->resource_version).error()));
   EXPECT_EQ(stored_blocks(), theirs) << "the stale save changed nothing";
 
   // Service level (what the model's tool call goes through): the 409 reloads,
   // re-applies the edit on the fresh blocks and saves; both edits survive.
   KubeMemoryStore store(*client, ns_, memory_name(), kAgent);
   CoreMemoryService memory(spec_blocks(), &store);
-  memory.load();
-  MemoryBlocks concurrent = meanwhile.load()->blocks;
+  ASSERT_TRUE(memory.load().ok());
+  MemoryBlocks concurrent = meanwhile.load().value()->blocks;
   concurrent[0].value += "\nfrom another writer";
-  meanwhile.save(concurrent, meanwhile.load()->resource_version);
+  ASSERT_TRUE(meanwhile.save(concurrent, meanwhile.load().value()->resource_version).ok());
 
   ToolOutcome outcome = memory.edit({MemoryEdit::Kind::kAppend, "human", "from the runner", ""});
   EXPECT_FALSE(outcome.is_error) << outcome.content;
@@ -315,9 +317,9 @@ TEST_F(RunnerKubeTest, AConcurrentUpdateIsAConflictAndTheEditIsReappliedOnTheFre
 
   // A replace whose old text the other writer removed fails with the model's
   // error after the reload, and saves nothing.
-  MemoryBlocks removed = meanwhile.load()->blocks;
+  MemoryBlocks removed = meanwhile.load().value()->blocks;
   removed[0].value = "Ada runs the farm.";
-  meanwhile.save(removed, meanwhile.load()->resource_version);
+  ASSERT_TRUE(meanwhile.save(removed, meanwhile.load().value()->resource_version).ok());
   outcome = memory.edit({MemoryEdit::Kind::kReplace, "human", "x", "from the runner"});
   EXPECT_TRUE(outcome.is_error);
   EXPECT_EQ(memory.saves(), 1);
@@ -326,11 +328,11 @@ TEST_F(RunnerKubeTest, AConcurrentUpdateIsAConflictAndTheEditIsReappliedOnTheFre
 
 TEST_F(RunnerKubeTest, AMissingConfigMapIsCreatedWhenTheClientMay) {
   // Outside a Job (HEARTBEAT_KUBECONFIG with broader rights) the store creates
-  // the ConfigMap; two creators race to an AlreadyExists, a MemoryConflict.
+  // the ConfigMap; two creators race to an AlreadyExists, a conflict.
   KubeMemoryStore store(*admin_, ns_, memory_name(), kAgent);
-  EXPECT_FALSE(store.load().has_value());
+  EXPECT_FALSE(store.load().value().has_value());
   CoreMemoryService memory(spec_blocks(), &store);
-  memory.load();
+  ASSERT_TRUE(memory.load().ok());
   ToolOutcome outcome = memory.edit({MemoryEdit::Kind::kAppend, "human", "first note", ""});
   EXPECT_FALSE(outcome.is_error) << outcome.content;
   Json cm = admin_->get(resources::kConfigMaps, ns_, memory_name()).or_throw();
@@ -338,7 +340,7 @@ TEST_F(RunnerKubeTest, AMissingConfigMapIsCreatedWhenTheClientMay) {
   EXPECT_EQ(block_value(stored_blocks(), "human"), "Ada runs the farm.\nfirst note");
 
   KubeMemoryStore late(*admin_, ns_, memory_name(), kAgent);
-  EXPECT_THROW(late.save(spec_blocks(), ""), MemoryConflict);
+  EXPECT_TRUE(is_memory_conflict(late.save(spec_blocks(), "").error()));
 }
 
 TEST_F(RunnerKubeTest, AConfigMapWithoutBlocksIsUpdatedNotRecreated) {
@@ -350,11 +352,11 @@ TEST_F(RunnerKubeTest, AConfigMapWithoutBlocksIsUpdatedNotRecreated) {
                 {"data", {{"other", "x"}}}})
       .or_throw();
   KubeMemoryStore store(*admin_, ns_, memory_name(), kAgent);
-  auto snapshot = store.load();
+  auto snapshot = store.load().value();
   ASSERT_TRUE(snapshot.has_value());
   EXPECT_TRUE(snapshot->blocks.empty());
   CoreMemoryService memory(spec_blocks(), &store);
-  memory.load();
+  ASSERT_TRUE(memory.load().ok());
   EXPECT_EQ(memory.blocks(), spec_blocks());
   ToolOutcome outcome = memory.edit({MemoryEdit::Kind::kAppend, "human", "noted", ""});
   EXPECT_FALSE(outcome.is_error) << outcome.content;
@@ -369,7 +371,7 @@ TEST_F(RunnerKubeTest, ADeletedConfigMapIsAToolErrorNotACrash) {
   auto client = runner_client();
   KubeMemoryStore store(*client, ns_, memory_name(), kAgent);
   CoreMemoryService memory(spec_blocks(), &store);
-  memory.load();
+  ASSERT_TRUE(memory.load().ok());
   admin_->remove(resources::kConfigMaps, ns_, memory_name()).or_throw();
   ToolOutcome outcome = memory.edit({MemoryEdit::Kind::kAppend, "human", "lost", ""});
   EXPECT_TRUE(outcome.is_error);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The files users install the Argo CD health checks with
 # (helm/heartbeat-operator/argocd/argocd-cm-patch.yaml, argo-cd-values.yaml)
-# carry every kind's health.lua word for word under Argo CD's key for it.
+# carry every kind's health.lua word for word, after conditions.lua (what the
+# kinds share), under Argo CD's key for it.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$here/../../.."
@@ -21,7 +22,8 @@ for kind in ["Agent", "HeartbeatPolicy", "HeartbeatRun"]:
         failed += 1
 for kind in kinds:
     key = "resource.customizations.health.heartbeat.dev_" + kind
-    script = open(os.path.join(directory, "heartbeat.dev", kind, "health.lua")).read()
+    script = open(os.path.join(directory, "conditions.lua")).read() + open(
+        os.path.join(directory, "heartbeat.dev", kind, "health.lua")).read()
     for name, data in (("argocd-cm-patch.yaml", patch["data"]), ("argo-cd-values.yaml", values["configs"]["cm"])):
         ok = data.get(key) == script
         print("%s %s: %s" % ("ok  " if ok else "FAIL", name, key))

@@ -46,8 +46,9 @@ STATUSES = {"Healthy", "Progressing", "Degraded", "Suspended", "Missing", "Unkno
 cases_file, scripts, interpreter = sys.argv[1:]
 failed = 0
 cases = json.load(open(cases_file))
+prelude = open("%s/../conditions.lua" % scripts).read()  # in front of each, as Argo CD gets them
 for case in cases:
-    script = open("%s/%s/health.lua" % (scripts, case["kind"])).read()
+    script = prelude + open("%s/%s/health.lua" % (scripts, case["kind"])).read()
     program = SANDBOX + "obj = %s\nlocal hs = (function()\n%s\nend)()\nprint(hs.status)\nprint(hs.message)\n" % (
         lua(case["object"]), script)
     run = subprocess.run([interpreter, "-"], input=program, capture_output=True, text=True)

@@ -522,7 +522,7 @@ TEST(JobBuilder, AgentObjectsCarryTheSharedLabelsAndMemoryFormat) {
               Json(api::agent_object_labels(string_at(a, "metadata/name"))))
         << kind;
     if (kind == "configmaps") {
-      const auto blocks = api::decode_memory_blocks(object["data"][api::kMemoryBlocksKey]);
+      const auto blocks = api::decode_memory_blocks(object["data"][api::kMemoryBlocksKey]).blocks;
       ASSERT_EQ(blocks.size(), 1u);
       EXPECT_EQ(blocks[0].limit, api::kCoreMemoryBlockLimitDefault);
     }

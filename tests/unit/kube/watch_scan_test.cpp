@@ -18,7 +18,7 @@ json without_managed_fields(json o) {
 void expect_agrees(const std::string& line) {
   auto scanned = scan_watch_event(line);
   ASSERT_TRUE(scanned.has_value()) << line;
-  WatchEvent full = decode_watch_event(line);
+  WatchEvent full = decode_watch_event(line).value();
   EXPECT_EQ(scanned->type, full.type);
   EXPECT_EQ(json::parse(scanned->object_text), full.object);
   EXPECT_EQ(json::parse(scanned->compact_object_text()), without_managed_fields(full.object))
@@ -123,7 +123,7 @@ TEST(WatchScan, RefusesWhatTheFullDecoderRefuses) {
         std::string("1e"), std::string("truex"), std::string("+1"), std::string(".5"),
         std::string("1e400"), std::string("-2.5E+999"), std::string(400, '9')}) {
     const std::string line = head + bad + "}}";
-    EXPECT_THROW(decode_watch_event(line), WatchDecodeError) << line;
+    EXPECT_FALSE(decode_watch_event(line).ok()) << line;
     EXPECT_FALSE(scan_watch_event(line).has_value()) << line;
   }
   for (std::string good :

@@ -355,8 +355,8 @@ TEST(AgentLoop, WallDeadlineStopsBeforeTheNextCall) {
 TEST(AgentLoop, ProviderErrorEndsTheRunWithUsageSoFar) {
   Harness h;
   h.model.push(ScriptedModel::call("shell", R"({"command":"a"})"));
-  h.model.push([](const ModelRequest&) -> ModelReply {
-    throw ProviderError(ProviderError::Kind::kHttpStatus, 401, "HTTP 401: invalid x-api-key");
+  h.model.push([](const ModelRequest&) -> ModelResult {
+    return ProviderError(ProviderError::Kind::kHttpStatus, 401, "HTTP 401: invalid x-api-key");
   });
   auto result = h.run();
   EXPECT_EQ(result.stop_reason, to_string(StopReason::kProviderError));

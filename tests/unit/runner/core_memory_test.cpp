@@ -72,8 +72,12 @@ TEST(CoreMemory, MergeStoredValuesWithSpecLimits) {
 
 TEST(CoreMemory, EncodeDecodeRoundTrip) {
   auto b = blocks();
-  EXPECT_EQ(decode_memory_blocks(encode_memory_blocks(b)), b);
-  EXPECT_THROW(decode_memory_blocks("{}"), std::runtime_error);
+  EXPECT_EQ(decode_memory_blocks(encode_memory_blocks(b)).blocks, b);
+  for (const char* bad :
+       {"{}", "[{}]", R"([{"label":"a","value":3}])", R"([{"label":"a","limit":"big"}])"}) {
+    EXPECT_FALSE(decode_memory_blocks(bad).ok()) << bad;
+    EXPECT_TRUE(decode_memory_blocks(bad).blocks.empty()) << bad;
+  }
 }
 
 }  // namespace

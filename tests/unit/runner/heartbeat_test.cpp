@@ -14,11 +14,18 @@ using namespace std::chrono_literals;
 
 class CountingRenewer final : public LeaseRenewer {
  public:
-  void renew(TimePoint now, std::chrono::seconds duration, const api::UsageReport* usage) override {
+  kube::Done renew(TimePoint now, std::chrono::seconds duration,
+                   const api::UsageReport* usage) override {
     renewals.push_back(now);
     last_duration = duration;
-    if (fail) throw std::runtime_error("apiserver unavailable");
+    if (fail) {
+      kube::Error error;
+      error.kind = kube::ErrorKind::kServerError;
+      error.message = "apiserver unavailable";
+      return error;
+    }
     if (usage != nullptr) usages.push_back(*usage);
+    return kube::done();
   }
   std::vector<TimePoint> renewals;
   std::vector<api::UsageReport> usages;

@@ -79,7 +79,7 @@ struct HttpHarness {
 TEST(OpenAIProvider, SendsChatCompletionsWithBearerKey) {
   HttpHarness h;
   h.server.push(FakeModelServer::openai_text("hi there", 11, 3));
-  auto reply = h.client(api::Provider::kOpenAI).complete(h.request());
+  auto reply = h.client(api::Provider::kOpenAI).complete(h.request()).value();
   EXPECT_EQ(reply.text, "hi there");
   EXPECT_EQ(reply.usage.input_tokens, 11);
   auto requests = h.server.requests();
@@ -136,7 +136,7 @@ TEST(OpenAIProvider, RetriesA429HonouringRetryAfter) {
   h.server.push(FakeModelServer::error(429, R"({"error":{"message":"Rate limit"}})",
                                        {{"retry-after-ms", "1250"}}));
   h.server.push(FakeModelServer::openai_text("finally"));
-  auto reply = h.client(api::Provider::kOpenAI).complete(h.request());
+  auto reply = h.client(api::Provider::kOpenAI).complete(h.request()).value();
   EXPECT_EQ(reply.text, "finally");
   EXPECT_EQ(h.server.requests().size(), 3u);
   EXPECT_EQ(h.clock.sleeps(), (std::vector<Millis>{7000ms, 1250ms}));
@@ -151,7 +151,7 @@ TEST(OpenAIProvider, ServerErrorThenSuccessBacksOff) {
       FakeModelServer::error(500, R"({"error":{"message":"boom","type":"server_error"}})"));
   h.server.push(FakeModelServer::error(503, "<html>unavailable</html>"));
   h.server.push(FakeModelServer::openai_text("ok"));
-  auto reply = h.client(api::Provider::kOpenAI).complete(h.request());
+  auto reply = h.client(api::Provider::kOpenAI).complete(h.request()).value();
   EXPECT_EQ(reply.text, "ok");
   EXPECT_EQ(h.clock.sleeps(), (std::vector<Millis>{500ms, 1000ms}));
 }
@@ -161,10 +161,10 @@ TEST(OpenAIProvider, InsufficientQuotaIsNeverRetried) {
   h.server.push(FakeModelServer::error(
       429,
       R"({"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}})"));
-  try {
-    h.client(api::Provider::kOpenAI).complete(h.request());
-    FAIL() << "expected ProviderError";
-  } catch (const ProviderError& error) {
+  {
+    const ModelResult failed = h.client(api::Provider::kOpenAI).complete(h.request());
+    ASSERT_FALSE(failed.ok());
+    const ProviderError& error = failed.error();
     EXPECT_EQ(error.kind(), ProviderError::Kind::kQuota);
     EXPECT_EQ(error.status(), 429);
     EXPECT_NE(std::string(error.what()).find("quota"), std::string::npos);
@@ -180,10 +180,10 @@ TEST(OpenAIProvider, A429WithALongRetryAfterEndsTheRunAsQuotaWithTheResetTime) {
   h.server.push(FakeModelServer::error(
       429, R"({"error":{"message":"Rate limit reached for requests per day"}})",
       {{"retry-after", "3600"}}));
-  try {
-    h.client(api::Provider::kOpenAI).complete(h.request());
-    FAIL() << "expected ProviderError";
-  } catch (const ProviderError& error) {
+  {
+    const ModelResult failed = h.client(api::Provider::kOpenAI).complete(h.request());
+    ASSERT_FALSE(failed.ok());
+    const ProviderError& error = failed.error();
     EXPECT_EQ(error.kind(), ProviderError::Kind::kQuota);
     ASSERT_TRUE(error.reset_at().has_value());
     EXPECT_EQ(*error.reset_at(), h.clock.now() + 3600s);
@@ -199,10 +199,10 @@ TEST(OpenAIProvider, InsufficientQuotaCarriesTheRetryAfterAsTheResetTime) {
   h.server.push(FakeModelServer::error(
       429, R"({"error":{"message":"You exceeded your current quota","code":"insufficient_quota"}})",
       {{"retry-after", "120"}}));
-  try {
-    h.client(api::Provider::kOpenAI).complete(h.request());
-    FAIL() << "expected ProviderError";
-  } catch (const ProviderError& error) {
+  {
+    const ModelResult failed = h.client(api::Provider::kOpenAI).complete(h.request());
+    ASSERT_FALSE(failed.ok());
+    const ProviderError& error = failed.error();
     EXPECT_EQ(error.kind(), ProviderError::Kind::kQuota);
     ASSERT_TRUE(error.reset_at().has_value());
     EXPECT_EQ(*error.reset_at(), h.clock.now() + 120s);
@@ -228,10 +228,10 @@ TEST(OpenAIProvider, ClientErrorsAreNotRetriedAndNeverEchoTheKey) {
   HttpHarness h;
   h.server.push(FakeModelServer::error(
       401, R"({"error":{"message":"Incorrect API key provided: sk-test-secret-key"}})"));
-  try {
-    h.client(api::Provider::kOpenAI).complete(h.request());
-    FAIL() << "expected ProviderError";
-  } catch (const ProviderError& error) {
+  {
+    const ModelResult failed = h.client(api::Provider::kOpenAI).complete(h.request());
+    ASSERT_FALSE(failed.ok());
+    const ProviderError& error = failed.error();
     std::string message = error.what();
     EXPECT_EQ(error.status(), 401);
     EXPECT_EQ(message.find("sk-test-secret-key"), std::string::npos) << message;
@@ -249,10 +249,10 @@ TEST(OpenAIProvider, AReplyPastItsBoundIsABadResponseReadOnce) {
   endless.append(kModelReplyBytesMax, 'x');
   endless += R"("}}]})";
   h.server.push(FakeModelServer::error(200, endless));
-  try {
-    h.client(api::Provider::kOpenAI).complete(h.request());
-    FAIL() << "expected ProviderError";
-  } catch (const ProviderError& error) {
+  {
+    const ModelResult failed = h.client(api::Provider::kOpenAI).complete(h.request());
+    ASSERT_FALSE(failed.ok());
+    const ProviderError& error = failed.error();
     EXPECT_EQ(error.kind(), ProviderError::Kind::kBadResponse) << error.what();
     EXPECT_NE(std::string(error.what()).find(std::to_string(kModelReplyBytesMax) + " bytes"),
               std::string::npos)
@@ -264,10 +264,10 @@ TEST(OpenAIProvider, AReplyPastItsBoundIsABadResponseReadOnce) {
 TEST(OpenAIProvider, RetriesAreBounded) {
   HttpHarness h;
   for (int i = 0; i < 4; ++i) h.server.push(FakeModelServer::error(502, "bad gateway"));
-  try {
-    h.client(api::Provider::kOpenAI, 5s, 2).complete(h.request());
-    FAIL() << "expected ProviderError";
-  } catch (const ProviderError& error) {
+  {
+    const ModelResult failed = h.client(api::Provider::kOpenAI, 5s, 2).complete(h.request());
+    ASSERT_FALSE(failed.ok());
+    const ProviderError& error = failed.error();
     EXPECT_EQ(error.status(), 502);
     EXPECT_NE(std::string(error.what()).find("after 3 attempts"), std::string::npos)
         << error.what();
@@ -280,7 +280,7 @@ TEST(OpenAIProvider, NoRetryWaitPastTheDeadline) {
   h.server.push(FakeModelServer::error(429, "{}", {{"retry-after", "50"}}));
   auto request = h.request();
   request.deadline = h.clock.now() + 30s;
-  EXPECT_THROW(h.client(api::Provider::kOpenAI).complete(request), ProviderError);
+  EXPECT_FALSE(h.client(api::Provider::kOpenAI).complete(request).ok());
   EXPECT_TRUE(h.clock.sleeps().empty());
 }
 
@@ -289,10 +289,10 @@ TEST(OpenAIProvider, HungServerTimesOut) {
   h.server.push({200, {}, "", 0ms, true});
   h.server.push({200, {}, "", 0ms, true});
   auto started = std::chrono::steady_clock::now();
-  try {
-    h.client(api::Provider::kOpenAI, 300ms, 1).complete(h.request());
-    FAIL() << "expected ProviderError";
-  } catch (const ProviderError& error) {
+  {
+    const ModelResult failed = h.client(api::Provider::kOpenAI, 300ms, 1).complete(h.request());
+    ASSERT_FALSE(failed.ok());
+    const ProviderError& error = failed.error();
     EXPECT_EQ(error.kind(), ProviderError::Kind::kTimeout) << error.what();
   }
   auto elapsed = std::chrono::steady_clock::now() - started;
@@ -316,10 +316,10 @@ TEST(OpenAIProvider, ConnectionRefusedIsAProviderError) {
   ModelRequest request;
   request.model = "m";
   request.deadline = clock.now() + 1min;
-  try {
-    client.complete(request);
-    FAIL() << "expected ProviderError";
-  } catch (const ProviderError& error) {
+  {
+    const ModelResult failed = client.complete(request);
+    ASSERT_FALSE(failed.ok());
+    const ProviderError& error = failed.error();
     EXPECT_EQ(error.kind(), ProviderError::Kind::kTransport);
   }
 }
@@ -329,7 +329,7 @@ TEST(OpenAIProvider, OtherServersGetMaxTokens) {
   h.server.push(FakeModelServer::openai_text("hi"));
   auto request = h.request();
   request.model = "o3-mini";  // a reasoning model's name, but not api.openai.com
-  h.client(api::Provider::kOpenAI).complete(request);
+  ASSERT_TRUE(h.client(api::Provider::kOpenAI).complete(request).ok());
   auto body = h.server.requests().at(0).json();
   EXPECT_EQ(body["max_tokens"], 64);
   EXPECT_FALSE(body.contains("max_completion_tokens"));
@@ -344,7 +344,7 @@ TEST(OpenAIProvider, RejectedMaxTokensIsSentOnceMoreAsMaxCompletionTokens) {
   h.server.push(FakeModelServer::openai_text("thought hard", 30, 9));
   h.server.push(FakeModelServer::openai_text("again", 5, 2));
   auto model = h.client(api::Provider::kOpenAI);
-  auto reply = model.complete(h.request());
+  auto reply = model.complete(h.request()).value();
   EXPECT_EQ(reply.text, "thought hard");
   // Usage is the answered request's only: the 400 carried none.
   EXPECT_EQ(reply.usage.input_tokens, 30);
@@ -360,7 +360,7 @@ TEST(OpenAIProvider, RejectedMaxTokensIsSentOnceMoreAsMaxCompletionTokens) {
   EXPECT_EQ(retries[0]["status"], 400);
   EXPECT_EQ(retries[0]["switchedTo"], "max_completion_tokens");
   // Later calls of the run send the field that worked straight away.
-  model.complete(h.request());
+  ASSERT_TRUE(model.complete(h.request()).ok());
   requests = h.server.requests();
   ASSERT_EQ(requests.size(), 3u);
   EXPECT_EQ(requests[2].json()["max_completion_tokens"], 64);
@@ -374,7 +374,8 @@ TEST(OpenAIProvider, RejectedMaxCompletionTokensFallsBackToMaxTokens) {
   h.server.push(FakeModelServer::openai_text("ok"));
   auto reply =
       h.client(api::Provider::kOpenAI, 5s, 4, openai::TokenLimitField::kMaxCompletionTokens)
-          .complete(h.request());
+          .complete(h.request())
+          .value();
   EXPECT_EQ(reply.text, "ok");
   auto requests = h.server.requests();
   ASSERT_EQ(requests.size(), 2u);
@@ -390,10 +391,10 @@ TEST(OpenAIProvider, TokenLimitFieldIsSwitchedOnlyOnce) {
       400,
       R"({"error":{"message":"Unsupported parameter: 'max_completion_tokens' is not supported with this model.","code":"unsupported_parameter"}})"));
   h.server.push(FakeModelServer::openai_text("never asked for"));
-  try {
-    h.client(api::Provider::kOpenAI).complete(h.request());
-    FAIL() << "expected ProviderError";
-  } catch (const ProviderError& error) {
+  {
+    const ModelResult failed = h.client(api::Provider::kOpenAI).complete(h.request());
+    ASSERT_FALSE(failed.ok());
+    const ProviderError& error = failed.error();
     EXPECT_EQ(error.kind(), ProviderError::Kind::kHttpStatus);
     EXPECT_EQ(error.status(), 400);
     EXPECT_NE(std::string(error.what()).find("max_completion_tokens"), std::string::npos)
@@ -407,7 +408,7 @@ TEST(OpenAIProvider, SwitchingTheFieldDoesNotUseARetry) {
   h.server.push(FakeModelServer::error(502, "bad gateway"));
   h.server.push(FakeModelServer::error(400, kMaxTokensUnsupported));
   h.server.push(FakeModelServer::openai_text("ok"));
-  auto reply = h.client(api::Provider::kOpenAI, 5s, 1).complete(h.request());
+  auto reply = h.client(api::Provider::kOpenAI, 5s, 1).complete(h.request()).value();
   EXPECT_EQ(reply.text, "ok");
   EXPECT_EQ(h.server.requests().size(), 3u);
   EXPECT_EQ(h.clock.sleeps(), (std::vector<Millis>{500ms}));
@@ -416,7 +417,7 @@ TEST(OpenAIProvider, SwitchingTheFieldDoesNotUseARetry) {
 TEST(AnthropicProvider, SendsMessagesWithVersionHeaderAndKey) {
   HttpHarness h;
   h.server.push(FakeModelServer::anthropic_text("hello", 9, 2));
-  auto reply = h.client(api::Provider::kAnthropic).complete(h.request());
+  auto reply = h.client(api::Provider::kAnthropic).complete(h.request()).value();
   EXPECT_EQ(reply.text, "hello");
   EXPECT_EQ(reply.usage.output_tokens, 2);
   auto requests = h.server.requests();
@@ -458,7 +459,7 @@ TEST(AnthropicProvider, OverloadedIsRetried) {
   h.server.push(FakeModelServer::error(
       529, R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})"));
   h.server.push(FakeModelServer::anthropic_text("back"));
-  EXPECT_EQ(h.client(api::Provider::kAnthropic).complete(h.request()).text, "back");
+  EXPECT_EQ(h.client(api::Provider::kAnthropic).complete(h.request()).value().text, "back");
   EXPECT_EQ(h.server.requests().size(), 2u);
 }
 
@@ -492,11 +493,12 @@ TEST(Cancellation, SigtermAbortsACallInFlight) {
     cancel->cancel();
   });
   auto started = std::chrono::steady_clock::now();
-  try {
-    client.complete(request);
-    ADD_FAILURE() << "expected ProviderError";
-  } catch (const ProviderError& error) {
-    EXPECT_EQ(error.kind(), ProviderError::Kind::kCancelled) << error.what();
+  {
+    const ModelResult failed = client.complete(request);
+    EXPECT_FALSE(failed.ok());  // not ASSERT: the canceller is joined below
+    if (!failed.ok()) {
+      EXPECT_EQ(failed.error().kind(), ProviderError::Kind::kCancelled) << failed.error().what();
+    }
   }
   canceller.join();
   EXPECT_EQ(server.requests().size(), 1u) << "cancelled in flight, not before sending";

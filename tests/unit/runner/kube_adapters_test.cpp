@@ -64,7 +64,10 @@ TEST(KubeLeaseRenewer, PatchesRenewTime) {
   KubeHarness h;
   h.transport->responses.push_back({200, {}, "{}"});
   KubeLeaseRenewer renewer(h.client, "agents", "scout-heartbeat", "scout-2", "scout");
-  renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00.5Z"), std::chrono::seconds(300), nullptr);
+  ASSERT_TRUE(
+      renewer
+          .renew(*api::parse_rfc3339("2024-05-01T12:00:00.5Z"), std::chrono::seconds(300), nullptr)
+          .ok());
   ASSERT_EQ(h.transport->requests.size(), 1u);
   EXPECT_EQ(h.method(0), "PATCH");
   EXPECT_NE(h.url(0).find("/apis/coordination.k8s.io/v1/namespaces/agents/leases/scout-heartbeat"),
@@ -80,7 +83,9 @@ TEST(KubeLeaseRenewer, CreatesAMissingLease) {
   h.transport->responses.push_back(status(404, "NotFound"));
   h.transport->responses.push_back({201, {}, "{}"});
   KubeLeaseRenewer renewer(h.client, "agents", "scout-heartbeat", "scout-2", "scout");
-  renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00Z"), std::chrono::seconds(300), nullptr);
+  ASSERT_TRUE(
+      renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00Z"), std::chrono::seconds(300), nullptr)
+          .ok());
   ASSERT_EQ(h.transport->requests.size(), 2u);
   EXPECT_EQ(h.method(1), "POST");
   auto lease = h.body(1);
@@ -100,9 +105,11 @@ TEST(KubeAdapters, FallbackObjectsCarryTheOperatorsLabelsForAnyName) {
   h.transport->responses.push_back(
       {201, {}, json{{"metadata", {{"resourceVersion", "1"}}}}.dump()});
   KubeLeaseRenewer renewer(h.client, "agents", "l", "r", agent);
-  renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00Z"), std::chrono::seconds(300), nullptr);
+  ASSERT_TRUE(
+      renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00Z"), std::chrono::seconds(300), nullptr)
+          .ok());
   KubeMemoryStore store(h.client, "agents", "m", agent);
-  store.save({{"notes", "x", 10}}, "");
+  ASSERT_TRUE(store.save({{"notes", "x", 10}}, "").ok());
   for (std::size_t i : {1u, 2u}) {
     const json labels = h.body(i)["metadata"]["labels"];
     EXPECT_EQ(labels, json(api::agent_object_labels(agent)));
@@ -111,13 +118,14 @@ TEST(KubeAdapters, FallbackObjectsCarryTheOperatorsLabelsForAnyName) {
   }
 }
 
-TEST(KubeLeaseRenewer, OtherErrorsThrow) {
+TEST(KubeLeaseRenewer, OtherErrorsAreErrors) {
   KubeHarness h;
   h.transport->responses.push_back(status(403, "Forbidden"));
   KubeLeaseRenewer renewer(h.client, "agents", "l", "r", "a");
-  EXPECT_THROW(renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00Z"), std::chrono::seconds(300),
-                             nullptr),
-               std::exception);
+  const kube::Done renewed = renewer.renew(*api::parse_rfc3339("2024-05-01T12:00:00Z"),
+                                           std::chrono::seconds(300), nullptr);
+  ASSERT_FALSE(renewed.ok());
+  EXPECT_EQ(renewed.error().kind, kube::ErrorKind::kForbidden);
 }
 
 TEST(KubeMemoryStore, MissingConfigMapIsCreatedOnFirstSave) {
@@ -126,12 +134,12 @@ TEST(KubeMemoryStore, MissingConfigMapIsCreatedOnFirstSave) {
   h.transport->responses.push_back(
       {201, {}, json{{"metadata", {{"resourceVersion", "7"}}}}.dump()});
   KubeMemoryStore store(h.client, "agents", "scout-memory", "scout");
-  EXPECT_FALSE(store.load().has_value());
-  EXPECT_EQ(store.save({{"notes", "x", 10}}, ""), "7");
+  EXPECT_FALSE(store.load().value().has_value());
+  EXPECT_EQ(store.save({{"notes", "x", 10}}, "").value(), "7");
   EXPECT_EQ(h.method(1), "POST");
   auto object = h.body(1);
   EXPECT_EQ(object["metadata"]["name"], "scout-memory");
-  EXPECT_EQ(decode_memory_blocks(object["data"]["blocks.json"]),
+  EXPECT_EQ(decode_memory_blocks(object["data"]["blocks.json"]).blocks,
             (MemoryBlocks{{"notes", "x", 10}}));
 }
 
@@ -153,17 +161,19 @@ TEST(KubeMemoryStore, ReplaceKeepsOtherKeysAndSendsTheResourceVersion) {
   h.transport->responses.push_back({200, {}, saved.dump()});
   h.transport->responses.push_back(status(409, "Conflict"));
   KubeMemoryStore store(h.client, "agents", "scout-memory", "scout");
-  auto snapshot = store.load();
+  auto snapshot = store.load().value();
   ASSERT_TRUE(snapshot.has_value());
   EXPECT_EQ(snapshot->resource_version, "41");
   EXPECT_EQ(snapshot->blocks.at(0).value, "old");
-  EXPECT_EQ(store.save({{"notes", "new", 50}}, "41"), "42");
+  EXPECT_EQ(store.save({{"notes", "new", 50}}, "41").value(), "42");
   EXPECT_EQ(h.method(1), "PUT");
   auto put = h.body(1);
   EXPECT_EQ(put["metadata"]["resourceVersion"], "41");
   EXPECT_EQ(put["data"]["other"], "keep");
   EXPECT_EQ(put["metadata"]["ownerReferences"][0]["name"], "scout");
-  EXPECT_THROW(store.save({{"notes", "newer", 50}}, "42"), MemoryConflict);
+  const kube::Result<std::string> stale = store.save({{"notes", "newer", 50}}, "42");
+  ASSERT_FALSE(stale.ok());
+  EXPECT_TRUE(is_memory_conflict(stale.error()));
 }
 
 }  // namespace

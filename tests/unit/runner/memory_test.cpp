@@ -23,7 +23,7 @@ MemoryBlocks spec() {
 TEST(CoreMemoryService, EditIsSavedAndVisible) {
   FakeMemoryStore store;
   CoreMemoryService memory(spec(), &store);
-  memory.load();
+  ASSERT_TRUE(memory.load().ok());
   auto outcome = memory.edit({MemoryEdit::Kind::kAppend, "notes", "met Bob", ""});
   EXPECT_FALSE(outcome.is_error) << outcome.content;
   EXPECT_NE(outcome.content.find("7/30"), std::string::npos) << outcome.content;
@@ -40,11 +40,11 @@ TEST(CoreMemoryService, NextHeartbeatSeesTheEdits) {
   FakeMemoryStore store;
   {
     CoreMemoryService first(spec(), &store);
-    first.load();
+    ASSERT_TRUE(first.load().ok());
     first.edit({MemoryEdit::Kind::kAppend, "notes", "remember the milk", ""});
   }
   CoreMemoryService second(spec(), &store);
-  second.load();
+  ASSERT_TRUE(second.load().ok());
   EXPECT_EQ(second.blocks()[1].value, "remember the milk");
 }
 
@@ -53,7 +53,7 @@ TEST(CoreMemoryService, ConflictReloadsAndReappliesTheEdit) {
   store.exists = true;
   store.blocks = spec();
   CoreMemoryService memory(spec(), &store);
-  memory.load();
+  ASSERT_TRUE(memory.load().ok());
   store.conflicts_to_inject = 1;
   auto outcome = memory.edit({MemoryEdit::Kind::kAppend, "notes", "x", ""});
   EXPECT_FALSE(outcome.is_error) << outcome.content;

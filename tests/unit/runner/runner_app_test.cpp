@@ -25,8 +25,9 @@ using namespace std::chrono_literals;
 
 class RecordingRenewer final : public LeaseRenewer {
  public:
-  void renew(TimePoint now, std::chrono::seconds, const api::UsageReport*) override {
+  kube::Done renew(TimePoint now, std::chrono::seconds, const api::UsageReport*) override {
     renewals->push_back(now);
+    return kube::done();
   }
   std::vector<TimePoint>* renewals;
 };
@@ -95,8 +96,8 @@ class AppTest : public ::testing::Test {
   class StoreRef final : public MemoryStore {
    public:
     explicit StoreRef(fakes::FakeMemoryStore& store) : store_(store) {}
-    std::optional<MemorySnapshot> load() override { return store_.load(); }
-    std::string save(const MemoryBlocks& b, const std::string& v) override {
+    kube::Result<std::optional<MemorySnapshot>> load() override { return store_.load(); }
+    kube::Result<std::string> save(const MemoryBlocks& b, const std::string& v) override {
       return store_.save(b, v);
     }
 

@@ -6,29 +6,10 @@
 -- pause_heartbeats, the monthly budget); such an Agent stays Ready. Healthy:
 -- Ready. Statuses from operators before the kstatus conditions (a pause made
 -- Ready False) read the same.
-local hs = {}
-local function condition(kind)
-  if obj.status == nil or obj.status.conditions == nil then return nil end
-  for _, c in ipairs(obj.status.conditions) do
-    if c.type == kind then return c end
-  end
-  return nil
-end
-local function is_true(kind)
-  local c = condition(kind)
-  return c ~= nil and c.status == "True", c
-end
-local function says(c)
-  local reason, message = c.reason or "", c.message or ""
-  if reason ~= "" and message ~= "" then return reason .. ": " .. message end
-  if message ~= "" then return message end
-  return reason
-end
+-- (condition, is_true, says, unobserved and hs: ../../conditions.lua)
 local suspended_reasons = { Paused = true, PausedByAgent = true, BudgetExceeded = true }
 
-local generation = obj.metadata and obj.metadata.generation
-local observed = obj.status and obj.status.observedGeneration
-if obj.status == nil or (generation ~= nil and (observed == nil or observed < generation)) then
+if unobserved() then
   hs.status = "Progressing"
   hs.message = "the operator has not reported on this generation yet"
   return hs

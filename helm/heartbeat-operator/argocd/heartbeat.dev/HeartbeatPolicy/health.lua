@@ -5,28 +5,9 @@
 -- (spec.paused) or a spent team budget holds the agents it selects, a state
 -- a person chose. Healthy: Ready, also when it selects no Agent (the message
 -- says so).
-local hs = {}
-local function condition(kind)
-  if obj.status == nil or obj.status.conditions == nil then return nil end
-  for _, c in ipairs(obj.status.conditions) do
-    if c.type == kind then return c end
-  end
-  return nil
-end
-local function is_true(kind)
-  local c = condition(kind)
-  return c ~= nil and c.status == "True", c
-end
-local function says(c)
-  local reason, message = c.reason or "", c.message or ""
-  if reason ~= "" and message ~= "" then return reason .. ": " .. message end
-  if message ~= "" then return message end
-  return reason
-end
+-- (condition, is_true, says, unobserved and hs: ../../conditions.lua)
 
-local generation = obj.metadata and obj.metadata.generation
-local observed = obj.status and obj.status.observedGeneration
-if obj.status == nil or (generation ~= nil and (observed == nil or observed < generation)) then
+if unobserved() then
   hs.status = "Progressing"
   hs.message = "the operator has not reported on this generation yet"
   return hs

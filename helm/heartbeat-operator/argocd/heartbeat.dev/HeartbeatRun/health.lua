@@ -2,16 +2,9 @@
 -- Progressing: not started yet (no phase, Queued) or Running. Healthy:
 -- Succeeded. Degraded: Failed or TimedOut. Suspended: Cancelled (a person,
 -- a budget stop or a newer run ended it; finished, not broken).
-local hs = {}
+-- (says and hs: ../../conditions.lua)
 local phase = obj.status and obj.status.phase or ""
-local reason = obj.status and obj.status.reason or ""
-local message = obj.status and obj.status.message or ""
-local detail = reason
-if reason ~= "" and message ~= "" then
-  detail = reason .. ": " .. message
-elseif message ~= "" then
-  detail = message
-end
+local detail = says(obj.status or {})
 if phase == "" or phase == "Queued" then
   hs.status = "Progressing"
   hs.message = "waiting to start" .. (detail ~= "" and (" (" .. detail .. ")") or "")
