@@ -1,9 +1,9 @@
 #include "controllers/agent_decision.h"
 
-#include <cassert>
 #include <cmath>
 #include <iterator>
 
+#include "api/hb_assert.h"
 #include "controllers/agent_desired_status.h"
 #include "controllers/agent_ledger.h"
 #include "controllers/agent_runs.h"
@@ -134,7 +134,7 @@ bool monthly_budget_spent(const AgentView& agent, TimePoint now, const LedgerRec
 // ones returned (agent_ledger.h, agent_schedule_plan.h, agent_runs.h,
 // agent_desired_status.h).
 AgentDecision decide_agent(const AgentDecisionInput& in) {
-  assert(in.view != nullptr || in.agent != nullptr);
+  HB_ASSERT(in.view != nullptr || in.agent != nullptr);
   std::optional<AgentView> viewed_here;
   if (in.view == nullptr) viewed_here = view_agent(*in.agent);
   const AgentView& view = in.view != nullptr ? *in.view : *viewed_here;

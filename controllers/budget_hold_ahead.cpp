@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "api/hb_assert.h"
 #include "controllers/run_cost.h"
 
 namespace hb::controllers {
@@ -95,6 +96,7 @@ HoldDecision decide_hold(const std::vector<BudgetRoom>& rooms, double worst_case
   }
   d.waiting_on.clear();
   d.cents = std::max(0.0, now);
+  HB_ASSERT(*d.cents <= alone);
   return d;
 }
 

@@ -1,4 +1,4 @@
-// The Run reconciler's builders: the context document, the Job, and the
+// What the Agent reconciler builds to start a run: the context document, the Job, and the
 // per-agent objects a Job needs (ServiceAccount, Role, RoleBinding, Lease,
 // memory ConfigMap). Pure functions of (run, agent, config, now).
 #pragma once

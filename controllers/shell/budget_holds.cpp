@@ -1,6 +1,9 @@
 #include "controllers/shell/budget_holds.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "api/hb_assert.h"
 
 namespace hb::controllers {
 
@@ -69,6 +72,8 @@ std::size_t BudgetHolds::size() const {
 }
 
 void BudgetHolds::add_locked(const std::string& run_key, Hold hold) {
+  HB_ASSERT(hold.cents >= 0 && std::isfinite(hold.cents));
+  HB_ASSERT(holds_.count(run_key) == 0);
   for (const std::string& pool : hold.pools) {
     PoolSum& sum = by_pool_[pool];
     sum.cents += hold.cents;

@@ -1,12 +1,12 @@
 #include "controllers/shell/policy_index.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <iterator>
 #include <optional>
 #include <set>
 
+#include "api/hb_assert.h"
 #include "controllers/schedule/spend.h"
 
 namespace hb::controllers {
@@ -105,7 +105,7 @@ void PolicyIndex::count_record(const LedgerRecord& record, int64_t sign) {
 }
 
 void PolicyIndex::ledger_changed(const LedgerRecord* before, const LedgerRecord* after) {
-  assert(before != nullptr || after != nullptr);
+  HB_ASSERT(before != nullptr || after != nullptr);
   const std::string ns = after != nullptr ? after->ns : before->ns;
   std::set<std::string> periods;
   for (const LedgerRecord* r : {before, after}) {
@@ -166,7 +166,7 @@ PolicyIndex::PolicyEntry PolicyIndex::entry_for(const Json& policy) const {
 }
 
 void PolicyIndex::policy_changed(const Json* old_policy, const Json* policy) {
-  assert(old_policy != nullptr || policy != nullptr);
+  HB_ASSERT(old_policy != nullptr || policy != nullptr);
   std::vector<std::string> touched;
   const std::string ns = namespace_of(policy != nullptr ? *policy : *old_policy);
   bool first_in_namespace = false;

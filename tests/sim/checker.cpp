@@ -8,6 +8,7 @@
 #include "controllers/ledger_record.h"
 #include "controllers/mentions.h"
 #include "controllers/names.h"
+#include "controllers/run_cost.h"
 #include "controllers/run_record.h"
 #include "controllers/run_status.h"
 #include "controllers/schedule/spend.h"
@@ -367,8 +368,12 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
     } else {
       counted_sums_[c.agent_key + "|" + c.period] += c.cents;
       const double calls = controllers::number_at(*after, "status/usage/llmCalls").value_or(0);
+      // A runner whose usage report was out of bounds is charged its bound:
+      // it did not keep to its budget, so its overshoot is not measured.
+      const bool believed =
+          string_at(*after, "status/reason") != controllers::kReasonUsageOutOfBounds;
       for (const std::string& policy : admitted_by_[uid]) {
-        measure_overshoot(agent_ns + "/" + policy, c.period, c.cents, calls);
+        if (believed) measure_overshoot(agent_ns + "/" + policy, c.period, c.cents, calls);
         team_counted_[agent_ns + "/" + policy + "|" + c.period] += c.cents;
       }
       retime_team_budgets(agent_ns);

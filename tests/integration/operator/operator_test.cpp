@@ -999,9 +999,13 @@ TEST_F(OperatorTest, ASpentTeamBudgetCancelsRunsInFlightUnlessOnExceededFinish) 
     s.hang = true;
     return s;
   });
-  for (const char* name : {"spender", "worker"}) {
+  // Per-run caps of 1 and 2 cents let both runs hold room in the 3-cent
+  // team budget together; the spender's runner then reports 5 (past what
+  // it held, as a runner's misestimate would), which spends the budget.
+  for (const auto& [name, per_run_cents] : {std::pair{"spender", 2}, std::pair{"worker", 1}}) {
     json manifest = agent_manifest(name, {{"prompt", "Work."}});
     manifest["metadata"]["labels"] = {{"team", "a"}};
+    manifest["spec"]["budget"] = {{"perRunCents", per_run_cents}};
     create_agent(manifest);
   }
   create_policy("team", {{"selector", {{"matchLabels", {{"team", "a"}}}}},
