@@ -3,21 +3,34 @@
 namespace hb::controllers {
 
 void WriteOverlay::expire_locked(Clock::time_point now) {
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    it = now - it->second.at > kOverlayTtl ? entries_.erase(it) : std::next(it);
+  while (!written_.empty() && now - written_.front().first > kOverlayTtl) {
+    auto it = entries_.find(written_.front().second);
+    // Not when written again since (a newer record expires it).
+    if (it != entries_.end() && now - it->second.at > kOverlayTtl) entries_.erase(it);
+    written_.pop_front();
   }
 }
 
 void WriteOverlay::put(const std::string& kind, const Json& object) {
+  Json kept = object;
+  // Server-side-apply bookkeeping: large, and no reader of the overlay reads it.
+  if (auto meta = kept.find("metadata"); meta != kept.end() && meta->is_object()) {
+    meta->erase("managedFields");
+  }
   std::lock_guard lock(mutex_);
   const auto now = now_();
   expire_locked(now);
-  entries_[kind + "|" + object_key(object)] = Entry{object, now};
+  std::string key = kind + "|" + object_key(kept);
+  entries_[key] = Entry{std::move(kept), now};
+  written_.emplace_back(now, std::move(key));
 }
 
 void WriteOverlay::erase(const std::string& kind, const std::string& key) {
   std::lock_guard lock(mutex_);
-  entries_[kind + "|" + key] = Entry{std::nullopt, now_()};
+  const auto now = now_();
+  expire_locked(now);
+  entries_[kind + "|" + key] = Entry{std::nullopt, now};
+  written_.emplace_back(now, kind + "|" + key);
 }
 
 std::optional<Json> WriteOverlay::merge(const std::string& kind, const std::string& key,

@@ -1,10 +1,15 @@
 // Read-your-writes: objects this process wrote recently, laid over the
 // informer cache until the cache catches up (by resourceVersion), so a
 // reconcile that runs before the watch event arrives neither repeats a
-// create nor acts on a stale status. Entries expire after kOverlayTtl.
+// create nor acts on a stale status. Entries expire after kOverlayTtl, in
+// the order they were written (a queue, so a write costs O(log n) however
+// many entries a fleet keeps: a scan of every entry per write was a
+// quadratic cost at fleet size). An object is kept without
+// metadata.managedFields, as the informers keep theirs.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -43,6 +48,9 @@ class WriteOverlay {
   Now now_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> entries_;  // "kind|ns/name"
+  // Every put and erase in time order: (when, its key); an entry written
+  // again since is expired by its newer record.
+  std::deque<std::pair<Clock::time_point, std::string>> written_;
 };
 
 template <typename Belongs>

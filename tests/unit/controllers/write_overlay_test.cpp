@@ -1,0 +1,58 @@
+// The read-your-writes overlay: what it keeps of a written object, and
+// expiry in write order.
+#include "controllers/shell/write_overlay.h"
+
+#include <gtest/gtest.h>
+
+namespace hb::controllers {
+namespace {
+
+using namespace std::chrono_literals;
+
+Json object(const std::string& name, int rv) {
+  return {{"metadata",
+           {{"name", name},
+            {"namespace", "ns"},
+            {"uid", "u-" + name},
+            {"resourceVersion", std::to_string(rv)},
+            {"managedFields", Json::array({{{"manager", "heartbeat-operator"}}})}}},
+          {"status", {{"phase", "Running"}}}};
+}
+
+struct Clock {
+  WriteOverlay::Clock::time_point now{};
+  WriteOverlay::Now fn() {
+    return [this] { return now; };
+  }
+};
+
+TEST(WriteOverlayTest, KeepsAWrittenObjectWithoutManagedFields) {
+  Clock clock;
+  WriteOverlay overlay(clock.fn());
+  overlay.put("runs", object("a", 5));
+  const std::optional<Json> kept = overlay.merge("runs", "ns/a", std::nullopt);
+  ASSERT_TRUE(kept);
+  EXPECT_FALSE(kept->at("metadata").contains("managedFields"));
+  EXPECT_EQ(string_at(*kept, "status/phase"), "Running");
+  EXPECT_EQ(string_at(*kept, "metadata/resourceVersion"), "5");
+}
+
+TEST(WriteOverlayTest, ExpiresEntriesInWriteOrderAndKeepsOnesWrittenAgain) {
+  Clock clock;
+  WriteOverlay overlay(clock.fn());
+  overlay.put("runs", object("a", 1));
+  overlay.put("runs", object("b", 2));
+  clock.now += kOverlayTtl / 2;
+  overlay.put("runs", object("a", 3));  // written again: its older record must not expire it
+  clock.now += kOverlayTtl / 2 + 1s;
+  overlay.put("runs", object("c", 4));  // expires b's record and a's first one
+  EXPECT_EQ(overlay.size(), 2u);
+  EXPECT_FALSE(overlay.merge("runs", "ns/b", std::nullopt));
+  ASSERT_TRUE(overlay.merge("runs", "ns/a", std::nullopt));
+  clock.now += kOverlayTtl + 1s;
+  overlay.erase("runs", "ns/d");  // a later write expires the rest
+  EXPECT_EQ(overlay.size(), 1u);  // d's deletion itself
+}
+
+}  // namespace
+}  // namespace hb::controllers
