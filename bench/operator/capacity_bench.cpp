@@ -69,7 +69,7 @@ class ServerTimed final : public hb::http::Client {
  public:
   explicit ServerTimed(std::shared_ptr<hb::sim::Transport> inner) : inner_(std::move(inner)) {}
   hb::http::Response send(const hb::http::Request& request) override {
-    hb::bench::ServerSide server;
+    hb::bench::SideScope server(hb::bench::Side::kHarness);
     return inner_->send(request);
   }
   hb::http::Response stream(const hb::http::Request& r, const hb::http::ChunkHandler& h) override {
@@ -184,7 +184,7 @@ Bench::Bench(int agents, int namespaces, std::chrono::seconds window)
 }
 
 void Bench::start_operator() {
-  hb::bench::OperatorSide op;
+  hb::bench::SideScope op(hb::bench::Side::kOperator);
   queue_ = std::make_unique<ctl::WorkQueue>([this] { return steady_now(); });
   ctl::describe_operator_metrics(metrics_);
   const auto enqueue = [q = queue_.get()](const std::string& key) { q->add(key); };
@@ -194,7 +194,7 @@ void Bench::start_operator() {
           return std::chrono::milliseconds((f * 31 + rv) % kWatchLagMsMax);
         });
     feed->set_encoder([](hb::kube::WatchEventType type, const Json& object) {
-      hb::bench::ServerSide server;  // the API server renders the event
+      hb::bench::SideScope server(hb::bench::Side::kHarness);  // the API server renders the event
       return Json{{"type", event_name(type)}, {"object", object}}.dump();
     });
     feeds_.push_back(feed.get());
@@ -250,7 +250,7 @@ void Bench::operator_turn(bool coupled) {
   {
     const int64_t before = totals.operator_cpu_ns;
     {
-      hb::bench::OperatorSide op;
+      hb::bench::SideScope op(hb::bench::Side::kOperator);
       for (hb::sim::Feed* f : feeds_) f->deliver(now_);
     }
     const int64_t spent = advance(before);
@@ -271,7 +271,7 @@ void Bench::operator_turn(bool coupled) {
     const int64_t before = totals.operator_cpu_ns;
     bool processed = false;
     {
-      hb::bench::OperatorSide op;
+      hb::bench::SideScope op(hb::bench::Side::kOperator);
       processed = hb::operator_::process_ready_key(deps);
     }
     advance(before);

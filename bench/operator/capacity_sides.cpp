@@ -58,22 +58,17 @@ void reset_operator_peak() {
   side_totals().peak_operator_bytes = side_totals().live_bytes[1];
 }
 
-OperatorSide::OperatorSide() : previous_(g_side), started_ns_(thread_cpu_ns()) {
-  g_side = Side::kOperator;
+SideScope::SideScope(Side side) : side_(side), previous_(g_side), started_ns_(thread_cpu_ns()) {
+  g_side = side;
 }
 
-OperatorSide::~OperatorSide() {
-  side_totals().operator_cpu_ns += thread_cpu_ns() - started_ns_;
-  g_side = previous_;
-}
-
-ServerSide::ServerSide() : previous_(g_side), started_ns_(thread_cpu_ns()) {
-  g_side = Side::kHarness;
-}
-
-ServerSide::~ServerSide() {
-  // Inside an operator scope: what the server spent is not the operator's.
-  if (previous_ == Side::kOperator) side_totals().operator_cpu_ns -= thread_cpu_ns() - started_ns_;
+SideScope::~SideScope() {
+  const int64_t spent = thread_cpu_ns() - started_ns_;
+  if (side_ == Side::kOperator) side_totals().operator_cpu_ns += spent;
+  // The server's answer inside an operator scope is not the operator's.
+  if (side_ == Side::kHarness && previous_ == Side::kOperator) {
+    side_totals().operator_cpu_ns -= spent;
+  }
   g_side = previous_;
 }
 

@@ -1,8 +1,8 @@
 // Which side of the capacity benchmark's one thread is working: the
 // operator (its informers, reconciles and client) or the harness (the
 // in-memory API server, the node, the bench itself). The operator's CPU is
-// thread CPU time outside every ServerSide scope while an OperatorSide
-// scope is open; its heap is the live bytes allocated while it works
+// thread CPU time inside a kOperator SideScope and outside the kHarness
+// scopes nested in it; its heap is the live bytes allocated while it works
 // (capacity_sides.cpp replaces operator new and delete for this binary).
 #pragma once
 
@@ -24,29 +24,18 @@ SideTotals& side_totals();
 // Starts a new peak of the operator's heap (at the window's start).
 void reset_operator_peak();
 
-// The operator works inside it (nested ServerSide scopes excepted).
-class OperatorSide {
+// Work on one side: kOperator, the operator's (its CPU counted, nested
+// harness scopes excepted); kHarness, the API server's answer inside an
+// operator scope (its CPU and heap are not the operator's).
+class SideScope {
  public:
-  OperatorSide();
-  ~OperatorSide();
-  OperatorSide(const OperatorSide&) = delete;
-  OperatorSide& operator=(const OperatorSide&) = delete;
+  explicit SideScope(Side side);
+  ~SideScope();
+  SideScope(const SideScope&) = delete;
+  SideScope& operator=(const SideScope&) = delete;
 
  private:
-  Side previous_;
-  int64_t started_ns_;
-};
-
-// The API server answers inside it: its CPU and heap are the harness's.
-class ServerSide {
- public:
-  ServerSide();
-  ~ServerSide();
-  ServerSide(const ServerSide&) = delete;
-  ServerSide& operator=(const ServerSide&) = delete;
-
- private:
-  Side previous_;
+  Side side_, previous_;
   int64_t started_ns_;
 };
 

@@ -54,5 +54,26 @@ TEST(WriteOverlayTest, ExpiresEntriesInWriteOrderAndKeepsOnesWrittenAgain) {
   EXPECT_EQ(overlay.size(), 1u);  // d's deletion itself
 }
 
+// The write wins while the cache is behind it; a cache that caught up, or
+// holds another object of the name, wins and drops the entry.
+TEST(WriteOverlayTest, TheFresherOfTheCacheAndTheWriteWins) {
+  Clock clock;
+  WriteOverlay overlay(clock.fn());
+  overlay.put("runs", object("a", 5));
+  std::optional<Json> read = overlay.merge("runs", "ns/a", object("a", 4));
+  ASSERT_TRUE(read);
+  EXPECT_EQ(string_at(*read, "metadata/resourceVersion"), "5");
+  read = overlay.merge("runs", "ns/a", object("a", 6));
+  EXPECT_EQ(string_at(*read, "metadata/resourceVersion"), "6");
+  EXPECT_EQ(overlay.size(), 0u);  // caught up: dropped
+  overlay.put("runs", object("a", 9));
+  Json other = object("a", 2);
+  other["metadata"]["uid"] = "u-new";
+  read = overlay.merge("runs", "ns/a", other);
+  EXPECT_EQ(string_at(*read, "metadata/uid"), "u-new");
+  overlay.erase("runs", "ns/a");
+  EXPECT_FALSE(overlay.merge("runs", "ns/a", object("a", 9)));  // deleted by us
+}
+
 }  // namespace
 }  // namespace hb::controllers
