@@ -199,8 +199,9 @@ for want in v1 v1beta3 v1beta2 v1beta1; do
   case "$want" in v1beta1|v1beta2) field=assuredConcurrencyShares ;; *) field=nominalConcurrencyShares ;; esac
   grep -q "$field: 30" "$tmp/fc-$want.yaml" || fail "the $want PriorityLevelConfiguration lacks $field"
 done
-helm template "$release" "$chart" -n "$rel_ns" --show-only templates/flowcontrol.yaml |
-  grep -q '^apiVersion: flowcontrol.apiserver.k8s.io/v1$' || fail "with every version served, v1 is not chosen"
+helm template "$release" "$chart" -n "$rel_ns" --show-only templates/flowcontrol.yaml >"$tmp/fc-all.yaml"
+grep -q '^apiVersion: flowcontrol.apiserver.k8s.io/v1$' "$tmp/fc-all.yaml" ||
+  fail "with every version served, v1 is not chosen"
 dry_run one-namespace --leader-elect=true --watch-namespace="$watch_ns" -- \
   --set "watchNamespaces={$watch_ns}" --set replicaCount=2 --set serviceMonitor.enabled=false \
   --set wakeup.enabled=true
