@@ -75,5 +75,30 @@ TEST(WriteOverlayTest, TheFresherOfTheCacheAndTheWriteWins) {
   EXPECT_FALSE(overlay.merge("runs", "ns/a", object("a", 9)));  // deleted by us
 }
 
+// A list reads its own group's entries: another agent's runs are not
+// looked at, and a run written again under another group moves.
+TEST(WriteOverlayTest, AListReadsItsGroupOnly) {
+  Clock clock;
+  WriteOverlay overlay(
+      clock.fn(), [](const std::string&, const Json& o) { return string_at(o, "spec/agent"); });
+  auto run = [](const std::string& name, const std::string& agent) {
+    Json r = object(name, 1);
+    r["spec"]["agent"] = agent;
+    return r;
+  };
+  overlay.put("runs", run("a-1", "a"));
+  overlay.put("runs", run("b-1", "b"));
+  overlay.put("runs", run("a-2", "a"));
+  int looked_at = 0;
+  auto all = [&looked_at](const Json&) { return ++looked_at > 0; };
+  std::vector<Json> of_a = overlay.merge_list("runs", "a", {}, all);
+  EXPECT_EQ(of_a.size(), 2u);
+  EXPECT_EQ(looked_at, 2);
+  overlay.put("runs", run("a-2", "b"));
+  EXPECT_EQ(overlay.merge_list("runs", "a", {}, all).size(), 1u);
+  EXPECT_EQ(overlay.merge_list("runs", "b", {}, all).size(), 2u);
+  EXPECT_EQ(overlay.merge_list("runs", "c", {}, all).size(), 0u);
+}
+
 }  // namespace
 }  // namespace hb::controllers
