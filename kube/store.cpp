@@ -93,8 +93,8 @@ void Store::commit(bool deleted, StoredObjectPtr entry, const nlohmann::json* pa
     handlers = handlers_;
     const std::optional<StoredEntryView> kept = items_.find(key);
     existed = kept.has_value();
-    const bool old_wanted =
-        deleted ? handlers->on_delete && parsed == nullptr : static_cast<bool>(handlers->on_update);
+    const bool old_wanted = deleted ? handlers->on_delete && parsed == nullptr
+                                    : handlers->on_update && handlers->update_reads_old;
     if (existed && old_wanted) read_out(*kept, old_text.emplace());
     const bool new_wanted =
         existed ? static_cast<bool>(handlers->on_update) : static_cast<bool>(handlers->on_add);
@@ -115,7 +115,7 @@ void Store::commit(bool deleted, StoredObjectPtr entry, const nlohmann::json* pa
     return;
   }
   if (existed && handlers->on_update) {
-    handlers->on_update(object_of(*old_text), new_object());
+    handlers->on_update(old_text ? object_of(*old_text) : nlohmann::json(), new_object());
   } else if (!existed && handlers->on_add) {
     handlers->on_add(new_object());
   }
@@ -257,7 +257,8 @@ void Store::report(const StoreHandlers& handlers, const SwapChanges& changes) {
     if (handlers.on_change) handlers.on_change(at.key());
     if (!handlers.on_update) continue;
     if (std::optional<Plain> text = current(at.key())) {
-      handlers.on_update(old_object(at.key()), object_of(*text));
+      handlers.on_update(handlers.update_reads_old ? old_object(at.key()) : nlohmann::json(),
+                         object_of(*text));
     }
   }
 }

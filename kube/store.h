@@ -33,6 +33,11 @@ struct StoreHandlers {
   // Called for every add, update and delete with the object's key; cheap (no
   // parse). Controllers that only enqueue keys should use this alone.
   std::function<void(const std::string& key)> on_change = nullptr;
+  // Whether on_update reads its first argument. False: the kept copy is
+  // neither decompressed nor parsed for it, and on_update is given a null
+  // object as the old one (an update of a projected object otherwise costs
+  // two parses: the new object's and the old one's).
+  bool update_reads_old = true;
 };
 
 // Reduces an object, in place, to the members its readers use. It must keep

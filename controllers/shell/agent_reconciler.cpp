@@ -95,6 +95,12 @@ kube::GiveWayTime give_way_time(const AgentDecision& d, TimePoint now,
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(*d.next_heartbeat - now);
 }
 
+// A run written is listed with its agent's runs (runs_of) only.
+std::string run_overlay_group(const std::string& kind, const Json& object) {
+  if (kind != kOverlayRuns) return {};
+  return object_key(namespace_of(object), string_at(object, "spec/agentRef/name"));
+}
+
 }  // namespace
 
 AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client, const ClusterView& view,
@@ -106,7 +112,7 @@ AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client, const Clu
       metrics_(metrics),
       clock_(std::move(clock)),
       steady_(std::move(steady)),
-      overlay_(steady_),
+      overlay_(steady_, run_overlay_group),
       lease_sightings_(steady_) {}
 
 void AgentReconciler::forget_agent(const std::string& key) {
@@ -151,9 +157,11 @@ std::optional<Json> AgentReconciler::agent(const std::string& ns, const std::str
 }
 
 std::vector<Json> AgentReconciler::runs_of(const std::string& ns, const std::string& agent) {
-  return overlay_.merge_list(kOverlayRuns, view_.runs_of(ns, agent), [&](const Json& r) {
-    return string_at(r, "metadata/namespace") == ns && string_at(r, "spec/agentRef/name") == agent;
-  });
+  return overlay_.merge_list(kOverlayRuns, object_key(ns, agent), view_.runs_of(ns, agent),
+                             [&](const Json& r) {
+                               return string_at(r, "metadata/namespace") == ns &&
+                                      string_at(r, "spec/agentRef/name") == agent;
+                             });
 }
 
 kube::Result<Json> AgentReconciler::get_run(const std::string& ns, const std::string& name) {

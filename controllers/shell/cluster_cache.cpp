@@ -160,6 +160,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
     h.on_delete = [this, key_of](const Json& o) {
       if (auto k = key_of(o); !k.empty()) enqueue_(k);
     };
+    h.update_reads_old = false;  // nor do the handlers put before these (tell_first)
     return h;
   };
   kube::StoreHandlers own_agent_handlers =
@@ -238,6 +239,7 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   pod_handlers.on_update = [this, named_agent_key](const Json&, const Json& o) {
     if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
   };
+  pod_handlers.update_reads_old = false;
   pod_handlers.on_delete = [this, pod_run_key, named_agent_key](const Json& o) {
     if (auto k = pod_run_key(o); !k.empty()) {
       std::lock_guard lock(mutex_);

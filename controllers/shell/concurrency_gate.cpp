@@ -87,8 +87,15 @@ bool ConcurrencyGate::erase_waiting_locked(const std::string& agent) {
 }
 
 bool ConcurrencyGate::expire_locked(std::chrono::steady_clock::time_point now) {
-  const std::size_t reservations =
-      std::erase_if(reserved_, [now](const auto& r) { return r.second.expires <= now; });
+  std::size_t reservations = 0;
+  while (!reservation_ends_.empty() && reservation_ends_.front().first <= now) {
+    auto r = reserved_.find(reservation_ends_.front().second);
+    if (r != reserved_.end() && r->second.expires <= now) {
+      reserved_.erase(r);
+      ++reservations;
+    }
+    reservation_ends_.pop_front();
+  }
   std::vector<std::string> lapsed;
   for (const auto& [agent, w] : waiting_) {
     if (w.expires <= now) lapsed.push_back(agent);
@@ -126,6 +133,7 @@ Admission ConcurrencyGate::admit_locked(const StartCandidate& candidate,
   if (a.admitted) {
     if (!held && tracking()) {
       reserved_[candidate.run] = Reservation{now + kReservationTtl, candidate.agent};
+      reservation_ends_.emplace_back(now + kReservationTtl, candidate.run);
     }
     return a;
   }
@@ -199,7 +207,9 @@ void ConcurrencyGate::observe_run(const std::string& run_key, const Json* run, b
     // or no more (the garbage collector is behind). It holds a place as a
     // reservation would, so the caps err on the safe side, but an orphan
     // cannot hold it past kReservationTtl.
-    reserved_.emplace(run_key, Reservation{now + kReservationTtl, agent});
+    if (reserved_.emplace(run_key, Reservation{now + kReservationTtl, agent}).second) {
+      reservation_ends_.emplace_back(now + kReservationTtl, run_key);
+    }
   } else if (started || ended || run == nullptr) {
     // A Queued run without its Job keeps its reservation: its start is under way.
     reserved_.erase(run_key);

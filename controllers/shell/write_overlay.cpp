@@ -3,21 +3,46 @@
 namespace hb::controllers {
 
 void WriteOverlay::expire_locked(Clock::time_point now) {
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    it = now - it->second.at > kOverlayTtl ? entries_.erase(it) : std::next(it);
+  while (!written_.empty() && now - written_.front().first > kOverlayTtl) {
+    auto it = entries_.find(written_.front().second);
+    // Not when written again since (a newer record expires it).
+    if (it != entries_.end() && now - it->second.at > kOverlayTtl) forget_locked(it);
+    written_.pop_front();
   }
 }
 
+void WriteOverlay::forget_locked(std::map<std::string, Entry>::iterator it) {
+  if (auto members = groups_.find(it->second.group); members != groups_.end()) {
+    members->second.erase(it->first);
+    if (members->second.empty()) groups_.erase(members);
+  }
+  entries_.erase(it);
+}
+
 void WriteOverlay::put(const std::string& kind, const Json& object) {
+  Json kept = object;
+  // Server-side-apply bookkeeping: large, and no reader of the overlay reads it.
+  if (auto meta = kept.find("metadata"); meta != kept.end() && meta->is_object()) {
+    meta->erase("managedFields");
+  }
   std::lock_guard lock(mutex_);
   const auto now = now_();
   expire_locked(now);
-  entries_[kind + "|" + object_key(object)] = Entry{object, now};
+  std::string key = kind + "|" + object_key(kept);
+  std::string group = kind + "|" + (group_ ? group_(kind, kept) : std::string());
+  if (auto was = entries_.find(key); was != entries_.end()) forget_locked(was);
+  groups_[group].insert(key);
+  entries_[key] = Entry{std::move(kept), now, std::move(group)};
+  written_.emplace_back(now, std::move(key));
 }
 
 void WriteOverlay::erase(const std::string& kind, const std::string& key) {
   std::lock_guard lock(mutex_);
-  entries_[kind + "|" + key] = Entry{std::nullopt, now_()};
+  const auto now = now_();
+  expire_locked(now);
+  if (auto was = entries_.find(kind + "|" + key); was != entries_.end()) forget_locked(was);
+  entries_[kind + "|" + key] = Entry{std::nullopt, now, {}};
+  written_.emplace_back(now, kind + "|" + key);
 }
 
 std::optional<Json> WriteOverlay::merge(const std::string& kind, const std::string& key,
@@ -26,7 +51,7 @@ std::optional<Json> WriteOverlay::merge(const std::string& kind, const std::stri
   auto it = entries_.find(kind + "|" + key);
   if (it == entries_.end()) return cached;
   if (now_() - it->second.at > kOverlayTtl) {
-    entries_.erase(it);
+    forget_locked(it);
     return cached;
   }
   if (!it->second.object) {
@@ -34,11 +59,11 @@ std::optional<Json> WriteOverlay::merge(const std::string& kind, const std::stri
   }
   if (!cached) return it->second.object;
   if (string_at(*cached, "metadata/uid") != string_at(*it->second.object, "metadata/uid")) {
-    entries_.erase(it);  // a different object of the same name
+    forget_locked(it);  // a different object of the same name
     return cached;
   }
   if (resource_version_number(*cached) >= resource_version_number(*it->second.object)) {
-    entries_.erase(it);  // the cache caught up
+    forget_locked(it);  // the cache caught up
     return cached;
   }
   return it->second.object;

@@ -1,5 +1,8 @@
 #include "tests/sim/feed.h"
 
+#include "kube/watch_decoder.h"
+#include "kube/watch_scan.h"
+
 namespace hb::sim {
 
 Feed::Feed(const ApiServer& server, uint64_t id, std::string resource,
@@ -54,8 +57,21 @@ void Feed::deliver(TimePoint now) {
     const TimePoint at = arrival(change);
     if (at > now) return;
     last_arrival_ = at;
-    store_.apply(kube::WatchEvent{*type, change.object});
+    apply(*type, change);
     ++next_;
+  }
+}
+
+void Feed::apply(kube::WatchEventType type, const Change& change) {
+  if (!encoder_) {
+    store_.apply(kube::WatchEvent{type, change.object});
+    return;
+  }
+  const std::string line = encoder_(type, change.object);
+  if (const std::optional<kube::ScannedWatchEvent> scanned = kube::scan_watch_event(line)) {
+    store_.apply(*scanned);
+  } else {
+    store_.apply(kube::decode_watch_event(line));
   }
 }
 

@@ -15,6 +15,10 @@ namespace hb::sim {
 // seed replays exactly.
 using LagFn = std::function<std::chrono::milliseconds(uint64_t feed_id, uint64_t rv)>;
 
+// Renders one watch event as the API server sends it (a line of the
+// stream): a feed given one decodes each change as the informer does.
+using WatchEncoder = std::function<std::string(kube::WatchEventType, const Json& object)>;
+
 class Feed final : public kube::CachedResource {
  public:
   // Watches `resource` as `options` say (namespace, selector, projection).
@@ -30,6 +34,11 @@ class Feed final : public kube::CachedResource {
   bool wait_for_sync(std::chrono::milliseconds) const override { return synced_; }
   const kube::Store& store() const override { return store_; }
   void reproject(const std::string& key) override { store_.reproject(key); }
+
+  // Each change then reaches the store as text through the informer's
+  // decoder (kube::scan_watch_event), not as a copy of the server's tree:
+  // what the capacity benchmark measures. Set before the first delivery.
+  void set_encoder(WatchEncoder encoder) { encoder_ = std::move(encoder); }
 
   // The list (first sync or after a drop): the server's state now.
   void relist(TimePoint now);
@@ -47,6 +56,7 @@ class Feed final : public kube::CachedResource {
  private:
   // How this watch sees a change (nullopt: not for it), without a copy.
   std::optional<kube::WatchEventType> event_type(const Change& change) const;
+  void apply(kube::WatchEventType type, const Change& change);
   TimePoint arrival(const Change& change) const;
 
   const ApiServer& server_;
@@ -54,6 +64,7 @@ class Feed final : public kube::CachedResource {
   std::string resource_, ns_, selector_text_;
   LabelSelector selector_;
   LagFn lag_;
+  WatchEncoder encoder_;
   kube::Store store_;
   bool started_ = false;
   bool synced_ = false;

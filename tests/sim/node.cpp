@@ -67,6 +67,81 @@ const char* to_string(RunnerBehaviour b) {
   return names[static_cast<int>(b)];
 }
 
+Json pod_for_job(const Json& job) {
+  const std::string uid = controllers::string_at(job, "metadata/uid");
+  Json meta = job["spec"]["template"].value("metadata", Json::object());
+  meta["generateName"] = name_of(job) + "-";
+  meta["labels"][controllers::kLabelControllerUid] = uid;
+  meta["labels"][controllers::kLabelBatchControllerUid] = uid;
+  meta["labels"][controllers::kLabelJobName] = name_of(job);
+  meta["ownerReferences"] = Json::array({{{"apiVersion", "batch/v1"},
+                                          {"kind", "Job"},
+                                          {"name", name_of(job)},
+                                          {"uid", uid},
+                                          {"controller", true}}});
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", meta},
+          {"spec", job["spec"]["template"].value("spec", Json::object())},
+          {"status", {{"phase", "Pending"}}}};
+}
+
+Json job_started(Json job, TimePoint now) {
+  job["status"]["startTime"] = format_rfc3339(now);
+  job["status"]["active"] = 1;
+  return job;
+}
+
+Json pod_running(Json pod, TimePoint now) {
+  pod["status"] = {
+      {"phase", "Running"},
+      {"startTime", format_rfc3339(now)},
+      {"containerStatuses",
+       Json::array({{{"name", api::kRunnerContainerName},
+                     {"ready", true},
+                     {"state", {{"running", {{"startedAt", format_rfc3339(now)}}}}}}})}};
+  return pod;
+}
+
+Json pod_terminated(Json pod, TimePoint running_at, int exit_code, const std::string& message,
+                    TimePoint now) {
+  Json terminated = {{"exitCode", exit_code},
+                     {"reason", exit_code == 0 ? "Completed" : "Error"},
+                     {"startedAt", format_rfc3339(running_at)},
+                     {"finishedAt", format_rfc3339(now)}};
+  // The kubelet keeps at most 4096 bytes of a termination message.
+  if (!message.empty()) terminated["message"] = message.substr(0, api::kTerminationMessageBytesMax);
+  pod["status"]["phase"] = exit_code == 0 ? "Succeeded" : "Failed";
+  pod["status"]["containerStatuses"] = Json::array({{{"name", api::kRunnerContainerName},
+                                                     {"ready", false},
+                                                     {"state", {{"terminated", terminated}}}}});
+  return pod;
+}
+
+Json lease_beat_patch(const std::string& run, int64_t input_tokens, int64_t output_tokens,
+                      TimePoint runner_now) {
+  api::UsageReport usage;
+  usage.run = run;
+  usage.llm_calls = 1;
+  usage.input_tokens = input_tokens;
+  usage.output_tokens = output_tokens;
+  Json spec = {
+      {"holderIdentity", run}, {"leaseDurationSeconds", 60}, {"renewTime", micro_time(runner_now)}};
+  return {{"spec", spec},
+          {"metadata", {{"annotations", {{api::kAnnotationUsage, encode_usage_report(usage)}}}}}};
+}
+
+Json job_settled(Json job, bool succeeded) {
+  job["status"]["active"] = 0;
+  job["status"][succeeded ? "succeeded" : "failed"] = 1;
+  job["status"]["conditions"] =
+      Json::array({{{"type", succeeded ? "Complete" : "Failed"},
+                    {"status", "True"},
+                    {"reason", succeeded ? "" : "BackoffLimitExceeded"},
+                    {"message", succeeded ? "" : "Job has reached the specified backoff limit"}}});
+  return job;
+}
+
 Node::Node(ApiServer& server, std::shared_ptr<kube::Client> runner_client, std::mt19937_64& rng,
            std::chrono::seconds runner_skew)
     : server_(server),
@@ -143,27 +218,9 @@ void Node::start_pods(TimePoint now) {
 }
 
 void Node::create_pod(const Json& job, TimePoint now) {
-  const std::string ns = namespace_of(job), uid = controllers::string_at(job, "metadata/uid");
-  Json meta = job["spec"]["template"].value("metadata", Json::object());
-  meta["generateName"] = name_of(job) + "-";
-  meta["labels"][controllers::kLabelControllerUid] = uid;
-  meta["labels"][controllers::kLabelBatchControllerUid] = uid;
-  meta["labels"][controllers::kLabelJobName] = name_of(job);
-  meta["ownerReferences"] = Json::array({{{"apiVersion", "batch/v1"},
-                                          {"kind", "Job"},
-                                          {"name", name_of(job)},
-                                          {"uid", uid},
-                                          {"controller", true}}});
-  Json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", meta},
-              {"spec", job["spec"]["template"].value("spec", Json::object())},
-              {"status", {{"phase", "Pending"}}}};
-  const Answer made = server_.create(Actor::kNode, "pods", ns, pod);
-  Json started = job;
-  started["status"]["startTime"] = format_rfc3339(now);
-  started["status"]["active"] = 1;
-  server_.node_update("jobs", started);
+  const std::string ns = namespace_of(job);
+  const Answer made = server_.create(Actor::kNode, "pods", ns, pod_for_job(job));
+  server_.node_update("jobs", job_started(job, now));
 
   Runner r;
   r.behaviour = draw_behaviour(rng_);
@@ -229,15 +286,7 @@ void Node::advance(const std::string& key, Runner& r, TimePoint now) {
   if (!r.started) {
     if (now < r.running_at) return;
     r.started = true;
-    Json running = *pod;
-    running["status"] = {
-        {"phase", "Running"},
-        {"startTime", format_rfc3339(now)},
-        {"containerStatuses",
-         Json::array({{{"name", api::kRunnerContainerName},
-                       {"ready", true},
-                       {"state", {{"running", {{"startedAt", format_rfc3339(now)}}}}}}})}};
-    server_.node_update("pods", running);
+    server_.node_update("pods", pod_running(*pod, now));
   }
   const bool stalled = r.behaviour == RunnerBehaviour::kStalls && now > r.running_at + kStallAfter;
   r.silent = stalled;  // then nothing until it is killed
@@ -303,16 +352,7 @@ std::string Node::result_message(const Runner& r, int exit_code) {
 void Node::terminate(Json pod, Runner& r, int exit_code, const std::string& message,
                      TimePoint now) {
   r.finished = true;
-  Json terminated = {{"exitCode", exit_code},
-                     {"reason", exit_code == 0 ? "Completed" : "Error"},
-                     {"startedAt", format_rfc3339(r.running_at)},
-                     {"finishedAt", format_rfc3339(now)}};
-  // The kubelet keeps at most 4096 bytes of a termination message.
-  if (!message.empty()) terminated["message"] = message.substr(0, api::kTerminationMessageBytesMax);
-  pod["status"]["phase"] = exit_code == 0 ? "Succeeded" : "Failed";
-  pod["status"]["containerStatuses"] = Json::array({{{"name", api::kRunnerContainerName},
-                                                     {"ready", false},
-                                                     {"state", {{"terminated", terminated}}}}});
+  pod = pod_terminated(std::move(pod), r.running_at, exit_code, message, now);
   server_.node_update("pods", pod);
   settle_job(pod, exit_code);
 }
@@ -322,15 +362,7 @@ void Node::settle_job(const Json& pod, int exit_code) {
       controllers::string_at(pod, std::string("metadata/labels/") + controllers::kLabelJobName);
   std::optional<Json> job = server_.object("jobs", namespace_of(pod), job_name);
   if (!job || job_finished(*job)) return;
-  const bool ok = exit_code == 0;
-  (*job)["status"]["active"] = 0;
-  (*job)["status"][ok ? "succeeded" : "failed"] = 1;
-  (*job)["status"]["conditions"] =
-      Json::array({{{"type", ok ? "Complete" : "Failed"},
-                    {"status", "True"},
-                    {"reason", ok ? "" : "BackoffLimitExceeded"},
-                    {"message", ok ? "" : "Job has reached the specified backoff limit"}}});
-  server_.node_update("jobs", *job);
+  server_.node_update("jobs", job_settled(std::move(*job), exit_code == 0));
 }
 
 void Node::job_deadlines(TimePoint now) {
@@ -374,17 +406,7 @@ void Node::job_deadlines(TimePoint now) {
 void Node::beat(Runner& r, TimePoint now) {
   const TimePoint runner_now = now + runner_skew_;
   const std::string lease = controllers::lease_name_for_agent(r.agent);
-  api::UsageReport usage;
-  usage.run = r.run;
-  usage.llm_calls = 1;
-  usage.input_tokens = r.input_tokens / 2;  // what it has used so far
-  usage.output_tokens = r.output_tokens / 2;
-  Json spec = {{"holderIdentity", r.run},
-               {"leaseDurationSeconds", 60},
-               {"renewTime", micro_time(runner_now)}};
-  Json patch = {
-      {"spec", spec},
-      {"metadata", {{"annotations", {{api::kAnnotationUsage, encode_usage_report(usage)}}}}}};
+  const Json patch = lease_beat_patch(r.run, r.input_tokens / 2, r.output_tokens / 2, runner_now);
   const kube::Result<Json> beat =
       runner_client_->merge_patch(kube::resources::kLeases, r.ns, lease, patch);
   if (!beat.ok()) {

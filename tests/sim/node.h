@@ -14,6 +14,25 @@
 
 namespace hb::sim {
 
+// The node's writes as pure functions of the object and the time, shared
+// with the capacity benchmark's node (bench/operator/capacity_node.h).
+// The Pod the Job controller makes for `job` (Pending, owned by the Job).
+Json pod_for_job(const Json& job);
+// `job` once its Pod is made: started at `now`, one active.
+Json job_started(Json job, TimePoint now);
+// `pod` as the kubelet reports it running since `now`.
+Json pod_running(Json pod, TimePoint now);
+// `pod` as the kubelet reports its runner container ended at `now`
+// (`message`: the termination message, empty for none).
+Json pod_terminated(Json pod, TimePoint running_at, int exit_code, const std::string& message,
+                    TimePoint now);
+// `job` as the Job controller records its Pod's end.
+Json job_settled(Json job, bool succeeded);
+// The runner's beat: the merge patch of its agent's Lease, renewed at
+// `runner_now` (its own clock) with the usage it reports so far.
+Json lease_beat_patch(const std::string& run, int64_t input_tokens, int64_t output_tokens,
+                      TimePoint runner_now);
+
 enum class RunnerBehaviour {
   kSucceeds,
   kPauses,    // succeeds and asks for pause_heartbeats

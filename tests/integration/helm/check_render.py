@@ -289,6 +289,46 @@ def check_metrics_scrape(by_kind, a):
                 problem(f"the ServiceMonitor's tlsConfig is {tls}, expected {want}")
 
 
+def check_flow_control(by_kind, a):
+    """The leader Lease's requests in leader-election, the rest in the operator's own level."""
+    levels = by_kind.get("PriorityLevelConfiguration", [])
+    schemas = {f["metadata"]["name"]: f for f in by_kind.get("FlowSchema", [])}
+    if a.flow_control == "false":
+        if levels or schemas:
+            problem("flow control is off, yet a FlowSchema or PriorityLevelConfiguration is rendered")
+        return
+    if len(levels) != 1 or len(schemas) != 2:
+        problem(f"expected 1 PriorityLevelConfiguration and 2 FlowSchemas, got {len(levels)} and {len(schemas)}")
+        return
+    level = levels[0]["metadata"]["name"]
+    if levels[0]["spec"].get("type") != "Limited":
+        problem(f"PriorityLevelConfiguration {level} is not Limited")
+    le = schemas.get(f"{level}-leader-election")
+    rest = schemas.get(level)
+    if le is None or rest is None:
+        problem(f"FlowSchemas are {sorted(schemas)}, not {level} and {level}-leader-election")
+        return
+    if le["spec"]["priorityLevelConfiguration"]["name"] != "leader-election":
+        problem("the leader Lease's FlowSchema does not use the leader-election level")
+    if rest["spec"]["priorityLevelConfiguration"]["name"] != level:
+        problem(f"the operator's FlowSchema does not use its own level {level}")
+    if le["spec"]["matchingPrecedence"] >= rest["spec"]["matchingPrecedence"]:
+        problem("the leader Lease's FlowSchema does not match before the operator's other one")
+    for f in (le, rest):
+        for rule in f["spec"]["rules"]:
+            subjects = [(s["kind"], s.get("serviceAccount", {}).get("namespace")) for s in rule["subjects"]]
+            if subjects != [("ServiceAccount", a.release_namespace)]:
+                problem(f"FlowSchema {f['metadata']['name']} subjects are {subjects}")
+    for rule in le["spec"]["rules"]:
+        for r in rule.get("resourceRules", []):
+            if (r.get("apiGroups") != ["coordination.k8s.io"] or r.get("resources") != ["leases"]
+                    or r.get("namespaces") != [a.release_namespace] or r.get("clusterScope")
+                    or not set(r.get("verbs", [])) <= {"get", "create", "update"}):
+                problem(f"the leader Lease's FlowSchema matches more than the release namespace's Leases: {r}")
+        if rule.get("nonResourceRules"):
+            problem("the leader Lease's FlowSchema matches non-resource URLs")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("list_json")
@@ -304,6 +344,8 @@ def main():
     ap.add_argument("--metrics-secure", default="true", choices=["true", "false"])
     ap.add_argument("--metrics-cert-secret", default="",
                     help="the kubernetes.io/tls Secret metrics.certSecret names")
+    ap.add_argument("--flow-control", default="true", choices=["true", "false"],
+                    help="false: the render must hold no FlowSchema (no flowcontrol version given)")
     ap.add_argument("--wakeup-from", default="[]", type=json.loads,
                     help="the NetworkPolicyPeer list networkPolicy.wakeupFrom was given (JSON)")
     a = ap.parse_args()
@@ -321,6 +363,7 @@ def main():
     a.metrics_host = next((f"{d['metadata']['name']}-metrics.{a.release_namespace}.svc"
                            for d in by_kind.get("Deployment", [])), "")
     check_metrics_scrape(by_kind, a)
+    check_flow_control(by_kind, a)
 
     # The Deployment.
     deps = by_kind.get("Deployment", [])

@@ -20,6 +20,9 @@
 #     Pod); the two-namespace RBAC, applied, lets the chart's ServiceAccount
 #     act in both namespaces only; the metrics edge: HTTPS by default, the
 #     cert Secret's volume and flags with metrics.certSecret (server dry-run),
+#     the FlowSchemas (the leader Lease in leader-election, the rest in the
+#     operator's own level) in the newest flowcontrol version the control
+#     plane serves, v1 when every version is, each version's field names,
 #     and the ServiceMonitor's port, scheme and tlsConfig for the self-signed
 #     default, metrics.certSecret and metrics.secure=false (helm's render:
 #     the control plane has no ServiceMonitor kind);
@@ -176,7 +179,7 @@ dry_run() {  # dry_run NAME CHECK_ARGS -- HELM_ARGS...
   local check=()
   while [ "$1" != "--" ]; do check+=("$1"); shift; done
   shift
-  helm template "$release" "$chart" -n "$rel_ns" --include-crds "$@" >"$tmp/$name.yaml"
+  helm template "$release" "$chart" -n "$rel_ns" --include-crds --set "flowControl.apiVersion=$flowcontrol_served" "$@" >"$tmp/$name.yaml"
   k apply --dry-run=server -f "$tmp/$name.yaml" -o json >"$tmp/$name.json" ||
     fail "kubectl apply --dry-run=server refused the $name render"
   python3 -c 'import json,sys; [print(" ", i["kind"], i["metadata"]["name"], "(server dry run)") for i in json.load(open(sys.argv[1]))["items"]]' "$tmp/$name.json"
@@ -184,7 +187,27 @@ dry_run() {  # dry_run NAME CHECK_ARGS -- HELM_ARGS...
     fail "the $name render does not pass check_render.py (lines above)"
   echo "ok: $name"
 }
+# The newest flowcontrol version this control plane serves (v1beta1 on 1.20),
+# as helm install would find it (helm template offline assumes every one).
+flowcontrol_served=""
+for v in v1 v1beta3 v1beta2 v1beta1; do
+  if k api-versions | grep -qx "flowcontrol.apiserver.k8s.io/$v"; then flowcontrol_served=$v; break; fi
+done
+[ -n "$flowcontrol_served" ] || fail "the control plane serves no flowcontrol.apiserver.k8s.io version"
 dry_run default --leader-elect=false --
+grep -q '^kind: FlowSchema$' "$tmp/default.yaml" || fail "the default render has no FlowSchema"
+# Each version's field names: v1beta1/v1beta2 assuredConcurrencyShares, later nominalConcurrencyShares.
+for want in v1 v1beta3 v1beta2 v1beta1; do
+  helm template "$release" "$chart" -n "$rel_ns" --set "flowControl.apiVersion=$want" \
+    --show-only templates/flowcontrol.yaml >"$tmp/fc-$want.yaml"
+  grep -q "^apiVersion: flowcontrol.apiserver.k8s.io/$want$" "$tmp/fc-$want.yaml" ||
+    fail "with flowcontrol $want served the FlowSchemas are not rendered in $want"
+  case "$want" in v1beta1|v1beta2) field=assuredConcurrencyShares ;; *) field=nominalConcurrencyShares ;; esac
+  grep -q "$field: 30" "$tmp/fc-$want.yaml" || fail "the $want PriorityLevelConfiguration lacks $field"
+done
+helm template "$release" "$chart" -n "$rel_ns" --show-only templates/flowcontrol.yaml >"$tmp/fc-all.yaml"
+grep -q '^apiVersion: flowcontrol.apiserver.k8s.io/v1$' "$tmp/fc-all.yaml" ||
+  fail "with every version served, v1 is not chosen"
 dry_run one-namespace --leader-elect=true --watch-namespace="$watch_ns" -- \
   --set "watchNamespaces={$watch_ns}" --set replicaCount=2 --set serviceMonitor.enabled=false \
   --set wakeup.enabled=true
@@ -210,8 +233,10 @@ dry_run egress-given --leader-elect=false --watch-namespaces="$watch_ns_b" -- \
   --set 'networkPolicy.heartbeatEgress.modelEndpoints[0].ports={443}'
 grep -qF 'cidr: "203.0.113.0/24"' "$tmp/egress-given.yaml" && grep -qF 'cidr: "10.0.0.1/32"' "$tmp/egress-given.yaml" ||
   fail "the egress render lacks the API server and model endpoints given"
-dry_run plain --leader-elect=false --network-policy=false --metrics-auth=none --metrics-secure=false -- \
-  --set networkPolicy.enabled=false --set metrics.auth=none --set metrics.secure=false
+dry_run plain --leader-elect=false --network-policy=false --metrics-auth=none --metrics-secure=false \
+  --flow-control=false -- \
+  --set networkPolicy.enabled=false --set metrics.auth=none --set metrics.secure=false \
+  --set flowControl.enabled=false
 dry_run cert-secret --leader-elect=false --metrics-cert-secret=hb-metrics-tls -- \
   --set metrics.certSecret=hb-metrics-tls
 grep -q -- '--wakeup-token-secret=wakeup-token' "$tmp/wakeup.yaml" || fail "the wakeup render lacks --wakeup-token-secret"

@@ -47,6 +47,26 @@ TEST(Store, EventsAddUpdateDelete) {
   EXPECT_EQ(rec.log, (std::vector<std::string>{"add ns/a", "update ns/a 1->2", "delete ns/a"}));
 }
 
+// A handler that does not read the old object is given a null one (the
+// kept copy is not parsed for it); the new object is the same either way,
+// from a list's swap as from a watch event.
+TEST(Store, UpdateWithoutTheOldObjectWhenTheHandlerDoesNotReadIt) {
+  Store store;
+  std::vector<std::string> log;
+  StoreHandlers h;
+  h.on_update = [&log](const nlohmann::json& old_o, const nlohmann::json& o) {
+    log.push_back((old_o.is_null() ? std::string("null") : "old") + "->" +
+                  o["metadata"]["resourceVersion"].get<std::string>());
+  };
+  h.update_reads_old = false;
+  store.set_handlers(h);
+  store.apply({WatchEventType::kAdded, obj("a", "1")});
+  store.apply({WatchEventType::kModified, obj("a", "2", 7)});
+  store.replace(std::vector<nlohmann::json>{obj("a", "3", 8)});
+  EXPECT_EQ(log, (std::vector<std::string>{"null->2", "null->3"}));
+  EXPECT_EQ(store.get("ns/a")->at("spec").at("value"), 8);
+}
+
 // A key prefix reads just its neighbours, across page boundaries, against
 // a plain filter of every key (pages hold at most 16 entries).
 TEST(Store, WithKeyPrefixReadsExactlyTheKeysThatStartWithIt) {
