@@ -1,5 +1,6 @@
 #include "tests/sim/feed.h"
 
+#include "api/hb_assert.h"
 #include "kube/watch_decoder.h"
 #include "kube/watch_scan.h"
 
@@ -71,7 +72,9 @@ void Feed::apply(kube::WatchEventType type, const Change& change) {
   if (const std::optional<kube::ScannedWatchEvent> scanned = kube::scan_watch_event(line)) {
     store_.apply(*scanned);
   } else {
-    store_.apply(kube::decode_watch_event(line));
+    kube::Result<kube::WatchEvent> decoded = kube::decode_watch_event(line);
+    HB_ASSERT_MSG(decoded.ok(), "the feed's encoder made a line the decoder refuses");
+    store_.apply(std::move(decoded).value());
   }
 }
 
