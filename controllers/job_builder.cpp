@@ -154,25 +154,6 @@ std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Jso
   return out;
 }
 
-std::optional<double> smallest_budget_left(std::optional<int64_t> agent_monthly_cents,
-                                           double agent_spent_cents,
-                                           const std::vector<schedule::PolicyBudget>& teams) {
-  std::optional<double> left;
-  const auto take = [&left](double cents) {
-    cents = std::max(0.0, cents);
-    left = left ? std::min(*left, cents) : cents;
-  };
-  if (agent_monthly_cents && *agent_monthly_cents > 0) {
-    take(static_cast<double>(*agent_monthly_cents) - agent_spent_cents);
-  }
-  for (const schedule::PolicyBudget& team : teams) {
-    if (team.budget_cents > 0) {
-      take(static_cast<double>(team.budget_cents) - static_cast<double>(team.spent_cents));
-    }
-  }
-  return left;
-}
-
 api::ContextDocument context_document(const ContextInput& in, const JobConfig& config,
                                       const std::optional<Pricing>& pricing,
                                       std::optional<int64_t> per_run_tokens) {

@@ -82,19 +82,12 @@ struct ContextInput {
   std::string heartbeat_prompt;          // resolved (spec.prompt or the ConfigMap key)
   std::vector<const Json*> recent_runs;  // finished runs of the agent, any order
   TimePoint now{};
-  // The least budget left this month that the shell knows beyond the
-  // Agent's status: its ledger figure and every team budget over it
-  // (smallest_budget_left). The runner stops before a call whose worst case
-  // could pass the smaller of this and the Agent's own.
+  // What is held ahead for the run out of the monthly budgets over it
+  // (budget_hold_ahead.h); none when no budget is over it. The runner stops
+  // before a call whose worst case could pass the smaller of this and the
+  // Agent's own.
   std::optional<double> budget_left_cents{};
 };
-
-// The smallest of the budgets left this month: the Agent's
-// spec.budget.monthlyCents less `agent_spent_cents` (the ledger's figure),
-// and each team budget less its spend; none when nothing limits the month.
-std::optional<double> smallest_budget_left(std::optional<int64_t> agent_monthly_cents,
-                                           double agent_spent_cents,
-                                           const std::vector<schedule::PolicyBudget>& teams);
 
 // The document the runner reads (docs/context-document.md). Throws
 // std::invalid_argument on a provider or agent type the spec check rejects.

@@ -86,17 +86,11 @@ std::optional<std::vector<std::string>> stamped_policies(const Json& run) {
   return split_policies(annotation_ptr(run, kAnnotationPolicies));
 }
 
-namespace {
-
-// The run's own Job: made by the operator for this run, and the one its
-// status names once it does.
 bool job_of_run(const Json& job, const Json& run) {
   const std::string recorded = string_at(run, "status/jobUID");
   if (!recorded.empty() && recorded != string_at(job, "metadata/uid")) return false;
   return controlled_by(job, string_at(run, "metadata/uid"));
 }
-
-}  // namespace
 
 std::vector<std::string> admitting_policies(
     const Json* job, const Json& run,

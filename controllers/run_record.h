@@ -55,6 +55,10 @@ std::optional<std::vector<std::string>> stamped_policies(const Json& run);
 // record, which one ConfigMap (1 MiB) must hold.
 inline constexpr std::size_t kAdmittingPoliciesMax = 32;
 
+// The run's own Job: controlled by the run and, once the run's status
+// records a jobUID, that Job. Only its template's stamps are believed.
+bool job_of_run(const Json& job, const Json& run);
+
 // The policies that admitted `run`, as the operator stamped them at start.
 // The run's annotation is the namespace editor's to change, so the trusted
 // copy is the one on its Job's pod template (kAnnotationPolicies there;

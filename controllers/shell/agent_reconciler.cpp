@@ -564,7 +564,11 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
   // token cap of the Agent and its policies, and what is held ahead for it.
   const AgentSpec spec = parse_agent_spec(agent).spec;
   const std::vector<PolicySpec> policies = policies_over(ns, name_of(agent));
-  HB_TRY_ASSIGN(const HoldDecision hold, hold_budget(agent, run, spec, policies, now));
+  const Pricing pricing = effective_pricing(spec, policies).pricing;
+  const std::optional<int64_t> per_run_tokens = effective_per_run_tokens(spec, policies);
+  HB_TRY_ASSIGN(const HoldDecision hold,
+                hold_budget(agent, run, spec,
+                            run_worst_case_cents(spec, pricing, per_run_tokens.value_or(0)), now));
   if (!hold.start) {
     {
       std::lock_guard lock(mutex_);
@@ -575,9 +579,9 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
     return false;
   }
   HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, run_name, history));
-  const Json context = render_context(
-      {&agent, &run, *prompt.text, with_reread(history, reread), now, hold.cents}, config_.job,
-      effective_pricing(spec, policies).pricing, effective_per_run_tokens(spec, policies));
+  const Json context =
+      render_context({&agent, &run, *prompt.text, with_reread(history, reread), now, hold.cents},
+                     config_.job, pricing, per_run_tokens);
   const std::string context_text = context.dump();
   if (auto too_large = context_too_large(context_text.size(), prompt.source, prompt.text->size())) {
     budget_holds_.release(object_key(ns, run_name));
@@ -952,8 +956,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
 
 kube::Result<HoldDecision> AgentReconciler::hold_budget(const Json& agent, const Json& run,
                                                         const AgentSpec& spec,
-                                                        const std::vector<PolicySpec>& policies,
-                                                        TimePoint now) {
+                                                        double worst_case_cents, TimePoint now) {
   const std::string ns = namespace_of(agent);
   const std::string agent_key = object_key(agent);
   HB_TRY_ASSIGN(const std::optional<LedgerRecord> record,
@@ -963,15 +966,13 @@ kube::Result<HoldDecision> AgentReconciler::hold_budget(const Json& agent, const
       config_.policies ? config_.policies->budgets_for(agent_key, now)
                        : std::vector<schedule::PolicyBudget>{};
   if (!budget_holds_.restored()) restore_budget_holds();
-  const double worst = run_worst_case_cents(spec, effective_pricing(spec, policies).pricing,
-                                            effective_per_run_tokens(spec, policies).value_or(0));
   return budget_holds_.take(object_key(run), agent_key,
                             budget_rooms(agent_key, spec.monthly_budget_cents, spent, teams),
-                            worst);
+                            worst_case_cents);
 }
 
 void AgentReconciler::restore_budget_hold(const Json& run, const Json* job) {
-  if (job == nullptr || bool_at(run, "status/costRecorded")) return;
+  if (job == nullptr || !job_of_run(*job, run) || bool_at(run, "status/costRecorded")) return;
   const std::optional<double> held = held_cents_of_job(*job);
   if (!held) return;
   const std::string ns = namespace_of(run);

@@ -202,11 +202,12 @@ class AgentReconciler {
   kube::Result<std::optional<LedgerRecord>> ledger_record(const std::string& ns,
                                                           const std::string& name,
                                                           const AgentStatus* status, TimePoint now);
-  // Holds ahead what the run about to start may spend (budget_hold_ahead.h)
-  // against the Agent's budget, by its ledger record, and each team budget
-  // over it; the decision says whether it waits.
+  // Holds ahead what the run about to start may spend, at most
+  // `worst_case_cents` (budget_hold_ahead.h), against the Agent's budget, by
+  // its ledger record, and each team budget over it; the decision says
+  // whether it waits.
   kube::Result<HoldDecision> hold_budget(const Json& agent, const Json& run, const AgentSpec& spec,
-                                         const std::vector<PolicySpec>& policies, TimePoint now);
+                                         double worst_case_cents, TimePoint now);
   // After a restart, before the first hold: what every in-flight run's Job
   // says was held for it.
   void restore_budget_holds();

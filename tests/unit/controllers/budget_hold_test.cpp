@@ -47,6 +47,25 @@ TEST(DecideHold, ARunWaitsWhileRunsInFlightHoldRoomItWouldBeGiven) {
   EXPECT_EQ(decide_hold({{kAgent, 15}, {kTeam, 100}}, 30, team_holds(80)).cents, 15.0);
 }
 
+// The budgets over a run and what each has left: the Agent's by its ledger
+// figure (a re-applied Agent's status says nothing spent) and each team's.
+TEST(BudgetRooms, TheAgentsAndEachTeamsBudgetWithWhatIsLeft) {
+  const schedule::PolicyBudget team{"team", 100, 97, "2024-05", "ns"};
+  const schedule::PolicyBudget uncapped{"cap-only", 0, 5000, "2024-05", "ns"};
+  const auto lefts = [](const std::vector<BudgetRoom>& rooms) {
+    std::vector<std::pair<std::string, double>> out;
+    for (const BudgetRoom& room : rooms) out.emplace_back(room.pool, room.left_cents);
+    return out;
+  };
+  using Lefts = std::vector<std::pair<std::string, double>>;
+  EXPECT_TRUE(budget_rooms("ns/bot", std::nullopt, 0, {}).empty());
+  EXPECT_EQ(lefts(budget_rooms("ns/bot", 400, 20.5, {})), (Lefts{{kAgent, 379.5}}));
+  EXPECT_EQ(lefts(budget_rooms("ns/bot", 400, 20.5, {team, uncapped})),
+            (Lefts{{kAgent, 379.5}, {kTeam, 3.0}}));
+  EXPECT_TRUE(budget_rooms("ns/bot", 0, 0, {uncapped}).empty());
+  EXPECT_EQ(lefts(budget_rooms("ns/bot", 10, 12, {})), (Lefts{{kAgent, 0.0}})) << "never below 0";
+}
+
 TEST(RunWorstCase, BoundedByTokensPerRunCentsAndTokenCap) {
   AgentSpec spec;
   spec.max_tokens = 1000;

@@ -253,16 +253,8 @@ TEST(JobBuilder, OnlyAMarkedLeaseOfTheSameAgentProvesItsObjects) {
   for (const auto& c : cases) EXPECT_EQ(agent_objects_made(c.lease, c.uid), c.made) << c.what;
 }
 
-// The runner is told the least budget left: the Agent's by its ledger
-// figure (a re-applied Agent's status says nothing spent) and each team's.
+// The runner is told what the shell holds for the run (budget_hold_ahead.h).
 TEST(ContextDocument, TellsTheRunnerTheSmallestBudgetLeft) {
-  schedule::PolicyBudget team{"team", 100, 97, "2024-05"};
-  schedule::PolicyBudget uncapped{"cap-only", 0, 5000, "2024-05"};
-  EXPECT_EQ(smallest_budget_left(std::nullopt, 0, {}), std::nullopt);
-  EXPECT_EQ(smallest_budget_left(400, 20.5, {}), 379.5);
-  EXPECT_EQ(smallest_budget_left(400, 20.5, {team, uncapped}), 3.0);
-  EXPECT_EQ(smallest_budget_left(0, 0, {uncapped}), std::nullopt);
-  EXPECT_EQ(smallest_budget_left(10, 12, {}), 0.0) << "never below 0";
   Json a = full_agent();  // monthlyCents 400, its status says 20.5 spent
   Json r = run("bot-1", "manual");
   ContextInput in{&a, &r, "Heartbeat.", {}, at("2024-05-01T12:10:00Z")};
