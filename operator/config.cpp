@@ -53,6 +53,10 @@ const Flag kFlags[] = {
     {"tools-image",
      "default image of the tools container, where agent-chosen commands run (default: the "
      "runner image)"},
+    {"otel-endpoint",
+     "OTLP/HTTP endpoint the operator sends its own span of each heartbeat to (scheduling to "
+     "Job creation, the parent of the runner's trace), as OTEL_EXPORTER_OTLP_ENDPOINT (default "
+     "none: the OTEL_EXPORTER_OTLP_* variables, else no spans)"},
     {"runner-otel-endpoint",
      "OTLP/HTTP endpoint each runner sends its heartbeat's trace to, as "
      "OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://otel-collector.observability:4318; default "
@@ -355,7 +359,12 @@ ConfigResult parse_config(const std::vector<std::string>& args, const EnvLookup&
       c.job.default_image = value;
     else if (name == "tools-image")
       c.job.tools_image = value;
-    else if (name == "runner-otel-endpoint") {
+    else if (name == "otel-endpoint") {
+      if (!value.empty() && value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0) {
+        return fail(name, "use an http:// or https:// URL");
+      }
+      c.otel_endpoint = value;
+    } else if (name == "runner-otel-endpoint") {
       if (!value.empty() && value.rfind("http://", 0) != 0 && value.rfind("https://", 0) != 0) {
         return fail(name, "use an http:// or https:// URL");
       }

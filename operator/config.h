@@ -78,6 +78,10 @@ struct Config {
   // Per-agent metrics only while the Agents are at most this many (0: off).
   std::size_t agent_metrics_max = controllers::kAgentMetricsMaxDefault;
   int watch_timeout_seconds = 290;  // see controllers::CacheOptions
+  // --otel-endpoint: where the operator's own spans go (OTLP/HTTP base URL,
+  // "/v1/traces" appended); "" = the standard OTEL_EXPORTER_OTLP_* variables
+  // decide, and without them no spans (operator/tracing.h).
+  std::string otel_endpoint;
   controllers::JobConfig job;
 };
 

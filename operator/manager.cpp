@@ -23,6 +23,7 @@
 #include "operator/metrics_tls.h"
 #include "operator/object_refusals.h"
 #include "operator/reconcile_workers.h"
+#include "operator/tracing.h"
 #include "operator/wakeup.h"
 #include "operator/wakeup_token.h"
 
@@ -191,6 +192,30 @@ bool load_metrics_tls(const Config& config, std::shared_ptr<http::ServerTls>& tl
   return true;
 }
 
+// The operator's spans (operator/tracing.h): null when no endpoint is set.
+// The reconciler queues a span per started heartbeat; /metrics reads the
+// exporter's counts.
+std::unique_ptr<OperatorTracing> start_tracing(const Config& config,
+                                               const std::string& own_namespace,
+                                               controllers::ReconcilerConfig& reconciler_config,
+                                               controllers::Metrics& metrics) {
+  std::optional<otlp::ExporterConfig> trace_config =
+      operator_trace_config(config.otel_endpoint, [](const char* name) {
+        const char* value = std::getenv(name);
+        return value ? std::optional<std::string>(value) : std::nullopt;
+      });
+  if (!trace_config) return nullptr;
+  for (const std::string& warning : trace_config->warnings) {
+    spdlog::warn("event=otel_config_warning warning=\"{}\"", warning);
+  }
+  auto tracing = std::make_unique<OperatorTracing>(std::move(*trace_config), own_namespace);
+  reconciler_config.export_span = [t = tracing.get()](otlp::Span span) {
+    t->offer(std::move(span));
+  };
+  metrics.on_render([t = tracing.get()](controllers::Metrics& m) { t->export_metrics(m); });
+  return tracing;
+}
+
 }  // namespace
 
 int run_manager(const Config& config, const std::atomic<bool>& stop) {
@@ -260,6 +285,8 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   reconciler_config.status_coalesce = config.status_coalesce;
   reconciler_config.run_retention = config.run_retention;
   reconciler_config.own_namespace = own_namespace;
+  const std::unique_ptr<OperatorTracing> tracing =
+      start_tracing(config, own_namespace, reconciler_config, metrics);
   controllers::AgentReconciler reconciler(client, cache, reconciler_config, metrics);
   std::atomic<bool> leader{!config.leader_elect};
   std::atomic<int> active_workers{0};
@@ -356,6 +383,7 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
                exit_code == kExitOk ? "signal" : "lost_leadership");
   queue.shutdown();
   for (std::thread& t : workers) t.join();
+  if (tracing) tracing->shutdown();  // the last spans, within the export timeout
   leader = false;
   if (elector && exit_code == kExitOk) elector->release();
   cache.stop();

@@ -1,8 +1,8 @@
 // One OpenTelemetry trace per heartbeat, in the GenAI semantic conventions'
 // names: an `invoke_agent` span for the heartbeat, a `chat` span per model
 // call and an `execute_tool` span per tool call, built from the transcript's
-// events (SpanRecorder) and encoded as OTLP/JSON (encode_otlp_traces). Pure
-// but for the clock and the random ids; export is otel_exporter.h's.
+// events (SpanRecorder). Pure but for the clock and the random ids; the
+// encoding and the export are otlp/'s, the run's metrics otel_metrics.h's.
 //
 // Attributes carry names, models, token counts and outcomes only: never a
 // prompt, a reply, tool arguments or output, a key or a header.
@@ -16,10 +16,11 @@
 #include <optional>
 #include <string>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "api/trace_context.h"
+#include "otlp/exporter_config.h"
+#include "otlp/span.h"
 #include "runner/clock.h"
 #include "runner/transcript.h"
 
@@ -29,33 +30,21 @@ namespace hb::runner::otel {
 inline constexpr std::size_t kSpansPerRunMax = 512;
 // One attribute value's bytes at most (a model-chosen tool name, say).
 inline constexpr std::size_t kAttributeValueBytesMax = 256;
+inline constexpr const char* kServiceNameDefault = "heartbeat-runner";
+// The instrumentation scope of the runner's spans and metrics.
+inline constexpr const char* kScopeName = "heartbeat-runner";
 
-using AttributeValue = std::variant<std::string, long long>;
-using Attributes = std::vector<std::pair<std::string, AttributeValue>>;
-
-// OTLP's SpanKind and Status.code numbers.
-enum class SpanKind : int { kInternal = 1, kClient = 3 };
-enum class StatusCode : int { kUnset = 0, kOk = 1, kError = 2 };
-
-struct Span {
-  std::string trace_id;        // 32 lower-case hex digits
-  std::string span_id;         // 16
-  std::string parent_span_id;  // 16, or empty for a root
-  std::string name;
-  SpanKind kind = SpanKind::kInternal;
-  TimePoint start;
-  TimePoint end;
-  Attributes attributes;
-  StatusCode status = StatusCode::kUnset;
-  std::string status_message;
-};
+// The span model and its export are otlp/'s, shared with the operator.
+using otlp::Attributes;
+using otlp::AttributeValue;
+using otlp::Resource;
+using otlp::Span;
+using otlp::SpanKind;
+using otlp::StatusCode;
 
 // W3C trace context: the trace this run's root span joins (api/trace_context.h).
 using api::parse_traceparent;
 using api::TraceParent;
-
-// Random ids in lower-case hex (never all zeros).
-std::string random_hex_id(std::size_t bytes);
 
 // What the root span says about the run.
 struct RunIdentity {
@@ -66,22 +55,23 @@ struct RunIdentity {
   std::string request_model;
 };
 
+// Where an ended span goes (the exporter's queue).
+using SpanSink = std::function<void(Span)>;
+
 // A Transcript that forwards every event to `inner` and turns the loop's
-// events into spans. Thread-safe: take_finished() runs on the exporter's
-// thread.
+// events into spans, each handed to `sink` as it ends (under the
+// recorder's lock: the sink must not call back). Thread-safe.
 class SpanRecorder final : public Transcript {
  public:
   // `gen_ai_latest`: OTEL_SEMCONV_STABILITY_OPT_IN names gen_ai_latest_experimental
   // (chat spans then also carry the cache token counts).
   SpanRecorder(Transcript& inner, const Clock& clock, RunIdentity identity, TimePoint started,
-               const std::optional<TraceParent>& parent, bool gen_ai_latest = false);
+               const std::optional<TraceParent>& parent, SpanSink sink, bool gen_ai_latest = false);
   void emit(nlohmann::json event) override;
   // Ends the root span (and any span still open) with the run's stop reason;
   // a non-empty error_type marks it failed.
   void finish(const std::string& stop_reason, const std::string& error_type, long long input_tokens,
               long long output_tokens, TimePoint finished);
-  // Spans ended since the last call, oldest first.
-  std::vector<Span> take_finished();
   // Every chat span ended so far (the metrics' source), oldest first.
   std::vector<Span> chat_spans() const;
   // The root span's start and (once finished) end.
@@ -113,44 +103,15 @@ class SpanRecorder final : public Transcript {
   bool root_done_ = false;
   std::optional<Span> chat_;
   std::optional<Span> tool_;
-  std::vector<Span> finished_;
+  SpanSink sink_;
   std::vector<Span> chats_;
   std::size_t recorded_ = 0;
   std::size_t dropped_ = 0;
 };
 
-struct Resource {
-  Attributes attributes;  // service.name first
-};
-
-// An ExportTraceServiceRequest in OTLP/JSON (hex ids, integer enums, 64-bit
-// integers as decimal strings).
-std::string encode_otlp_traces(const Resource& resource, const std::vector<Span>& spans);
-
-struct Batch {
-  std::string body;
-  std::size_t spans = 0;
-};
-
-// The spans cut into requests of at most `bytes_max` encoded bytes each
-// (a span alone larger than that is dropped and counted in *dropped).
-std::vector<Batch> encode_otlp_batches(const Resource& resource, const std::vector<Span>& spans,
-                                       std::size_t bytes_max, std::size_t* dropped);
-
-// The GenAI client metrics of one run's chat spans as an OTLP/JSON
-// ExportMetricsServiceRequest, with gen_ai.operation.name,
-// gen_ai.provider.name, gen_ai.request.model, gen_ai.response.model and, on a
-// failed call, error.type; the conventions' bucket bounds; delta
-// temporality from `start` to `end` (a runner lives one heartbeat). By
-// default the v1.36 histograms gen_ai.client.token.usage ({token};
-// gen_ai.token.type input, output) and gen_ai.client.operation.duration (s);
-// with `gen_ai_latest` their successors instead: the histograms
-// gen_ai.client.inference.duration and
-// gen_ai.client.inference.operation.{input,output}_tokens, and the counters
-// gen_ai.client.inference.usage.{input,output}_tokens and
-// gen_ai.client.inference.usage.{cache_read,cache_write}.input_tokens
-// (gen_ai.token.modality text; unknown for a call that reported no usage).
-std::string encode_otlp_metrics(const Resource& resource, const std::vector<Span>& chats,
-                                TimePoint start, TimePoint end, bool gen_ai_latest = false);
+// The resource of a run's telemetry: service.name (kServiceNameDefault when
+// the config names none), the run's namespace and names, then
+// OTEL_RESOURCE_ATTRIBUTES.
+Resource run_resource(otlp::ExporterConfig config, const RunIdentity& identity);
 
 }  // namespace hb::runner::otel

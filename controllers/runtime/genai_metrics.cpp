@@ -1,5 +1,6 @@
 #include "controllers/runtime/genai_metrics.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "api/context_document.h"
@@ -32,6 +33,12 @@ GenAiChargeMetrics::GenAiChargeMetrics(Metrics& metrics, bool latest_experimenta
                       "{token}), by provider, request model and token type.",
                       kTokenBuckets);
   }
+  metrics_.describe(
+      kGenAiOperationDurationMetric, "histogram",
+      "Model calls' durations as the runner timed them "
+      "(gen_ai.client.operation.duration, s), by provider and request model; "
+      "observed when the run is charged.",
+      {api::kCallDurationBoundsSeconds.begin(), api::kCallDurationBoundsSeconds.end()});
 }
 
 bool GenAiChargeMetrics::seen(const std::string& run_key) {
@@ -58,10 +65,25 @@ std::pair<std::string, std::string> GenAiChargeMetrics::labels_for(const std::st
   return {std::move(p), std::move(m)};
 }
 
+void GenAiChargeMetrics::observe_durations(const api::CallDurations& durations,
+                                           const std::string& provider, const std::string& model) {
+  if (api::call_count(durations) == 0) return;
+  std::vector<uint64_t> per_bucket;
+  for (const int64_t count : durations.counts) {
+    per_bucket.push_back(static_cast<uint64_t>(std::max<int64_t>(count, 0)));
+  }
+  metrics_.observe_bucketed(kGenAiOperationDurationMetric,
+                            {{"gen_ai_operation_name", "chat"},
+                             {"gen_ai_provider_name", provider},
+                             {"gen_ai_request_model", model}},
+                            per_bucket, durations.sum_seconds);
+}
+
 void GenAiChargeMetrics::record(const GenAiCharge& charge) {
   std::lock_guard lock(mutex_);
   if (seen(charge.run_key)) return;
   const auto [provider, model] = labels_for(charge.provider, charge.model);
+  if (charge.call_durations) observe_durations(*charge.call_durations, provider, model);
   const auto input = static_cast<double>(charge.input_tokens);
   const auto output = static_cast<double>(charge.output_tokens);
   if (latest_) {

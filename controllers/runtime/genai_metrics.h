@@ -6,8 +6,12 @@
 // invocation); with OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental
 // the successors gen_ai.client.inference.usage.{input,output}_tokens
 // instead (counters, exposed with _total), as the conventions' transition
-// plan says. gen_ai.client.operation.duration is not among them: a charge
-// carries tokens and money, no timing of the model calls it sums.
+// plan says. Beside them, in either mode, gen_ai.client.operation.duration
+// (kGenAiOperationDurationMetric, seconds, operation chat): the run's model
+// calls as the runner timed them (api/call_durations.h), in the
+// conventions' bucket boundaries, once the operator found the summary
+// believable against the run's charged calls and its wall time; the one
+// runner claim the metrics read, as no other side can time a model call.
 //
 // Cardinality is bounded: at most kGenAiModelsMax (provider, model) pairs
 // get labels of their own, later ones and over-long or unknown values
@@ -20,10 +24,12 @@
 #include <cstdint>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 
+#include "api/call_durations.h"
 #include "controllers/runtime/metrics.h"
 
 namespace hb::controllers {
@@ -39,6 +45,8 @@ inline constexpr const char* kGenAiInputTokensMetric =
     "gen_ai_client_inference_usage_input_tokens_total";
 inline constexpr const char* kGenAiOutputTokensMetric =
     "gen_ai_client_inference_usage_output_tokens_total";
+inline constexpr const char* kGenAiOperationDurationMetric =
+    "gen_ai_client_operation_duration_seconds";
 
 // One run's charge as the metrics read it.
 struct GenAiCharge {
@@ -47,6 +55,8 @@ struct GenAiCharge {
   std::string model;     // its spec.model.model, the request model
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
+  // status.usage.modelCallDurations; unset when the run had none believed.
+  std::optional<api::CallDurations> call_durations = {};
 };
 
 class GenAiChargeMetrics {
@@ -60,6 +70,8 @@ class GenAiChargeMetrics {
   std::pair<std::string, std::string> labels_for(const std::string& provider,
                                                  const std::string& model);
   bool seen(const std::string& run_key);  // remembers it
+  void observe_durations(const api::CallDurations& durations, const std::string& provider,
+                         const std::string& model);
 
   Metrics& metrics_;
   const bool latest_;

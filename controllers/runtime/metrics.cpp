@@ -66,6 +66,23 @@ void Metrics::observe(const std::string& name, const Labels& labels, double valu
   f.sums[key] += value;
 }
 
+void Metrics::observe_bucketed(const std::string& name, const Labels& labels,
+                               const std::vector<uint64_t>& per_bucket, double sum) {
+  std::lock_guard lock(mutex_);
+  Family& f = families_[name];
+  if (per_bucket.size() != f.buckets.size() + 1) return;
+  f.type = "histogram";
+  const std::string key = label_text(labels);
+  auto& counts = f.counts[key];
+  if (counts.empty()) counts.assign(f.buckets.size() + 1, 0);
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < per_bucket.size(); ++i) {
+    cumulative += per_bucket[i];
+    counts[i] += cumulative;
+  }
+  f.sums[key] += sum;
+}
+
 void Metrics::on_render(std::function<void(Metrics&)> collector) {
   std::lock_guard lock(mutex_);
   collectors_.push_back(std::move(collector));
@@ -176,6 +193,10 @@ void describe_operator_metrics(Metrics& m) {
   m.describe("heartbeat_schedule_lag_seconds", "histogram",
              "Job creation time minus the scheduled slot, for scheduler runs.", seconds);
   m.describe("heartbeat_api_writes_total", "counter", "Writes the reconcilers sent, by kind.");
+  m.describe("heartbeat_otlp_spans_exported_total", "counter",
+             "The operator's spans an OTLP collector accepted (--otel-endpoint).");
+  m.describe("heartbeat_otlp_spans_dropped_total", "counter",
+             "The operator's spans dropped, by reason: queue_full, export_failed, too_large.");
   m.describe("heartbeat_runs_stalled_total", "counter",
              "HeartbeatRuns failed as Stalled (no beat renewed the agent's Lease in time).");
   m.describe("heartbeat_budget_blocked_agents", "gauge",

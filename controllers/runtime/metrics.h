@@ -20,6 +20,11 @@ class Metrics {
   void counter_add(const std::string& name, const Labels& labels, double value = 1);
   void gauge_set(const std::string& name, const Labels& labels, double value);
   void observe(const std::string& name, const Labels& labels, double value);  // histogram
+  // Many observations at once, already bucketed: per_bucket[i] of them in
+  // the family's bucket i (not cumulative; +Inf last), summing to `sum`.
+  // Ignored unless per_bucket has one count per bucket and one for +Inf.
+  void observe_bucketed(const std::string& name, const Labels& labels,
+                        const std::vector<uint64_t>& per_bucket, double sum);
   void describe(const std::string& name, const std::string& type, const std::string& help,
                 std::vector<double> buckets = {});
   // Drops the family's series whose label text (label_text) is not in `keep`.

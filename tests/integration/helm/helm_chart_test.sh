@@ -122,13 +122,29 @@ helm template "$release" "$chart" -n "$rel_ns" >"$tmp/default.yaml"
 grep -qF -- '--max-concurrent-runs=0' "$tmp/default.yaml" ||
   fail "the default render does not pass --max-concurrent-runs=0 (no cap)"
 helm template "$release" "$chart" -n "$rel_ns" --set operator.maxConcurrentRuns=25 |
-  grep -qF -- '--max-concurrent-runs=25' ||
+  grep -F -- '--max-concurrent-runs=25' >/dev/null ||
   fail "operator.maxConcurrentRuns=25 does not reach the operator's --max-concurrent-runs"
 helm template "$release" "$chart" -n "$rel_ns" --set otel.semconvStabilityOptIn=gen_ai_latest_experimental |
-  grep -A1 -F 'name: OTEL_SEMCONV_STABILITY_OPT_IN' | grep -qF 'value: "gen_ai_latest_experimental"' ||
+  grep -A1 -F 'name: OTEL_SEMCONV_STABILITY_OPT_IN' | grep -F 'value: "gen_ai_latest_experimental"' >/dev/null ||
   fail "otel.semconvStabilityOptIn does not reach the operator's OTEL_SEMCONV_STABILITY_OPT_IN"
 if grep -qF OTEL_SEMCONV_STABILITY_OPT_IN "$tmp/default.yaml"; then
   fail "the default render sets OTEL_SEMCONV_STABILITY_OPT_IN"
+fi
+if grep -qF -- '--otel-endpoint' "$tmp/default.yaml"; then
+  fail "the default render turns the operator's spans on"
+fi
+helm template "$release" "$chart" -n "$rel_ns" --set otel.endpoint=http://c.obs:4318 \
+  --set otel.headersSecret=otlp-headers >"$tmp/otel.yaml"
+grep -qF -- '--otel-endpoint=http://c.obs:4318' "$tmp/otel.yaml" ||
+  fail "otel.endpoint does not send the operator's spans there too"
+grep -A3 -F 'name: OTEL_EXPORTER_OTLP_HEADERS' "$tmp/otel.yaml" | grep -F 'name: otlp-headers' >/dev/null ||
+  fail "otel.headersSecret does not reach the operator's OTEL_EXPORTER_OTLP_HEADERS"
+helm template "$release" "$chart" -n "$rel_ns" --set otel.endpoint=http://c.obs:4318 \
+  --set otel.operatorEndpoint=http://op.obs:4318 | grep -F -- '--otel-endpoint=http://op.obs:4318' >/dev/null ||
+  fail "otel.operatorEndpoint does not reach --otel-endpoint"
+if helm template "$release" "$chart" -n "$rel_ns" --set otel.endpoint=http://c.obs:4318 \
+  --set otel.operatorTraces=false | grep -F -- '--otel-endpoint' >/dev/null; then
+  fail "otel.operatorTraces=false leaves the operator's spans on"
 fi
 if grep -q 'kind: ServiceMonitor' "$tmp/default.yaml"; then fail "a ServiceMonitor is rendered by default"; fi
 grep -qF -- '--metrics-auth=kubernetes' "$tmp/default.yaml" || fail "the default render serves plain metrics"
@@ -165,7 +181,7 @@ grep -qF 'bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token' 
   fail "the ServiceMonitor sends no bearer token though /metrics asks for one"
 helm template "$release" "$chart" -n "$rel_ns" --set serviceMonitor.enabled=true \
   --set serviceMonitor.bearerTokenSecret.name=prom-token --set serviceMonitor.bearerTokenSecret.key=token \
-  --show-only templates/servicemonitor.yaml | grep -A4 'authorization:' | grep -qF 'name: prom-token' ||
+  --show-only templates/servicemonitor.yaml | grep -A4 'authorization:' | grep -F 'name: prom-token' >/dev/null ||
   fail "serviceMonitor.bearerTokenSecret does not become the endpoint's authorization credentials"
 
 k apply -f "$src/crds/" >/dev/null
@@ -189,9 +205,11 @@ dry_run() {  # dry_run NAME CHECK_ARGS -- HELM_ARGS...
 }
 # The newest flowcontrol version this control plane serves (v1beta1 on 1.20),
 # as helm install would find it (helm template offline assumes every one).
+# Read into a file first: grep -q closing the pipe early fails kubectl under pipefail.
+k api-versions >"$tmp/api-versions" || fail "kubectl api-versions failed"
 flowcontrol_served=""
 for v in v1 v1beta3 v1beta2 v1beta1; do
-  if k api-versions | grep -qx "flowcontrol.apiserver.k8s.io/$v"; then flowcontrol_served=$v; break; fi
+  if grep -qx "flowcontrol.apiserver.k8s.io/$v" "$tmp/api-versions"; then flowcontrol_served=$v; break; fi
 done
 [ -n "$flowcontrol_served" ] || fail "the control plane serves no flowcontrol.apiserver.k8s.io version"
 dry_run default --leader-elect=false --

@@ -45,8 +45,55 @@ TEST(GenAiChargeMetrics, TheTokenHistogramHasTheConventionsNameAndBuckets) {
             std::string::npos);
   EXPECT_EQ(text.find("gen_ai_client_inference"), std::string::npos)
       << "the successors only when opted in";
-  EXPECT_EQ(text.find("gen_ai_client_operation_duration"), std::string::npos)
-      << "a charge carries no timing of model calls";
+  EXPECT_EQ(text.find("gen_ai_client_operation_duration_seconds_bucket"), std::string::npos)
+      << "no series for runs without believed call durations";
+}
+
+constexpr const char* kChatSeries = R"(gen_ai_operation_name="chat",gen_ai_provider_name="openai",)"
+                                    R"(gen_ai_request_model="gpt-4o-mini")";
+
+std::string duration_line(const std::string& suffix, const std::string& le = "") {
+  return std::string("gen_ai_client_operation_duration_seconds_") + suffix + "{" + kChatSeries +
+         (le.empty() ? "" : ",le=\"" + le + "\"") + "} ";
+}
+
+// The runner's summary, believed when the run finished, becomes the
+// duration histogram once per run: a charge repeated after a failed mark,
+// or seen again on later passes, adds nothing.
+TEST(GenAiChargeMetrics, TheDurationHistogramIsObservedOncePerRun) {
+  Metrics metrics;
+  GenAiChargeMetrics genai(metrics, false);
+  api::CallDurations durations;
+  api::add_call(durations, 0.5);
+  api::add_call(durations, 3.0);
+  for (int pass = 0; pass < 3; ++pass) {
+    genai.record({"ns/bot-1", "openai", "gpt-4o-mini", 10, 2, durations});
+  }
+  const std::string text = metrics.render();
+  EXPECT_NE(text.find("# TYPE gen_ai_client_operation_duration_seconds histogram"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(duration_line("bucket", "0.32") + "0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(duration_line("bucket", "0.64") + "1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(duration_line("bucket", "5.12") + "2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(duration_line("bucket", "+Inf") + "2\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(duration_line("sum") + "3.5\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(duration_line("count") + "2\n"), std::string::npos) << text;
+  EXPECT_EQ(lines_starting(text, "gen_ai_client_operation_duration_seconds_count"), 1);
+
+  // A second run adds its calls to the same series.
+  genai.record({"ns/bot-2", "openai", "gpt-4o-mini", 10, 2, durations});
+  EXPECT_NE(metrics.render().find(duration_line("count") + "4\n"), std::string::npos);
+}
+
+TEST(GenAiChargeMetrics, TheDurationHistogramStaysBesideTheOptedInSuccessors) {
+  Metrics metrics;
+  GenAiChargeMetrics genai(metrics, true);
+  api::CallDurations durations;
+  api::add_call(durations, 0.02);
+  genai.record({"ns/bot-1", "openai", "gpt-4o-mini", 10, 2, durations});
+  EXPECT_NE(metrics.render().find(duration_line("count") + "1\n"), std::string::npos)
+      << metrics.render();
 }
 
 TEST(GenAiChargeMetrics, ARunChargedAgainIsCountedOnce) {

@@ -3,12 +3,14 @@
 // root continuing the operator's trace context, chat and execute_tool
 // children), span names and kinds, attribute names from the conventions'
 // registry, and the client metrics' names, units and bucket bounds, in the
-// v1.36 names or (opted in) the latest experimental ones. Each check returns
-// the problems it found; none means the requests pass.
+// v1.36 names or (opted in) the latest experimental ones; and the
+// operator's span of the heartbeat, which the runner's trace continues.
+// Each check returns the problems it found; none means the requests pass.
 'use strict';
 
 const kSpanKindInternal = 1;
 const kSpanKindClient = 3;
+const kSpanKindProducer = 4;
 const kTokenBounds = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
                       16777216, 67108864];
 const kSecondsBounds = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
@@ -172,4 +174,41 @@ function checkMetrics(metricRequests, latest) {
   return problems;
 }
 
-module.exports = { checkTrace, checkMetrics, attributes };
+// The operator's one span of a heartbeat (scheduling to Job creation) and
+// its link: the runner's invoke_agent span is its child in the same trace.
+// expect: {traceId, agent, namespace, run}
+function checkOperatorSpan(operatorRequests, runnerRequests, expect) {
+  const spans = allSpans(operatorRequests);
+  if (spans.length !== 1) return [`${spans.length} operator spans, not one`];
+  const problems = [];
+  const { span, resource } = spans[0];
+  const attrs = attributes(span);
+  if (span.name !== 'schedule_heartbeat') problems.push(`operator span named "${span.name}"`);
+  if (span.kind !== kSpanKindProducer) problems.push('the operator span is PRODUCER');
+  if (span.parentSpanId) problems.push('the operator span is the trace\'s root');
+  if (span.traceId !== expect.traceId) problems.push(`operator span's trace ${span.traceId}`);
+  if (BigInt(span.startTimeUnixNano) > BigInt(span.endTimeUnixNano)) {
+    problems.push('the operator span ends before it starts');
+  }
+  if (resource['service.name'] !== 'heartbeat-operator') problems.push('operator service.name');
+  const want = { 'heartbeat.agent.name': expect.agent, 'heartbeat.run.name': expect.run,
+                 'k8s.namespace.name': expect.namespace, 'heartbeat.invocation_source': 'scheduler' };
+  for (const [key, value] of Object.entries(want)) {
+    if (attrs[key] !== value) problems.push(`operator span: ${key} is ${attrs[key]}`);
+  }
+  if (!attrs['k8s.job.name']) problems.push('operator span: no k8s.job.name');
+  for (const key of Object.keys(attrs)) {
+    if (key.startsWith('gen_ai.')) problems.push(`operator span: ${key} (not a GenAI operation)`);
+  }
+  const roots = allSpans(runnerRequests).filter(
+      ({ span: s }) => attributes(s)['gen_ai.operation.name'] === 'invoke_agent');
+  if (roots.length !== 1) return problems.concat([`${roots.length} invoke_agent spans, not one`]);
+  const root = roots[0].span;
+  if (root.traceId !== span.traceId) problems.push('the runner\'s trace is not the operator\'s');
+  if (root.parentSpanId !== span.spanId) {
+    problems.push(`invoke_agent's parent ${root.parentSpanId} is not the operator span ${span.spanId}`);
+  }
+  return problems;
+}
+
+module.exports = { checkTrace, checkMetrics, checkOperatorSpan, attributes };

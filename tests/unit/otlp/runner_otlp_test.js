@@ -5,10 +5,13 @@
 // with the v1.36 names, once with OTEL_SEMCONV_STABILITY_OPT_IN=
 // gen_ai_latest_experimental. Positive controls show each check fails on a
 // wrongly named span, a misspelt attribute, an unknown field or the other
-// version's metrics.
+// version's metrics. Then the operator's span of a heartbeat, made and sent
+// by the operator's own code (hb-operator-span), decoded the same way, and
+// a heartbeat run with the TRACEPARENT the operator gives that run: its
+// invoke_agent span must be the operator span's child.
 //
-// Env: HB_RUNNER_BINARY, HB_FAKE_MODEL_BINARY, HB_OTLP_NODE_MODULES
-// (tests/CMakeLists.txt sets them).
+// Env: HB_RUNNER_BINARY, HB_FAKE_MODEL_BINARY, HB_OPERATOR_SPAN_BINARY,
+// HB_OTLP_NODE_MODULES (tests/unit/otlp/CMakeLists.txt and run_test.sh set them).
 'use strict';
 
 const assert = require('node:assert/strict');
@@ -20,7 +23,7 @@ const path = require('node:path');
 const { test, before, after } = require('node:test');
 
 const { decodeRequest } = require('./otlp_decode');
-const { checkTrace, checkMetrics } = require('./conventions_check');
+const { checkTrace, checkMetrics, checkOperatorSpan } = require('./conventions_check');
 
 const kRunTimeoutMs = 60000;
 const kRequestBytesMax = 4 * 1024 * 1024;
@@ -29,6 +32,8 @@ const kTraceId = '7c9e6679742540de944be07fc1f90ae7';
 const kParentSpanId = 'a3ce929d0e0e4736';
 const kExpect = { traceId: kTraceId, parentSpanId: kParentSpanId, agent: 'scout',
                   namespace: 'agents', run: 'scout-7' };
+// The run whose uid names kTraceId (api/trace_context.h: run_trace_parent).
+const kRunUid = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
 
 function startReceiver() {
   const received = [];  // {path, problems, request}
@@ -114,12 +119,40 @@ function runHeartbeat(modelUrl, collectorUrl, extraEnv) {
   });
 }
 
+// The operator's span of run kRunUid, sent to collectorUrl by the
+// operator's code; resolves to the TRACEPARENT that run's runner gets.
+function exportOperatorSpan(collectorUrl) {
+  const child = spawn(process.env.HB_OPERATOR_SPAN_BINARY, [kRunUid, collectorUrl],
+                      { env: { PATH: process.env.PATH }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => { stdout += chunk; });
+  child.stderr.on('data', (chunk) => { stderr = (stderr + chunk).slice(-kStderrKeptChars); });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('hb-operator-span did not finish in time'));
+    }, kRunTimeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      // Its first line; the operator's log lines follow it.
+      const traceparent = /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/m.exec(stdout);
+      if (code !== 0 || !traceparent) {
+        reject(new Error(`hb-operator-span exited ${code}:\n${stdout}\n${stderr}`));
+      } else {
+        resolve(traceparent[0]);
+      }
+    });
+  });
+}
+
 function bySignal(received, signal) {
   return received.filter((r) => r.path === signal).map((r) => r.request);
 }
 
 let model;
-const runs = {};  // 'v1.36' | 'latest' -> the receiver's requests
+const runs = {};  // 'v1.36' | 'latest' | 'linked' -> the receiver's requests
+let operatorReceived = [];  // hb-operator-span's requests
 
 before(async () => {
   model = await startFakeModel();
@@ -131,6 +164,15 @@ before(async () => {
     assert.equal(code, 0, `the ${name} heartbeat exited ${code}:\n${stderr}`);
     runs[name] = receiver.received;
   }
+  const operatorReceiver = await startReceiver();
+  const traceparent = await exportOperatorSpan(operatorReceiver.url);
+  await operatorReceiver.close();
+  operatorReceived = operatorReceiver.received;
+  const receiver = await startReceiver();
+  const { code, stderr } = await runHeartbeat(model.url, receiver.url, { TRACEPARENT: traceparent });
+  await receiver.close();
+  assert.equal(code, 0, `the linked heartbeat exited ${code}:\n${stderr}`);
+  runs.linked = receiver.received;
 });
 
 after(() => model && model.stop());
@@ -151,6 +193,24 @@ for (const name of ['v1.36', 'latest']) {
     assert.deepEqual(checkMetrics(bySignal(runs[name], '/v1/metrics'), name === 'latest'), []);
   });
 }
+
+const kExpectOperator = { traceId: kTraceId, agent: 'scout', namespace: 'agents', run: 'scout-7' };
+
+test('operator: its span decodes with the OTLP definitions', () => {
+  assert.ok(operatorReceived.length > 0, 'no request from the operator');
+  for (const r of operatorReceived) {
+    assert.equal(r.path, '/v1/traces');
+    assert.deepEqual(r.problems, [], r.path);
+  }
+});
+
+test("operator: one schedule_heartbeat span, the parent of the runner's invoke_agent", () => {
+  assert.deepEqual(checkOperatorSpan(bySignal(operatorReceived, '/v1/traces'),
+                                     bySignal(runs.linked, '/v1/traces'), kExpectOperator), []);
+  const [operatorSpan] = bySignal(operatorReceived, '/v1/traces')[0].resourceSpans[0].scopeSpans[0].spans;
+  assert.deepEqual(checkTrace(bySignal(runs.linked, '/v1/traces'),
+                              { ...kExpect, parentSpanId: operatorSpan.spanId }), []);
+});
 
 // --- positive controls: the checks above can fail ---
 
@@ -198,4 +258,20 @@ test('control: an unknown field, a short id or a named enum fails decoding', () 
 test("control: each version's metrics fail the other version's check", () => {
   assert.notDeepEqual(checkMetrics(bySignal(runs['v1.36'], '/v1/metrics'), true), []);
   assert.notDeepEqual(checkMetrics(bySignal(runs.latest, '/v1/metrics'), false), []);
+});
+
+test("control: a runner trace that is not the operator span's child fails the link check", () => {
+  assert.ok(checkOperatorSpan(bySignal(operatorReceived, '/v1/traces'),
+                              bySignal(runs['v1.36'], '/v1/traces'), kExpectOperator)
+      .some((p) => p.includes('is not the operator span')));
+});
+
+test('control: a renamed operator span or a GenAI attribute on it fails the check', () => {
+  const requests = structuredClone(bySignal(operatorReceived, '/v1/traces'));
+  const span = requests[0].resourceSpans[0].scopeSpans[0].spans[0];
+  span.name = 'create_job';
+  span.attributes.push({ key: 'gen_ai.operation.name', value: { stringValue: 'invoke_agent' } });
+  const problems = checkOperatorSpan(requests, bySignal(runs.linked, '/v1/traces'), kExpectOperator);
+  assert.ok(problems.some((p) => p.includes('named')));
+  assert.ok(problems.some((p) => p.includes('gen_ai.operation.name')));
 });

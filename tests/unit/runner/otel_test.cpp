@@ -1,6 +1,7 @@
-// The heartbeat's OpenTelemetry trace: the pure parts (traceparent, OTEL_*
-// variables, OTLP/JSON, bounds), then run_heartbeat end to end against a
-// scripted model server and a scripted OTLP collector that records POSTs.
+// The heartbeat's OpenTelemetry trace: the pure parts (traceparent, the
+// recorder's bound), then run_heartbeat end to end against a scripted model
+// server and a scripted OTLP collector that records POSTs. The shared
+// encoder and exporter have their own tests (tests/unit/otlp).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,7 +14,7 @@
 
 #include "api/exit_codes.h"
 #include "api/rfc3339.h"
-#include "runner/otel_exporter.h"
+#include "otlp/exporter.h"
 #include "runner/otel_trace.h"
 #include "runner/runner_app.h"
 #include "tests/fakes/fake_clock.h"
@@ -30,13 +31,6 @@ using namespace std::chrono_literals;
 
 constexpr const char* kParentTrace = "4bf92f3577b34da6a3ce929d0e0e4736";
 constexpr const char* kParentSpan = "00f067aa0ba902b7";
-
-EnvLookup env_of(std::map<std::string, std::string> values) {
-  return [values = std::move(values)](const char* name) -> std::optional<std::string> {
-    auto it = values.find(name);
-    return it == values.end() ? std::nullopt : std::optional<std::string>(it->second);
-  };
-}
 
 TEST(TraceParent, AcceptsVersionZeroAndRefusesMalformedOrZeroIds) {
   auto parent = parse_traceparent(std::string("00-") + kParentTrace + "-" + kParentSpan + "-01");
@@ -55,45 +49,6 @@ TEST(TraceParent, AcceptsVersionZeroAndRefusesMalformedOrZeroIds) {
       parse_traceparent(std::string("00-") + kParentTrace + "-" + kParentSpan + "-01-extra"));
 }
 
-TEST(TraceConfig, OffWithoutAnEndpointOrWhenDisabled) {
-  EXPECT_FALSE(config_from_env(env_of({})));
-  EXPECT_FALSE(config_from_env(
-      env_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"}, {"OTEL_SDK_DISABLED", "TRUE"}})));
-}
-
-TEST(TraceConfig, ReadsTheStandardVariables) {
-  auto config = config_from_env(env_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318/"},
-                                        {"OTEL_EXPORTER_OTLP_HEADERS", "api-key=a%20b, x-org = 7"},
-                                        {"OTEL_RESOURCE_ATTRIBUTES", "team=infra,service.name=r"},
-                                        {"OTEL_SDK_DISABLED", "false"}}));
-  ASSERT_TRUE(config);
-  EXPECT_EQ(config->traces_url, "http://c:4318/v1/traces");
-  ASSERT_EQ(config->headers.size(), 2u);
-  EXPECT_EQ(config->headers[0], std::make_pair(std::string("api-key"), std::string("a b")));
-  EXPECT_EQ(config->headers[1], std::make_pair(std::string("x-org"), std::string("7")));
-  EXPECT_EQ(config->service_name, "r");
-  ASSERT_EQ(config->resource_attributes.size(), 1u);
-  EXPECT_EQ(config->resource_attributes[0].first, "team");
-
-  auto traces = config_from_env(env_of({{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"},
-                                        {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t/x"},
-                                        {"OTEL_SERVICE_NAME", "svc"}}));
-  ASSERT_TRUE(traces);
-  EXPECT_EQ(traces->traces_url, "http://t/x");
-  EXPECT_EQ(traces->metrics_url, "http://c:4318/v1/metrics");
-  EXPECT_EQ(config->metrics_url, "http://c:4318/v1/metrics");
-  auto only_traces =
-      config_from_env(env_of({{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://t/x"}}));
-  ASSERT_TRUE(only_traces);
-  EXPECT_EQ(only_traces->metrics_url, "");
-  auto no_metrics = config_from_env(env_of(
-      {{"OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318"}, {"OTEL_METRICS_EXPORTER", "none"}}));
-  ASSERT_TRUE(no_metrics);
-  EXPECT_EQ(no_metrics->metrics_url, "");
-  EXPECT_EQ(traces->service_name, "svc");
-  EXPECT_TRUE(parse_key_values("bad,=x,k=v%0D%0Ax").empty());
-}
-
 class NullTranscript final : public Transcript {
  public:
   void emit(json) override {}
@@ -102,14 +57,14 @@ class NullTranscript final : public Transcript {
 TEST(SpanRecorderBounds, KeepsAtMostTheSpansPerRunAndCountsTheRest) {
   NullTranscript inner;
   FakeClock clock;
+  std::vector<Span> spans;
   SpanRecorder recorder(inner, clock, {"a", "ns", "run-1", "openai", "m"}, clock.now(),
-                        std::nullopt);
+                        std::nullopt, [&spans](Span span) { spans.push_back(std::move(span)); });
   for (std::size_t i = 0; i < kSpansPerRunMax + 10; ++i) {
     recorder.emit({{"event", "tool_call"}, {"id", "c"}, {"name", "shell"}});
     recorder.emit({{"event", "tool_result"}, {"id", "c"}, {"isError", false}});
   }
   recorder.finish("finished", "", 1, 2, clock.now());
-  auto spans = recorder.take_finished();
   EXPECT_EQ(spans.size(), kSpansPerRunMax);
   EXPECT_EQ(recorder.dropped(), 11u);
   EXPECT_EQ(spans.back().name, "invoke_agent a");
@@ -117,30 +72,6 @@ TEST(SpanRecorderBounds, KeepsAtMostTheSpansPerRunAndCountsTheRest) {
   EXPECT_EQ(spans.back().trace_id.size(), 32u);
   EXPECT_EQ(spans.back().parent_span_id, "");
   EXPECT_EQ(spans.front().parent_span_id, spans.back().span_id);
-}
-
-TEST(OtlpBatches, EveryRequestStaysWithinTheByteBound) {
-  Resource resource{{{"service.name", std::string("s")}}};
-  std::vector<Span> spans(200);
-  for (auto& span : spans) {
-    span.trace_id = random_hex_id(16);
-    span.span_id = random_hex_id(8);
-    span.name = "execute_tool shell";
-    span.attributes = {{"gen_ai.tool.name", std::string(200, 'x')}};
-  }
-  std::size_t dropped = 0;
-  constexpr std::size_t kBytes = 4096;
-  auto batches = encode_otlp_batches(resource, spans, kBytes, &dropped);
-  std::size_t total = 0;
-  for (const auto& batch : batches) {
-    EXPECT_LE(batch.body.size(), kBytes);
-    auto doc = json::parse(batch.body);
-    EXPECT_EQ(doc["resourceSpans"][0]["scopeSpans"][0]["spans"].size(), batch.spans);
-    total += batch.spans;
-  }
-  EXPECT_EQ(total, spans.size());
-  EXPECT_EQ(dropped, 0u);
-  EXPECT_GT(batches.size(), 1u);
 }
 
 // --- run_heartbeat with a scripted collector ---
@@ -168,7 +99,7 @@ class TracedRunTest : public ::testing::Test {
     options_.model_call_timeout = 5s;
     options_.tools_local = true;
     options_.traceparent = std::string("00-") + kParentTrace + "-" + kParentSpan + "-01";
-    ExporterConfig config;
+    otlp::ExporterConfig config;
     config.traces_url = collector_.url() + "/v1/traces";
     config.metrics_url = collector_.url() + "/v1/metrics";
     config.headers = {{"authorization", "Bearer collector-token"}};
@@ -439,7 +370,7 @@ TEST_F(TracedRunTest, ADeadCollectorIsLoggedOnceAndTheRunSucceeds) {
 TEST_F(TracedRunTest, AHostileCollectorsRepliesNeverReachTheRun) {
   collector_.set_responder([](const fakes::RecordedRequest& request) {
     if (request.path == "/v1/traces") return ScriptedResponse{503, {}, "\x01garbage"};
-    return ScriptedResponse{200, {}, std::string(kExportReplyBytesMax + 1, 'x')};
+    return ScriptedResponse{200, {}, std::string(otlp::kExportReplyBytesMax + 1, 'x')};
   });
   model_.push(FakeModelServer::openai_text("done"));
   auto outcome = run();
@@ -451,18 +382,44 @@ TEST_F(TracedRunTest, AHostileCollectorsRepliesNeverReachTheRun) {
   EXPECT_EQ(warnings_[0].find("garbage"), std::string::npos) << "a reply body is never logged";
 }
 
-TEST_F(TracedRunTest, AHungCollectorDelaysTheRunByAtMostTheExportTimeout) {
-  collector_.set_responder([](const fakes::RecordedRequest&) {
+void hang_every_request(FakeModelServer& collector) {
+  collector.set_responder([](const fakes::RecordedRequest&) {
     ScriptedResponse hung;
     hung.hang = true;
     return hung;
   });
+}
+
+// OTEL_EXPORTER_OTLP_TIMEOUT, read into the runner's exporter settings:
+// far below the default, the run ends that much sooner.
+TEST_F(TracedRunTest, AHungCollectorDelaysTheRunByAtMostTheConfiguredTimeout) {
+  hang_every_request(collector_);
+  const auto configured = otlp::config_from_env(
+      [this](const char* name) -> std::optional<std::string> {
+        if (std::string_view(name) == "OTEL_EXPORTER_OTLP_ENDPOINT") return collector_.url();
+        if (std::string_view(name) == "OTEL_EXPORTER_OTLP_TIMEOUT") return "100";
+        return std::nullopt;
+      },
+      "runner-test");
+  ASSERT_TRUE(configured);
+  options_.otel = configured;
   model_.push(FakeModelServer::openai_text("done"));
   const auto begin = std::chrono::steady_clock::now();
   auto outcome = run();
   const auto took = std::chrono::steady_clock::now() - begin;
   EXPECT_EQ(outcome.exit_code, api::kExitFinished);
-  EXPECT_LT(took, kExportTimeout + 1s);
+  EXPECT_LT(took, otlp::kExportTimeout - 500ms) << "the default would have been waited";
+  collector_.stop();
+}
+
+TEST_F(TracedRunTest, AHungCollectorDelaysTheRunByAtMostTheExportTimeout) {
+  hang_every_request(collector_);
+  model_.push(FakeModelServer::openai_text("done"));
+  const auto begin = std::chrono::steady_clock::now();
+  auto outcome = run();
+  const auto took = std::chrono::steady_clock::now() - begin;
+  EXPECT_EQ(outcome.exit_code, api::kExitFinished);
+  EXPECT_LT(took, otlp::kExportTimeout + 1s);
   collector_.stop();
 }
 
