@@ -130,6 +130,11 @@ bool monthly_budget_spent(const AgentView& agent, TimePoint now, const LedgerRec
   return schedule::evaluate_blocks(in, now).has(schedule::kReasonBudgetExceeded);
 }
 
+bool daily_budget_spent(const AgentSpec& spec, TimePoint now, const LedgerRecord* ledger) {
+  return spec.daily_budget_cents > 0 &&
+         spent_cents_today(spec, ledger, {}, now) >= spec.daily_budget_cents;
+}
+
 // The steps run in a fixed order; each is a pure function of what earlier
 // ones returned (agent_ledger.h, agent_schedule_plan.h, agent_runs.h,
 // agent_desired_status.h).
@@ -168,9 +173,11 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
                         .spent_cents_this_period = spent_cents_this_month(counted.ledger, in.now),
                         .period = schedule::spend_period(in.now),
                         .now = in.now});
-  const schedule::BlockResult blocks =
-      agent_blocks(spec, counted.ledger, hold.hold, in.policy_budgets, in.provider_hold,
-                   policy_refusals(spec, in.policies, in.runner_image), in.now);
+  std::optional<DaySpend> today =
+      spend_today_if_needed(spec, view.status, in.ledger, d.ledger_charges, in.now);
+  const schedule::BlockResult blocks = agent_blocks(
+      spec, counted.ledger, limited_cents_today(spec, today), hold.hold, in.policy_budgets,
+      in.provider_hold, policy_refusals(spec, in.policies, in.runner_image), in.now);
   BackoffState backoff = backoff_state(spec, view.status, counted.ledger);
 
   // 3. The schedule: at most the most recent due slot, never a burst. Later
@@ -220,6 +227,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
                                    .blocks = blocks,
                                    .runs = in.runs,
                                    .counted = std::move(counted),
+                                   .spend_today = shown_spend_today(std::move(today)),
                                    .active_run = start.active,
                                    .starting_now = d.start_run.has_value(),
                                    .running = runs.running,

@@ -160,6 +160,10 @@ Condition make_condition(const Conditions& existing, std::string_view type, bool
 bool monthly_budget_spent(const AgentView& agent, TimePoint now,
                           const LedgerRecord* ledger = nullptr);
 
+// Today's spend in the durable ledger has reached spec.budget.dailyCents:
+// a run still going is cancelled (observe_run's daily_budget_exceeded).
+bool daily_budget_spent(const AgentSpec& spec, TimePoint now, const LedgerRecord* ledger);
+
 // Deterministic name for the manual run an invoke annotation asks for.
 std::string invoke_run_name(const AgentSpec& agent, std::string_view value,
                             std::string_view previous_run);

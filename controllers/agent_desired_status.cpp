@@ -25,7 +25,7 @@ bool differs_beyond_run_start(const AgentStatus& want, const AgentView& view) {
          !same_conditions(want.conditions, stored.conditions) ||
          want.last_heartbeat_time != stored.last_heartbeat_time ||
          want.paused_until != stored.paused_until || want.spend != stored.spend ||
-         want.capabilities != stored.capabilities ||
+         want.spend_today != stored.spend_today || want.capabilities != stored.capabilities ||
          !same_recent_runs(want.recent_runs, stored.recent_runs) ||
          want.last_invoke != stored.last_invoke || want.last_skipped != stored.last_skipped ||
          want.budget_hold != stored.budget_hold || want.idle_streak != stored.idle_streak ||
@@ -82,6 +82,7 @@ StatusPlan plan_status(StatusInput in) {
       .paused_until = ledger.paused_until,
       .active_run = in.active_run.value_or(std::string()),
       .spend = std::move(ledger.spend),
+      .spend_today = std::move(in.spend_today),
       .capabilities = spec.type,
       .recent_runs = std::move(in.counted.recent_runs),
       .last_invoke = last_invoke(in),

@@ -25,7 +25,8 @@ struct StatusInput {
   bool agent_valid = false;  // the spec is valid and the agent is not being deleted
   const schedule::BlockResult& blocks;
   const std::vector<RunObservation>& runs;
-  CountedLedger counted;  // moved into the status
+  CountedLedger counted;                // moved into the status
+  std::optional<DaySpend> spend_today;  // status.spendToday (agent_ledger.h spend_today)
   std::optional<std::string> active_run;
   bool starting_now = false;                // active_run starts in this pass
   const RunObservation* running = nullptr;  // else active_run is this run

@@ -8,6 +8,7 @@
 #include "controllers/provider_backoff.h"
 #include "controllers/schedule/duration.h"
 #include "controllers/schedule/spend.h"
+#include "controllers/schedule/spend_day.h"
 
 namespace hb::controllers {
 
@@ -52,8 +53,11 @@ std::vector<LedgerCharge> charges_of(const std::vector<FinishedRun>& runs,
     const auto run = std::find_if(runs.begin(), runs.end(),
                                   [&](const FinishedRun& r) { return r.name == name; });
     if (run == runs.end()) continue;
-    charges.push_back({run->name, run->usage.cost_cents, run->usage.input_tokens,
-                       run->usage.output_tokens, run->finished_at, run->policies});
+    LedgerCharge charge{
+        run->name,        run->usage.cost_cents, run->usage.input_tokens, run->usage.output_tokens,
+        run->finished_at, run->policies};
+    charge.call_durations = run->call_durations;
+    charges.push_back(std::move(charge));
   }
   return charges;
 }
@@ -143,8 +147,55 @@ BackoffState backoff_state(const AgentSpec& spec, const AgentStatus& stored,
   return backoff;
 }
 
+DaySpend spend_today(const AgentSpec& spec, const LedgerRecord* record,
+                     std::vector<LedgerCharge> charges, TimePoint now) {
+  const std::string today = schedule::spend_day(now, spec.time_zone);
+  DaySpend out{std::string(schedule::day_of_key(today)), std::string(schedule::zone_of_key(today))};
+  if (charges.empty()) {
+    out.cents = record == nullptr ? 0 : spend_on_day(*record, today);
+  } else {
+    stamp_days(charges, spec.time_zone, [](const std::string&) { return nullptr; });
+    const LedgerRecord charged =
+        charge_runs(record != nullptr ? *record : LedgerRecord{}, charges, now);
+    out.cents = spend_on_day(charged, today);
+  }
+  out.cents = round_to_spend_resolution(out.cents);
+  HB_ASSERT(out.cents >= 0);
+  return out;
+}
+
+int64_t spent_cents_today(const AgentSpec& spec, const LedgerRecord* record,
+                          std::vector<LedgerCharge> charges, TimePoint now) {
+  if (spec.daily_budget_cents <= 0) return 0;  // no zone lookup where no day limits
+  return limited_cents_today(spec, spend_today(spec, record, std::move(charges), now));
+}
+
+std::optional<DaySpend> spend_today_if_needed(const AgentSpec& spec, const AgentStatus& stored,
+                                              const LedgerRecord* record,
+                                              const std::vector<LedgerCharge>& charges,
+                                              TimePoint now) {
+  const bool look = !charges.empty() || spec.daily_budget_cents > 0 || stored.spend_today;
+  if (!look) return std::nullopt;
+  if (record != nullptr || !stored.spend_today) return spend_today(spec, record, charges, now);
+  // Without a durable record the status is the ledger: its figure stands for its day.
+  LedgerRecord from_status;
+  const DaySpend& shown = *stored.spend_today;
+  from_status.days[shown.day + "@" + shown.time_zone].micro_cents = to_micro_cents(shown.cents);
+  return spend_today(spec, &from_status, charges, now);
+}
+
+int64_t limited_cents_today(const AgentSpec& spec, const std::optional<DaySpend>& today) {
+  if (spec.daily_budget_cents <= 0 || !today) return 0;
+  return saturating_int64(std::floor(today->cents));
+}
+
+std::optional<DaySpend> shown_spend_today(std::optional<DaySpend> today) {
+  if (!today || today->cents <= 0) return std::nullopt;
+  return today;
+}
+
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,
-                                   const std::optional<BudgetHold>& hold,
+                                   int64_t spent_today, const std::optional<BudgetHold>& hold,
                                    std::vector<schedule::PolicyBudget> policy_budgets,
                                    std::optional<schedule::ProviderHold> provider_hold,
                                    std::vector<schedule::Block> policy_refusals, TimePoint now) {
@@ -157,6 +208,11 @@ schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& le
   in.monthly_budget_cents = spec.monthly_budget_cents;
   in.spent_cents_this_period = saturating_int64(std::floor(ledger.spend.cents));
   in.spend_period = ledger.spend.period;
+  if (spec.daily_budget_cents > 0) {  // a zone's day costs a lookup: only when it limits
+    in.daily_budget_cents = spec.daily_budget_cents;
+    in.spent_cents_today = spent_today;
+    in.day_ends = schedule::start_of_next_day(now, spec.time_zone);
+  }
   if (hold && hold->holds())
     in.budget_hold = schedule::HeldBudgetStop{hold->period, hold->budget_cents};
   return schedule::evaluate_blocks(in, now);

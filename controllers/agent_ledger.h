@@ -58,9 +58,33 @@ struct BackoffState {
 BackoffState backoff_state(const AgentSpec& spec, const AgentStatus& stored,
                            const LedgerResult& ledger);
 
-// `hold`: status.budgetHold as this pass decided it (budget_hold.h).
+// The agent's spend on its current day in spec.heartbeat.timeZone: the
+// durable record's, with `charges` (the runs counted now) added.
+DaySpend spend_today(const AgentSpec& spec, const LedgerRecord* record,
+                     std::vector<LedgerCharge> charges, TimePoint now);
+
+// spend_today in whole cents where spec.budget.dailyCents limits it; 0 without one.
+int64_t spent_cents_today(const AgentSpec& spec, const LedgerRecord* record,
+                          std::vector<LedgerCharge> charges, TimePoint now);
+
+// spend_today, looked up only when a run is counted, a day limits the agent
+// or the status shows a figure (to roll it off when its day ends): most
+// passes change no spend, and a zone's day costs a lookup. nullopt: not looked up.
+std::optional<DaySpend> spend_today_if_needed(const AgentSpec& spec, const AgentStatus& stored,
+                                              const LedgerRecord* record,
+                                              const std::vector<LedgerCharge>& charges,
+                                              TimePoint now);
+
+// The day's whole cents against spec.budget.dailyCents (0 without one).
+int64_t limited_cents_today(const AgentSpec& spec, const std::optional<DaySpend>& today);
+
+// status.spendToday: shown while the day's spend is more than 0.
+std::optional<DaySpend> shown_spend_today(std::optional<DaySpend> today);
+
+// `hold`: status.budgetHold as this pass decided it (budget_hold.h);
+// `spent_today`: spent_cents_today.
 schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& ledger,
-                                   const std::optional<BudgetHold>& hold,
+                                   int64_t spent_today, const std::optional<BudgetHold>& hold,
                                    std::vector<schedule::PolicyBudget> policy_budgets,
                                    std::optional<schedule::ProviderHold> provider_hold,
                                    std::vector<schedule::Block> policy_refusals, TimePoint now);

@@ -49,10 +49,11 @@ bool operator==(const AgentStatus& a, const AgentStatus& b) {
          a.last_schedule_time == b.last_schedule_time &&
          a.last_heartbeat_time == b.last_heartbeat_time &&
          a.next_heartbeat_time == b.next_heartbeat_time && a.paused_until == b.paused_until &&
-         a.active_run == b.active_run && a.spend == b.spend && a.capabilities == b.capabilities &&
-         same_recent_runs(a.recent_runs, b.recent_runs) && a.last_invoke == b.last_invoke &&
-         a.last_skipped == b.last_skipped && a.budget_hold == b.budget_hold &&
-         a.idle_streak == b.idle_streak && a.provider_error_streak == b.provider_error_streak &&
+         a.active_run == b.active_run && a.spend == b.spend && a.spend_today == b.spend_today &&
+         a.capabilities == b.capabilities && same_recent_runs(a.recent_runs, b.recent_runs) &&
+         a.last_invoke == b.last_invoke && a.last_skipped == b.last_skipped &&
+         a.budget_hold == b.budget_hold && a.idle_streak == b.idle_streak &&
+         a.provider_error_streak == b.provider_error_streak &&
          a.effective_interval == b.effective_interval;
 }
 
@@ -81,6 +82,7 @@ Json to_json(const AgentStatus& s) {
   put_time(out, "pausedUntil", s.paused_until);
   if (!s.active_run.empty()) out.emplace("activeRun", s.active_run);
   if (s.spend) out.emplace("spend", to_json(*s.spend));
+  if (s.spend_today) out.emplace("spendToday", to_json(*s.spend_today));
   if (s.capabilities) out.emplace("capabilities", capabilities_json(*s.capabilities));
   if (s.recent_runs) out.emplace("recentRuns", to_json(*s.recent_runs));
   if (s.last_invoke) {
@@ -142,6 +144,9 @@ ParsedAgentStatus parse_agent_status(const Json* stored) {
   s.paused_until = time_at(j, "pausedUntil");
   s.active_run = string_at(j, "activeRun");
   if (find_path(j, "spend") != nullptr) s.spend = spend_from_status(j);
+  if (const Json* today = find_path(j, "spendToday"); today != nullptr) {
+    s.spend_today = day_spend_from_json(*today);
+  }
   if (const Json* caps = find_path(j, "capabilities"); caps != nullptr) {
     for (api::AgentType type : kAgentTypes) {
       if (same_json(*caps, capabilities_json(type))) s.capabilities = type;

@@ -78,6 +78,9 @@ struct AgentStatus {
   std::optional<TimePoint> paused_until;
   std::string active_run;  // empty: absent
   std::optional<Spend> spend;
+  // The agent's spend on its current day, while more than 0 (agent_ledger.h
+  // spend_today).
+  std::optional<DaySpend> spend_today;
   // The agent type whose capability table status.capabilities shows; null
   // when absent or when it shows no table of ours.
   std::optional<api::AgentType> capabilities;

@@ -43,20 +43,48 @@ std::string budget_pool_of_policy(const std::string& ns, const std::string& poli
   return "policy:" + ns + "/" + policy;
 }
 
-std::vector<BudgetRoom> budget_rooms(const std::string& agent_key,
-                                     std::optional<int64_t> agent_monthly_cents,
-                                     double agent_spent_cents,
+std::string budget_day_pool_of_agent(const std::string& agent_key) {
+  return "agent-day:" + agent_key;
+}
+
+std::string budget_day_pool_of_policy(const std::string& ns, const std::string& policy) {
+  return "policy-day:" + ns + "/" + policy;
+}
+
+bool is_day_pool(std::string_view pool) {
+  return pool.starts_with("agent-day:") || pool.starts_with("policy-day:");
+}
+
+std::vector<std::string> hold_pools(const std::string& agent_key, const std::string& ns,
+                                    const std::vector<std::string>& policies) {
+  std::vector<std::string> pools{budget_pool_of_agent(agent_key),
+                                 budget_day_pool_of_agent(agent_key)};
+  for (const std::string& policy : policies) {
+    pools.push_back(budget_pool_of_policy(ns, policy));
+    pools.push_back(budget_day_pool_of_policy(ns, policy));
+  }
+  return pools;
+}
+
+namespace {
+
+void add_room(std::vector<BudgetRoom>& rooms, std::string pool, int64_t budget, double spent) {
+  if (budget <= 0) return;
+  rooms.push_back({std::move(pool), std::max(0.0, static_cast<double>(budget) - spent)});
+}
+
+}  // namespace
+
+std::vector<BudgetRoom> budget_rooms(const std::string& agent_key, const AgentBudgetFigures& agent,
                                      const std::vector<schedule::PolicyBudget>& teams) {
   std::vector<BudgetRoom> rooms;
-  if (agent_monthly_cents && *agent_monthly_cents > 0) {
-    rooms.push_back({budget_pool_of_agent(agent_key),
-                     std::max(0.0, static_cast<double>(*agent_monthly_cents) - agent_spent_cents)});
-  }
+  add_room(rooms, budget_pool_of_agent(agent_key), agent.monthly_cents, agent.spent_month_cents);
+  add_room(rooms, budget_day_pool_of_agent(agent_key), agent.daily_cents, agent.spent_today_cents);
   for (const schedule::PolicyBudget& team : teams) {
-    if (team.budget_cents <= 0) continue;
-    rooms.push_back({budget_pool_of_policy(team.ns, team.policy),
-                     std::max(0.0, static_cast<double>(team.budget_cents) -
-                                       static_cast<double>(team.spent_cents))});
+    add_room(rooms, budget_pool_of_policy(team.ns, team.policy), team.budget_cents,
+             std::max(static_cast<double>(team.spent_cents), team.exact_spent_cents));
+    add_room(rooms, budget_day_pool_of_policy(team.ns, team.policy), team.daily_budget_cents,
+             std::max(static_cast<double>(team.spent_today_cents), team.exact_spent_today_cents));
   }
   return rooms;
 }
@@ -87,6 +115,7 @@ HoldDecision decide_hold(const std::vector<BudgetRoom>& rooms, double worst_case
     if (free < now) {
       now = free;
       d.waiting_on = room.pool;
+      d.bound_by = room.pool;
     }
   }
   // Runs in flight hold room this one would be given: it waits for them.

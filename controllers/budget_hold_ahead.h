@@ -1,6 +1,7 @@
 // Money held ahead for runs in flight. Before a run starts, what it may
 // spend (its worst case, as its bounds and per-run caps allow) is held
-// against every monthly budget over it (the Agent's and each team's), out
+// against every budget over it (the Agent's and each team's, monthly and
+// daily), out
 // of the room those budgets have left after what the runs already going
 // hold; the runner is told what was held as the most it may spend, and the
 // hold ends when the run is charged. Runs started together therefore cannot
@@ -39,7 +40,7 @@ std::optional<double> parse_hold_cents(std::string_view text);
 // The cents a Job's template says were held for its run; nullopt: none.
 std::optional<double> held_cents_of_job(const Json& job);
 
-// A monthly budget over a run and the cents it has left (never negative).
+// A budget over a run and the cents it has left (never negative).
 struct BudgetRoom {
   std::string pool;  // budget_pool_of_agent / budget_pool_of_policy
   double left_cents = 0;
@@ -47,12 +48,25 @@ struct BudgetRoom {
 
 std::string budget_pool_of_agent(const std::string& agent_key);
 std::string budget_pool_of_policy(const std::string& ns, const std::string& policy);
+// The daily budgets' pools.
+std::string budget_day_pool_of_agent(const std::string& agent_key);
+std::string budget_day_pool_of_policy(const std::string& ns, const std::string& policy);
+bool is_day_pool(std::string_view pool);
+// Every pool a run of the agent admitted by `policies` holds in.
+std::vector<std::string> hold_pools(const std::string& agent_key, const std::string& ns,
+                                    const std::vector<std::string>& policies);
 
-// The Agent's budget (spec.budget.monthlyCents > 0, less its ledger
-// figure) and each team budget over it (budget > 0, less its spend).
-std::vector<BudgetRoom> budget_rooms(const std::string& agent_key,
-                                     std::optional<int64_t> agent_monthly_cents,
-                                     double agent_spent_cents,
+// The Agent's own budgets and what its ledger counts against them.
+struct AgentBudgetFigures {
+  int64_t monthly_cents = 0;  // spec.budget.monthlyCents; <= 0: none
+  double spent_month_cents = 0;
+  int64_t daily_cents = 0;  // spec.budget.dailyCents; <= 0: none
+  double spent_today_cents = 0;
+};
+
+// The Agent's budgets (> 0, less its ledger figures) and each team budget
+// over it (monthly and daily, > 0, less its spend).
+std::vector<BudgetRoom> budget_rooms(const std::string& agent_key, const AgentBudgetFigures& agent,
                                      const std::vector<schedule::PolicyBudget>& teams);
 
 // What a run may spend at most: its token bounds (usage_bounds) and
@@ -66,6 +80,9 @@ struct HoldDecision {
   // when no budget is over it.
   std::optional<double> cents;
   std::string waiting_on;  // the pool whose room runs in flight hold
+  // The pool whose room is smaller than the worst case and than every
+  // other's: what bounds the run (empty: its own worst case does).
+  std::string bound_by;
 };
 
 // `held_by_others(pool)`: the cents runs in flight hold in `pool`.

@@ -7,6 +7,7 @@
 
 #include "controllers/run_cost.h"
 #include "controllers/schedule/spend.h"
+#include "controllers/schedule/spend_day.h"
 #include "controllers/schedule/stable_hash.h"
 
 namespace hb::controllers {
@@ -35,16 +36,41 @@ void drop_old_periods(LedgerRecord& record, TimePoint now) {
   static_assert(kLedgerPeriodsKept == 2, "the oldest month kept is the one before now's");
   const std::string oldest = month_before(schedule::spend_period(now));
   record.periods.erase(record.periods.begin(), record.periods.lower_bound(oldest));
+  std::erase_if(record.days,
+                [&](const auto& day) { return schedule::day_expired(day.first, now); });
 }
 
-void add_to_policies(PeriodSpend& period, const std::vector<std::string>& policies,
-                     int64_t micro_cents) {
-  std::vector<std::string> names = policies;
+// A charge's policies, each once.
+std::vector<std::string> distinct_policies(const LedgerCharge& charge) {
+  std::vector<std::string> names = charge.policies;
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
-  for (const std::string& name : names) {
-    int64_t& sum = period.policy_micro_cents[name];
-    sum = saturating_add(sum, micro_cents);
+  return names;
+}
+
+// The charge's cents (`more`) and, the first time, its tokens.
+void add_spend(PeriodSpend& spend, const LedgerCharge& charge, int64_t more, bool first_time) {
+  spend.micro_cents = saturating_add(spend.micro_cents, more);
+  if (first_time) {
+    spend.input_tokens = saturating_add(spend.input_tokens, charge.input_tokens);
+    spend.output_tokens = saturating_add(spend.output_tokens, charge.output_tokens);
+  }
+}
+
+void add_to_policy(PeriodSpend& period, const std::string& policy, int64_t micro_cents) {
+  int64_t& sum = period.policy_micro_cents[policy];
+  sum = saturating_add(sum, micro_cents);
+}
+
+// A charge's part in the days: the agent's day, and each policy's own.
+void add_to_days(LedgerRecord& record, const LedgerCharge& charge, int64_t more, bool first_time) {
+  const std::string agent_day =
+      charge.day.empty() ? schedule::spend_day(charge.finished_at, nullptr) : charge.day;
+  PeriodSpend& day = record.days[agent_day];
+  add_spend(day, charge, more, first_time);
+  for (const std::string& name : distinct_policies(charge)) {
+    const auto own = charge.policy_days.find(name);
+    add_to_policy(own == charge.policy_days.end() ? day : record.days[own->second], name, more);
   }
 }
 
@@ -60,6 +86,18 @@ std::string ledger_object_name(const std::string& ns, const std::string& agent) 
       hash, sizeof hash, "%016llx",
       static_cast<unsigned long long>(schedule::stable_hash(ns + "/" + agent, kLedgerNameSalt)));
   return kLedgerNamePrefix + ns + "-" + hash;
+}
+
+void stamp_days(
+    std::vector<LedgerCharge>& charges, const date::time_zone* agent_zone,
+    const std::function<const date::time_zone*(const std::string& policy)>& policy_zone) {
+  for (LedgerCharge& charge : charges) {
+    charge.day = schedule::spend_day(charge.finished_at, agent_zone);
+    charge.policy_days.clear();
+    for (const std::string& policy : charge.policies) {
+      charge.policy_days[policy] = schedule::spend_day(charge.finished_at, policy_zone(policy));
+    }
+  }
 }
 
 LedgerRecord charge_runs(LedgerRecord record, const std::vector<LedgerCharge>& charges,
@@ -82,12 +120,9 @@ LedgerRecord charge_runs(LedgerRecord record, const std::vector<LedgerCharge>& c
       record.counted.push_back({charge.run, micro_cents, period});
     }
     PeriodSpend& spend = record.periods[period];
-    spend.micro_cents = saturating_add(spend.micro_cents, more);
-    if (first_time) {
-      spend.input_tokens = saturating_add(spend.input_tokens, charge.input_tokens);
-      spend.output_tokens = saturating_add(spend.output_tokens, charge.output_tokens);
-    }
-    add_to_policies(spend, charge.policies, more);
+    add_spend(spend, charge, more, first_time);
+    for (const std::string& name : distinct_policies(charge)) add_to_policy(spend, name, more);
+    add_to_days(record, charge, more, first_time);
   }
   if (record.counted.size() > kLedgerCountedMax) {
     // Only when marks failed kLedgerCountedMax times over (a new run starts
@@ -114,6 +149,25 @@ Spend spend_in(const LedgerRecord& record, const std::string& period) {
   spend.input_tokens = it->second.input_tokens;
   spend.output_tokens = it->second.output_tokens;
   return spend;
+}
+
+double spend_on_day(const LedgerRecord& record, const std::string& day) {
+  const auto it = record.days.find(day);
+  return it == record.days.end()
+             ? 0.0
+             : static_cast<double>(it->second.micro_cents) / kMicroCentsPerCentDouble;
+}
+
+std::string agent_zone_in(const LedgerRecord& record) {
+  // Keys sort by date first; a day only a policy's part landed in (its own
+  // zone) charged the agent nothing there.
+  for (auto it = record.days.rbegin(); it != record.days.rend(); ++it) {
+    const PeriodSpend& day = it->second;
+    if (day.micro_cents > 0 || day.input_tokens > 0 || day.output_tokens > 0) {
+      return std::string(schedule::zone_of_key(it->first));
+    }
+  }
+  return "";
 }
 
 std::vector<LedgerEntry> counted_entries(const LedgerRecord& record) {
@@ -166,6 +220,8 @@ Json ledger_configmap(const LedgerRecord& record, const std::string& home,
                       const std::string& resource_version) {
   Json periods = Json::object();
   for (const auto& [period, spend] : record.periods) periods[period] = period_json(spend);
+  Json days = Json::object();
+  for (const auto& [day, spend] : record.days) days[day] = period_json(spend);
   Json counted = Json::array();
   for (const CountedCharge& c : record.counted) {
     counted.push_back({{"run", c.run}, {"microCents", c.micro_cents}, {"period", c.period}});
@@ -173,6 +229,7 @@ Json ledger_configmap(const LedgerRecord& record, const std::string& home,
   const Json data = {{"namespace", record.ns},
                      {"agent", record.agent},
                      {"periods", std::move(periods)},
+                     {"days", std::move(days)},
                      {"counted", std::move(counted)}};
   Json cm = {{"apiVersion", "v1"},
              {"kind", "ConfigMap"},
@@ -210,6 +267,14 @@ ParsedLedger parse_ledger_configmap(const Json& configmap) {
     std::optional<PeriodSpend> p = parse_period(j);
     if (!p) return {std::nullopt, "period " + period + " is malformed"};
     record.periods[period] = std::move(*p);
+  }
+  const Json days = data.value("days", Json::object());
+  if (!days.is_object()) return {std::nullopt, "days is not an object"};
+  for (const auto& [day, j] : days.items()) {
+    std::optional<PeriodSpend> p = parse_period(j);
+    if (!p || schedule::day_of_key(day).empty())
+      return {std::nullopt, "day " + day + " is malformed"};
+    record.days[day] = std::move(*p);
   }
   const Json counted = data.value("counted", Json::array());
   if (!counted.is_array()) return {std::nullopt, "counted is not a list"};

@@ -1,4 +1,5 @@
-// The durable ledger: an agent's spend per UTC month, kept by namespace and
+// The durable ledger: an agent's spend per UTC month and per day (in the
+// agent's and each policy's time zone, schedule/spend_day.h), kept by namespace and
 // name (not by the Agent's UID) in a ConfigMap in the operator's own
 // namespace, where an agent's author can neither write nor delete it. It is
 // where a run's charge is committed: a run is counted when its name and
@@ -21,6 +22,10 @@
 
 #include "controllers/json_util.h"
 #include "controllers/spend_ledger.h"
+
+namespace date {
+class time_zone;
+}
 
 namespace hb::controllers {
 
@@ -60,7 +65,10 @@ struct LedgerRecord {
   std::string ns;
   std::string agent;
   std::map<std::string, PeriodSpend> periods;  // by "YYYY-MM"
-  std::vector<CountedCharge> counted;          // oldest first
+  // By day key ("YYYY-MM-DD@zone"): micro_cents and tokens in the agent's
+  // zone's day, policy_micro_cents in each policy's zone's day.
+  std::map<std::string, PeriodSpend> days = {};
+  std::vector<CountedCharge> counted = {};  // oldest first
   bool operator==(const LedgerRecord&) const = default;
 };
 
@@ -71,15 +79,29 @@ struct LedgerCharge {  // one run to count
   int64_t output_tokens = 0;
   TimePoint finished_at{};
   std::vector<std::string> policies;  // charged under each
+  // The day keys finished_at falls in: the agent's, and each policy's
+  // (by name; one not named: the agent's). Empty: the UTC day.
+  std::string day = {};
+  std::map<std::string, std::string> policy_days = {};
+  // Not part of the record: for the GenAI duration metric, observed with the charge.
+  std::optional<api::CallDurations> call_durations = {};
 };
+
+// Sets each charge's day keys (schedule::spend_day of its finish): the
+// agent's in `agent_zone`, each policy's in `policy_zone(name)` (nullptr: UTC).
+void stamp_days(
+    std::vector<LedgerCharge>& charges, const date::time_zone* agent_zone,
+    const std::function<const date::time_zone*(const std::string& policy)>& policy_zone);
 
 // "hb-ledger-<namespace>-<16 hex digits of a stable hash of namespace/name>":
 // a ConfigMap name for any Agent name, fixed for ever.
 std::string ledger_object_name(const std::string& ns, const std::string& agent);
 
-// Adds each charge to the month its run finished in, once: a run already in
-// `counted` is charged only what its figure has grown by (never less).
-// Months older than kLedgerPeriodsKept before `now` are dropped.
+// Adds each charge to the month and the days its run finished in, once: a
+// run already in `counted` is charged only what its figure has grown by
+// (never less), the month's part into the month it was first added to.
+// Months older than kLedgerPeriodsKept before `now` are dropped, and days
+// schedule::day_expired says are.
 LedgerRecord charge_runs(LedgerRecord record, const std::vector<LedgerCharge>& charges,
                          TimePoint now);
 
@@ -89,6 +111,12 @@ LedgerRecord forget_marked(LedgerRecord record,
 
 // The record's figure for `period` as the Agent's status shows it.
 Spend spend_in(const LedgerRecord& record, const std::string& period);
+// The agent's spend on a day (its key, schedule::spend_day), in cents.
+double spend_on_day(const LedgerRecord& record, const std::string& day);
+// The zone of the newest day the record charged the agent in (its
+// spec.heartbeat.timeZone then): a run charged after its Agent is gone
+// counts in the day the Agent counted in. Empty: none recorded (UTC).
+std::string agent_zone_in(const LedgerRecord& record);
 // The runs the record charged and has not seen marked, as ledger entries
 // (name and charge) that count_finished_runs treats as counted.
 std::vector<LedgerEntry> counted_entries(const LedgerRecord& record);

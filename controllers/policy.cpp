@@ -7,6 +7,8 @@
 #include "controllers/agent_status.h"
 #include "controllers/pricing.h"
 #include "controllers/schedule/blocks.h"
+#include "controllers/schedule/spend_day.h"
+#include "controllers/schedule/time_zone.h"
 #include "controllers/spend_ledger.h"
 
 namespace hb::controllers {
@@ -95,23 +97,33 @@ void add_kstatus_conditions(const PolicySpec& policy, std::vector<WantedPolicyCo
           : WantedPolicyCondition{kConditionStalled, true, "InvalidSpec", invalid});
 }
 
+// The month's team budget first, then the day's.
+WantedPolicyCondition budget_condition(const PolicySpec& policy, const PolicyTally& tally) {
+  const int64_t spent = static_cast<int64_t>(std::floor(tally.spent_cents));
+  if (policy.valid() && policy.monthly_budget_cents > 0 && spent >= policy.monthly_budget_cents) {
+    return {kConditionBudgetExceeded, true, std::string(schedule::kReasonPolicyBudgetExceeded),
+            "the selected agents spent " + std::to_string(spent) + " of the " +
+                std::to_string(policy.monthly_budget_cents) + " cents budgeted for " +
+                tally.period + "; none of them starts a heartbeat"};
+  }
+  const int64_t today = static_cast<int64_t>(std::floor(tally.spent_today_cents));
+  if (policy.valid() && policy.daily_budget_cents > 0 && today >= policy.daily_budget_cents) {
+    return {kConditionBudgetExceeded, true, std::string(schedule::kReasonPolicyDailyBudgetExceeded),
+            "the selected agents spent " + std::to_string(today) + " of the " +
+                std::to_string(policy.daily_budget_cents) + " cents budgeted for " +
+                std::string(schedule::day_of_key(tally.day)) + " (" +
+                std::string(schedule::zone_of_key(tally.day)) +
+                ", spec.budget.dailyCents); none of them starts a heartbeat until the next day"};
+  }
+  return {kConditionBudgetExceeded, false, "WithinBudget", "within the team budget"};
+}
+
 std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& policy,
                                                             const PolicyTally& tally) {
   std::vector<WantedPolicyCondition> out;
   add_kstatus_conditions(policy, out);
   out.push_back(paused_policy_condition(policy, tally));
-  const int64_t spent = static_cast<int64_t>(std::floor(tally.spent_cents));
-  const bool exceeded =
-      policy.valid() && policy.monthly_budget_cents > 0 && spent >= policy.monthly_budget_cents;
-  const std::string budget = std::to_string(policy.monthly_budget_cents);
-  out.push_back(exceeded
-                    ? WantedPolicyCondition{kConditionBudgetExceeded, true,
-                                            std::string(schedule::kReasonPolicyBudgetExceeded),
-                                            "the selected agents spent " + std::to_string(spent) +
-                                                " of the " + budget + " cents budgeted for " +
-                                                tally.period + "; none of them starts a heartbeat"}
-                    : WantedPolicyCondition{kConditionBudgetExceeded, false, "WithinBudget",
-                                            "within the team budget"});
+  out.push_back(budget_condition(policy, tally));
   out.push_back(tally.agents == 0
                     ? WantedPolicyCondition{kConditionSelectorMatchesNothing, true, "NoAgents",
                                             "spec.selector selects no Agent of namespace " +
@@ -120,6 +132,25 @@ std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& po
                                             "AgentsSelected",
                                             std::to_string(tally.agents) + " Agent(s) selected"});
   return out;
+}
+
+}  // namespace
+
+namespace {
+
+void parse_policy_time_zone(const Json& policy, PolicySpec& p) {
+  const Json* zone = find_path(policy, "spec/timeZone");
+  if (zone == nullptr) return;
+  if (!zone->is_string()) {
+    p.errors.push_back("spec.timeZone: must be an IANA time zone name such as Europe/Berlin");
+    return;
+  }
+  auto found = schedule::find_time_zone(zone->get_ref<const std::string&>(), "spec.timeZone");
+  if (found.ok()) {
+    p.time_zone = *found.value;
+  } else {
+    p.errors.push_back(found.error);
+  }
 }
 
 }  // namespace
@@ -139,6 +170,9 @@ PolicySpec parse_policy(const Json& policy) {
   p.errors = std::move(selector.errors);
   p.monthly_budget_cents = parse_limit(policy, "spec/budget/monthlyCents",
                                        "spec.budget.monthlyCents", INT64_MAX, p.errors);
+  p.daily_budget_cents =
+      parse_limit(policy, "spec/budget/dailyCents", "spec.budget.dailyCents", INT64_MAX, p.errors);
+  parse_policy_time_zone(policy, p);
   p.per_run_tokens = parse_limit(policy, "spec/budget/perRunTokens", "spec.budget.perRunTokens",
                                  api::kPerRunTokensMax, p.errors);
   p.max_concurrent_runs = parse_limit(policy, "spec/maxConcurrentRuns", "spec.maxConcurrentRuns",
@@ -170,6 +204,12 @@ Json desired_policy_status(const PolicySpec& policy, const Json* stored, const P
   status.emplace("agents", tally.agents);
   status.emplace("runningRuns", tally.running_runs);
   status.emplace("spend", std::move(spend));
+  if (!tally.day.empty()) {
+    status.emplace("spendToday",
+                   Json{{"day", std::string(schedule::day_of_key(tally.day))},
+                        {"timeZone", std::string(schedule::zone_of_key(tally.day))},
+                        {"cents", round_to_spend_resolution(tally.spent_today_cents)}});
+  }
   status.emplace("conditions", std::move(conditions));
   return status;
 }

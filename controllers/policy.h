@@ -14,6 +14,10 @@
 #include "controllers/json_util.h"
 #include "controllers/label_selector.h"
 
+namespace date {
+class time_zone;
+}
+
 namespace hb::controllers {
 
 inline constexpr const char* kPolicyKind = "HeartbeatPolicy";
@@ -41,6 +45,9 @@ struct PolicySpec {
   int64_t generation = 0;
   LabelSelector selector;            // empty: every Agent of the namespace
   int64_t monthly_budget_cents = 0;  // <= 0: no team budget
+  int64_t daily_budget_cents = 0;    // spec.budget.dailyCents; <= 0: no team daily budget
+  // spec.timeZone: the zone its days are counted in; nullptr: UTC.
+  const date::time_zone* time_zone = nullptr;
   int64_t max_concurrent_runs = 0;   // <= 0: no cap
   int64_t per_run_tokens = 0;        // spec.budget.perRunTokens; 0: no cap
   bool paused = false;               // spec.paused: no run of a selected agent starts
@@ -63,8 +70,10 @@ PolicySpec parse_policy(const Json& policy);
 struct PolicyTally {
   int64_t agents = 0;
   int64_t running_runs = 0;
-  double spent_cents = 0;  // in `period`
-  std::string period;      // "YYYY-MM" of now
+  double spent_cents = 0;        // in `period`
+  std::string period;            // "YYYY-MM" of now
+  double spent_today_cents = 0;  // in `day`
+  std::string day = {};          // schedule::spend_day of now in the policy's zone
 };
 
 // The status the policy should show; the shell writes it when it differs

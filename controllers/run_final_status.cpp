@@ -19,6 +19,11 @@ namespace hb::controllers {
 
 namespace {
 
+// The run's times are whole seconds (the Pod's start and finish) while the
+// runner times its calls to the millisecond: a run's calls may sum to
+// this much more than its times say it lasted.
+constexpr double kCallDurationsClockSlackSeconds = 2;
+
 // The kernel's, not the runner's: a runner killed outright (OOM, grace ran out).
 constexpr int kExitSigkill = api::kExitSignalBase + 9;
 
@@ -167,6 +172,29 @@ Charge charge_final(Final& f, const RunObservationInput& in, const std::string& 
   return charge;
 }
 
+// The result's model-call durations, kept in status.usage when they can be
+// true of the run as the operator saw it: no more calls than it charged and
+// no longer than it ran (a runner's claim; the metric reads only this).
+// Dropped with a warning Event otherwise; nothing else of the result is.
+void put_call_durations(RunObservation& obs, const Final& f, const Charge& charge,
+                        TimePoint started, TimePoint now) {
+  if (!f.result) return;
+  std::string problem = f.result->call_durations_problem;
+  if (problem.empty() && f.result->call_durations) {
+    const std::chrono::duration<double> ran = f.finished_at.value_or(now) - started;
+    problem = api::call_durations_problem(*f.result->call_durations, charge.usage.llm_calls,
+                                          ran.count() + kCallDurationsClockSlackSeconds);
+    if (problem.empty()) {
+      obs.status["usage"]["modelCallDurations"] =
+          api::call_durations_to_json(*f.result->call_durations);
+      return;
+    }
+  }
+  if (problem.empty()) return;
+  obs.events.push_back({EventTarget::kRun, obs.view->name, true, kReasonCallDurationsDropped,
+                        "the result's modelCallDurations were dropped: " + problem});
+}
+
 Event final_event(const std::string& run_name, const Final& f) {
   if (f.phase == RunPhase::kSucceeded) {
     return {EventTarget::kRun, run_name, false, "RunSucceeded", "run finished: " + f.reason,
@@ -230,6 +258,7 @@ RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput
   obs.status = build_final_status(obs.status, f, charge, started, job_name, lease_renew, in.now);
   put_run_logs(obs.status, f, in, name);
   put_audit_fields(obs.status, in);
+  put_call_durations(obs, f, charge, started, in.now);
   // Judged once, here, from the result: the ledger counts it into the
   // agent's idle streak (idle_backoff.h).
   if (f.result && f.phase == RunPhase::kSucceeded) {

@@ -36,7 +36,7 @@ CancelCause cancel_cause(const RunView& view, const RunObservationInput& in) {
   CancelCause cause;
   cause.before_start = view.cancel || in.agent_missing;
   cause.any = cause.before_start || !in.cancelled_by_policy.empty() ||
-              !in.stopped_by_team_budget.empty() || in.budget_exceeded;
+              !in.stopped_by_team_budget.empty() || in.budget_exceeded || in.daily_budget_exceeded;
   if (view.cancel) {
     cause.reason = kReasonCancelled;
     cause.message = "spec.cancel was set";
@@ -50,11 +50,16 @@ CancelCause cancel_cause(const RunView& view, const RunObservationInput& in) {
   } else if (in.budget_exceeded) {
     cause.reason = kReasonBudgetExceeded;
     cause.message = "the agent's monthly budget (spec.budget.monthlyCents) is spent";
+  } else if (in.daily_budget_exceeded) {
+    cause.reason = std::string(schedule::kReasonDailyBudgetExceeded);
+    cause.message = "the agent's daily budget (spec.budget.dailyCents) is spent for today";
   } else {
-    cause.reason = std::string(schedule::kReasonPolicyBudgetExceeded);
-    cause.message = "the team budget of HeartbeatPolicy " + in.stopped_by_team_budget +
-                    " (spec.budget.monthlyCents) is spent; spec.onExceeded: Finish lets runs "
-                    "in flight finish";
+    cause.reason = std::string(in.team_budget_daily ? schedule::kReasonPolicyDailyBudgetExceeded
+                                                    : schedule::kReasonPolicyBudgetExceeded);
+    cause.message =
+        "the team budget of HeartbeatPolicy " + in.stopped_by_team_budget + " (" +
+        (in.team_budget_daily ? "spec.budget.dailyCents, today" : "spec.budget.monthlyCents") +
+        ") is spent; spec.onExceeded: Finish lets runs in flight finish";
   }
   return cause;
 }
@@ -117,6 +122,7 @@ std::string succeeded_reason(const api::ParsedResult& parsed) {
   if (!parsed.result) return "Completed";
   const std::string& stop = parsed.result->stop_reason;
   if (stop == "budget") return "BudgetExhausted";
+  if (stop == "daily_budget") return "DailyBudgetExhausted";
   return camel_case(stop.empty() ? "completed" : stop);
 }
 

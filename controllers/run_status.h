@@ -52,6 +52,8 @@ inline constexpr std::size_t kRunMessageBytesMax = 1024;
 inline constexpr const char* kReasonCostMismatch = "CostMismatch";
 // A result asked to pause heartbeats where the agent may not (pause_allowed).
 inline constexpr const char* kReasonPauseIgnored = "PauseIgnored";
+// The result's model-call durations were not believable (api/call_durations.h).
+inline constexpr const char* kReasonCallDurationsDropped = "CallDurationsDropped";
 inline constexpr const char* kReasonToolsUnavailable = "ToolsUnavailable";
 inline constexpr const char* kReasonStalled = "Stalled";
 inline constexpr const char* kReasonDeadlineExceeded = "DeadlineExceeded";
@@ -131,6 +133,9 @@ struct RunObservationInput {
   // This month's spend has reached the agent's budget (say the budget was
   // lowered mid-run): a started run is cancelled; a Queued one keeps waiting.
   bool budget_exceeded = false;
+  // Today's spend has reached spec.budget.dailyCents: as budget_exceeded
+  // (reason DailyBudgetExceeded).
+  bool daily_budget_exceeded = false;
   // "ns/name" of a paused HeartbeatPolicy with spec.cancelRunning over the
   // agent: a started run is cancelled as for a spent budget (reason
   // PolicyPaused); a Queued one keeps waiting. Empty: none.
@@ -139,6 +144,8 @@ struct RunObservationInput {
   // spec.onExceeded is Cancel: a started run is cancelled as for a spent
   // agent budget (reason PolicyBudgetExceeded). Empty: none.
   std::string stopped_by_team_budget;
+  // Its daily budget (spec.budget.dailyCents) is the one spent, not the month's.
+  bool team_budget_daily = false;
   // The run's token cap (pricing.h effective_per_run_tokens); none: no cap.
   // The runner starts only a call whose worst case fits under it, so no call
   // is larger than the cap: a charge past twice the cap (the cap plus one

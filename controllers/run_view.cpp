@@ -28,6 +28,10 @@ bool is_final(RunPhase phase) {
   return phase != RunPhase::kQueued && phase != RunPhase::kRunning;
 }
 
+bool phase_is_labelled(std::string_view final_phase) {
+  return final_phase != to_string(RunPhase::kSucceeded);
+}
+
 RunUsage usage_from_status(const Json& status) {
   RunUsage usage;
   usage.input_tokens = int_at(status, "usage/inputTokens").value_or(0);

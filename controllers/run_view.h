@@ -16,6 +16,11 @@ enum class RunPhase { kQueued, kRunning, kSucceeded, kFailed, kCancelled, kTimed
 std::string_view to_string(RunPhase phase);
 std::optional<RunPhase> parse_run_phase(std::string_view text);
 bool is_final(RunPhase phase);
+// Whether a final run carries its phase as the heartbeat.dev/phase label:
+// `-l heartbeat.dev/phase=Failed` finds the runs to look at. A succeeded run
+// (most of them) carries none: the status subresource ignores metadata, so
+// the label is a write of its own.
+bool phase_is_labelled(std::string_view final_phase);
 
 inline constexpr std::string_view kSourceScheduler = "scheduler";
 inline constexpr std::string_view kSourceManual = "manual";

@@ -90,6 +90,11 @@ double charged_cents(const std::vector<LedgerEntry>& recent, const std::string& 
   return observed_cents;
 }
 
+Spend agent_spend(const Json& agent) {
+  const Json* status = find_path(agent, "status");
+  return status != nullptr ? spend_from_status(*status) : Spend{};
+}
+
 Spend spend_from_status(const Json& status) {
   Spend s;
   s.period = string_at(status, "spend/period");
@@ -116,6 +121,19 @@ Json to_json(const Spend& spend) {
           {"cents", spend.cents},
           {"inputTokens", spend.input_tokens},
           {"outputTokens", spend.output_tokens}};
+}
+
+Json to_json(const DaySpend& spend) {
+  Json out = Json::object();
+  out.emplace("day", spend.day);
+  out.emplace("timeZone", spend.time_zone);
+  out.emplace("cents", round_to_spend_resolution(spend.cents));
+  return out;
+}
+
+DaySpend day_spend_from_json(const Json& spend_today) {
+  return {string_at(spend_today, "day"), string_at(spend_today, "timeZone"),
+          number_at(spend_today, "cents").value_or(0)};
 }
 
 Json to_json(const std::vector<LedgerEntry>& recent) {

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "api/call_durations.h"
 #include "controllers/json_util.h"
 #include "controllers/run_view.h"
 
@@ -37,6 +38,15 @@ struct Spend {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   bool operator==(const Spend&) const = default;
+};
+
+// status.spendToday: the spend on one day (spend_day.h), in the zone the day
+// is counted in.
+struct DaySpend {
+  std::string day;        // "YYYY-MM-DD"
+  std::string time_zone;  // IANA name ("UTC" when unset)
+  double cents = 0;
+  bool operator==(const DaySpend&) const = default;
 };
 
 struct LedgerEntry {  // one item of status.recentRuns
@@ -59,6 +69,8 @@ struct FinishedRun {  // a final run whose costRecorded is not yet true
   TimePoint finished_at{};
   std::optional<TimePoint> pause_until;
   std::vector<std::string> policies;  // status.policies: those that admitted it
+  // status.usage.modelCallDurations: believed when the run finished.
+  std::optional<api::CallDurations> call_durations = {};
 };
 
 struct LedgerInput {
@@ -106,7 +118,11 @@ double charged_cents(const std::vector<LedgerEntry>& recent, const std::string& 
                      double observed_cents);
 
 Spend spend_from_status(const Json& agent_status);
+// The Agent's status.spend; none when it has no status yet.
+Spend agent_spend(const Json& agent);
 std::vector<LedgerEntry> recent_from_status(const Json& agent_status);
 Json to_json(const Spend& spend);
+Json to_json(const DaySpend& spend);
+DaySpend day_spend_from_json(const Json& spend_today);
 Json to_json(const std::vector<LedgerEntry>& recent);
 }  // namespace hb::controllers

@@ -19,6 +19,29 @@ std::string held_message(const HeldBudgetStop& hold, int64_t spent, TimePoint no
          "Manual)";
 }
 
+// Spend counted for a day that has ended counts as 0.
+int64_t spent_in_day(int64_t spent, TimePoint day_ends, TimePoint now) {
+  return now < day_ends ? spent : 0;
+}
+
+void add_daily_budget_block(const BlockInput& input, TimePoint now, BlockResult& result) {
+  const int64_t spent = spent_in_day(input.spent_cents_today, input.day_ends, now);
+  if (input.daily_budget_cents <= 0 || spent < input.daily_budget_cents) return;
+  result.blocks.push_back(
+      {std::string(kReasonBudgetExceeded),
+       "spent " + std::to_string(spent) + " of the " + std::to_string(input.daily_budget_cents) +
+           " cents budgeted for today (spec.budget.dailyCents); heartbeats "
+           "resume at " +
+           format_rfc3339(input.day_ends) + " or when spec.budget.dailyCents is raised",
+       kReasonDailyBudgetExceeded});
+  result.budget_resets_at = input.day_ends;
+}
+
+bool team_day_spent(const PolicyBudget& p, TimePoint now) {
+  return p.daily_budget_cents > 0 &&
+         spent_in_day(p.spent_today_cents, p.day_ends, now) >= p.daily_budget_cents;
+}
+
 void add_budget_block(const BlockInput& input, TimePoint now, BlockResult& result) {
   const int64_t spent =
       spend_in_current_period(input.spend_period, input.spent_cents_this_period, now);
@@ -29,7 +52,10 @@ void add_budget_block(const BlockInput& input, TimePoint now, BlockResult& resul
     result.until_a_person_acts = true;
     return;
   }
-  if (input.monthly_budget_cents <= 0 || spent < input.monthly_budget_cents) return;
+  if (input.monthly_budget_cents <= 0 || spent < input.monthly_budget_cents) {
+    add_daily_budget_block(input, now, result);
+    return;
+  }
   const TimePoint resets = start_of_next_period(now);
   result.blocks.push_back(
       {std::string(kReasonBudgetExceeded),
@@ -39,17 +65,36 @@ void add_budget_block(const BlockInput& input, TimePoint now, BlockResult& resul
   result.budget_resets_at = resets;
 }
 
-std::optional<Block> policy_budget_block(const BlockInput& input, TimePoint now) {
+Block team_day_block(const PolicyBudget& p, TimePoint now) {
+  return Block{std::string(kReasonBudgetExceeded),
+               "the agents of HeartbeatPolicy " + p.policy + " spent " +
+                   std::to_string(spent_in_day(p.spent_today_cents, p.day_ends, now)) + " of the " +
+                   std::to_string(p.daily_budget_cents) +
+                   " cents budgeted for a day (the policy's spec.budget.dailyCents); heartbeats "
+                   "resume at " +
+                   format_rfc3339(p.day_ends) + " or when it is raised",
+               kReasonPolicyDailyBudgetExceeded};
+}
+
+// The first policy by name whose month, then whose day, is spent; with
+// when it lifts.
+std::optional<std::pair<Block, TimePoint>> policy_budget_block(const BlockInput& input,
+                                                               TimePoint now) {
   for (const PolicyBudget& p : input.policy_budgets) {
     const int64_t spent = spend_in_current_period(p.period, p.spent_cents, now);
     if (p.budget_cents <= 0 || spent < p.budget_cents) continue;
-    return Block{std::string(kReasonBudgetExceeded),
-                 "the agents of HeartbeatPolicy " + p.policy + " spent " + std::to_string(spent) +
-                     " of the " + std::to_string(p.budget_cents) + " cents budgeted for " +
-                     spend_period(now) + "; heartbeats resume at " +
-                     format_rfc3339(start_of_next_period(now)) +
-                     " or when the policy's spec.budget.monthlyCents is raised",
-                 kReasonPolicyBudgetExceeded};
+    return std::pair{
+        Block{std::string(kReasonBudgetExceeded),
+              "the agents of HeartbeatPolicy " + p.policy + " spent " + std::to_string(spent) +
+                  " of the " + std::to_string(p.budget_cents) + " cents budgeted for " +
+                  spend_period(now) + "; heartbeats resume at " +
+                  format_rfc3339(start_of_next_period(now)) +
+                  " or when the policy's spec.budget.monthlyCents is raised",
+              kReasonPolicyBudgetExceeded},
+        start_of_next_period(now)};
+  }
+  for (const PolicyBudget& p : input.policy_budgets) {
+    if (team_day_spent(p, now)) return std::pair{team_day_block(p, now), p.day_ends};
   }
   return std::nullopt;
 }
@@ -73,8 +118,11 @@ const PolicyBudget* cancelling_policy(const std::vector<PolicyBudget>& policies)
 const PolicyBudget* budget_stopping_policy(const std::vector<PolicyBudget>& policies,
                                            TimePoint now) {
   for (const PolicyBudget& p : policies) {
-    if (p.finish_on_exceeded || p.budget_cents <= 0) continue;
-    if (spend_in_current_period(p.period, p.spent_cents, now) >= p.budget_cents) return &p;
+    if (p.finish_on_exceeded) continue;
+    if (p.budget_cents > 0 &&
+        spend_in_current_period(p.period, p.spent_cents, now) >= p.budget_cents)
+      return &p;
+    if (team_day_spent(p, now)) return &p;
   }
   return nullptr;
 }
@@ -121,9 +169,9 @@ BlockResult evaluate_blocks(const BlockInput& input, TimePoint now) {
   }
   add_budget_block(input, now, result);
   if (result.has(kReasonBudgetExceeded)) return result;
-  if (std::optional<Block> team = policy_budget_block(input, now)) {
-    result.blocks.push_back(std::move(*team));
-    result.budget_resets_at = start_of_next_period(now);
+  if (auto team = policy_budget_block(input, now)) {
+    result.blocks.push_back(std::move(team->first));
+    result.budget_resets_at = team->second;
   }
   return result;
 }

@@ -23,6 +23,10 @@ inline constexpr std::string_view kReasonBudgetExceeded = "BudgetExceeded";
 inline constexpr std::string_view kReasonAwaitingApproval = "AwaitingApproval";
 // The BudgetExceeded condition's reason when a HeartbeatPolicy's team budget stops it.
 inline constexpr std::string_view kReasonPolicyBudgetExceeded = "PolicyBudgetExceeded";
+// The BudgetExceeded condition's reason when spec.budget.dailyCents stops
+// it (the Agent's own, or a HeartbeatPolicy's team day).
+inline constexpr std::string_view kReasonDailyBudgetExceeded = "DailyBudgetExceeded";
+inline constexpr std::string_view kReasonPolicyDailyBudgetExceeded = "PolicyDailyBudgetExceeded";
 // The model provider's quota is spent for the agent's endpoint and API key.
 inline constexpr std::string_view kReasonProviderThrottled = "ProviderThrottled";
 
@@ -52,6 +56,16 @@ struct PolicyBudget {
   // spec.onExceeded: Finish: runs in flight finish once the team budget is
   // spent (else they are cancelled as by a spent agent budget).
   bool finish_on_exceeded = false;
+  // spec.budget.dailyCents (<= 0: none) and what its agents spent on `day`
+  // (schedule::spend_day in the policy's zone), which ends at day_ends.
+  int64_t daily_budget_cents = 0;
+  int64_t spent_today_cents = 0;
+  std::string day = {};
+  TimePoint day_ends = {};
+  // spent_cents and spent_today_cents unrounded: what money held ahead
+  // subtracts (a whole cent is several calls of a small run).
+  double exact_spent_cents = 0;
+  double exact_spent_today_cents = 0;
 };
 
 // The first policy (by name) that pauses the agent; null: none.
@@ -59,8 +73,9 @@ const PolicyBudget* pausing_policy(const std::vector<PolicyBudget>& policies);
 // The first policy (by name) that pauses the agent with spec.cancelRunning;
 // null: runs in flight finish.
 const PolicyBudget* cancelling_policy(const std::vector<PolicyBudget>& policies);
-// The first policy (by name) whose team budget is spent in now's month and
-// that cancels runs in flight (spec.onExceeded: Cancel); null: none.
+// The first policy (by name) whose team budget is spent in now's month or
+// whose daily budget is spent today, and that cancels runs in flight
+// (spec.onExceeded: Cancel); null: none.
 const PolicyBudget* budget_stopping_policy(const std::vector<PolicyBudget>& policies,
                                            TimePoint now);
 // "ns/name" of a policy (its name alone when the namespace is not known).
@@ -79,6 +94,11 @@ struct BlockInput {
   int64_t monthly_budget_cents = 0;       // spec.budget.monthlyCents; <= 0 = unlimited
   int64_t spent_cents_this_period = 0;    // status.spend.cents
   std::string spend_period;               // status.spend.period ("YYYY-MM")
+  // spec.budget.dailyCents (<= 0: none), the agent's spend in its day and
+  // when that day ends (the agent's time zone, schedule/spend_day.h).
+  int64_t daily_budget_cents = 0;
+  int64_t spent_cents_today = 0;
+  TimePoint day_ends = {};
   std::optional<HeldBudgetStop> budget_hold;
   std::vector<PolicyBudget> policy_budgets;  // the policies that select the agent, by name
   std::optional<ProviderHold> provider_hold;
@@ -95,8 +115,8 @@ struct BlockResult {
   std::optional<TimePoint> paused_until_lifts_at;
   // When the ProviderThrottled block lifts; set only while it applies.
   std::optional<TimePoint> provider_hold_lifts_at;
-  // When the BudgetExceeded block lifts by itself (the next UTC month);
-  // never while a hold waits for a person.
+  // When the BudgetExceeded block lifts by itself (the next UTC month, or
+  // the next day for a daily budget); never while a hold waits for a person.
   std::optional<TimePoint> budget_resets_at;
 
   // A block only a person lifts (a held budget stop, a policy's pause): no

@@ -17,11 +17,11 @@ bool iana_characters(std::string_view name) {
 
 }  // namespace
 
-ParseResult<const date::time_zone*> find_time_zone(std::string_view name) {
+ParseResult<const date::time_zone*> find_time_zone(std::string_view name, std::string_view field) {
   using Result = ParseResult<const date::time_zone*>;
   if (name.empty() || name == "UTC") return Result::success(nullptr);
   const auto fail = [&](std::string_view problem) {
-    std::string message(kTimeZoneField);
+    std::string message(field);
     message.append(" \"").append(name.substr(0, kTimeZoneNameBytesMax)).append("\": ");
     message.append(problem).append(
         "; use an IANA name such as Europe/Berlin, America/New_York or UTC");

@@ -1,4 +1,5 @@
-// IANA time zones for cron schedules (spec.heartbeat.timeZone), from the
+// IANA time zones for cron schedules (spec.heartbeat.timeZone) and daily
+// budgets (a HeartbeatPolicy's spec.timeZone), from the
 // OS tzdata through date-tz. The table is read once, on the first lookup,
 // and is as constant as the code; the images carry tzdata.
 #pragma once
@@ -21,6 +22,8 @@ inline constexpr std::size_t kTimeZoneNameBytesMax = 64;
 // an error naming the field and the fix. Names are checked before the
 // lookup: IANA characters only, no "..", no leading '/', so a manifest can
 // never name a file outside the tzdata.
-ParseResult<const date::time_zone*> find_time_zone(std::string_view name);
+// `field` is what the error names (a policy's spec.timeZone).
+ParseResult<const date::time_zone*> find_time_zone(std::string_view name,
+                                                   std::string_view field = kTimeZoneField);
 
 }  // namespace hb::schedule

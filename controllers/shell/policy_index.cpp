@@ -1,5 +1,7 @@
 #include "controllers/shell/policy_index.h"
 
+#include <date/tz.h>
+
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -8,6 +10,7 @@
 
 #include "api/hb_assert.h"
 #include "controllers/schedule/spend.h"
+#include "controllers/schedule/spend_day.h"
 
 namespace hb::controllers {
 
@@ -21,6 +24,11 @@ bool same_spec(const Json& a, const Json& b) {
 }
 
 }  // namespace
+
+std::string zone_name(const PolicySpec& policy) {
+  return policy.time_zone == nullptr ? std::string(schedule::kUtcZoneName)
+                                     : std::string(policy.time_zone->name());
+}
 
 int64_t MicroCentSum::cents_floor() const {
   Wide cents = sum_ / kMicroCentsPerCentInt;  // truncates toward zero
@@ -91,17 +99,26 @@ const MicroCentSum* PolicyIndex::spent(const std::string& key, const std::string
   return sum == policy->second.end() ? nullptr : &sum->second;
 }
 
-void PolicyIndex::count_record(const LedgerRecord& record, int64_t sign) {
-  for (const auto& [period, spend] : record.periods) {
+void PolicyIndex::count_periods(const std::string& ns,
+                                const std::map<std::string, PeriodSpend>& periods, int64_t sign) {
+  for (const auto& [period, spend] : periods) {
     for (const auto& [policy, micros] : spend.policy_micro_cents) {
-      MicroCentSum& sum = spend_[record.ns + "/" + policy][period];
+      SpendByPeriod& by_period = spend_[ns + "/" + policy];
+      MicroCentSum& sum = by_period[period];
       if (sign > 0) {
         sum.add(micros);
       } else {
         sum.subtract(micros);
+        // Days come and go every day: one no record holds is dropped.
+        if (sum.zero() && !schedule::day_of_key(period).empty()) by_period.erase(period);
       }
     }
   }
+}
+
+void PolicyIndex::count_record(const LedgerRecord& record, int64_t sign) {
+  count_periods(record.ns, record.periods, sign);
+  count_periods(record.ns, record.days, sign);
 }
 
 void PolicyIndex::ledger_changed(const LedgerRecord* before, const LedgerRecord* after) {
@@ -111,6 +128,7 @@ void PolicyIndex::ledger_changed(const LedgerRecord* before, const LedgerRecord*
   for (const LedgerRecord* r : {before, after}) {
     if (r == nullptr) continue;
     for (const auto& entry : r->periods) periods.insert(entry.first);
+    for (const auto& entry : r->days) periods.insert(entry.first);
   }
   std::vector<std::string> touched;  // agents of a team budget this spend used up or freed
   {
@@ -209,11 +227,11 @@ std::set<std::string> PolicyIndex::spent_budgets(const std::string& ns,
   const auto [begin, end] = in_namespace(ns);
   for (auto it = begin; it != end; ++it) {
     const PolicyEntry& p = it->second;
-    if (p.spec.monthly_budget_cents <= 0) continue;
+    const bool day = !schedule::day_of_key(period).empty();
+    const int64_t budget = day ? p.spec.daily_budget_cents : p.spec.monthly_budget_cents;
+    if (budget <= 0 || (day && schedule::zone_of_key(period) != zone_name(p.spec))) continue;
     const MicroCentSum* sum = spent(it->first, period);
-    if (sum != nullptr && sum->reached_cents(p.spec.monthly_budget_cents)) {
-      out.insert(it->first);
-    }
+    if (sum != nullptr && sum->reached_cents(budget)) out.insert(it->first);
   }
   return out;
 }
@@ -250,12 +268,18 @@ std::vector<schedule::PolicyBudget> PolicyIndex::budgets_for(const std::string& 
   const auto [begin, end] = in_namespace(namespace_of_key(agent_key));
   for (auto it = begin; it != end; ++it) {
     const PolicyEntry& p = it->second;
-    if (p.spec.monthly_budget_cents <= 0 && !p.spec.paused) continue;
+    if (p.spec.monthly_budget_cents <= 0 && p.spec.daily_budget_cents <= 0 && !p.spec.paused)
+      continue;
     if (!p.spec.selects(agent->second.labels)) continue;
     const MicroCentSum* sum = spent(it->first, period);
-    const int64_t cents = sum == nullptr ? 0 : sum->cents_floor();
-    out.push_back({p.spec.name, p.spec.monthly_budget_cents, cents, period, p.spec.ns,
-                   p.spec.paused, p.spec.cancel_running, p.spec.finish_on_exceeded});
+    const std::string day = schedule::spend_day(now, p.spec.time_zone);
+    const MicroCentSum* today = spent(it->first, day);
+    out.push_back({p.spec.name, p.spec.monthly_budget_cents,
+                   sum == nullptr ? 0 : sum->cents_floor(), period, p.spec.ns, p.spec.paused,
+                   p.spec.cancel_running, p.spec.finish_on_exceeded, p.spec.daily_budget_cents,
+                   today == nullptr ? 0 : today->cents_floor(), day,
+                   schedule::start_of_next_day(now, p.spec.time_zone),
+                   sum == nullptr ? 0 : sum->cents(), today == nullptr ? 0 : today->cents()});
   }
   return out;
 }
@@ -270,6 +294,12 @@ std::vector<std::string> PolicyIndex::policies_selecting(const std::string& agen
     if (it->second.spec.selects(agent->second.labels)) out.push_back(it->second.spec.name);
   }
   return out;  // keys "ns/name" of one namespace sort by name
+}
+
+const date::time_zone* PolicyIndex::zone_of(const std::string& policy_key) const {
+  std::lock_guard lock(mutex_);
+  const auto it = policies_.find(policy_key);
+  return it == policies_.end() ? nullptr : it->second.spec.time_zone;
 }
 
 bool PolicyIndex::knows_policy(const std::string& policy_key) const {
@@ -319,6 +349,8 @@ std::vector<PolicyIndex::Report> PolicyIndex::reports(
       if (started != started_by_agent.end()) r.tally.running_runs += started->second;
     }
     if (const MicroCentSum* sum = spent(key, period)) r.tally.spent_cents = sum->cents();
+    r.tally.day = schedule::spend_day(now, p.spec.time_zone);
+    if (const MicroCentSum* sum = spent(key, r.tally.day)) r.tally.spent_today_cents = sum->cents();
     out.push_back(std::move(r));
   }
   return out;

@@ -45,11 +45,15 @@ class MicroCentSum {
   double cents() const { return static_cast<double>(sum_) / kMicroCentsPerCent; }
   // Whether the sum has reached `cents` whole cents.
   bool reached_cents(int64_t cents) const;
+  bool zero() const { return sum_ == 0; }
 
  private:
   using Wide = __int128;
   Wide sum_ = 0;
 };
+
+// The name of the zone a policy counts its days in ("UTC" when unset).
+std::string zone_name(const PolicySpec& policy);
 
 class PolicyIndex {
  public:
@@ -88,6 +92,9 @@ class PolicyIndex {
   // The names of every policy whose selector selects the agent now (budget
   // or not), sorted: what a run made now is stamped with.
   std::vector<std::string> policies_selecting(const std::string& agent_key) const;
+  // The zone a policy by "ns/name" counts its days in; nullptr: UTC (also
+  // for a policy that is gone).
+  const date::time_zone* zone_of(const std::string& policy_key) const;
   // A policy by "ns/name" that exists or that the ledger charged under.
   bool knows_policy(const std::string& policy_key) const;
   // The specs of those policies (their prices and refusals, pricing.h), by name.
@@ -124,13 +131,16 @@ class PolicyIndex {
   // What the ledger charged under policy `key` in `period` (0: nothing).
   const MicroCentSum* spent(const std::string& key, const std::string& period) const;
   void count_record(const LedgerRecord& record, int64_t sign);
+  void count_periods(const std::string& ns, const std::map<std::string, PeriodSpend>& periods,
+                     int64_t sign);
   bool namespace_has_policies(const std::string& ns) const;
   // Reads the Agents of a namespace whose first policy just came (without
   // the lock: the Agent cache tells this index under its handlers).
   void keep_agents_in(const std::string& ns);
   void forget_agents_in(const std::string& ns);
   bool namespace_has_caps(const std::string& ns) const;
-  // The policies of `ns` whose budget the spend of `period` has reached.
+  // The policies of `ns` whose budget the spend of `period` has reached (a
+  // day key: the daily budgets of the policies counting days in its zone).
   std::set<std::string> spent_budgets(const std::string& ns, const std::string& period) const;
   PolicyEntry entry_for(const Json& policy) const;
   std::vector<std::string> agents_selected(const PolicySpec& spec) const;

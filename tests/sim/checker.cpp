@@ -12,7 +12,10 @@
 #include "controllers/run_record.h"
 #include "controllers/run_status.h"
 #include "controllers/schedule/spend.h"
+#include "controllers/schedule/spend_day.h"
+#include "controllers/schedule/time_zone.h"
 #include "controllers/schedule/utc_time.h"
+#include "tests/sim/world.h"
 
 namespace hb::sim {
 
@@ -24,6 +27,9 @@ using controllers::time_at;
 using schedule::format_rfc3339;
 
 constexpr double kCentsTolerance = 1e-5;
+// What adding a day's charges as doubles may lose: far below a micro-cent,
+// the ledger's resolution (4.999995 of 5 cents is not spent, 5 is).
+constexpr double kSumNoiseCents = 1e-9;
 
 // metadata.labels or .annotations[key] (keys hold '/': not a path).
 std::string key_at(const Json& object, const char* map, const char* key) {
@@ -92,6 +98,7 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
     if (run != nullptr) {
       admitted_by_[string_at(*run, "metadata/uid")] =
           controllers::admitting_policies(&*after, *run, [](const std::string&) { return false; });
+      started_at_[string_at(*run, "metadata/uid")] = server_.now();
     }
     if (run != nullptr) on_run_start(*run, now);
     if (run != nullptr) check_concurrency(*run);
@@ -112,6 +119,17 @@ void Checker::check_concurrency(const Json& started) {
   }
 }
 
+// A zone by name; nullptr (UTC) for none or one the operator refuses.
+const date::time_zone* zone_named(const std::string& name) {
+  auto found = schedule::find_time_zone(name);
+  return found.ok() ? *found.value : nullptr;
+}
+
+// The zone an Agent's own days are counted in (spec.heartbeat.timeZone).
+const date::time_zone* agent_zone(const Json* agent) {
+  return agent == nullptr ? nullptr : zone_named(string_at(*agent, "spec/heartbeat/timeZone"));
+}
+
 PolicyLimits policy_limits(const Json& policy) {
   PolicyLimits p;
   p.ns = string_at(policy, "metadata/namespace");
@@ -121,6 +139,8 @@ PolicyLimits policy_limits(const Json& policy) {
   }
   p.max_concurrent_runs = controllers::int_at(policy, "spec/maxConcurrentRuns").value_or(0);
   p.monthly_cents = controllers::int_at(policy, "spec/budget/monthlyCents").value_or(0);
+  p.daily_cents = controllers::int_at(policy, "spec/budget/dailyCents").value_or(0);
+  p.zone = zone_named(string_at(policy, "spec/timeZone"));
   p.paused = controllers::bool_at(policy, "spec/paused");
   return p;
 }
@@ -165,9 +185,28 @@ double Checker::team_spend(const PolicyLimits& policy) const {
   return it == team_counted_.end() ? 0 : it->second;
 }
 
+double Checker::team_spend_today(const PolicyLimits& policy) const {
+  const auto it = team_counted_.find(policy.ns + "/" + policy.name + "|" +
+                                     schedule::spend_day(server_.now(), policy.zone));
+  return it == team_counted_.end() ? 0 : it->second;
+}
+
+// The period whose team budget is spent: the month, else today (a day
+// key); empty when neither.
+std::string Checker::team_budget_spent_in(const PolicyLimits& policy) const {
+  if (policy.monthly_cents > 0 &&
+      std::floor(team_spend(policy) - kCentsTolerance) >= policy.monthly_cents) {
+    return current_period();
+  }
+  if (policy.daily_cents > 0 &&
+      std::floor(team_spend_today(policy) - kCentsTolerance) >= policy.daily_cents) {
+    return schedule::spend_day(server_.now(), policy.zone);
+  }
+  return "";
+}
+
 bool Checker::team_budget_spent(const PolicyLimits& policy) const {
-  return policy.monthly_cents > 0 &&
-         std::floor(team_spend(policy) - kCentsTolerance) >= policy.monthly_cents;
+  return !team_budget_spent_in(policy).empty();
 }
 
 void Checker::on_policy_input_write(const std::string& resource, const std::optional<Json>& before,
@@ -180,6 +219,19 @@ void Checker::on_policy_input_write(const std::string& resource, const std::opti
     return found == nullptr ? Json() : *found;
   };
   if (!before || !after || at(before) != at(after)) selection_changed_at_[ns] = server_.now();
+  // Money limits a person moves under runs in flight: a budget set or
+  // lowered, a price raised, a selection changed.
+  const auto money = [&](const std::optional<Json>& o) {
+    Json out = Json::array();
+    for (const char* path :
+         {"metadata/labels", "spec/budget", "spec/pricing", "spec/model/pricing"}) {
+      const Json* found = o ? controllers::find_path(*o, path) : nullptr;
+      out.push_back(found == nullptr ? Json() : *found);
+    }
+    return out;
+  };
+
+  if (!before || !after || money(before) != money(after)) limits_changed_at_[ns] = server_.now();
   if (resource == "heartbeatpolicies" && !after) team_budget_spent_.erase(object_key(object));
   if (resource == "heartbeatpolicies") {
     if (!after || !controllers::bool_at(*after, "spec/paused")) {
@@ -192,11 +244,11 @@ void Checker::on_policy_input_write(const std::string& resource, const std::opti
 }
 
 void Checker::retime_team_budgets(const std::string& ns) {
-  const std::string period = current_period();
   server_.for_each("heartbeatpolicies", [&](const Json& policy) {
     const PolicyLimits p = policy_limits(policy);
     if (p.ns != ns) return;
-    if (!team_budget_spent(p)) {
+    const std::string period = team_budget_spent_in(p);
+    if (period.empty()) {
       team_budget_spent_.erase(object_key(policy));
       return;
     }
@@ -250,14 +302,22 @@ void Checker::check_policy_cap(const PolicyLimits& policy, const Json& started) 
 // budget, none of them starts, after the operator had time to see it.
 void Checker::check_team_budget(const PolicyLimits& policy, const Json& started) {
   auto spent = team_budget_spent_.find(policy.ns + "/" + policy.name);
-  if (spent == team_budget_spent_.end() || spent->second.period != current_period() ||
-      server_.now() - spent->second.since < kUserChangeSeenWithin || !team_budget_spent(policy)) {
+  if (spent == team_budget_spent_.end() || spent->second.period != team_budget_spent_in(policy) ||
+      server_.now() - spent->second.since < kUserChangeSeenWithin) {
+    return;
+  }
+  // The operator counts days by its own clock, up to kClockSkewMax ahead:
+  // near the day's end it may be in the next day already.
+  const std::string& period = spent->second.period;
+  if (!schedule::day_of_key(period).empty() &&
+      schedule::spend_day(server_.now() + kClockSkewMax, policy.zone) != period) {
     return;
   }
   violation("run " + object_key(started) + " started while HeartbeatPolicy " + policy.ns + "/" +
             policy.name + "'s team budget is spent (" + std::to_string(team_spend(policy)) +
-            " of " + std::to_string(policy.monthly_cents) + " cents since " +
-            format_rfc3339(spent->second.since) + ")");
+            " of " + std::to_string(policy.monthly_cents) + " cents this month, " +
+            std::to_string(team_spend_today(policy)) + " of " + std::to_string(policy.daily_cents) +
+            " today, since " + format_rfc3339(spent->second.since) + ")");
 }
 
 // While a policy stands paused, no run of an agent it selects starts
@@ -367,14 +427,36 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
       violation("run " + name + " counted twice");
     } else {
       counted_sums_[c.agent_key + "|" + c.period] += c.cents;
+      const TimePoint day_of = finished.value_or(server_.now());
+      counted_sums_[c.agent_key + "|" + schedule::spend_day(day_of, agent_zone(agent))] += c.cents;
       const double calls = controllers::number_at(*after, "status/usage/llmCalls").value_or(0);
       // A runner whose usage report was out of bounds is charged its bound:
       // it did not keep to its budget, so its overshoot is not measured.
       const bool believed =
           string_at(*after, "status/reason") != controllers::kReasonUsageOutOfBounds;
+      const double measured_cents =
+          believed ? c.cents
+                   : std::min(c.cents,
+                              controllers::number_at(*after, "status/heldCents").value_or(c.cents));
+      // A run a person changed money limits under (in its namespace,
+      // while it went) is measured apart: that overshoot is not concurrency's.
+      const auto started = started_at_.find(uid);
+      const auto changed = limits_changed_at_.find(agent_ns);
+      const bool limits_moved =
+          started == started_at_.end() ||
+          (changed != limits_changed_at_.end() && changed->second > started->second);
       for (const std::string& policy : admitted_by_[uid]) {
-        if (believed) measure_overshoot(agent_ns + "/" + policy, c.period, c.cents, calls);
+        const Json* p = server_.peek("heartbeatpolicies", agent_ns, policy);
+        const std::string day =
+            schedule::spend_day(day_of, p == nullptr ? nullptr : policy_limits(*p).zone);
+        if (believed) {
+          measure_overshoot(agent_ns + "/" + policy, c.period, c.cents, calls, limits_moved);
+          measure_overshoot(agent_ns + "/" + policy, day, c.cents, calls, limits_moved);
+        }
         team_counted_[agent_ns + "/" + policy + "|" + c.period] += c.cents;
+        team_counted_[agent_ns + "/" + policy + "|" + day] += c.cents;
+        team_measured_[agent_ns + "/" + policy + "|" + c.period] += measured_cents;
+        team_measured_[agent_ns + "/" + policy + "|" + day] += measured_cents;
       }
       retime_team_budgets(agent_ns);
     }
@@ -385,21 +467,28 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
 // from the spend if a person lowered the budget below it), and as calls
 // of this run's size.
 void Checker::measure_overshoot(const std::string& policy_key, const std::string& period,
-                                double cents, double llm_calls) {
+                                double cents, double llm_calls, bool limits_moved) {
   const auto slash = policy_key.find('/');
   const Json* policy =
       server_.peek("heartbeatpolicies", policy_key.substr(0, slash), policy_key.substr(slash + 1));
-  if (policy == nullptr || period != current_period() || cents <= 0) return;
-  const double budget =
-      static_cast<double>(controllers::int_at(*policy, "spec/budget/monthlyCents").value_or(0));
+  if (policy == nullptr || cents <= 0) return;
+  const PolicyLimits limits = policy_limits(*policy);
+  const bool day = !schedule::day_of_key(period).empty();
+  if (period != (day ? schedule::spend_day(server_.now(), limits.zone) : current_period())) return;
+  const double budget = static_cast<double>(day ? limits.daily_cents : limits.monthly_cents);
   if (budget <= 0) return;
-  const auto counted = team_counted_.find(policy_key + "|" + period);
-  const double before = counted == team_counted_.end() ? 0 : counted->second;
+  const auto counted = team_measured_.find(policy_key + "|" + period);
+  const double before = counted == team_measured_.end() ? 0 : counted->second;
   const double over = std::max(0.0, before + cents - std::max(budget, before));
   if (over <= kCentsTolerance) return;
   Overshoot& o = overshoot_[policy_key + "|" + period];
+  const double calls = over / (cents / std::max(1.0, llm_calls));
   o.cents += over;
-  o.calls += over / (cents / std::max(1.0, llm_calls));
+  o.calls += calls;
+  ++o.runs;
+  double& worst =
+      limits_moved ? worst_run_overshoot_calls_after_change_ : worst_run_overshoot_calls_;
+  worst = std::max(worst, calls);
   if (o.calls > worst_overshoot_.calls) worst_overshoot_ = o;
 }
 
@@ -498,6 +587,15 @@ void Checker::on_run_start(const Json& run, TimePoint now) {
   if (budget > 0 && std::floor(spent + kCentsTolerance) >= budget) {
     violation("run " + name + " started over budget (" + std::to_string(spent) + " of " +
               std::to_string(budget) + " cents)");
+  }
+  const double daily = controllers::number_at(*agent, "spec/budget/dailyCents").value_or(0);
+  const std::string day = schedule::spend_day(now, agent_zone(agent));
+  const double today = counted_sum(object_key(*agent), day);
+  // As for a team's day: the operator's clock may be in the next day already.
+  const bool day_ending = schedule::spend_day(now + kClockSkewMax, agent_zone(agent)) != day;
+  if (daily > 0 && !day_ending && std::floor(today + kSumNoiseCents) >= daily) {
+    violation("run " + name + " started over its daily budget (" + std::to_string(today) + " of " +
+              std::to_string(daily) + " cents)");
   }
   if (held_for_a_person(*agent)) {
     violation("run " + name + " started while a budget stop waits for a person");

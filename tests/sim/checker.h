@@ -38,12 +38,20 @@ struct CheckerConfig {
 
 // What the checker reads from a HeartbeatPolicy on the server (its own
 // reading of the CRD, not the operator's parser).
+}  // namespace hb::sim
+namespace date {
+class time_zone;
+}
+namespace hb::sim {
+
 struct PolicyLimits {
   std::string ns, name;
-  Json selector;                    // spec.selector (null: every Agent of ns)
-  int64_t max_concurrent_runs = 0;  // <= 0: no cap
-  int64_t monthly_cents = 0;        // <= 0: no team budget
-  bool paused = false;              // spec.paused: none of its agents starts a run
+  Json selector;                          // spec.selector (null: every Agent of ns)
+  int64_t max_concurrent_runs = 0;        // <= 0: no cap
+  int64_t monthly_cents = 0;              // <= 0: no team budget
+  int64_t daily_cents = 0;                // spec.budget.dailyCents; <= 0: none
+  const date::time_zone* zone = nullptr;  // spec.timeZone; nullptr: UTC
+  bool paused = false;                    // spec.paused: none of its agents starts a run
 };
 PolicyLimits policy_limits(const Json& policy);
 // Whether the policy selects the Agent: same namespace, and its labels
@@ -69,8 +77,15 @@ class Checker {
   // worst: in cents, and in model calls of the runs that took it past.
   struct Overshoot {
     double cents = 0, calls = 0;
+    int64_t runs = 0;  // the counted runs that took the team past its budget
   };
   Overshoot worst_team_overshoot() const { return worst_overshoot_; }
+  // The most one run took its team past a budget, in calls of its size:
+  // runs no person changed money limits under, and the others.
+  double worst_run_overshoot_calls() const { return worst_run_overshoot_calls_; }
+  double worst_run_overshoot_calls_after_change() const {
+    return worst_run_overshoot_calls_after_change_;
+  }
 
  private:
   void violation(const std::string& what) {
@@ -122,11 +137,20 @@ class Checker {
   // "ns/policy|period" -> cents of the counted runs whose Job was stamped
   // with the policy at start.
   std::map<std::string, double> team_counted_;
+  // The same, with a run charged its bound for an out-of-bounds usage report
+  // counted at what was held for it: what it took past its hold is the
+  // runner's breach, not room the operator gave away to others.
+  std::map<std::string, double> team_measured_;
   // A counted run's share of its teams' overshoot (worst_team_overshoot).
   void measure_overshoot(const std::string& policy_key, const std::string& period, double cents,
-                         double llm_calls);
+                         double llm_calls, bool limits_moved);
   std::map<std::string, Overshoot> overshoot_;  // "ns/policy|period"
   Overshoot worst_overshoot_;
+  double worst_run_overshoot_calls_ = 0;
+  double worst_run_overshoot_calls_after_change_ = 0;
+  std::map<std::string, TimePoint> started_at_;  // run uid -> its Job's creation (true time)
+  // Namespace -> when a person last changed a budget, price or label there.
+  std::map<std::string, TimePoint> limits_changed_at_;
   // The policies on each started run's Job template, by run uid: what the
   // operator admitted it under, which its author cannot rewrite.
   std::map<std::string, std::vector<std::string>> admitted_by_;
@@ -139,7 +163,9 @@ class Checker {
     TimePoint since{};
     std::string period;
   };
-  std::map<std::string, Spent> team_budget_spent_;
+  std::map<std::string, Spent> team_budget_spent_;  // period: the month or a day key
+  double team_spend_today(const PolicyLimits& policy) const;
+  std::string team_budget_spent_in(const PolicyLimits& policy) const;
   // Since when a policy ("ns/name") has stood paused (true time).
   std::map<std::string, TimePoint> policy_paused_since_;
   uint64_t checked_runs_version_ = 0, checked_agents_version_ = 0, checked_jobs_version_ = 0;

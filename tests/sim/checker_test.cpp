@@ -195,6 +195,30 @@ TEST_F(CheckerTest, ARunStartedOverBudgetIsCaught) {
   EXPECT_NE(checker_.violations()[0].find("over budget"), std::string::npos);
 }
 
+// Today's counted runs reach the Agent's dailyCents: the next start is
+// caught; yesterday's runs (the control) count for nothing today.
+TEST_F(CheckerTest, ARunStartedOverItsDailyBudgetIsCaught) {
+  server_.merge_patch(Actor::kUser, "agents", "ns", "a",
+                      {{"spec", {{"budget", {{"dailyCents", 2}}}}}}, false);
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r0", "2026-03-09T10:00:00Z"));
+  Json yesterday = finished(5);
+  yesterday["finishedAt"] = "2026-03-09T23:59:00Z";
+  set_run_status("r0", yesterday);
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T09:00:00Z"));
+  start("r1");
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  Json today = finished(2);
+  today["finishedAt"] = "2026-03-10T09:30:00Z";
+  set_run_status("r1", today);
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r2", "2026-03-10T10:00:00Z"));
+  start("r2");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("over its daily budget"), std::string::npos);
+}
+
 TEST_F(CheckerTest, ARunStartedWhileABudgetStopWaitsForAPersonIsCaught) {
   // February's stop, carried into March: spend is 0 now.
   hold_february_stop();
@@ -428,6 +452,40 @@ TEST_F(PolicyCheckerTest, TheTeamOvershootIsMeasuredInCallsOfTheRunsThatPassedTh
   set_run_status("b1", done);
   EXPECT_NEAR(checker_.worst_team_overshoot().cents, 2, 1e-9);
   EXPECT_NEAR(checker_.worst_team_overshoot().calls, 2, 1e-9);
+  EXPECT_EQ(checker_.worst_team_overshoot().runs, 1);
+  EXPECT_NEAR(checker_.worst_run_overshoot_calls(), 2, 1e-9);
+}
+
+// A runner whose usage report broke its bounds is charged its bound, more
+// than was held for it: the team's spend past its hold is that runner's
+// breach, so a well-behaved run finishing after it is measured against what
+// was held, not against the breach.
+TEST_F(PolicyCheckerTest, ARunawayRunnerCountsAtItsHoldInTheOvershootOfOthers) {
+  create_policy({{"budget", {{"monthlyCents", 3}}}});
+  create_run("a1", "a", "team-x");
+  start("a1");
+  create_run("b1", "b", "team-x");
+  start("b1");
+  Json runaway = finished(4);  // held 1 cent, charged its bound of 4
+  runaway["phase"] = "Failed";
+  runaway["reason"] = controllers::kReasonUsageOutOfBounds;
+  runaway["heldCents"] = 1;
+  runaway["finishedAt"] = "2026-03-10T09:20:00Z";
+  set_run_status("a1", runaway);
+  EXPECT_EQ(checker_.worst_team_overshoot().calls, 0) << "the runaway itself is not measured";
+  Json done = finished(2);  // 1 held + 2 = 3: within the budget
+  done["finishedAt"] = "2026-03-10T09:30:00Z";
+  done["usage"]["llmCalls"] = 2;
+  set_run_status("b1", done);
+  EXPECT_EQ(checker_.worst_team_overshoot().calls, 0);
+  // The control: a run past what the runaway's hold left is measured.
+  create_run("c1", "c", "team-x");
+  start("c1");
+  done["usage"]["costCents"] = 1;
+  done["usage"]["llmCalls"] = 1;
+  done["finishedAt"] = "2026-03-10T09:40:00Z";
+  set_run_status("c1", done);
+  EXPECT_NEAR(checker_.worst_team_overshoot().calls, 1, 1e-9);
 }
 
 TEST_F(PolicyCheckerTest, ARunStartedWhileItsPolicyIsPausedIsCaught) {

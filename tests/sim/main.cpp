@@ -99,6 +99,9 @@ int main(int argc, char** argv) {
   uint64_t team_budget_stops = 0, policy_pauses = 0, outages = 0, final_before_running = 0;
   uint64_t reapplies = 0, price_changes = 0, stamp_edits = 0;
   double overshoot_cents = 0, overshoot_calls = 0;  // the worst seed's
+  int64_t overshoot_runs = 0;
+  double run_overshoot_calls = 0;         // the most one run went over, any seed
+  double run_overshoot_after_change = 0;  // the same, of runs a person changed limits under
   // One seed at a time when its story is logged, so the lines do not interleave.
   if (options.verbose) jobs = 1;
   const auto threads = static_cast<unsigned>(std::min<uint64_t>(jobs, seeds));
@@ -126,7 +129,11 @@ int main(int argc, char** argv) {
     if (r.team_overshoot_calls > overshoot_calls) {
       overshoot_calls = r.team_overshoot_calls;
       overshoot_cents = r.team_overshoot_cents;
+      overshoot_runs = r.team_overshoot_runs;
     }
+    run_overshoot_calls = std::max(run_overshoot_calls, r.run_overshoot_calls);
+    run_overshoot_after_change =
+        std::max(run_overshoot_after_change, r.run_overshoot_calls_after_change);
     outages += r.run_status_outages;
     final_before_running += r.final_before_running;
     faults += r.api_faults;
@@ -158,7 +165,8 @@ int main(int argc, char** argv) {
       "pauses, %llu Agents deleted and applied again, %llu price changes, %llu run stamps "
       "rewritten, %llu run status "
       "outages, %llu runs final before Running was stored; "
-      "worst team budget overshoot %.4f cents (%.2f model calls); "
+      "worst team budget overshoot %.4f cents (%.2f model calls, by %lld runs; the most by one "
+      "run %.2f calls, %.2f under a person's change of limits); "
       "%.2f s wall on %u thread(s), %.0f heartbeats/s\n",
       static_cast<unsigned long long>(seeds), options.hours, options.agents,
       static_cast<unsigned long long>(failed), static_cast<unsigned long long>(runs),
@@ -171,7 +179,8 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(policy_pauses), static_cast<unsigned long long>(reapplies),
       static_cast<unsigned long long>(price_changes), static_cast<unsigned long long>(stamp_edits),
       static_cast<unsigned long long>(outages),
-      static_cast<unsigned long long>(final_before_running), overshoot_cents, overshoot_calls, wall,
+      static_cast<unsigned long long>(final_before_running), overshoot_cents, overshoot_calls,
+      static_cast<long long>(overshoot_runs), run_overshoot_calls, run_overshoot_after_change, wall,
       threads, wall > 0 ? runs / wall : 0.0);
   return failed == 0 ? 0 : 1;
 }

@@ -249,12 +249,11 @@ void Node::create_pod(const Json& job, TimePoint now) {
 void Node::stop_at_budget(Runner& r, const Json& pod_annotations) {
   const auto context = pod_annotations.find(controllers::kAnnotationContext);
   if (context == pod_annotations.end() || !context->is_string()) return;
-  api::ContextDocument doc;
-  try {
-    doc = api::parse_context_document_text(context->get<std::string>());
-  } catch (const std::exception&) {
-    return;  // the runner would exit with an error; the run is charged its bound either way
-  }
+  const api::ContextDocumentResult parsed =
+      api::parse_context_document_text(context->get<std::string>());
+  // A bad document: the runner would exit with an error; the run is charged its bound either way.
+  if (!parsed.ok()) return;
+  const api::ContextDocument& doc = parsed.value();
   const std::optional<double> limit = doc.budget.run_limit_cents();
   if (!limit) return;
   const int64_t in = r.input_tokens / kSimCallsPerRun, out = r.output_tokens / kSimCallsPerRun;

@@ -66,6 +66,12 @@ constexpr int kOtherTeamEvery = 3;
 constexpr double kTeamBudgetShare = 0.5;
 constexpr int kTeamBudgetCentsMin = 2;
 constexpr int kTeamBudgetCentsMax = 20;
+// Daily budgets: a share of Agents and of team budgets have one, within
+// [kDailyCentsMin, kDailyCentsMax]; a team's day is in one of kPolicyZones.
+constexpr double kDailyBudgetShare = 0.3;
+constexpr int kDailyCentsMin = 1;
+constexpr int kDailyCentsMax = 12;
+constexpr std::array<const char*, 3> kPolicyZones = {"", "Asia/Tokyo", "America/New_York"};
 constexpr int64_t kPolicyCapMax = 3;
 // Now and then every write of a run's status fails for a while (503: a
 // webhook on the status subresource, an etcd member down), so runs start
@@ -186,6 +192,9 @@ class World {
   void rewrite_policies_stamp(const std::string& ns, const std::string& agent);
   void create_agents();
   void create_policy();
+  // A budget for an Agent (monthly, now and then daily) and for the team.
+  Json agent_budget();
+  Json team_budget();
   bool policy_action();
   void wire_policies(OperatorProcess& op, controllers::CacheOptions& cache_options,
                      controllers::ReconcilerConfig& config);
@@ -463,26 +472,42 @@ void World::create_agents() {
           {{"interval", "1m"}, {"idleBackoff", {{"after", 2}, {"maxInterval", "8m"}}}});
     }
     const bool other_team = i % 2 == 0 && (i / 2) % kOtherTeamEvery == kOtherTeamEvery - 1;
-    Json agent = {
-        {"apiVersion", "heartbeat.dev/v1alpha1"},
-        {"kind", "Agent"},
-        {"metadata",
-         {{"name", "agent-" + std::to_string(i)},
-          {"labels", {{kTeamLabel, other_team ? "b" : "a"}}}}},
-        {"spec",
-         {{"type", "memgpt_agent"},
-          {"model",
-           {{"provider", "openai"},
-            {"model", "sim"},
-            {"maxTokens", 4096},
-            {"apiKeySecretRef", {{"name", "llm"}, {"key", "api-key"}}},
-            {"pricing",
-             {{"inputCentsPerMillionTokens", 15}, {"outputCentsPerMillionTokens", 60}}}}},
-          {"heartbeat", heartbeat},
-          {"budget", {{"monthlyCents", std::uniform_int_distribution<int>(20, 400)(rng_)}}},
-          {"runtime", {{"timeoutSeconds", 120}, {"graceSeconds", 10}}}}}};
+    Json agent = {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                  {"kind", "Agent"},
+                  {"metadata",
+                   {{"name", "agent-" + std::to_string(i)},
+                    {"labels", {{kTeamLabel, other_team ? "b" : "a"}}}}},
+                  {"spec",
+                   {{"type", "memgpt_agent"},
+                    {"model",
+                     {{"provider", "openai"},
+                      {"model", "sim"},
+                      {"maxTokens", 4096},
+                      {"apiKeySecretRef", {{"name", "llm"}, {"key", "api-key"}}},
+                      {"pricing",
+                       {{"inputCentsPerMillionTokens", 15}, {"outputCentsPerMillionTokens", 60}}}}},
+                    {"heartbeat", heartbeat},
+                    {"budget", agent_budget()},
+                    {"runtime", {{"timeoutSeconds", 120}, {"graceSeconds", 10}}}}}};
     server_.create(Actor::kUser, "agents", kNamespaces[i % 2], agent);
   }
+}
+
+Json World::agent_budget() {
+  Json budget = {{"monthlyCents", std::uniform_int_distribution<int>(20, 400)(rng_)}};
+  budget["dailyCents"] = draw(kDailyBudgetShare) ? std::uniform_int_distribution<int>(
+                                                       kDailyCentsMin, kDailyCentsMax)(rng_)
+                                                 : 0;
+  return budget;
+}
+
+Json World::team_budget() {
+  Json budget = {{"monthlyCents", std::uniform_int_distribution<int>(0, kTeamBudgetCentsMax)(rng_)},
+                 {"dailyCents", 0}};
+  if (draw(kDailyBudgetShare)) {
+    budget["dailyCents"] = std::uniform_int_distribution<int>(kDailyCentsMin, kDailyCentsMax)(rng_);
+  }
+  return budget;
 }
 
 void World::create_policy() {
@@ -492,7 +517,14 @@ void World::create_policy() {
   if (draw(kTeamBudgetShare)) {
     spec["budget"] = {{"monthlyCents", std::uniform_int_distribution<int>(
                                            kTeamBudgetCentsMin, kTeamBudgetCentsMax)(rng_)}};
+    if (draw(kDailyBudgetShare)) {
+      spec["budget"]["dailyCents"] =
+          std::uniform_int_distribution<int>(kDailyCentsMin, kDailyCentsMax)(rng_);
+    }
   }
+  const char* zone =
+      kPolicyZones[std::uniform_int_distribution<std::size_t>(0, kPolicyZones.size() - 1)(rng_)];
+  if (*zone != '\0') spec["timeZone"] = zone;
   server_.create(Actor::kUser, "heartbeatpolicies", kPolicyNamespace,
                  {{"apiVersion", "heartbeat.dev/v1alpha1"},
                   {"kind", controllers::kPolicyKind},
@@ -531,9 +563,7 @@ bool World::policy_action() {
   }
   Json spec = draw(0.5) ? Json{{"maxConcurrentRuns",
                                 std::uniform_int_distribution<int64_t>(1, kPolicyCapMax)(rng_)}}
-                        : Json{{"budget",
-                                {{"monthlyCents", std::uniform_int_distribution<int>(
-                                                      0, kTeamBudgetCentsMax)(rng_)}}}};
+                        : Json{{"budget", team_budget()}};
   server_.merge_patch(Actor::kUser, "heartbeatpolicies", kPolicyNamespace, kPolicyName,
                       {{"spec", spec}}, false);
   return true;
@@ -622,11 +652,9 @@ void World::user_action() {
       break;
     }
     case 2:  // a new budget, and now and then the other resume policy
-      patch = {
-          {"spec",
-           {{"budget",
-             {{"monthlyCents", std::uniform_int_distribution<int>(20, 400)(rng_)},
-              {"resume", std::bernoulli_distribution(0.3)(rng_) ? "NextPeriod" : "Manual"}}}}}};
+      patch = {{"spec", {{"budget", agent_budget()}}}};
+      patch["spec"]["budget"]["resume"] =
+          std::bernoulli_distribution(0.3)(rng_) ? "NextPeriod" : "Manual";
       break;
     case 5: {  // approve a budget stop: a new heartbeat.dev/resume value, or a resync of the old
       const bool resync = std::bernoulli_distribution(0.3)(rng_);
@@ -837,6 +865,9 @@ SimReport World::run() {
   report_.runs_counted = checker_.runs_counted();
   report_.team_overshoot_cents = checker_.worst_team_overshoot().cents;
   report_.team_overshoot_calls = checker_.worst_team_overshoot().calls;
+  report_.team_overshoot_runs = checker_.worst_team_overshoot().runs;
+  report_.run_overshoot_calls = checker_.worst_run_overshoot_calls();
+  report_.run_overshoot_calls_after_change = checker_.worst_run_overshoot_calls_after_change();
   report_.api_faults = operator_transport_->stats().faults + runner_transport_->stats().faults;
   report_.node = node_.stats();
   report_.wall_seconds =

@@ -66,6 +66,8 @@ struct SimReport {
   // The most a team's counted spend went past its budget in a month, in
   // cents and in model calls of the runs that took it past.
   double team_overshoot_cents = 0, team_overshoot_calls = 0;
+  int64_t team_overshoot_runs = 0;
+  double run_overshoot_calls = 0, run_overshoot_calls_after_change = 0;
   NodeStats node;
   double wall_seconds = 0;
 };

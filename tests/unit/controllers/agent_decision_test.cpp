@@ -289,6 +289,51 @@ TEST(AgentDecision, MonthlyBudgetBlocksWithConditionEventAndResetsNextMonth) {
   EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["status"], "False");
 }
 
+// status.spendToday: the agent's day in its own zone, from the durable
+// ledger; kept without a write while the day lasts, rolled off after it.
+TEST(AgentDecision, TodaysSpendIsShownForTheAgentsDayAndRolledOffAfterIt) {
+  Json a = agent();
+  a["spec"]["heartbeat"].erase("interval");
+  a["spec"]["heartbeat"]["schedule"] = "30 8 * * *";  // 08:30 in Tokyo is 23:30 UTC the day before
+  a["spec"]["heartbeat"]["timeZone"] = "Asia/Tokyo";
+  World w{a};
+  w.ledger = LedgerRecord{};
+  AgentDecision d = w.step(kCreated);
+  EXPECT_FALSE(d.status_json().contains("spendToday"));  // nothing spent: nothing shown
+  d = w.step(at("2024-05-01T23:30:00Z"));
+  ASSERT_TRUE(d.create_run);
+  const std::string first = created_run(w.agent, d)["metadata"]["name"];
+  w.finish(first, at("2024-05-01T23:31:00Z"), 2.5);
+  d = w.step(at("2024-05-01T23:31:00Z"));
+  // Tokyo's 2 May, though UTC's 1 May.
+  EXPECT_EQ(d.status_json()["spendToday"],
+            (Json{{"day", "2024-05-02"}, {"timeZone", "Asia/Tokyo"}, {"cents", 2.5}}));
+  d = w.step(at("2024-05-02T03:00:00Z"));
+  EXPECT_FALSE(d.status_changed);  // the same day: nothing to write
+  EXPECT_EQ(d.status_json()["spendToday"]["cents"], 2.5);
+  d = w.step(at("2024-05-02T15:00:01Z"));  // Tokyo's 3 May has begun
+  EXPECT_TRUE(d.status_changed);
+  EXPECT_FALSE(d.status_json().contains("spendToday"));
+  EXPECT_EQ(d.status_json()["spend"]["cents"], 2.5);  // the month keeps it
+}
+
+// The pass that counts the run which spends the day holds the next one
+// already, not only the pass after it (which reads the record).
+TEST(AgentDecision, TheRunThatSpendsTheDayHoldsTheNextInTheSamePass) {
+  Json a = agent();
+  a["spec"]["budget"] = {{"dailyCents", 2}};
+  World w{a};
+  w.ledger = LedgerRecord{};
+  w.runs.push_back(run("bot-manual-1", "manual", std::nullopt, "2024-05-01T12:01:00Z"));
+  AgentDecision d = w.step(at("2024-05-01T12:01:00Z"));
+  ASSERT_EQ(d.start_run, "bot-manual-1");
+  w.runs.push_back(run("bot-manual-2", "manual", std::nullopt, "2024-05-01T12:01:30Z"));
+  w.finish("bot-manual-1", at("2024-05-01T12:02:00Z"), 2.5);
+  d = w.step(at("2024-05-01T12:02:00Z"));
+  EXPECT_FALSE(d.start_run) << "started on a spent day";
+  EXPECT_EQ((*condition(d.status_json(), "BudgetExceeded"))["reason"], "DailyBudgetExceeded");
+}
+
 const Event* event_of(const AgentDecision& d, const std::string& reason) {
   for (const Event& e : d.events) {
     if (e.reason == reason) return &e;

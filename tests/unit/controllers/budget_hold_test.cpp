@@ -58,12 +58,39 @@ TEST(BudgetRooms, TheAgentsAndEachTeamsBudgetWithWhatIsLeft) {
     return out;
   };
   using Lefts = std::vector<std::pair<std::string, double>>;
-  EXPECT_TRUE(budget_rooms("ns/bot", std::nullopt, 0, {}).empty());
-  EXPECT_EQ(lefts(budget_rooms("ns/bot", 400, 20.5, {})), (Lefts{{kAgent, 379.5}}));
-  EXPECT_EQ(lefts(budget_rooms("ns/bot", 400, 20.5, {team, uncapped})),
+  EXPECT_TRUE(budget_rooms("ns/bot", {}, {}).empty());
+  EXPECT_EQ(lefts(budget_rooms("ns/bot", {400, 20.5}, {})), (Lefts{{kAgent, 379.5}}));
+  EXPECT_EQ(lefts(budget_rooms("ns/bot", {400, 20.5}, {team, uncapped})),
             (Lefts{{kAgent, 379.5}, {kTeam, 3.0}}));
-  EXPECT_TRUE(budget_rooms("ns/bot", 0, 0, {uncapped}).empty());
-  EXPECT_EQ(lefts(budget_rooms("ns/bot", 10, 12, {})), (Lefts{{kAgent, 0.0}})) << "never below 0";
+  EXPECT_TRUE(budget_rooms("ns/bot", {}, {uncapped}).empty());
+  EXPECT_EQ(lefts(budget_rooms("ns/bot", {10, 12}, {})), (Lefts{{kAgent, 0.0}})) << "never below 0";
+}
+
+// A daily budget is a room of its own, beside the month's: the Agent's in
+// its day's pool, each team's in the policy's.
+TEST(BudgetRooms, DailyBudgetsAreRoomsOfTheirOwn) {
+  schedule::PolicyBudget team{"team", 100, 10, "2024-05", "ns"};
+  team.daily_budget_cents = 8;
+  team.spent_today_cents = 5;
+  const auto rooms = budget_rooms("ns/bot", {400, 20.5, 30, 29.25}, {team});
+  ASSERT_EQ(rooms.size(), 4u);
+  EXPECT_EQ(rooms[1].pool, budget_day_pool_of_agent("ns/bot"));
+  EXPECT_DOUBLE_EQ(rooms[1].left_cents, 0.75);
+  EXPECT_EQ(rooms[3].pool, budget_day_pool_of_policy("ns", "team"));
+  EXPECT_DOUBLE_EQ(rooms[3].left_cents, 3.0);
+  EXPECT_TRUE(is_day_pool(rooms[1].pool) && is_day_pool(rooms[3].pool));
+  EXPECT_FALSE(is_day_pool(rooms[0].pool) || is_day_pool(rooms[2].pool));
+  // The day's room bounds the run: the runner is told so.
+  const HoldDecision d = decide_hold(rooms, 50, [](const std::string&) { return 0.0; });
+  ASSERT_TRUE(d.start && d.cents);
+  EXPECT_DOUBLE_EQ(*d.cents, 0.75);
+  EXPECT_EQ(d.bound_by, budget_day_pool_of_agent("ns/bot"));
+  // A team's spend is subtracted unrounded: 0.995 cents spent of 1 leaves 0.005.
+  schedule::PolicyBudget nearly{"nearly", 1, 0, "2024-05", "ns"};
+  nearly.exact_spent_cents = 0.995;
+  EXPECT_NEAR(budget_rooms("ns/bot", {}, {nearly})[0].left_cents, 0.005, 1e-9);
+  // Control: a worst case under every room is bound by nothing.
+  EXPECT_TRUE(decide_hold(rooms, 0.5, [](const std::string&) { return 0.0; }).bound_by.empty());
 }
 
 TEST(RunWorstCase, BoundedByTokensPerRunCentsAndTokenCap) {

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "controllers/agent_decision.h"
+#include "controllers/job_builder.h"
 #include "controllers/json_util.h"
+#include "controllers/ledger_record.h"
 #include "controllers/names.h"
 #include "controllers/run_status.h"
 #include "controllers/schedule/utc_time.h"
@@ -76,6 +78,26 @@ inline Json run(const std::string& name, const std::string& source = "scheduler"
             {"spec", {{"agentRef", {{"name", "bot"}}}, {"invocationSource", source}}}};
   if (slot) r["spec"]["scheduledTime"] = fmt(*slot);
   return r;
+}
+
+// render_context of a stored Agent and run, typed as the reconciler types
+// them: `in`'s agent, run and spend are filled in here.
+inline Json render_stored(const Json& agent, const Json& run, ContextInput in,
+                          const JobConfig& config = {},
+                          const std::optional<Pricing>& pricing = std::nullopt,
+                          std::optional<int64_t> per_run_tokens = std::nullopt) {
+  const AgentSpec spec = parse_agent_spec(agent).spec;
+  const StartingRun started = starting_run(run);
+  in.agent = &spec;
+  in.run = &started;
+  in.spend = agent_spend(agent);
+  return render_context(in, config, pricing, per_run_tokens);
+}
+
+// build_job of a stored run and Agent, typed as the reconciler types them.
+inline JobPlan build_stored_job(const Json& run, const Json& agent, const std::string& context,
+                                const JobConfig& config) {
+  return build_job(starting_run(run), parse_agent_spec(agent).spec, context, config);
 }
 
 inline Json with_status(Json object, Json status) {
@@ -202,6 +224,9 @@ struct World : PlanWriter {
   // The HeartbeatPolicies selecting the agent and the operator's runner image.
   std::vector<PolicySpec> policies;
   std::string runner_image = "heartbeat-runner:test";
+  // The agent's durable ledger record, charged as the shell charges it
+  // before the plan; unset: the agent has none (its status is the ledger).
+  std::optional<LedgerRecord> ledger;
   TimePoint now_{};
 
   // One reconcile at `now`, and the ones the shell queues at once when a
@@ -228,12 +253,18 @@ struct World : PlanWriter {
     in.provider_hold = provider_hold;
     in.policies = policies;
     in.runner_image = runner_image;
+    if (ledger) in.ledger = &*ledger;
     AgentDecision d = decide_agent(in);
     // As the shell: a due slot or a standing skip reads promptFrom, then decides again.
     const AgentView view = view_agent(agent);
     if (needs_prompt_read(view.spec.spec, view.status, d.create_run)) {
       in.prompt = {true, prompt_from_gap};
       d = decide_agent(in);
+    }
+    if (ledger && !d.ledger_charges.empty()) {
+      std::vector<LedgerCharge> charges = d.ledger_charges;
+      stamp_days(charges, view.spec.spec.time_zone, [](const std::string&) { return nullptr; });
+      *ledger = charge_runs(std::move(*ledger), charges, now);
     }
     const std::vector<Json> observed_runs = runs;
     WritePlanInput plan;

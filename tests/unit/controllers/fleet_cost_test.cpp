@@ -203,5 +203,35 @@ TEST(FleetCost, TheGenAiTokenHistogramHoldsEachChargedRunOnce) {
   }
 }
 
+// gen_ai_client_operation_duration_seconds comes from the runner's
+// summary, believed when the run finished and kept on it, and is observed
+// with the charge: once per run, however many passes see the run.
+TEST(FleetCost, TheGenAiDurationHistogramHoldsEachChargedRunOnce) {
+  Fleet f;
+  f.with_ledger();
+  for (const char* name : {"bot-1", "bot-2"}) {
+    f.finished_run(name, "2024-05-01T12:01:00Z", "2024-05-01T12:02:00Z", 500, 40);
+    Json& message = f.view.pods.back()["status"]["containerStatuses"][0]["state"]["terminated"];
+    Json result = Json::parse(message["message"].get<std::string>());
+    Json counts = Json::array({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+    counts[6] = 1;  // 0.5 s
+    counts[9] = 1;  // 4 s
+    result["modelCallDurations"] = {{"bucketCounts", counts}, {"sumSeconds", 4.5}};
+    message["message"] = result.dump();
+  }
+  f.passes("2024-05-01T12:03:00Z", 3);
+  f.passes("2024-05-01T12:04:00Z", 2);
+  ASSERT_EQ(f.counted, 2);
+  const std::string text = f.metrics.render();
+  const std::string labels = R"({gen_ai_operation_name="chat",gen_ai_provider_name="openai",)"
+                             R"(gen_ai_request_model="gpt-4o-mini"})";
+  EXPECT_NE(text.find("gen_ai_client_operation_duration_seconds_count" + labels + " 4\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gen_ai_client_operation_duration_seconds_sum" + labels + " 9\n"),
+            std::string::npos)
+      << text;
+}
+
 }  // namespace
 }  // namespace hb::controllers

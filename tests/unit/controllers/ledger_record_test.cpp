@@ -9,6 +9,7 @@
 #include <random>
 
 #include "controllers/agent_ledger.h"
+#include "controllers/schedule/time_zone.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {
@@ -49,6 +50,60 @@ TEST(LedgerRecord, ARunIsAddedToTheMonthItFinishedInWheneverItIsCounted) {
   r = charge_runs(r, {charge("june", 1, "2024-06-02T00:00:00Z")}, at("2024-06-02T00:00:01Z"));
   EXPECT_EQ(r.periods.count("2024-04"), 0u);
   EXPECT_EQ(spend_in(r, "2024-06").cents, 1);
+}
+
+// Days: the agent's in its zone, each policy's in the policy's; a raise
+// adds only the difference; days are kept three days; the ConfigMap keeps them.
+TEST(LedgerRecord, ChargesTheDaysOfTheAgentsAndEachPolicysZone) {
+  LedgerRecord r{"ns", "bot", {}, {}};
+  std::vector<LedgerCharge> charges = {charge("a", 2, "2024-05-01T23:30:00Z", {"team", "org"})};
+  auto berlin = schedule::find_time_zone("Europe/Berlin");
+  ASSERT_TRUE(berlin.ok());
+  stamp_days(charges, nullptr,
+             [&](const std::string& policy) { return policy == "team" ? *berlin.value : nullptr; });
+  const TimePoint now = at("2024-05-02T00:00:00Z");
+  r = charge_runs(r, charges, now);
+  EXPECT_EQ(spend_on_day(r, "2024-05-01@UTC"), 2.0);
+  EXPECT_EQ(r.days.at("2024-05-01@UTC").policy_micro_cents.at("org"), 2'000'000);
+  EXPECT_EQ(r.days.at("2024-05-02@Europe/Berlin").policy_micro_cents.at("team"), 2'000'000);
+  EXPECT_EQ(spend_on_day(r, "2024-05-02@Europe/Berlin"), 0) << "the agent's day is UTC's";
+  charges[0].cost_cents = 3;
+  r = charge_runs(r, charges, now);
+  EXPECT_EQ(spend_on_day(r, "2024-05-01@UTC"), 3.0) << "raised by the difference";
+  EXPECT_EQ(r.days.at("2024-05-02@Europe/Berlin").policy_micro_cents.at("team"), 3'000'000);
+  const ParsedLedger back = parse_ledger_configmap(ledger_configmap(r, "hb-system", ""));
+  ASSERT_TRUE(back.record) << back.error;
+  EXPECT_EQ(*back.record, r);
+  r = charge_runs(r, {}, at("2024-05-06T00:00:00Z"));
+  EXPECT_TRUE(r.days.empty()) << "days older than three are dropped";
+  EXPECT_EQ(spend_in(r, "2024-05").cents, 3.0) << "the month keeps them";
+}
+
+// A run charged after its Agent is gone counts in the zone the Agent's days
+// were counted in, not in UTC, so the Agent applied again sees it today.
+TEST(LedgerRecord, TheAgentsZoneIsTheZoneOfItsNewestDay) {
+  LedgerRecord r{"ns", "bot", {}, {}};
+  EXPECT_EQ(agent_zone_in(r), "") << "nothing charged: UTC";
+  auto tokyo = schedule::find_time_zone("Asia/Tokyo");
+  auto berlin = schedule::find_time_zone("Europe/Berlin");
+  ASSERT_TRUE(tokyo.ok() && berlin.ok());
+  std::vector<LedgerCharge> charges = {charge("a", 2, "2024-05-01T10:00:00Z", {"team"})};
+  // The policy's day (Berlin) sorts after the agent's (Tokyo) and is not the agent's.
+  stamp_days(charges, *tokyo.value, [&](const std::string&) { return *berlin.value; });
+  r = charge_runs(r, charges, at("2024-05-01T11:00:00Z"));
+  EXPECT_EQ(agent_zone_in(r), "Asia/Tokyo");
+  charges = {charge("b", 1, "2024-05-02T10:00:00Z")};
+  stamp_days(charges, nullptr, [](const std::string&) { return nullptr; });
+  r = charge_runs(r, charges, at("2024-05-02T11:00:00Z"));
+  EXPECT_EQ(agent_zone_in(r), "UTC") << "the newest day's zone";
+}
+
+TEST(LedgerRecord, AMalformedDayIsRefusedByName) {
+  Json cm = ledger_configmap(LedgerRecord{"ns", "bot", {}, {}}, "hb-system", "");
+  Json data = Json::parse(cm["data"][kLedgerDataKey].get<std::string>());
+  data["days"]["yesterday"] = {{"microCents", 1}, {"inputTokens", 0}, {"outputTokens", 0}};
+  cm["data"][kLedgerDataKey] = data.dump();
+  EXPECT_EQ(parse_ledger_configmap(cm).error, "day yesterday is malformed");
 }
 
 TEST(LedgerRecord, APolicyNamedTwiceIsChargedOnce) {

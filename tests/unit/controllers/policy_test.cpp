@@ -232,6 +232,59 @@ TEST(PolicyIndex, SumsWhatTheLedgerChargedUnderThePolicy) {
   EXPECT_EQ(index.budgets_for("ns/a", at("2024-06-01T00:00:00Z"))[0].spent_cents, 0);
 }
 
+// A team's day: what the ledger charged under the policy on the policy's
+// day in its zone (spec.timeZone); an invalid zone names the field; the
+// status shows the day's spend and why the budget holds.
+TEST(PolicyIndex, ATeamsDayIsCountedInThePolicysZone) {
+  const PolicySpec bad = parse_policy(policy("p", {{"timeZone", "Mars/Olympus"}}));
+  ASSERT_FALSE(bad.valid());
+  EXPECT_NE(join_errors(bad.errors).find("spec.timeZone"), std::string::npos);
+  EXPECT_NE(join_errors(parse_policy(policy("p", {{"budget", {{"dailyCents", -1}}}})).errors)
+                .find("spec.budget.dailyCents"),
+            std::string::npos);
+  std::vector<std::string> woken;
+  PolicyIndex index([&](const std::string& key) { woken.push_back(key); });
+  FakeAgents agents;
+  FakeLedger ledger;
+  index.read_agents_from(agents.source());
+  agents.put(index, "ns/a", agent_with("a", {{"team", "x"}}, 0));
+  const Json p = policy("team-x", {{"budget", {{"dailyCents", 10}}}, {"timeZone", "Asia/Tokyo"}});
+  index.policy_changed(nullptr, &p);
+  // 20:00 UTC on 2024-05-10 is 05:00 on the 11th in Tokyo.
+  const TimePoint now = at("2024-05-10T20:00:00Z");
+  LedgerRecord r = record_of("ns", "a", 0, {});
+  r.days["2024-05-11@Asia/Tokyo"].policy_micro_cents["team-x"] = to_micro_cents(6.5);
+  r.days["2024-05-10@UTC"].policy_micro_cents["team-x"] = to_micro_cents(1000);  // another zone's
+  woken.clear();
+  ledger.put(index, r);
+  std::vector<schedule::PolicyBudget> budgets = index.budgets_for("ns/a", now);
+  ASSERT_EQ(budgets.size(), 1u) << "a daily budget alone is a budget";
+  EXPECT_EQ(budgets[0].daily_budget_cents, 10);
+  EXPECT_EQ(budgets[0].spent_today_cents, 6);
+  EXPECT_EQ(budgets[0].day, "2024-05-11@Asia/Tokyo");
+  EXPECT_EQ(schedule::format_rfc3339(budgets[0].day_ends), "2024-05-11T15:00:00Z");
+  EXPECT_TRUE(woken.empty()) << "not spent yet";
+  r.days["2024-05-11@Asia/Tokyo"].policy_micro_cents["team-x"] = to_micro_cents(10);
+  ledger.put(index, r);
+  EXPECT_EQ(woken, (std::vector<std::string>{"ns/a"}))
+      << "crossing the day's budget wakes its agents";
+  const std::vector<PolicyIndex::Report> reports = index.reports(now, {});
+  ASSERT_EQ(reports.size(), 1u);
+  const Json status = desired_policy_status(reports[0].spec, nullptr, reports[0].tally, now);
+  EXPECT_EQ(status["spendToday"]["day"], "2024-05-11");
+  EXPECT_EQ(status["spendToday"]["timeZone"], "Asia/Tokyo");
+  EXPECT_EQ(status["spendToday"]["cents"], 10.0);
+  bool exceeded = false;
+  for (const Json& c : status["conditions"]) {
+    if (c["type"] == "BudgetExceeded") {
+      exceeded = c["status"] == "True" && c["reason"] == "PolicyDailyBudgetExceeded";
+    }
+  }
+  EXPECT_TRUE(exceeded) << status.dump();
+  // Its next day counts from nothing.
+  EXPECT_EQ(index.budgets_for("ns/a", at("2024-05-11T15:00:00Z"))[0].spent_today_cents, 0);
+}
+
 // A fleet without policies costs the index nothing: a namespace's Agents
 // (their labels) are read when its first policy comes and forgotten with
 // its last; the spend charged under a policy outlives it.

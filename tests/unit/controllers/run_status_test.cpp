@@ -164,6 +164,58 @@ TEST(RunStatus, APauseWhereTheAgentMayNotPauseIsIgnoredWithAWarning) {
   EXPECT_TRUE(warned);
 }
 
+// The result with `durations` as its modelCallDurations (2 model calls).
+std::string result_with_durations(const Json& durations) {
+  Json result = Json::parse(result_json(3));
+  result["modelCallDurations"] = durations;
+  return result.dump();
+}
+
+Json fifteen_counts() {
+  return Json::array({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+}
+
+bool has_warning(const RunObservation& o, const std::string& reason) {
+  for (const Event& e : o.events) {
+    if (e.reason == reason && e.warning) return true;
+  }
+  return false;
+}
+
+// The runner's call durations are kept in status.usage once believable
+// against what the operator saw (the charged calls, the run's 60 s); a
+// forged summary is dropped with a warning and nothing else is.
+TEST(RunStatus, ModelCallDurationsAreKeptOnlyWhenBelievable) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json counts = fifteen_counts();
+  counts[6] = 1;   // 0.5 s
+  counts[12] = 1;  // 30 s
+  const Json believable = {{"bucketCounts", counts}, {"sumSeconds", 30.5}};
+  Json p = terminated(pod("r1-abc"), 0, result_with_durations(believable));
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  ASSERT_TRUE(o.became_final);
+  EXPECT_EQ(o.status["usage"]["modelCallDurations"], believable) << o.status.dump();
+  EXPECT_FALSE(has_warning(o, kReasonCallDurationsDropped));
+
+  Json slow = fifteen_counts();
+  slow[14] = 2;  // two calls past 81.92 s in a run of 60 s
+  Json too_many = fifteen_counts();
+  too_many[0] = 3;  // three calls in a result of two
+  for (const Json& forged : {Json{{"bucketCounts", slow}, {"sumSeconds", 200}},
+                             Json{{"bucketCounts", too_many}, {"sumSeconds", 0.01}},
+                             Json{{"bucketCounts", Json::array({1})}, {"sumSeconds", 1}}}) {
+    Json q = terminated(pod("r1-abc"), 0, result_with_durations(forged));
+    o = observe(r, &j, {&q}, at("2024-05-01T12:06:10Z"));
+    ASSERT_TRUE(o.became_final);
+    EXPECT_FALSE(o.status["usage"].contains("modelCallDurations")) << forged.dump();
+    EXPECT_TRUE(has_warning(o, kReasonCallDurationsDropped)) << forged.dump();
+    EXPECT_EQ(o.status["phase"], "Succeeded");
+    EXPECT_EQ(o.status["usage"]["llmCalls"], 2);
+    EXPECT_EQ(o.status["output"], "did a thing");
+  }
+}
+
 TEST(RunStatus, PauseIsAllowedByTheTypeTableOrACommandRunnersOptIn) {
   AgentSpec spec;
   spec.type = api::AgentType::kMemgpt;
@@ -491,6 +543,40 @@ TEST(RunStatus, SpentBudgetCancelsARunningRunButNotAQueuedOne) {
   Json failed = terminated(pod("r1-abc"), 1, result_json(0.2, 1, 1, std::nullopt, "error"));
   o = observe(r, &j, {&failed}, now, nullptr, false, true);
   EXPECT_EQ(o.status["phase"], "Failed");
+}
+
+// A spent day (the Agent's dailyCents, or a team's) ends a run in flight as
+// a spent month does, with the day's reason; the control goes on.
+TEST(RunStatus, ASpentDayCancelsARunningRunWithTheDaysReason) {
+  const TimePoint now = at("2024-05-01T12:06:00Z");
+  Json r = running_run();
+  Json j = job("r1");
+  Json p = pod("r1-abc");
+  Json stopped = terminated(pod("r1-abc"), 143, result_json(0.2, 1, 1, std::nullopt, "cancelled"));
+  stopped["metadata"]["deletionTimestamp"] = fmt(now);
+  const auto observed = [&](const Json* job, std::vector<const Json*> pods, bool own_day,
+                            const std::string& team, TimePoint when) {
+    RunObservationInput in;
+    in.run = &r;
+    in.job = job;
+    in.pods = std::move(pods);
+    in.now = when;
+    in.daily_budget_exceeded = own_day;
+    in.stopped_by_team_budget = team;
+    in.team_budget_daily = !team.empty();
+    in.timeouts = {std::chrono::seconds(300), std::chrono::seconds(30), std::chrono::seconds(120)};
+    in.pricing = kTestPricing;
+    in.bounds = usage_bounds(AgentSpec{});
+    return observe_run(in);
+  };
+  EXPECT_FALSE(observed(&j, {&p}, false, "", now).delete_job) << "control: nothing spent";
+  EXPECT_TRUE(observed(&j, {&p}, true, "", now).delete_job);
+  RunObservation o = observed(nullptr, {&stopped}, true, "", now + std::chrono::seconds(5));
+  EXPECT_EQ(o.status["phase"], "Cancelled");
+  EXPECT_EQ(o.status["reason"], "DailyBudgetExceeded");
+  o = observed(nullptr, {&stopped}, false, "ns/team", now + std::chrono::seconds(5));
+  EXPECT_EQ(o.status["reason"], "PolicyDailyBudgetExceeded");
+  EXPECT_NE(o.status["message"].get<std::string>().find("dailyCents"), std::string::npos);
 }
 
 // A paused HeartbeatPolicy with spec.cancelRunning ends a run in flight as

@@ -56,12 +56,19 @@ TEST(TokenCap, APolicyCapOutOfRangeIsAnErrorNamingTheField) {
 TEST(TokenCap, TheRunnerIsToldTheCap) {
   Json a = testing::agent();
   const Json r = testing::run("r1");
-  const ContextInput in{&a, &r, "Heartbeat.", {}, at("2024-05-01T12:05:00Z")};
-  EXPECT_FALSE(render_context(in, JobConfig{})["budget"].contains("perRunTokens"));
-  EXPECT_EQ(render_context(in, JobConfig{}, std::nullopt, 30000)["budget"]["perRunTokens"], 30000);
+  const ContextInput in{nullptr, nullptr, "Heartbeat.", {}, at("2024-05-01T12:05:00Z")};
+  EXPECT_FALSE(testing::render_stored(a, r, in, JobConfig{})["budget"].contains("perRunTokens"));
+  EXPECT_EQ(
+      testing::render_stored(a, r, in, JobConfig{}, std::nullopt, 30000)["budget"]["perRunTokens"],
+      30000);
   a["spec"]["budget"]["perRunTokens"] = 50000;  // unset: the Agent's own
-  EXPECT_EQ(render_context(in, JobConfig{})["budget"]["perRunTokens"], 50000);
-  EXPECT_EQ(context_document(in, JobConfig{}, std::nullopt, 30000).budget.per_run_tokens, 30000);
+  EXPECT_EQ(testing::render_stored(a, r, in, JobConfig{})["budget"]["perRunTokens"], 50000);
+  const AgentSpec spec = parse_agent_spec(a).spec;
+  const StartingRun started = starting_run(r);
+  ContextInput typed = in;
+  typed.agent = &spec;
+  typed.run = &started;
+  EXPECT_EQ(context_document(typed, JobConfig{}, std::nullopt, 30000).budget.per_run_tokens, 30000);
 }
 
 TEST(TokenCap, ACapBelowMaxTokensIsSpecInvalidNamingTheField) {

@@ -68,6 +68,50 @@ TEST(Blocks, BudgetReached) {
   EXPECT_NE(r.blocks[0].message.find("2024-03"), std::string::npos);
 }
 
+// spec.budget.dailyCents: its own condition reason, lifted when the day
+// ends; a day that has ended counts as nothing; the month's block wins.
+TEST(Blocks, DailyBudgetReachedLiftsWhenTheDayEnds) {
+  BlockInput in;
+  in.spend_period = "2024-03";
+  in.daily_budget_cents = 50;
+  in.spent_cents_today = 49;
+  in.day_ends = utc("2024-03-16T00:00:00Z");
+  const TimePoint now = utc("2024-03-15T18:00:00Z");
+  EXPECT_FALSE(evaluate_blocks(in, now).blocked());
+  in.spent_cents_today = 50;
+  const BlockResult r = evaluate_blocks(in, now);
+  ASSERT_TRUE(r.has(kReasonBudgetExceeded));
+  EXPECT_EQ(r.blocks[0].condition_reason, kReasonDailyBudgetExceeded);
+  EXPECT_EQ(format_rfc3339(*r.budget_resets_at), "2024-03-16T00:00:00Z");
+  EXPECT_NE(r.blocks[0].message.find("spec.budget.dailyCents"), std::string::npos);
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-03-16T00:00:00Z")).blocked()) << "the next day";
+  in.monthly_budget_cents = 100;
+  in.spent_cents_this_period = 100;
+  EXPECT_TRUE(evaluate_blocks(in, now).blocks[0].condition_reason.empty()) << "the month's";
+}
+
+TEST(Blocks, ATeamsDailyBudgetBlocksAndStopsRunsInFlightUnlessFinish) {
+  PolicyBudget team{"team", 0, 0, "2024-03", "ns"};
+  team.daily_budget_cents = 20;
+  team.spent_today_cents = 20;
+  team.day_ends = utc("2024-03-15T23:00:00Z");
+  BlockInput in;
+  in.policy_budgets = {team};
+  const TimePoint now = utc("2024-03-15T12:00:00Z");
+  const BlockResult r = evaluate_blocks(in, now);
+  ASSERT_TRUE(r.has(kReasonBudgetExceeded));
+  EXPECT_EQ(r.blocks[0].condition_reason, kReasonPolicyDailyBudgetExceeded);
+  EXPECT_EQ(format_rfc3339(*r.budget_resets_at), "2024-03-15T23:00:00Z");
+  EXPECT_EQ(budget_stopping_policy(in.policy_budgets, now), &in.policy_budgets[0]);
+  EXPECT_FALSE(evaluate_blocks(in, utc("2024-03-15T23:00:00Z")).blocked()) << "its next day";
+  in.policy_budgets[0].finish_on_exceeded = true;
+  EXPECT_EQ(budget_stopping_policy(in.policy_budgets, now), nullptr);
+  in.policy_budgets[0].spent_today_cents = 19;  // control
+  in.policy_budgets[0].finish_on_exceeded = false;
+  EXPECT_FALSE(evaluate_blocks(in, now).blocked());
+  EXPECT_EQ(budget_stopping_policy(in.policy_budgets, now), nullptr);
+}
+
 TEST(Blocks, ZeroOrNegativeBudgetIsUnlimited) {
   BlockInput in;
   in.spend_period = "2024-03";
