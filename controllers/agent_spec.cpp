@@ -101,6 +101,18 @@ void parse_per_run_tokens(const Json& spec, AgentSpec& s, std::vector<std::strin
   }
 }
 
+// spec.budget.dailyCents: 0 or absent is no daily budget.
+void parse_daily_budget(const Json& spec, AgentSpec& s, std::vector<std::string>& errors) {
+  const Json* value = find_path(spec, "budget/dailyCents");
+  if (value == nullptr || value->is_null()) return;
+  if (!value->is_number_integer() || value->get<int64_t>() < 0) {
+    errors.push_back(
+        "spec.budget.dailyCents: must be a whole number of cents, 0 or more (0: none)");
+    return;
+  }
+  s.daily_budget_cents = value->get<int64_t>();
+}
+
 // An optional price of spec.model: unset when absent, else within the CRD's bounds.
 std::optional<double> clamped_price(const Json& model, std::string_view path) {
   const std::optional<double> price = number_at(model, path);
@@ -108,7 +120,35 @@ std::optional<double> clamped_price(const Json& model, std::string_view path) {
   return std::clamp(*price, 0.0, kPriceCentsPerMillionTokensMax);
 }
 
+// What the job builder copies into the Pod as written (job_builder.h).
+void parse_pod_fields(const Json& runtime, AgentSpec& s) {
+  s.runtime = runtime;
+  if (const Json* command = find_path(runtime, "command");
+      command != nullptr && command->is_array()) {
+    s.runtime_command = *command;
+  }
+  if (const Json* env = find_path(runtime, "env"); env != nullptr && env->is_array()) {
+    s.runtime_env = *env;
+  }
+  if (const Json* resources = find_path(runtime, "resources")) s.runtime_resources = *resources;
+  s.tools_image = string_at(runtime, "tools/image");
+  if (const Json* resources = find_path(runtime, "tools/resources")) s.tools_resources = *resources;
+  s.runtime_class_name = string_at(runtime, "runtimeClassName");
+}
+
 }  // namespace
+
+std::vector<api::MemoryBlock> parse_memory_blocks(const Json& spec) {
+  std::vector<api::MemoryBlock> blocks;
+  const Json* b = find_path(spec, "memory/blocks");
+  if (b == nullptr || !b->is_array()) return blocks;
+  for (const Json& block : *b) {
+    blocks.push_back(
+        {string_at(block, "label"), string_at(block, "value"),
+         static_cast<int>(int_at(block, "limit").value_or(api::kCoreMemoryBlockLimitDefault))});
+  }
+  return blocks;
+}
 
 SpecCheck parse_agent_spec(const Json& agent) {
   SpecCheck check;
@@ -151,6 +191,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
                            "or anthropic");
   }
   s.model = string_view_at(model, "model");
+  s.base_url = string_view_at(model, "baseURL");
   if (s.model.empty()) {
     check.errors.push_back("spec.model.model: is required");
   }
@@ -182,6 +223,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
     auto parsed = schedule::parse_schedule({interval, cron, spread, hash_key, time_zone});
     if (parsed.ok()) {
       s.schedule = *parsed.value;
+      if (auto zone = schedule::find_time_zone(time_zone); zone.ok()) s.time_zone = *zone.value;
     } else {
       check.errors.push_back(parsed.error);
     }
@@ -226,11 +268,14 @@ SpecCheck parse_agent_spec(const Json& agent) {
     }
   }
 
+  s.persona = string_view_at(spec, "persona");
+  s.memory_blocks = parse_memory_blocks(spec);
   s.archival_claim = string_at(spec, "memory/archival/persistentVolumeClaimName");
   s.paused = bool_at(spec, "paused");
   s.monthly_budget_cents = int_at(spec, "budget/monthlyCents").value_or(0);
   s.per_run_cents = number_at(spec, "budget/perRunCents");
   parse_per_run_tokens(spec, s, check.errors);
+  parse_daily_budget(spec, s, check.errors);
   const std::string_view resume = string_view_at(spec, "budget/resume", "Manual");
   if (resume == "NextPeriod") {
     s.budget_resume = BudgetResume::kNextPeriod;
@@ -263,6 +308,7 @@ SpecCheck parse_agent_spec(const Json& agent) {
   if (s.grace_seconds < 0) {
     check.errors.push_back("spec.runtime.graceSeconds: must not be negative");
   }
+  parse_pod_fields(runtime, s);
   for (std::string& error : check_pod_settings(runtime, "spec.runtime")) {
     check.errors.push_back(std::move(error));
   }

@@ -9,11 +9,16 @@
 #include <vector>
 
 #include "api/agent_types.h"
+#include "api/context_document.h"
 #include "api/contract_limits.h"
 #include "controllers/idle_backoff.h"
 #include "controllers/json_util.h"
 #include "controllers/mentions.h"
 #include "controllers/schedule/slots.h"
+
+namespace date {
+class time_zone;
+}
 
 namespace hb::controllers {
 
@@ -74,6 +79,7 @@ struct AgentSpec {
   api::AgentType type = api::kAgentTypeDefault;
   std::string provider;  // "openai" | "anthropic"
   std::string model;     // spec.model.model
+  std::string base_url;  // spec.model.baseURL; empty: the provider's
   std::optional<KeyRef> api_key;
   Pricing pricing;
   int64_t max_tokens = kModelMaxTokensDefault;  // per model call
@@ -86,6 +92,9 @@ struct AgentSpec {
   int history_failed = kHistoryFailedDefault;
   bool paused = false;
   int64_t monthly_budget_cents = 0;  // <= 0: unlimited
+  int64_t daily_budget_cents = 0;    // spec.budget.dailyCents; <= 0: unlimited
+  // The zone its days are counted in: spec.heartbeat.timeZone; nullptr: UTC.
+  const date::time_zone* time_zone = nullptr;
   BudgetResume budget_resume = BudgetResume::kManual;
   std::optional<double> per_run_cents;
   int64_t per_run_tokens = 0;  // spec.budget.perRunTokens; 0: no cap
@@ -97,6 +106,17 @@ struct AgentSpec {
   std::optional<KeyRef> prompt_from;
   // spec.memory.archival.persistentVolumeClaimName: also where transcripts are stored.
   std::string archival_claim;
+  std::string persona;                          // spec.persona
+  std::vector<api::MemoryBlock> memory_blocks;  // spec.memory.blocks: initial core memory
+  // What the Pod takes as written: read once here, copied into the Job
+  // (job_builder.h) without a look inside.
+  Json runtime = Json::object();          // spec.runtime: its Pod settings (pod_settings.h)
+  Json runtime_command;                   // spec.runtime.command when an array; else null
+  Json runtime_env = Json::array();       // spec.runtime.env when an array
+  std::optional<Json> runtime_resources;  // spec.runtime.resources when set
+  std::string tools_image;                // spec.runtime.tools.image; empty: the operator's
+  std::optional<Json> tools_resources;    // spec.runtime.tools.resources when set
+  std::string runtime_class_name;         // spec.runtime.runtimeClassName
   // spec.heartbeat.prompt is the prompt and it is empty or only whitespace:
   // scheduled heartbeats are skipped (there is nothing to do).
   bool prompt_blank = false;
@@ -116,6 +136,9 @@ struct SpecCheck {
   bool valid() const { return errors.empty(); }
   std::string message() const;  // errors joined by "; "
 };
+
+// spec.memory.blocks of an Agent's spec (limits defaulted).
+std::vector<api::MemoryBlock> parse_memory_blocks(const Json& spec);
 
 // The checks that need only the object: done once per stored version.
 SpecCheck parse_agent_spec(const Json& agent);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "api/hb_assert.h"
 #include "api/trace_context.h"
 #include "api/utf8.h"
 #include "controllers/agent_grants.h"
@@ -25,9 +26,8 @@ const Json& spec_of(const Json& object) {
   return spec != nullptr && spec->is_object() ? *spec : kEmpty;
 }
 
-Json labels_for(const Json& agent, const std::string& run_name) {
-  Json labels = {{kLabelAgent, label_safe_name(string_at(agent, "metadata/name"))},
-                 {kLabelManagedBy, kManagedByValue}};
+Json labels_for(const AgentSpec& agent, const std::string& run_name) {
+  Json labels = {{kLabelAgent, label_safe_name(agent.name)}, {kLabelManagedBy, kManagedByValue}};
   if (!run_name.empty()) labels[kLabelRun] = label_safe_name(run_name);
   return labels;
 }
@@ -46,58 +46,67 @@ bool reserved_env(const std::string& name) {
 
 }  // namespace
 
-Json controller_ref(const Json& owner) {
-  return {{"apiVersion", string_at(owner, "apiVersion")},
-          {"kind", string_at(owner, "kind")},
-          {"name", string_at(owner, "metadata/name")},
-          {"uid", string_at(owner, "metadata/uid")},
+namespace {
+
+Json owner_ref(std::string api_version, std::string kind, std::string name, std::string uid) {
+  return {{"apiVersion", std::move(api_version)},
+          {"kind", std::move(kind)},
+          {"name", std::move(name)},
+          {"uid", std::move(uid)},
           {"controller", true}};
+}
+
+}  // namespace
+
+Json controller_ref(const Json& owner) {
+  return owner_ref(string_at(owner, "apiVersion"), string_at(owner, "kind"),
+                   string_at(owner, "metadata/name"), string_at(owner, "metadata/uid"));
+}
+
+Json controller_ref(const StartingRun& run) {
+  return owner_ref(run.api_version, run.kind, run.identity.name, run.identity.uid);
+}
+
+StartingRun starting_run(const Json& run) {
+  RunView view = view_run(run);
+  StartingRun out{string_at(run, "apiVersion"), string_at(run, "kind"), std::move(view.ns), {}};
+  api::RunIdentity& id = out.identity;
+  id.name = std::move(view.name);
+  id.uid = std::move(view.uid);
+  id.invocation_source = std::move(view.source);
+  id.trigger_detail = std::move(view.trigger_detail);
+  id.metadata = api::usable_run_metadata(find_path(run, "spec/metadata"));
+  id.scheduled_time = view.scheduled_time;
+  return out;
 }
 
 namespace {
 
-api::ModelConfig model_config(const Json& spec) {
+// The model section; the price only the input and output parts (what the
+// caller's effective price overrides).
+api::ModelConfig model_config(const AgentSpec& agent) {
   api::ModelConfig model;
-  const std::string provider = string_at(spec, "model/provider");
-  auto parsed = api::parse_provider(provider);
+  auto parsed = api::parse_provider(agent.provider);
   // The Agent's spec is checked before any run starts (agent_spec.h).
-  if (!parsed) throw std::invalid_argument("unknown model provider \"" + provider + "\"");
+  if (!parsed) throw std::invalid_argument("unknown model provider \"" + agent.provider + "\"");
   model.provider = *parsed;
-  model.model = string_at(spec, "model/model");
-  model.base_url = string_at(spec, "model/baseURL");
-  if (auto tokens = int_at(spec, "model/maxTokens")) model.max_tokens = static_cast<int>(*tokens);
-  model.pricing.input_cents_per_million_tokens =
-      number_at(spec, "model/pricing/inputCentsPerMillionTokens").value_or(0);
-  model.pricing.output_cents_per_million_tokens =
-      number_at(spec, "model/pricing/outputCentsPerMillionTokens").value_or(0);
+  model.model = agent.model;
+  model.base_url = agent.base_url;
+  model.max_tokens = static_cast<int>(agent.max_tokens);
+  model.pricing.input_cents_per_million_tokens = agent.pricing.input_cents_per_million_tokens;
+  model.pricing.output_cents_per_million_tokens = agent.pricing.output_cents_per_million_tokens;
   return model;
 }
 
-std::vector<api::MemoryBlock> memory_blocks(const Json& spec) {
-  std::vector<api::MemoryBlock> blocks;
-  const Json* b = find_path(spec, "memory/blocks");
-  if (b == nullptr || !b->is_array()) return blocks;
-  for (const Json& block : *b) {
-    blocks.push_back(
-        {string_at(block, "label"), string_at(block, "value"),
-         static_cast<int>(int_at(block, "limit").value_or(api::kCoreMemoryBlockLimitDefault))});
-  }
-  return blocks;
-}
-
-api::Budget budget(const Json& agent, const Json& spec, TimePoint now) {
+api::Budget budget(const AgentSpec& agent, const Spend& spend, TimePoint now) {
   api::Budget out;
-  out.per_run_cents = number_at(spec, "budget/perRunCents");
-  if (auto tokens = int_at(spec, "budget/perRunTokens"); tokens && *tokens > 0) {
-    out.per_run_tokens = *tokens;
-  }
-  if (auto monthly = int_at(spec, "budget/monthlyCents"); monthly && *monthly > 0) {
-    const Json* status = find_path(agent, "status");
-    double spent = 0;
-    if (status != nullptr && string_at(*status, "spend/period") == schedule::spend_period(now)) {
-      spent = number_at(*status, "spend/cents").value_or(0);
-    }
-    out.month_remaining_cents = std::max(0.0, static_cast<double>(*monthly) - spent);
+  out.per_run_cents = agent.per_run_cents;
+  if (agent.per_run_tokens > 0) out.per_run_tokens = agent.per_run_tokens;
+  if (agent.monthly_budget_cents > 0) {
+    // Spend recorded for an earlier month counts as none.
+    const double spent = spend.period == schedule::spend_period(now) ? spend.cents : 0;
+    out.month_remaining_cents =
+        std::max(0.0, static_cast<double>(agent.monthly_budget_cents) - spent);
   }
   return out;
 }
@@ -154,60 +163,64 @@ std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Jso
   return out;
 }
 
+namespace {
+
+// With an archival claim the whole transcript goes there too; those of runs
+// no longer kept are deleted.
+void add_archival(api::ContextDocument& doc, const std::vector<const Json*>& recent_runs) {
+  doc.archival_path = std::string(kArchivalMountDir) + "/" + kArchivalFile;
+  doc.transcript_dir = std::string(kArchivalMountDir) + "/" + api::kTranscriptDirName;
+  for (const Json* finished : recent_runs) {
+    if (doc.transcript_keep.size() == api::kTranscriptKeepMax) break;
+    doc.transcript_keep.push_back(string_at(*finished, "metadata/name"));
+  }
+}
+
+void apply_pricing(api::ModelConfig& model, const Pricing& pricing) {
+  model.pricing.input_cents_per_million_tokens = pricing.input_cents_per_million_tokens;
+  model.pricing.output_cents_per_million_tokens = pricing.output_cents_per_million_tokens;
+  model.pricing.cached_input_cents_per_million_tokens = cached_input_price(pricing);
+  model.pricing.cache_write_input_cents_per_million_tokens = cache_write_input_price(pricing);
+}
+
+// The Agent's budget, narrowed by what is held ahead for the run.
+api::Budget run_budget(const ContextInput& in, std::optional<int64_t> per_run_tokens) {
+  api::Budget out = budget(*in.agent, in.spend, in.now);
+  if (in.budget_left_cents && in.budget_left_is_daily) {
+    out.day_remaining_cents = std::max(0.0, *in.budget_left_cents);
+  } else if (in.budget_left_cents) {
+    out.month_remaining_cents = std::min(out.month_remaining_cents.value_or(*in.budget_left_cents),
+                                         std::max(0.0, *in.budget_left_cents));
+  }
+  if (per_run_tokens) out.per_run_tokens = *per_run_tokens;
+  return out;
+}
+
+}  // namespace
+
 api::ContextDocument context_document(const ContextInput& in, const JobConfig& config,
                                       const std::optional<Pricing>& pricing,
                                       std::optional<int64_t> per_run_tokens) {
-  const Json& agent = *in.agent;
-  const Json& run = *in.run;
-  const Json& spec = spec_of(agent);
+  HB_ASSERT(in.agent != nullptr && in.run != nullptr);
+  const AgentSpec& agent = *in.agent;
   api::ContextDocument doc;
-  doc.agent_name = string_at(agent, "metadata/name");
-  doc.agent_namespace = string_at(agent, "metadata/namespace");
-  const std::string type = string_at(spec, "type", "memgpt_agent");
-  auto agent_type = api::parse_agent_type(type);
-  if (!agent_type) throw std::invalid_argument("unknown agent type \"" + type + "\"");
-  doc.agent_type = *agent_type;
-  doc.model = model_config(spec);
-  if (pricing) {
-    doc.model.pricing.input_cents_per_million_tokens = pricing->input_cents_per_million_tokens;
-    doc.model.pricing.output_cents_per_million_tokens = pricing->output_cents_per_million_tokens;
-    doc.model.pricing.cached_input_cents_per_million_tokens = cached_input_price(*pricing);
-    doc.model.pricing.cache_write_input_cents_per_million_tokens =
-        cache_write_input_price(*pricing);
-  }
-  doc.persona = string_at(spec, "persona");
-  doc.memory_blocks = memory_blocks(spec);
+  doc.agent_name = agent.name;
+  doc.agent_namespace = agent.ns;
+  doc.agent_type = agent.type;
+  doc.model = model_config(agent);
+  if (pricing) apply_pricing(doc.model, *pricing);
+  doc.persona = agent.persona;
+  doc.memory_blocks = agent.memory_blocks;
   doc.memory_config_map = memory_config_map_name(doc.agent_name);
   doc.heartbeat_prompt = in.heartbeat_prompt;
-  if (!string_at(spec, "memory/archival/persistentVolumeClaimName").empty()) {
-    doc.archival_path = std::string(kArchivalMountDir) + "/" + kArchivalFile;
-    // The whole transcript goes there too; those of runs no longer kept are deleted.
-    doc.transcript_dir = std::string(kArchivalMountDir) + "/" + api::kTranscriptDirName;
-    for (const Json* finished : in.recent_runs) {
-      if (doc.transcript_keep.size() == api::kTranscriptKeepMax) break;
-      doc.transcript_keep.push_back(string_at(*finished, "metadata/name"));
-    }
-  }
-  doc.budget = budget(agent, spec, in.now);
-  if (in.budget_left_cents) {
-    doc.budget.month_remaining_cents =
-        std::min(doc.budget.month_remaining_cents.value_or(*in.budget_left_cents),
-                 std::max(0.0, *in.budget_left_cents));
-  }
-  if (per_run_tokens) doc.budget.per_run_tokens = *per_run_tokens;
-  doc.recent_runs = recent_runs_oldest_first(in.recent_runs, string_at(run, "metadata/name"),
-                                             context_runs_of(agent));
-  const int64_t timeout =
-      int_at(spec, "runtime/timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
-  doc.run.name = string_at(run, "metadata/name");
-  doc.run.uid = string_at(run, "metadata/uid");
-  doc.run.invocation_source = string_at(run, "spec/invocationSource", "manual");
-  doc.run.trigger_detail = string_at(run, "spec/triggerDetail");
-  doc.run.metadata = api::usable_run_metadata(find_path(run, "spec/metadata"));
-  doc.run.scheduled_time = time_at(run, "spec/scheduledTime");
+  if (!agent.archival_claim.empty()) add_archival(doc, in.recent_runs);
+  doc.budget = run_budget(in, per_run_tokens);
+  doc.recent_runs =
+      recent_runs_oldest_first(in.recent_runs, in.run->identity.name, agent.context_runs);
+  doc.run = in.run->identity;
   // Whole seconds, as Kubernetes times are.
-  doc.run.deadline =
-      std::chrono::floor<std::chrono::seconds>(in.now) + std::chrono::seconds(timeout);
+  doc.run.deadline = std::chrono::floor<std::chrono::seconds>(in.now) +
+                     std::chrono::seconds(agent.timeout_seconds);
   const std::chrono::seconds stall_window = std::max(config.stall_window, api::kRunStallWindowMin);
   doc.lease = api::LeaseConfig{lease_name_for_agent(doc.agent_name), stall_window,
                                std::max<std::chrono::seconds>(1s, stall_window / 5)};
@@ -270,9 +283,8 @@ bool has_env(const Json& env, const std::string& name) {
 
 // The run's trace context (api/trace_context.h) and the operator's OTLP
 // settings, unless the Agent set the same variables.
-void add_otel_env(Json& env, const Json& run, const JobConfig& config) {
-  const std::optional<api::TraceParent> trace =
-      api::run_trace_parent(string_at(run, "metadata/uid"));
+void add_otel_env(Json& env, const StartingRun& run, const JobConfig& config) {
+  const std::optional<api::TraceParent> trace = api::run_trace_parent(run.identity.uid);
   if (trace && !has_env(env, api::kEnvTraceParent)) {
     env.push_back(env_var(api::kEnvTraceParent,
                           api::format_traceparent(trace->trace_id, trace->parent_span_id)));
@@ -294,74 +306,65 @@ void add_otel_env(Json& env, const Json& run, const JobConfig& config) {
   }
 }
 
-Json runner_env(const Json& run, const Json& spec, const std::string& agent_name,
-                const JobConfig& config, bool builtin) {
+Json runner_env(const StartingRun& run, const AgentSpec& agent, const JobConfig& config,
+                bool builtin) {
   Json env = Json::array();
-  if (const Json* user = find_path(spec, "runtime/env"); user != nullptr && user->is_array()) {
-    for (const Json& e : *user) {
-      if (!reserved_env(string_at(e, "name"))) env.push_back(e);
-    }
+  for (const Json& e : agent.runtime_env) {
+    if (!reserved_env(string_at(e, "name"))) env.push_back(e);
   }
-  env.push_back(env_var(api::kEnvRunName, string_at(run, "metadata/name")));
-  env.push_back(env_var(api::kEnvRunUid, string_at(run, "metadata/uid")));
-  env.push_back(env_var(api::kEnvAgentName, agent_name));
-  env.push_back(env_var(api::kEnvNamespace, string_at(run, "metadata/namespace")));
-  env.push_back(
-      env_var(api::kEnvInvocationSource, string_at(run, "spec/invocationSource", "manual")));
+  env.push_back(env_var(api::kEnvRunName, run.identity.name));
+  env.push_back(env_var(api::kEnvRunUid, run.identity.uid));
+  env.push_back(env_var(api::kEnvAgentName, agent.name));
+  env.push_back(env_var(api::kEnvNamespace, run.ns));
+  env.push_back(env_var(api::kEnvInvocationSource, run.identity.invocation_source));
   env.push_back(env_var(api::kEnvContextPath, std::string(kContextMountDir) + "/" + kContextKey));
   env.push_back(env_var(api::kEnvTerminationPath, kTerminationPath));
   if (builtin) env.push_back(env_var(api::kEnvToolsSocket, tools_socket_path()));
   add_otel_env(env, run, config);
-  if (find_path(spec, "model/apiKeySecretRef") != nullptr) {
-    env.push_back({{"name", api::kEnvApiKey},
-                   {"valueFrom",
-                    {{"secretKeyRef",
-                      {{"name", string_at(spec, "model/apiKeySecretRef/name")},
-                       {"key", string_at(spec, "model/apiKeySecretRef/key")}}}}}});
+  if (agent.api_key) {
+    env.push_back(
+        {{"name", api::kEnvApiKey},
+         {"valueFrom",
+          {{"secretKeyRef", {{"name", agent.api_key->name}, {"key", agent.api_key->key}}}}}});
   }
   return env;
 }
 
-Json runner_command(const Json& spec, const JobConfig& config, bool builtin) {
-  if (const Json* c = find_path(spec, "runtime/command");
-      c != nullptr && c->is_array() && (!builtin || !c->empty())) {
-    return *c;
-  }
+Json runner_command(const AgentSpec& agent, const JobConfig& config, bool builtin) {
+  const Json& c = agent.runtime_command;
+  if (c.is_array() && (!builtin || !c.empty())) return c;
   Json command = Json::array();
   for (const std::string& part : config.runner_command) command.push_back(part);
   return command;
 }
 
-std::string runner_image(const Json& spec, const JobConfig& config) {
-  std::string image = string_at(spec, "runtime/image");
-  return image.empty() ? config.default_image : image;
+const std::string& runner_image(const AgentSpec& agent, const JobConfig& config) {
+  return agent.runtime_image.empty() ? config.default_image : agent.runtime_image;
 }
 
 // The trusted container: the key, the token, the context, the result file.
-Json runner_container(const Json& run, const Json& spec, const std::string& agent_name,
-                      const JobConfig& config, bool builtin) {
+Json runner_container(const StartingRun& run, const AgentSpec& agent, const JobConfig& config,
+                      bool builtin) {
   Json mounts =
       Json::array({mount(kContextVolume, kContextMountDir, true), mount(kTmpVolume, "/tmp"),
                    mount(api::kServiceAccountVolume, api::kServiceAccountMountDir, true)});
   if (builtin) mounts.push_back(mount(api::kToolsSocketVolume, api::kToolsSocketDir));
   // The archival claim: read-write (the runner's SQLite file), group-owned by
   // fsGroup so the non-root runner can write it.
-  if (!string_at(spec, "memory/archival/persistentVolumeClaimName").empty()) {
-    mounts.push_back(mount(kArchivalVolume, kArchivalMountDir));
-  }
+  if (!agent.archival_claim.empty()) mounts.push_back(mount(kArchivalVolume, kArchivalMountDir));
   Json container = {{"name", api::kRunnerContainerName},
-                    {"image", runner_image(spec, config)},
+                    {"image", runner_image(agent, config)},
                     {"imagePullPolicy", config.image_pull_policy},
-                    {"command", runner_command(spec, config, builtin)},
-                    {"env", runner_env(run, spec, agent_name, config, builtin)},
+                    {"command", runner_command(agent, config, builtin)},
+                    {"env", runner_env(run, agent, config, builtin)},
                     {"terminationMessagePath", kTerminationPath},
                     // Never the log tail: a runner killed before its result would
                     // have its log (model-chosen text) taken as the result.
                     {"terminationMessagePolicy", "File"},
                     {"securityContext", kRestrictedSecurityContext},
                     {"volumeMounts", std::move(mounts)}};
-  if (const Json* resources = find_path(spec, "runtime/resources")) {
-    container["resources"] = *resources;
+  if (agent.runtime_resources) {
+    container["resources"] = *agent.runtime_resources;
   } else if (!config.runner_resources.empty()) {
     container["resources"] = config.runner_resources;
   }
@@ -370,10 +373,10 @@ Json runner_container(const Json& run, const Json& spec, const std::string& agen
 
 // The untrusted container: every agent-chosen command runs here, as its own
 // user, with only the socket, a workspace and a tmp; no key, no token.
-Json tools_container(const Json& spec, const JobConfig& config) {
-  std::string image = string_at(spec, "runtime/tools/image");
+Json tools_container(const AgentSpec& agent, const JobConfig& config) {
+  std::string image = agent.tools_image;
   if (image.empty())
-    image = config.tools_image.empty() ? runner_image(spec, config) : config.tools_image;
+    image = config.tools_image.empty() ? runner_image(agent, config) : config.tools_image;
   Json security = kRestrictedSecurityContext;
   security["runAsUser"] = api::kToolsUserId;
   security["runAsGroup"] = api::kToolsUserId;
@@ -389,8 +392,8 @@ Json tools_container(const Json& spec, const JobConfig& config) {
       {"volumeMounts", Json::array({mount(api::kToolsSocketVolume, api::kToolsSocketDir),
                                     mount(api::kToolsWorkspaceVolume, api::kToolsWorkspaceDir),
                                     mount(api::kToolsTmpVolume, "/tmp")})}};
-  if (const Json* resources = find_path(spec, "runtime/tools/resources")) {
-    container["resources"] = *resources;
+  if (agent.tools_resources) {
+    container["resources"] = *agent.tools_resources;
   } else if (!config.tools_resources.empty()) {
     container["resources"] = config.tools_resources;
   }
@@ -413,7 +416,7 @@ Json config_map_context_volume(const std::string& cm_name) {
             {"items", Json::array({{{"key", kContextKey}, {"path", kContextKey}}})}}}};
 }
 
-Json pod_volumes(Json context_volume, const Json& spec, bool builtin) {
+Json pod_volumes(Json context_volume, const AgentSpec& agent, bool builtin) {
   Json volumes = Json::array(
       {std::move(context_volume), empty_dir(kTmpVolume, kTmpSizeLimit), service_account_volume()});
   if (builtin) {
@@ -421,10 +424,9 @@ Json pod_volumes(Json context_volume, const Json& spec, bool builtin) {
     volumes.push_back(empty_dir(api::kToolsWorkspaceVolume, kWorkspaceSizeLimitDefault));
     volumes.push_back(empty_dir(api::kToolsTmpVolume, kTmpSizeLimit));
   }
-  const std::string claim = string_at(spec, "memory/archival/persistentVolumeClaimName");
-  if (!claim.empty()) {
-    volumes.push_back(
-        {{"name", kArchivalVolume}, {"persistentVolumeClaim", {{"claimName", claim}}}});
+  if (!agent.archival_claim.empty()) {
+    volumes.push_back({{"name", kArchivalVolume},
+                       {"persistentVolumeClaim", {{"claimName", agent.archival_claim}}}});
   }
   return volumes;
 }
@@ -441,7 +443,37 @@ std::optional<std::string> context_too_large(std::size_t context_bytes,
          std::to_string(prompt_bytes) + " bytes: shorten it (or the memory blocks, or contextRuns)";
 }
 
-JobPlan build_job(const Json& run, const Json& agent, const std::string& context_text,
+namespace {
+
+// The Pod's spec; its volumes start with the context's.
+Json pod_spec_for(const StartingRun& run, const AgentSpec& agent, const JobConfig& config,
+                  Json context_volume) {
+  // Command mode runs the user's own program: no tools server to talk to.
+  const bool builtin = agent.mode != RuntimeMode::kCommand;
+  Json containers = Json::array({runner_container(run, agent, config, builtin)});
+  if (builtin) containers.push_back(tools_container(agent, config));
+  Json pod_spec = {{"restartPolicy", "Never"},
+                   {"serviceAccountName", service_account_name(agent.name)},
+                   // The token is projected into the runner container only.
+                   {"automountServiceAccountToken", false},
+                   {"enableServiceLinks", false},
+                   {"shareProcessNamespace", false},
+                   {"terminationGracePeriodSeconds", agent.grace_seconds},
+                   {"securityContext",
+                    {{"runAsNonRoot", true},
+                     {"runAsUser", kRunnerUserId},
+                     {"runAsGroup", kRunnerUserId},
+                     {"fsGroup", kRunnerUserId},
+                     {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+                   {"containers", std::move(containers)},
+                   {"volumes", pod_volumes(std::move(context_volume), agent, builtin)}};
+  if (!agent.runtime_class_name.empty()) pod_spec["runtimeClassName"] = agent.runtime_class_name;
+  return pod_spec;
+}
+
+}  // namespace
+
+JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::string& context_text,
                   const JobConfig& config) {
   if (context_text.size() > api::kContextDocumentBytesMax) {
     throw std::invalid_argument("the context document is " + std::to_string(context_text.size()) +
@@ -449,21 +481,13 @@ JobPlan build_job(const Json& run, const Json& agent, const std::string& context
                                 std::to_string(api::kContextDocumentBytesMax) +
                                 " a ConfigMap holds");
   }
-  const Json& spec = spec_of(agent);
-  const std::string run_name = string_at(run, "metadata/name");
-  const std::string agent_name = string_at(agent, "metadata/name");
-  const std::string ns = string_at(run, "metadata/namespace");
+  const std::string& run_name = run.identity.name;
   const Json labels = labels_for(agent, run_name);
-  const int64_t timeout =
-      int_at(spec, "runtime/timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
-  const int64_t grace = int_at(spec, "runtime/graceSeconds").value_or(kRuntimeGraceSecondsDefault);
-  // Command mode runs the user's own program: no tools server to talk to.
-  const bool builtin = string_at(spec, "runtime/mode") != "command";
 
   JobPlan plan;
   const bool use_annotation = config.context_transport == ContextTransport::kAnnotation &&
                               context_text.size() <= kContextAnnotationBytesMax;
-  const Json names = {{kAnnotationAgentName, agent_name}, {kAnnotationRunName, run_name}};
+  const Json names = {{kAnnotationAgentName, agent.name}, {kAnnotationRunName, run_name}};
   Json template_metadata = {{"labels", labels}, {"annotations", names}};
   Json context_volume;
   if (use_annotation) {
@@ -475,49 +499,27 @@ JobPlan build_job(const Json& run, const Json& agent, const std::string& context
                                    {"kind", "ConfigMap"},
                                    {"metadata",
                                     {{"name", cm_name},
-                                     {"namespace", ns},
+                                     {"namespace", run.ns},
                                      {"labels", labels},
                                      {"ownerReferences", Json::array({controller_ref(run)})}}},
                                    {"data", {{kContextKey, context_text}}}};
     context_volume = config_map_context_volume(cm_name);
   }
-
-  Json containers = Json::array({runner_container(run, spec, agent_name, config, builtin)});
-  if (builtin) containers.push_back(tools_container(spec, config));
-  Json pod_spec = {{"restartPolicy", "Never"},
-                   {"serviceAccountName", service_account_name(agent_name)},
-                   // The token is projected into the runner container only.
-                   {"automountServiceAccountToken", false},
-                   {"enableServiceLinks", false},
-                   {"shareProcessNamespace", false},
-                   {"terminationGracePeriodSeconds", grace},
-                   {"securityContext",
-                    {{"runAsNonRoot", true},
-                     {"runAsUser", kRunnerUserId},
-                     {"runAsGroup", kRunnerUserId},
-                     {"fsGroup", kRunnerUserId},
-                     {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
-                   {"containers", std::move(containers)},
-                   {"volumes", pod_volumes(std::move(context_volume), spec, builtin)}};
-  if (auto runtime_class = string_at(spec, "runtime/runtimeClassName"); !runtime_class.empty()) {
-    pod_spec["runtimeClassName"] = runtime_class;
-  }
-  const Json* runtime = find_path(spec, "runtime");
-  apply_pod_settings(
-      effective_pod_settings(runtime != nullptr ? *runtime : Json::object(), config.pod_defaults),
-      template_metadata, pod_spec);
+  Json pod_spec = pod_spec_for(run, agent, config, std::move(context_volume));
+  apply_pod_settings(effective_pod_settings(agent.runtime, config.pod_defaults), template_metadata,
+                     pod_spec);
 
   plan.job = {{"apiVersion", "batch/v1"},
               {"kind", "Job"},
               {"metadata",
                {{"name", job_name_for_run(run_name)},
-                {"namespace", ns},
+                {"namespace", run.ns},
                 {"labels", labels},
                 {"annotations", names},
                 {"ownerReferences", Json::array({controller_ref(run)})}}},
               {"spec",
                {{"backoffLimit", 0},
-                {"activeDeadlineSeconds", timeout},
+                {"activeDeadlineSeconds", agent.timeout_seconds},
                 {"template", {{"metadata", template_metadata}, {"spec", pod_spec}}}}}};
   return plan;
 }
@@ -546,7 +548,7 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
                                         {"resources", Json::array({kKindConfigMaps})},
                                         {"resourceNames", Json::array({memory})},
                                         {"verbs", Json::array({"get", "update"})}}});
-  const std::string blocks = api::encode_memory_blocks(memory_blocks(spec_of(agent)));
+  const std::string blocks = api::encode_memory_blocks(parse_memory_blocks(spec_of(agent)));
   std::vector<std::pair<std::string, Json>> out;
   // What the Role names first (agent_grants.h: ownership before grants).
   out.emplace_back(kKindConfigMaps, Json{{"apiVersion", "v1"},

@@ -17,6 +17,7 @@
 #include "controllers/json_util.h"
 #include "controllers/run_view.h"
 #include "controllers/schedule/blocks.h"
+#include "controllers/spend_ledger.h"
 
 namespace hb::controllers {
 
@@ -76,9 +77,18 @@ struct JobConfig {
   std::string semconv_opt_in;
 };
 
+// A run as its Job and context document name it.
+struct StartingRun {
+  std::string api_version, kind;  // for the ownerReferences to it
+  std::string ns;
+  api::RunIdentity identity;  // all but the deadline (the Agent's timeout from now)
+};
+
+StartingRun starting_run(const Json& run);
+
 struct ContextInput {
-  const Json* agent = nullptr;
-  const Json* run = nullptr;
+  const AgentSpec* agent = nullptr;  // parse_agent_spec of a valid Agent
+  const StartingRun* run = nullptr;
   std::string heartbeat_prompt;          // resolved (spec.prompt or the ConfigMap key)
   std::vector<const Json*> recent_runs;  // finished runs of the agent, any order
   TimePoint now{};
@@ -87,10 +97,16 @@ struct ContextInput {
   // before a call whose worst case could pass the smaller of this and the
   // Agent's own.
   std::optional<double> budget_left_cents{};
+  // A daily budget is what bounds budget_left_cents: the runner is told it
+  // as the day's (its stop then says daily_budget).
+  bool budget_left_is_daily = false;
+  // The Agent's status.spend (agent_spend): what its monthly budget
+  // has left this month.
+  Spend spend{};
 };
 
 // The document the runner reads (docs/context-document.md). Throws
-// std::invalid_argument on a provider or agent type the spec check rejects.
+// std::invalid_argument on a provider the spec check rejects.
 // `pricing`: the price the run is charged at (pricing.h effective_pricing),
 // which the runner's per-run budget stop uses; unset: the Agent's
 // spec.model.pricing. `per_run_tokens`: the run's token cap (pricing.h
@@ -132,7 +148,7 @@ std::optional<std::string> context_too_large(std::size_t context_bytes,
 
 // Throws std::invalid_argument when the context document passes
 // kContextDocumentBytesMax: callers check context_too_large first.
-JobPlan build_job(const Json& run, const Json& agent, const std::string& context_text,
+JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::string& context_text,
                   const JobConfig& config);
 
 // Per-agent objects, created once (AlreadyExists is fine when this Agent
@@ -163,5 +179,6 @@ bool agent_objects_made(const Json* lease, std::string_view agent_uid);
 
 // ownerReference (controller) to an object.
 Json controller_ref(const Json& owner);
+Json controller_ref(const StartingRun& run);
 
 }  // namespace hb::controllers

@@ -17,6 +17,7 @@ inline constexpr std::string_view kRunKind = "HeartbeatRun";
 
 inline constexpr const char* kLabelAgent = api::kLabelAgent;
 inline constexpr const char* kLabelRun = "heartbeat.dev/run";
+// On a run that ended any way but Succeeded (run_view.h phase_is_labelled).
 inline constexpr const char* kLabelPhase = "heartbeat.dev/phase";
 inline constexpr const char* kLabelManagedBy = api::kLabelManagedBy;
 inline constexpr const char* kManagedByValue = api::kManagedByValue;

@@ -17,6 +17,8 @@
 #include "controllers/pricing.h"
 #include "controllers/run_conditions.h"
 #include "controllers/schedule/spend.h"
+#include "controllers/schedule/spend_day.h"
+#include "controllers/schedule/time_zone.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/shell/agent_pass_writer.h"
 #include "controllers/text_util.h"
@@ -408,15 +410,14 @@ kube::Done AgentReconciler::write_run_status(Json& run, const Json& status, bool
   if (newly_recorded) spdlog::info("{}", audit_line(updated));
   overlay_.put(kOverlayRuns, updated);
   run = updated;  // a later write of this pass is conditional on this version
-  if (!final_with_label) return kube::done();
   const std::string phase = string_at(status, "phase");
+  if (!final_with_label || !phase_is_labelled(phase)) return kube::done();
   const Json* labels = find_path(updated, "metadata/labels");
   const bool labelled = labels != nullptr && labels->is_object() && labels->contains(kLabelPhase) &&
                         (*labels)[kLabelPhase] == phase;
   if (labelled) return kube::done();
   kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
   Json patch = {{"metadata", {{"labels", {{kLabelPhase, phase}}}}}};
-  // Manual runs made by kubectl get the agent label and owner here too.
   HB_TRY_ASSIGN(updated, client_->merge_patch(res::kHeartbeatRuns, ns, name, patch));
   count_write(kWriteRunLabel);
   overlay_.put(kOverlayRuns, updated);
@@ -579,8 +580,10 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
     return false;
   }
   HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, run_name, history));
+  const StartingRun starting = starting_run(run);
   const Json context =
-      render_context({&agent, &run, *prompt.text, with_reread(history, reread), now, hold.cents},
+      render_context({&spec, &starting, *prompt.text, with_reread(history, reread), now, hold.cents,
+                      is_day_pool(hold.bound_by), agent_spend(agent)},
                      config_.job, pricing, per_run_tokens);
   const std::string context_text = context.dump();
   if (auto too_large = context_too_large(context_text.size(), prompt.source, prompt.text->size())) {
@@ -588,7 +591,7 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
     HB_TRY(fail_before_start(agent, run, kReasonContextTooLarge, *too_large, now));
     return true;
   }
-  JobPlan plan = build_job(run, agent, context_text, config_.job);
+  JobPlan plan = build_job(starting, spec, context_text, config_.job);
   plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
   // The admitting policies' trusted copy and the cents held for the run:
   // a Job's template cannot change.
@@ -602,6 +605,11 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
   // queues behind other agents' dispatches, adopts it and writes Running
   // (observe_run), as after a crash between the two writes.
   if (!job.created_at) return true;  // adopted an existing Job: counted when it was made
+  if (config_.export_span) {
+    if (auto span = scheduling_span(run, {job.name, job.uid, *job.created_at})) {
+      config_.export_span(std::move(*span));
+    }
+  }
   const std::string source = string_at(run, "spec/invocationSource", "manual");
   metrics_.counter_add("heartbeat_runs_started_total", {{"source", source}});
   // Lag as the issue defines it: the Job's creation (after its create call
@@ -697,11 +705,13 @@ kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::
         // A run charged before (its mark did not land) keeps what it was
         // charged: the ledger never lowers a charge, so neither does the run.
         const double charged = charged_cents(counted_entries(*record), name_of(run), 0);
+        const date::time_zone* zone =
+            schedule::find_time_zone(agent_zone_in(*record)).value.value_or(nullptr);
         HB_TRY(charge_ledger(
             ns, name, std::move(*record),
             {{name_of(run), usage.cost_cents, usage.input_tokens, usage.output_tokens,
               time_at(obs.status, "finishedAt").value_or(now), in.admitting_policies}},
-            all, now));
+            all, zone, now));
         if (charged > usage.cost_cents) obs.status["usage"]["costCents"] = charged;
       }
       obs.status["costRecorded"] = true;
@@ -757,10 +767,16 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
   observed.lease = view_.lease(ns, lease_name_for_agent(name));
   const std::optional<Json>& lease = observed.lease;
   const bool budget_spent = monthly_budget_spent(*views.agent, now, ledger);
+  const bool day_spent = daily_budget_spent(spec, now, ledger);
   const schedule::PolicyBudget* cancelling = schedule::cancelling_policy(policies);
   const std::string cancelled_by_policy = cancelling ? schedule::policy_key(*cancelling) : "";
   const schedule::PolicyBudget* stopping = schedule::budget_stopping_policy(policies, now);
   const std::string stopped_by_team_budget = stopping ? schedule::policy_key(*stopping) : "";
+  const bool team_budget_daily =
+      stopping != nullptr &&
+      (stopping->budget_cents <= 0 ||
+       schedule::spend_in_current_period(stopping->period, stopping->spent_cents, now) <
+           stopping->budget_cents);
   // Only a run that is not final reads when the Lease's version was first seen.
   const bool any_unfinished = std::any_of(views.runs.begin(), views.runs.end(),
                                           [](const auto& run) { return !is_final(run->phase); });
@@ -823,6 +839,8 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
     in.model = spec.model;
     in.bounds = usage_bounds(spec);
     in.budget_exceeded = budget_spent;
+    in.daily_budget_exceeded = day_spent;
+    in.team_budget_daily = team_budget_daily;
     in.cancelled_by_policy = cancelled_by_policy;
     in.stopped_by_team_budget = stopped_by_team_budget;
     in.pause_allowed = pause_allowed(spec);
@@ -903,7 +921,8 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
     for (const std::vector<Json>* list : {&runs, &orphans}) {
       for (const Json& r : *list) all.push_back(&r);
     }
-    HB_TRY(charge_ledger(ns, name, *record, std::move(d.ledger_charges), all, now));
+    HB_TRY(charge_ledger(ns, name, *record, std::move(d.ledger_charges), all,
+                         views.agent->spec.spec.time_zone, now));
   }
 
   const std::vector<PlannedWrite> plan = plan_writes({.decision = &d,
@@ -961,13 +980,16 @@ kube::Result<HoldDecision> AgentReconciler::hold_budget(const Json& agent, const
   const std::string agent_key = object_key(agent);
   HB_TRY_ASSIGN(const std::optional<LedgerRecord> record,
                 ledger_record(ns, name_of(agent), nullptr, now));
-  const double spent = record ? spend_in(*record, schedule::spend_period(now)).cents : 0;
+  AgentBudgetFigures own{spec.monthly_budget_cents, 0, spec.daily_budget_cents, 0};
+  if (record) {
+    own.spent_month_cents = spend_in(*record, schedule::spend_period(now)).cents;
+    own.spent_today_cents = spend_on_day(*record, schedule::spend_day(now, spec.time_zone));
+  }
   const std::vector<schedule::PolicyBudget> teams =
       config_.policies ? config_.policies->budgets_for(agent_key, now)
                        : std::vector<schedule::PolicyBudget>{};
   if (!budget_holds_.restored()) restore_budget_holds();
-  return budget_holds_.take(object_key(run), agent_key,
-                            budget_rooms(agent_key, spec.monthly_budget_cents, spent, teams),
+  return budget_holds_.take(object_key(run), agent_key, budget_rooms(agent_key, own, teams),
                             worst_case_cents);
 }
 
@@ -977,11 +999,9 @@ void AgentReconciler::restore_budget_hold(const Json& run, const Json* job) {
   if (!held) return;
   const std::string ns = namespace_of(run);
   const std::string agent_key = object_key(ns, string_at(run, "spec/agentRef/name"));
-  BudgetHolds::Hold hold{agent_key, {budget_pool_of_agent(agent_key)}, *held};
-  for (const std::string& policy : admitting_policies_of(run, job)) {
-    hold.pools.push_back(budget_pool_of_policy(ns, policy));
-  }
-  budget_holds_.restore(object_key(run), std::move(hold));
+  budget_holds_.restore(
+      object_key(run),
+      {agent_key, hold_pools(agent_key, ns, admitting_policies_of(run, job)), *held});
 }
 
 void AgentReconciler::restore_budget_holds() {
@@ -1005,12 +1025,13 @@ kube::Result<std::optional<LedgerRecord>> AgentReconciler::ledger_record(const s
   HB_TRY_ASSIGN(std::optional<LedgerRecord> record, config_.ledger->get(ns, name));
   if (record) return record;
   return std::optional(status != nullptr ? record_from_status(ns, name, *status, now)
-                                         : LedgerRecord{ns, name, {}, {}});
+                                         : LedgerRecord{ns, name, {}, {}, {}});
 }
 
 kube::Done AgentReconciler::charge_ledger(const std::string& ns, const std::string& name,
                                           LedgerRecord record, std::vector<LedgerCharge> charges,
-                                          const std::vector<const Json*>& runs, TimePoint now) {
+                                          const std::vector<const Json*>& runs,
+                                          const date::time_zone* agent_zone, TimePoint now) {
   // Charged under the policies that admitted the run (the decision read
   // them from its final status) and those selecting the agent now.
   const std::vector<std::string> selecting =
@@ -1022,6 +1043,9 @@ kube::Done AgentReconciler::charge_ledger(const std::string& ns, const std::stri
     charge.policies.erase(std::unique(charge.policies.begin(), charge.policies.end()),
                           charge.policies.end());
   }
+  stamp_days(charges, agent_zone, [&](const std::string& policy) {
+    return config_.policies ? config_.policies->zone_of(object_key(ns, policy)) : nullptr;
+  });
   const auto still_unmarked = [&runs](const std::string& run) {
     return std::any_of(runs.begin(), runs.end(), [&run](const Json* r) {
       return name_of(*r) == run && !bool_at(*r, "status/costRecorded");

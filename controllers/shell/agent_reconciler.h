@@ -25,6 +25,7 @@
 #include "controllers/runtime/budget_blocked.h"
 #include "controllers/runtime/genai_metrics.h"
 #include "controllers/runtime/metrics.h"
+#include "controllers/scheduling_span.h"
 #include "controllers/shell/budget_holds.h"
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/concurrency_gate.h"
@@ -101,6 +102,9 @@ struct ReconcilerConfig {
   // Where the operator runs: never managed, nor the system namespaces
   // (managed_namespaces.h); an Agent there is not read, written or woken.
   std::string own_namespace;
+  // Takes the span of each heartbeat the reconciler starts
+  // (scheduling_span.h); must not block (otlp::Exporter::offer). Null: none.
+  std::function<void(otlp::Span)> export_span;
 };
 
 struct ReconcileResult {
@@ -220,7 +224,7 @@ class AgentReconciler {
   // and earlier ones'), to forget the charged runs since marked or gone.
   kube::Done charge_ledger(const std::string& ns, const std::string& name, LedgerRecord record,
                            std::vector<LedgerCharge> charges, const std::vector<const Json*>& runs,
-                           TimePoint now);
+                           const date::time_zone* agent_zone, TimePoint now);
   // Runs whose Agent is gone (deleted, or an earlier Agent of this name):
   // in-flight ones ended (reconcile_orphans), those past --run-retention
   // deleted. When the next one falls due.

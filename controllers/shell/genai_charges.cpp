@@ -17,8 +17,8 @@ void observe_gen_ai_charges(GenAiChargeMetrics& metrics, const ClusterView& view
     model = string_at(*object, "spec/model/model");
   }
   for (const LedgerCharge& charge : charges) {
-    metrics.record(
-        {ns + "/" + charge.run, provider, model, charge.input_tokens, charge.output_tokens});
+    metrics.record({ns + "/" + charge.run, provider, model, charge.input_tokens,
+                    charge.output_tokens, charge.call_durations});
   }
 }
 

@@ -36,7 +36,7 @@ const Json& container_of(const Json& job) {
 TEST(JobBuilder, SecurityAndLifecycleSettings) {
   Json a = full_agent();
   Json r = run("bot-1714565100");
-  JobPlan plan = build_job(r, a, "{}", JobConfig{});
+  JobPlan plan = build_stored_job(r, a, "{}", JobConfig{});
   const Json& job = plan.job;
   EXPECT_EQ(job["metadata"]["name"], "bot-1714565100");
   EXPECT_EQ(job["metadata"]["ownerReferences"][0]["kind"], "HeartbeatRun");
@@ -70,7 +70,7 @@ TEST(JobBuilder, SecurityAndLifecycleSettings) {
 TEST(JobBuilder, ApiKeyOnlyThroughSecretKeyRefAndIdentityInEnv) {
   Json a = full_agent();
   Json r = run("bot-1");
-  const JobPlan plan = build_job(r, a, "{}", JobConfig{});
+  const JobPlan plan = build_stored_job(r, a, "{}", JobConfig{});
   const Json& env = container_of(plan.job)["env"];
   int api_keys = 0;
   bool foo = false, run_name = false;
@@ -94,7 +94,7 @@ TEST(JobBuilder, ContextAsConfigMapOwnedByTheRun) {
   Json r = run("bot-1");
   JobConfig config;
   config.context_transport = ContextTransport::kConfigMap;
-  JobPlan plan = build_job(r, a, "{\"kind\":\"HeartbeatContext\"}", config);
+  JobPlan plan = build_stored_job(r, a, "{\"kind\":\"HeartbeatContext\"}", config);
   ASSERT_TRUE(plan.context_config_map);
   EXPECT_EQ((*plan.context_config_map)["metadata"]["name"], "bot-1-context");
   EXPECT_EQ((*plan.context_config_map)["metadata"]["ownerReferences"][0]["kind"], "HeartbeatRun");
@@ -108,15 +108,15 @@ TEST(JobBuilder, ContextAsAnnotationWhenItFitsElseConfigMap) {
   Json r = run("bot-1");
   JobConfig config;  // the default transport: no ConfigMap write when it fits
   EXPECT_EQ(config.context_transport, ContextTransport::kAnnotation);
-  JobPlan plan = build_job(r, a, "{}", config);
+  JobPlan plan = build_stored_job(r, a, "{}", config);
   EXPECT_FALSE(plan.context_config_map);
   EXPECT_EQ(plan.job["spec"]["template"]["metadata"]["annotations"]["heartbeat.dev/context"], "{}");
   EXPECT_EQ(plan.job["spec"]["template"]["spec"]["volumes"][0]["downwardAPI"]["items"][0]
                     ["fieldRef"]["fieldPath"],
             "metadata.annotations['heartbeat.dev/context']");
   const std::string big(kContextAnnotationBytesMax + 1, 'x');
-  EXPECT_TRUE(build_job(r, a, big, config).context_config_map);
-  EXPECT_THROW(build_job(r, a, std::string(api::kContextDocumentBytesMax + 1, 'x'), config),
+  EXPECT_TRUE(build_stored_job(r, a, big, config).context_config_map);
+  EXPECT_THROW(build_stored_job(r, a, std::string(api::kContextDocumentBytesMax + 1, 'x'), config),
                std::invalid_argument);
 }
 
@@ -126,7 +126,7 @@ TEST(JobBuilder, CommandModeRunsTheUsersImageAndCommand) {
   a["spec"]["runtime"]["image"] = "example.com/my-agent:1";
   a["spec"]["runtime"]["command"] = Json::array({"python", "agent.py"});
   Json r = run("bot-1");
-  const JobPlan plan = build_job(r, a, "{}", JobConfig{});
+  const JobPlan plan = build_stored_job(r, a, "{}", JobConfig{});
   const Json& c = container_of(plan.job);
   EXPECT_EQ(c["image"], "example.com/my-agent:1");
   EXPECT_EQ(c["command"], Json::array({"python", "agent.py"}));
@@ -138,7 +138,7 @@ TEST(JobBuilder, DefaultImageAndRunnerCommand) {
   Json r = run("bot-1");
   JobConfig config;
   config.default_image = "runner:dev";
-  const JobPlan plan = build_job(r, a, "{}", config);
+  const JobPlan plan = build_stored_job(r, a, "{}", config);
   const Json& c = container_of(plan.job);
   EXPECT_EQ(c["image"], "runner:dev");
   EXPECT_EQ(c["command"][0], "/usr/local/bin/heartbeat-runner");
@@ -147,7 +147,7 @@ TEST(JobBuilder, DefaultImageAndRunnerCommand) {
 TEST(JobBuilder, LongRunNamesGiveValidJobNames) {
   Json a = agent();
   Json r = run(std::string(100, 'x') + ".manual");
-  const std::string name = build_job(r, a, "{}", JobConfig{}).job["metadata"]["name"];
+  const std::string name = build_stored_job(r, a, "{}", JobConfig{}).job["metadata"]["name"];
   EXPECT_LE(name.size(), 63u);
   EXPECT_EQ(name.find('.'), std::string::npos);
 }
@@ -257,12 +257,12 @@ TEST(JobBuilder, OnlyAMarkedLeaseOfTheSameAgentProvesItsObjects) {
 TEST(ContextDocument, TellsTheRunnerTheSmallestBudgetLeft) {
   Json a = full_agent();  // monthlyCents 400, its status says 20.5 spent
   Json r = run("bot-1", "manual");
-  ContextInput in{&a, &r, "Heartbeat.", {}, at("2024-05-01T12:10:00Z")};
-  EXPECT_EQ(render_context(in, JobConfig{})["budget"]["monthRemainingCents"], 379.5);
+  ContextInput in{nullptr, nullptr, "Heartbeat.", {}, at("2024-05-01T12:10:00Z")};
+  EXPECT_EQ(render_stored(a, r, in, JobConfig{})["budget"]["monthRemainingCents"], 379.5);
   in.budget_left_cents = 3.0;
-  EXPECT_EQ(render_context(in, JobConfig{})["budget"]["monthRemainingCents"], 3.0);
+  EXPECT_EQ(render_stored(a, r, in, JobConfig{})["budget"]["monthRemainingCents"], 3.0);
   in.budget_left_cents = 1000.0;  // the Agent's own is smaller
-  EXPECT_EQ(render_context(in, JobConfig{})["budget"]["monthRemainingCents"], 379.5);
+  EXPECT_EQ(render_stored(a, r, in, JobConfig{})["budget"]["monthRemainingCents"], 379.5);
 }
 
 TEST(ContextDocument, CarriesWhatTheRunnerReads) {
@@ -279,8 +279,8 @@ TEST(ContextDocument, CarriesWhatTheRunnerReads) {
   }
   std::vector<const Json*> ptrs;
   for (const Json& h : history) ptrs.push_back(&h);
-  ContextInput in{&a, &r, "Heartbeat.", ptrs, at("2024-05-01T12:10:00Z")};
-  Json doc = render_context(in, JobConfig{});
+  ContextInput in{nullptr, nullptr, "Heartbeat.", ptrs, at("2024-05-01T12:10:00Z")};
+  Json doc = render_stored(a, r, in, JobConfig{});
   EXPECT_EQ(doc["kind"], "HeartbeatContext");
   EXPECT_EQ(doc["agent"]["name"], "bot");
   EXPECT_EQ(doc["agent"]["namespace"], "ns");
@@ -309,25 +309,25 @@ TEST(ContextDocument, CarriesWhatTheRunnerReads) {
 TEST(JobBuilder, ArchivalClaimIsMountedReadWriteAndNamedInTheContext) {
   Json a = full_agent();
   Json r = run("bot-1");
-  ContextInput in{&a, &r, "Heartbeat.", {}, at("2024-05-01T12:10:00Z")};
+  ContextInput in{nullptr, nullptr, "Heartbeat.", {}, at("2024-05-01T12:10:00Z")};
   // Not configured: no volume, and the context names no archival path (the
   // runner then leaves the archival tools out and says why).
-  EXPECT_FALSE(render_context(in, JobConfig{}).contains("archival"));
-  EXPECT_FALSE(render_context(in, JobConfig{}).contains("transcripts"));
-  Json pod = build_job(r, a, "{}", JobConfig{}).job["spec"]["template"]["spec"];
+  EXPECT_FALSE(render_stored(a, r, in, JobConfig{}).contains("archival"));
+  EXPECT_FALSE(render_stored(a, r, in, JobConfig{}).contains("transcripts"));
+  Json pod = build_stored_job(r, a, "{}", JobConfig{}).job["spec"]["template"]["spec"];
   for (const Json& v : pod["volumes"]) EXPECT_NE(v["name"], "archival");
 
   a["spec"]["memory"]["archival"] = {{"persistentVolumeClaimName", "bot-archive"}};
-  EXPECT_EQ(render_context(in, JobConfig{})["archival"]["path"],
+  EXPECT_EQ(render_stored(a, r, in, JobConfig{})["archival"]["path"],
             "/var/lib/heartbeat/archival/archival.sqlite3");
   // Transcripts go there too; those of the runs still kept stay.
   Json kept =
       with_status(run("bot-0"), {{"phase", "Succeeded"}, {"finishedAt", "2024-05-01T12:06:00Z"}});
   in.recent_runs = {&kept};
-  const Json transcripts = render_context(in, JobConfig{})["transcripts"];
+  const Json transcripts = render_stored(a, r, in, JobConfig{})["transcripts"];
   EXPECT_EQ(transcripts["dir"], "/var/lib/heartbeat/archival/transcripts");
   EXPECT_EQ(transcripts["keep"], Json::array({"bot-0"}));
-  pod = build_job(r, a, "{}", JobConfig{}).job["spec"]["template"]["spec"];
+  pod = build_stored_job(r, a, "{}", JobConfig{}).job["spec"]["template"]["spec"];
   EXPECT_EQ(
       pod["volumes"].back(),
       (Json{{"name", "archival"}, {"persistentVolumeClaim", {{"claimName", "bot-archive"}}}}));
@@ -364,7 +364,7 @@ std::set<std::string> mounted_volumes(const Json& container) {
 TEST(JobBuilder, ToolsRunInTheirOwnContainerWithoutKeyOrToken) {
   Json a = full_agent();
   a["spec"]["model"]["apiKeySecretRef"] = {{"name", "llm"}, {"key", "key"}};
-  JobPlan plan = build_job(run("bot-1"), a, "{}", JobConfig{});
+  JobPlan plan = build_stored_job(run("bot-1"), a, "{}", JobConfig{});
   const Json& pod = plan.job["spec"]["template"]["spec"];
   EXPECT_EQ(pod["automountServiceAccountToken"], false);
   EXPECT_EQ(pod["shareProcessNamespace"], false);
@@ -407,7 +407,7 @@ TEST(JobBuilder, ToolsImageResourcesAndRuntimeClass) {
   JobConfig config;
   config.tools_image = "tools:1";
   config.tools_resources = {{"limits", {{"memory", "128Mi"}}}};
-  JobPlan plan = build_job(run("bot-1"), a, "{}", config);
+  JobPlan plan = build_stored_job(run("bot-1"), a, "{}", config);
   const Json* tools = named(plan.job["spec"]["template"]["spec"]["containers"], "tools");
   ASSERT_NE(tools, nullptr);
   EXPECT_EQ((*tools)["image"], "tools:1");
@@ -417,7 +417,7 @@ TEST(JobBuilder, ToolsImageResourcesAndRuntimeClass) {
   a["spec"]["runtime"]["tools"] = {{"image", "git-tools:2"},
                                    {"resources", {{"limits", {{"cpu", "1"}}}}}};
   a["spec"]["runtime"]["runtimeClassName"] = "gvisor";
-  plan = build_job(run("bot-1"), a, "{}", config);
+  plan = build_stored_job(run("bot-1"), a, "{}", config);
   const Json& pod = plan.job["spec"]["template"]["spec"];
   tools = named(pod["containers"], "tools");
   EXPECT_EQ((*tools)["image"], "git-tools:2");
@@ -425,20 +425,20 @@ TEST(JobBuilder, ToolsImageResourcesAndRuntimeClass) {
   EXPECT_EQ(pod["runtimeClassName"], "gvisor");
 
   // No tools image anywhere: the runner's image, which carries the server.
-  plan = build_job(run("bot-1"), full_agent(), "{}", JobConfig{});
+  plan = build_stored_job(run("bot-1"), full_agent(), "{}", JobConfig{});
   const Json& containers = plan.job["spec"]["template"]["spec"]["containers"];
   EXPECT_EQ((*named(containers, "tools"))["image"], (*named(containers, "runner"))["image"]);
 }
 
 TEST(JobBuilder, TheOperatorsOtlpSettingsReachTheRunnerOnlyUnlessTheAgentSetsThem) {
-  JobPlan plan = build_job(run("bot-1"), full_agent(), "{}", JobConfig{});
+  JobPlan plan = build_stored_job(run("bot-1"), full_agent(), "{}", JobConfig{});
   const Json* runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
   EXPECT_EQ(named((*runner)["env"], "OTEL_EXPORTER_OTLP_ENDPOINT"), nullptr);
 
   JobConfig config;
   config.otel_endpoint = "http://collector:4318";
   config.otel_headers_secret = "otlp-headers";
-  plan = build_job(run("bot-1"), full_agent(), "{}", config);
+  plan = build_stored_job(run("bot-1"), full_agent(), "{}", config);
   const Json& containers = plan.job["spec"]["template"]["spec"]["containers"];
   runner = named(containers, "runner");
   const Json* endpoint = named((*runner)["env"], "OTEL_EXPORTER_OTLP_ENDPOINT");
@@ -456,7 +456,7 @@ TEST(JobBuilder, TheOperatorsOtlpSettingsReachTheRunnerOnlyUnlessTheAgentSetsThe
   Json agent = full_agent();
   agent["spec"]["runtime"]["env"] =
       Json::array({{{"name", "OTEL_EXPORTER_OTLP_ENDPOINT"}, {"value", "http://own:4318"}}});
-  plan = build_job(run("bot-1"), agent, "{}", config);
+  plan = build_stored_job(run("bot-1"), agent, "{}", config);
   runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
   int endpoints = 0;
   for (const Json& e : (*runner)["env"]) endpoints += e["name"] == "OTEL_EXPORTER_OTLP_ENDPOINT";
@@ -471,7 +471,7 @@ TEST(JobBuilder, TheRunnerGetsTheRunsTraceContextAndTheOperatorsOptIn) {
   r["metadata"]["uid"] = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
   JobConfig config;
   config.semconv_opt_in = "gen_ai_latest_experimental";
-  JobPlan plan = build_job(r, full_agent(), "{}", config);
+  JobPlan plan = build_stored_job(r, full_agent(), "{}", config);
   const Json& containers = plan.job["spec"]["template"]["spec"]["containers"];
   const Json* runner = named(containers, "runner");
   const Json* traceparent = named((*runner)["env"], "TRACEPARENT");
@@ -483,21 +483,22 @@ TEST(JobBuilder, TheRunnerGetsTheRunsTraceContextAndTheOperatorsOptIn) {
   ASSERT_NE(opt_in, nullptr);
   EXPECT_EQ((*opt_in)["value"], "gen_ai_latest_experimental");
   EXPECT_EQ(named(containers, "tools")->dump().find("TRACEPARENT"), std::string::npos);
-  EXPECT_EQ(build_job(r, full_agent(), "{}", config).job, plan.job) << "the same Job every time";
+  EXPECT_EQ(build_stored_job(r, full_agent(), "{}", config).job, plan.job)
+      << "the same Job every time";
 
   Json agent = full_agent();
   agent["spec"]["runtime"]["env"] =
       Json::array({{{"name", "TRACEPARENT"},
                     {"value", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}},
                    {{"name", "OTEL_SEMCONV_STABILITY_OPT_IN"}, {"value", "http"}}});
-  plan = build_job(r, agent, "{}", JobConfig{});
+  plan = build_stored_job(r, agent, "{}", JobConfig{});
   runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
   EXPECT_EQ((*named((*runner)["env"], "TRACEPARENT"))["value"],
             "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
   EXPECT_EQ((*named((*runner)["env"], "OTEL_SEMCONV_STABILITY_OPT_IN"))["value"], "http");
 
   r["metadata"]["uid"] = "not-a-uuid";
-  plan = build_job(r, full_agent(), "{}", JobConfig{});
+  plan = build_stored_job(r, full_agent(), "{}", JobConfig{});
   runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
   EXPECT_EQ(named((*runner)["env"], "TRACEPARENT"), nullptr);
   EXPECT_EQ(named((*runner)["env"], "OTEL_SEMCONV_STABILITY_OPT_IN"), nullptr);
@@ -536,12 +537,12 @@ TEST(JobBuilder, RunnerResourcesDefaultUnlessTheAgentSetsThem) {
   a["spec"]["runtime"].erase("resources");
   JobConfig config;
   config.runner_resources = {{"limits", {{"memory", "128Mi"}}}};
-  JobPlan plan = build_job(run("bot-1"), a, "{}", config);
+  JobPlan plan = build_stored_job(run("bot-1"), a, "{}", config);
   const Json* runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
   ASSERT_NE(runner, nullptr);
   EXPECT_EQ((*runner)["resources"]["limits"]["memory"], "128Mi");
   a["spec"]["runtime"]["resources"] = {{"limits", {{"memory", "1Gi"}}}};
-  plan = build_job(run("bot-1"), a, "{}", config);
+  plan = build_stored_job(run("bot-1"), a, "{}", config);
   runner = named(plan.job["spec"]["template"]["spec"]["containers"], "runner");
   EXPECT_EQ((*runner)["resources"]["limits"]["memory"], "1Gi");
 }
@@ -551,7 +552,7 @@ TEST(JobBuilder, CommandModeHasNoToolsContainer) {
   a["spec"]["runtime"]["mode"] = "command";
   a["spec"]["runtime"]["image"] = "mine:1";
   a["spec"]["runtime"]["command"] = Json::array({"/bin/agent"});
-  JobPlan plan = build_job(run("bot-1"), a, "{}", JobConfig{});
+  JobPlan plan = build_stored_job(run("bot-1"), a, "{}", JobConfig{});
   const Json& pod = plan.job["spec"]["template"]["spec"];
   ASSERT_EQ(pod["containers"].size(), 1u);
   EXPECT_EQ(pod["automountServiceAccountToken"], false);

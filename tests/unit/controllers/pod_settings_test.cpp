@@ -52,7 +52,7 @@ const Json& pod_of(const JobPlan& plan) {
 TEST(PodSettings, ReachTheJobAndNeverTakeTheOperatorsPlaces) {
   const Json a = agent_with(settings());
   ASSERT_TRUE(check_agent_spec(a, {}).valid()) << check_agent_spec(a, {}).message();
-  const JobPlan plan = build_job(run("bot-1"), a, "{}", JobConfig{});
+  const JobPlan plan = build_stored_job(run("bot-1"), a, "{}", JobConfig{});
   const Json& pod = pod_of(plan);
   EXPECT_EQ(pod["imagePullSecrets"][0]["name"], "registry");
   EXPECT_EQ(pod["nodeSelector"]["pool"], "agents");
@@ -82,12 +82,12 @@ TEST(PodSettings, FleetDefaultsApplyAndTheAgentOverridesEach) {
                          {"priorityClassName", "fleet"},
                          {"podLabels", {{"cost-center", "42"}, {"team", "platform"}}},
                          {"imagePullSecrets", Json::array({{{"name", "fleet-registry"}}})}};
-  Json pod = pod_of(build_job(run("bot-1"), agent(), "{}", config));
+  Json pod = pod_of(build_stored_job(run("bot-1"), agent(), "{}", config));
   EXPECT_EQ(pod["nodeSelector"]["pool"], "shared");
   EXPECT_EQ(pod["priorityClassName"], "fleet");
   EXPECT_EQ(pod["imagePullSecrets"][0]["name"], "fleet-registry");
   const Json own = {{"nodeSelector", {{"pool", "gpu"}}}, {"podLabels", {{"team", "a"}}}};
-  const JobPlan plan = build_job(run("bot-1"), agent_with(own), "{}", config);
+  const JobPlan plan = build_stored_job(run("bot-1"), agent_with(own), "{}", config);
   pod = pod_of(plan);
   EXPECT_EQ(pod["nodeSelector"], Json({{"pool", "gpu"}}));  // replaced, not merged
   EXPECT_EQ(pod["priorityClassName"], "fleet");

@@ -173,15 +173,18 @@ TEST(Pricing, AnAgentPricedZeroUnderAPricingPolicyIsChargedThePolicysPrice) {
 TEST(Pricing, TheRunnerIsToldTheEffectivePrice) {
   const Json a = testing::agent();
   const Json r = testing::run("r1");
-  const ContextInput in{&a, &r, "Heartbeat.", {}, at("2024-05-01T12:05:00Z")};
-  const Json doc = render_context(in, JobConfig{}, Pricing{1000, 10000});
+  const ContextInput in{nullptr, nullptr, "Heartbeat.", {}, at("2024-05-01T12:05:00Z")};
+  const Json doc = testing::render_stored(a, r, in, JobConfig{}, Pricing{1000, 10000});
   EXPECT_EQ(doc["model"]["pricing"]["inputCentsPerMillionTokens"], 1000);
   EXPECT_EQ(doc["model"]["pricing"]["outputCentsPerMillionTokens"], 10000);
-  EXPECT_EQ(render_context(in, JobConfig{})["model"]["pricing"]["inputCentsPerMillionTokens"], 0);
+  EXPECT_EQ(testing::render_stored(a, r, in,
+                                   JobConfig{})["model"]["pricing"]["inputCentsPerMillionTokens"],
+            0);
   // The cache prices as charged: the input price when nobody set one.
   EXPECT_EQ(doc["model"]["pricing"]["cachedInputCentsPerMillionTokens"], 1000);
   EXPECT_EQ(doc["model"]["pricing"]["cacheWriteInputCentsPerMillionTokens"], 1000);
-  const Json cached = render_context(in, JobConfig{}, Pricing{1000, 10000, 100, 1250});
+  const Json cached =
+      testing::render_stored(a, r, in, JobConfig{}, Pricing{1000, 10000, 100, 1250});
   EXPECT_EQ(cached["model"]["pricing"]["cachedInputCentsPerMillionTokens"], 100);
   EXPECT_EQ(cached["model"]["pricing"]["cacheWriteInputCentsPerMillionTokens"], 1250);
 }
