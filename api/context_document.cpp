@@ -15,10 +15,12 @@ std::optional<Provider> parse_provider(std::string_view name) {
 }
 
 std::optional<double> Budget::run_limit_cents() const {
-  if (per_run_cents && month_remaining_cents)
-    return std::min(*per_run_cents, *month_remaining_cents);
-  if (per_run_cents) return per_run_cents;
-  return month_remaining_cents;
+  std::optional<double> limit;
+  for (const std::optional<double>& cents :
+       {per_run_cents, month_remaining_cents, day_remaining_cents}) {
+    if (cents) limit = limit ? std::min(*limit, *cents) : *cents;
+  }
+  return limit;
 }
 
 }  // namespace hb::api

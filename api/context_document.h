@@ -6,13 +6,13 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "api/agent_types.h"
 #include "api/contract_limits.h"
+#include "api/expected.h"
 #include "api/rfc3339.h"
 #include "api/run_metadata.h"
 
@@ -87,7 +87,10 @@ struct Budget {
   std::optional<double> month_remaining_cents;
   // budget.perRunTokens: input plus output tokens of the whole run; none: no cap.
   std::optional<int64_t> per_run_tokens;
-  // The smaller of the two, or none when neither is set.
+  // What the day's budgets (the Agent's and its teams' spec.budget.dailyCents)
+  // leave the run when they bound it; none: no daily budget bounds it.
+  std::optional<double> day_remaining_cents = {};
+  // The smallest of the three, or none when none is set.
   std::optional<double> run_limit_cents() const;
   bool operator==(const Budget&) const = default;
 };
@@ -118,15 +121,16 @@ struct ContextDocument {
 // Rendering (operator side).
 nlohmann::json render_context_document(const ContextDocument& doc);
 
-// Parsing (runner side). The message names the offending field
-// ("context document: model.pricing.inputCentsPerMillionTokens: must be a
-// number, not string").
-class ContextDocumentError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
+// Parsing (runner side): the document, or the first problem found. The
+// message names the offending field ("context document:
+// model.pricing.inputCentsPerMillionTokens: must be a number, not string").
+struct ContextDocumentError {
+  std::string field;    // "model.pricing.inputCentsPerMillionTokens", "(document)"
+  std::string message;  // "context document: " + field + ": " + the problem
 };
-ContextDocument parse_context_document(const nlohmann::json& document);
+using ContextDocumentResult = Expected<ContextDocument, ContextDocumentError>;
+ContextDocumentResult parse_context_document(const nlohmann::json& document);
 // Also bounds the text: kContextDocumentBytesMax, kContextDocumentDepthMax.
-ContextDocument parse_context_document_text(std::string_view text);
+ContextDocumentResult parse_context_document_text(std::string_view text);
 
 }  // namespace hb::api

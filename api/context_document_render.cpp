@@ -37,6 +37,7 @@ json render_budget(const Budget& budget) {
   json out = json::object();
   if (budget.per_run_cents) out["perRunCents"] = *budget.per_run_cents;
   if (budget.month_remaining_cents) out["monthRemainingCents"] = *budget.month_remaining_cents;
+  if (budget.day_remaining_cents) out["dayRemainingCents"] = *budget.day_remaining_cents;
   if (budget.per_run_tokens) out["perRunTokens"] = *budget.per_run_tokens;
   return out;
 }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/call_durations.h"
 #include "api/contract_limits.h"
 #include "api/rfc3339.h"
 
@@ -70,6 +71,12 @@ struct RunResult {
   std::optional<TimePoint> started_at;
   std::optional<TimePoint> finished_at;
   std::optional<TimePoint> last_beat;
+  // modelCallDurations: how long the run's chat calls took
+  // (api/call_durations.h). Parsed: unset when absent; unset with
+  // call_durations_problem saying why when malformed or counting more calls
+  // than llmCalls (the rest of the result still stands).
+  std::optional<CallDurations> call_durations;
+  std::string call_durations_problem;
   // Parse only: the usage object was there but a count in it was not a
   // non-negative 64-bit integer; the run is charged its bound (run_cost.h).
   std::string usage_problem;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "api/json_depth.h"
 #include "api/run_result.h"
@@ -112,6 +113,18 @@ std::optional<TranscriptRecord> transcript_or_none(const json& doc) {
   return record;
 }
 
+// A claim of the runner's: dropped, with the reason, when not believable.
+void read_call_durations(const json& doc, RunResult& r) {
+  const json* value = member(doc, "modelCallDurations");
+  if (value == nullptr) return;
+  std::optional<CallDurations> durations =
+      call_durations_from_json(*value, r.call_durations_problem);
+  if (!durations) return;
+  r.call_durations_problem =
+      call_durations_problem(*durations, r.llm_calls, std::numeric_limits<double>::infinity());
+  if (r.call_durations_problem.empty()) r.call_durations = *durations;
+}
+
 void read_details(const json& doc, RunResult& r) {
   r.stop_reason = string_or_empty(doc, "stopReason");
   if (const json* pause = member(doc, "pauseMinutes"); pause != nullptr && pause->is_number()) {
@@ -136,6 +149,7 @@ void read_details(const json& doc, RunResult& r) {
   r.started_at = time_or_none(doc, "startedAt");
   r.finished_at = time_or_none(doc, "finishedAt");
   r.last_beat = time_or_none(doc, "lastBeatTime");
+  read_call_durations(doc, r);
 }
 
 }  // namespace

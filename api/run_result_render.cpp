@@ -101,6 +101,9 @@ json result_to_json(const RunResult& result) {
   if (result.started_at) out["startedAt"] = format_rfc3339_millis(*result.started_at);
   if (result.finished_at) out["finishedAt"] = format_rfc3339_millis(*result.finished_at);
   if (result.last_beat) out["lastBeatTime"] = format_rfc3339_millis(*result.last_beat);
+  if (result.call_durations) {
+    out["modelCallDurations"] = call_durations_to_json(*result.call_durations);
+  }
   out["output"] = sanitize_utf8(result.output);
   out["outputBytes"] = result.output.size();
   if (!result.error.empty()) out["error"] = sanitize_utf8(result.error);

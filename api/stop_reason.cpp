@@ -6,7 +6,7 @@
 namespace hb::api {
 namespace {
 
-constexpr std::array<std::pair<StopReason, std::string_view>, 17> kNames = {{
+constexpr std::array<std::pair<StopReason, std::string_view>, 18> kNames = {{
     {StopReason::kCompleted, "completed"},
     {StopReason::kMaxTokens, "max_tokens"},
     {StopReason::kPauseHeartbeats, "pause_heartbeats"},
@@ -24,6 +24,7 @@ constexpr std::array<std::pair<StopReason, std::string_view>, 17> kNames = {{
     {StopReason::kToolCallsPerReply, "tool_calls_per_reply"},
     {StopReason::kToolOutputBytes, "tool_output_bytes"},
     {StopReason::kRequestBytes, "request_bytes"},
+    {StopReason::kDailyBudget, "daily_budget"},
 }};
 
 }  // namespace

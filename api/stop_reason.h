@@ -26,13 +26,14 @@ enum class StopReason {
   kToolCallsPerReply,  // one reply asked for more tool calls than the runner runs
   kToolOutputBytes,    // the run's tool output reached the runner's bound
   kRequestBytes,       // the next model request would pass the runner's bound
+  kDailyBudget,        // the next call's worst case could pass the day's budget left
 };
 
 // Wire names in the result JSON: "completed", "max_tokens", "pause_heartbeats",
 // "max_iterations", "budget", "deadline", "repeated_tool_call", "cancelled",
 // "provider_error", "config_error", "internal_error", "tools_unavailable",
 // "provider_quota", "per_run_token_budget", "tool_calls_per_reply",
-// "tool_output_bytes", "request_bytes".
+// "tool_output_bytes", "request_bytes", "daily_budget".
 std::string_view to_string(StopReason reason);
 // The reason with that wire name; nullopt for any other text.
 std::optional<StopReason> parse_stop_reason(std::string_view name);

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/expected.h"
 #include "api/hb_assert.h"
 #include "kube/http.h"
 
@@ -85,44 +86,15 @@ struct Unit {};
 
 // A value or an Error. [[nodiscard]]: an ignored failure is a compile error.
 template <class T>
-class [[nodiscard]] Result {
+class [[nodiscard]] Result : public Expected<T, Error> {
  public:
-  template <class U = T, class = std::enable_if_t<std::is_constructible_v<T, U&&> &&
-                                                  !std::is_same_v<std::decay_t<U>, Error> &&
-                                                  !std::is_same_v<std::decay_t<U>, Result>>>
-  Result(U&& value) : state_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
-  Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}      // NOLINT: implicit
-
-  bool ok() const { return state_.index() == 0; }
-  bool is(ErrorKind kind) const { return !ok() && error().kind == kind; }
-  T& value() & {
-    HB_ASSERT(ok());
-    return std::get<0>(state_);
-  }
-  const T& value() const& {
-    HB_ASSERT(ok());
-    return std::get<0>(state_);
-  }
-  T&& value() && {
-    HB_ASSERT(ok());
-    return std::get<0>(std::move(state_));
-  }
-  const Error& error() const& {
-    HB_ASSERT(!ok());
-    return std::get<1>(state_);
-  }
-  Error&& error() && {
-    HB_ASSERT(!ok());
-    return std::get<1>(std::move(state_));
-  }
+  using Expected<T, Error>::Expected;
+  bool is(ErrorKind kind) const { return !this->ok() && this->error().kind == kind; }
   // The value, or the Error thrown as ApiError (tests and tools).
   T or_throw() && {
-    if (!ok()) throw ApiError(std::get<1>(std::move(state_)));
-    return std::get<0>(std::move(state_));
+    if (!this->ok()) throw ApiError(std::move(*this).error());
+    return std::move(*this).value();
   }
-
- private:
-  std::variant<T, Error> state_;
 };
 
 using Done = Result<Unit>;

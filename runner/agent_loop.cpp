@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "api/json_depth.h"
+#include "api/json_text.h"
 #include "api/rfc3339.h"
 #include "api/utf8.h"
 #include "runner/cost.h"
@@ -122,14 +123,16 @@ class Loop {
                        result_.input_tokens + result_.output_tokens,
                        worst_case_call_tokens(request),
                        config_.budget_tokens,
-                       request_content_bytes(request)};
+                       request_content_bytes(request),
+                       config_.day_budget_cents};
     auto reason = check_bounds_before_call(bounds);
     if (reason) result_.error.clear();
-    if (reason == StopReason::kBudget) {
+    if (reason == StopReason::kBudget || reason == StopReason::kDailyBudget) {
       deps_.transcript.emit({{"event", "budget_stop"},
                              {"spentCents", bounds.spent_cents},
                              {"nextCallWorstCents", bounds.next_call_worst_cents},
-                             {"budgetCents", *bounds.budget_cents}});
+                             {"budgetCents", *bounds.budget_cents},
+                             {"daily", reason == StopReason::kDailyBudget}});
     } else if (reason == StopReason::kPerRunTokenBudget) {
       deps_.transcript.emit({{"event", "token_budget_stop"},
                              {"tokensUsed", bounds.tokens_used},
@@ -167,12 +170,14 @@ class Loop {
                            {"estimatedInputTokens", estimate_input_tokens(request)}});
     ++result_.llm_calls;
     ++result_.iterations;
+    const TimePoint call_start = deps_.clock.now();
     ModelResult answer = deps_.model.complete(request);
     if (!answer.ok()) {
       stop_for(answer.error());
       return std::nullopt;
     }
     ModelReply reply = std::move(answer).value();
+    time_call(call_start);
     deps_.heartbeat.beat();
     estimate_missing_usage(request, reply);
     result_.input_tokens += reply.usage.input_tokens;
@@ -197,6 +202,14 @@ class Loop {
                            {"costCents", spent_cents_}});
     messages_.push_back({Message::Role::kAssistant, reply.text, reply.tool_calls, {}});
     return reply;
+  }
+
+  // The operator's gen_ai.client.operation.duration (api/call_durations.h):
+  // a call that answered, retries included, as the client waited for it.
+  void time_call(TimePoint started) {
+    const std::chrono::duration<double> took = deps_.clock.now() - started;
+    if (!result_.call_durations) result_.call_durations.emplace();
+    api::add_call(*result_.call_durations, took.count());
   }
 
   // A count the provider did not report is charged as estimated, so the
@@ -314,14 +327,13 @@ class Loop {
                   " levels; send a flat JSON object matching the tool's schema",
               true};
     }
-    json arguments;
-    try {
-      arguments = json::parse(call.arguments);
-    } catch (const json::exception& error) {  // parse_error, or out_of_range on a number overflow
-      return {"arguments are not valid JSON (" + std::string(error.what()) +
+    const auto parsed = api::parse_json_text(call.arguments);
+    if (!parsed.ok()) {
+      return {"arguments are not valid JSON (" + parsed.error().message +
                   "); send a JSON object matching the tool's schema",
               true};
     }
+    const json& arguments = parsed.value();
     if (!arguments.is_object()) {
       return {"arguments must be a JSON object, got " + std::string(arguments.type_name()), true};
     }
@@ -336,12 +348,7 @@ class Loop {
       return {"heartbeats paused for " + std::to_string(minutes) + " minutes", false};
     }
     deps_.heartbeat.beat();
-    ToolOutcome outcome;
-    try {
-      outcome = deps_.tools.run(call.name, arguments, config_.wall_deadline);
-    } catch (const std::exception& error) {
-      outcome = {"tool failed: " + std::string(error.what()), true};
-    }
+    ToolOutcome outcome = deps_.tools.run(call.name, arguments, config_.wall_deadline);
     deps_.heartbeat.beat();
     if (outcome.tools_unavailable) stop(StopReason::kToolsUnavailable, outcome.content);
     return outcome;

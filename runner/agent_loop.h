@@ -26,7 +26,8 @@ struct LoopConfig {
   std::vector<ToolSpec> tools;  // offered (allowed and available)
   int max_tokens = 0;
   api::Pricing pricing;
-  std::optional<double> budget_cents;      // per-run limit (min of per-run and month left)
+  std::optional<double> budget_cents;      // per-run limit (min of per-run, month and day left)
+  std::optional<double> day_budget_cents;  // budget.dayRemainingCents
   std::optional<long long> budget_tokens;  // budget.perRunTokens: input plus output
   TimePoint wall_deadline;                 // the Job's deadline less kDeadlineMargin
   std::string first_message;               // earlier outputs + heartbeat prompt

@@ -4,10 +4,9 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
-#include <variant>
 #include <vector>
 
-#include "api/hb_assert.h"
+#include "api/expected.h"
 #include "runner/clock.h"
 #include "runner/errors.h"
 
@@ -79,27 +78,7 @@ struct ModelReply {
 };
 
 // A model's reply, or why there is none.
-class [[nodiscard]] ModelResult {
- public:
-  ModelResult(ModelReply reply) : state_(std::move(reply)) {}     // NOLINT: implicit
-  ModelResult(ProviderError error) : state_(std::move(error)) {}  // NOLINT: implicit
-  bool ok() const { return state_.index() == 0; }
-  const ModelReply& value() const& {
-    HB_ASSERT(ok());
-    return std::get<0>(state_);
-  }
-  ModelReply&& value() && {
-    HB_ASSERT(ok());
-    return std::get<0>(std::move(state_));
-  }
-  const ProviderError& error() const {
-    HB_ASSERT(!ok());
-    return std::get<1>(state_);
-  }
-
- private:
-  std::variant<ModelReply, ProviderError> state_;
-};
+using ModelResult = Expected<ModelReply, ProviderError>;
 
 // The loop's only view of a model provider.
 class ModelClient {

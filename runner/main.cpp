@@ -37,6 +37,7 @@
 #include "runner/env_scrub.h"
 #include "runner/kube_adapters.h"
 #include "runner/log_tail.h"
+#include "runner/otel_trace.h"
 #include "runner/runner_app.h"
 
 namespace {
@@ -91,7 +92,7 @@ std::unique_ptr<kube::Client> make_kube_client(const std::shared_ptr<spdlog::log
     }
     std::string path = env_or("HEARTBEAT_KUBECONFIG", "");
     if (!path.empty()) return std::make_unique<kube::Client>(kube::load_kubeconfig_file(path));
-  } catch (const std::exception& error) {
+  } catch (const std::exception& error) {  // kube's config loaders throw (ConfigError, yaml-cpp)
     logger->warn("no Kubernetes access, running without Lease renewal and memory saving: {}",
                  error.what());
   }
@@ -100,19 +101,19 @@ std::unique_ptr<kube::Client> make_kube_client(const std::shared_ptr<spdlog::log
 
 // The OTLP headers may hold a collector's token: taken out of the
 // environment like the API key, so the shell tool never passes them on.
-std::optional<runner::otel::ExporterConfig> trace_config_from_env() {
+std::optional<otlp::ExporterConfig> trace_config_from_env() {
   std::optional<std::string> headers = runner::take_secret_env("OTEL_EXPORTER_OTLP_HEADERS");
   std::optional<std::string> trace_headers =
       runner::take_secret_env("OTEL_EXPORTER_OTLP_TRACES_HEADERS");
-  return runner::otel::config_from_env([&](const char* name) -> std::optional<std::string> {
-    if (std::string_view(name) == "OTEL_EXPORTER_OTLP_HEADERS") return headers;
-    if (std::string_view(name) == "OTEL_EXPORTER_OTLP_TRACES_HEADERS") return trace_headers;
-    const char* value = std::getenv(name);
-    return value ? std::optional<std::string>(value) : std::nullopt;
-  });
+  return otlp::config_from_env(
+      [&](const char* name) -> std::optional<std::string> {
+        if (std::string_view(name) == "OTEL_EXPORTER_OTLP_HEADERS") return headers;
+        if (std::string_view(name) == "OTEL_EXPORTER_OTLP_TRACES_HEADERS") return trace_headers;
+        const char* value = std::getenv(name);
+        return value ? std::optional<std::string>(value) : std::nullopt;
+      },
+      runner::otel::kServiceNameDefault);
 }
-
-}  // namespace
 
 // Copies each formatted log line into a LogTail.
 class TailSink final : public spdlog::sinks::base_sink<std::mutex> {
@@ -131,24 +132,28 @@ class TailSink final : public spdlog::sinks::base_sink<std::mutex> {
   std::shared_ptr<runner::LogTail> tail_;
 };
 
-int main(int argc, char** argv) {
-  // Before anything reads the key: no core dumps, no ptrace or /proc/PID/mem
-  // by processes of the same user.
-  ::prctl(PR_SET_DUMPABLE, 0);
-  // stderr, and its last characters for the result's stderrExcerpt.
-  auto stderr_tail = std::make_shared<runner::LogTail>();
+// stderr, and its last characters (in `tail`) for the result's stderrExcerpt.
+std::shared_ptr<spdlog::logger> make_logger(const std::shared_ptr<runner::LogTail>& tail) {
   auto logger = std::make_shared<spdlog::logger>(
       "runner", spdlog::sinks_init_list{std::make_shared<spdlog::sinks::stderr_sink_mt>(),
-                                        std::make_shared<TailSink>(stderr_tail)});
+                                        std::make_shared<TailSink>(tail)});
   // Control bytes escaped: a model-chosen tool name in a log line cannot
   // forge another line (the log tail may become the termination message).
   logger->set_formatter(kube::escaped_formatter("%Y-%m-%dT%H:%M:%S.%eZ %l %*", false));
   spdlog::set_default_logger(logger);
+  return logger;
+}
 
-  runner::AppOptions options;
-  options.context_path = env_or(api::kEnvContextPath, kContextPathDefault);
-  options.termination_path = env_or(api::kEnvTerminationPath, kTerminationPathDefault);
-  std::string ca_file = env_or("HEARTBEAT_CA_FILE", "");
+// What the command line asks for: run, or exit at once with this code.
+struct CommandLine {
+  std::optional<int> exit_code;
+  std::string ca_file;
+};
+
+// The flags override the environment's paths; --help and an unknown flag end the process.
+CommandLine read_command_line(int argc, char** argv, runner::AppOptions& options,
+                              spdlog::logger& logger) {
+  CommandLine line{std::nullopt, env_or("HEARTBEAT_CA_FILE", "")};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const char* flag) -> std::optional<std::string> {
@@ -162,72 +167,86 @@ int main(int argc, char** argv) {
     } else if (auto v2 = value("--termination-log")) {
       options.termination_path = *v2;
     } else if (auto v3 = value("--ca-file")) {
-      ca_file = *v3;
+      line.ca_file = *v3;
     } else if (arg == "--help" || arg == "-h") {
       usage();
-      return 0;
+      return {0, ""};
     } else {
       usage();
-      logger->error("unknown argument {}", arg);
-      return api::kExitConfigError;
+      logger.error("unknown argument {}", arg);
+      return {api::kExitConfigError, ""};
     }
   }
-  // The key stays in this process's heap only: scrubbed from the environment
-  // block /proc/PID/environ shows, and the process is not dumpable (main's
-  // first line), so no other process of the user can read its memory.
-  options.api_key = runner::take_secret_env(api::kEnvApiKey).value_or("");
+  return line;
+}
+
+// The key stays in this process's heap only: scrubbed from the environment
+// block /proc/PID/environ shows, and the process is not dumpable (main's
+// first line), so no other process of the user can read its memory.
+std::string take_api_key() {
+  std::string key = runner::take_secret_env(api::kEnvApiKey).value_or("");
   // A Secret made with `echo key | kubectl create secret --from-file` ends
   // in a newline, which no header may carry (the HTTP layer refuses it).
-  while (!options.api_key.empty() &&
-         std::isspace(static_cast<unsigned char>(options.api_key.back()))) {
-    options.api_key.pop_back();
-  }
+  while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back()))) key.pop_back();
+  return key;
+}
+
+void read_environment(runner::AppOptions& options, spdlog::logger& logger) {
+  options.context_path = env_or(api::kEnvContextPath, kContextPathDefault);
+  options.termination_path = env_or(api::kEnvTerminationPath, kTerminationPathDefault);
+  options.api_key = take_api_key();
   options.otel = trace_config_from_env();
+  if (options.otel) {
+    for (const std::string& warning : options.otel->warnings) logger.warn("{}", warning);
+  }
   options.traceparent = env_or(api::kEnvTraceParent, "");
   options.tools_socket = env_or(api::kEnvToolsSocket, "");
   options.tools_local = options.tools_socket.empty() && env_or("HEARTBEAT_TOOLS_LOCAL", "") == "1";
+}
 
-  if (::pipe2(g_wake_pipe, O_CLOEXEC) != 0) {
-    logger->error("cannot create the signal pipe: {}", std::strerror(errno));
-    return api::kExitInternalError;
-  }
+// SIGTERM and SIGINT wake the watcher through a pipe; SIGPIPE is ignored (a
+// connection closed under a write is an error value, not the end of the process).
+bool install_signal_handlers() {
+  if (::pipe2(g_wake_pipe, O_CLOEXEC) != 0) return false;
   struct sigaction action {};
   action.sa_handler = on_sigterm;
   sigemptyset(&action.sa_mask);
   ::sigaction(SIGTERM, &action, nullptr);
   ::sigaction(SIGINT, &action, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
+  return true;
+}
 
-  http::ClientOptions http_options;
-  http_options.tls.ca_file = ca_file;
-  http_options.ca_description = ca_file.empty() ? "system CAs" : ca_file;
-  auto http = http::make_client(http_options);
-  std::unique_ptr<kube::Client> kube_client = make_kube_client(logger);
-
-  runner::SystemClock clock;
-  runner::AppDeps deps{
+runner::AppDeps make_deps(runner::Clock& clock, http::Client& http, kube::Client* kube_client,
+                          const std::shared_ptr<spdlog::logger>& logger,
+                          const std::shared_ptr<runner::LogTail>& stderr_tail) {
+  return runner::AppDeps{
       clock,
       std::cout,
-      *http,
-      [&](const api::ContextDocument& doc) -> std::unique_ptr<runner::LeaseRenewer> {
+      http,
+      [kube_client](const api::ContextDocument& doc) -> std::unique_ptr<runner::LeaseRenewer> {
         if (!kube_client || !doc.lease) return nullptr;
         return std::make_unique<runner::KubeLeaseRenewer>(
             *kube_client, doc.agent_namespace, doc.lease->name, doc.run.name, doc.agent_name);
       },
-      [&](const api::ContextDocument& doc) -> std::unique_ptr<runner::MemoryStore> {
+      [kube_client](const api::ContextDocument& doc) -> std::unique_ptr<runner::MemoryStore> {
         if (!kube_client) return nullptr;
         return std::make_unique<runner::KubeMemoryStore>(*kube_client, doc.agent_namespace,
                                                          doc.memory_config_map, doc.agent_name);
       },
       [] { return g_terminate.load(); },
-      [&](const std::string& message) { logger->info("{}", message); },
-      [&](const std::string& message) { logger->warn("{}", message); },
+      [logger](const std::string& message) { logger->info("{}", message); },
+      [logger](const std::string& message) { logger->warn("{}", message); },
       std::make_shared<http::CancelSource>(),
       [stderr_tail] { return stderr_tail->text(); },
   };
-  // A signal handler may only set a flag and write to a pipe; this thread turns it into a cancel
-  // of the model call in flight, so the result is written within the grace period.
-  std::thread watcher([&] {
+}
+
+// A signal handler may only set a flag and write to a pipe; a thread turns it
+// into a cancel of the model call in flight, so the result is written within
+// the grace period.
+int run_with_cancel_on_signal(const runner::AppOptions& options, const runner::AppDeps& deps) {
+  std::thread watcher([&deps] {
     char byte = 0;
     while (::read(g_wake_pipe[0], &byte, 1) < 0 && errno == EINTR) {
     }
@@ -238,10 +257,37 @@ int main(int argc, char** argv) {
   std::cout.flush();
   [[maybe_unused]] ssize_t woke = ::write(g_wake_pipe[1], "d", 1);
   watcher.join();
+  return outcome.exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before anything reads the key: no core dumps, no ptrace or /proc/PID/mem
+  // by processes of the same user.
+  ::prctl(PR_SET_DUMPABLE, 0);
+  auto stderr_tail = std::make_shared<runner::LogTail>();
+  auto logger = make_logger(stderr_tail);
+  runner::AppOptions options;
+  read_environment(options, *logger);
+  const CommandLine line = read_command_line(argc, argv, options, *logger);
+  if (line.exit_code) return *line.exit_code;
+  if (!install_signal_handlers()) {
+    logger->error("cannot create the signal pipe: {}", std::strerror(errno));
+    return api::kExitInternalError;
+  }
+  http::ClientOptions http_options;
+  http_options.tls.ca_file = line.ca_file;
+  http_options.ca_description = line.ca_file.empty() ? "system CAs" : line.ca_file;
+  auto http = http::make_client(http_options);
+  std::unique_ptr<kube::Client> kube_client = make_kube_client(logger);
+  runner::SystemClock clock;
+  const int exit_code = run_with_cancel_on_signal(
+      options, make_deps(clock, *http, kube_client.get(), logger, stderr_tail));
 #if defined(__SANITIZE_ADDRESS__)
   // LeakSanitizer's exit-time check ptrace-attaches this process, which a
   // non-dumpable process refuses; the heartbeat is over by now.
   ::prctl(PR_SET_DUMPABLE, 1);
 #endif
-  return outcome.exit_code;
+  return exit_code;
 }

@@ -7,11 +7,13 @@
 
 #include "api/exit_codes.h"
 #include "api/rfc3339.h"
+#include "otlp/exporter.h"
 #include "runner/agent_loop.h"
 #include "runner/archival_store.h"
 #include "runner/http_model_client.h"
 #include "runner/limits.h"
 #include "runner/memory_tools.h"
+#include "runner/otel_metrics.h"
 #include "runner/prompt.h"
 #include "runner/stop_rules.h"
 #include "runner/tool_specs.h"
@@ -40,11 +42,9 @@ std::optional<std::string> read_file(const std::string& path) {
 std::variant<api::ContextDocument, ConfigProblem> read_context_document(const std::string& path) {
   const std::optional<std::string> text = read_file(path);
   if (!text) return ConfigProblem{"context document " + path + ": cannot be read"};
-  try {
-    return api::parse_context_document_text(*text);
-  } catch (const api::ContextDocumentError& error) {  // the api parser's one error
-    return ConfigProblem{error.what()};
-  }
+  api::ContextDocumentResult parsed = api::parse_context_document_text(*text);
+  if (!parsed.ok()) return ConfigProblem{parsed.error().message};
+  return std::move(parsed).value();
 }
 
 void write_result(const std::string& path, const std::string& text, AppDeps& deps) {
@@ -93,8 +93,11 @@ void close_stored_transcript(TranscriptFile& file, api::RunResult& result, int e
 
 // The run's trace: a recorder in front of the transcript and its exporter.
 struct Tracing {
+  std::unique_ptr<otlp::Exporter> exporter;
   std::unique_ptr<otel::SpanRecorder> recorder;
-  std::unique_ptr<otel::TraceExporter> exporter;
+  otel::Resource resource;
+  bool gen_ai_latest = false;
+  std::function<void(const std::string&)> log_warning;
 };
 
 void start_tracing(Tracing& tracing, const AppOptions& options, const AppDeps& deps,
@@ -102,20 +105,38 @@ void start_tracing(Tracing& tracing, const AppOptions& options, const AppDeps& d
   if (!options.otel) return;
   otel::RunIdentity identity{doc.agent_name, doc.agent_namespace, doc.run.name,
                              std::string(to_string(doc.model.provider)), doc.model.model};
+  otlp::ExporterConfig config = *options.otel;
+  config.queue_spans_max = otel::kSpansPerRunMax;  // the recorder's own bound: none lost here
+  tracing.resource = otel::run_resource(config, identity);
+  tracing.gen_ai_latest = config.gen_ai_latest;
+  tracing.log_warning = deps.log_warning;
+  tracing.exporter = std::make_unique<otlp::Exporter>(config, tracing.resource, otel::kScopeName,
+                                                      deps.http, deps.log_warning);
   tracing.recorder = std::make_unique<otel::SpanRecorder>(
       transcript, deps.clock, std::move(identity), started,
-      otel::parse_traceparent(options.traceparent), options.otel->gen_ai_latest);
-  tracing.exporter = std::make_unique<otel::TraceExporter>(*options.otel, *tracing.recorder,
-                                                           deps.http, deps.log_warning);
+      otel::parse_traceparent(options.traceparent),
+      [&exporter = *tracing.exporter](otel::Span span) { exporter.offer(std::move(span)); },
+      config.gen_ai_latest);
 }
 
-// After the result is written: the root span ends, the last spans go out.
+// After the result is written: the root span ends, the last spans and the
+// run's metrics go out, and what was lost is logged once.
 void finish_tracing(Tracing& tracing, const api::RunResult& result, int exit_code) {
   if (!tracing.recorder) return;
   tracing.recorder->finish(
       result.stop_reason, exit_code == api::kExitFinished ? std::string() : result.stop_reason,
       result.input_tokens, result.output_tokens, result.finished_at.value_or(TimePoint()));
+  if (std::vector<otel::Span> chats = tracing.recorder->chat_spans(); !chats.empty()) {
+    const auto [start, end] = tracing.recorder->window();
+    tracing.exporter->offer_metrics(
+        otel::encode_otlp_metrics(tracing.resource, chats, start, end, tracing.gen_ai_latest));
+  }
   tracing.exporter->shutdown();
+  const std::uint64_t lost = tracing.exporter->stats().lost() + tracing.recorder->dropped();
+  if (lost > 0 && tracing.log_warning) {
+    tracing.log_warning("trace export: " + std::to_string(lost) +
+                        " spans of this run were not exported");
+  }
 }
 
 // What one heartbeat holds from its start to its result.
@@ -211,18 +232,27 @@ void open_core_memory(Session& s, const api::ContextDocument& doc, Memory& memor
   }
 }
 
+// Opens the store and records the outputs of recent runs; on any failure the
+// heartbeat goes on without archival storage, and says why.
+ArchivalDone open_archival_store(const api::ContextDocument& doc, Memory& memory) {
+  auto opened = ArchivalStore::open(doc.archival_path);
+  if (!opened.ok()) return std::move(opened).error();
+  memory.archival = std::move(opened).value();
+  for (const auto& run : doc.recent_runs) {
+    if (run.name.empty()) continue;
+    if (ArchivalDone failed =
+            memory.archival->record_run_output(run.name, run.output, run.finished_at)) {
+      return failed;
+    }
+  }
+  return std::nullopt;
+}
+
 void open_archival(Session& s, const api::ContextDocument& doc, Memory& memory) {
   if (doc.archival_path.empty()) return;
-  try {
-    memory.archival = ArchivalStore::open(doc.archival_path);
-    for (const auto& run : doc.recent_runs) {
-      if (!run.name.empty()) {
-        memory.archival->record_run_output(run.name, run.output, run.finished_at);
-      }
-    }
-  } catch (const std::exception& error) {  // ArchivalStore's SQLite errors
+  if (ArchivalDone failed = open_archival_store(doc, memory)) {
     memory.archival.reset();
-    s.notes.push_back(std::string("archival storage unavailable: ") + error.what());
+    s.notes.push_back("archival storage unavailable: " + failed->message);
     log(s.deps.log_warning, s.notes.back());
   }
 }
@@ -253,6 +283,7 @@ LoopConfig loop_config(const Session& s, const api::ContextDocument& doc,
   config.max_tokens = doc.model.max_tokens;
   config.pricing = doc.model.pricing;
   config.budget_cents = doc.budget.run_limit_cents();
+  config.day_budget_cents = doc.budget.day_remaining_cents;
   config.budget_tokens = doc.budget.per_run_tokens;
   config.wall_deadline = wall_deadline_for(doc.run.deadline);
   config.first_message = render_heartbeat_message(doc);
@@ -287,12 +318,10 @@ void record_output(Session& s, const api::ContextDocument& doc, Memory& memory,
     s.transcript.emit({{"event", "memory_saved"}, {"saves", memory.core->saves()}});
   }
   if (!memory.archival) return;
-  try {
-    memory.archival->record_run_output(doc.run.name, result.output,
-                                       api::format_rfc3339_millis(s.deps.clock.now()));
-  } catch (const std::exception& error) {  // ArchivalStore's SQLite errors
+  if (ArchivalDone failed = memory.archival->record_run_output(
+          doc.run.name, result.output, api::format_rfc3339_millis(s.deps.clock.now()))) {
     log(s.deps.log_warning,
-        std::string("could not record the output for conversation_search: ") + error.what());
+        "could not record the output for conversation_search: " + failed->message);
   }
 }
 

@@ -14,10 +14,10 @@
 #include "api/env_names.h"
 #include "api/run_result.h"
 #include "kube/http.h"
+#include "otlp/exporter_config.h"
 #include "runner/clock.h"
 #include "runner/heartbeat.h"
 #include "runner/memory_store.h"
-#include "runner/otel_exporter.h"
 
 namespace hb::runner {
 
@@ -34,8 +34,8 @@ struct AppOptions {
   bool tools_local = false;
   Millis model_call_timeout = std::chrono::duration_cast<Millis>(std::chrono::seconds(120));
   int model_retries_max = 4;
-  // Set: the heartbeat's trace goes to this OTLP endpoint (otel_exporter.h).
-  std::optional<otel::ExporterConfig> otel;
+  // Set: the heartbeat's trace goes to this OTLP endpoint (otlp/exporter.h).
+  std::optional<otlp::ExporterConfig> otel;
   std::string traceparent;  // W3C; the root span's parent when valid
 };
 

@@ -26,7 +26,9 @@ std::optional<StopReason> check_bounds_before_call(const BoundsInput& input) {
   if (input.iterations_done >= input.iterations_max) return StopReason::kMaxIterations;
   if (input.now >= input.wall_deadline) return StopReason::kDeadline;
   if (input.budget_cents && input.spent_cents + input.next_call_worst_cents > *input.budget_cents) {
-    return StopReason::kBudget;
+    const bool day = input.day_budget_cents &&
+                     input.spent_cents + input.next_call_worst_cents > *input.day_budget_cents;
+    return day ? StopReason::kDailyBudget : StopReason::kBudget;
   }
   if (input.budget_tokens &&
       input.tokens_used + input.next_call_worst_tokens > *input.budget_tokens) {

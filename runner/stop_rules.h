@@ -42,6 +42,9 @@ struct BoundsInput {
   long long next_call_worst_tokens = 0;    // estimated input plus max_tokens
   std::optional<long long> budget_tokens;  // budget.perRunTokens
   std::size_t request_bytes = 0;           // request_content_bytes of the next call
+  // The day's part of budget_cents (budget.dayRemainingCents): passing it
+  // stops with kDailyBudget rather than kBudget.
+  std::optional<double> day_budget_cents = {};
 };
 
 // Checked before each model call, in this order: iterations, deadline, budget

@@ -3,6 +3,7 @@
 // is missing).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,8 +12,8 @@
 
 namespace hb::runner {
 
-// The spec of one known tool; throws std::out_of_range for an unknown name.
-ToolSpec tool_spec(std::string_view name);
+// The spec of one known tool; none for an unknown name.
+std::optional<ToolSpec> tool_spec(std::string_view name);
 
 struct OfferedTools {
   std::vector<ToolSpec> tools;

@@ -64,10 +64,9 @@ ToolOutcome Toolbox::run(const std::string& name, const json& arguments, TimePoi
     if (!deps_.archival) return {"archival storage is not configured for this agent", true};
     auto content = string_argument(arguments, "content", error);
     if (!content) return {error, true};
-    try {
-      deps_.archival->insert_passage(*content, deps_.run_name, deps_.clock.now());
-    } catch (const std::exception& e) {
-      return {std::string("archival insert failed: ") + e.what(), true};
+    if (ArchivalDone failed =
+            deps_.archival->insert_passage(*content, deps_.run_name, deps_.clock.now())) {
+      return {"archival insert failed: " + failed->message, true};
     }
     return {"stored in archival memory", false};
   }
@@ -83,14 +82,11 @@ ToolOutcome Toolbox::search(const std::string& name, const json& arguments) {
   auto query = string_argument(arguments, "query", error);
   if (!query) return {error, true};
   if (fts5_query(*query).empty()) return {"the query has no words to search for", true};
-  try {
-    bool archival = name == api::kToolArchivalMemorySearch;
-    auto hits = archival ? deps_.archival->search_passages(*query, kSearchResultsMax)
-                         : deps_.archival->search_conversation(*query, kSearchResultsMax);
-    return {format_hits(hits, !archival), false};
-  } catch (const std::exception& e) {
-    return {std::string("search failed: ") + e.what(), true};
-  }
+  const bool archival = name == api::kToolArchivalMemorySearch;
+  auto hits = archival ? deps_.archival->search_passages(*query, kSearchResultsMax)
+                       : deps_.archival->search_conversation(*query, kSearchResultsMax);
+  if (!hits.ok()) return {"search failed: " + hits.error().message, true};
+  return {format_hits(hits.value(), !archival), false};
 }
 
 ToolOutcome Toolbox::shell(const json& arguments, TimePoint deadline) {

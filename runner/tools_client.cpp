@@ -162,12 +162,7 @@ ShellResult RemoteShell::run(const std::string& command, const ShellOptions& opt
   if (fd < 0) return connect_failed(error);
   reached_once_ = true;
   connect_failures_in_a_row_ = 0;
-  ShellResult result;
-  try {
-    result = exchange(fd, command, options);
-  } catch (const std::exception& e) {
-    result = failed(e.what());
-  }
+  ShellResult result = exchange(fd, command, options);
   ::close(fd);
   return result;
 }

@@ -153,19 +153,16 @@ std::string transcript_file_name(const std::string& run_name) {
 
 std::size_t trim_transcripts(const std::string& dir, const std::vector<std::string>& keep) {
   std::size_t deleted = 0;
-  std::error_code error;
   const std::string suffix = api::kTranscriptFileSuffix;
-  try {
-    for (const auto& entry : fs::directory_iterator(dir, error)) {
-      const std::string name = entry.path().filename().string();
-      if (name.size() <= suffix.size() || !name.ends_with(suffix)) continue;
-      const std::string run = name.substr(0, name.size() - suffix.size());
-      if (std::find(keep.begin(), keep.end(), run) != keep.end()) continue;
-      std::error_code ignored;
-      if (entry.is_regular_file(ignored) && fs::remove(entry.path(), ignored)) ++deleted;
-    }
-  } catch (const fs::filesystem_error&) {
-    // A directory that changed under the walk: the next run trims again.
+  // A directory that cannot be read, or changes under the walk, ends it: the next run trims again.
+  std::error_code error;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= suffix.size() || !name.ends_with(suffix)) continue;
+    const std::string run = name.substr(0, name.size() - suffix.size());
+    if (std::find(keep.begin(), keep.end(), run) != keep.end()) continue;
+    std::error_code ignored;
+    if (it->is_regular_file(ignored) && fs::remove(it->path(), ignored)) ++deleted;
   }
   return deleted;
 }

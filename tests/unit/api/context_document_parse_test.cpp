@@ -31,16 +31,12 @@ json valid_document() {
 }
 
 std::string error_for(const json& doc) {
-  try {
-    parse_context_document(doc);
-  } catch (const ContextDocumentError& error) {
-    return error.what();
-  }
-  return "";
+  const ContextDocumentResult parsed = parse_context_document(doc);
+  return parsed.ok() ? "" : parsed.error().message;
 }
 
 TEST(ContextDocument, ParsesEveryField) {
-  auto doc = parse_context_document(valid_document());
+  auto doc = parse_context_document(valid_document()).value();
   EXPECT_EQ(doc.agent_name, "scout");
   EXPECT_EQ(doc.agent_namespace, "agents");
   EXPECT_EQ(doc.agent_type, AgentType::kLettaV1);
@@ -68,7 +64,8 @@ TEST(ContextDocument, DefaultsForOptionalFields) {
   auto doc = parse_context_document(json::parse(R"({
     "agent": {"name": "a"}, "model": {"provider": "openai", "model": "llama3",
     "baseURL": "http://ollama:11434/v1/"}, "heartbeat": {"prompt": "p"},
-    "run": {"name": "r", "deadline": "2024-05-01T12:10:00+02:00"}})"));
+    "run": {"name": "r", "deadline": "2024-05-01T12:10:00+02:00"}})"))
+                 .value();
   EXPECT_EQ(doc.agent_type, AgentType::kMemgpt);
   EXPECT_EQ(doc.model.base_url, "http://ollama:11434/v1");
   EXPECT_EQ(doc.model.max_tokens, 1024);
@@ -82,13 +79,13 @@ TEST(ContextDocument, DefaultsForOptionalFields) {
 TEST(ContextDocument, PerRunTokensRoundTripsAndZeroIsNoCap) {
   auto doc = valid_document();
   doc["budget"]["perRunTokens"] = 50000;
-  ContextDocument parsed = parse_context_document(doc);
+  ContextDocument parsed = parse_context_document(doc).value();
   EXPECT_EQ(parsed.budget.per_run_tokens, 50000);
   EXPECT_EQ(render_context_document(parsed)["budget"]["perRunTokens"], 50000);
-  EXPECT_EQ(parse_context_document(render_context_document(parsed)), parsed);
+  EXPECT_EQ(parse_context_document(render_context_document(parsed)).value(), parsed);
   doc["budget"]["perRunTokens"] = 0;
-  EXPECT_FALSE(parse_context_document(doc).budget.per_run_tokens.has_value());
-  EXPECT_FALSE(parse_context_document(valid_document()).budget.per_run_tokens.has_value());
+  EXPECT_FALSE(parse_context_document(doc).value().budget.per_run_tokens.has_value());
+  EXPECT_FALSE(parse_context_document(valid_document()).value().budget.per_run_tokens.has_value());
   doc["budget"]["perRunTokens"] = -1;
   EXPECT_NE(error_for(doc).find("budget.perRunTokens: must be between 0"), std::string::npos);
 }
@@ -136,12 +133,53 @@ TEST(ContextDocument, ErrorsNameTheField) {
   EXPECT_NE(error_for(doc).find("model.baseURL"), std::string::npos);
 }
 
+std::string text_error_for(std::string_view text) {
+  const ContextDocumentResult parsed = parse_context_document_text(text);
+  return parsed.ok() ? "" : parsed.error().message;
+}
+
+// What json::parse throws for the text: the message the document's error carries.
+std::string thrown_by_json_parse(std::string_view text) {
+  try {
+    const json parsed = json::parse(text);
+    return "parsed: " + parsed.dump();
+  } catch (const json::exception& error) {
+    return error.what();
+  }
+}
+
 TEST(ContextDocument, MalformedTextIsAnError) {
-  EXPECT_THROW(parse_context_document_text("{not json"), ContextDocumentError);
-  EXPECT_THROW(parse_context_document_text("[]"), ContextDocumentError);
+  for (std::string_view text : {"{not json", R"({"agent": )"}) {
+    EXPECT_EQ(text_error_for(text),
+              "context document: (document): is not valid JSON: " + thrown_by_json_parse(text));
+  }
+  EXPECT_EQ(text_error_for("[]"), "context document: (document): must be a JSON object, not array");
   // Found by context_document_fuzz: a number too large for a double threw
   // json's out_of_range past the parser.
-  EXPECT_THROW(parse_context_document_text(R"({"kind":44e444444444444444})"), ContextDocumentError);
+  EXPECT_EQ(text_error_for(R"({"kind":44e444444444444444})"),
+            "context document: (document): is not valid JSON: [json.exception.out_of_range.406] "
+            "number overflow parsing '44e444444444444444'");
+}
+
+TEST(ContextDocument, TheErrorNamesItsField) {
+  json doc = valid_document();
+  doc["run"]["deadline"] = 7;
+  const ContextDocumentResult parsed = parse_context_document(doc);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.error().field, "run.deadline");
+  EXPECT_EQ(parsed.error().message, "context document: run.deadline: must be a string, not number");
+}
+
+// The first problem in the document's order is the one reported.
+TEST(ContextDocument, TheFirstProblemIsReported) {
+  json doc = valid_document();
+  doc["agent"]["name"] = 5;
+  doc["model"]["provider"] = "gemini";
+  doc.erase("heartbeat");
+  EXPECT_EQ(error_for(doc), "context document: agent.name: must be a string, not number");
+  doc = valid_document();
+  doc["memory"]["blocks"] = {{{"label", "a"}}, 3, {{"label", 4}}};
+  EXPECT_EQ(error_for(doc), "context document: memory.blocks[1]: must be an object, not number");
 }
 
 TEST(Rfc3339, RoundTripsAndRejects) {
@@ -164,7 +202,7 @@ TEST(ContextDocument, CachePricesParseAndANegativeOneIsNamed) {
   json doc = valid_document();
   doc["model"]["pricing"]["cachedInputCentsPerMillionTokens"] = 30;
   doc["model"]["pricing"]["cacheWriteInputCentsPerMillionTokens"] = 375;
-  const ContextDocument parsed = parse_context_document(doc);
+  const ContextDocument parsed = parse_context_document(doc).value();
   EXPECT_EQ(parsed.model.pricing.cached_input_cents_per_million_tokens, 30);
   EXPECT_EQ(parsed.model.pricing.cache_write_input_cents_per_million_tokens, 375);
   doc["model"]["pricing"]["cacheWriteInputCentsPerMillionTokens"] = -1;

@@ -40,8 +40,8 @@ ContextDocument full_document() {
 
 TEST(ContextDocumentContract, RenderThenParseIsTheSameDocument) {
   const ContextDocument doc = full_document();
-  EXPECT_EQ(parse_context_document(render_context_document(doc)), doc);
-  EXPECT_EQ(parse_context_document_text(render_context_document(doc).dump()), doc);
+  EXPECT_EQ(parse_context_document(render_context_document(doc)).value(), doc);
+  EXPECT_EQ(parse_context_document_text(render_context_document(doc).dump()).value(), doc);
 }
 
 TEST(ContextDocumentContract, AMinimalDocumentRoundTripsWithDefaults) {
@@ -52,28 +52,20 @@ TEST(ContextDocumentContract, AMinimalDocumentRoundTripsWithDefaults) {
   doc.heartbeat_prompt = "p";
   doc.run.name = "r";
   doc.run.deadline = *parse_rfc3339("2024-05-01T12:10:00Z");
-  EXPECT_EQ(parse_context_document(render_context_document(doc)), doc);
+  EXPECT_EQ(parse_context_document(render_context_document(doc)).value(), doc);
   doc.model.base_url.clear();  // not rendered; parsing gives the provider's default
-  EXPECT_EQ(parse_context_document(render_context_document(doc)).model.base_url,
+  EXPECT_EQ(parse_context_document(render_context_document(doc)).value().model.base_url,
             "https://api.openai.com/v1");
 }
 
 std::string parse_error(const json& doc) {
-  try {
-    parse_context_document(doc);
-  } catch (const ContextDocumentError& error) {
-    return error.what();
-  }
-  return "";
+  const ContextDocumentResult parsed = parse_context_document(doc);
+  return parsed.ok() ? "" : parsed.error().message;
 }
 
 std::string parse_text_error(std::string_view text) {
-  try {
-    parse_context_document_text(text);
-  } catch (const ContextDocumentError& error) {
-    return error.what();
-  }
-  return "";
+  const ContextDocumentResult parsed = parse_context_document_text(text);
+  return parsed.ok() ? "" : parsed.error().message;
 }
 
 TEST(ContextDocumentContract, WrongTypesAreNamed) {

@@ -34,9 +34,10 @@ std::string prompt_for(const std::vector<Json>& history, int context_runs) {
   const Json r = run("bot-now");
   std::vector<const Json*> ptrs;
   for (const Json& h : history) ptrs.push_back(&h);
-  const controllers::ContextInput in{&a, &r, "What now?", ptrs, at("2024-05-01T12:00:00Z")};
-  const std::string text = controllers::render_context(in, controllers::JobConfig{}).dump();
-  return runner::render_heartbeat_message(api::parse_context_document_text(text));
+  const controllers::ContextInput in{nullptr, nullptr, "What now?", ptrs,
+                                     at("2024-05-01T12:00:00Z")};
+  const std::string text = controllers::testing::render_stored(a, r, in).dump();
+  return runner::render_heartbeat_message(api::parse_context_document_text(text).value());
 }
 
 TEST(EarlierOutputs, TheModelReadsThemOldestFirstAsThePromptSays) {
@@ -80,9 +81,9 @@ TEST(WakeupMetadata, TheRunsMetadataReachesThePromptOnOneLine) {
   const Json a = agent();
   Json r = run("bot-now", "callback");
   r["spec"]["metadata"] = {{"taskId", "T-42"}, {"note", "two\nlines"}, {"bad key", "x"}};
-  const controllers::ContextInput in{&a, &r, "What now?", {}, at("2024-05-01T12:00:00Z")};
-  const std::string text = controllers::render_context(in, controllers::JobConfig{}).dump();
-  const api::ContextDocument doc = api::parse_context_document_text(text);
+  const controllers::ContextInput in{nullptr, nullptr, "What now?", {}, at("2024-05-01T12:00:00Z")};
+  const std::string text = controllers::testing::render_stored(a, r, in).dump();
+  const api::ContextDocument doc = api::parse_context_document_text(text).value();
   const std::string prompt = runner::render_system_prompt(doc, {}, {}, at("2024-05-01T12:00:00Z"));
   EXPECT_NE(prompt.find("- metadata: note=two lines; taskId=T-42\n"), std::string::npos) << prompt;
   EXPECT_EQ(prompt.find("bad key"), std::string::npos);

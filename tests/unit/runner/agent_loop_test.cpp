@@ -114,6 +114,44 @@ TEST(AgentLoop, MultiStepToolLoopThenAnswer) {
   EXPECT_EQ(h.transcript.events("stop").back()["stopReason"], "completed");
 }
 
+// Each answered chat call is timed on the injected clock, into the
+// result's fixed buckets (api/call_durations.h); a call that failed is not.
+TEST(AgentLoop, ModelCallDurationsComeFromTheInjectedClock) {
+  Harness h;
+  // The reply, `took` after the request on the harness's clock.
+  auto after = [](FakeClock& clock, std::chrono::milliseconds took, ModelReply reply) {
+    return [&clock, took, reply](const ModelRequest&) -> ModelResult {
+      clock.jump(took);
+      return reply;
+    };
+  };
+  h.model.push(after(h.clock, 5ms, ScriptedModel::call("shell", R"({"command":"ls"})", "c1")));
+  h.model.push(after(h.clock, 1500ms, ScriptedModel::call("shell", R"({"command":"pwd"})", "c2")));
+  h.model.push(after(h.clock, 100s, ScriptedModel::text("done")));
+  h.tools.cost_per_call = 3s;  // tool time is not model time
+  const api::RunResult result = h.run();
+  ASSERT_TRUE(result.call_durations);
+  const api::CallDurations& d = *result.call_durations;
+  EXPECT_EQ(api::call_count(d), 3);
+  EXPECT_EQ(d.counts[0], 1);   // 5 ms: up to 10 ms
+  EXPECT_EQ(d.counts[8], 1);   // 1.5 s: up to 2.56 s
+  EXPECT_EQ(d.counts[14], 1);  // 100 s: past 81.92 s
+  EXPECT_NEAR(d.sum_seconds, 101.505, 1e-9);
+  EXPECT_EQ(api::call_durations_problem(d, result.llm_calls, 1e9), "");
+
+  Harness failing;
+  failing.model.push(
+      after(failing.clock, 2s, ScriptedModel::call("shell", R"({"command":"ls"})", "c1")));
+  const api::RunResult failed = failing.run();  // the script is exhausted: an error
+  ASSERT_TRUE(failed.call_durations);
+  EXPECT_EQ(failed.llm_calls, 2);
+  EXPECT_EQ(api::call_count(*failed.call_durations), 1);
+
+  Harness none;
+  none.config.wall_deadline = none.clock.now() - 1s;  // no call made
+  EXPECT_FALSE(none.run().call_durations);
+}
+
 // usage.actionToolCalls: the calls that could change something. Memory
 // searches and pause_heartbeats read; a refused tool never ran.
 TEST(AgentLoop, ActionToolCallsLeaveOutReadsAndRefusedTools) {

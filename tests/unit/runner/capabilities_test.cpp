@@ -91,13 +91,20 @@ TEST(OfferedTools, ArchivalToolsNeedStorage) {
 TEST(OfferedTools, EverySpecIsAnObjectSchema) {
   for (auto name : capabilities(AgentType::kMemgpt).allowed_tools) {
     auto spec = runner::tool_spec(name);
-    EXPECT_EQ(spec.name, name);
-    EXPECT_FALSE(spec.description.empty());
-    EXPECT_EQ(spec.parameters["type"], "object");
+    ASSERT_TRUE(spec.has_value()) << name;
+    EXPECT_EQ(spec->name, name);
+    EXPECT_FALSE(spec->description.empty());
+    EXPECT_EQ(spec->parameters["type"], "object");
   }
   auto pause = runner::tool_spec(kToolPauseHeartbeats);
-  EXPECT_EQ(pause.parameters["properties"]["minutes"]["maximum"], 60);
-  EXPECT_EQ(pause.parameters["properties"]["minutes"]["default"], 2);
+  ASSERT_TRUE(pause.has_value());
+  EXPECT_EQ(pause->parameters["properties"]["minutes"]["maximum"], 60);
+  EXPECT_EQ(pause->parameters["properties"]["minutes"]["default"], 2);
+}
+
+TEST(OfferedTools, AnUnknownToolHasNoSpec) {
+  EXPECT_FALSE(runner::tool_spec("rm_rf").has_value());
+  EXPECT_FALSE(runner::tool_spec("").has_value());
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ struct HttpHarness {
     r.system = "sys";
     r.max_tokens = 64;
     r.messages.push_back({Message::Role::kUser, "hello", {}, {}});
-    r.tools = {tool_spec("shell")};
+    r.tools = {*tool_spec("shell")};
     r.deadline = clock.now() + 10min;
     return r;
   }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "runner/archival_store.h"
 #include "runner/limits.h"
@@ -103,41 +104,89 @@ class ArchivalTest : public ::testing::Test {
   std::filesystem::path path_;
 };
 
+std::unique_ptr<ArchivalStore> open_store(const std::string& path) {
+  auto opened = ArchivalStore::open(path);
+  if (!opened.ok()) {
+    ADD_FAILURE() << opened.error().message;
+    return nullptr;
+  }
+  return std::move(opened).value();
+}
+
+std::vector<SearchHit> hits_of(ArchivalResult<std::vector<SearchHit>> searched) {
+  if (!searched.ok()) {
+    ADD_FAILURE() << searched.error().message;
+    return {};
+  }
+  return std::move(searched).value();
+}
+
 TEST_F(ArchivalTest, InsertAndSearchPassages) {
   FakeClock clock;
-  auto store = ArchivalStore::open(path_.string());
-  store->insert_passage("The deploy key rotates every Monday.", "run-1", clock.now());
-  store->insert_passage("Bob prefers tea over coffee.", "run-1", clock.now());
-  auto hits = store->search_passages("when does the key rotate? monday", 5);
+  auto store = open_store(path_.string());
+  ASSERT_TRUE(store);
+  EXPECT_FALSE(store->insert_passage("The deploy key rotates every Monday.", "run-1", clock.now()));
+  EXPECT_FALSE(store->insert_passage("Bob prefers tea over coffee.", "run-1", clock.now()));
+  auto hits = hits_of(store->search_passages("when does the key rotate? monday", 5));
   ASSERT_FALSE(hits.empty());
   EXPECT_NE(hits[0].content.find("Monday"), std::string::npos);
   EXPECT_EQ(hits[0].run, "run-1");
-  EXPECT_TRUE(store->search_passages("zebra", 5).empty());
-  EXPECT_NO_THROW(store->search_passages("\"unbalanced AND (", 5)) << "never an FTS5 syntax error";
+  EXPECT_TRUE(hits_of(store->search_passages("zebra", 5)).empty());
+  EXPECT_TRUE(hits_of(store->search_passages("\"unbalanced AND (", 5)).empty())
+      << "never an FTS5 syntax error";
   EXPECT_EQ(store->passage_count(), 2);
 }
 
 TEST_F(ArchivalTest, PersistsAcrossHeartbeats) {
   FakeClock clock;
-  ArchivalStore::open(path_.string())->insert_passage("alpha beta", "run-1", clock.now());
-  EXPECT_EQ(ArchivalStore::open(path_.string())->search_passages("beta", 5).size(), 1u);
+  EXPECT_FALSE(open_store(path_.string())->insert_passage("alpha beta", "run-1", clock.now()));
+  EXPECT_EQ(hits_of(open_store(path_.string())->search_passages("beta", 5)).size(), 1u);
 }
 
 // A link planted at the store's path is refused, never opened through.
 TEST_F(ArchivalTest, ALinkAtTheStorePathIsRefused) {
   const auto victim = path_.string() + "-victim";
-  ArchivalStore::open(victim)->insert_passage("alpha", "run-1", FakeClock().now());
+  EXPECT_FALSE(open_store(victim)->insert_passage("alpha", "run-1", FakeClock().now()));
   std::filesystem::create_symlink(victim, path_);
-  EXPECT_THROW(ArchivalStore::open(path_.string()), std::runtime_error);
+  auto opened = ArchivalStore::open(path_.string());
+  ASSERT_FALSE(opened.ok());
+  const ArchivalError* failed = &opened.error();
+  EXPECT_EQ(failed->kind, ArchivalError::Kind::kOpen);
+  EXPECT_EQ(failed->message.rfind("archival store " + path_.string() + ": cannot open: ", 0), 0u)
+      << failed->message;
   for (auto suffix : {"", "-wal", "-shm"}) std::filesystem::remove(victim + suffix);
 }
 
+// A directory that does not exist: the file cannot be created.
+TEST_F(ArchivalTest, AnUnwritablePathIsAnOpenError) {
+  const std::string path = (path_ / "no-such-dir" / "archival.db").string();
+  auto opened = ArchivalStore::open(path);
+  ASSERT_FALSE(opened.ok());
+  const ArchivalError* failed = &opened.error();
+  EXPECT_EQ(failed->kind, ArchivalError::Kind::kOpen);
+  EXPECT_EQ(failed->message,
+            "archival store " + path + ": cannot open: unable to open database file");
+}
+
+// A file that is not a database: the schema cannot be made.
+TEST_F(ArchivalTest, AFileThatIsNotADatabaseIsASchemaError) {
+  { std::ofstream(path_) << std::string(4096, 'x'); }
+  auto opened = ArchivalStore::open(path_.string());
+  ASSERT_FALSE(opened.ok());
+  const ArchivalError* failed = &opened.error();
+  EXPECT_EQ(failed->kind, ArchivalError::Kind::kSchema);
+  EXPECT_EQ(failed->message, "archival store " + path_.string() + ": file is not a database");
+}
+
 TEST_F(ArchivalTest, ConversationRecordsEachRunOnce) {
-  auto store = ArchivalStore::open(path_.string());
-  store->record_run_output("run-1", "checked the disk: 80% full", "2024-05-01T11:00:00Z");
-  store->record_run_output("run-1", "checked the disk: 80% full", "2024-05-01T11:00:00Z");
-  store->record_run_output("run-2", "rotated logs", "2024-05-01T12:00:00Z");
-  auto hits = store->search_conversation("disk", 5);
+  auto store = open_store(path_.string());
+  ASSERT_TRUE(store);
+  EXPECT_FALSE(
+      store->record_run_output("run-1", "checked the disk: 80% full", "2024-05-01T11:00:00Z"));
+  EXPECT_FALSE(
+      store->record_run_output("run-1", "checked the disk: 80% full", "2024-05-01T11:00:00Z"));
+  EXPECT_FALSE(store->record_run_output("run-2", "rotated logs", "2024-05-01T12:00:00Z"));
+  auto hits = hits_of(store->search_conversation("disk", 5));
   ASSERT_EQ(hits.size(), 1u);
   EXPECT_EQ(hits[0].run, "run-1");
   EXPECT_EQ(hits[0].created, "2024-05-01T11:00:00Z");
@@ -152,7 +201,8 @@ TEST_F(ArchivalTest, ToolboxDispatchesAndValidates) {
   FakeClock clock;
   Heartbeat heartbeat(clock);
   CoreMemoryService memory(spec(), nullptr);
-  auto store = ArchivalStore::open(path_.string());
+  auto store = open_store(path_.string());
+  ASSERT_TRUE(store);
   LocalShell local_shell;
   Toolbox tools({memory, store.get(), heartbeat, clock, "run-7", {}, nullptr, &local_shell});
   auto deadline = clock.now() + std::chrono::minutes(5);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -168,6 +169,34 @@ TEST_F(AppTest, ArchivalStorageOffersAllSevenTools) {
   std::string answer = server_.requests()[1].json()["messages"][3]["content"];
   EXPECT_NE(answer.find("disk 70% full"), std::string::npos) << answer;
   EXPECT_NE(answer.find("scout-1"), std::string::npos);
+}
+
+// An archival path the store cannot open: the heartbeat runs without the
+// archival tools, and the result says why.
+TEST_F(AppTest, AnArchivalStoreThatCannotOpenIsANote) {
+  const std::string path = (dir_ / "no-such-dir" / "archival.db").string();
+  context_["archival"] = {{"path", path}};
+  server_.push(FakeModelServer::openai_text("Disk fine."));
+  auto outcome = run();
+  EXPECT_EQ(outcome.exit_code, api::kExitFinished);
+  EXPECT_EQ(server_.requests()[0].json()["tools"].size(), 4u) << "no archival tools";
+  const auto& notes = outcome.result.notes;
+  EXPECT_NE(std::find(notes.begin(), notes.end(),
+                      "archival storage unavailable: archival store " + path +
+                          ": cannot open: unable to open database file"),
+            notes.end())
+      << json(notes).dump();
+}
+
+// A document that is not JSON: a config error whose message is the parser's.
+TEST_F(AppTest, AContextDocumentThatIsNotJsonIsAConfigError) {
+  AppDeps deps{clock_,  stdout_, *http_,  nullptr, nullptr,
+               nullptr, nullptr, nullptr, nullptr, nullptr};
+  std::ofstream(options_.context_path) << "{\"agent\": ";
+  auto outcome = run_heartbeat(options_, deps);
+  EXPECT_EQ(outcome.exit_code, api::kExitConfigError);
+  EXPECT_EQ(outcome.result.error.rfind("context document: (document): is not valid JSON: ", 0), 0u)
+      << outcome.result.error;
 }
 
 TEST_F(AppTest, ConfigErrorExitsWithItsCodeAndNamesTheField) {

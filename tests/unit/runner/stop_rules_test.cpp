@@ -53,6 +53,19 @@ TEST(Bounds, OrderAndEdges) {
   EXPECT_EQ(wall_deadline_for(now), now - 20s);
 }
 
+// The day's budget is part of the run's budget; passing it says daily_budget.
+TEST(Bounds, TheDaysBudgetStopsWithItsOwnReason) {
+  TimePoint now = *api::parse_rfc3339("2024-05-01T12:00:00Z");
+  BoundsInput input{0, 5, now, now + 1min, 9, 1.5, 10.0, 0, 0, std::nullopt};
+  EXPECT_EQ(check_bounds_before_call(input), StopReason::kBudget) << "control: no day";
+  input.day_budget_cents = 10.0;
+  EXPECT_EQ(check_bounds_before_call(input), StopReason::kDailyBudget);
+  input.next_call_worst_cents = 1;
+  EXPECT_FALSE(check_bounds_before_call(input).has_value()) << "exactly at the day is allowed";
+  EXPECT_EQ(api::to_string(StopReason::kDailyBudget), "daily_budget");
+  EXPECT_EQ(api::parse_stop_reason("daily_budget"), StopReason::kDailyBudget);
+}
+
 TEST(Bounds, PerRunTokensStopsAfterTheOtherBounds) {
   TimePoint now = *api::parse_rfc3339("2024-05-01T12:00:00Z");
   BoundsInput input{0, 5, now, now + 1min, 0, 1, std::nullopt, 900, 100, 1000};
