@@ -15,8 +15,8 @@
 #include <set>
 #include <string>
 
+#include "http/http.h"
 #include "kube/errors.h"
-#include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "kube/list_page_splitter.h"
 #include "kube/priority_token_bucket.h"

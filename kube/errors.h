@@ -16,7 +16,7 @@
 
 #include "api/expected.h"
 #include "api/hb_assert.h"
-#include "kube/http.h"
+#include "http/http.h"
 
 namespace hb::kube {
 

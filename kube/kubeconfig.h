@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kube/http.h"
+#include "http/http.h"
 
 namespace hb::kube {
 

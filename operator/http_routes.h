@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/http.h"
+#include "http/http.h"
 
 namespace hb::operator_ {
 
@@ -39,7 +39,7 @@ std::vector<std::string> listen_addresses(const Endpoints& endpoints);
 
 // Only the wakeup endpoint takes a body; GETs of metrics and health none.
 // Every listener caps connections per source IP and, at a cap, closes an
-// idle connection for a new one (kube/http.h), so the kubelet's probe gets
+// idle connection for a new one (http/http.h), so the kubelet's probe gets
 // in however many idle connections other Pods hold.
 http::ServerLimits limits_for(const Endpoints& endpoints, const std::string& address);
 

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "controllers/json_util.h"
+#include "http/http.h"
 #include "kube/errors.h"
-#include "kube/http.h"
 #include "operator/lru_map.h"
 #include "operator/wakeup_token.h"  // TokenDigest
 

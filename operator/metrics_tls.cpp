@@ -3,7 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
-#include "kube/self_signed_cert.h"
+#include "operator/self_signed_cert.h"
 
 namespace hb::operator_ {
 
@@ -17,23 +17,23 @@ std::string cert_dir_file(const std::string& dir, const char* file) {
 
 kube::Result<std::shared_ptr<http::ServerTls>> metrics_tls(const Config& config) {
   if (!config.metrics_cert_dir.empty()) {
-    HB_TRY_ASSIGN(http::SslContext context, http::server_context_from_dir(config.metrics_cert_dir));
+    HB_TRY_ASSIGN(http::SslContext context, server_context_from_dir(config.metrics_cert_dir));
     return std::make_shared<http::ServerTls>(std::move(context));
   }
-  HB_TRY_ASSIGN(const http::CertificatePem pem,
-                http::self_signed_certificate(config.metrics_cert_hosts,
-                                              std::chrono::seconds(http::kSelfSignedValidity)));
+  HB_TRY_ASSIGN(const CertificatePem pem,
+                self_signed_certificate(config.metrics_cert_hosts,
+                                        std::chrono::seconds(kSelfSignedValidity)));
   HB_TRY_ASSIGN(http::SslContext context,
-                http::server_context_from_pem(pem.cert_pem, pem.key_pem, "self-signed certificate",
-                                              "self-signed key"));
+                server_context_from_pem(pem.cert_pem, pem.key_pem, "self-signed certificate",
+                                        "self-signed key"));
   return std::make_shared<http::ServerTls>(std::move(context));
 }
 
 std::optional<CertDirStamp> cert_dir_stamp(const std::string& dir) {
   struct stat cert {
   }, key{};
-  if (::stat(cert_dir_file(dir, http::kTlsCertFile).c_str(), &cert) != 0 ||
-      ::stat(cert_dir_file(dir, http::kTlsKeyFile).c_str(), &key) != 0) {
+  if (::stat(cert_dir_file(dir, kTlsCertFile).c_str(), &cert) != 0 ||
+      ::stat(cert_dir_file(dir, kTlsKeyFile).c_str(), &key) != 0) {
     return std::nullopt;
   }
   const auto ns = [](const timespec& t) {
@@ -63,7 +63,7 @@ bool CertDirReloader::poll() {
   const std::optional<CertDirStamp> now = cert_dir_stamp(dir_);
   if (!now || now == seen_) return false;  // gone (mid-swap, say): keep the pair
   seen_ = now;
-  kube::Result<http::SslContext> loaded = http::server_context_from_dir(dir_);
+  kube::Result<http::SslContext> loaded = server_context_from_dir(dir_);
   if (!loaded.ok()) {
     spdlog::warn("event=metrics_cert_reload_failed dir={} error=\"{}\" keeping=previous", dir_,
                  loaded.error().describe());

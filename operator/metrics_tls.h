@@ -17,8 +17,8 @@
 #include <thread>
 
 #include "kube/errors.h"
-#include "kube/tls_server_context.h"
 #include "operator/config.h"
+#include "operator/tls_server_context.h"
 
 namespace hb::operator_ {
 

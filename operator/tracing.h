@@ -11,7 +11,7 @@
 #include <string>
 
 #include "controllers/runtime/metrics.h"
-#include "kube/http.h"
+#include "http/http.h"
 #include "otlp/exporter.h"
 #include "otlp/exporter_config.h"
 

@@ -22,8 +22,8 @@
 #include <variant>
 
 #include "controllers/json_util.h"
+#include "http/http.h"
 #include "kube/errors.h"
-#include "kube/http.h"
 #include "operator/rate_buckets.h"
 #include "operator/wakeup_token.h"
 

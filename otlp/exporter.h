@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "kube/http.h"
+#include "http/http.h"
 #include "otlp/encode.h"
 #include "otlp/exporter_config.h"
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "api/context_document.h"
-#include "kube/http.h"
+#include "http/http.h"
 #include "runner/clock.h"
 #include "runner/conversation.h"
 #include "runner/openai_wire.h"

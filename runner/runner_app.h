@@ -13,7 +13,7 @@
 #include "api/context_document.h"
 #include "api/env_names.h"
 #include "api/run_result.h"
-#include "kube/http.h"
+#include "http/http.h"
 #include "otlp/exporter_config.h"
 #include "runner/clock.h"
 #include "runner/heartbeat.h"

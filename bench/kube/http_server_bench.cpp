@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/http.h"
+#include "http/http.h"
 #include "tests/support/raw_client.h"
 
 namespace {

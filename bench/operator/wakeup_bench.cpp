@@ -11,7 +11,7 @@
 #include <map>
 #include <string>
 
-#include "kube/http.h"
+#include "http/http.h"
 #include "operator/wakeup.h"
 #include "tests/support/raw_client.h"
 

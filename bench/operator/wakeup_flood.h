@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "kube/http.h"
+#include "http/http.h"
 
 namespace hb::bench {
 

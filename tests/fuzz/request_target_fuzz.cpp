@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kube/http_url.h"
+#include "http/url.h"
 #include "kube/resource.h"
 #include "tests/fuzz/fuzz_util.h"
 

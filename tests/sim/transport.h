@@ -11,7 +11,7 @@
 #include <functional>
 #include <random>
 
-#include "kube/http.h"
+#include "http/http.h"
 #include "tests/sim/api_server.h"
 
 namespace hb::sim {

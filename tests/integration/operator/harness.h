@@ -28,9 +28,9 @@
 #include <thread>
 #include <vector>
 
+#include "http/http.h"
 #include "kube/client.h"
 #include "kube/errors.h"
-#include "kube/http.h"
 #include "kube/kubeconfig.h"
 #include "tests/support/fake_kubelet.h"
 

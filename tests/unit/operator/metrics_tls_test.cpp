@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kube/self_signed_cert.h"
+#include "operator/self_signed_cert.h"
 #include "operator/http_routes.h"
 #include "operator/metrics_auth.h"
 #include "tests/support/raw_client.h"

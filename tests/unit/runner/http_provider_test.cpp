@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "api/exit_codes.h"
-#include "kube/http.h"
+#include "http/http.h"
 #include "runner/agent_loop.h"
 #include "runner/errors.h"
 #include "runner/http_model_client.h"

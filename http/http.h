@@ -1,6 +1,6 @@
 // The project's one HTTP interface, Boost.Beast behind it for the client
-// (http_client.cpp) and the server (http_server.cpp), so either could be
-// replaced without touching the Kubernetes client, the controllers or the runner.
+// (client.cpp) and the server (server.cpp), so either could be replaced
+// without touching the Kubernetes client, the controllers or the runner.
 #pragma once
 
 #include <chrono>
@@ -170,7 +170,7 @@ class Server {
   virtual int port() const = 0;  // the bound port (useful with port 0)
 };
 
-class ServerTls;  // kube/tls_server_context.h
+class ServerTls;  // http/server_tls.h
 
 // Listens on address "host:port" with its own I/O thread and handler threads
 // (Boost.Beast). Throws TransportError when the

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "kube/http.h"
-#include "kube/http_server_util.h"
+#include "http/http.h"
+#include "http/server_util.h"
 #include "tests/support/raw_client.h"
 
 namespace hb::http {

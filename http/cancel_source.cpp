@@ -1,4 +1,4 @@
-#include "kube/http.h"
+#include "http/http.h"
 
 namespace hb::http {
 

@@ -1,4 +1,4 @@
-#include "kube/self_signed_cert.h"
+#include "operator/self_signed_cert.h"
 
 #include <arpa/inet.h>
 #include <openssl/bio.h>
@@ -13,7 +13,7 @@
 
 #include <memory>
 
-namespace hb::http {
+namespace hb::operator_ {
 
 namespace {
 
@@ -136,4 +136,4 @@ kube::Result<CertificatePem> self_signed_certificate(const std::vector<std::stri
   return CertificatePem{bio_text(cert_bio.get()), bio_text(key_bio.get())};
 }
 
-}  // namespace hb::http
+}  // namespace hb::operator_

@@ -23,8 +23,8 @@
 #include <limits>
 #include <optional>
 
-#include "kube/http.h"
-#include "kube/http_url.h"
+#include "http/http.h"
+#include "http/url.h"
 
 namespace hb::http {
 namespace {

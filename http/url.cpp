@@ -1,4 +1,4 @@
-#include "kube/http_url.h"
+#include "http/url.h"
 
 #include <charconv>
 

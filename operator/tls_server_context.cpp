@@ -1,4 +1,4 @@
-#include "kube/tls_server_context.h"
+#include "operator/tls_server_context.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace hb::http {
+namespace hb::operator_ {
 
 namespace {
 
@@ -91,4 +91,4 @@ kube::Result<SslContext> server_context_from_dir(const std::string& dir) {
   return server_context_from_pem(cert, key, cert_path, key_path);
 }
 
-}  // namespace hb::http
+}  // namespace hb::operator_

@@ -11,9 +11,9 @@
 #include <mutex>
 #include <random>
 
+#include "http/http.h"
+#include "http/url.h"
 #include "kube/client.h"
-#include "kube/http.h"
-#include "kube/http_url.h"
 #include "kube/resource.h"
 
 namespace hb::kube {

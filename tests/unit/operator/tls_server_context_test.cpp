@@ -1,6 +1,6 @@
 // The TLS listener's certificate: the self-signed one made in memory, and a
 // cert dir's pair, refused with the file named when it is missing or bad.
-#include "kube/tls_server_context.h"
+#include "operator/tls_server_context.h"
 
 #include <gtest/gtest.h>
 #include <openssl/ec.h>
@@ -13,10 +13,12 @@
 #include <filesystem>
 #include <fstream>
 
-#include "kube/self_signed_cert.h"
+#include "operator/self_signed_cert.h"
 
 namespace hb::http {
 namespace {
+
+using namespace hb::operator_;
 
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;

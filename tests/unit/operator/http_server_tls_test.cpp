@@ -8,14 +8,16 @@
 #include <thread>
 #include <vector>
 
-#include "kube/http.h"
-#include "kube/self_signed_cert.h"
-#include "kube/tls_server_context.h"
+#include "http/http.h"
+#include "operator/self_signed_cert.h"
+#include "operator/tls_server_context.h"
 #include "tests/support/raw_client.h"
 #include "tests/support/tls_client.h"
 
 namespace hb::http {
 namespace {
+
+using namespace hb::operator_;
 
 using namespace std::chrono_literals;
 using test_support::RawClient;

@@ -1,5 +1,5 @@
 // The HTTP client's URL split and its rule for sending a request again.
-#include "kube/http_url.h"
+#include "http/url.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "kube/http_server_util.h"
+#include "http/server_util.h"
 
 #include <nlohmann/json.hpp>
 #include <unordered_map>

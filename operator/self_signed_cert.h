@@ -12,7 +12,7 @@
 
 #include "kube/errors.h"
 
-namespace hb::http {
+namespace hb::operator_ {
 
 inline constexpr std::chrono::hours kSelfSignedValidity{24 * 365};
 // notBefore is set this far back, so a client whose clock lags accepts it.
@@ -27,4 +27,4 @@ struct CertificatePem {
 kube::Result<CertificatePem> self_signed_certificate(const std::vector<std::string>& names,
                                                      std::chrono::seconds validity);
 
-}  // namespace hb::http
+}  // namespace hb::operator_

@@ -20,9 +20,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include "kube/http.h"
-#include "kube/http_server_util.h"
-#include "kube/tls_server_context.h"
+#include "http/http.h"
+#include "http/server_tls.h"
+#include "http/server_util.h"
 
 namespace hb::http {
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <thread>
 
-#include "kube/http.h"
+#include "http/http.h"
 #include "tests/support/keep_alive_server.h"
 #include "tests/support/raw_server.h"
 
