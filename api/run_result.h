@@ -36,7 +36,7 @@ struct RunResult {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   // The runner's own cost figure: a cross-check only, never money
-  // (controllers/run_cost.h). Parsed: unset when absent; NaN when not a
+  // (controllers/model/run_cost.h). Parsed: unset when absent; NaN when not a
   // non-negative finite number. Rendered: 0 when unset.
   std::optional<double> cost_cents;
   int64_t llm_calls = 0;

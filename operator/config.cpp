@@ -6,10 +6,10 @@
 
 #include "api/json_depth.h"
 #include "api/trace_context.h"
-#include "controllers/agent_spec.h"
-#include "controllers/managed_namespaces.h"
-#include "controllers/pod_settings.h"
-#include "controllers/run_record.h"
+#include "controllers/model/agent_spec.h"
+#include "controllers/model/managed_namespaces.h"
+#include "controllers/model/pod_settings.h"
+#include "controllers/run/run_record.h"
 
 namespace hb::operator_ {
 

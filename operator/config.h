@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "controllers/agent_decision.h"
-#include "controllers/concurrency.h"
-#include "controllers/job_builder.h"
-#include "controllers/run_record.h"
+#include "controllers/agent/agent_decision.h"
+#include "controllers/pod/job_builder.h"
+#include "controllers/policy/concurrency.h"
+#include "controllers/run/run_record.h"
 #include "controllers/runtime/agent_metrics.h"
 
 namespace hb::operator_ {
@@ -45,7 +45,7 @@ struct Config {
   std::vector<std::string> watch_namespaces;  // empty = all namespaces
   // The namespace the operator runs in ($POD_NAMESPACE; in-cluster without
   // it, the ServiceAccount's, filled in at start): never managed, with the
-  // system namespaces (controllers/managed_namespaces.h). "" = unknown.
+  // system namespaces (controllers/model/managed_namespaces.h). "" = unknown.
   std::string own_namespace;
   bool leader_elect = true;
   std::string leader_election_namespace = "default";
@@ -67,7 +67,7 @@ struct Config {
   std::string log_level = "info";
   std::string log_format = "json";  // json | text
   int workers = kWorkersDefault;
-  int64_t max_concurrent_runs = 0;  // 0: no cap (controllers/concurrency.h)
+  int64_t max_concurrent_runs = 0;  // 0: no cap (controllers/policy/concurrency.h)
   double qps = 20;
   int burst = 30;
   bool routine_events = false;

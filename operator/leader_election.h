@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 #include "kube/client.h"
 #include "operator/lease_decision.h"
 

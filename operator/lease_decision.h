@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 
 namespace hb::operator_ {
 

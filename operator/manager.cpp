@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "controllers/managed_namespaces.h"
+#include "controllers/model/managed_namespaces.h"
 #include "controllers/runtime/agent_metrics.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/runtime/workqueue.h"

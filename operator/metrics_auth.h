@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 #include "http/http.h"
 #include "kube/errors.h"
 #include "operator/lru_map.h"

@@ -1,5 +1,5 @@
 // The operator's own OpenTelemetry export: one span per heartbeat it starts
-// (controllers/scheduling_span.h), sent by an otlp::Exporter on a thread of
+// (controllers/pod/scheduling_span.h), sent by an otlp::Exporter on a thread of
 // its own, so a reconcile worker only ever queues a span. On when
 // --otel-endpoint or the standard OTEL_EXPORTER_OTLP_* variables name an
 // endpoint (and OTEL_SDK_DISABLED is not true); the exporter's counts are

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <variant>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 #include "http/http.h"
 #include "kube/errors.h"
 #include "operator/rate_buckets.h"

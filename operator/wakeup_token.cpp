@@ -4,7 +4,7 @@
 #include <openssl/sha.h>
 #include <spdlog/spdlog.h>
 
-#include "controllers/managed_namespaces.h"
+#include "controllers/model/managed_namespaces.h"
 #include "kube/kubeconfig.h"
 
 namespace hb::operator_ {

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 #include "kube/errors.h"
 #include "operator/lru_map.h"
 

@@ -8,7 +8,7 @@
 namespace hb::runner {
 
 double cost_cents(const Usage& usage, const api::Pricing& pricing);
-// As the operator charges a reply (controllers/run_cost.h): its cache reads
+// As the operator charges a reply (controllers/model/run_cost.h): its cache reads
 // and writes, parts of usage.input_tokens, at their prices when together
 // within it; the rest of the input at the input price.
 double cost_cents(const Usage& usage, long long cache_read_tokens, long long cache_write_tokens,

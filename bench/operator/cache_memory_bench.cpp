@@ -33,7 +33,7 @@
 #include <vector>
 
 #include "bench/operator/fleet_fixture.h"
-#include "controllers/agent_spec.h"
+#include "controllers/model/agent_spec.h"
 #include "controllers/shell/cluster_cache.h"
 #include "controllers/shell/view_cache.h"
 

@@ -1,8 +1,8 @@
 #include "bench/operator/capacity_node.h"
 
 #include "api/run_result.h"
-#include "controllers/json_util.h"
-#include "controllers/names.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/names.h"
 #include "tests/sim/node.h"
 
 namespace hb::bench {

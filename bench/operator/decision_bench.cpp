@@ -7,10 +7,10 @@
 #include <optional>
 #include <vector>
 
-#include "controllers/agent_decision.h"
-#include "controllers/agent_view.h"
-#include "controllers/json_util.h"
-#include "controllers/run_status.h"
+#include "controllers/agent/agent_decision.h"
+#include "controllers/agent/agent_view.h"
+#include "controllers/model/json_util.h"
+#include "controllers/run/run_status.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace {

@@ -24,8 +24,8 @@
 
 #include "api/heartbeat_pod.h"
 #include "bench/operator/int_flags.h"
-#include "controllers/json_util.h"
-#include "controllers/names.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/names.h"
 #include "tests/integration/operator/harness.h"
 
 namespace {

@@ -48,7 +48,7 @@
 #include "bench/operator/lag_by_agent.h"
 #include "bench/operator/proc_stats.h"
 #include "bench/operator/wakeup_flood.h"
-#include "controllers/names.h"
+#include "controllers/model/names.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "controllers/shell/policy_status_writer.h"
 #include "tests/integration/operator/harness.h"

@@ -40,8 +40,8 @@
 #include "bench/operator/fleet_fixture.h"
 #include "bench/operator/int_flags.h"
 #include "bench/operator/proc_stats.h"
-#include "controllers/agent_spec.h"
-#include "controllers/run_status.h"
+#include "controllers/model/agent_spec.h"
+#include "controllers/run/run_status.h"
 #include "tests/integration/operator/harness.h"
 
 namespace {

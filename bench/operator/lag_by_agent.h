@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "controllers/json_util.h"
-#include "controllers/names.h"
-#include "controllers/run_view.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/names.h"
+#include "controllers/model/run_view.h"
 #include "kube/informer.h"
 
 namespace hb::bench {

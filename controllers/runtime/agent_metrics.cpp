@@ -3,8 +3,8 @@
 #include <set>
 #include <string_view>
 
-#include "controllers/agent_decision.h"
-#include "controllers/run_view.h"
+#include "controllers/agent/agent_decision.h"
+#include "controllers/model/run_view.h"
 #include "controllers/schedule/spend.h"
 
 namespace hb::controllers {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/schedule/utc_time.h"
 

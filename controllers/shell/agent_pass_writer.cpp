@@ -2,8 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "controllers/names.h"
-#include "controllers/run_record.h"
+#include "controllers/model/names.h"
+#include "controllers/run/run_record.h"
 #include "controllers/runtime/agent_metrics.h"
 #include "controllers/schedule/utc_time.h"
 

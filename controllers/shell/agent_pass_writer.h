@@ -1,5 +1,5 @@
 // One reconcile pass's writer: performs the steps of a write plan
-// (controllers/write_plan.h) against the API server through the reconciler's
+// (controllers/plan/write_plan.h) against the API server through the reconciler's
 // client and read-your-writes overlay, counting each write. A failed step
 // keeps its error here and stops the pass.
 #pragma once
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "controllers/plan/write_plan.h"
 #include "controllers/shell/agent_reconciler.h"
-#include "controllers/write_plan.h"
 #include "kube/errors.h"
 
 namespace hb::controllers {

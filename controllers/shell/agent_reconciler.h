@@ -1,7 +1,7 @@
 // The imperative shell around the decisions: one reconcile per agent key
 // reads the agent, its runs, their Jobs and Pods and the agent's Lease from
 // the caches, calls observe_run and decide_agent, turns the decision into an
-// ordered plan of writes (controllers/write_plan.h, which says the order and
+// ordered plan of writes (controllers/plan/write_plan.h, which says the order and
 // why it is crash-safe) and performs it, stopping at the first failure; the
 // key is then retried with backoff and the next attempt re-derives
 // everything from the caches.
@@ -19,13 +19,14 @@
 #include <string>
 
 #include "api/trace_context.h"
-#include "controllers/agent_decision.h"
-#include "controllers/job_builder.h"
-#include "controllers/run_record.h"
+#include "controllers/agent/agent_decision.h"
+#include "controllers/plan/write_plan.h"
+#include "controllers/pod/job_builder.h"
+#include "controllers/pod/scheduling_span.h"
+#include "controllers/run/run_record.h"
 #include "controllers/runtime/budget_blocked.h"
 #include "controllers/runtime/genai_metrics.h"
 #include "controllers/runtime/metrics.h"
-#include "controllers/scheduling_span.h"
 #include "controllers/shell/budget_holds.h"
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/concurrency_gate.h"
@@ -36,7 +37,6 @@
 #include "controllers/shell/provider_holds.h"
 #include "controllers/shell/view_cache.h"
 #include "controllers/shell/write_overlay.h"
-#include "controllers/write_plan.h"
 #include "kube/client.h"
 
 namespace hb::controllers {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "controllers/budget_hold_ahead.h"
+#include "controllers/spend/budget_hold_ahead.h"
 
 namespace hb::controllers {
 

@@ -4,11 +4,11 @@
 #include <utility>
 
 #include "api/usage_report.h"
-#include "controllers/agent_spec.h"
-#include "controllers/cache_projection.h"
-#include "controllers/job_builder.h"
-#include "controllers/names.h"
-#include "controllers/run_view.h"
+#include "controllers/model/agent_spec.h"
+#include "controllers/model/names.h"
+#include "controllers/model/run_view.h"
+#include "controllers/pod/job_builder.h"
+#include "controllers/run/cache_projection.h"
 #include "controllers/shell/listed_output_windows.h"
 
 namespace hb::controllers {

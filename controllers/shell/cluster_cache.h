@@ -12,7 +12,7 @@
 #include <mutex>
 #include <set>
 
-#include "controllers/pod_tombstones.h"
+#include "controllers/run/pod_tombstones.h"
 #include "controllers/shell/agent_source.h"
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/policy_index.h"

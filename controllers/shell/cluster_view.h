@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "controllers/json_util.h"
-#include "controllers/run_cost.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/run_cost.h"
 
 namespace hb::controllers {
 

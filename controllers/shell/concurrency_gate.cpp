@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "api/hb_assert.h"
-#include "controllers/json_util.h"
-#include "controllers/run_view.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/run_view.h"
 
 namespace hb::controllers {
 

@@ -1,4 +1,4 @@
-// The shell half of the concurrency caps (controllers/concurrency.h): the
+// The shell half of the concurrency caps (controllers/policy/concurrency.h): the
 // fleet's places in use and the runs waiting for one, shared by every
 // reconcile worker. A place is taken by a run that is not final and that the
 // informers show Running or with its Job (a started run's Running status is
@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "controllers/concurrency.h"
+#include "controllers/policy/concurrency.h"
 
 namespace hb::controllers {
 

@@ -2,7 +2,7 @@
 
 #include <optional>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 
 namespace hb::controllers {
 

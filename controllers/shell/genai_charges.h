@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "controllers/ledger_record.h"
 #include "controllers/runtime/genai_metrics.h"
 #include "controllers/shell/cluster_view.h"
+#include "controllers/spend/ledger_record.h"
 
 namespace hb::controllers {
 

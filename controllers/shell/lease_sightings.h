@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 
 namespace hb::controllers {
 

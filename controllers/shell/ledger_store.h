@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "controllers/ledger_record.h"
+#include "controllers/spend/ledger_record.h"
 #include "kube/client.h"
 
 namespace hb::controllers {

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "api/hb_assert.h"
-#include "controllers/run_view.h"
+#include "controllers/model/run_view.h"
 
 namespace hb::controllers {
 

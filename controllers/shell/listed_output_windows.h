@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 
 namespace hb::controllers {
 

@@ -19,11 +19,11 @@
 #include <string>
 #include <vector>
 
-#include "controllers/concurrency.h"
-#include "controllers/ledger_record.h"
-#include "controllers/policy.h"
+#include "controllers/policy/concurrency.h"
+#include "controllers/policy/policy_status.h"
 #include "controllers/schedule/blocks.h"
 #include "controllers/shell/agent_source.h"
+#include "controllers/spend/ledger_record.h"
 
 namespace hb::controllers {
 

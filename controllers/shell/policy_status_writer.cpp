@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "controllers/managed_namespaces.h"
+#include "controllers/model/managed_namespaces.h"
 
 namespace hb::controllers {
 

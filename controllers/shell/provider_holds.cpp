@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "controllers/concurrency.h"
-#include "controllers/provider_hold.h"
+#include "controllers/policy/concurrency.h"
+#include "controllers/policy/provider_hold.h"
 
 namespace hb::controllers {
 

@@ -1,4 +1,4 @@
-// The provider quota holds in force (controllers/provider_hold.h), kept from
+// The provider quota holds in force (controllers/policy/provider_hold.h), kept from
 // the run informer: per agent whose run ended with stopReason
 // provider_quota, the latest such hold and the credential (endpoint and
 // API-key Secret) it holds. Rebuilt from the runs the cache holds after a
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "controllers/json_util.h"
-#include "controllers/provider_hold.h"
+#include "controllers/model/json_util.h"
+#include "controllers/policy/provider_hold.h"
 #include "controllers/schedule/blocks.h"
 #include "controllers/shell/agent_source.h"
 

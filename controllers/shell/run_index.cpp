@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "api/hb_assert.h"
-#include "controllers/run_view.h"
+#include "controllers/model/run_view.h"
 
 namespace hb::controllers {
 

@@ -23,8 +23,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "controllers/agent_view.h"
-#include "controllers/run_view.h"
+#include "controllers/agent/agent_view.h"
+#include "controllers/model/run_view.h"
 
 namespace hb::controllers {
 

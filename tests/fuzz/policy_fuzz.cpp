@@ -3,7 +3,7 @@
 // exception; an invalid policy selects nobody; its status renders.
 #include <nlohmann/json.hpp>
 
-#include "controllers/policy.h"
+#include "controllers/policy/policy_status.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

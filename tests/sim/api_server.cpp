@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::sim {

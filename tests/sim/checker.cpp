@@ -3,18 +3,18 @@
 #include <algorithm>
 #include <cmath>
 
-#include "controllers/budget_hold.h"
-#include "controllers/json_util.h"
-#include "controllers/ledger_record.h"
-#include "controllers/mentions.h"
-#include "controllers/names.h"
-#include "controllers/run_cost.h"
-#include "controllers/run_record.h"
-#include "controllers/run_status.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/mentions.h"
+#include "controllers/model/names.h"
+#include "controllers/model/run_cost.h"
+#include "controllers/run/run_record.h"
+#include "controllers/run/run_status.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/spend_day.h"
 #include "controllers/schedule/time_zone.h"
 #include "controllers/schedule/utc_time.h"
+#include "controllers/spend/budget_hold.h"
+#include "controllers/spend/ledger_record.h"
 #include "tests/sim/world.h"
 
 namespace hb::sim {

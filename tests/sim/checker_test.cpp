@@ -8,7 +8,7 @@
 #include <map>
 
 #include "api/rfc3339.h"
-#include "controllers/run_record.h"
+#include "controllers/run/run_record.h"
 
 namespace hb::sim {
 namespace {

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 #include "tests/sim/world.h"
 
 namespace {

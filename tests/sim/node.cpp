@@ -9,9 +9,9 @@
 #include "api/heartbeat_pod.h"
 #include "api/run_result.h"
 #include "api/usage_report.h"
-#include "controllers/job_pods.h"
-#include "controllers/json_util.h"
-#include "controllers/names.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/names.h"
+#include "controllers/pod/job_pods.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::sim {

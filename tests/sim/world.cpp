@@ -6,9 +6,8 @@
 #include <array>
 #include <sstream>
 
-#include "controllers/budget_hold.h"
-#include "controllers/names.h"
-#include "controllers/run_view.h"
+#include "controllers/model/names.h"
+#include "controllers/model/run_view.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/runtime/workqueue.h"
 #include "controllers/schedule/blocks.h"
@@ -18,6 +17,7 @@
 #include "controllers/shell/concurrency_gate.h"
 #include "controllers/shell/policy_index.h"
 #include "controllers/shell/policy_status_writer.h"
+#include "controllers/spend/budget_hold.h"
 #include "operator/leader_election.h"
 #include "operator/reconcile_workers.h"
 #include "tests/sim/checker.h"

@@ -8,8 +8,8 @@
 
 #include "api/heartbeat_pod.h"
 #include "api/rfc3339.h"
-#include "controllers/json_util.h"
-#include "controllers/names.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/names.h"
 #include "controllers/schedule/utc_time.h"
 #include "kube/errors.h"
 

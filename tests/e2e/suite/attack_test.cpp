@@ -14,9 +14,9 @@
 
 #include "api/heartbeat_pod.h"
 #include "api/usage_report.h"
-#include "controllers/job_builder.h"
-#include "controllers/json_util.h"
-#include "controllers/names.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/names.h"
+#include "controllers/pod/job_builder.h"
 #include "tests/e2e/suite/tenant_fixture.h"
 
 namespace hb::testing {

@@ -7,7 +7,7 @@
 
 #include <csignal>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 #include "tests/e2e/suite/e2e_environment.h"
 
 namespace hb::testing {

@@ -9,8 +9,8 @@
 
 #include "api/contract_limits.h"
 #include "api/utf8.h"
-#include "controllers/concurrency.h"
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
+#include "controllers/policy/concurrency.h"
 #include "controllers/schedule/utc_time.h"
 #include "tests/e2e/suite/e2e_fixture.h"
 

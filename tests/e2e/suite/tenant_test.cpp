@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "api/object_names.h"
-#include "controllers/json_util.h"
-#include "controllers/ledger_record.h"
+#include "controllers/model/json_util.h"
+#include "controllers/spend/ledger_record.h"
 #include "tests/e2e/suite/tenant_fixture.h"
 
 namespace hb::testing {

@@ -41,7 +41,7 @@ import sys
 # more than its creator holds). Kept in step with
 # controllers/shell/agent_reconciler.cpp, agent_pass_writer.cpp,
 # policy_status_writer.cpp, cluster_cache.cpp (informers: list, watch) and
-# controllers/job_builder.cpp (build_agent_objects).
+# controllers/pod/job_builder.cpp (build_agent_objects).
 EXACT = {
     ("heartbeat.dev", "agents"): {"list", "watch"},
     ("heartbeat.dev", "agents/status"): {"update"},
@@ -91,7 +91,7 @@ def no_wildcards(obj):
                     problem(f"{name}: rules[{i}].{field} has a wildcard {v!r}")
 
 
-# The labels controllers/job_builder.cpp (labels_for, names.h) puts on every
+# The labels controllers/pod/job_builder.cpp (labels_for, names.h) puts on every
 # heartbeat Pod; helm_chart_test.sh checks names.h still says so.
 HEARTBEAT_POD_LABELS = {"app.kubernetes.io/managed-by": "heartbeat-operator",
                         "heartbeat.dev/agent": "bot", "heartbeat.dev/run": "bot-1800000000"}

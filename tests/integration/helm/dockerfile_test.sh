@@ -7,7 +7,7 @@
 #  - the builder installs with `HB_DEPS=build scripts/install-deps.sh` and
 #    compiles with scripts/build.sh (the script CI uses), which exist;
 #  - runner and operator run as uid 65532 with ENTRYPOINT the binary, at the
-#    paths the operator's Jobs call (controllers/job_builder.h, api/heartbeat_pod.h);
+#    paths the operator's Jobs call (controllers/pod/job_builder.h, api/heartbeat_pod.h);
 #  - .dockerignore keeps build trees and .git out of the context.
 set -euo pipefail
 src="${HB_SOURCE_DIR:?run under ctest}"
@@ -84,9 +84,9 @@ grep -q 'HB_DEPS' "$src/scripts/install-deps.sh" || fail "scripts/install-deps.s
 
 # What the operator's Jobs run and the chart deploys (the image-rootfs script
 # puts every binary in /usr/local/bin).
-runner_path="$(grep -o 'runner_command = {"[^"]*"' "$src/controllers/job_builder.h" | sed 's/.*{"//; s/"$//')"
+runner_path="$(grep -o 'runner_command = {"[^"]*"' "$src/controllers/pod/job_builder.h" | sed 's/.*{"//; s/"$//')"
 [ "$runner_path" = /usr/local/bin/heartbeat-runner ] ||
-  fail "controllers/job_builder.h runs '$runner_path', not /usr/local/bin/heartbeat-runner"
+  fail "controllers/pod/job_builder.h runs '$runner_path', not /usr/local/bin/heartbeat-runner"
 grep -q 'kToolsServerPath = "/usr/local/bin/heartbeat-tools"' "$src/api/heartbeat_pod.h" ||
   fail "api/heartbeat_pod.h no longer names /usr/local/bin/heartbeat-tools"
 [ "$(q "s['runner']['entrypoint']")" = "$runner_path" ] ||

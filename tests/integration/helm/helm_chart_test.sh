@@ -16,7 +16,7 @@
 #     the monitoring namespace and selects the operator's Pods, heartbeat Pods
 #     admit nothing and reach only DNS, the API server and the model
 #     endpoints, never 169.254.0.0/16 nor an operator port, and those policies
-#     select the labels controllers/names.h gives heartbeat Pods and no other
+#     select the labels controllers/model/names.h gives heartbeat Pods and no other
 #     Pod); the two-namespace RBAC, applied, lets the chart's ServiceAccount
 #     act in both namespaces only; the metrics edge: HTTPS by default, the
 #     cert Secret's volume and flags with metrics.certSecret (server dry-run),
@@ -150,11 +150,11 @@ if grep -q 'kind: ServiceMonitor' "$tmp/default.yaml"; then fail "a ServiceMonit
 grep -qF -- '--metrics-auth=kubernetes' "$tmp/default.yaml" || fail "the default render serves plain metrics"
 # The labels check_render.py expects on heartbeat Pods are the ones the code sets.
 # (The managed-by pair is one definition both binaries share, in api/agent_objects.h.)
-grep -qF 'kLabelRun = "heartbeat.dev/run"' "$src/controllers/names.h" &&
+grep -qF 'kLabelRun = "heartbeat.dev/run"' "$src/controllers/model/names.h" &&
   grep -qF 'kLabelManagedBy = "app.kubernetes.io/managed-by"' "$src/api/agent_objects.h" &&
   grep -qF 'kManagedByValue = "heartbeat-operator"' "$src/api/agent_objects.h" &&
-  grep -qF 'kLabelManagedBy = api::kLabelManagedBy' "$src/controllers/names.h" ||
-  fail "controllers/names.h and api/agent_objects.h no longer name the heartbeat Pod labels the NetworkPolicies select"
+  grep -qF 'kLabelManagedBy = api::kLabelManagedBy' "$src/controllers/model/names.h" ||
+  fail "controllers/model/names.h and api/agent_objects.h no longer name the heartbeat Pod labels the NetworkPolicies select"
 helm template "$release" "$chart" -n "$rel_ns" --set serviceMonitor.enabled=true \
   --show-only templates/servicemonitor.yaml >"$tmp/sm.yaml"
 { grep -q '^apiVersion: monitoring.coreos.com/v1$' "$tmp/sm.yaml" && grep -q 'port: https' "$tmp/sm.yaml"; } ||

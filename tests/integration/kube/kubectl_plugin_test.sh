@@ -122,7 +122,7 @@ expect_eq "$(k get hbr "$run" -n "$ns" -o json | jq -c '[.spec.agentRef.name, .s
 hb --namespace="$ns" invoke alpha
 expect_rc 0 "invoke alpha without --reason"
 expect_eq "$(k get hbr "$out" -n "$ns" -o 'jsonpath={.spec.triggerDetail}')" "kubectl heartbeat invoke" "default reason"
-# A name that is no DNS label: the label is controllers/names.cpp's
+# A name that is no DNS label: the label is controllers/model/names.cpp's
 # label_safe_name ("delta-v2-" and the FNV-1a hash of "delta.v2").
 hb -n "$ns" invoke delta.v2
 expect_rc 0 "invoke delta.v2"

@@ -11,7 +11,7 @@
 
 #include <sstream>
 
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 #include "kube/object_limits.h"
 #include "tests/integration/operator/harness.h"
 

@@ -8,11 +8,11 @@
 #include <set>
 
 #include "api/exit_codes.h"
-#include "controllers/concurrency.h"
-#include "controllers/job_builder.h"
-#include "controllers/json_util.h"
-#include "controllers/mentions.h"
-#include "controllers/names.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/mentions.h"
+#include "controllers/model/names.h"
+#include "controllers/pod/job_builder.h"
+#include "controllers/policy/concurrency.h"
 #include "controllers/schedule/run_name.h"
 #include "controllers/schedule/slots.h"
 #include "controllers/schedule/stable_hash.h"

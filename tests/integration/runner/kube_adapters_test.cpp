@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "controllers/job_builder.h"
-#include "controllers/names.h"
+#include "controllers/model/names.h"
+#include "controllers/pod/job_builder.h"
 #include "runner/heartbeat.h"
 #include "runner/memory_tools.h"
 #include "tests/fakes/fake_clock.h"

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "api/context_document.h"
-#include "controllers/job_builder.h"
+#include "controllers/pod/job_builder.h"
 #include "runner/prompt.h"
 #include "tests/unit/controllers/fixtures.h"
 

@@ -1,12 +1,12 @@
 // Every scheduling rule of docs/reference.md, decided by the pure Agent decision
 // with a fake clock.
-#include "controllers/agent_decision.h"
+#include "controllers/agent/agent_decision.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "controllers/budget_hold.h"
 #include "controllers/schedule/run_name.h"
+#include "controllers/spend/budget_hold.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

@@ -1,10 +1,10 @@
-// Ownership before grants (controllers/agent_grants.h): which of an Agent's
+// Ownership before grants (controllers/model/agent_grants.h): which of an Agent's
 // grants go when an object its Role names belongs to someone else.
-#include "controllers/agent_grants.h"
+#include "controllers/model/agent_grants.h"
 
 #include <gtest/gtest.h>
 
-#include "controllers/job_builder.h"
+#include "controllers/pod/job_builder.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

@@ -5,7 +5,7 @@
 // is InProgress.
 #include <gtest/gtest.h>
 
-#include "controllers/agent_conditions.h"
+#include "controllers/agent/agent_conditions.h"
 #include "tests/support/kstatus.h"
 #include "tests/unit/controllers/fixtures.h"
 

@@ -3,7 +3,7 @@
 // naming the field, before anything is requested with it.
 #include <gtest/gtest.h>
 
-#include "controllers/agent_spec.h"
+#include "controllers/model/agent_spec.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

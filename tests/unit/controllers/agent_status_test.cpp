@@ -1,12 +1,12 @@
 // The typed Agent status and view: parsed once per stored version, rendered
 // only to write, and judged "canonical" only when rendering gives the stored
 // JSON back (otherwise the next decision rewrites it).
-#include "controllers/agent_status.h"
+#include "controllers/model/agent_status.h"
 
 #include <gtest/gtest.h>
 
-#include "controllers/agent_decision.h"
-#include "controllers/agent_view.h"
+#include "controllers/agent/agent_decision.h"
+#include "controllers/agent/agent_view.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

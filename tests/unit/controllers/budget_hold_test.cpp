@@ -5,8 +5,8 @@
 
 #include <random>
 
-#include "controllers/budget_hold_ahead.h"
 #include "controllers/shell/budget_holds.h"
+#include "controllers/spend/budget_hold_ahead.h"
 
 namespace hb::controllers {
 namespace {

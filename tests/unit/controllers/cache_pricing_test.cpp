@@ -11,10 +11,10 @@
 #include <limits>
 
 #include "api/usage_report.h"
-#include "controllers/pricing.h"
-#include "controllers/run_cost.h"
-#include "controllers/run_record.h"
-#include "controllers/run_status.h"
+#include "controllers/model/run_cost.h"
+#include "controllers/run/run_record.h"
+#include "controllers/run/run_status.h"
+#include "controllers/spend/pricing.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

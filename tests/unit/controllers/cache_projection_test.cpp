@@ -1,17 +1,17 @@
 // The cache keeps Jobs and Pods projected: what is dropped is large, and
 // every reading of a Pod or Job decides the same on the projection as on
 // the whole object the API server sent.
-#include "controllers/cache_projection.h"
+#include "controllers/run/cache_projection.h"
 
 #include <gtest/gtest.h>
 
-#include "controllers/budget_hold_ahead.h"
-#include "controllers/job_builder.h"
-#include "controllers/job_pods.h"
-#include "controllers/pod_tombstones.h"
-#include "controllers/run_pod_state.h"
-#include "controllers/run_record.h"
-#include "controllers/run_view.h"
+#include "controllers/model/run_view.h"
+#include "controllers/pod/job_builder.h"
+#include "controllers/pod/job_pods.h"
+#include "controllers/run/pod_tombstones.h"
+#include "controllers/run/run_pod_state.h"
+#include "controllers/run/run_record.h"
+#include "controllers/spend/budget_hold_ahead.h"
 
 namespace hb::controllers {
 namespace {

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "api/usage_report.h"
-#include "controllers/cache_projection.h"
-#include "controllers/names.h"
+#include "controllers/model/names.h"
+#include "controllers/run/cache_projection.h"
 
 namespace hb::controllers {
 namespace {

@@ -1,10 +1,10 @@
 // Wakeup coalescing in the leader's reconcile: queued callback runs fold
 // into the oldest one; started, cancelled and non-callback runs never fold.
-#include "controllers/coalesce.h"
+#include "controllers/agent/coalesce.h"
 
 #include <gtest/gtest.h>
 
-#include "controllers/names.h"
+#include "controllers/model/names.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

@@ -2,7 +2,7 @@
 // in which pools), the shell's gate over the fleet (reservations, the line,
 // wakeups, what lapses, policy pools), and the Agent decision holding a run
 // back.
-#include "controllers/concurrency.h"
+#include "controllers/policy/concurrency.h"
 
 #include <gtest/gtest.h>
 

@@ -6,9 +6,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "api/object_names.h"
-#include "controllers/agent_spec.h"
-#include "controllers/agent_status.h"
-#include "controllers/run_record.h"
+#include "controllers/model/agent_spec.h"
+#include "controllers/model/agent_status.h"
+#include "controllers/run/run_record.h"
 
 namespace hb::controllers {
 namespace {

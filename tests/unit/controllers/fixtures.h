@@ -11,14 +11,14 @@
 #include <utility>
 #include <vector>
 
-#include "controllers/agent_decision.h"
-#include "controllers/job_builder.h"
-#include "controllers/json_util.h"
-#include "controllers/ledger_record.h"
-#include "controllers/names.h"
-#include "controllers/run_status.h"
+#include "controllers/agent/agent_decision.h"
+#include "controllers/model/json_util.h"
+#include "controllers/model/names.h"
+#include "controllers/plan/write_plan.h"
+#include "controllers/pod/job_builder.h"
+#include "controllers/run/run_status.h"
 #include "controllers/schedule/utc_time.h"
-#include "controllers/write_plan.h"
+#include "controllers/spend/ledger_record.h"
 
 namespace hb::controllers::testing {
 

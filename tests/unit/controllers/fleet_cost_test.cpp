@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "controllers/job_pods.h"
-#include "controllers/names.h"
+#include "controllers/model/names.h"
+#include "controllers/pod/job_pods.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "tests/unit/controllers/fixtures.h"

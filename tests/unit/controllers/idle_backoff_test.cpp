@@ -1,11 +1,11 @@
 // Idle backoff (spec.heartbeat.idleBackoff): the pure parts as tables, then
 // the Agent decision on a fake clock as idle runs come and go.
-#include "controllers/idle_backoff.h"
+#include "controllers/model/idle_backoff.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "controllers/agent_spec.h"
+#include "controllers/model/agent_spec.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

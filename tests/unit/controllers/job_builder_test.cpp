@@ -1,14 +1,14 @@
 // The Job, context document and per-agent objects.
-#include "controllers/job_builder.h"
+#include "controllers/pod/job_builder.h"
 
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "api/trace_context.h"
-#include "controllers/agent_grants.h"
-#include "controllers/cache_projection.h"
-#include "controllers/names.h"
+#include "controllers/model/agent_grants.h"
+#include "controllers/model/names.h"
+#include "controllers/run/cache_projection.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

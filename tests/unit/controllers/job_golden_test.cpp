@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "controllers/job_builder.h"
+#include "controllers/pod/job_builder.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

@@ -1,5 +1,5 @@
 // Pods are matched to a run by its Job's UID, never by annotation alone.
-#include "controllers/job_pods.h"
+#include "controllers/pod/job_pods.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The JSON helpers the decisions build their output with.
-#include "controllers/json_util.h"
+#include "controllers/model/json_util.h"
 
 #include <gtest/gtest.h>
 

@@ -1,15 +1,15 @@
 // The durable ledger's record alone, and a randomised run of the whole
 // counting protocol (record, agent status, marks) with crashes, stale
 // copies, 409s and the Agent deleted and applied again at every point.
-#include "controllers/ledger_record.h"
+#include "controllers/spend/ledger_record.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
-#include "controllers/agent_ledger.h"
 #include "controllers/schedule/time_zone.h"
+#include "controllers/spend/agent_ledger.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

@@ -10,7 +10,7 @@
 #include <random>
 #include <set>
 
-#include "controllers/run_view.h"
+#include "controllers/model/run_view.h"
 #include "controllers/shell/run_index.h"
 
 namespace hb::controllers {

@@ -1,11 +1,11 @@
 // @mentions: the agent writes the output, so the parser, the depth and the
 // opt-in are tested against what a hostile agent would write.
-#include "controllers/mentions.h"
+#include "controllers/model/mentions.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "controllers/agent_spec.h"
+#include "controllers/model/agent_spec.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

@@ -12,8 +12,8 @@
 #include <algorithm>
 
 #include "api/usage_report.h"
-#include "controllers/job_pods.h"
-#include "controllers/run_status.h"
+#include "controllers/pod/job_pods.h"
+#include "controllers/run/run_status.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

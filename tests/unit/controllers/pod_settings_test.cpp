@@ -1,12 +1,12 @@
 // Pod settings for real clusters: what reaches the Job, what the fleet
 // defaults give, and every override that would loosen the Pod refused with
 // its field named.
-#include "controllers/pod_settings.h"
+#include "controllers/model/pod_settings.h"
 
 #include <gtest/gtest.h>
 
-#include "controllers/agent_spec.h"
-#include "controllers/job_builder.h"
+#include "controllers/model/agent_spec.h"
+#include "controllers/pod/job_builder.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

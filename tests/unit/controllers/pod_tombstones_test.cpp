@@ -1,5 +1,5 @@
 // Deleted Pods' last states, kept until their run's cost is recorded.
-#include "controllers/pod_tombstones.h"
+#include "controllers/run/pod_tombstones.h"
 
 #include <gtest/gtest.h>
 

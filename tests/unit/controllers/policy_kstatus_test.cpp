@@ -5,7 +5,7 @@
 // chose); a generation the operator has not acted on is InProgress.
 #include <gtest/gtest.h>
 
-#include "controllers/policy.h"
+#include "controllers/policy/policy_status.h"
 #include "tests/support/kstatus.h"
 #include "tests/unit/controllers/fixtures.h"
 

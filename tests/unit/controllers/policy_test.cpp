@@ -1,14 +1,13 @@
 // HeartbeatPolicy: the label selector, the policy's parse (errors name the
 // field), its desired status, and the shell's index of what it counts.
-#include "controllers/policy.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "controllers/label_selector.h"
-#include "controllers/ledger_record.h"
+#include "controllers/model/label_selector.h"
+#include "controllers/policy/policy_status.h"
 #include "controllers/shell/concurrency_gate.h"
 #include "controllers/shell/policy_index.h"
+#include "controllers/spend/ledger_record.h"
 #include "tests/unit/controllers/fake_agent_source.h"
 #include "tests/unit/controllers/fixtures.h"
 

@@ -3,13 +3,13 @@
 // (requirePricing, forbidSelfReportedUsage), and the tenant who zeroes the
 // Agent's price under a pricing policy. Each refusal has a positive control:
 // the same agent without the policy runs.
-#include "controllers/pricing.h"
+#include "controllers/spend/pricing.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "controllers/job_builder.h"
-#include "controllers/run_status.h"
+#include "controllers/pod/job_builder.h"
+#include "controllers/run/run_status.h"
 #include "controllers/shell/policy_index.h"
 #include "tests/unit/controllers/fake_agent_source.h"
 #include "tests/unit/controllers/fixtures.h"

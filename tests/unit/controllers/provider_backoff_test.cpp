@@ -1,6 +1,6 @@
 // Provider backoff: runs that fail on the model provider stretch an interval
 // agent's gap to 2, 4, then 8 intervals; a run that reaches the model ends it.
-#include "controllers/provider_backoff.h"
+#include "controllers/model/provider_backoff.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Quota-aware holds: the hold's bounds, what agents share a quota by, the
 // shell's index of holds, and the decision of a held agent.
-#include "controllers/provider_hold.h"
+#include "controllers/policy/provider_hold.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -9,9 +9,9 @@
 
 #include <map>
 
-#include "controllers/cache_projection.h"
-#include "controllers/job_pods.h"
-#include "controllers/names.h"
+#include "controllers/model/names.h"
+#include "controllers/pod/job_pods.h"
+#include "controllers/run/cache_projection.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/client.h"
 #include "kube/request_priority.h"

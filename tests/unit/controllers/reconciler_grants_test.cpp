@@ -7,7 +7,7 @@
 
 #include <map>
 
-#include "controllers/job_builder.h"
+#include "controllers/pod/job_builder.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/client.h"
 #include "tests/unit/controllers/fixtures.h"

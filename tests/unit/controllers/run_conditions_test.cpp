@@ -1,5 +1,5 @@
 // A run's Job-like conditions follow its phase on every status write.
-#include "controllers/run_conditions.h"
+#include "controllers/run/run_conditions.h"
 
 #include <gtest/gtest.h>
 

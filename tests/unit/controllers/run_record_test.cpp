@@ -1,10 +1,10 @@
 // A finished run as the audit record: ownership by Agent incarnation, the
 // charge and policies recorded at final, the audit line, retention.
-#include "controllers/run_record.h"
+#include "controllers/run/run_record.h"
 
 #include <gtest/gtest.h>
 
-#include "controllers/run_status.h"
+#include "controllers/run/run_status.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

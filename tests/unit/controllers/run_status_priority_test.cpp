@@ -8,7 +8,7 @@
 // after the start, at 12:07:00.
 #include <gtest/gtest.h>
 
-#include "controllers/run_status.h"
+#include "controllers/run/run_status.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

@@ -1,5 +1,5 @@
 // Run status derivation from Job, Pod, Lease and now.
-#include "controllers/run_status.h"
+#include "controllers/run/run_status.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 
 #include "api/heartbeat_pod.h"
 #include "api/usage_report.h"
-#include "controllers/cache_projection.h"
+#include "controllers/run/cache_projection.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

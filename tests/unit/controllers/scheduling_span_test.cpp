@@ -1,8 +1,8 @@
-// The operator's span of a heartbeat (controllers/scheduling_span.h): its
+// The operator's span of a heartbeat (controllers/pod/scheduling_span.h): its
 // times, names and ids, and, through the real AgentReconciler over a
 // scripted API, that the span a started run's Job yields is the parent its
 // runner's TRACEPARENT names.
-#include "controllers/scheduling_span.h"
+#include "controllers/pod/scheduling_span.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Exactly-once spend: the ledger alone, and a simulation that crashes or
 // conflicts at every point between the two writes.
-#include "controllers/spend_ledger.h"
+#include "controllers/model/spend_ledger.h"
 
 #include <gtest/gtest.h>
 

@@ -4,9 +4,9 @@
 // no model call is SpecValid=False naming the field.
 #include <gtest/gtest.h>
 
-#include "controllers/agent_decision.h"
-#include "controllers/job_builder.h"
-#include "controllers/pricing.h"
+#include "controllers/agent/agent_decision.h"
+#include "controllers/pod/job_builder.h"
+#include "controllers/spend/pricing.h"
 #include "tests/unit/controllers/fixtures.h"
 
 namespace hb::controllers {

@@ -1,7 +1,7 @@
 // The write plan: the order of one reconcile's writes (a table), what each
 // write carries, and the loop that performs them stopping at the first
 // failure. The operator's reconciler performs exactly this plan.
-#include "controllers/write_plan.h"
+#include "controllers/plan/write_plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

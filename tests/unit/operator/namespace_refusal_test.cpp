@@ -1,10 +1,10 @@
-// The namespaces the operator never manages (controllers/managed_namespaces.h):
+// The namespaces the operator never manages (controllers/model/managed_namespaces.h):
 // named in --namespace they stop the start with an error naming the flag;
 // in all-namespaces mode their Agents are not reconciled (the reconciler's
 // own test: tests/unit/controllers/reconciler_grants_test.cpp).
 #include <gtest/gtest.h>
 
-#include "controllers/managed_namespaces.h"
+#include "controllers/model/managed_namespaces.h"
 #include "operator/config.h"
 
 namespace hb::operator_ {

@@ -1,5 +1,5 @@
 // hb-operator-span: the operator's span of one heartbeat, made and sent by
-// the operator's own code (controllers/scheduling_span.h through
+// the operator's own code (controllers/pod/scheduling_span.h through
 // operator/tracing.h) for the OTLP receiver test (runner_otlp_test.js),
 // which runs no cluster. Prints the TRACEPARENT the Job builder gives that
 // run's runner, then exports the span and exits when it is sent.
@@ -13,7 +13,7 @@
 
 #include "api/rfc3339.h"
 #include "api/trace_context.h"
-#include "controllers/scheduling_span.h"
+#include "controllers/pod/scheduling_span.h"
 #include "operator/tracing.h"
 
 int main(int argc, char** argv) {

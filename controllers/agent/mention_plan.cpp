@@ -1,0 +1,44 @@
+#include "controllers/agent/mention_plan.h"
+
+namespace hb::controllers {
+
+namespace {
+
+bool may_mention(const RunObservation& run) {
+  return run.phase == RunPhase::kSucceeded && !run.view->cost_recorded;
+}
+
+}  // namespace
+
+MentionPlan plan_mentions(const AgentSpec& spec, const std::vector<RunObservation>& runs,
+                          const std::function<bool(const std::string&)>& accepts) {
+  MentionPlan plan;
+  if (!accepts) return plan;
+  for (const RunObservation& run : runs) {
+    if (!may_mention(run)) continue;
+    const std::vector<std::string> targets =
+        mentioned_agents(string_view_at(run.status, "output"), spec.name);
+    if (targets.empty()) continue;
+    const int64_t depth = run.view->mention_depth;
+    if (depth >= kMentionDepthMax) {
+      plan.events.push_back({EventTarget::kRun, run.view->name, true, "MentionChainStopped",
+                             "a run started by a chain of " + std::to_string(depth) +
+                                 " mentions wakes nobody (at most " +
+                                 std::to_string(kMentionDepthMax) + ")"});
+      continue;
+    }
+    for (const std::string& target : targets) {
+      if (!accepts(target)) continue;
+      MentionRequest request{target, mention_run_name(target, run.view->uid),
+                             "mentioned by " + spec.name + " in run " + run.view->name, depth + 1};
+      plan.events.push_back(
+          {EventTarget::kAgent, spec.name, false, "MentionWoke",
+           "run " + run.view->name + " mentioned @" + target + ": callback run " + request.name,
+           /*routine=*/true});
+      plan.runs.push_back(std::move(request));
+    }
+  }
+  return plan;
+}
+
+}  // namespace hb::controllers

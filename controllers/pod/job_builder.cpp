@@ -1,0 +1,592 @@
+#include "controllers/pod/job_builder.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "api/hb_assert.h"
+#include "api/trace_context.h"
+#include "api/utf8.h"
+#include "controllers/model/agent_grants.h"
+#include "controllers/model/names.h"
+#include "controllers/model/pod_settings.h"
+#include "controllers/model/run_view.h"
+#include "controllers/run/cache_projection.h"
+#include "controllers/schedule/spend.h"
+#include "controllers/schedule/utc_time.h"
+
+namespace hb::controllers {
+
+namespace {
+
+using schedule::format_rfc3339;
+
+const Json& spec_of(const Json& object) {
+  static const Json kEmpty = Json::object();
+  const Json* spec = find_path(object, "spec");
+  return spec != nullptr && spec->is_object() ? *spec : kEmpty;
+}
+
+Json labels_for(const AgentSpec& agent, const std::string& run_name) {
+  Json labels = {{kLabelAgent, label_safe_name(agent.name)}, {kLabelManagedBy, kManagedByValue}};
+  if (!run_name.empty()) labels[kLabelRun] = label_safe_name(run_name);
+  return labels;
+}
+
+Json env_var(const std::string& name, const std::string& value) {
+  return {{"name", name}, {"value", value}};
+}
+
+constexpr const char* kEnvOtelEndpoint = "OTEL_EXPORTER_OTLP_ENDPOINT";
+constexpr const char* kEnvOtelHeaders = "OTEL_EXPORTER_OTLP_HEADERS";
+constexpr const char* kOtelHeadersSecretKey = "headers";
+
+bool reserved_env(const std::string& name) {
+  return name.rfind(api::kEnvReservedPrefix, 0) == 0;
+}
+
+}  // namespace
+
+namespace {
+
+Json owner_ref(std::string api_version, std::string kind, std::string name, std::string uid) {
+  return {{"apiVersion", std::move(api_version)},
+          {"kind", std::move(kind)},
+          {"name", std::move(name)},
+          {"uid", std::move(uid)},
+          {"controller", true}};
+}
+
+}  // namespace
+
+Json controller_ref(const Json& owner) {
+  return owner_ref(string_at(owner, "apiVersion"), string_at(owner, "kind"),
+                   string_at(owner, "metadata/name"), string_at(owner, "metadata/uid"));
+}
+
+Json controller_ref(const StartingRun& run) {
+  return owner_ref(run.api_version, run.kind, run.identity.name, run.identity.uid);
+}
+
+StartingRun starting_run(const Json& run) {
+  RunView view = view_run(run);
+  StartingRun out{string_at(run, "apiVersion"), string_at(run, "kind"), std::move(view.ns), {}};
+  api::RunIdentity& id = out.identity;
+  id.name = std::move(view.name);
+  id.uid = std::move(view.uid);
+  id.invocation_source = std::move(view.source);
+  id.trigger_detail = std::move(view.trigger_detail);
+  id.metadata = api::usable_run_metadata(find_path(run, "spec/metadata"));
+  id.scheduled_time = view.scheduled_time;
+  return out;
+}
+
+namespace {
+
+// The model section; the price only the input and output parts (what the
+// caller's effective price overrides).
+api::ModelConfig model_config(const AgentSpec& agent) {
+  api::ModelConfig model;
+  auto parsed = api::parse_provider(agent.provider);
+  // The Agent's spec is checked before any run starts (agent_spec.h).
+  if (!parsed) throw std::invalid_argument("unknown model provider \"" + agent.provider + "\"");
+  model.provider = *parsed;
+  model.model = agent.model;
+  model.base_url = agent.base_url;
+  model.max_tokens = static_cast<int>(agent.max_tokens);
+  model.pricing.input_cents_per_million_tokens = agent.pricing.input_cents_per_million_tokens;
+  model.pricing.output_cents_per_million_tokens = agent.pricing.output_cents_per_million_tokens;
+  return model;
+}
+
+api::Budget budget(const AgentSpec& agent, const Spend& spend, TimePoint now) {
+  api::Budget out;
+  out.per_run_cents = agent.per_run_cents;
+  if (agent.per_run_tokens > 0) out.per_run_tokens = agent.per_run_tokens;
+  if (agent.monthly_budget_cents > 0) {
+    // Spend recorded for an earlier month counts as none.
+    const double spent = spend.period == schedule::spend_period(now) ? spend.cents : 0;
+    out.month_remaining_cents =
+        std::max(0.0, static_cast<double>(agent.monthly_budget_cents) - spent);
+  }
+  return out;
+}
+
+// The newest `context_runs` finished runs other than `current_run`, newest first.
+std::vector<const Json*> newest_finished(const std::vector<const Json*>& runs,
+                                         const std::string& current_run, int64_t context_runs) {
+  std::vector<std::pair<TimePoint, const Json*>> finished;
+  for (const Json* r : runs) {
+    if (r == nullptr || string_at(*r, "metadata/name") == current_run) continue;
+    if (auto at = time_at(*r, "status/finishedAt")) finished.emplace_back(*at, r);
+  }
+  // Ranked as the cache's window ranks them, so a run the context shows has its output cached.
+  std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) {
+    return finished_after(a.first, string_view_at(*a.second, "metadata/name"), b.first,
+                          string_view_at(*b.second, "metadata/name"));
+  });
+  if (static_cast<int64_t>(finished.size()) > context_runs) {
+    finished.resize(static_cast<std::size_t>(std::max<int64_t>(0, context_runs)));
+  }
+  std::vector<const Json*> out;
+  for (const auto& [at, r] : finished) out.push_back(r);
+  return out;
+}
+
+}  // namespace
+
+int64_t context_runs_of(const Json& agent) {
+  return int_at(agent, "spec/heartbeat/contextRuns").value_or(kContextRunsDefault);
+}
+
+std::vector<std::string> context_runs_to_read(const std::vector<const Json*>& runs,
+                                              const std::string& current_run,
+                                              int64_t context_runs) {
+  std::vector<std::string> out;
+  for (const Json* r : newest_finished(runs, current_run, context_runs)) {
+    if (output_dropped(*r)) out.push_back(string_at(*r, "metadata/name"));
+  }
+  return out;
+}
+
+std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Json*>& runs,
+                                                     const std::string& current_run,
+                                                     int64_t context_runs) {
+  std::vector<const Json*> shown = newest_finished(runs, current_run, context_runs);
+  std::reverse(shown.begin(), shown.end());  // in the order they finished
+  std::vector<api::RecentRun> out;
+  for (const Json* r : shown) {
+    out.push_back({string_at(*r, "metadata/name"), string_at(*r, "status/finishedAt"),
+                   string_at(*r, "status/phase"), string_at(*r, "status/stopReason"),
+                   std::string(api::utf8_prefix(string_view_at(*r, "status/output"),
+                                                api::kRecentRunOutputBytesMax))});
+  }
+  return out;
+}
+
+namespace {
+
+// With an archival claim the whole transcript goes there too; those of runs
+// no longer kept are deleted.
+void add_archival(api::ContextDocument& doc, const std::vector<const Json*>& recent_runs) {
+  doc.archival_path = std::string(kArchivalMountDir) + "/" + kArchivalFile;
+  doc.transcript_dir = std::string(kArchivalMountDir) + "/" + api::kTranscriptDirName;
+  for (const Json* finished : recent_runs) {
+    if (doc.transcript_keep.size() == api::kTranscriptKeepMax) break;
+    doc.transcript_keep.push_back(string_at(*finished, "metadata/name"));
+  }
+}
+
+void apply_pricing(api::ModelConfig& model, const Pricing& pricing) {
+  model.pricing.input_cents_per_million_tokens = pricing.input_cents_per_million_tokens;
+  model.pricing.output_cents_per_million_tokens = pricing.output_cents_per_million_tokens;
+  model.pricing.cached_input_cents_per_million_tokens = cached_input_price(pricing);
+  model.pricing.cache_write_input_cents_per_million_tokens = cache_write_input_price(pricing);
+}
+
+// The Agent's budget, narrowed by what is held ahead for the run.
+api::Budget run_budget(const ContextInput& in, std::optional<int64_t> per_run_tokens) {
+  api::Budget out = budget(*in.agent, in.spend, in.now);
+  if (in.budget_left_cents && in.budget_left_is_daily) {
+    out.day_remaining_cents = std::max(0.0, *in.budget_left_cents);
+  } else if (in.budget_left_cents) {
+    out.month_remaining_cents = std::min(out.month_remaining_cents.value_or(*in.budget_left_cents),
+                                         std::max(0.0, *in.budget_left_cents));
+  }
+  if (per_run_tokens) out.per_run_tokens = *per_run_tokens;
+  return out;
+}
+
+}  // namespace
+
+api::ContextDocument context_document(const ContextInput& in, const JobConfig& config,
+                                      const std::optional<Pricing>& pricing,
+                                      std::optional<int64_t> per_run_tokens) {
+  HB_ASSERT(in.agent != nullptr && in.run != nullptr);
+  const AgentSpec& agent = *in.agent;
+  api::ContextDocument doc;
+  doc.agent_name = agent.name;
+  doc.agent_namespace = agent.ns;
+  doc.agent_type = agent.type;
+  doc.model = model_config(agent);
+  if (pricing) apply_pricing(doc.model, *pricing);
+  doc.persona = agent.persona;
+  doc.memory_blocks = agent.memory_blocks;
+  doc.memory_config_map = memory_config_map_name(doc.agent_name);
+  doc.heartbeat_prompt = in.heartbeat_prompt;
+  if (!agent.archival_claim.empty()) add_archival(doc, in.recent_runs);
+  doc.budget = run_budget(in, per_run_tokens);
+  doc.recent_runs =
+      recent_runs_oldest_first(in.recent_runs, in.run->identity.name, agent.context_runs);
+  doc.run = in.run->identity;
+  // Whole seconds, as Kubernetes times are.
+  doc.run.deadline = std::chrono::floor<std::chrono::seconds>(in.now) +
+                     std::chrono::seconds(agent.timeout_seconds);
+  const std::chrono::seconds stall_window = std::max(config.stall_window, api::kRunStallWindowMin);
+  doc.lease = api::LeaseConfig{lease_name_for_agent(doc.agent_name), stall_window,
+                               std::max<std::chrono::seconds>(1s, stall_window / 5)};
+  return doc;
+}
+
+Json render_context(const ContextInput& in, const JobConfig& config,
+                    const std::optional<Pricing>& pricing, std::optional<int64_t> per_run_tokens) {
+  return api::render_context_document(context_document(in, config, pricing, per_run_tokens));
+}
+
+namespace {
+
+const Json kRestrictedSecurityContext = {{"allowPrivilegeEscalation", false},
+                                         {"privileged", false},
+                                         {"readOnlyRootFilesystem", true},
+                                         {"runAsNonRoot", true},
+                                         {"capabilities", {{"drop", Json::array({"ALL"})}}}};
+
+Json mount(const char* volume, const std::string& path, bool read_only = false) {
+  Json m = {{"name", volume}, {"mountPath", path}};
+  if (read_only) m["readOnly"] = true;
+  return m;
+}
+
+Json empty_dir(const char* name, const std::string& size_limit) {
+  return {{"name", name}, {"emptyDir", {{"sizeLimit", size_limit}}}};
+}
+
+std::string tools_socket_path() {
+  return std::string(api::kToolsSocketDir) + "/" + api::kToolsSocketFile;
+}
+
+// The ServiceAccount token, the API server's CA and the namespace, as the
+// kubelet's automount would give them, but projected into the runner alone.
+Json service_account_volume() {
+  return {
+      {"name", api::kServiceAccountVolume},
+      {"projected",
+       {{"defaultMode", 0444},
+        {"sources",
+         Json::array(
+             {{{"serviceAccountToken",
+                {{"path", "token"},
+                 {"expirationSeconds", api::kServiceAccountTokenExpirationSeconds}}}},
+              {{"configMap",
+                {{"name", api::kRootCaConfigMap},
+                 {"items", Json::array({{{"key", "ca.crt"}, {"path", "ca.crt"}}})}}}},
+              {{"downwardAPI",
+                {{"items",
+                  Json::array({{{"path", "namespace"},
+                                {"fieldRef", {{"fieldPath", "metadata.namespace"}}}}})}}}}})}}}};
+}
+
+// The runner's environment: the user's first (never HEARTBEAT_*), then the run's identity.
+bool has_env(const Json& env, const std::string& name) {
+  return std::any_of(env.begin(), env.end(),
+                     [&](const Json& e) { return string_at(e, "name") == name; });
+}
+
+// The run's trace context (api/trace_context.h) and the operator's OTLP
+// settings, unless the Agent set the same variables.
+void add_otel_env(Json& env, const StartingRun& run, const JobConfig& config) {
+  const std::optional<api::TraceParent> trace = api::run_trace_parent(run.identity.uid);
+  if (trace && !has_env(env, api::kEnvTraceParent)) {
+    env.push_back(env_var(api::kEnvTraceParent,
+                          api::format_traceparent(trace->trace_id, trace->parent_span_id)));
+  }
+  if (!config.semconv_opt_in.empty() && !has_env(env, api::kEnvSemconvOptIn)) {
+    env.push_back(env_var(api::kEnvSemconvOptIn, config.semconv_opt_in));
+  }
+  if (config.otel_endpoint.empty()) return;
+  if (!has_env(env, kEnvOtelEndpoint)) {
+    env.push_back(env_var(kEnvOtelEndpoint, config.otel_endpoint));
+  }
+  if (!config.otel_headers_secret.empty() && !has_env(env, kEnvOtelHeaders)) {
+    env.push_back({{"name", kEnvOtelHeaders},
+                   {"valueFrom",
+                    {{"secretKeyRef",
+                      {{"name", config.otel_headers_secret},
+                       {"key", kOtelHeadersSecretKey},
+                       {"optional", true}}}}}});
+  }
+}
+
+Json runner_env(const StartingRun& run, const AgentSpec& agent, const JobConfig& config,
+                bool builtin) {
+  Json env = Json::array();
+  for (const Json& e : agent.runtime_env) {
+    if (!reserved_env(string_at(e, "name"))) env.push_back(e);
+  }
+  env.push_back(env_var(api::kEnvRunName, run.identity.name));
+  env.push_back(env_var(api::kEnvRunUid, run.identity.uid));
+  env.push_back(env_var(api::kEnvAgentName, agent.name));
+  env.push_back(env_var(api::kEnvNamespace, run.ns));
+  env.push_back(env_var(api::kEnvInvocationSource, run.identity.invocation_source));
+  env.push_back(env_var(api::kEnvContextPath, std::string(kContextMountDir) + "/" + kContextKey));
+  env.push_back(env_var(api::kEnvTerminationPath, kTerminationPath));
+  if (builtin) env.push_back(env_var(api::kEnvToolsSocket, tools_socket_path()));
+  add_otel_env(env, run, config);
+  if (agent.api_key) {
+    env.push_back(
+        {{"name", api::kEnvApiKey},
+         {"valueFrom",
+          {{"secretKeyRef", {{"name", agent.api_key->name}, {"key", agent.api_key->key}}}}}});
+  }
+  return env;
+}
+
+Json runner_command(const AgentSpec& agent, const JobConfig& config, bool builtin) {
+  const Json& c = agent.runtime_command;
+  if (c.is_array() && (!builtin || !c.empty())) return c;
+  Json command = Json::array();
+  for (const std::string& part : config.runner_command) command.push_back(part);
+  return command;
+}
+
+const std::string& runner_image(const AgentSpec& agent, const JobConfig& config) {
+  return agent.runtime_image.empty() ? config.default_image : agent.runtime_image;
+}
+
+// The trusted container: the key, the token, the context, the result file.
+Json runner_container(const StartingRun& run, const AgentSpec& agent, const JobConfig& config,
+                      bool builtin) {
+  Json mounts =
+      Json::array({mount(kContextVolume, kContextMountDir, true), mount(kTmpVolume, "/tmp"),
+                   mount(api::kServiceAccountVolume, api::kServiceAccountMountDir, true)});
+  if (builtin) mounts.push_back(mount(api::kToolsSocketVolume, api::kToolsSocketDir));
+  // The archival claim: read-write (the runner's SQLite file), group-owned by
+  // fsGroup so the non-root runner can write it.
+  if (!agent.archival_claim.empty()) mounts.push_back(mount(kArchivalVolume, kArchivalMountDir));
+  Json container = {{"name", api::kRunnerContainerName},
+                    {"image", runner_image(agent, config)},
+                    {"imagePullPolicy", config.image_pull_policy},
+                    {"command", runner_command(agent, config, builtin)},
+                    {"env", runner_env(run, agent, config, builtin)},
+                    {"terminationMessagePath", kTerminationPath},
+                    // Never the log tail: a runner killed before its result would
+                    // have its log (model-chosen text) taken as the result.
+                    {"terminationMessagePolicy", "File"},
+                    {"securityContext", kRestrictedSecurityContext},
+                    {"volumeMounts", std::move(mounts)}};
+  if (agent.runtime_resources) {
+    container["resources"] = *agent.runtime_resources;
+  } else if (!config.runner_resources.empty()) {
+    container["resources"] = config.runner_resources;
+  }
+  return container;
+}
+
+// The untrusted container: every agent-chosen command runs here, as its own
+// user, with only the socket, a workspace and a tmp; no key, no token.
+Json tools_container(const AgentSpec& agent, const JobConfig& config) {
+  std::string image = agent.tools_image;
+  if (image.empty())
+    image = config.tools_image.empty() ? runner_image(agent, config) : config.tools_image;
+  Json security = kRestrictedSecurityContext;
+  security["runAsUser"] = api::kToolsUserId;
+  security["runAsGroup"] = api::kToolsUserId;
+  Json container = {
+      {"name", api::kToolsContainerName},
+      {"image", image},
+      {"imagePullPolicy", config.image_pull_policy},
+      {"command", Json::array({api::kToolsServerPath, "--socket=" + tools_socket_path(),
+                               std::string("--workdir=") + api::kToolsWorkspaceDir})},
+      {"workingDir", api::kToolsWorkspaceDir},
+      {"terminationMessagePolicy", "File"},
+      {"securityContext", std::move(security)},
+      {"volumeMounts", Json::array({mount(api::kToolsSocketVolume, api::kToolsSocketDir),
+                                    mount(api::kToolsWorkspaceVolume, api::kToolsWorkspaceDir),
+                                    mount(api::kToolsTmpVolume, "/tmp")})}};
+  if (agent.tools_resources) {
+    container["resources"] = *agent.tools_resources;
+  } else if (!config.tools_resources.empty()) {
+    container["resources"] = config.tools_resources;
+  }
+  return container;
+}
+
+Json annotation_context_volume() {
+  return {{"name", kContextVolume},
+          {"downwardAPI",
+           {{"items", Json::array({{{"path", kContextKey},
+                                    {"fieldRef",
+                                     {{"fieldPath", std::string("metadata.annotations['") +
+                                                        kAnnotationContext + "']"}}}}})}}}};
+}
+
+Json config_map_context_volume(const std::string& cm_name) {
+  return {{"name", kContextVolume},
+          {"configMap",
+           {{"name", cm_name},
+            {"items", Json::array({{{"key", kContextKey}, {"path", kContextKey}}})}}}};
+}
+
+Json pod_volumes(Json context_volume, const AgentSpec& agent, bool builtin) {
+  Json volumes = Json::array(
+      {std::move(context_volume), empty_dir(kTmpVolume, kTmpSizeLimit), service_account_volume()});
+  if (builtin) {
+    volumes.push_back(empty_dir(api::kToolsSocketVolume, kToolsSocketSizeLimit));
+    volumes.push_back(empty_dir(api::kToolsWorkspaceVolume, kWorkspaceSizeLimitDefault));
+    volumes.push_back(empty_dir(api::kToolsTmpVolume, kTmpSizeLimit));
+  }
+  if (!agent.archival_claim.empty()) {
+    volumes.push_back({{"name", kArchivalVolume},
+                       {"persistentVolumeClaim", {{"claimName", agent.archival_claim}}}});
+  }
+  return volumes;
+}
+
+}  // namespace
+
+std::optional<std::string> context_too_large(std::size_t context_bytes,
+                                             std::string_view prompt_source,
+                                             std::size_t prompt_bytes) {
+  if (context_bytes <= api::kContextDocumentBytesMax) return std::nullopt;
+  return "the run's context document would be " + std::to_string(context_bytes) +
+         " bytes, more than the " + std::to_string(api::kContextDocumentBytesMax) +
+         " a heartbeat Pod can carry; the prompt (" + std::string(prompt_source) + ") is " +
+         std::to_string(prompt_bytes) + " bytes: shorten it (or the memory blocks, or contextRuns)";
+}
+
+namespace {
+
+// The Pod's spec; its volumes start with the context's.
+Json pod_spec_for(const StartingRun& run, const AgentSpec& agent, const JobConfig& config,
+                  Json context_volume) {
+  // Command mode runs the user's own program: no tools server to talk to.
+  const bool builtin = agent.mode != RuntimeMode::kCommand;
+  Json containers = Json::array({runner_container(run, agent, config, builtin)});
+  if (builtin) containers.push_back(tools_container(agent, config));
+  Json pod_spec = {{"restartPolicy", "Never"},
+                   {"serviceAccountName", service_account_name(agent.name)},
+                   // The token is projected into the runner container only.
+                   {"automountServiceAccountToken", false},
+                   {"enableServiceLinks", false},
+                   {"shareProcessNamespace", false},
+                   {"terminationGracePeriodSeconds", agent.grace_seconds},
+                   {"securityContext",
+                    {{"runAsNonRoot", true},
+                     {"runAsUser", kRunnerUserId},
+                     {"runAsGroup", kRunnerUserId},
+                     {"fsGroup", kRunnerUserId},
+                     {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+                   {"containers", std::move(containers)},
+                   {"volumes", pod_volumes(std::move(context_volume), agent, builtin)}};
+  if (!agent.runtime_class_name.empty()) pod_spec["runtimeClassName"] = agent.runtime_class_name;
+  return pod_spec;
+}
+
+}  // namespace
+
+JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::string& context_text,
+                  const JobConfig& config) {
+  if (context_text.size() > api::kContextDocumentBytesMax) {
+    throw std::invalid_argument("the context document is " + std::to_string(context_text.size()) +
+                                " bytes, more than the " +
+                                std::to_string(api::kContextDocumentBytesMax) +
+                                " a ConfigMap holds");
+  }
+  const std::string& run_name = run.identity.name;
+  const Json labels = labels_for(agent, run_name);
+
+  JobPlan plan;
+  const bool use_annotation = config.context_transport == ContextTransport::kAnnotation &&
+                              context_text.size() <= kContextAnnotationBytesMax;
+  const Json names = {{kAnnotationAgentName, agent.name}, {kAnnotationRunName, run_name}};
+  Json template_metadata = {{"labels", labels}, {"annotations", names}};
+  Json context_volume;
+  if (use_annotation) {
+    template_metadata["annotations"][kAnnotationContext] = context_text;
+    context_volume = annotation_context_volume();
+  } else {
+    const std::string cm_name = context_config_map_name(run_name);
+    plan.context_config_map = Json{{"apiVersion", "v1"},
+                                   {"kind", "ConfigMap"},
+                                   {"metadata",
+                                    {{"name", cm_name},
+                                     {"namespace", run.ns},
+                                     {"labels", labels},
+                                     {"ownerReferences", Json::array({controller_ref(run)})}}},
+                                   {"data", {{kContextKey, context_text}}}};
+    context_volume = config_map_context_volume(cm_name);
+  }
+  Json pod_spec = pod_spec_for(run, agent, config, std::move(context_volume));
+  apply_pod_settings(effective_pod_settings(agent.runtime, config.pod_defaults), template_metadata,
+                     pod_spec);
+
+  plan.job = {{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata",
+               {{"name", job_name_for_run(run_name)},
+                {"namespace", run.ns},
+                {"labels", labels},
+                {"annotations", names},
+                {"ownerReferences", Json::array({controller_ref(run)})}}},
+              {"spec",
+               {{"backoffLimit", 0},
+                {"activeDeadlineSeconds", agent.timeout_seconds},
+                {"template", {{"metadata", template_metadata}, {"spec", pod_spec}}}}}};
+  return plan;
+}
+
+std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
+                                                              const JobConfig& config) {
+  const std::string name = string_at(agent, "metadata/name");
+  const std::string ns = string_at(agent, "metadata/namespace");
+  const std::string sa = service_account_name(name);
+  const std::string lease = lease_name_for_agent(name);
+  const std::string memory = memory_config_map_name(name);
+  const Json labels = api::agent_object_labels(name);
+  auto metadata = [&](const std::string& object_name) {
+    return Json{{"name", object_name},
+                {"namespace", ns},
+                {"labels", labels},
+                {"ownerReferences", Json::array({controller_ref(agent)})}};
+  };
+  // The runner patches its Lease (beats) and reads and replaces its memory
+  // ConfigMap (runner/kube_adapters.cpp): nothing more is granted.
+  const Json role_rules = Json::array({{{"apiGroups", Json::array({"coordination.k8s.io"})},
+                                        {"resources", Json::array({kKindLeases})},
+                                        {"resourceNames", Json::array({lease})},
+                                        {"verbs", Json::array({"patch"})}},
+                                       {{"apiGroups", Json::array({""})},
+                                        {"resources", Json::array({kKindConfigMaps})},
+                                        {"resourceNames", Json::array({memory})},
+                                        {"verbs", Json::array({"get", "update"})}}});
+  const std::string blocks = api::encode_memory_blocks(parse_memory_blocks(spec_of(agent)));
+  std::vector<std::pair<std::string, Json>> out;
+  // What the Role names first (agent_grants.h: ownership before grants).
+  out.emplace_back(kKindConfigMaps, Json{{"apiVersion", "v1"},
+                                         {"kind", "ConfigMap"},
+                                         {"metadata", metadata(memory)},
+                                         {"data", {{kMemoryBlocksKey, blocks}}}});
+  out.emplace_back(kKindLeases,
+                   Json{{"apiVersion", "coordination.k8s.io/v1"},
+                        {"kind", "Lease"},
+                        {"metadata", metadata(lease)},
+                        {"spec",
+                         {{"leaseDurationSeconds",
+                           std::max(config.stall_window, api::kRunStallWindowMin).count()}}}});
+  out.emplace_back(
+      kKindServiceAccounts,
+      Json{{"apiVersion", "v1"}, {"kind", "ServiceAccount"}, {"metadata", metadata(sa)}});
+  out.emplace_back(kKindRoles, Json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+                                    {"kind", "Role"},
+                                    {"metadata", metadata(sa)},
+                                    {"rules", role_rules}});
+  out.emplace_back(
+      kKindRoleBindings,
+      Json{{"apiVersion", "rbac.authorization.k8s.io/v1"},
+           {"kind", "RoleBinding"},
+           {"metadata", metadata(sa)},
+           {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"}, {"name", sa}}},
+           {"subjects",
+            Json::array({{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", ns}}})}});
+  return out;
+}
+
+Json agent_objects_made_patch() {
+  return {{"metadata", {{"annotations", {{kAnnotationAgentObjectsMade, kAgentObjectsMadeValue}}}}}};
+}
+
+bool agent_objects_made(const Json* lease, std::string_view agent_uid) {
+  if (lease == nullptr || !controlled_by(*lease, agent_uid)) return false;
+  return annotation_at(*lease, kAnnotationAgentObjectsMade) == kAgentObjectsMadeValue;
+}
+
+}  // namespace hb::controllers

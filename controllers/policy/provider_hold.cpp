@@ -1,0 +1,62 @@
+#include "controllers/policy/provider_hold.h"
+
+#include <charconv>
+
+namespace hb::controllers {
+
+namespace {
+
+std::string endpoint_of(const Json& agent) {
+  const std::string base_url = string_at(agent, "spec/model/baseURL");
+  if (!base_url.empty()) return base_url;
+  return "the " + string_at(agent, "spec/model/provider", "openai") + " default endpoint";
+}
+
+std::string secret_of(const Json& agent) {
+  const std::string name = string_at(agent, "spec/model/apiKeySecretRef/name");
+  if (name.empty()) return "no API key";
+  return "Secret " + name + " key " + string_at(agent, "spec/model/apiKeySecretRef/key");
+}
+
+}  // namespace
+
+TimePoint provider_hold_until(std::optional<TimePoint> reset_at, TimePoint finished) {
+  if (!reset_at || *reset_at <= finished) return finished + kProviderHoldDefault;
+  return std::min<TimePoint>(*reset_at, finished + kProviderHoldMax);
+}
+
+ProviderCredential::ProviderCredential(std::string_view ns, std::string_view endpoint,
+                                       std::string_view secret) {
+  for (std::string_view part : {ns, endpoint, secret}) {
+    bytes_ += std::to_string(part.size());
+    bytes_ += ':';
+    bytes_ += part;
+  }
+}
+
+std::string_view ProviderCredential::part(int index) const {
+  std::string_view rest = bytes_;
+  for (int i = 0;; ++i) {
+    const size_t colon = rest.find(':');
+    if (colon == std::string_view::npos) return {};  // default-constructed
+    size_t length = 0;
+    std::from_chars(rest.data(), rest.data() + colon, length);  // our own digits
+    const std::string_view here = rest.substr(colon + 1, length);
+    if (i == index) return here;
+    rest.remove_prefix(colon + 1 + here.size());
+  }
+}
+
+ProviderCredential provider_credential(const Json& agent) {
+  return ProviderCredential(string_at(agent, "metadata/namespace"), endpoint_of(agent),
+                            secret_of(agent));
+}
+
+std::string provider_hold_message(const ProviderCredential& credential, const std::string& run_name,
+                                  const std::string& run_agent) {
+  return "the model provider's quota for " + std::string(credential.endpoint()) + " with " +
+         std::string(credential.secret()) + " is spent (HeartbeatRun " + run_name + " of Agent " +
+         run_agent + " ended with stopReason provider_quota)";
+}
+
+}  // namespace hb::controllers
