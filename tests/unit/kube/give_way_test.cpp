@@ -8,6 +8,7 @@
 #include "kube/client.h"
 #include "kube/request_priority.h"
 #include "kube/resource.h"
+#include "tests/support/counting_transport.h"
 
 namespace hb::kube {
 namespace {
@@ -15,17 +16,7 @@ namespace {
 using namespace std::chrono_literals;
 using Steady = std::chrono::steady_clock;
 
-class CountingTransport : public http::Client {
- public:
-  http::Response send(const http::Request&) override {
-    ++sent;
-    return {200, {}, R"({"metadata":{"name":"x"}})"};
-  }
-  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
-    return {200, {}, ""};
-  }
-  std::atomic<int> sent{0};
-};
+using test::CountingTransport;
 
 // A rate-limited client over a counting transport. Saturated: the first
 // write spends its whole burst (one token), so the next waits 1 / qps.

@@ -7,23 +7,12 @@
 
 #include "kube/client.h"
 #include "kube/resource.h"
+#include "tests/support/counting_transport.h"
 
 namespace hb::kube {
 namespace {
 
-class CountingTransport : public http::Client {
- public:
-  http::Response send(const http::Request& request) override {
-    ++sent;
-    last_method = request.method;
-    return {200, {}, R"({"metadata":{"name":"x"}})"};
-  }
-  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
-    return {200, {}, ""};
-  }
-  std::atomic<int> sent{0};
-  std::string last_method;
-};
+using test::CountingTransport;
 
 TEST(WriteGate, AClosedGateRefusesWritesBeforeSendingAndLetsReadsThrough) {
   auto transport = std::make_shared<CountingTransport>();
