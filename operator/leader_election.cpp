@@ -13,8 +13,8 @@
 
 namespace hb::operator_ {
 
-using controllers::Json;
-using controllers::TimePoint;
+using kube::Json;
+using kube::TimePoint;
 
 std::string make_identity() {
   char host[256] = {0};
@@ -41,7 +41,7 @@ std::optional<Json> lease_update(const std::optional<Json>& lease, const LeaderE
                   {"leaseTransitions", 0}}}};
   }
   if (held_by_another) return std::nullopt;
-  const bool ours = controllers::string_at(*lease, "spec/holderIdentity") == c.identity;
+  const bool ours = kube::string_at(*lease, "spec/holderIdentity") == c.identity;
   Json updated = *lease;
   updated["spec"]["holderIdentity"] = c.identity;
   updated["spec"]["leaseDurationSeconds"] = c.lease_duration.count();
@@ -49,7 +49,7 @@ std::optional<Json> lease_update(const std::optional<Json>& lease, const LeaderE
   if (!ours) {
     updated["spec"]["acquireTime"] = stamp;
     updated["spec"]["leaseTransitions"] =
-        controllers::int_at(*lease, "spec/leaseTransitions").value_or(0) + 1;
+        kube::int_at(*lease, "spec/leaseTransitions").value_or(0) + 1;
   }
   return updated;
 }
@@ -88,7 +88,7 @@ LeaderElector::~LeaderElector() = default;
 // without a resourceVersion would make the write unconditional: read first.
 bool LeaderElector::renew_on_last_written() {
   if (!last_written_ || !holding()) return false;
-  if (controllers::string_view_at(*last_written_, "metadata/resourceVersion").empty()) return false;
+  if (kube::string_view_at(*last_written_, "metadata/resourceVersion").empty()) return false;
   const MonoTime now = clocks_.steady();
   auto update =
       lease_update(last_written_, config_, clocks_.wall() + config_.wall_clock_offset, false);
@@ -202,7 +202,7 @@ void LeaderElector::release() {
       client_->get(kube::resources::kLeases, config_.lease_namespace, config_.lease_name);
   if (read.ok()) {
     Json& lease = read.value();
-    if (controllers::string_at(lease, "spec/holderIdentity") != config_.identity) return;
+    if (kube::string_at(lease, "spec/holderIdentity") != config_.identity) return;
     lease["spec"]["holderIdentity"] = "";
     lease["spec"]["leaseDurationSeconds"] = 1;
     read = client_->replace(kube::resources::kLeases, config_.lease_namespace, config_.lease_name,

@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "controllers/model/json_util.h"
 #include "kube/client.h"
+#include "kube/json_path.h"
 #include "operator/lease_decision.h"
 
 namespace hb::operator_ {
@@ -31,16 +31,15 @@ struct LeaderElectionConfig {
 // deadline), the wall one is what renewTime says. Tests inject fakes.
 struct LeaderClocks {
   std::function<MonoTime()> steady = [] { return std::chrono::steady_clock::now(); };
-  std::function<controllers::TimePoint()> wall = [] { return std::chrono::system_clock::now(); };
+  std::function<kube::TimePoint()> wall = [] { return std::chrono::system_clock::now(); };
 };
 
 // What to write to take or keep the Lease now; nullopt while another
 // holder's Lease still holds (`held_by_another`, lease_decision.h). `lease`
 // is the current object (nullopt: none yet); `wall_now` is what renewTime says.
-std::optional<controllers::Json> lease_update(const std::optional<controllers::Json>& lease,
-                                              const LeaderElectionConfig& config,
-                                              controllers::TimePoint wall_now,
-                                              bool held_by_another);
+std::optional<kube::Json> lease_update(const std::optional<kube::Json>& lease,
+                                       const LeaderElectionConfig& config, kube::TimePoint wall_now,
+                                       bool held_by_another);
 
 std::string make_identity();  // "<hostname>_<16 hex>"
 
@@ -86,7 +85,7 @@ class LeaderElector {
   std::atomic<bool> displaced_{false};  // a renewal found another holder
   // The Lease as this elector's last write left it (the server's reply);
   // touched only by the thread that renews.
-  std::optional<controllers::Json> last_written_;
+  std::optional<kube::Json> last_written_;
 };
 
 }  // namespace hb::operator_

@@ -4,19 +4,18 @@
 
 namespace hb::operator_ {
 
-using controllers::Json;
+using kube::Json;
 
 ObservedLease observe_lease(const std::optional<ObservedLease>& previous, const Json& lease,
                             MonoTime now) {
   ObservedLease seen;
-  seen.holder = controllers::string_at(lease, "spec/holderIdentity");
-  const int64_t claimed = controllers::int_at(lease, "spec/leaseDurationSeconds").value_or(0);
+  seen.holder = kube::string_at(lease, "spec/holderIdentity");
+  const int64_t claimed = kube::int_at(lease, "spec/leaseDurationSeconds").value_or(0);
   seen.duration =
       std::chrono::seconds(std::clamp<int64_t>(claimed, 0, kObservedLeaseDurationMax.count()));
-  seen.record = seen.holder + "\n" + controllers::string_at(lease, "spec/renewTime") + "\n" +
-                controllers::string_at(lease, "spec/acquireTime") + "\n" + std::to_string(claimed) +
-                "\n" +
-                std::to_string(controllers::int_at(lease, "spec/leaseTransitions").value_or(0));
+  seen.record = seen.holder + "\n" + kube::string_at(lease, "spec/renewTime") + "\n" +
+                kube::string_at(lease, "spec/acquireTime") + "\n" + std::to_string(claimed) + "\n" +
+                std::to_string(kube::int_at(lease, "spec/leaseTransitions").value_or(0));
   const bool unchanged = previous && previous->record == seen.record;
   seen.observed_at = unchanged ? previous->observed_at : now;
   return seen;

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "controllers/model/json_util.h"
+#include "kube/json_path.h"
 
 namespace hb::operator_ {
 
@@ -30,8 +30,8 @@ struct ObservedLease {
 
 // Updates the observation with the Lease as read now: a changed record
 // restarts the clock, an unchanged one keeps its first sighting.
-ObservedLease observe_lease(const std::optional<ObservedLease>& previous,
-                            const controllers::Json& lease, MonoTime now);
+ObservedLease observe_lease(const std::optional<ObservedLease>& previous, const kube::Json& lease,
+                            MonoTime now);
 
 // Another identity holds the Lease and it changed less than its duration ago.
 bool held_by_another(const ObservedLease& observed, const std::string& identity, MonoTime now);

@@ -1,4 +1,4 @@
-#include "controllers/model/json_util.h"
+#include "kube/json_path.h"
 
 #include <bit>
 #include <charconv>
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <utility>
 
-namespace hb::controllers {
+namespace hb::kube {
 
 const Json* find_path(const Json& object, std::string_view path) {
   const Json* current = &object;
@@ -173,4 +173,4 @@ int64_t resource_version_number(const Json& object) {
   return value;
 }
 
-}  // namespace hb::controllers
+}  // namespace hb::kube
