@@ -29,12 +29,17 @@ std::chrono::sys_days local_day(TimePoint t, const date::time_zone* zone) {
 
 }  // namespace
 
+std::string day_key(std::string_view date, std::string_view zone) {
+  std::string key(date);
+  key += '@';
+  key += zone;
+  return key;
+}
+
 std::string spend_day(TimePoint t, const date::time_zone* zone) {
   using namespace std::chrono;
-  if (zone == nullptr) {
-    return format_date(year_month_day{floor<days>(t)}) + "@" + std::string(kUtcZoneName);
-  }
-  return format_date(year_month_day{local_day(t, zone)}) + "@" + std::string(zone->name());
+  if (zone == nullptr) return day_key(format_date(year_month_day{floor<days>(t)}), kUtcZoneName);
+  return day_key(format_date(year_month_day{local_day(t, zone)}), zone->name());
 }
 
 TimePoint start_of_next_day(TimePoint t, const date::time_zone* zone) {

@@ -22,6 +22,9 @@ inline constexpr std::chrono::hours kSpendDaysKept{72};
 
 // "YYYY-MM-DD@<zone>" of t in `zone` (nullptr: UTC).
 std::string spend_day(TimePoint t, const date::time_zone* zone);
+// The key of the day `date` ("YYYY-MM-DD") in the zone named `zone`: the
+// one place the key's form is written.
+std::string day_key(std::string_view date, std::string_view zone);
 // The first instant of the next local day in `zone` (nullptr: UTC): when
 // that day's spend stops counting.
 TimePoint start_of_next_day(TimePoint t, const date::time_zone* zone);

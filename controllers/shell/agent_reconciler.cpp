@@ -12,6 +12,7 @@
 #include "controllers/model/managed_namespaces.h"
 #include "controllers/model/names.h"
 #include "controllers/model/text_util.h"
+#include "controllers/plan/orphan_plan.h"
 #include "controllers/pod/job_pods.h"
 #include "controllers/run/cache_projection.h"
 #include "controllers/run/run_conditions.h"
@@ -677,49 +678,64 @@ kube::Result<AgentReconciler::StartedJob> AgentReconciler::create_context_and_jo
   return job;
 }
 
-kube::Done AgentReconciler::reconcile_orphans(const std::string& ns, const std::string& name,
-                                              std::vector<Json>& runs, TimePoint now) {
-  for (Json& run : runs) {
-    RunObservationInput in;
-    in.run = &run;
+// Each orphan as the caches show it (observe_run is pure).
+std::vector<OrphanRun> AgentReconciler::observe_orphans(const std::string& ns,
+                                                        const std::vector<Json>& runs,
+                                                        TimePoint now) {
+  std::vector<OrphanRun> observed;
+  observed.reserve(runs.size());
+  for (const Json& run : runs) {
     const std::string job_name = job_name_for_run(name_of(run));
     auto job = overlay_.merge(kOverlayJobs, object_key(ns, job_name), view_.job(ns, job_name));
     std::vector<Json> pods =
         pods_of_job(view_.pods_of(ns, name_of(run)),
                     job_uid_of(job ? &*job : nullptr, string_at(run, "status/jobUID")));
+    RunObservationInput in;
+    in.run = &run;
     in.job = job ? &*job : nullptr;
     for (const Json& p : pods) in.pods.push_back(&p);
     in.admitting_policies = admitting_policies_of(run, in.job);
     in.agent_missing = true;
     in.now = now;
-    RunObservation obs = observe_run(in);
-    if (obs.delete_job && job) HB_TRY(delete_job(ns, job_name));
-    if (obs.became_final) {
-      if (config_.ledger) {
-        // Charged to the name's ledger before the mark: deleting an Agent
-        // while its run goes on does not make the run free.
-        HB_TRY_ASSIGN(std::optional<LedgerRecord> record, ledger_record(ns, name, nullptr, now));
-        const RunUsage usage = usage_from_status(obs.status);
-        std::vector<const Json*> all;
-        for (const Json& r : runs) all.push_back(&r);
-        // A run charged before (its mark did not land) keeps what it was
-        // charged: the ledger never lowers a charge, so neither does the run.
-        const double charged = charged_cents(counted_entries(*record), name_of(run), 0);
-        const date::time_zone* zone =
-            schedule::find_time_zone(agent_zone_in(*record)).value.value_or(nullptr);
-        HB_TRY(charge_ledger(
-            ns, name, std::move(*record),
-            {{name_of(run), usage.cost_cents, usage.input_tokens, usage.output_tokens,
-              time_at(obs.status, "finishedAt").value_or(now), in.admitting_policies}},
-            all, zone, now));
-        if (charged > usage.cost_cents) obs.status["usage"]["costCents"] = charged;
-      }
-      obs.status["costRecorded"] = true;
-      HB_TRY(write_run_status(run, obs.status, true));
+    OrphanRun orphan;
+    orphan.run = &run;
+    orphan.observed = observe_run(in);
+    orphan.has_job = job.has_value();
+    orphan.admitting_policies = std::move(in.admitting_policies);
+    observed.push_back(std::move(orphan));
+  }
+  return observed;
+}
+
+// One API call; decides nothing (plan_orphans did).
+kube::Done AgentReconciler::perform_orphan_step(const std::string& ns, const std::string& name,
+                                                const OrphanStep& step, std::vector<Json>& runs,
+                                                TimePoint now) {
+  switch (step.kind) {
+    case OrphanStepKind::kDeleteJob:
+      return delete_job(ns, job_name_for_run(step.run));
+    case OrphanStepKind::kChargeLedger: {
+      std::vector<const Json*> all;
+      for (const Json& r : runs) all.push_back(&r);
+      return charge_ledger(ns, name, step.record, step.charges, all, step.agent_zone, now);
+    }
+    case OrphanStepKind::kMarkFinal: {
+      Json* run = find_named(runs, step.run);
+      HB_ASSERT_MSG(run != nullptr, "a mark names one of the orphans planned");
+      HB_TRY(write_run_status(*run, step.status, true));
       spdlog::info("event=run_finished agent={}/{} run={} phase={} reason=AgentNotFound", ns, name,
-                   name_of(run), string_at(obs.status, "phase"));
+                   step.run, string_at(step.status, "phase"));
+      return kube::done();
+    }
+    case OrphanStepKind::kDeleteRun: {
+      kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
+      HB_TRY(delete_run(ns, step.run));
+      spdlog::info("event=run_retention_expired agent={}/{} run={} retention_seconds={}", ns, name,
+                   step.run, config_.run_retention.count());
+      return kube::done();
     }
   }
+  HB_ASSERT_MSG(false, "every orphan step kind is performed above");
   return kube::done();
 }
 
@@ -728,15 +744,21 @@ kube::Result<std::optional<TimePoint>> AgentReconciler::tend_orphans(const std::
                                                                      std::vector<Json>& orphans,
                                                                      TimePoint now) {
   if (orphans.empty()) return std::optional<TimePoint>();
-  HB_TRY(reconcile_orphans(ns, name, orphans, now));
-  const RetentionPlan plan = plan_retention(orphans, config_.run_retention, now);
-  for (const std::string& run : plan.due) {
-    kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
-    HB_TRY(delete_run(ns, run));
-    spdlog::info("event=run_retention_expired agent={}/{} run={} retention_seconds={}", ns, name,
-                 run, config_.run_retention.count());
+  const std::vector<OrphanRun> observed = observe_orphans(ns, orphans, now);
+  std::optional<LedgerRecord> record;
+  if (orphans_need_ledger(observed)) {
+    HB_TRY_ASSIGN(record, ledger_record(ns, name, nullptr, now));
   }
-  return plan.next_at;
+  OrphanPlanInput input;
+  input.runs = &observed;
+  input.ledger = record ? &*record : nullptr;
+  input.retention = config_.run_retention;
+  input.now = now;
+  const OrphanPlan plan = plan_orphans(input);
+  for (const OrphanStep& step : plan.steps) {
+    HB_TRY(perform_orphan_step(ns, name, step, orphans, now));
+  }
+  return plan.next_retention_at;
 }
 
 // The Agent is gone or going: forget it; its runs are orphans.

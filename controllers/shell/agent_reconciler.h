@@ -20,6 +20,7 @@
 
 #include "api/trace_context.h"
 #include "controllers/agent/agent_decision.h"
+#include "controllers/plan/orphan_plan.h"
 #include "controllers/plan/write_plan.h"
 #include "controllers/pod/job_builder.h"
 #include "controllers/pod/scheduling_span.h"
@@ -199,8 +200,13 @@ class AgentReconciler {
   kube::Done delete_run(const std::string& ns, const std::string& name);
   // Best effort: a failed Event write is logged, never fails the pass.
   void record_event(const Json& agent, const Json* run, const Event& event, TimePoint now);
-  kube::Done reconcile_orphans(const std::string& ns, const std::string& name,
-                               std::vector<Json>& runs, TimePoint now);
+  // Runs whose Agent is gone, each observed with its Job, Pods and the
+  // policies that admitted it; each points into `runs`.
+  std::vector<OrphanRun> observe_orphans(const std::string& ns, const std::vector<Json>& runs,
+                                         TimePoint now);
+  // One step of plan_orphans; a mark's run in `runs` becomes the written version.
+  kube::Done perform_orphan_step(const std::string& ns, const std::string& name,
+                                 const OrphanStep& step, std::vector<Json>& runs, TimePoint now);
   // The agent's durable record (one made from its status when it has
   // none); none without a ledger store.
   kube::Result<std::optional<LedgerRecord>> ledger_record(const std::string& ns,
@@ -226,8 +232,8 @@ class AgentReconciler {
                            std::vector<LedgerCharge> charges, const std::vector<const Json*>& runs,
                            const date::time_zone* agent_zone, TimePoint now);
   // Runs whose Agent is gone (deleted, or an earlier Agent of this name):
-  // in-flight ones ended (reconcile_orphans), those past --run-retention
-  // deleted. When the next one falls due.
+  // read, planned (orphan_plan.h) and the plan performed, stopping at the
+  // first failure. When the next run past --run-retention falls due.
   kube::Result<std::optional<TimePoint>> tend_orphans(const std::string& ns,
                                                       const std::string& name,
                                                       std::vector<Json>& orphans, TimePoint now);

@@ -179,7 +179,8 @@ std::optional<DaySpend> spend_today_if_needed(const AgentSpec& spec, const Agent
   // Without a durable record the status is the ledger: its figure stands for its day.
   LedgerRecord from_status;
   const DaySpend& shown = *stored.spend_today;
-  from_status.days[shown.day + "@" + shown.time_zone].micro_cents = to_micro_cents(shown.cents);
+  from_status.days[schedule::day_key(shown.day, shown.time_zone)].micro_cents =
+      to_micro_cents(shown.cents);
   return spend_today(spec, &from_status, charges, now);
 }
 

@@ -121,9 +121,9 @@ class CertDir : public ::testing::Test {
     fs::rename(path + ".new", path);
   }
   void write_pair(const std::string& cn) {
-    const auto pem = http::self_signed_certificate({cn}, 1h).or_throw();
-    write(http::kTlsCertFile, pem.cert_pem);
-    write(http::kTlsKeyFile, pem.key_pem);
+    const auto pem = self_signed_certificate({cn}, 1h).or_throw();
+    write(kTlsCertFile, pem.cert_pem);
+    write(kTlsKeyFile, pem.key_pem);
   }
   Config config_;
 };
@@ -136,7 +136,7 @@ TEST_F(CertDir, AMissingOrGarbageKeyIsAStartErrorNamingTheFile) {
   EXPECT_NE(missing.error().describe().find(config_.metrics_cert_dir + "/tls.key: cannot read"),
             std::string::npos)
       << missing.error().describe();
-  write(http::kTlsKeyFile, "garbage");
+  write(kTlsKeyFile, "garbage");
   auto garbage = metrics_tls(config_);
   ASSERT_FALSE(garbage.ok());
   EXPECT_NE(garbage.error().describe().find(config_.metrics_cert_dir + "/tls.key: not a PEM"),
@@ -151,7 +151,7 @@ TEST_F(CertDir, AChangedPairIsServedAndABadOneKeepsTheOld) {
   EXPECT_EQ(tls_request(edge.metrics_port(), get("/metrics")).peer_cn, "first");
   CertDirReloader reloader(config_.metrics_cert_dir, tls, 1h);  // polled by hand below
   EXPECT_FALSE(reloader.poll());                                // nothing changed
-  write(http::kTlsKeyFile, "garbage");
+  write(kTlsKeyFile, "garbage");
   EXPECT_FALSE(reloader.poll());
   EXPECT_EQ(tls_request(edge.metrics_port(), get("/metrics")).peer_cn, "first");
   write_pair("second");

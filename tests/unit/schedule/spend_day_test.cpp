@@ -19,6 +19,16 @@ const date::time_zone* zone(const char* name) {
   return found.ok() ? *found.value : nullptr;
 }
 
+// The key a status's day and zone make is the key the ledger counts under.
+TEST(SpendDay, DayKeyIsTheKeySpendDayMakesAndReadsBack) {
+  const TimePoint t = utc("2026-12-06T23:30:00Z");
+  EXPECT_EQ(day_key("2026-12-07", "Europe/Berlin"), spend_day(t, zone("Europe/Berlin")));
+  EXPECT_EQ(day_key("2026-12-06", kUtcZoneName), spend_day(t, nullptr));
+  const std::string key = day_key("2026-12-06", "America/New_York");
+  EXPECT_EQ(day_of_key(key), "2026-12-06");
+  EXPECT_EQ(zone_of_key(key), "America/New_York");
+}
+
 TEST(SpendDay, TheDayIsTheZonesCalendarDayAndItsKeyNamesTheZone) {
   const TimePoint t = utc("2026-12-06T23:30:00Z");
   EXPECT_EQ(spend_day(t, nullptr), "2026-12-06@UTC");
