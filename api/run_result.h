@@ -13,6 +13,7 @@
 #include "api/call_durations.h"
 #include "api/contract_limits.h"
 #include "api/rfc3339.h"
+#include "api/usage_counts.h"
 
 namespace hb::api {
 
@@ -29,28 +30,22 @@ struct TranscriptRecord {
   bool operator==(const TranscriptRecord&) const = default;
 };
 
-struct RunResult {
+// Its usage counts are the run's (api/usage_counts.h): input and output
+// tokens, model and tool calls, iterations, and the prompt-cache parts of
+// input_tokens the provider reported (parsed: 0 when absent, malformed or
+// together more than input_tokens).
+struct RunResult : UsageCounts {
   // A wire name of api::StopReason. A custom runner (runtime.mode command)
   // may write its own, so the operator keeps any string.
   std::string stop_reason;
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
   // The runner's own cost figure: a cross-check only, never money
   // (controllers/model/run_cost.h). Parsed: unset when absent; NaN when not a
   // non-negative finite number. Rendered: 0 when unset.
   std::optional<double> cost_cents;
-  int64_t llm_calls = 0;
-  int64_t tool_calls = 0;
-  int64_t iterations = 0;
   // usage.actionToolCalls: the tool calls that could change something (an
   // offered tool other than tool_only_reads). Not charged; idle backoff
   // reads it. Parsed: unset when absent or not a count up to tool_calls.
   std::optional<int64_t> action_tool_calls;
-  // usage.cacheReadInputTokens / cacheWriteInputTokens: the parts of
-  // input_tokens the provider reported as prompt-cache reads and writes.
-  // Parsed: 0 when absent, malformed or together more than input_tokens.
-  int64_t cache_read_input_tokens = 0;
-  int64_t cache_write_input_tokens = 0;
   // usage.estimated: the usage fields the provider did not report, which the
   // runner estimated ("inputTokens", "outputTokens"); empty when all reported.
   std::vector<std::string> estimated_usage;

@@ -12,23 +12,16 @@
 #include <string>
 #include <string_view>
 
+#include "api/usage_counts.h"
+
 namespace hb::api {
 
 inline constexpr const char* kAnnotationUsage = "heartbeat.dev/usage";
 inline constexpr std::size_t kUsageReportBytesMax = 1024;
 
-struct UsageReport {
+// The counts so far, and whose run they are.
+struct UsageReport : UsageCounts {
   std::string run;  // the run's name: a report of an earlier run is ignored
-  int64_t llm_calls = 0;
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
-  int64_t tool_calls = 0;
-  int64_t iterations = 0;
-  // Parts of input_tokens: prompt-cache reads and writes (api/run_result.h).
-  // Written only when above 0; decoded as 0 when absent, malformed or
-  // together more than input_tokens (the report itself still stands).
-  int64_t cache_read_input_tokens = 0;
-  int64_t cache_write_input_tokens = 0;
   bool operator==(const UsageReport&) const = default;
 };
 

@@ -188,9 +188,7 @@ class Loop {
         cost_cents(reply.usage, reply.cache_read_tokens, reply.cache_write_tokens, config_.pricing);
     result_.cost_cents = spent_cents_;
     // On the Lease at once: a runner killed after this call is still charged for it.
-    deps_.heartbeat.report_usage(
-        {"", result_.llm_calls, result_.input_tokens, result_.output_tokens, result_.tool_calls,
-         result_.iterations, result_.cache_read_input_tokens, result_.cache_write_input_tokens});
+    deps_.heartbeat.report_usage(api::UsageReport{result_, ""});
     if (!reply.text.empty()) result_.output = reply.text;
     deps_.transcript.emit({{"event", "model_reply"},
                            {"iteration", result_.iterations},

@@ -42,13 +42,7 @@ UsageCounts without_cache_counts(UsageCounts usage) {
 }  // namespace
 
 UsageCounts usage_counts(const api::UsageReport& r) {
-  return {r.llm_calls,
-          r.input_tokens,
-          r.output_tokens,
-          r.tool_calls,
-          r.iterations,
-          r.cache_read_input_tokens,
-          r.cache_write_input_tokens};
+  return r;
 }
 
 UsageCounts usage_field_max(const UsageCounts& a, const UsageCounts& b) {

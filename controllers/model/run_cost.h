@@ -23,18 +23,7 @@ inline constexpr const char* kReasonTokenCapExceeded = "TokenCapExceeded";
 // The runner's own figure may differ from ours by rounding only.
 inline constexpr double kCostMismatchToleranceCents = 0.001;
 
-struct UsageCounts {
-  int64_t llm_calls = 0;
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
-  int64_t tool_calls = 0;
-  int64_t iterations = 0;
-  // Parts of input_tokens the runner reported as prompt-cache reads and
-  // writes; charged at their prices only when together within input_tokens.
-  int64_t cache_read_input_tokens = 0;
-  int64_t cache_write_input_tokens = 0;
-  bool operator==(const UsageCounts&) const = default;
-};
+using api::UsageCounts;
 
 // The counts of a usage report the runner wrote on its Lease.
 UsageCounts usage_counts(const api::UsageReport& report);

@@ -128,13 +128,7 @@ ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunO
                          const std::string& run_name) {
   ChargeInput charge;
   if (result) {
-    charge.result = UsageCounts{result->llm_calls,
-                                result->input_tokens,
-                                result->output_tokens,
-                                result->tool_calls,
-                                result->iterations,
-                                result->cache_read_input_tokens,
-                                result->cache_write_input_tokens};
+    charge.result = static_cast<const UsageCounts&>(*result);
     charge.result_usage_problem = result->usage_problem;
     charge.runner_cost_cents = result->cost_cents;
   }

@@ -197,7 +197,7 @@ TEST_F(AttackTest, APeerWhoRewritesTheLeaseLowerDoesNotLowerTheCharge) {
   const json lowered = {
       {"metadata",
        {{"annotations",
-         {{api::kAnnotationUsage, api::encode_usage_report({"lowered-1", 0, 1, 1, 0, 0})}}}}}};
+         {{api::kAnnotationUsage, api::encode_usage_report({{0, 1, 1, 0, 0}, "lowered-1"})}}}}}};
   ASSERT_TRUE(peer->merge_patch(res::kLeases, ns_, lease_name, lowered).ok());
   EXPECT_EQ(reported_calls(), 0);  // the control: the Lease now says less
   ASSERT_TRUE(wait_until(

@@ -132,7 +132,7 @@ TEST(CachePricing, TheLeaseReportsCacheCountsAndALoweredOneIsNoticed) {
 // without them decodes, and a bad cache count never drops the report (that would
 // lower the charge of a killed runner).
 TEST(CacheUsageReport, RoundTripsAndAReportWithoutThemDecodes) {
-  api::UsageReport r{"agent-1", 2, 1500, 300, 1, 2, 900, 100};
+  api::UsageReport r{{2, 1500, 300, 1, 2, 900, 100}, "agent-1"};
   api::DecodedUsageReport d = api::decode_usage_report(api::encode_usage_report(r));
   ASSERT_TRUE(d.report) << d.problem;
   EXPECT_EQ(*d.report, r);
@@ -142,7 +142,7 @@ TEST(CacheUsageReport, RoundTripsAndAReportWithoutThemDecodes) {
   ASSERT_TRUE(d.report) << d.problem;
   EXPECT_EQ(d.report->input_tokens, 1500);
   EXPECT_EQ(d.report->cache_read_input_tokens, 0);
-  EXPECT_EQ(api::encode_usage_report({"agent-1", 2, 1500, 300, 1, 2}), without_cache)
+  EXPECT_EQ(api::encode_usage_report({{2, 1500, 300, 1, 2}, "agent-1"}), without_cache)
       << "a report without cache counts is written without their keys";
 }
 

@@ -395,7 +395,7 @@ Json lease_reporting(const std::string& run, int64_t input_tokens, const std::st
                   {"labels", {{kLabelManagedBy, kManagedByValue}}},
                   {"ownerReferences", Json::array({{{"kind", kAgentKind}, {"name", "bot"}}})}}}};
   lease["metadata"]["annotations"][api::kAnnotationUsage] =
-      api::encode_usage_report({run, 2, input_tokens, 20, 1, 2});
+      api::encode_usage_report({{2, input_tokens, 20, 1, 2}, run});
   return lease;
 }
 

@@ -39,7 +39,7 @@ Json forged_pod(const std::string& result) {
 Json lease_reporting(int64_t calls, int64_t in, int64_t out) {
   Json lease = {{"spec", {{"renewTime", "2024-05-01T12:05:30Z"}}}};
   lease["metadata"]["annotations"][api::kAnnotationUsage] =
-      api::encode_usage_report({"r1", calls, in, out, 0, calls});
+      api::encode_usage_report({{calls, in, out, 0, calls}, "r1"});
   return lease;
 }
 
@@ -149,7 +149,7 @@ TEST(NamespacePeer, ALoweringWhileTheRunGoesOnIsKeptInItsStatusOnce) {
 TEST(NamespacePeer, ADeletedLeaseOrOneNamingAnotherRunIsALoweringToo) {
   Json other_run = lease_reporting(9, 9000, 900);
   other_run["metadata"]["annotations"][api::kAnnotationUsage] =
-      api::encode_usage_report({"r0", 9, 9000, 900, 0, 9});
+      api::encode_usage_report({{9, 9000, 900, 0, 9}, "r0"});
   const RunObservation o = observe_with(std::nullopt, other_run, {.high = kHonestHigh});
   EXPECT_EQ(o.status[kStatusReportedUsage]["inputTokens"], 3000);
   const RunObservation bare = observe_with(std::nullopt, Json::object(), {.high = kHonestHigh});

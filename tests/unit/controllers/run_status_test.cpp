@@ -769,7 +769,7 @@ TEST(RunStatus, PickPodPrefersTheFinishedOne) {
 Json lease_with_usage(const std::string& run, int64_t calls, int64_t in, int64_t out) {
   Json lease = lease_renewed("2024-05-01T12:05:30Z");
   lease["metadata"]["annotations"][api::kAnnotationUsage] =
-      api::encode_usage_report({run, calls, in, out, 0, calls});
+      api::encode_usage_report({{calls, in, out, 0, calls}, run});
   return lease;
 }
 

@@ -9,7 +9,7 @@ namespace hb::api {
 namespace {
 
 TEST(UsageReport, RoundTrips) {
-  UsageReport r{"agent-1714565100", 2, 1500, 300, 1, 2};
+  UsageReport r{{2, 1500, 300, 1, 2}, "agent-1714565100"};
   DecodedUsageReport d = decode_usage_report(encode_usage_report(r));
   ASSERT_TRUE(d.report) << d.problem;
   EXPECT_EQ(*d.report, r);

@@ -119,12 +119,12 @@ TEST(LeaseExtender, RenewsAtOnceWhenTheUsageChanged) {
   clock.jump(2s);
   heartbeat.beat();  // nothing new, inside the interval
   EXPECT_EQ(renewer.renewals.size(), 1u);
-  heartbeat.report_usage({"", 1, 100, 20, 0, 1});
+  heartbeat.report_usage({{1, 100, 20, 0, 1}, ""});
   ASSERT_EQ(renewer.renewals.size(), 2u);
   EXPECT_EQ(renewer.usages.back().input_tokens, 100);
   heartbeat.beat();  // the same usage again: not due
   EXPECT_EQ(renewer.renewals.size(), 2u);
-  heartbeat.report_usage({"", 2, 250, 40, 1, 2});
+  heartbeat.report_usage({{2, 250, 40, 1, 2}, ""});
   ASSERT_EQ(renewer.renewals.size(), 3u);
   EXPECT_EQ(renewer.usages.back().llm_calls, 2);
 }
@@ -136,7 +136,7 @@ TEST(LeaseExtender, AFailedRenewalReportsTheUsageAgainOnTheNextBeat) {
   LeaseExtender extender(renewer, 60s, 300s, nullptr, [&] { return heartbeat.usage(); });
   heartbeat.add_callback(extender.callback());
   renewer.fail = true;
-  heartbeat.report_usage({"", 1, 100, 20, 0, 1});
+  heartbeat.report_usage({{1, 100, 20, 0, 1}, ""});
   EXPECT_TRUE(renewer.usages.empty());
   renewer.fail = false;
   clock.jump(1s);
