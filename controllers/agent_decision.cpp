@@ -262,15 +262,17 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
 }
 
 ReadsNeeded reads_needed(const AgentView& view, const std::vector<RunObservation>& runs,
-                         TimePoint now) {
+                         const LedgerRecord* ledger, TimePoint now) {
   const AgentSpec& spec = view.spec.spec;
   ReadsNeeded reads;
   const RunsByState sorted = sort_runs_by_state(runs, view.status.last_schedule_time, now);
   const bool slot_due = due_slot_without_run(spec, sorted.last_scheduled, runs, now).has_value();
   // As plan_schedule: a queued run takes the slot, and an invalid or paused
-  // agent makes none.
+  // agent makes none; nor does one whose budget is spent before this pass
+  // counts anything (counting only adds spend, so the block stands).
   const bool slot_run_may_be_made =
-      slot_due && sorted.queued.empty() && view.spec.valid() && !spec.deleting && !spec.paused;
+      slot_due && sorted.queued.empty() && view.spec.valid() && !spec.deleting && !spec.paused &&
+      !monthly_budget_spent(view, now, ledger) && !daily_budget_spent(spec, now, ledger);
   reads.prompt = needs_prompt_read(spec, view.status, slot_run_may_be_made);
   // A start only happens with no run going on (wait_reasons).
   reads.gate = sorted.running == nullptr && (slot_due || !sorted.queued.empty());

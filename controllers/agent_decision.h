@@ -153,8 +153,8 @@ AgentDecision decide_agent(const AgentDecisionInput& input);
 struct ReadsNeeded {
   // spec.heartbeat.promptFrom: a scheduler slot is due whose run does not
   // exist yet, or the last slot was skipped. A superset of the passes whose
-  // decision makes the slot's run (blocks, idle backoff and a queued run
-  // that takes the slot are not looked at).
+  // decision makes the slot's run: of the blocks only spec.paused and a
+  // spent budget are looked at, and idle backoff is not.
   bool prompt = false;
   // A gate snapshot: a run may start (one is Queued, or a slot is due).
   bool gate = false;
@@ -162,8 +162,9 @@ struct ReadsNeeded {
   std::vector<std::string> mention_targets;
 };
 
+// `ledger`: as AgentDecisionInput::ledger.
 ReadsNeeded reads_needed(const AgentView& view, const std::vector<RunObservation>& runs,
-                         TimePoint now);
+                         const LedgerRecord* ledger, TimePoint now);
 
 // The run object a decision asks for.
 Json make_run_object(const AgentSpec& agent, const RunRequest& request);

@@ -856,7 +856,7 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
 kube::Result<std::optional<AgentReconciler::Prompt>> AgentReconciler::read_before_deciding(
     const std::string& ns, const std::string& name, const Json& agent, const AgentView& view,
     const std::vector<Json>& runs, AgentDecisionInput& input) {
-  const ReadsNeeded reads = reads_needed(view, input.runs, input.now);
+  const ReadsNeeded reads = reads_needed(view, input.runs, input.ledger, input.now);
   // From the cache, and only when a finished run's output @mentions someone (rare).
   for (const std::string& target : reads.mention_targets) {
     const std::optional<Json> other = this->agent(ns, target);

@@ -1046,7 +1046,7 @@ TEST(AgentDecision, MentionsWakeTheAgentsTheMapSaysAccept) {
   w.finish(ran, now, 0.5);
   (*w.find(ran))["status"]["output"] = "@beta @mallory @gamma: done, cc @bot";
   const std::vector<RunObservation> runs = observe_all(w.runs, now);
-  const ReadsNeeded reads = reads_needed(view_agent(w.agent), runs, now);
+  const ReadsNeeded reads = reads_needed(view_agent(w.agent), runs, nullptr, now);
   EXPECT_EQ(reads.mention_targets, (std::vector<std::string>{"beta", "mallory", "gamma"}));
   AgentDecisionInput in;
   in.agent = &w.agent;
@@ -1076,7 +1076,8 @@ TEST(AgentDecision, ReadsNeededBoundsTheMentionTargets) {
     more["status"]["output"] = "@t" + std::to_string(i) + "-x @t" + std::to_string(i) + "-y";
     w.runs.push_back(more);
   }
-  const ReadsNeeded reads = reads_needed(view_agent(w.agent), observe_all(w.runs, now), now);
+  const ReadsNeeded reads =
+      reads_needed(view_agent(w.agent), observe_all(w.runs, now), nullptr, now);
   EXPECT_EQ(reads.mention_targets.size(), kMentionTargetsPerPassMax);
   EXPECT_EQ(reads.mention_targets.front(), "a1");
 }
@@ -1123,9 +1124,45 @@ TEST(AgentDecision, AQueuedRunTakesTheSlotWithoutAPromptRead) {
       {"configMapKeyRef", {{"name", "prompts"}, {"key", "heartbeat.md"}}}};
   const TimePoint now = at("2024-05-01T12:05:00Z");
   const std::vector<Json> runs = {run("bot-manual-1", "manual")};
-  const ReadsNeeded reads = reads_needed(view_agent(a), observe_all(runs, now), now);
+  const ReadsNeeded reads = reads_needed(view_agent(a), observe_all(runs, now), nullptr, now);
   EXPECT_FALSE(reads.prompt);
   EXPECT_TRUE(reads.gate);
+}
+
+// The prompt read is decided before the decision: it must happen on every
+// pass whose decision (without the prompt) would make a slot's run, and on
+// as few others as can be known cheaply. Three hours, a pass a minute.
+std::pair<int, int> slot_runs_and_prompt_reads(const Json& a) {
+  World w{a};
+  int slot_runs = 0;
+  int reads = 0;
+  for (int minute = 1; minute <= 180; ++minute) {
+    const TimePoint now = kCreated + std::chrono::minutes(minute);
+    AgentDecisionInput in;
+    in.agent = &w.agent;
+    in.runs = observe_all(w.runs, now);
+    in.now = now;
+    const AgentDecision unread = decide_agent(in);
+    const bool read = reads_needed(view_agent(w.agent), in.runs, nullptr, now).prompt;
+    const bool makes_slot_run = unread.create_run && unread.create_run->slot;
+    EXPECT_TRUE(read || !makes_slot_run) << "no read before a slot's run at minute " << minute;
+    slot_runs += makes_slot_run ? 1 : 0;
+    reads += read ? 1 : 0;
+    const AgentDecision d = w.step(now);
+    if (d.start_run) w.finish(*d.start_run, now, 6.0);
+  }
+  return {slot_runs, reads};
+}
+
+TEST(AgentDecision, ThePromptIsReadExactlyForTheSlotsRunsWhenNothingElseBlocks) {
+  Json a = agent();
+  a["spec"]["heartbeat"].erase("prompt");
+  a["spec"]["heartbeat"]["promptFrom"] = {
+      {"configMapKeyRef", {{"name", "prompts"}, {"key", "heartbeat.md"}}}};
+  EXPECT_EQ(slot_runs_and_prompt_reads(a), std::make_pair(36, 36));
+  // A spent budget stops the slots and the reads with them.
+  a["spec"]["budget"] = {{"monthlyCents", 10}};
+  EXPECT_EQ(slot_runs_and_prompt_reads(a), std::make_pair(2, 2));
 }
 
 }  // namespace

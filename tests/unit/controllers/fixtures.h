@@ -259,7 +259,7 @@ struct World : PlanWriter {
     if (ledger) in.ledger = &*ledger;
     // As the shell: what the decision needs is read first, then it decides once.
     const AgentView view = view_agent(agent);
-    pass_reads = reads_needed(view, in.runs, now);
+    pass_reads = reads_needed(view, in.runs, ledger ? &*ledger : nullptr, now);
     for (const std::string& target : pass_reads.mention_targets) {
       in.mention_accepted[target] = accepts_mention && accepts_mention(target);
     }
