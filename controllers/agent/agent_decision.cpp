@@ -152,7 +152,7 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
 
   // 1. Mentions in finished runs' output wake other agents, before the
   // ledger counts (and a mark ends) those runs.
-  MentionPlan mentions = plan_mentions(spec, in.runs, in.accepts_mention);
+  MentionPlan mentions = plan_mentions(spec, in.runs, in.mention_accepted);
   d.mention_runs = std::move(mentions.runs);
 
   // 2. Ledger: count final runs whose cost is not recorded yet.
@@ -202,12 +202,14 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   // 4. Start a queued run (else the slot's) when the agent is free and unblocked.
   StartPlan start = plan_start(wait_reasons(valid, blocks, runs.running), runs.running,
                                queue.waiting, d.create_run ? &d.create_run->name : nullptr);
-  if (start.start_run && in.admit_start) {
-    const Admission admission = in.admit_start(
-        *start.start_run, start_order(*start.start_run, queue.waiting, d.create_run, in.now));
-    if (!admission.admitted) {
+  if (start.start_run && in.gate) {
+    d.admission_request =
+        StartCandidate{object_key(spec.ns, spec.name), object_key(spec.ns, *start.start_run),
+                       start_order(*start.start_run, queue.waiting, d.create_run, in.now)};
+    d.admission_assumed = admit_from_snapshot(*in.gate, *d.admission_request);
+    if (!d.admission_assumed.admitted) {
       d.concurrency_limited = start.start_run;
-      hold_for_capacity(start, queue.waiting, admission.message);
+      hold_for_capacity(start, queue.waiting, d.admission_assumed.message);
     }
   }
   d.start_run = start.start_run;
@@ -257,6 +259,26 @@ AgentDecision decide_agent(const AgentDecisionInput& in) {
   if (recheck) d.requeue_at = std::min(d.requeue_at.value_or(*recheck), *recheck);
   for (const RunObservation& run : in.runs) append(d.events, run.events);
   return d;
+}
+
+ReadsNeeded reads_needed(const AgentView& view, const std::vector<RunObservation>& runs,
+                         const LedgerRecord* ledger, TimePoint now) {
+  const AgentSpec& spec = view.spec.spec;
+  ReadsNeeded reads;
+  const RunsByState sorted = sort_runs_by_state(runs, view.status.last_schedule_time, now);
+  const bool slot_due = due_slot_without_run(spec, sorted.last_scheduled, runs, now).has_value();
+  // As plan_schedule: a queued run takes the slot, and an invalid or paused
+  // agent makes none; nor does one whose budget is spent before this pass
+  // counts anything (counting only adds spend, so the block stands).
+  const bool slot_run_may_be_made =
+      slot_due && sorted.queued.empty() && view.spec.valid() && !spec.deleting && !spec.paused &&
+      !monthly_budget_spent(view, now, ledger) && !daily_budget_spent(spec, now, ledger);
+  reads.prompt = needs_prompt_read(spec, view.status, slot_run_may_be_made);
+  // A start only happens with no run going on (wait_reasons).
+  reads.gate = sorted.running == nullptr && (slot_due || !sorted.queued.empty());
+  reads.mention_targets = mention_targets(spec, runs);
+  HB_ASSERT(reads.mention_targets.size() <= kMentionTargetsPerPassMax);
+  return reads;
 }
 
 }  // namespace hb::controllers

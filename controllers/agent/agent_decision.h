@@ -6,7 +6,6 @@
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -71,13 +70,13 @@ struct AgentDecisionInput {
   // spec.heartbeat.promptFrom as the shell read it, when needs_prompt_read
   // said to (prompt_skip.h); an inline prompt is judged from the spec.
   PromptRead prompt;
-  // Whether the Agent of that name in this namespace accepts a mention from
-  // this one (the shell looks it up in its cache); null: mentions wake nobody.
-  std::function<bool(const std::string& target)> accepts_mention;
-  // Whether the run this pass would start may start under the operator's
-  // concurrency cap (the shell's gate reserves its place); `order` is when
-  // the run was asked for. Null: no cap.
-  std::function<Admission(const std::string& run, TimePoint order)> admit_start;
+  // For each Agent the finished runs' output @mentions (reads_needed's
+  // mention_targets): whether it accepts a mention from this one, as the
+  // shell found it in its cache. A target not in the map wakes nobody.
+  std::map<std::string, bool> mention_accepted;
+  // The concurrency gate as the shell counted it before deciding (its
+  // pools over this agent); nullopt: no cap.
+  std::optional<GateSnapshot> gate;
   // The team budgets of the HeartbeatPolicies that select the agent, by
   // policy name (the shell sums their agents' spend).
   std::vector<schedule::PolicyBudget> policy_budgets;
@@ -110,6 +109,12 @@ struct AgentDecision {
   // The run that would have started but waits for a place under the
   // concurrency cap (reason ConcurrencyLimited).
   std::optional<std::string> concurrency_limited;
+  // With a gate snapshot and a run to start: the place asked for, and the
+  // answer the snapshot gave. The shell commits an admitted one with the
+  // gate before the Job is made (a refusal then holds the start back) and
+  // stands a refused one in the gate's line.
+  std::optional<StartCandidate> admission_request;
+  Admission admission_assumed;
   // Runs counted now, at the figure counted: the durable ledger records
   // them before any other write of the pass (their policies are the shell's to add).
   std::vector<LedgerCharge> ledger_charges;
@@ -132,6 +137,24 @@ struct AgentDecision {
 };
 
 AgentDecision decide_agent(const AgentDecisionInput& input);
+
+// What the shell reads before deciding, from what it holds already: a read
+// the decision may need is made once, before decide_agent runs once.
+struct ReadsNeeded {
+  // spec.heartbeat.promptFrom: a scheduler slot is due whose run does not
+  // exist yet, or the last slot was skipped. A superset of the passes whose
+  // decision makes the slot's run: of the blocks only spec.paused and a
+  // spent budget are looked at, and idle backoff is not.
+  bool prompt = false;
+  // A gate snapshot: a run may start (one is Queued, or a slot is due).
+  bool gate = false;
+  // The Agents to look up for mention_accepted, at most kMentionTargetsPerPassMax.
+  std::vector<std::string> mention_targets;
+};
+
+// `ledger`: as AgentDecisionInput::ledger.
+ReadsNeeded reads_needed(const AgentView& view, const std::vector<RunObservation>& runs,
+                         const LedgerRecord* ledger, TimePoint now);
 
 // The run object a decision asks for.
 Json make_run_object(const AgentSpec& agent, const RunRequest& request);

@@ -102,6 +102,21 @@ SchedulePlan plan_schedule(const AgentSpec& spec, const schedule::BlockResult& b
   return plan;
 }
 
+std::optional<TimePoint> due_slot_without_run(const AgentSpec& spec,
+                                              std::optional<TimePoint> last_scheduled,
+                                              const std::vector<RunObservation>& runs,
+                                              TimePoint now) {
+  if (!spec.schedule) return std::nullopt;
+  // One interval after the last slot is the earliest idle backoff allows.
+  const schedule::SlotDecision slot = schedule::decide_slot(
+      *spec.schedule, spec.created, last_scheduled, spec.starting_deadline_seconds, now, 1);
+  if (!slot.run_slot) return std::nullopt;
+  if (run_exists(runs, schedule::scheduled_run_name(spec.name, *slot.run_slot))) {
+    return std::nullopt;
+  }
+  return slot.run_slot;
+}
+
 std::optional<TimePoint> requeue_time(std::optional<TimePoint> deferred_write,
                                       std::optional<TimePoint> next_heartbeat,
                                       const schedule::BlockResult& blocks,

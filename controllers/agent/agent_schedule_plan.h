@@ -30,6 +30,15 @@ SchedulePlan plan_schedule(const AgentSpec& spec, const schedule::BlockResult& b
                            const RunObservation* first_waiting, TimePoint now,
                            int64_t intervals_after_last = 1);
 
+// The slot plan_schedule would run now if nothing blocked the agent and
+// idle backoff added no gap, when its run does not exist yet: a superset of
+// the passes that make a scheduler run, known before deciding.
+// `last_scheduled`: as sort_runs_by_state finds it.
+std::optional<TimePoint> due_slot_without_run(const AgentSpec& spec,
+                                              std::optional<TimePoint> last_scheduled,
+                                              const std::vector<RunObservation>& runs,
+                                              TimePoint now);
+
 // When to look again: the earliest future one of a deferred status write,
 // the next heartbeat, a lifting block and the runs' own rechecks (a deadline,
 // a stall); nullopt: only a change wakes the agent.

@@ -1,5 +1,7 @@
 #include "controllers/agent/mention_plan.h"
 
+#include <algorithm>
+
 namespace hb::controllers {
 
 namespace {
@@ -8,12 +10,31 @@ bool may_mention(const RunObservation& run) {
   return run.phase == RunPhase::kSucceeded && !run.view->cost_recorded;
 }
 
+bool accepts(const std::map<std::string, bool>& accepted, const std::string& target) {
+  const auto it = accepted.find(target);
+  return it != accepted.end() && it->second;
+}
+
 }  // namespace
 
+std::vector<std::string> mention_targets(const AgentSpec& spec,
+                                         const std::vector<RunObservation>& runs) {
+  std::vector<std::string> targets;
+  for (const RunObservation& run : runs) {
+    if (!may_mention(run) || run.view->mention_depth >= kMentionDepthMax) continue;
+    for (std::string& target : mentioned_agents(string_view_at(run.status, "output"), spec.name)) {
+      if (targets.size() >= kMentionTargetsPerPassMax) return targets;
+      if (std::find(targets.begin(), targets.end(), target) == targets.end()) {
+        targets.push_back(std::move(target));
+      }
+    }
+  }
+  return targets;
+}
+
 MentionPlan plan_mentions(const AgentSpec& spec, const std::vector<RunObservation>& runs,
-                          const std::function<bool(const std::string&)>& accepts) {
+                          const std::map<std::string, bool>& accepted) {
   MentionPlan plan;
-  if (!accepts) return plan;
   for (const RunObservation& run : runs) {
     if (!may_mention(run)) continue;
     const std::vector<std::string> targets =
@@ -28,7 +49,7 @@ MentionPlan plan_mentions(const AgentSpec& spec, const std::vector<RunObservatio
       continue;
     }
     for (const std::string& target : targets) {
-      if (!accepts(target)) continue;
+      if (!accepts(accepted, target)) continue;
       MentionRequest request{target, mention_run_name(target, run.view->uid),
                              "mentioned by " + spec.name + " in run " + run.view->name, depth + 1};
       plan.events.push_back(

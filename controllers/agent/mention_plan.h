@@ -4,7 +4,8 @@
 // nothing and the deterministic name keeps a repeat from making two. Pure.
 #pragma once
 
-#include <functional>
+#include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -12,14 +13,25 @@
 
 namespace hb::controllers {
 
+// Distinct Agents the shell looks up for one pass's mentions: the runs
+// counted in one pass are few, each wakes at most kMentionsPerRunMax, so
+// this only bounds a pass that counts a backlog (targets beyond it wake nobody).
+inline constexpr std::size_t kMentionTargetsPerPassMax = 32;
+
 struct MentionPlan {
   std::vector<MentionRequest> runs;
   std::vector<Event> events;
 };
 
-// Succeeded runs not yet marked counted; `accepts`: whether the named Agent
-// takes a mention from this one (null: none does).
+// The Agents the succeeded, not yet marked runs @mention and may wake (a
+// run at the chain's depth limit wakes nobody), in order of first mention,
+// at most kMentionTargetsPerPassMax.
+std::vector<std::string> mention_targets(const AgentSpec& spec,
+                                         const std::vector<RunObservation>& runs);
+
+// Succeeded runs not yet marked counted; `accepted`: whether the named
+// Agent takes a mention from this one (a name not in it: no).
 MentionPlan plan_mentions(const AgentSpec& spec, const std::vector<RunObservation>& runs,
-                          const std::function<bool(const std::string&)>& accepts);
+                          const std::map<std::string, bool>& accepted);
 
 }  // namespace hb::controllers

@@ -7,10 +7,9 @@
 
 namespace hb::controllers {
 
-bool needs_prompt_read(const AgentSpec& spec, const AgentStatus& stored,
-                       const std::optional<RunRequest>& create_run) {
+bool needs_prompt_read(const AgentSpec& spec, const AgentStatus& stored, bool slot_run_due) {
   if (!spec.prompt_from) return false;
-  return (create_run && create_run->slot) || stored.last_skipped.has_value();
+  return slot_run_due || stored.last_skipped.has_value();
 }
 
 std::optional<PromptGap> prompt_gap(const AgentSpec& spec, const PromptRead& read) {

@@ -39,10 +39,10 @@ struct PromptRead {
   std::optional<PromptGap> gap;
 };
 
-// The pass must read the promptFrom ConfigMap: a scheduled run is about to
-// be made, or the last slot was skipped (to see whether it is fixed).
-bool needs_prompt_read(const AgentSpec& spec, const AgentStatus& stored,
-                       const std::optional<RunRequest>& create_run);
+// The pass must read the promptFrom ConfigMap: a scheduler slot is due
+// whose run may be made (slot_run_due, due_slot_without_run), or the last
+// slot was skipped (to see whether it is fixed).
+bool needs_prompt_read(const AgentSpec& spec, const AgentStatus& stored, bool slot_run_due);
 
 // The gap of an empty inline prompt, or the one the shell read.
 std::optional<PromptGap> prompt_gap(const AgentSpec& spec, const PromptRead& read);

@@ -55,6 +55,25 @@ Admission admit_start_in_pools(const std::vector<PoolState>& pools,
   return result;
 }
 
+Admission admit_from_snapshot(const GateSnapshot& gate, const StartCandidate& candidate) {
+  const std::vector<std::string>& held = gate.runs_holding_place;
+  if (std::find(held.begin(), held.end(), candidate.run) != held.end()) return Admission::yes();
+  std::vector<PoolState> pools;
+  pools.reserve(gate.pools.size());
+  for (const PoolSnapshot& p : gate.pools) {
+    PoolState state{p.pool, p.cap, p.in_use, {}};
+    state.line.reserve(p.line.size());
+    for (const StartCandidate& w : p.line) state.line.push_back(&w);
+    HB_ASSERT_MSG(std::is_sorted(state.line.begin(), state.line.end(),
+                                 [](const StartCandidate* a, const StartCandidate* b) {
+                                   return starts_before(*a, *b);
+                                 }),
+                  "a snapshot's line is in start order");
+    pools.push_back(std::move(state));
+  }
+  return admit_start_in_pools(pools, candidate);
+}
+
 std::vector<std::string> agents_to_wake(
     int64_t cap, int64_t in_use, const std::vector<const StartCandidate*>& waiting_in_order) {
   std::vector<std::string> agents;

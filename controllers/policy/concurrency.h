@@ -84,6 +84,25 @@ struct PoolState {
 Admission admit_start_in_pools(const std::vector<PoolState>& pools,
                                const StartCandidate& candidate);
 
+// What a decision needs of the gate to admit a start without calling it:
+// each pool of the agent as counted at one moment, and which of the agent's
+// runs hold a place already (asking again for one keeps its place). The
+// shell commits the admission afterwards; the gate checks it again then.
+struct PoolSnapshot {
+  std::string pool;
+  int64_t cap = 0;                   // <= 0: no cap
+  int64_t in_use = 0;                // started and reserved runs of the pool's agents
+  std::vector<StartCandidate> line;  // its agents' waiting candidates, by starts_before
+};
+struct GateSnapshot {
+  std::vector<PoolSnapshot> pools;              // the pools that hold the agent
+  std::vector<std::string> runs_holding_place;  // run keys "ns/name"
+};
+
+// admit_start_in_pools over a snapshot: what the gate would answer if
+// nothing changed since it was taken.
+Admission admit_from_snapshot(const GateSnapshot& gate, const StartCandidate& candidate);
+
 // The waiting agents to wake when places free up: the first (cap - in_use)
 // in order (each then asks admit_start again).
 std::vector<std::string> agents_to_wake(int64_t cap, int64_t in_use,

@@ -199,6 +199,9 @@ void describe_operator_metrics(Metrics& m) {
              "The operator's spans dropped, by reason: queue_full, export_failed, too_large.");
   m.describe("heartbeat_runs_stalled_total", "counter",
              "HeartbeatRuns failed as Stalled (no beat renewed the agent's Lease in time).");
+  m.describe("heartbeat_admissions_stale_total", "counter",
+             "Starts held back because the concurrency gate refused the place their decision "
+             "was admitted to from its snapshot (another start took it first).");
   m.describe("heartbeat_budget_blocked_agents", "gauge",
              "Agents whose monthly budget stops their heartbeats, by the BudgetExceeded "
              "condition's reason (AwaitingApproval: waiting for a person).");

@@ -158,6 +158,7 @@ void AgentReconciler::PassWriter::count_finished(const PlannedWrite& write) {
 WriteResult AgentReconciler::PassWriter::start_run(const std::string& run) {
   Json* stored = find_named(runs_, run);
   if (stored == nullptr) return WriteResult::kDone;
+  if (!commit_admission(run)) return WriteResult::kHeldBack;
   std::vector<Json> ending;  // copies of the runs whose final status is still to be written
   ending.reserve(finals_ahead.size());
   std::vector<const Json*> history;
@@ -174,6 +175,23 @@ WriteResult AgentReconciler::PassWriter::start_run(const std::string& run) {
   kube::Result<bool> started = r_.start_run(agent_, *stored, history, prompt, now_);
   if (!started.ok()) return check(std::move(started).error());
   return started.value() ? WriteResult::kDone : WriteResult::kHeldBack;
+}
+
+bool AgentReconciler::PassWriter::commit_admission(const std::string& run) {
+  if (!r_.config_.concurrency) return true;
+  HB_ASSERT_MSG(admission && admission->run == object_key(ns_, run),
+                "a run starts only under the admission its decision asked for");
+  const Admission committed = r_.config_.concurrency->admit(*admission);
+  if (!committed.admitted) {
+    // Another worker took the place since the snapshot: the run stays
+    // Queued, and the agent, now in the gate's line, decides again.
+    spdlog::info("event=admission_stale agent={}/{} run={} message=\"{}\"", ns_, name_, run,
+                 committed.message);
+    r_.metrics_.counter_add("heartbeat_admissions_stale_total", {});
+    return false;
+  }
+  admitted.insert(run);
+  return true;
 }
 
 void AgentReconciler::PassWriter::record_event(const Event& event) {

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,17 @@ class AgentReconciler::PassWriter final : public PlanWriter {
   // each is written: a run started ahead of them tells its context document
   // those runs as they end.
   std::map<std::string, Json> finals_ahead;
+  // The place the decision was admitted to from its gate snapshot: the
+  // gate commits it before the Job is made, or the start is held back.
+  std::optional<StartCandidate> admission;
+  // Run names the gate reserved a place for in this pass (settle_admissions).
+  std::set<std::string> admitted;
 
  private:
   WriteResult check(kube::Done done);
+  // Commits `admission` with the gate (no gate: nothing to commit); false:
+  // the gate refused it.
+  bool commit_admission(const std::string& run);
   void count_finished(const PlannedWrite& write);
 
   AgentReconciler& r_;

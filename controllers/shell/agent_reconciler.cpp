@@ -875,6 +875,31 @@ AgentReconciler::ObservedRuns AgentReconciler::observe_runs(
   return observed;
 }
 
+kube::Result<std::optional<AgentReconciler::Prompt>> AgentReconciler::read_before_deciding(
+    const std::string& ns, const std::string& name, const Json& agent, const AgentView& view,
+    const std::vector<Json>& runs, AgentDecisionInput& input) {
+  const ReadsNeeded reads = reads_needed(view, input.runs, input.ledger, input.now);
+  // From the cache, and only when a finished run's output @mentions someone (rare).
+  for (const std::string& target : reads.mention_targets) {
+    const std::optional<Json> other = this->agent(ns, target);
+    input.mention_accepted[target] =
+        other && accepts_mention(parse_agent_spec(*other).spec.mentions, name);
+  }
+  if (config_.concurrency && reads.gate) {
+    std::vector<std::string> run_keys;
+    run_keys.reserve(runs.size());
+    for (const Json& run : runs) run_keys.push_back(object_key(ns, name_of(run)));
+    input.gate = config_.concurrency->snapshot(object_key(ns, name), run_keys);
+  }
+  std::optional<Prompt> prompt;
+  if (reads.prompt) {
+    HB_TRY_ASSIGN(prompt, resolve_prompt(agent));
+    input.prompt.done = true;
+    if (!prompt->text) input.prompt.gap = prompt->gap;
+  }
+  return prompt;
+}
+
 kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
                                                          const std::string& name) {
   if (std::string why = namespace_refusal(ns, config_.own_namespace); !why.empty()) {
@@ -899,11 +924,6 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   HB_TRY_ASSIGN(input.env.object_in_the_way, object_in_the_way(agent));
   input.now = now;
   input.status_coalesce = config_.status_coalesce;
-  // Read only when a finished run's output @mentions someone (rare).
-  input.accepts_mention = [this, &ns, &name](const std::string& target) {
-    const std::optional<Json> other = this->agent(ns, target);
-    return other && accepts_mention(parse_agent_spec(*other).spec.mentions, name);
-  };
   HB_TRY_ASSIGN(const std::optional<LedgerRecord> record,
                 ledger_record(ns, name, &views.agent->status, now));
   input.ledger = record ? &*record : nullptr;
@@ -914,26 +934,16 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   if (config_.provider_holds) {
     input.provider_hold = config_.provider_holds->hold_for(provider_credential(agent), now);
   }
-  std::set<std::string> admitted;  // runs the gate reserved a place for in this pass
-  if (config_.concurrency) {
-    input.admit_start = [this, &ns, &name, &admitted](const std::string& run, TimePoint order) {
-      Admission a = config_.concurrency->admit({object_key(ns, name), object_key(ns, run), order});
-      if (a.admitted) admitted.insert(run);
-      return a;
-    };
-  }
   ObservedRuns observed =
       observe_runs(ns, name, runs, views, input.policy_budgets, input.policies, input.ledger, now);
   input.runs = std::move(observed.runs);
+  HB_TRY_ASSIGN(std::optional<Prompt> prompt,
+                read_before_deciding(ns, name, agent, *views.agent, runs, input));
   AgentDecision d = decide_agent(input);
-  // A due slot (or a skip standing) needs the promptFrom text: read it,
-  // and decide again knowing whether the slot is skipped.
-  std::optional<Prompt> prompt;
-  if (needs_prompt_read(views.agent->spec.spec, views.agent->status, d.create_run)) {
-    HB_TRY_ASSIGN(prompt, resolve_prompt(agent));
-    input.prompt.done = true;
-    if (!prompt->text) input.prompt.gap = prompt->gap;
-    d = decide_agent(input);
+  HB_ASSERT_MSG(!config_.concurrency || !d.start_run || d.admission_request,
+                "a start is only decided from a snapshot of the gate");
+  if (config_.concurrency && d.admission_request && !d.admission_assumed.admitted) {
+    config_.concurrency->stand_in_line(*d.admission_request);
   }
 
   HB_TRY_ASSIGN(const bool current, runs_still_unmarked(ns, d.confirm_unmarked, runs));
@@ -966,14 +976,15 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
     // which its first heartbeat needs, before any agent's first status,
     // which nothing waits for (docs/operator.md, "Five objects per agent").
     HB_TRY(ensure_objects_ahead(agent, observed.lease));  // in the way: that pass reports it
-    settle_admissions(object_key(ns, name), ns, d, admitted, true);
+    settle_admissions(object_key(ns, name), ns, d, {}, true);
     return ReconcileResult{kRestOfPassAfter};
   }
   PassWriter writer(*this, agent, views.agent->spec.spec, runs, now);
   writer.prompt = std::move(prompt);
   writer.finals_ahead = final_statuses(plan);
+  if (d.admission_assumed.admitted) writer.admission = d.admission_request;
   const PlanOutcome outcome = perform_plan(plan, writer);
-  settle_admissions(object_key(ns, name), ns, d, admitted, outcome.start_held_back);
+  settle_admissions(object_key(ns, name), ns, d, writer.admitted, outcome.start_held_back);
   if (!outcome.completed) return std::move(*writer.error);
   if (outcome.rest_left) return ReconcileResult{kRestOfPassAfter};
   budget_blocked_.record(object_key(ns, name), budget_block_reason(d.status));

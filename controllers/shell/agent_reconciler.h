@@ -147,6 +147,14 @@ class AgentReconciler {
   // (429, 5xx, timeouts) is an Error: the pass is retried, nothing is
   // skipped or failed for good.
   kube::Result<Prompt> resolve_prompt(const Json& agent);
+  // What decide_agent needs besides the observed runs (reads_needed): the
+  // mentioned Agents' answers and the gate's snapshot into `input`, and the
+  // prompt when a slot is due or a skip stands (nullopt: not read).
+  kube::Result<std::optional<Prompt>> read_before_deciding(const std::string& ns,
+                                                           const std::string& name,
+                                                           const Json& agent, const AgentView& view,
+                                                           const std::vector<Json>& runs,
+                                                           AgentDecisionInput& input);
   kube::Done fail_before_start(const Json& agent, Json& run, const std::string& reason,
                                const std::string& message, TimePoint now);
   // True when this process made the per-agent objects or the Agent's Lease

@@ -121,7 +121,8 @@ bool ConcurrencyGate::holds_place_locked(const StartCandidate& candidate) {
 }
 
 Admission ConcurrencyGate::admit_locked(const StartCandidate& candidate,
-                                        std::chrono::steady_clock::time_point now) {
+                                        std::chrono::steady_clock::time_point now,
+                                        bool may_reserve) {
   // Asking again for a run that holds a place keeps that place.
   const bool held = holds_place_locked(candidate);
   Admission a = Admission::yes();
@@ -130,7 +131,7 @@ Admission ConcurrencyGate::admit_locked(const StartCandidate& candidate,
     a = admit_start_in_pools(states_locked(pools_locked(candidate.agent, memo), memo), candidate);
   }
   erase_waiting_locked(candidate.agent);
-  if (a.admitted) {
+  if (a.admitted && may_reserve) {
     if (!held && tracking()) {
       reserved_[candidate.run] = Reservation{now + kReservationTtl, candidate.agent};
       reservation_ends_.emplace_back(now + kReservationTtl, candidate.run);
@@ -141,6 +142,39 @@ Admission ConcurrencyGate::admit_locked(const StartCandidate& candidate,
   HB_ASSERT(inserted);
   line_.insert(&it->second.candidate);
   return a;
+}
+
+GateSnapshot ConcurrencyGate::snapshot(const std::string& agent,
+                                       const std::vector<std::string>& run_keys) {
+  const auto now = steady_();
+  std::unique_lock lock(mutex_);
+  const bool lapsed = expire_locked(now);
+  GateSnapshot snap;
+  Membership memo;
+  for (PoolState& state : states_locked(pools_locked(agent, memo), memo)) {
+    PoolSnapshot pool{std::move(state.pool), state.cap, state.in_use, {}};
+    pool.line.reserve(state.line.size());
+    for (const StartCandidate* w : state.line) pool.line.push_back(*w);
+    snap.pools.push_back(std::move(pool));
+  }
+  for (const std::string& run : run_keys) {
+    if (started_.contains(run) || reserved_.contains(run)) snap.runs_holding_place.push_back(run);
+  }
+  if (lapsed) wake_admissible(lock, agent);
+  return snap;
+}
+
+void ConcurrencyGate::stand_in_line(const StartCandidate& candidate) {
+  const auto now = steady_();
+  std::unique_lock lock(mutex_);
+  const bool lapsed = expire_locked(now);
+  const Admission a = admit_locked(candidate, now, /*may_reserve=*/false);
+  if (lapsed) {
+    wake_admissible(lock);  // wakes the candidate too when it may start now
+  } else if (a.admitted) {
+    lock.unlock();           // the queue takes its own lock
+    wake_(candidate.agent);  // a place freed since the snapshot: decide again
+  }
 }
 
 Admission ConcurrencyGate::admit(const StartCandidate& candidate) {

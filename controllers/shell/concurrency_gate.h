@@ -50,9 +50,17 @@ class ConcurrencyGate {
   // the gate admits everything and tracks nothing.
   ConcurrencyGate(int64_t cap, SteadyClock steady, Wake wake, PoolsOf pools_of = nullptr);
 
-  // Admits the candidate (reserving a place) or records it as waiting.
-  // Asking again for a run already admitted admits it again.
+  // The agent's pools as counted now, and which of `run_keys` (its runs)
+  // hold a place: what decide_agent admits a start from (admit_from_snapshot).
+  GateSnapshot snapshot(const std::string& agent, const std::vector<std::string>& run_keys);
+  // Commits an admission decided from a snapshot, checking it again under
+  // the mutex: admits the candidate (reserving a place) or, when the
+  // snapshot went stale (another worker took the place), records it as
+  // waiting and refuses. Asking again for a run already admitted admits it again.
   Admission admit(const StartCandidate& candidate);
+  // A start the decision refused from its snapshot: the candidate stands in
+  // line (no place is reserved); woken at once if a place freed since.
+  void stand_in_line(const StartCandidate& candidate);
   // A reservation the pass did not use (the run did not start): the place
   // is free again, unless the informer shows the run Running.
   void release(const std::string& run_key);
@@ -103,8 +111,9 @@ class ConcurrencyGate {
   std::string known_agent_locked(const std::string& run_key) const;
   // Whether the candidate's run holds a place already (started or reserved).
   bool holds_place_locked(const StartCandidate& candidate);
-  Admission admit_locked(const StartCandidate& candidate,
-                         std::chrono::steady_clock::time_point now);
+  // `may_reserve` false: only stands in line, whatever the pools say.
+  Admission admit_locked(const StartCandidate& candidate, std::chrono::steady_clock::time_point now,
+                         bool may_reserve = true);
   // Whether anything lapsed (places or places in line freed).
   bool expire_locked(std::chrono::steady_clock::time_point now);
   // Whether the agent stood in line.

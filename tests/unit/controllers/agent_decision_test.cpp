@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "controllers/agent/mention_plan.h"
 #include "controllers/schedule/run_name.h"
 #include "controllers/spend/budget_hold.h"
 #include "tests/unit/controllers/fixtures.h"
@@ -1033,6 +1034,135 @@ TEST(AgentDecision, CoalescingNeverHoldsBackSpendOrConditions) {
   EXPECT_TRUE(d.status_changed);
   EXPECT_EQ(w.agent["status"]["spend"]["cents"], 2.0);
   EXPECT_EQ(w.agent["status"]["activeRun"], *d.start_run);
+}
+
+// The decision reads another Agent's answer from the map the shell filled
+// for the targets reads_needed named: an Agent not in it wakes nobody.
+TEST(AgentDecision, MentionsWakeTheAgentsTheMapSaysAccept) {
+  World w{agent()};
+  w.step(at("2024-05-01T12:05:00Z"));
+  const std::string ran = schedule::scheduled_run_name("bot", at("2024-05-01T12:05:00Z"));
+  const TimePoint now = at("2024-05-01T12:06:00Z");
+  w.finish(ran, now, 0.5);
+  (*w.find(ran))["status"]["output"] = "@beta @mallory @gamma: done, cc @bot";
+  const std::vector<RunObservation> runs = observe_all(w.runs, now);
+  const ReadsNeeded reads = reads_needed(view_agent(w.agent), runs, nullptr, now);
+  EXPECT_EQ(reads.mention_targets, (std::vector<std::string>{"beta", "mallory", "gamma"}));
+  AgentDecisionInput in;
+  in.agent = &w.agent;
+  in.runs = runs;
+  in.now = now;
+  in.mention_accepted = {{"beta", true}, {"mallory", false}};
+  const AgentDecision d = decide_agent(in);
+  ASSERT_EQ(d.mention_runs.size(), 1u);
+  EXPECT_EQ(d.mention_runs[0].target, "beta");
+  // Positive control: the same runs wake gamma once the map says it accepts.
+  in.mention_accepted["gamma"] = true;
+  EXPECT_EQ(decide_agent(in).mention_runs.size(), 2u);
+}
+
+TEST(AgentDecision, ReadsNeededBoundsTheMentionTargets) {
+  World w{agent()};
+  w.step(at("2024-05-01T12:05:00Z"));
+  const std::string ran = schedule::scheduled_run_name("bot", at("2024-05-01T12:05:00Z"));
+  const TimePoint now = at("2024-05-01T12:06:00Z");
+  w.finish(ran, now, 0.5);
+  (*w.find(ran))["status"]["output"] = "@a1 @a2 @a3";
+  const Json one = *w.find(ran);
+  for (std::size_t i = 0; i < kMentionTargetsPerPassMax; ++i) {
+    Json more = one;
+    more["metadata"]["name"] = "bot-done-" + std::to_string(i);
+    more["metadata"]["uid"] = "uid-done-" + std::to_string(i);
+    more["status"]["output"] = "@t" + std::to_string(i) + "-x @t" + std::to_string(i) + "-y";
+    w.runs.push_back(more);
+  }
+  const ReadsNeeded reads =
+      reads_needed(view_agent(w.agent), observe_all(w.runs, now), nullptr, now);
+  EXPECT_EQ(reads.mention_targets.size(), kMentionTargetsPerPassMax);
+  EXPECT_EQ(reads.mention_targets.front(), "a1");
+}
+
+// promptFrom is read before the one decision, only when a slot is due whose
+// run may be made, or a skip stands.
+TEST(AgentDecision, ThePromptIsReadWhenASlotIsDueOrASkipStands) {
+  Json a = agent();
+  a["spec"]["heartbeat"].erase("prompt");
+  a["spec"]["heartbeat"]["promptFrom"] = {
+      {"configMapKeyRef", {{"name", "prompts"}, {"key", "heartbeat.md"}}}};
+  World w{a};
+  w.step(at("2024-05-01T12:04:00Z"));
+  EXPECT_FALSE(w.last_reads.prompt) << "no slot due";
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_TRUE(w.last_reads.prompt);
+  EXPECT_TRUE(d.create_run);
+  d = w.step(at("2024-05-01T12:06:00Z"));
+  EXPECT_FALSE(w.last_reads.prompt) << "the slot's run exists";
+  // A skip standing is read again until it is fixed.
+  World skipping{a};
+  skipping.prompt_from_gap = PromptGap{kReasonPromptEmpty, "empty"};
+  skipping.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_TRUE(skipping.last_reads.prompt);
+  skipping.step(at("2024-05-01T12:06:00Z"));
+  EXPECT_TRUE(skipping.last_reads.prompt);
+  // An inline prompt is never read; a paused agent makes no slot's run.
+  World inline_prompt{agent()};
+  inline_prompt.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_FALSE(inline_prompt.last_reads.prompt);
+  Json paused = a;
+  paused["spec"]["paused"] = true;
+  World held{paused};
+  held.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_FALSE(held.last_reads.prompt);
+}
+
+// A queued run takes the due slot (no run is made, no prompt read), and
+// the gate is asked for it.
+TEST(AgentDecision, AQueuedRunTakesTheSlotWithoutAPromptRead) {
+  Json a = agent();
+  a["spec"]["heartbeat"].erase("prompt");
+  a["spec"]["heartbeat"]["promptFrom"] = {
+      {"configMapKeyRef", {{"name", "prompts"}, {"key", "heartbeat.md"}}}};
+  const TimePoint now = at("2024-05-01T12:05:00Z");
+  const std::vector<Json> runs = {run("bot-manual-1", "manual")};
+  const ReadsNeeded reads = reads_needed(view_agent(a), observe_all(runs, now), nullptr, now);
+  EXPECT_FALSE(reads.prompt);
+  EXPECT_TRUE(reads.gate);
+}
+
+// The prompt read is decided before the decision: it must happen on every
+// pass whose decision (without the prompt) would make a slot's run, and on
+// as few others as can be known cheaply. Three hours, a pass a minute.
+std::pair<int, int> slot_runs_and_prompt_reads(const Json& a) {
+  World w{a};
+  int slot_runs = 0;
+  int reads = 0;
+  for (int minute = 1; minute <= 180; ++minute) {
+    const TimePoint now = kCreated + std::chrono::minutes(minute);
+    AgentDecisionInput in;
+    in.agent = &w.agent;
+    in.runs = observe_all(w.runs, now);
+    in.now = now;
+    const AgentDecision unread = decide_agent(in);
+    const bool read = reads_needed(view_agent(w.agent), in.runs, nullptr, now).prompt;
+    const bool makes_slot_run = unread.create_run && unread.create_run->slot;
+    EXPECT_TRUE(read || !makes_slot_run) << "no read before a slot's run at minute " << minute;
+    slot_runs += makes_slot_run ? 1 : 0;
+    reads += read ? 1 : 0;
+    const AgentDecision d = w.step(now);
+    if (d.start_run) w.finish(*d.start_run, now, 6.0);
+  }
+  return {slot_runs, reads};
+}
+
+TEST(AgentDecision, ThePromptIsReadExactlyForTheSlotsRunsWhenNothingElseBlocks) {
+  Json a = agent();
+  a["spec"]["heartbeat"].erase("prompt");
+  a["spec"]["heartbeat"]["promptFrom"] = {
+      {"configMapKeyRef", {{"name", "prompts"}, {"key", "heartbeat.md"}}}};
+  EXPECT_EQ(slot_runs_and_prompt_reads(a), std::make_pair(36, 36));
+  // A spent budget stops the slots and the reads with them.
+  a["spec"]["budget"] = {{"monthlyCents", 10}};
+  EXPECT_EQ(slot_runs_and_prompt_reads(a), std::make_pair(2, 2));
 }
 
 }  // namespace

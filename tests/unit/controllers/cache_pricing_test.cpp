@@ -326,12 +326,12 @@ TEST(CacheRunCharge, AKilledRunnerIsChargedItsLeasesCacheCounts) {
   const Json r = running_run();
   const Json j = job("r1");
   const Json p = terminated(pod("r1-abc"), 137, "", "2024-05-01T12:06:00Z", "OOMKilled");
-  Json lease = lease_report({"r1", 1, 1000, 100, 0, 1, 600, 200});
+  Json lease = lease_report({{1, 1000, 100, 0, 1, 600, 200}, "r1"});
   RunObservation o = observe_cached(r, j, {&p}, &lease);
   ASSERT_TRUE(o.became_final);
   EXPECT_DOUBLE_EQ(o.status["usage"]["costCents"], 0.303);
   EXPECT_EQ(o.status["usage"]["cacheReadInputTokens"], 600);
-  lease = lease_report({"r1", 1, 1000, 100, 0, 1, 5000, 0});
+  lease = lease_report({{1, 1000, 100, 0, 1, 5000, 0}, "r1"});
   o = observe_cached(r, j, {&p}, &lease);
   EXPECT_DOUBLE_EQ(o.status["usage"]["costCents"], uncached_cents(1000, 100));
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <utility>
 
+#include "controllers/schedule/run_name.h"
 #include "controllers/shell/concurrency_gate.h"
 #include "tests/unit/controllers/fixtures.h"
 
@@ -431,21 +432,29 @@ TEST(ConcurrencyPools, OneLeavingTheLineWakesThoseItHeldBack) {
   EXPECT_TRUE(f.gate.admit(candidate("y", kT0 + 2s)).admitted);
 }
 
+// A fleet of 2 places, both in use, and another agent's run asked for
+// before `slot` waiting: the bot's slot run is held.
+GateSnapshot full_gate(TimePoint slot) {
+  return GateSnapshot{{PoolSnapshot{"", 2, 2, {{"ns/other", "ns/other-run", slot - 1min}}}}, {}};
+}
+
 TEST(ConcurrencyDecision, AHeldRunWaitsQueuedWithTheReasonAndStartsWhenAdmitted) {
   World w{agent()};  // every 5m from 12:00
-  Admission answer = Admission::no(1, "waiting: 2 of 2 concurrent runs in use");
-  std::vector<std::pair<std::string, TimePoint>> asked;
-  w.admit_start = [&](const std::string& run, TimePoint order) {
-    asked.emplace_back(run, order);
-    return answer;
-  };
   const TimePoint slot = at("2024-05-01T12:05:00Z");
+  w.gate = full_gate(slot);
   AgentDecision d = w.step(slot + 3s);
   ASSERT_TRUE(d.create_run);
   EXPECT_FALSE(d.start_run);
   EXPECT_EQ(d.concurrency_limited, d.create_run->name);
-  ASSERT_FALSE(asked.empty());
-  EXPECT_EQ(asked.back().second, slot) << "the line is kept by the slot, not the pass";
+  ASSERT_TRUE(d.admission_request);
+  EXPECT_EQ(d.admission_request->order, slot) << "the line is kept by the slot, not the pass";
+  EXPECT_EQ(d.admission_request->agent, "ns/bot");
+  EXPECT_EQ(d.admission_request->run, "ns/" + d.create_run->name);
+  EXPECT_FALSE(d.admission_assumed.admitted);
+  const std::string message =
+      "waiting: 2 of 2 concurrent runs in use (--max-concurrent-runs); 1 run(s) asked for "
+      "earlier start first";
+  EXPECT_EQ(d.admission_assumed.message, message);
   EXPECT_NE(d.status_json()["phase"], "Running");
   ASSERT_TRUE(d.requeue_at);
   EXPECT_LE(*d.requeue_at, slot + 3s + kConcurrencyRecheck);
@@ -454,11 +463,14 @@ TEST(ConcurrencyDecision, AHeldRunWaitsQueuedWithTheReasonAndStartsWhenAdmitted)
   const Json& status = (*w.find(d.concurrency_limited.value()))["status"];
   EXPECT_EQ(status["phase"], "Queued");
   EXPECT_EQ(status["reason"], kReasonConcurrencyLimited);
-  EXPECT_EQ(status["message"], answer.message);
-  // A place frees: the run starts and the reason is gone.
-  answer = Admission::yes();
+  EXPECT_EQ(status["message"], message);
+  // Places free (the gate counts one in use): the run starts and the reason is gone.
+  w.gate->pools[0].in_use = 0;
   d = w.step(slot + 30s);
   ASSERT_TRUE(d.start_run);
+  ASSERT_TRUE(d.admission_request);
+  EXPECT_TRUE(d.admission_assumed.admitted);
+  EXPECT_EQ(d.admission_assumed.ahead, 1);
   const Json& started = (*w.find(*d.start_run))["status"];
   EXPECT_EQ(started["phase"], "Running");
   EXPECT_FALSE(started.contains("reason"));
@@ -467,15 +479,112 @@ TEST(ConcurrencyDecision, AHeldRunWaitsQueuedWithTheReasonAndStartsWhenAdmitted)
 
 TEST(ConcurrencyDecision, NothingIsAskedWhileTheAgentsOwnRunIsGoingOn) {
   World w{agent()};
-  int asked = 0;
-  w.admit_start = [&](const std::string&, TimePoint) {
-    ++asked;
-    return Admission::yes();
-  };
-  w.step(at("2024-05-01T12:05:00Z"));
-  EXPECT_EQ(asked, 1);
-  w.step(at("2024-05-01T12:06:00Z"));  // still running: no start, no question
-  EXPECT_EQ(asked, 1);
+  w.gate = GateSnapshot{};  // no pool over the agent: every start is admitted
+  AgentDecision d = w.step(at("2024-05-01T12:05:00Z"));
+  EXPECT_TRUE(d.admission_request);
+  EXPECT_TRUE(d.admission_assumed.admitted);
+  d = w.step(at("2024-05-01T12:06:00Z"));  // still running: no start, no question
+  EXPECT_FALSE(w.last_reads.gate);
+  EXPECT_FALSE(d.admission_request);
+}
+
+// A run the gate shows holding a place (reserved by a pass that failed
+// after it) is admitted again from the snapshot, the pool full or not.
+TEST(ConcurrencyDecision, ARunHoldingAPlaceIsAdmittedFromTheSnapshot) {
+  World w{agent()};
+  const TimePoint slot = at("2024-05-01T12:05:00Z");
+  w.gate = full_gate(slot);
+  w.gate->runs_holding_place = {"ns/" + schedule::scheduled_run_name("bot", slot)};
+  const AgentDecision d = w.step(slot);
+  ASSERT_TRUE(d.start_run);
+  EXPECT_TRUE(d.admission_assumed.admitted);
+}
+
+TEST(ConcurrencySnapshot, AdmitsFromTheSnapshotAsTheGateWould) {
+  Fleet f;
+  EXPECT_TRUE(f.gate.admit(candidate("a", kT0)).admitted);
+  // One place left: b is admitted from a snapshot.
+  GateSnapshot snap = f.gate.snapshot("ns/b", {"ns/b-run"});
+  ASSERT_EQ(snap.pools.size(), 1u);
+  EXPECT_EQ(snap.pools[0].cap, 2);
+  EXPECT_EQ(snap.pools[0].in_use, 1);
+  EXPECT_TRUE(admit_from_snapshot(snap, candidate("b", kT0)).admitted);
+  EXPECT_TRUE(f.gate.admit(candidate("b", kT0)).admitted);
+  // Full: c is refused with the gate's own message.
+  snap = f.gate.snapshot("ns/c", {"ns/c-run"});
+  const Admission from_snapshot = admit_from_snapshot(snap, candidate("c", kT0));
+  EXPECT_FALSE(from_snapshot.admitted);
+  EXPECT_EQ(from_snapshot.message,
+            "waiting: 2 of 2 concurrent runs in use (--max-concurrent-runs); 0 run(s) asked for "
+            "earlier start first");
+  const Admission from_gate = f.gate.admit(candidate("c", kT0));
+  EXPECT_FALSE(from_gate.admitted);
+  EXPECT_EQ(from_gate.message, from_snapshot.message);
+  // a's run holds its place: a snapshot says so, and asking again admits it.
+  snap = f.gate.snapshot("ns/a", {"ns/a-run", "ns/a-other"});
+  EXPECT_EQ(snap.runs_holding_place, std::vector<std::string>{"ns/a-run"});
+  EXPECT_TRUE(admit_from_snapshot(snap, candidate("a", kT0)).admitted);
+}
+
+TEST(ConcurrencySnapshot, TheLineKeepsItsOrder) {
+  Fleet f;
+  f.gate.admit(candidate("a", kT0));
+  f.gate.admit(candidate("b", kT0));
+  EXPECT_FALSE(f.gate.admit(candidate("late", kT0 + 2s)).admitted);
+  EXPECT_FALSE(f.gate.admit(candidate("early", kT0 + 1s)).admitted);
+  const GateSnapshot snap = f.gate.snapshot("ns/x", {});
+  ASSERT_EQ(snap.pools.size(), 1u);
+  ASSERT_EQ(snap.pools[0].line.size(), 2u);
+  EXPECT_EQ(snap.pools[0].line[0].agent, "ns/early");
+  EXPECT_EQ(snap.pools[0].line[1].agent, "ns/late");
+  // A place frees for one: whoever was asked for first takes it.
+  GateSnapshot one_free = snap;
+  one_free.pools[0].in_use = 1;
+  EXPECT_TRUE(admit_from_snapshot(one_free, candidate("first", kT0)).admitted);
+  EXPECT_TRUE(admit_from_snapshot(one_free, candidate("early", kT0 + 1s)).admitted);
+  const Admission late = admit_from_snapshot(one_free, candidate("late", kT0 + 2s));
+  EXPECT_FALSE(late.admitted);
+  EXPECT_EQ(late.ahead, 1);
+  EXPECT_FALSE(admit_from_snapshot(one_free, candidate("x", kT0 + 3s)).admitted);
+}
+
+// Two workers decide from snapshots taken before either commits: the gate
+// takes the first commit and refuses the stale second, which stands in
+// line and is woken when the place frees.
+TEST(ConcurrencySnapshot, TheGateRefusesACommitWhoseSnapshotWentStale) {
+  Fleet f;
+  f.gate.admit(candidate("a", kT0));
+  const GateSnapshot for_b = f.gate.snapshot("ns/b", {"ns/b-run"});
+  const GateSnapshot for_c = f.gate.snapshot("ns/c", {"ns/c-run"});
+  EXPECT_TRUE(admit_from_snapshot(for_b, candidate("b", kT0)).admitted);
+  EXPECT_TRUE(admit_from_snapshot(for_c, candidate("c", kT0 + 1s)).admitted);
+  EXPECT_TRUE(f.gate.admit(candidate("b", kT0)).admitted);  // the positive control
+  const Admission stale = f.gate.admit(candidate("c", kT0 + 1s));
+  EXPECT_FALSE(stale.admitted);
+  EXPECT_EQ(f.gate.in_use(), 2) << "never a place beyond the cap";
+  EXPECT_EQ(f.gate.waiting(), 1u);
+  f.phase("ns/a-run", "Succeeded");
+  EXPECT_EQ(f.woken, std::vector<std::string>{"ns/c"});
+}
+
+TEST(ConcurrencySnapshot, ARefusalFromTheSnapshotStandsInLineAndReservesNothing) {
+  Fleet f;
+  f.gate.admit(candidate("a", kT0));
+  f.gate.admit(candidate("b", kT0));
+  f.gate.stand_in_line(candidate("c", kT0));
+  EXPECT_EQ(f.gate.in_use(), 2);
+  EXPECT_EQ(f.gate.waiting(), 1u);
+  EXPECT_TRUE(f.woken.empty());
+  // A place freed between the snapshot and standing in line: woken to
+  // decide again, still with nothing reserved.
+  f.gate.release("ns/a-run");
+  f.woken.clear();
+  f.gate.stand_in_line(candidate("d", kT0 + 1s));
+  EXPECT_EQ(f.gate.in_use(), 1);
+  EXPECT_TRUE(f.woken.empty()) << "c, earlier, takes the free place first";
+  f.gate.stand_in_line(candidate("c", kT0));
+  EXPECT_EQ(f.woken, std::vector<std::string>{"ns/c"});
+  EXPECT_EQ(f.gate.in_use(), 1);
 }
 
 }  // namespace

@@ -214,10 +214,14 @@ struct World : PlanWriter {
   std::vector<Event> recorded;       // Events written, in order
   // What reading spec.heartbeat.promptFrom finds (the shell's read).
   std::optional<PromptGap> prompt_from_gap;
-  // Which other Agents take a mention from this one (null: none).
+  // Which other Agents take a mention from this one, as the shell's cache
+  // answers (null: none).
   std::function<bool(const std::string&)> accepts_mention;
-  // The concurrency cap's answer (null: no cap).
-  std::function<Admission(const std::string&, TimePoint)> admit_start;
+  // The concurrency gate as the shell counts it before each pass (nullopt: no cap).
+  std::optional<GateSnapshot> gate;
+  // What the first pass of the last step read before deciding (reads_needed).
+  ReadsNeeded last_reads;
+  ReadsNeeded pass_reads;  // the last pass's
   // The HeartbeatPolicies' team budgets over the agent (the shell's sums).
   std::vector<schedule::PolicyBudget> policy_budgets;
   std::optional<schedule::ProviderHold> provider_hold;  // the shell's quota hold
@@ -235,6 +239,7 @@ struct World : PlanWriter {
   AgentDecision step(TimePoint now) {
     constexpr int kPassesMax = 8;
     auto [first, rest_left] = pass(now);
+    last_reads = pass_reads;
     for (int i = 1; rest_left && i < kPassesMax; ++i) rest_left = pass(now).second;
     EXPECT_FALSE(rest_left) << "passes at one instant keep leaving writes";
     return first;
@@ -247,20 +252,22 @@ struct World : PlanWriter {
     in.runs = observe_all(runs, now);
     in.now = now;
     in.status_coalesce = coalesce;
-    in.accepts_mention = accepts_mention;
-    in.admit_start = admit_start;
     in.policy_budgets = policy_budgets;
     in.provider_hold = provider_hold;
     in.policies = policies;
     in.runner_image = runner_image;
     if (ledger) in.ledger = &*ledger;
-    AgentDecision d = decide_agent(in);
-    // As the shell: a due slot or a standing skip reads promptFrom, then decides again.
+    // As the shell: what the decision needs is read first, then it decides once.
     const AgentView view = view_agent(agent);
-    if (needs_prompt_read(view.spec.spec, view.status, d.create_run)) {
-      in.prompt = {true, prompt_from_gap};
-      d = decide_agent(in);
+    pass_reads = reads_needed(view, in.runs, ledger ? &*ledger : nullptr, now);
+    for (const std::string& target : pass_reads.mention_targets) {
+      in.mention_accepted[target] = accepts_mention && accepts_mention(target);
     }
+    if (pass_reads.gate) in.gate = gate;
+    if (pass_reads.prompt) in.prompt = {true, prompt_from_gap};
+    AgentDecision d = decide_agent(in);
+    EXPECT_TRUE(!gate || !d.start_run || d.admission_request)
+        << "reads_needed asks for the gate before every start";
     if (ledger && !d.ledger_charges.empty()) {
       std::vector<LedgerCharge> charges = d.ledger_charges;
       stamp_days(charges, view.spec.spec.time_zone, [](const std::string&) { return nullptr; });
