@@ -51,7 +51,11 @@ void Exporter::shutdown() {
     std::unique_lock lock(mutex_);
     stopping_ = true;
     wake_.notify_all();
-    const auto last_pass = std::max(config_.export_timeout, config_.metrics_export_timeout);
+    // One timeout for what is in flight and the last pass together; the
+    // metrics timeout only counts when metrics are sent at all.
+    const auto last_pass = config_.metrics_url.empty()
+                               ? config_.export_timeout
+                               : std::max(config_.export_timeout, config_.metrics_export_timeout);
     if (!wake_.wait_for(lock, last_pass, [this] { return done_; })) {
       cancel_->cancel();  // the request in flight ends now
     }

@@ -2,8 +2,9 @@
 // records a span never waits for the network: offer() puts it on a bounded
 // queue (full: dropped and counted) and returns. The thread exports what is
 // queued every export interval, sooner once half the queue is used, and a
-// last time at shutdown(), which never waits longer than the longer export
-// timeout (the request in flight is then cancelled). Every request is
+// last time at shutdown(), which waits at most one export timeout (the
+// longer one when metrics are sent too) for the request in flight and the
+// last pass together, then cancels what is still going. Every request is
 // bounded by its signal's export timeout, connect to last byte, and its reply by
 // kExportReplyBytesMax; a pass stops at its first failed request and
 // drops the rest, so a hung, slow or hostile collector costs one timeout
