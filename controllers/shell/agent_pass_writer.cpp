@@ -172,7 +172,7 @@ WriteResult AgentReconciler::PassWriter::start_run(const std::string& run) {
     ending.back()["status"] = final_status->second;
     history.push_back(&ending.back());
   }
-  kube::Result<bool> started = r_.start_run(agent_, *stored, history, prompt, now_);
+  kube::Result<bool> started = r_.start_run(agent_, spec_, *stored, history, prompt, now_);
   if (!started.ok()) return check(std::move(started).error());
   return started.value() ? WriteResult::kDone : WriteResult::kHeldBack;
 }

@@ -191,9 +191,19 @@ class AgentReconciler {
   // False when an object in the way held the run back (it stays Queued).
   // `history`: the agent's runs as the context document tells them; `read`:
   // the prompt this pass already read, if it did.
-  kube::Result<bool> start_run(const Json& agent, Json& run,
+  kube::Result<bool> start_run(const Json& agent, const AgentSpec& spec, Json& run,
                                const std::vector<const Json*>& history,
                                const std::optional<Prompt>& read, TimePoint now);
+  kube::Done adopt_run(const Json& agent, const std::string& run_name);
+  // What a run is charged at and its token cap, for the runner's own stops.
+  struct RunPrices {
+    Pricing pricing;
+    std::optional<int64_t> per_run_tokens;
+  };
+  kube::Result<std::optional<JobPlan>> plan_job(const Json& agent, const AgentSpec& spec, Json& run,
+                                                const std::vector<const Json*>& history,
+                                                const Prompt& prompt, const RunPrices& prices,
+                                                const HoldDecision& hold, TimePoint now);
   // Creates the run's context ConfigMap and Job (each adopted when this run
   // owns it already); the Job's uid, and when this pass created it.
   struct StartedJob {
@@ -201,6 +211,7 @@ class AgentReconciler {
     std::string uid;
     std::optional<TimePoint> created_at;  // unset when an earlier pass created it
   };
+  void note_started(const Json& agent, const Json& run, const StartedJob& job);
   kube::Result<StartedJob> create_context_and_job(const Json& run, const JobPlan& plan);
   // Conditional on `run`'s resourceVersion; `run` becomes the written version.
   kube::Done write_run_status(Json& run, const Json& status, bool final_with_label);
@@ -264,11 +275,49 @@ class AgentReconciler {
   // `policies`: the HeartbeatPolicies over the agent (a paused one with
   // spec.cancelRunning cancels runs in flight); `selecting`: the same
   // policies' specs as the pass read them (prices, token caps).
+  // Each run's Job from the caches, and the unfinished runs that have one.
+  struct RunJobs {
+    std::vector<std::optional<Json>> jobs;           // one per run
+    std::vector<std::string> going_on;               // unfinished runs with a Job
+    std::vector<std::optional<size_t>> going_on_at;  // run i's place in going_on
+  };
+  RunJobs jobs_of_runs(const std::string& ns, const std::vector<Json>& runs,
+                       const AgentViews& views);
+  std::optional<TimePoint> lease_seen_at(const std::string& agent_key,
+                                         const std::optional<Json>& lease, const AgentViews& views,
+                                         TimePoint now);
+  void keep_holds_of_uncharged(const std::string& ns, const std::string& name,
+                               const std::vector<Json>& runs,
+                               const std::vector<std::optional<Json>>& jobs);
   ObservedRuns observe_runs(const std::string& ns, const std::string& name,
                             const std::vector<Json>& runs, const AgentViews& views,
                             const std::vector<schedule::PolicyBudget>& policies,
                             const std::vector<PolicySpec>& selecting, const LedgerRecord* ledger,
                             TimePoint now);
+  // What one pass read before deciding (read_pass). `input` points into
+  // `views` and `record`: filled in place, never copied or moved.
+  struct PassRead {
+    AgentViews views;
+    std::optional<LedgerRecord> record;
+    AgentDecisionInput input;
+    std::vector<bool> has_job;  // ObservedRuns::has_job, until the plan takes it
+    std::optional<Json> lease;
+    std::optional<Prompt> prompt;  // when the pass read it before deciding
+    PassRead() = default;
+    PassRead(const PassRead&) = delete;
+    PassRead& operator=(const PassRead&) = delete;
+  };
+  // Reads what decide_agent needs for the agent and its runs: the cached
+  // views, the object in the way, the ledger record, the policies, every
+  // run observed, and the reads the decision asks for (read_before_deciding).
+  kube::Done read_pass(const std::string& ns, const std::string& name, const Json& agent,
+                       const std::vector<Json>& runs, TimePoint now, PassRead& pass);
+  // Plans the decision's writes and performs them (or makes the per-agent
+  // objects first, when that is all the pass would do); when to look again.
+  kube::Result<ReconcileResult> perform_pass(Json& agent, std::vector<Json>& runs, PassRead& pass,
+                                             const AgentDecision& d, TimePoint now);
+  ReconcileResult requeue_after_pass(const std::string& key, const AgentDecision& d, TimePoint now,
+                                     bool start_held_back, bool found_in_the_way, bool in_the_way);
   // Performs one pass's write plan (write_plan.h) against the API server.
   class PassWriter;
   void count_write(const char* kind);

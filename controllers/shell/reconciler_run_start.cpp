@@ -1,0 +1,225 @@
+// The AgentReconciler starting a run: the run made or adopted, its budget
+// held, its context and Job made.
+#include <spdlog/spdlog.h>
+
+#include "controllers/run/cache_projection.h"
+#include "controllers/schedule/utc_time.h"
+#include "controllers/shell/agent_reconciler.h"
+#include "controllers/spend/pricing.h"
+#include "kube/errors.h"
+
+namespace hb::controllers {
+
+namespace {
+
+using kube::ErrorKind;
+namespace res = kube::resources;
+
+// An object of that name this run does not own: someone else's, never used.
+kube::Error not_owned_by_run(const std::string& what, const std::string& ns,
+                             const std::string& name, const std::string& run_name) {
+  kube::Error error;
+  error.message = what + " " + ns + "/" + name + " exists and is not owned by run " + run_name +
+                  "; the operator never uses it for this run";
+  error.context = "start run " + ns + "/" + run_name;
+  return error;
+}
+
+}  // namespace
+
+void AgentReconciler::stamp_policies(Json& run) const {
+  Json& annotations = run["metadata"]["annotations"];
+  if (!annotations.is_object()) annotations = Json::object();
+  if (annotations.contains(kAnnotationPolicies)) return;
+  annotations[kAnnotationPolicies] =
+      policies_now(string_at(run, "metadata/namespace"), string_at(run, "spec/agentRef/name"));
+}
+
+kube::Result<Json> AgentReconciler::create_run(const std::string& ns, const Json& run) {
+  Json stamped = run;
+  stamp_policies(stamped);
+  HB_TRY_ASSIGN(Json created, client_->create(res::kHeartbeatRuns, ns, stamped));
+  count_write(kWriteRunCreate);
+  overlay_.put(kOverlayRuns, created);
+  return created;
+}
+
+kube::Result<bool> AgentReconciler::start_run(const Json& agent, const AgentSpec& spec, Json& run,
+                                              const std::vector<const Json*>& history,
+                                              const std::optional<Prompt>& read, TimePoint now) {
+  const std::string ns = string_at(run, "metadata/namespace");
+  const std::string run_name = name_of(run);
+  std::optional<Prompt> resolved = read;
+  if (!resolved) {
+    HB_TRY_ASSIGN(resolved, resolve_prompt(agent));
+  }
+  const Prompt& prompt = *resolved;
+  if (!prompt.text) {
+    // A run someone asked for (or one queued before the prompt went away)
+    // cannot start, saying what is missing.
+    HB_TRY(fail_before_start(agent, run, prompt.gap.reason, prompt.gap.message, now));
+    return true;
+  }
+  HB_TRY_ASSIGN(const std::string blocking, ensure_agent_objects(agent));
+  if (!blocking.empty()) {
+    std::lock_guard lock(mutex_);
+    in_the_way_[object_key(agent)] = {string_at(agent, "metadata/uid"), blocking, steady_()};
+    spdlog::warn("event=object_in_the_way agent={}/{} run={} object=\"{}\"", ns, name_of(agent),
+                 run_name, blocking);
+    return false;
+  }
+  if (!run_of_agent(run, string_at(agent, "metadata/uid"))) HB_TRY(adopt_run(agent, run_name));
+  // The runner's per-run stops use the price the operator charges, the
+  // token cap of the Agent and its policies, and what is held ahead for it.
+  const std::vector<PolicySpec> policies = policies_over(ns, name_of(agent));
+  const RunPrices prices{effective_pricing(spec, policies).pricing,
+                         effective_per_run_tokens(spec, policies)};
+  HB_TRY_ASSIGN(
+      const HoldDecision hold,
+      hold_budget(agent, run, spec,
+                  run_worst_case_cents(spec, prices.pricing, prices.per_run_tokens.value_or(0)),
+                  now));
+  if (!hold.start) {
+    {
+      std::lock_guard lock(mutex_);
+      waiting_for_budget_.insert(object_key(agent));
+    }
+    spdlog::info("event=run_waits_for_budget agent={}/{} run={} budget={}", ns, name_of(agent),
+                 run_name, hold.waiting_on);
+    return false;
+  }
+  HB_TRY_ASSIGN(const std::optional<JobPlan> plan,
+                plan_job(agent, spec, run, history, prompt, prices, hold, now));
+  if (!plan) return true;  // failed before it started
+  HB_TRY_ASSIGN(const StartedJob job, create_context_and_job(run, *plan));
+  // The run's Running status is not written here: the dispatch path is the
+  // run and its Job. The Job (in the overlay now, in the cache soon) is the
+  // mark that the run started; the next pass, which the Job's watch event
+  // queues behind other agents' dispatches, adopts it and writes Running
+  // (observe_run), as after a crash between the two writes.
+  if (job.created_at) note_started(agent, run, job);  // else adopted: counted when it was made
+  return true;
+}
+
+// A run made with kubectl: this Agent's from now on, stamped with the
+// policies selecting it (the run is the audit record: no ownerReference).
+// Whatever annotations its author set for these two are replaced.
+kube::Done AgentReconciler::adopt_run(const Json& agent, const std::string& run_name) {
+  const std::string ns = namespace_of(agent);
+  Json patch = {
+      {"metadata",
+       {{"annotations",
+         {{kAnnotationAgentUid, string_at(agent, "metadata/uid")},
+          {kAnnotationPolicies, policies_now(ns, name_of(agent))}}},
+        {"labels",
+         {{kLabelAgent, label_safe_name(name_of(agent))}, {kLabelManagedBy, kManagedByValue}}}}}};
+  HB_TRY_ASSIGN(Json adopted, client_->merge_patch(res::kHeartbeatRuns, ns, run_name, patch));
+  overlay_.put(kOverlayRuns, adopted);
+  count_write(kWriteRunAdopt);
+  return kube::done();
+}
+
+// The run's context rendered and its Job built; nullopt when the context is
+// too large, the run then failed before it started.
+kube::Result<std::optional<JobPlan>> AgentReconciler::plan_job(
+    const Json& agent, const AgentSpec& spec, Json& run, const std::vector<const Json*>& history,
+    const Prompt& prompt, const RunPrices& prices, const HoldDecision& hold, TimePoint now) {
+  const std::string ns = namespace_of(run);
+  HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, name_of(run), history));
+  const StartingRun starting = starting_run(run);
+  const Json context =
+      render_context({&spec, &starting, *prompt.text, with_reread(history, reread), now, hold.cents,
+                      is_day_pool(hold.bound_by), agent_spend(agent)},
+                     config_.job, prices.pricing, prices.per_run_tokens);
+  const std::string context_text = context.dump();
+  if (auto too_large = context_too_large(context_text.size(), prompt.source, prompt.text->size())) {
+    budget_holds_.release(object_key(ns, name_of(run)));
+    HB_TRY(fail_before_start(agent, run, kReasonContextTooLarge, *too_large, now));
+    return std::optional<JobPlan>();
+  }
+  JobPlan plan = build_job(starting, spec, context_text, config_.job);
+  plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
+  // The admitting policies' trusted copy and the cents held for the run:
+  // a Job's template cannot change.
+  Json& template_annotations = plan.job["spec"]["template"]["metadata"]["annotations"];
+  template_annotations[kAnnotationPolicies] = policies_now(ns, name_of(agent));
+  if (hold.cents) template_annotations[kAnnotationBudgetHold] = format_hold_cents(*hold.cents);
+  return std::optional<JobPlan>(std::move(plan));
+}
+
+// A run whose Job this pass created: counted, its scheduling span exported,
+// its lag observed.
+void AgentReconciler::note_started(const Json& agent, const Json& run, const StartedJob& job) {
+  HB_ASSERT_MSG(job.created_at.has_value(), "only a Job this pass created is counted");
+  if (config_.export_span) {
+    if (auto span = scheduling_span(run, {job.name, job.uid, *job.created_at})) {
+      config_.export_span(std::move(*span));
+    }
+  }
+  const std::string source = string_at(run, "spec/invocationSource", "manual");
+  metrics_.counter_add("heartbeat_runs_started_total", {{"source", source}});
+  // Lag as the issue defines it: the Job's creation (after its create call
+  // returned) minus the slot, so the run and Job writes are included.
+  auto slot = time_at(run, "spec/scheduledTime");
+  if (slot && source == kSourceScheduler) {
+    metrics_.observe("heartbeat_schedule_lag_seconds", {},
+                     std::chrono::duration<double>(*job.created_at - *slot).count());
+  }
+  spdlog::info("event=run_started agent={}/{} run={} job={} source={}", namespace_of(run),
+               name_of(agent), name_of(run), job.name, source);
+}
+
+// Finishes a run that cannot start without a Job (cost 0; the ledger marks
+// it next time), saying why; the Agent's conditions name it (agent_conditions.h).
+kube::Done AgentReconciler::fail_before_start(const Json& agent, Json& run,
+                                              const std::string& reason, const std::string& message,
+                                              TimePoint now) {
+  Json status = {{"phase", "Failed"},
+                 {"reason", reason},
+                 {"message", message},
+                 {"startedAt", schedule::format_rfc3339(now)},
+                 {"finishedAt", schedule::format_rfc3339(now)},
+                 {"durationSeconds", 0},
+                 {"usage", {{"inputTokens", 0}, {"outputTokens", 0}, {"costCents", 0}}}};
+  HB_TRY(write_run_status(run, status, true));
+  spdlog::warn("event=run_not_started agent={}/{} run={} reason={}",
+               string_at(run, "metadata/namespace"), name_of(agent), name_of(run), reason);
+  return kube::done();
+}
+
+kube::Result<AgentReconciler::StartedJob> AgentReconciler::create_context_and_job(
+    const Json& run, const JobPlan& plan) {
+  const std::string ns = string_at(run, "metadata/namespace");
+  const std::string run_uid = string_at(run, "metadata/uid");
+  if (plan.context_config_map) {
+    const std::string cm_name = name_of(*plan.context_config_map);
+    kube::Result<Json> created = client_->create(res::kConfigMaps, ns, *plan.context_config_map);
+    if (created.ok()) count_write(kWriteContextCreate);
+    if (!created.ok() && !created.is(ErrorKind::kAlreadyExists)) return std::move(created).error();
+    if (!created.ok()) {
+      // Someone else's ConfigMap under this name would become the agent's context.
+      HB_TRY_ASSIGN(Json existing, client_->get(res::kConfigMaps, ns, cm_name));
+      if (!owned_by(existing, run_uid))
+        return not_owned_by_run("ConfigMap", ns, cm_name, name_of(run));
+    }
+  }
+  StartedJob job{name_of(plan.job), "", std::nullopt};
+  kube::Result<Json> created = client_->create(res::kJobs, ns, plan.job);
+  if (created.ok()) {
+    job.created_at = clock_();
+    count_write(kWriteJobCreate);
+  } else if (created.is(ErrorKind::kAlreadyExists)) {
+    created = client_->get(res::kJobs, ns, job.name);
+    if (created.ok() && !owned_by(created.value(), run_uid)) {
+      return not_owned_by_run("Job", ns, job.name, name_of(run));
+    }
+  }
+  if (!created.ok()) return std::move(created).error();
+  job.uid = string_at(created.value(), "metadata/uid");
+  Json seen = std::move(created).value();
+  project_job(seen);  // the same shape the cache keeps
+  overlay_.put(kOverlayJobs, std::move(seen));
+  return job;
+}
+
+}  // namespace hb::controllers
