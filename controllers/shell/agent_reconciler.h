@@ -217,6 +217,8 @@ class AgentReconciler {
   kube::Done write_run_status(Json& run, const Json& status, bool final_with_label);
   kube::Done delete_job(const std::string& ns, const std::string& name);
   kube::Done delete_run(const std::string& ns, const std::string& name);
+  kube::Result<bool> delete_in_background(const kube::Resource& resource, const std::string& ns,
+                                          const std::string& name, const char* overlay_kind);
   // Best effort: a failed Event write is logged, never fails the pass.
   void record_event(const Json& agent, const Json* run, const Event& event, TimePoint now);
   // Runs whose Agent is gone, each observed with its Job, Pods and the

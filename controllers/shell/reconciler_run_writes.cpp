@@ -62,26 +62,33 @@ kube::Done AgentReconciler::write_run_status(Json& run, const Json& status, bool
 }
 
 kube::Done AgentReconciler::delete_job(const std::string& ns, const std::string& name) {
-  kube::DeleteOptions options;
-  options.propagation_policy = "Background";
-  kube::Result<Json> removed = client_->remove(res::kJobs, ns, name, options);
-  if (!removed.ok() && !removed.is(ErrorKind::kNotFound)) return std::move(removed).error();
-  if (removed.ok()) {
+  HB_TRY_ASSIGN(const bool deleted, delete_in_background(res::kJobs, ns, name, kOverlayJobs));
+  if (deleted) {
     count_write(kWriteJobDelete);
     spdlog::info("event=job_deleted namespace={} job={}", ns, name);
   }
-  overlay_.erase(kOverlayJobs, object_key(ns, name));
   return kube::done();
 }
 
 kube::Done AgentReconciler::delete_run(const std::string& ns, const std::string& name) {
+  HB_TRY_ASSIGN(const bool deleted,
+                delete_in_background(res::kHeartbeatRuns, ns, name, kOverlayRuns));
+  if (deleted) count_write(kWriteRunDelete);
+  return kube::done();
+}
+
+// Gone already is done too (false: this call deleted nothing); either way
+// the overlay forgets it.
+kube::Result<bool> AgentReconciler::delete_in_background(const kube::Resource& resource,
+                                                         const std::string& ns,
+                                                         const std::string& name,
+                                                         const char* overlay_kind) {
   kube::DeleteOptions options;
   options.propagation_policy = "Background";
-  kube::Result<Json> removed = client_->remove(res::kHeartbeatRuns, ns, name, options);
+  kube::Result<Json> removed = client_->remove(resource, ns, name, options);
   if (!removed.ok() && !removed.is(ErrorKind::kNotFound)) return std::move(removed).error();
-  if (removed.ok()) count_write(kWriteRunDelete);
-  overlay_.erase(kOverlayRuns, object_key(ns, name));
-  return kube::done();
+  overlay_.erase(overlay_kind, object_key(ns, name));
+  return removed.ok();
 }
 
 void AgentReconciler::record_event(const Json& agent, const Json* run, const Event& event,

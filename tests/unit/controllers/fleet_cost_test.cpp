@@ -23,6 +23,14 @@ namespace {
 
 using testing::at;
 
+// The list of memory ConfigMaps answers empty (the rest as RecordingApi does).
+std::shared_ptr<testing::RecordingApi> make_api() {
+  auto api = std::make_shared<testing::RecordingApi>();
+  api->get_answers["/configmaps?"] = {
+      200, {}, R"({"kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[]})"};
+  return api;
+}
+
 constexpr const char* kCostCounter = "heartbeat_cost_cents_total";
 constexpr double kInputCentsPerMillionTokens = 1000;
 constexpr double kOutputCentsPerMillionTokens = 10000;
@@ -30,31 +38,6 @@ constexpr double kOutputCentsPerMillionTokens = 10000;
 constexpr double kRunnerClaimCents = 999;
 // Cents are compared to a millionth, the spend ledger's resolution.
 constexpr double kCentsTolerance = 1e-6;
-
-// Every write succeeds and echoes its body with a uid and resourceVersion.
-class EchoApi final : public http::Client {
- public:
-  std::vector<http::Request> requests;
-  http::Response send(const http::Request& r) override {
-    requests.push_back(r);
-    if (r.method == "GET" && r.url.find("/configmaps?") != std::string::npos) {
-      return {200, {}, R"({"kind":"ConfigMapList","metadata":{"resourceVersion":"1"},"items":[]})"};
-    }
-    if (r.method == "GET") return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
-    Json body = Json::parse(r.body, nullptr, false);
-    if (body.is_object()) {
-      body["metadata"]["uid"] = "uid-made";
-      body["metadata"]["resourceVersion"] = std::to_string(++version_);
-    }
-    return {r.method == "POST" ? 201 : 200, {}, body.dump()};
-  }
-  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
-    return {200, {}, ""};
-  }
-
- private:
-  int version_ = 300;
-};
 
 // A merge patch's status onto the stored one (null deletes a field).
 void merge_status(Json& run, const Json& patch_status) {
@@ -69,7 +52,7 @@ void merge_status(Json& run, const Json& patch_status) {
 
 struct Fleet {
   testing::FakeView view;
-  std::shared_ptr<EchoApi> api = std::make_shared<EchoApi>();
+  std::shared_ptr<testing::RecordingApi> api = make_api();
   std::shared_ptr<kube::Client> client = testing::client_over(api);
   ReconcilerConfig config;  // with_ledger(): the durable ledger, as the operator runs
   Metrics metrics;

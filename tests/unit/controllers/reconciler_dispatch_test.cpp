@@ -22,50 +22,10 @@ namespace hb::controllers {
 namespace {
 
 using testing::at;
+using testing::RecordingApi;
 
 constexpr const char* kJobUid = "uid-job-bot-1";
 constexpr const char* kFinishedOutput = "the finished run's own words";
-
-// Every write succeeds (the body echoed with a uid and a resourceVersion);
-// a write that fails can be scripted by a part of its URL.
-class RecordingApi final : public http::Client {
- public:
-  std::vector<http::Request> requests;
-  std::vector<kube::GiveWayTime> give_way;            // each request's, as the client saw it
-  std::string fail_url_part;                          // a POST or PUT whose URL has it answers 403
-  std::map<std::string, http::Response> get_answers;  // by a part of the URL; else 404
-  http::Response send(const http::Request& r) override {
-    requests.push_back(r);
-    give_way.push_back(kube::current_give_way_time());
-    if (r.method == "GET") {
-      for (const auto& [part, answer] : get_answers) {
-        if (r.url.find(part) != std::string::npos) return answer;
-      }
-      return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
-    }
-    if (!fail_url_part.empty() && r.url.find(fail_url_part) != std::string::npos) {
-      return {403, {}, R"({"kind":"Status","code":403,"reason":"Forbidden"})"};
-    }
-    Json body = Json::parse(r.body, nullptr, false);
-    if (body.is_object()) {
-      body["metadata"]["uid"] = "uid-made";
-      body["metadata"]["resourceVersion"] = "300";
-    }
-    return {r.method == "POST" ? 201 : 200, {}, body.dump()};
-  }
-  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
-    return {200, {}, ""};
-  }
-  // The index of the first request with this method whose URL has the part.
-  std::optional<std::size_t> first(const std::string& method, const std::string& url_part) const {
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      if (requests[i].method == method && requests[i].url.find(url_part) != std::string::npos) {
-        return i;
-      }
-    }
-    return std::nullopt;
-  }
-};
 
 // bot-1 (the 12:00 slot) ran and its runner ended with a result; bot-manual-1
 // waits Queued behind it. At 12:03 no slot is due: the pass counts bot-1

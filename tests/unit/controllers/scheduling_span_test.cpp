@@ -71,25 +71,6 @@ TEST(SchedulingSpan, NoSpanForARunWhoseUidIsNoUuid) {
   EXPECT_FALSE(scheduling_span(testing::run("bot-1"), {"j", "u", at("2024-05-01T12:00:05Z")}));
 }
 
-// Every write succeeds, the body echoed with a uid.
-class EchoApi final : public http::Client {
- public:
-  std::vector<http::Request> requests;
-  http::Response send(const http::Request& r) override {
-    requests.push_back(r);
-    if (r.method == "GET") return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
-    Json body = Json::parse(r.body, nullptr, false);
-    if (body.is_object()) {
-      body["metadata"]["uid"] = "uid-made";
-      body["metadata"]["resourceVersion"] = "300";
-    }
-    return {r.method == "POST" ? 201 : 200, {}, body.dump()};
-  }
-  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
-    return {200, {}, ""};
-  }
-};
-
 std::string traceparent_of_job(const Json& job) {
   for (const auto& container : job["spec"]["template"]["spec"]["containers"]) {
     for (const auto& env : container.value("env", Json::array())) {
@@ -103,7 +84,7 @@ TEST(SchedulingSpan, TheReconcilerHandsOverOneSpanPerJobItMakesParentOfTheRunner
   testing::FakeView view;
   view.agents_by_name["bot"] = testing::agent();
   view.runs.push_back(run_with_uid("manual", std::nullopt));
-  auto api = std::make_shared<EchoApi>();
+  auto api = std::make_shared<testing::RecordingApi>();
   Metrics metrics;
   ReconcilerConfig config;
   std::vector<otlp::Span> spans;

@@ -11,6 +11,7 @@
 
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/client.h"
+#include "kube/request_priority.h"
 
 namespace hb::controllers::testing {
 
@@ -45,6 +46,53 @@ class FakeView final : public ClusterView {
     auto it = by_name.find(name);
     return it == by_name.end() ? std::nullopt : std::optional<Json>(it->second);
   }
+};
+
+// The API server as the shell's tests script it: every write succeeds,
+// its body echoed with a uid and a newer resourceVersion; a GET answers
+// what `get_answers` holds for a part of its URL, else 404; a POST or PUT
+// whose URL has `fail_url_part` answers 403. Records every request and the
+// give-way time it was sent with.
+class RecordingApi final : public http::Client {
+ public:
+  std::vector<http::Request> requests;
+  std::vector<kube::GiveWayTime> give_way;
+  std::string fail_url_part;
+  std::map<std::string, http::Response> get_answers;  // by a part of the URL
+  http::Response send(const http::Request& r) override {
+    requests.push_back(r);
+    give_way.push_back(kube::current_give_way_time());
+    if (r.method == "GET") {
+      for (const auto& [part, answer] : get_answers) {
+        if (r.url.find(part) != std::string::npos) return answer;
+      }
+      return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
+    }
+    if (!fail_url_part.empty() && r.url.find(fail_url_part) != std::string::npos) {
+      return {403, {}, R"({"kind":"Status","code":403,"reason":"Forbidden"})"};
+    }
+    Json body = Json::parse(r.body, nullptr, false);
+    if (body.is_object()) {
+      body["metadata"]["uid"] = "uid-made";
+      body["metadata"]["resourceVersion"] = std::to_string(++version_);
+    }
+    return {r.method == "POST" ? 201 : 200, {}, body.dump()};
+  }
+  http::Response stream(const http::Request&, const http::ChunkHandler&) override {
+    return {200, {}, ""};
+  }
+  // The index of the first request with this method whose URL has the part.
+  std::optional<std::size_t> first(const std::string& method, const std::string& url_part) const {
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      if (requests[i].method == method && requests[i].url.find(url_part) != std::string::npos) {
+        return i;
+      }
+    }
+    return std::nullopt;
+  }
+
+ private:
+  int version_ = 300;
 };
 
 // A client whose transport is `api`, without a rate limit.
