@@ -138,126 +138,172 @@ bool daily_budget_spent(const AgentSpec& spec, TimePoint now, const LedgerRecord
 // The steps run in a fixed order; each is a pure function of what earlier
 // ones returned (agent_ledger.h, agent_schedule_plan.h, agent_runs.h,
 // agent_desired_status.h).
+namespace {
+
+// What the steps of decide_agent hand on to each other.
+struct Deciding {
+  const AgentDecisionInput& in;
+  const AgentView& view;
+  const AgentSpec& spec;
+  bool valid = false;
+  std::vector<Event> mention_events = {};
+  RunsByState runs = {};
+  CountedLedger counted = {};
+  BudgetHoldPlan hold = {};
+  std::optional<DaySpend> today = {};
+  schedule::BlockResult blocks = {};
+  BackoffState backoff = {};
+  RunQueue queue = {};
+  SchedulePlan plan = {};
+  SkipPlan skip = {};
+  StartPlan start = {};
+};
+
+// The ledger: count final runs whose cost is not recorded yet.
+void count_runs(Deciding& s, AgentDecision& d) {
+  s.runs = sort_runs_by_state(s.in.runs, s.view.status.last_schedule_time, s.in.now);
+  s.counted =
+      count_finished_runs(s.view.status, std::move(s.runs.uncounted), s.in.now, s.in.ledger);
+  d.ledger_changed = !s.counted.ledger.counted.empty();
+  d.ledger_charges = std::move(s.counted.charges);
+  d.mark = std::move(s.counted.ledger.mark);
+  d.confirm_unmarked = std::move(s.counted.ledger.raised);
+}
+
+// Blocks (board pause, pause_heartbeats, budget), after the budget stop
+// that waits for a person is held or released.
+void find_blocks(Deciding& s, const AgentDecision& d) {
+  const AgentDecisionInput& in = s.in;
+  s.hold =
+      plan_budget_hold({.spec = &s.spec,
+                        .stored = s.view.status.budget_hold,
+                        .resume = s.view.resume,
+                        .spent_cents_this_period = spent_cents_this_month(s.counted.ledger, in.now),
+                        .period = schedule::spend_period(in.now),
+                        .now = in.now});
+  s.today = spend_today_if_needed(s.spec, s.view.status, in.ledger, d.ledger_charges, in.now);
+  s.blocks = agent_blocks(s.spec, s.counted.ledger, limited_cents_today(s.spec, s.today),
+                          s.hold.hold, in.policy_budgets, in.provider_hold,
+                          policy_refusals(s.spec, in.policies, in.runner_image), in.now);
+  s.backoff = backoff_state(s.spec, s.view.status, s.counted.ledger);
+}
+
+// The schedule: at most the most recent due slot, never a burst. Later
+// queued callbacks fold into the first: they never start. An empty or
+// missing prompt skips the slot: no run, no Job.
+void plan_slot(Deciding& s, AgentDecision& d) {
+  s.queue = order_queue(std::move(s.runs.queued));
+  d.coalesce = std::move(s.queue.folded);
+  if (s.valid && s.spec.schedule) {
+    const RunObservation* first_waiting =
+        s.queue.waiting.empty() ? nullptr : s.queue.waiting.front();
+    s.plan = plan_schedule(s.spec, s.blocks, s.runs.last_scheduled, s.in.runs, first_waiting,
+                           s.in.now, s.backoff.intervals);
+  }
+  d.create_run = std::move(s.plan.create_run);
+  d.events = std::move(s.hold.events);
+  append(d.events, std::move(s.mention_events));
+  append(d.events, std::move(s.plan.events));
+  s.skip = plan_skip(s.spec, s.view.status.last_skipped, s.in.prompt, d.create_run);
+  if (s.skip.skip_slot) d.create_run.reset();
+  append(d.events, std::move(s.skip.events));
+}
+
+// Start a queued run (else the slot's) when the agent is free and
+// unblocked, asking the gate's snapshot for a place.
+void plan_next_start(Deciding& s, AgentDecision& d) {
+  s.start = plan_start(wait_reasons(s.valid, s.blocks, s.runs.running), s.runs.running,
+                       s.queue.waiting, d.create_run ? &d.create_run->name : nullptr);
+  if (s.start.start_run && s.in.gate) {
+    d.admission_request = StartCandidate{
+        object_key(s.spec.ns, s.spec.name), object_key(s.spec.ns, *s.start.start_run),
+        start_order(*s.start.start_run, s.queue.waiting, d.create_run, s.in.now)};
+    d.admission_assumed = admit_from_snapshot(*s.in.gate, *d.admission_request);
+    if (!d.admission_assumed.admitted) {
+      d.concurrency_limited = s.start.start_run;
+      hold_for_capacity(s.start, s.queue.waiting, d.admission_assumed.message);
+    }
+  }
+  d.start_run = s.start.start_run;
+  d.queued_messages = std::move(s.start.queued_messages);
+}
+
+// The status, and Events for the conditions that change.
+std::optional<TimePoint> plan_agent_status(Deciding& s, AgentDecision& d) {
+  StatusPlan status =
+      plan_status({.view = s.view,
+                   .spec_errors = d.spec_errors,
+                   .object_in_the_way = !s.in.env.object_in_the_way.empty(),
+                   .agent_valid = s.valid,
+                   .blocks = s.blocks,
+                   .runs = s.in.runs,
+                   .counted = std::move(s.counted),
+                   .spend_today = shown_spend_today(std::move(s.today)),
+                   .active_run = s.start.active,
+                   .starting_now = d.start_run.has_value(),
+                   .running = s.runs.running,
+                   .coalesce_window = s.in.status_coalesce,
+                   .last_schedule = later_time(s.runs.last_scheduled, s.plan.run_slot),
+                   .next_heartbeat = s.plan.next_heartbeat,
+                   .invoked = d.invoke_run ? &*d.invoke_run : nullptr,
+                   .skipped = s.skip.skipped,
+                   .budget_hold = std::move(s.hold.hold),
+                   .backoff = std::move(s.backoff),
+                   .now = s.in.now});
+  d.status = std::move(status.status);
+  d.status_changed = status.write_now;
+  d.status_deferred = status.deferred_until.has_value();
+  append(d.events, std::move(status.events));
+  return status.deferred_until;
+}
+
+// When to look again: the next slot, a lifting block, a run's deadline,
+// the end of a coalescing window.
+void plan_requeue(const Deciding& s, std::optional<TimePoint> deferred_until, AgentDecision& d) {
+  const TimePoint now = s.in.now;
+  const bool may_run = s.valid && !s.blocks.blocked();
+  if (may_run) d.next_heartbeat = s.plan.next_heartbeat;
+  d.requeue_at = requeue_time(deferred_until, may_run ? s.plan.next_heartbeat : std::nullopt,
+                              s.blocks, s.in.runs, now);
+  std::optional<TimePoint> recheck = prompt_recheck_at(s.spec, s.skip.skipped, now);
+  if (d.concurrency_limited)
+    recheck = std::min(recheck.value_or(now + kConcurrencyRecheck), now + kConcurrencyRecheck);
+  if (recheck) d.requeue_at = std::min(d.requeue_at.value_or(*recheck), *recheck);
+  HB_ASSERT_MSG(!d.requeue_at || !d.next_heartbeat || *d.requeue_at <= *d.next_heartbeat ||
+                    *d.next_heartbeat <= now,
+                "the key is looked at again by the next heartbeat");
+}
+
+}  // namespace
+
 AgentDecision decide_agent(const AgentDecisionInput& in) {
   HB_ASSERT(in.view != nullptr || in.agent != nullptr);
   std::optional<AgentView> viewed_here;
   if (in.view == nullptr) viewed_here = view_agent(*in.agent);
   const AgentView& view = in.view != nullptr ? *in.view : *viewed_here;
-  const AgentSpec& spec = view.spec.spec;
+  Deciding s{.in = in, .view = view, .spec = view.spec.spec};
   AgentDecision d;
   if (!view.spec.errors.empty() || !in.env.object_in_the_way.empty()) {
     d.spec_errors = spec_errors(view.spec, in.env);
   }
-  const bool valid = d.spec_errors.empty() && !spec.deleting;
-
-  // 1. Mentions in finished runs' output wake other agents, before the
-  // ledger counts (and a mark ends) those runs.
-  MentionPlan mentions = plan_mentions(spec, in.runs, in.mention_accepted);
+  s.valid = d.spec_errors.empty() && !s.spec.deleting;
+  // Mentions in finished runs' output wake other agents, before the ledger
+  // counts (and a mark ends) those runs.
+  MentionPlan mentions = plan_mentions(s.spec, in.runs, in.mention_accepted);
   d.mention_runs = std::move(mentions.runs);
-
-  // 2. Ledger: count final runs whose cost is not recorded yet.
-  RunsByState runs = sort_runs_by_state(in.runs, view.status.last_schedule_time, in.now);
-  CountedLedger counted =
-      count_finished_runs(view.status, std::move(runs.uncounted), in.now, in.ledger);
-  d.ledger_changed = !counted.ledger.counted.empty();
-  d.ledger_charges = std::move(counted.charges);
-  d.mark = std::move(counted.ledger.mark);
-  d.confirm_unmarked = std::move(counted.ledger.raised);
-
-  // 2. Blocks (board pause, pause_heartbeats, budget), after the budget
-  // stop that waits for a person is held or released.
-  BudgetHoldPlan hold =
-      plan_budget_hold({.spec = &spec,
-                        .stored = view.status.budget_hold,
-                        .resume = view.resume,
-                        .spent_cents_this_period = spent_cents_this_month(counted.ledger, in.now),
-                        .period = schedule::spend_period(in.now),
-                        .now = in.now});
-  std::optional<DaySpend> today =
-      spend_today_if_needed(spec, view.status, in.ledger, d.ledger_charges, in.now);
-  const schedule::BlockResult blocks = agent_blocks(
-      spec, counted.ledger, limited_cents_today(spec, today), hold.hold, in.policy_budgets,
-      in.provider_hold, policy_refusals(spec, in.policies, in.runner_image), in.now);
-  BackoffState backoff = backoff_state(spec, view.status, counted.ledger);
-
-  // 3. The schedule: at most the most recent due slot, never a burst. Later
-  // queued callbacks fold into the first: they never start.
-  RunQueue queue = order_queue(std::move(runs.queued));
-  d.coalesce = std::move(queue.folded);
-  SchedulePlan plan;
-  if (valid && spec.schedule) {
-    const RunObservation* first_waiting = queue.waiting.empty() ? nullptr : queue.waiting.front();
-    plan = plan_schedule(spec, blocks, runs.last_scheduled, in.runs, first_waiting, in.now,
-                         backoff.intervals);
-  }
-  d.create_run = std::move(plan.create_run);
-  d.events = std::move(hold.events);
-  append(d.events, std::move(mentions.events));
-  append(d.events, std::move(plan.events));
-  // An empty or missing prompt skips the slot: no run, no Job.
-  SkipPlan skip = plan_skip(spec, view.status.last_skipped, in.prompt, d.create_run);
-  if (skip.skip_slot) d.create_run.reset();
-  append(d.events, std::move(skip.events));
-
-  // 4. Start a queued run (else the slot's) when the agent is free and unblocked.
-  StartPlan start = plan_start(wait_reasons(valid, blocks, runs.running), runs.running,
-                               queue.waiting, d.create_run ? &d.create_run->name : nullptr);
-  if (start.start_run && in.gate) {
-    d.admission_request =
-        StartCandidate{object_key(spec.ns, spec.name), object_key(spec.ns, *start.start_run),
-                       start_order(*start.start_run, queue.waiting, d.create_run, in.now)};
-    d.admission_assumed = admit_from_snapshot(*in.gate, *d.admission_request);
-    if (!d.admission_assumed.admitted) {
-      d.concurrency_limited = start.start_run;
-      hold_for_capacity(start, queue.waiting, d.admission_assumed.message);
-    }
-  }
-  d.start_run = start.start_run;
-  d.queued_messages = std::move(start.queued_messages);
-
-  // 5. Manual invocation by annotation.
-  d.invoke_run = invoke_request(view);
-
-  // 6. History: keep historyLimits finished runs whose cost is recorded.
-  d.delete_runs = runs_beyond_history(in.runs, spec.history_succeeded, spec.history_failed);
-
-  // 7. Status, and Events for the conditions that change.
-  StatusPlan status = plan_status({.view = view,
-                                   .spec_errors = d.spec_errors,
-                                   .object_in_the_way = !in.env.object_in_the_way.empty(),
-                                   .agent_valid = valid,
-                                   .blocks = blocks,
-                                   .runs = in.runs,
-                                   .counted = std::move(counted),
-                                   .spend_today = shown_spend_today(std::move(today)),
-                                   .active_run = start.active,
-                                   .starting_now = d.start_run.has_value(),
-                                   .running = runs.running,
-                                   .coalesce_window = in.status_coalesce,
-                                   .last_schedule = later_time(runs.last_scheduled, plan.run_slot),
-                                   .next_heartbeat = plan.next_heartbeat,
-                                   .invoked = d.invoke_run ? &*d.invoke_run : nullptr,
-                                   .skipped = skip.skipped,
-                                   .budget_hold = std::move(hold.hold),
-                                   .backoff = std::move(backoff),
-                                   .now = in.now});
-  d.status = std::move(status.status);
-  d.status_changed = status.write_now;
-  d.status_deferred = status.deferred_until.has_value();
-  append(d.events, std::move(status.events));
-
-  // 8. When to look again: the next slot, a lifting block, a run's deadline,
-  // the end of a coalescing window.
-  const bool may_run = valid && !blocks.blocked();
-  if (may_run) d.next_heartbeat = plan.next_heartbeat;
-  d.requeue_at = requeue_time(status.deferred_until, may_run ? plan.next_heartbeat : std::nullopt,
-                              blocks, in.runs, in.now);
-  std::optional<TimePoint> recheck = prompt_recheck_at(spec, skip.skipped, in.now);
-  if (d.concurrency_limited)
-    recheck =
-        std::min(recheck.value_or(in.now + kConcurrencyRecheck), in.now + kConcurrencyRecheck);
-  if (recheck) d.requeue_at = std::min(d.requeue_at.value_or(*recheck), *recheck);
+  s.mention_events = std::move(mentions.events);
+  count_runs(s, d);
+  find_blocks(s, d);
+  plan_slot(s, d);
+  plan_next_start(s, d);
+  d.invoke_run = invoke_request(view);  // manual invocation by annotation
+  // History: keep historyLimits finished runs whose cost is recorded.
+  d.delete_runs = runs_beyond_history(in.runs, s.spec.history_succeeded, s.spec.history_failed);
+  const std::optional<TimePoint> deferred_until = plan_agent_status(s, d);
+  plan_requeue(s, deferred_until, d);
   for (const RunObservation& run : in.runs) append(d.events, run.events);
+  HB_ASSERT_MSG(!d.start_run || s.valid, "an invalid agent starts nothing");
+  HB_ASSERT_MSG(!d.create_run || s.valid, "an invalid agent schedules nothing");
   return d;
 }
 

@@ -169,6 +169,23 @@ void assign_priorities(std::vector<PlannedWrite>& plan, const WritePlanInput& in
   for (PlannedWrite& w : plan) w.priority = write_priority(w, counts_spend, slot_of(w, in), in.now);
 }
 
+// The order write_plan.h promises: Job deletes before anything else; at
+// most one run of each kind made, one started, one agent status.
+bool plan_well_formed(const std::vector<PlannedWrite>& plan) {
+  std::map<WriteOp, std::size_t> count;
+  bool past_deletes = false;
+  for (const PlannedWrite& w : plan) {
+    if (w.op == WriteOp::kDeleteJob && past_deletes) return false;
+    past_deletes = past_deletes || w.op != WriteOp::kDeleteJob;
+    ++count[w.op];
+  }
+  for (const WriteOp once : {WriteOp::kCreateRun, WriteOp::kInvokeRun, WriteOp::kStartRun,
+                             WriteOp::kReplaceAgentStatus}) {
+    if (count[once] > 1) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<PlannedWrite> plan_writes(const WritePlanInput& in) {
@@ -206,6 +223,7 @@ std::vector<PlannedWrite> plan_writes(const WritePlanInput& in) {
     plan.push_back(run_write(WriteOp::kDeleteRun, name));
   }
   assign_priorities(plan, in);
+  HB_ASSERT_MSG(plan_well_formed(plan), "a plan deletes Jobs first and starts at most one run");
   return plan;
 }
 

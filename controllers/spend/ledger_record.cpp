@@ -1,10 +1,10 @@
 #include "controllers/spend/ledger_record.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
 #include <cstdio>
 
+#include "api/hb_assert.h"
 #include "controllers/model/run_cost.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/spend_day.h"
@@ -74,6 +74,23 @@ void add_to_days(LedgerRecord& record, const LedgerCharge& charge, int64_t more,
   }
 }
 
+// Each month's or day's spend by its key, to check a charge never lowers it.
+std::map<std::string, int64_t> spent_by_key(const std::map<std::string, PeriodSpend>& spends) {
+  std::map<std::string, int64_t> out;
+  for (const auto& [key, spend] : spends) out.emplace(key, spend.micro_cents);
+  return out;
+}
+
+// A key dropped as too old is not a fall.
+bool none_fell(const std::map<std::string, int64_t>& before,
+               const std::map<std::string, PeriodSpend>& after) {
+  for (const auto& [key, micro_cents] : before) {
+    const auto it = after.find(key);
+    if (it != after.end() && it->second.micro_cents < micro_cents) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int64_t to_micro_cents(double cents) {
@@ -102,6 +119,8 @@ void stamp_days(
 
 LedgerRecord charge_runs(LedgerRecord record, const std::vector<LedgerCharge>& charges,
                          TimePoint now) {
+  const std::map<std::string, int64_t> months_before = spent_by_key(record.periods);
+  const std::map<std::string, int64_t> days_before = spent_by_key(record.days);
   for (const LedgerCharge& charge : charges) {
     const int64_t micro_cents = std::max<int64_t>(0, to_micro_cents(charge.cost_cents));
     auto counted = std::find_if(record.counted.begin(), record.counted.end(),
@@ -131,6 +150,8 @@ LedgerRecord charge_runs(LedgerRecord record, const std::vector<LedgerCharge>& c
                          record.counted.end() - static_cast<std::ptrdiff_t>(kLedgerCountedMax));
   }
   drop_old_periods(record, now);
+  HB_ASSERT_MSG(none_fell(months_before, record.periods) && none_fell(days_before, record.days),
+                "a charge never lowers what a month or a day spent");
   return record;
 }
 
