@@ -138,6 +138,10 @@ void parse_pod_fields(const Json& runtime, AgentSpec& s) {
 
 }  // namespace
 
+int64_t context_runs_of(const Json& agent) {
+  return int_at(agent, "spec/heartbeat/contextRuns").value_or(kContextRunsDefault);
+}
+
 std::vector<api::MemoryBlock> parse_memory_blocks(const Json& spec) {
   std::vector<api::MemoryBlock> blocks;
   const Json* b = find_path(spec, "memory/blocks");

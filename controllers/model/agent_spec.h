@@ -137,6 +137,9 @@ struct SpecCheck {
   std::string message() const;  // errors joined by "; "
 };
 
+// The agent's spec.heartbeat.contextRuns (its default when unset).
+int64_t context_runs_of(const Json& agent);
+
 // spec.memory.blocks of an Agent's spec (limits defaulted).
 std::vector<api::MemoryBlock> parse_memory_blocks(const Json& spec);
 

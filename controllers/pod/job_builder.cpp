@@ -67,19 +67,6 @@ Json controller_ref(const StartingRun& run) {
   return owner_ref(run.api_version, run.kind, run.identity.name, run.identity.uid);
 }
 
-StartingRun starting_run(const Json& run) {
-  RunView view = view_run(run);
-  StartingRun out{string_at(run, "apiVersion"), string_at(run, "kind"), std::move(view.ns), {}};
-  api::RunIdentity& id = out.identity;
-  id.name = std::move(view.name);
-  id.uid = std::move(view.uid);
-  id.invocation_source = std::move(view.source);
-  id.trigger_detail = std::move(view.trigger_detail);
-  id.metadata = api::usable_run_metadata(find_path(run, "spec/metadata"));
-  id.scheduled_time = view.scheduled_time;
-  return out;
-}
-
 namespace {
 
 // The model section; the price only the input and output parts (what the
@@ -133,10 +120,6 @@ std::vector<const Json*> newest_finished(const std::vector<const Json*>& runs,
 }
 
 }  // namespace
-
-int64_t context_runs_of(const Json& agent) {
-  return int_at(agent, "spec/heartbeat/contextRuns").value_or(kContextRunsDefault);
-}
 
 std::vector<std::string> context_runs_to_read(const std::vector<const Json*>& runs,
                                               const std::string& current_run,

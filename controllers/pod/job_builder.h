@@ -73,15 +73,6 @@ struct JobConfig {
   std::string semconv_opt_in;
 };
 
-// A run as its Job and context document name it.
-struct StartingRun {
-  std::string api_version, kind;  // for the ownerReferences to it
-  std::string ns;
-  api::RunIdentity identity;  // all but the deadline (the Agent's timeout from now)
-};
-
-StartingRun starting_run(const Json& run);
-
 struct ContextInput {
   const AgentSpec* agent = nullptr;  // parse_agent_spec of a valid Agent
   const StartingRun* run = nullptr;
@@ -114,9 +105,6 @@ api::ContextDocument context_document(const ContextInput& input, const JobConfig
 Json render_context(const ContextInput& input, const JobConfig& config,
                     const std::optional<Pricing>& pricing = std::nullopt,
                     std::optional<int64_t> per_run_tokens = std::nullopt);
-
-// The agent's spec.heartbeat.contextRuns (its default when unset).
-int64_t context_runs_of(const Json& agent);
 
 // The names of the runs recent_runs_oldest_first would show whose output the
 // cache dropped (cache_projection.h): read them from the API server first.
