@@ -20,12 +20,6 @@ namespace {
 
 using schedule::format_rfc3339;
 
-const Json& spec_of(const Json& object) {
-  static const Json kEmpty = Json::object();
-  const Json* spec = find_path(object, "spec");
-  return spec != nullptr && spec->is_object() ? *spec : kEmpty;
-}
-
 Json labels_for(const AgentSpec& agent, const std::string& run_name) {
   Json labels = {{kLabelAgent, label_safe_name(agent.name)}, {kLabelManagedBy, kManagedByValue}};
   if (!run_name.empty()) labels[kLabelRun] = label_safe_name(run_name);
@@ -58,9 +52,8 @@ Json owner_ref(std::string api_version, std::string kind, std::string name, std:
 
 }  // namespace
 
-Json controller_ref(const Json& owner) {
-  return owner_ref(string_at(owner, "apiVersion"), string_at(owner, "kind"),
-                   string_at(owner, "metadata/name"), string_at(owner, "metadata/uid"));
+Json controller_ref(const AgentSpec& agent) {
+  return owner_ref(agent.api_version, agent.kind, agent.name, agent.uid);
 }
 
 Json controller_ref(const StartingRun& run) {
@@ -258,28 +251,30 @@ Json service_account_volume() {
                                 {"fieldRef", {{"fieldPath", "metadata.namespace"}}}}})}}}}})}}}};
 }
 
-// The runner's environment: the user's first (never HEARTBEAT_*), then the run's identity.
-bool has_env(const Json& env, const std::string& name) {
-  return std::any_of(env.begin(), env.end(),
-                     [&](const Json& e) { return string_at(e, "name") == name; });
+// Whether the Agent's spec.runtime.env sets `name` (one the operator would
+// add; none of those is reserved, so the Job keeps the Agent's).
+bool agent_sets_env(const AgentSpec& agent, const std::string& name) {
+  return !reserved_env(name) && std::any_of(agent.runtime_env.begin(), agent.runtime_env.end(),
+                                            [&](const EnvEntry& e) { return e.name == name; });
 }
 
 // The run's trace context (api/trace_context.h) and the operator's OTLP
 // settings, unless the Agent set the same variables.
-void add_otel_env(Json& env, const StartingRun& run, const JobConfig& config) {
+void add_otel_env(Json& env, const StartingRun& run, const AgentSpec& agent,
+                  const JobConfig& config) {
   const std::optional<api::TraceParent> trace = api::run_trace_parent(run.identity.uid);
-  if (trace && !has_env(env, api::kEnvTraceParent)) {
+  if (trace && !agent_sets_env(agent, api::kEnvTraceParent)) {
     env.push_back(env_var(api::kEnvTraceParent,
                           api::format_traceparent(trace->trace_id, trace->parent_span_id)));
   }
-  if (!config.semconv_opt_in.empty() && !has_env(env, api::kEnvSemconvOptIn)) {
+  if (!config.semconv_opt_in.empty() && !agent_sets_env(agent, api::kEnvSemconvOptIn)) {
     env.push_back(env_var(api::kEnvSemconvOptIn, config.semconv_opt_in));
   }
   if (config.otel_endpoint.empty()) return;
-  if (!has_env(env, kEnvOtelEndpoint)) {
+  if (!agent_sets_env(agent, kEnvOtelEndpoint)) {
     env.push_back(env_var(kEnvOtelEndpoint, config.otel_endpoint));
   }
-  if (!config.otel_headers_secret.empty() && !has_env(env, kEnvOtelHeaders)) {
+  if (!config.otel_headers_secret.empty() && !agent_sets_env(agent, kEnvOtelHeaders)) {
     env.push_back({{"name", kEnvOtelHeaders},
                    {"valueFrom",
                     {{"secretKeyRef",
@@ -289,11 +284,12 @@ void add_otel_env(Json& env, const StartingRun& run, const JobConfig& config) {
   }
 }
 
+// The runner's environment: the user's first (never HEARTBEAT_*), then the run's identity.
 Json runner_env(const StartingRun& run, const AgentSpec& agent, const JobConfig& config,
                 bool builtin) {
   Json env = Json::array();
-  for (const Json& e : agent.runtime_env) {
-    if (!reserved_env(string_at(e, "name"))) env.push_back(e);
+  for (const EnvEntry& e : agent.runtime_env) {
+    if (!reserved_env(e.name)) env.push_back(e.entry);
   }
   env.push_back(env_var(api::kEnvRunName, run.identity.name));
   env.push_back(env_var(api::kEnvRunUid, run.identity.uid));
@@ -303,7 +299,7 @@ Json runner_env(const StartingRun& run, const AgentSpec& agent, const JobConfig&
   env.push_back(env_var(api::kEnvContextPath, std::string(kContextMountDir) + "/" + kContextKey));
   env.push_back(env_var(api::kEnvTerminationPath, kTerminationPath));
   if (builtin) env.push_back(env_var(api::kEnvToolsSocket, tools_socket_path()));
-  add_otel_env(env, run, config);
+  add_otel_env(env, run, agent, config);
   if (agent.api_key) {
     env.push_back(
         {{"name", api::kEnvApiKey},
@@ -507,10 +503,10 @@ JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::str
   return plan;
 }
 
-std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
+std::vector<std::pair<std::string, Json>> build_agent_objects(const AgentSpec& agent,
                                                               const JobConfig& config) {
-  const std::string name = string_at(agent, "metadata/name");
-  const std::string ns = string_at(agent, "metadata/namespace");
+  const std::string& name = agent.name;
+  const std::string& ns = agent.ns;
   const std::string sa = service_account_name(name);
   const std::string lease = lease_name_for_agent(name);
   const std::string memory = memory_config_map_name(name);
@@ -531,7 +527,7 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
                                         {"resources", Json::array({kKindConfigMaps})},
                                         {"resourceNames", Json::array({memory})},
                                         {"verbs", Json::array({"get", "update"})}}});
-  const std::string blocks = api::encode_memory_blocks(parse_memory_blocks(spec_of(agent)));
+  const std::string blocks = api::encode_memory_blocks(agent.memory_blocks);
   std::vector<std::pair<std::string, Json>> out;
   // What the Role names first (agent_grants.h: ownership before grants).
   out.emplace_back(kKindConfigMaps, Json{{"apiVersion", "v1"},

@@ -145,7 +145,7 @@ JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::str
 // restarted operator reads it from its Lease cache instead of asking the
 // API server about five objects per Agent (at 10,000 agents, 100,000
 // requests: over an hour of the default 20 QPS).
-std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
+std::vector<std::pair<std::string, Json>> build_agent_objects(const AgentSpec& agent,
                                                               const JobConfig& config);
 
 // On the agent's Lease: every per-agent object was made.
@@ -162,7 +162,7 @@ Json agent_objects_made_patch();
 bool agent_objects_made(const Json* lease, std::string_view agent_uid);
 
 // ownerReference (controller) to an object.
-Json controller_ref(const Json& owner);
+Json controller_ref(const AgentSpec& agent);
 Json controller_ref(const StartingRun& run);
 
 }  // namespace hb::controllers

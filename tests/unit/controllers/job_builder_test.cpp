@@ -153,7 +153,7 @@ TEST(JobBuilder, LongRunNamesGiveValidJobNames) {
 }
 
 TEST(JobBuilder, PerAgentRoleReachesOnlyItsLeaseAndMemoryByName) {
-  auto objects = build_agent_objects(full_agent(), JobConfig{});
+  auto objects = build_agent_objects(parse_agent_spec(full_agent()).spec, JobConfig{});
   ASSERT_EQ(objects.size(), 5u);
   const Json* role = nullptr;
   for (auto& [kind, object] : objects) {
@@ -187,7 +187,7 @@ TEST(JobBuilder, PerAgentRoleReachesOnlyItsLeaseAndMemoryByName) {
 // is made first, what grants rights after; none carries the mark, which the
 // operator patches onto the Lease once all five exist.
 TEST(JobBuilder, PerAgentObjectsNamedByTheRoleComeBeforeTheGrants) {
-  const auto objects = build_agent_objects(full_agent(), JobConfig{});
+  const auto objects = build_agent_objects(parse_agent_spec(full_agent()).spec, JobConfig{});
   std::vector<std::string> kinds;
   for (const auto& [kind, object] : objects) kinds.push_back(kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"configmaps", "leases", "serviceaccounts", "roles",
@@ -207,7 +207,7 @@ TEST(JobBuilder, PerAgentObjectsNamedByTheRoleComeBeforeTheGrants) {
 // The runner patches its Lease and reads and replaces its memory
 // (runner/kube_adapters.cpp); the Role grants exactly that.
 TEST(JobBuilder, PerAgentRoleGrantsOnlyTheVerbsTheRunnerUses) {
-  const auto objects = build_agent_objects(full_agent(), JobConfig{});
+  const auto objects = build_agent_objects(parse_agent_spec(full_agent()).spec, JobConfig{});
   const Json& role = objects[3].second;
   ASSERT_EQ(role["kind"], "Role");
   EXPECT_EQ(role["rules"][0]["resources"], Json::array({"leases"}));
@@ -219,7 +219,7 @@ TEST(JobBuilder, PerAgentRoleGrantsOnlyTheVerbsTheRunnerUses) {
 TEST(JobBuilder, OnlyAMarkedLeaseOfTheSameAgentProvesItsObjects) {
   const Json agent_json = full_agent();
   const std::string uid = agent_json["metadata"]["uid"];
-  Json marked = build_agent_objects(agent_json, JobConfig{})[1].second;
+  Json marked = build_agent_objects(parse_agent_spec(agent_json).spec, JobConfig{})[1].second;
   marked["metadata"].update(agent_objects_made_patch()["metadata"]);
   Json unmarked = marked;
   unmarked["metadata"].erase("annotations");
@@ -509,7 +509,7 @@ TEST(JobBuilder, TheRunnerGetsTheRunsTraceContextAndTheOperatorsOptIn) {
 TEST(JobBuilder, AgentObjectsCarryTheSharedLabelsAndMemoryFormat) {
   Json a = full_agent();
   a["spec"]["memory"]["blocks"] = Json::array({{{"label", "notes"}, {"value", "v"}}});
-  for (const auto& [kind, object] : build_agent_objects(a, JobConfig{})) {
+  for (const auto& [kind, object] : build_agent_objects(parse_agent_spec(a).spec, JobConfig{})) {
     if (kind != "leases" && kind != "configmaps") continue;
     EXPECT_EQ(object["metadata"]["labels"],
               Json(api::agent_object_labels(string_at(a, "metadata/name"))))
