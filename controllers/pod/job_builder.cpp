@@ -5,12 +5,11 @@
 
 #include "api/hb_assert.h"
 #include "api/trace_context.h"
-#include "api/utf8.h"
 #include "controllers/model/agent_grants.h"
 #include "controllers/model/names.h"
 #include "controllers/model/pod_settings.h"
 #include "controllers/model/run_view.h"
-#include "controllers/run/cache_projection.h"
+#include "controllers/run/earlier_runs.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -92,49 +91,43 @@ api::Budget budget(const AgentSpec& agent, const Spend& spend, TimePoint now) {
 }
 
 // The newest `context_runs` finished runs other than `current_run`, newest first.
-std::vector<const Json*> newest_finished(const std::vector<const Json*>& runs,
-                                         const std::string& current_run, int64_t context_runs) {
-  std::vector<std::pair<TimePoint, const Json*>> finished;
-  for (const Json* r : runs) {
-    if (r == nullptr || string_at(*r, "metadata/name") == current_run) continue;
-    if (auto at = time_at(*r, "status/finishedAt")) finished.emplace_back(*at, r);
+std::vector<const EarlierRun*> newest_finished(const std::vector<EarlierRun>& runs,
+                                               const std::string& current_run,
+                                               int64_t context_runs) {
+  std::vector<const EarlierRun*> finished;
+  for (const EarlierRun& r : runs) {
+    if (r.finished_at && r.name != current_run) finished.push_back(&r);
   }
   // Ranked as the cache's window ranks them, so a run the context shows has its output cached.
-  std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) {
-    return finished_after(a.first, string_view_at(*a.second, "metadata/name"), b.first,
-                          string_view_at(*b.second, "metadata/name"));
+  std::sort(finished.begin(), finished.end(), [](const EarlierRun* a, const EarlierRun* b) {
+    return finished_after(*a->finished_at, a->name, *b->finished_at, b->name);
   });
   if (static_cast<int64_t>(finished.size()) > context_runs) {
     finished.resize(static_cast<std::size_t>(std::max<int64_t>(0, context_runs)));
   }
-  std::vector<const Json*> out;
-  for (const auto& [at, r] : finished) out.push_back(r);
-  return out;
+  return finished;
 }
 
 }  // namespace
 
-std::vector<std::string> context_runs_to_read(const std::vector<const Json*>& runs,
+std::vector<std::string> context_runs_to_read(const std::vector<EarlierRun>& runs,
                                               const std::string& current_run,
                                               int64_t context_runs) {
   std::vector<std::string> out;
-  for (const Json* r : newest_finished(runs, current_run, context_runs)) {
-    if (output_dropped(*r)) out.push_back(string_at(*r, "metadata/name"));
+  for (const EarlierRun* r : newest_finished(runs, current_run, context_runs)) {
+    if (r->output_dropped) out.push_back(r->name);
   }
   return out;
 }
 
-std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Json*>& runs,
+std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<EarlierRun>& runs,
                                                      const std::string& current_run,
                                                      int64_t context_runs) {
-  std::vector<const Json*> shown = newest_finished(runs, current_run, context_runs);
+  std::vector<const EarlierRun*> shown = newest_finished(runs, current_run, context_runs);
   std::reverse(shown.begin(), shown.end());  // in the order they finished
   std::vector<api::RecentRun> out;
-  for (const Json* r : shown) {
-    out.push_back({string_at(*r, "metadata/name"), string_at(*r, "status/finishedAt"),
-                   string_at(*r, "status/phase"), string_at(*r, "status/stopReason"),
-                   std::string(api::utf8_prefix(string_view_at(*r, "status/output"),
-                                                api::kRecentRunOutputBytesMax))});
+  for (const EarlierRun* r : shown) {
+    out.push_back({r->name, r->finished_at_text, r->phase, r->stop_reason, r->output});
   }
   return out;
 }
@@ -143,12 +136,12 @@ namespace {
 
 // With an archival claim the whole transcript goes there too; those of runs
 // no longer kept are deleted.
-void add_archival(api::ContextDocument& doc, const std::vector<const Json*>& recent_runs) {
+void add_archival(api::ContextDocument& doc, const std::vector<EarlierRun>& runs) {
   doc.archival_path = std::string(kArchivalMountDir) + "/" + kArchivalFile;
   doc.transcript_dir = std::string(kArchivalMountDir) + "/" + api::kTranscriptDirName;
-  for (const Json* finished : recent_runs) {
+  for (const EarlierRun& run : runs) {
     if (doc.transcript_keep.size() == api::kTranscriptKeepMax) break;
-    doc.transcript_keep.push_back(string_at(*finished, "metadata/name"));
+    doc.transcript_keep.push_back(run.name);
   }
 }
 

@@ -17,6 +17,7 @@
 #include "controllers/model/json_util.h"
 #include "controllers/model/run_view.h"
 #include "controllers/model/spend_ledger.h"
+#include "controllers/run/earlier_runs.h"
 #include "controllers/schedule/blocks.h"
 
 namespace hb::controllers {
@@ -76,8 +77,8 @@ struct JobConfig {
 struct ContextInput {
   const AgentSpec* agent = nullptr;  // parse_agent_spec of a valid Agent
   const StartingRun* run = nullptr;
-  std::string heartbeat_prompt;          // resolved (spec.prompt or the ConfigMap key)
-  std::vector<const Json*> recent_runs;  // finished runs of the agent, any order
+  std::string heartbeat_prompt;         // resolved (spec.prompt or the ConfigMap key)
+  std::vector<EarlierRun> recent_runs;  // the agent's runs (earlier_runs), any order
   TimePoint now{};
   // What is held ahead for the run out of the monthly budgets over it
   // (budget_hold_ahead.h); none when no budget is over it. The runner stops
@@ -108,13 +109,13 @@ Json render_context(const ContextInput& input, const JobConfig& config,
 
 // The names of the runs recent_runs_oldest_first would show whose output the
 // cache dropped (cache_projection.h): read them from the API server first.
-std::vector<std::string> context_runs_to_read(const std::vector<const Json*>& runs,
+std::vector<std::string> context_runs_to_read(const std::vector<EarlierRun>& runs,
                                               const std::string& current_run, int64_t context_runs);
 
 // The last `context_runs` finished runs other than `current_run`, oldest
 // first (the order the runner shows them to the model), outputs cut to
 // api::kRecentRunOutputBytesMax.
-std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Json*>& runs,
+std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<EarlierRun>& runs,
                                                      const std::string& current_run,
                                                      int64_t context_runs);
 

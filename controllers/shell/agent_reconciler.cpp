@@ -497,7 +497,8 @@ kube::Result<AgentReconciler::RereadRuns> AgentReconciler::reread_context_runs(
     const std::string& ns, const Json& agent, const std::string& run_name,
     const std::vector<const Json*>& history) {
   RereadRuns out;
-  for (const std::string& name : context_runs_to_read(history, run_name, context_runs_of(agent))) {
+  for (const std::string& name :
+       context_runs_to_read(earlier_runs(history), run_name, context_runs_of(agent))) {
     kube::Result<Json> read = client_->get(res::kHeartbeatRuns, ns, name);
     if (!read.ok() && read.error().kind == kube::ErrorKind::kNotFound) {
       out.emplace(name, std::nullopt);
@@ -584,8 +585,8 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, Json& run,
   HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, run_name, history));
   const StartingRun starting = starting_run(run);
   const Json context =
-      render_context({&spec, &starting, *prompt.text, with_reread(history, reread), now, hold.cents,
-                      is_day_pool(hold.bound_by), agent_spend(agent)},
+      render_context({&spec, &starting, *prompt.text, earlier_runs(with_reread(history, reread)),
+                      now, hold.cents, is_day_pool(hold.bound_by), agent_spend(agent)},
                      config_.job, pricing, per_run_tokens);
   const std::string context_text = context.dump();
   if (auto too_large = context_too_large(context_text.size(), prompt.source, prompt.text->size())) {

@@ -279,7 +279,7 @@ TEST(ContextDocument, CarriesWhatTheRunnerReads) {
   }
   std::vector<const Json*> ptrs;
   for (const Json& h : history) ptrs.push_back(&h);
-  ContextInput in{nullptr, nullptr, "Heartbeat.", ptrs, at("2024-05-01T12:10:00Z")};
+  ContextInput in{nullptr, nullptr, "Heartbeat.", earlier_runs(ptrs), at("2024-05-01T12:10:00Z")};
   Json doc = render_stored(a, r, in, JobConfig{});
   EXPECT_EQ(doc["kind"], "HeartbeatContext");
   EXPECT_EQ(doc["agent"]["name"], "bot");
@@ -323,7 +323,7 @@ TEST(JobBuilder, ArchivalClaimIsMountedReadWriteAndNamedInTheContext) {
   // Transcripts go there too; those of the runs still kept stay.
   Json kept =
       with_status(run("bot-0"), {{"phase", "Succeeded"}, {"finishedAt", "2024-05-01T12:06:00Z"}});
-  in.recent_runs = {&kept};
+  in.recent_runs = earlier_runs({&kept});
   const Json transcripts = render_stored(a, r, in, JobConfig{})["transcripts"];
   EXPECT_EQ(transcripts["dir"], "/var/lib/heartbeat/archival/transcripts");
   EXPECT_EQ(transcripts["keep"], Json::array({"bot-0"}));
@@ -576,7 +576,7 @@ TEST(ContextDocument, RecentRunsRankTiesByNameAsTheCacheDoes) {
   const Json b = finished("bot-b", "2024-05-01T12:00:00Z", false);
   const Json c = finished("bot-c", "2024-05-01T11:00:00Z", true);
   const Json current = {{"metadata", {{"name", "bot-d"}}}};
-  const std::vector<const Json*> runs = {&a, &c, &b, &current};
+  const std::vector<EarlierRun> runs = earlier_runs({&a, &c, &b, &current});
   const auto shown = recent_runs_oldest_first(runs, "bot-d", 1);
   ASSERT_EQ(shown.size(), 1u);
   EXPECT_EQ(shown[0].name, "bot-b");
@@ -588,6 +588,26 @@ TEST(ContextDocument, RecentRunsRankTiesByNameAsTheCacheDoes) {
   EXPECT_EQ(three[2].name, "bot-b");
   EXPECT_TRUE(context_runs_to_read(runs, "bot-d", 0).empty());
   EXPECT_TRUE(context_runs_to_read(runs, "bot-d", -5).empty());  // a hostile value: none
+}
+
+// Every run of the agent keeps its name (an archival claim keeps their
+// transcripts); only a finished one is read further, as stored.
+TEST(ContextDocument, EarlierRunsReadFinishedRunsAsStored) {
+  const Json done = with_status(run("bot-0"), {{"phase", "Failed"},
+                                               {"finishedAt", "2024-05-01T12:06:00Z"},
+                                               {"stopReason", "max_iterations"},
+                                               {"output", std::string(5000, 'x')}});
+  const Json running = with_status(run("bot-1"), {{"phase", "Running"}, {"output", "partial"}});
+  const std::vector<EarlierRun> runs = earlier_runs({&done, nullptr, &running});
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].name, "bot-0");
+  EXPECT_EQ(runs[0].finished_at_text, "2024-05-01T12:06:00Z");
+  EXPECT_EQ(runs[0].phase, "Failed");
+  EXPECT_EQ(runs[0].stop_reason, "max_iterations");
+  EXPECT_EQ(runs[0].output.size(), api::kRecentRunOutputBytesMax);
+  EXPECT_EQ(runs[1].name, "bot-1");
+  EXPECT_FALSE(runs[1].finished_at);
+  EXPECT_TRUE(runs[1].output.empty());
 }
 
 }  // namespace

@@ -158,7 +158,7 @@ Json render_case(const GoldenCase& c) {
   const ContextInput in{&spec,
                         &started,
                         "Heartbeat.",
-                        recent,
+                        earlier_runs(recent),
                         at("2024-05-01T12:05:00Z"),
                         c.budget_left_cents,
                         c.budget_left_is_daily,
