@@ -104,7 +104,8 @@ void create_fleet(hb::sim::ApiServer& server, int agents, int namespaces) {
     const std::string ns = "team-" + std::to_string(i % namespaces);
     const hb::sim::Answer made =
         server.create(hb::sim::Actor::kUser, "agents", ns, agent_object(i));
-    for (auto& [kind, object] : ctl::build_agent_objects(made.body, ctl::JobConfig{})) {
+    for (auto& [kind, object] :
+         ctl::build_agent_objects(ctl::parse_agent_spec(made.body).spec, ctl::JobConfig{})) {
       if (kind != ctl::kKindLeases) continue;
       const hb::sim::Answer lease = server.create(hb::sim::Actor::kOperator, kind, ns, object);
       server.merge_patch(hb::sim::Actor::kOperator, kind, ns, ctl::name_of(lease.body),

@@ -128,7 +128,7 @@ void parse_pod_fields(const Json& runtime, AgentSpec& s) {
     s.runtime_command = *command;
   }
   if (const Json* env = find_path(runtime, "env"); env != nullptr && env->is_array()) {
-    s.runtime_env = *env;
+    for (const Json& e : *env) s.runtime_env.push_back({string_at(e, "name"), e});
   }
   if (const Json* resources = find_path(runtime, "resources")) s.runtime_resources = *resources;
   s.tools_image = string_at(runtime, "tools/image");
@@ -137,6 +137,10 @@ void parse_pod_fields(const Json& runtime, AgentSpec& s) {
 }
 
 }  // namespace
+
+int64_t context_runs_of(const Json& agent) {
+  return int_at(agent, "spec/heartbeat/contextRuns").value_or(kContextRunsDefault);
+}
 
 std::vector<api::MemoryBlock> parse_memory_blocks(const Json& spec) {
   std::vector<api::MemoryBlock> blocks;
@@ -160,6 +164,8 @@ SpecCheck parse_agent_spec(const Json& agent) {
     return p != nullptr ? *p : kEmpty;
   };
   const Json& metadata = section(agent, "metadata");
+  s.api_version = string_view_at(agent, "apiVersion");
+  s.kind = string_view_at(agent, "kind");
   s.name = string_view_at(metadata, "name");
   s.ns = string_view_at(metadata, "namespace");
   s.uid = string_view_at(metadata, "uid");

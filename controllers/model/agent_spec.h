@@ -69,8 +69,16 @@ inline constexpr double kPriceCentsPerMillionTokensMax = 1e8;
 inline constexpr int64_t kModelMaxTokensDefault = 1024;
 inline constexpr int64_t kModelMaxTokensMax = 200000;
 
+// One entry of spec.runtime.env: its name (empty when not a string), and
+// the entry as written, which the Job copies without a look inside.
+struct EnvEntry {
+  std::string name;
+  Json entry;
+};
+
 struct AgentSpec {
   // Identity.
+  std::string api_version, kind;  // for the ownerReferences to it
   std::string name, ns, uid;
   int64_t generation = 0;
   TimePoint created{};
@@ -112,7 +120,7 @@ struct AgentSpec {
   // (job_builder.h) without a look inside.
   Json runtime = Json::object();          // spec.runtime: its Pod settings (pod_settings.h)
   Json runtime_command;                   // spec.runtime.command when an array; else null
-  Json runtime_env = Json::array();       // spec.runtime.env when an array
+  std::vector<EnvEntry> runtime_env;      // spec.runtime.env when an array
   std::optional<Json> runtime_resources;  // spec.runtime.resources when set
   std::string tools_image;                // spec.runtime.tools.image; empty: the operator's
   std::optional<Json> tools_resources;    // spec.runtime.tools.resources when set
@@ -136,6 +144,9 @@ struct SpecCheck {
   bool valid() const { return errors.empty(); }
   std::string message() const;  // errors joined by "; "
 };
+
+// The agent's spec.heartbeat.contextRuns (its default when unset).
+int64_t context_runs_of(const Json& agent);
 
 // spec.memory.blocks of an Agent's spec (limits defaulted).
 std::vector<api::MemoryBlock> parse_memory_blocks(const Json& spec);

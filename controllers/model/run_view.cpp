@@ -92,4 +92,17 @@ RunView view_run(const Json& run) {
   return v;
 }
 
+StartingRun starting_run(const Json& run) {
+  RunView view = view_run(run);
+  StartingRun out{string_at(run, "apiVersion"), string_at(run, "kind"), std::move(view.ns), {}};
+  api::RunIdentity& id = out.identity;
+  id.name = std::move(view.name);
+  id.uid = std::move(view.uid);
+  id.invocation_source = std::move(view.source);
+  id.trigger_detail = std::move(view.trigger_detail);
+  id.metadata = api::usable_run_metadata(find_path(run, "spec/metadata"));
+  id.scheduled_time = view.scheduled_time;
+  return out;
+}
+
 }  // namespace hb::controllers

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/context_document.h"
 #include "controllers/model/json_util.h"
 
 namespace hb::controllers {
@@ -64,6 +65,15 @@ struct RunView {
 };
 
 RunView view_run(const Json& run);
+
+// A run as its Job and context document name it (job_builder.h).
+struct StartingRun {
+  std::string api_version, kind;  // for the ownerReferences to it
+  std::string ns;
+  api::RunIdentity identity;  // all but the deadline (the Agent's timeout from now)
+};
+
+StartingRun starting_run(const Json& run);
 
 // Whether run a finished after run b, in the order the next heartbeat's
 // context picks earlier runs (job_builder.h) and the cache keeps their

@@ -5,12 +5,11 @@
 
 #include "api/hb_assert.h"
 #include "api/trace_context.h"
-#include "api/utf8.h"
 #include "controllers/model/agent_grants.h"
 #include "controllers/model/names.h"
 #include "controllers/model/pod_settings.h"
 #include "controllers/model/run_view.h"
-#include "controllers/run/cache_projection.h"
+#include "controllers/run/earlier_runs.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -19,12 +18,6 @@ namespace hb::controllers {
 namespace {
 
 using schedule::format_rfc3339;
-
-const Json& spec_of(const Json& object) {
-  static const Json kEmpty = Json::object();
-  const Json* spec = find_path(object, "spec");
-  return spec != nullptr && spec->is_object() ? *spec : kEmpty;
-}
 
 Json labels_for(const AgentSpec& agent, const std::string& run_name) {
   Json labels = {{kLabelAgent, label_safe_name(agent.name)}, {kLabelManagedBy, kManagedByValue}};
@@ -58,26 +51,12 @@ Json owner_ref(std::string api_version, std::string kind, std::string name, std:
 
 }  // namespace
 
-Json controller_ref(const Json& owner) {
-  return owner_ref(string_at(owner, "apiVersion"), string_at(owner, "kind"),
-                   string_at(owner, "metadata/name"), string_at(owner, "metadata/uid"));
+Json controller_ref(const AgentSpec& agent) {
+  return owner_ref(agent.api_version, agent.kind, agent.name, agent.uid);
 }
 
 Json controller_ref(const StartingRun& run) {
   return owner_ref(run.api_version, run.kind, run.identity.name, run.identity.uid);
-}
-
-StartingRun starting_run(const Json& run) {
-  RunView view = view_run(run);
-  StartingRun out{string_at(run, "apiVersion"), string_at(run, "kind"), std::move(view.ns), {}};
-  api::RunIdentity& id = out.identity;
-  id.name = std::move(view.name);
-  id.uid = std::move(view.uid);
-  id.invocation_source = std::move(view.source);
-  id.trigger_detail = std::move(view.trigger_detail);
-  id.metadata = api::usable_run_metadata(find_path(run, "spec/metadata"));
-  id.scheduled_time = view.scheduled_time;
-  return out;
 }
 
 namespace {
@@ -112,53 +91,43 @@ api::Budget budget(const AgentSpec& agent, const Spend& spend, TimePoint now) {
 }
 
 // The newest `context_runs` finished runs other than `current_run`, newest first.
-std::vector<const Json*> newest_finished(const std::vector<const Json*>& runs,
-                                         const std::string& current_run, int64_t context_runs) {
-  std::vector<std::pair<TimePoint, const Json*>> finished;
-  for (const Json* r : runs) {
-    if (r == nullptr || string_at(*r, "metadata/name") == current_run) continue;
-    if (auto at = time_at(*r, "status/finishedAt")) finished.emplace_back(*at, r);
+std::vector<const EarlierRun*> newest_finished(const std::vector<EarlierRun>& runs,
+                                               const std::string& current_run,
+                                               int64_t context_runs) {
+  std::vector<const EarlierRun*> finished;
+  for (const EarlierRun& r : runs) {
+    if (r.finished_at && r.name != current_run) finished.push_back(&r);
   }
   // Ranked as the cache's window ranks them, so a run the context shows has its output cached.
-  std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) {
-    return finished_after(a.first, string_view_at(*a.second, "metadata/name"), b.first,
-                          string_view_at(*b.second, "metadata/name"));
+  std::sort(finished.begin(), finished.end(), [](const EarlierRun* a, const EarlierRun* b) {
+    return finished_after(*a->finished_at, a->name, *b->finished_at, b->name);
   });
   if (static_cast<int64_t>(finished.size()) > context_runs) {
     finished.resize(static_cast<std::size_t>(std::max<int64_t>(0, context_runs)));
   }
-  std::vector<const Json*> out;
-  for (const auto& [at, r] : finished) out.push_back(r);
-  return out;
+  return finished;
 }
 
 }  // namespace
 
-int64_t context_runs_of(const Json& agent) {
-  return int_at(agent, "spec/heartbeat/contextRuns").value_or(kContextRunsDefault);
-}
-
-std::vector<std::string> context_runs_to_read(const std::vector<const Json*>& runs,
+std::vector<std::string> context_runs_to_read(const std::vector<EarlierRun>& runs,
                                               const std::string& current_run,
                                               int64_t context_runs) {
   std::vector<std::string> out;
-  for (const Json* r : newest_finished(runs, current_run, context_runs)) {
-    if (output_dropped(*r)) out.push_back(string_at(*r, "metadata/name"));
+  for (const EarlierRun* r : newest_finished(runs, current_run, context_runs)) {
+    if (r->output_dropped) out.push_back(r->name);
   }
   return out;
 }
 
-std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Json*>& runs,
+std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<EarlierRun>& runs,
                                                      const std::string& current_run,
                                                      int64_t context_runs) {
-  std::vector<const Json*> shown = newest_finished(runs, current_run, context_runs);
+  std::vector<const EarlierRun*> shown = newest_finished(runs, current_run, context_runs);
   std::reverse(shown.begin(), shown.end());  // in the order they finished
   std::vector<api::RecentRun> out;
-  for (const Json* r : shown) {
-    out.push_back({string_at(*r, "metadata/name"), string_at(*r, "status/finishedAt"),
-                   string_at(*r, "status/phase"), string_at(*r, "status/stopReason"),
-                   std::string(api::utf8_prefix(string_view_at(*r, "status/output"),
-                                                api::kRecentRunOutputBytesMax))});
+  for (const EarlierRun* r : shown) {
+    out.push_back({r->name, r->finished_at_text, r->phase, r->stop_reason, r->output});
   }
   return out;
 }
@@ -167,12 +136,12 @@ namespace {
 
 // With an archival claim the whole transcript goes there too; those of runs
 // no longer kept are deleted.
-void add_archival(api::ContextDocument& doc, const std::vector<const Json*>& recent_runs) {
+void add_archival(api::ContextDocument& doc, const std::vector<EarlierRun>& runs) {
   doc.archival_path = std::string(kArchivalMountDir) + "/" + kArchivalFile;
   doc.transcript_dir = std::string(kArchivalMountDir) + "/" + api::kTranscriptDirName;
-  for (const Json* finished : recent_runs) {
+  for (const EarlierRun& run : runs) {
     if (doc.transcript_keep.size() == api::kTranscriptKeepMax) break;
-    doc.transcript_keep.push_back(string_at(*finished, "metadata/name"));
+    doc.transcript_keep.push_back(run.name);
   }
 }
 
@@ -275,28 +244,30 @@ Json service_account_volume() {
                                 {"fieldRef", {{"fieldPath", "metadata.namespace"}}}}})}}}}})}}}};
 }
 
-// The runner's environment: the user's first (never HEARTBEAT_*), then the run's identity.
-bool has_env(const Json& env, const std::string& name) {
-  return std::any_of(env.begin(), env.end(),
-                     [&](const Json& e) { return string_at(e, "name") == name; });
+// Whether the Agent's spec.runtime.env sets `name` (one the operator would
+// add; none of those is reserved, so the Job keeps the Agent's).
+bool agent_sets_env(const AgentSpec& agent, const std::string& name) {
+  return !reserved_env(name) && std::any_of(agent.runtime_env.begin(), agent.runtime_env.end(),
+                                            [&](const EnvEntry& e) { return e.name == name; });
 }
 
 // The run's trace context (api/trace_context.h) and the operator's OTLP
 // settings, unless the Agent set the same variables.
-void add_otel_env(Json& env, const StartingRun& run, const JobConfig& config) {
+void add_otel_env(Json& env, const StartingRun& run, const AgentSpec& agent,
+                  const JobConfig& config) {
   const std::optional<api::TraceParent> trace = api::run_trace_parent(run.identity.uid);
-  if (trace && !has_env(env, api::kEnvTraceParent)) {
+  if (trace && !agent_sets_env(agent, api::kEnvTraceParent)) {
     env.push_back(env_var(api::kEnvTraceParent,
                           api::format_traceparent(trace->trace_id, trace->parent_span_id)));
   }
-  if (!config.semconv_opt_in.empty() && !has_env(env, api::kEnvSemconvOptIn)) {
+  if (!config.semconv_opt_in.empty() && !agent_sets_env(agent, api::kEnvSemconvOptIn)) {
     env.push_back(env_var(api::kEnvSemconvOptIn, config.semconv_opt_in));
   }
   if (config.otel_endpoint.empty()) return;
-  if (!has_env(env, kEnvOtelEndpoint)) {
+  if (!agent_sets_env(agent, kEnvOtelEndpoint)) {
     env.push_back(env_var(kEnvOtelEndpoint, config.otel_endpoint));
   }
-  if (!config.otel_headers_secret.empty() && !has_env(env, kEnvOtelHeaders)) {
+  if (!config.otel_headers_secret.empty() && !agent_sets_env(agent, kEnvOtelHeaders)) {
     env.push_back({{"name", kEnvOtelHeaders},
                    {"valueFrom",
                     {{"secretKeyRef",
@@ -306,11 +277,12 @@ void add_otel_env(Json& env, const StartingRun& run, const JobConfig& config) {
   }
 }
 
+// The runner's environment: the user's first (never HEARTBEAT_*), then the run's identity.
 Json runner_env(const StartingRun& run, const AgentSpec& agent, const JobConfig& config,
                 bool builtin) {
   Json env = Json::array();
-  for (const Json& e : agent.runtime_env) {
-    if (!reserved_env(string_at(e, "name"))) env.push_back(e);
+  for (const EnvEntry& e : agent.runtime_env) {
+    if (!reserved_env(e.name)) env.push_back(e.entry);
   }
   env.push_back(env_var(api::kEnvRunName, run.identity.name));
   env.push_back(env_var(api::kEnvRunUid, run.identity.uid));
@@ -320,7 +292,7 @@ Json runner_env(const StartingRun& run, const AgentSpec& agent, const JobConfig&
   env.push_back(env_var(api::kEnvContextPath, std::string(kContextMountDir) + "/" + kContextKey));
   env.push_back(env_var(api::kEnvTerminationPath, kTerminationPath));
   if (builtin) env.push_back(env_var(api::kEnvToolsSocket, tools_socket_path()));
-  add_otel_env(env, run, config);
+  add_otel_env(env, run, agent, config);
   if (agent.api_key) {
     env.push_back(
         {{"name", api::kEnvApiKey},
@@ -524,10 +496,10 @@ JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::str
   return plan;
 }
 
-std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
+std::vector<std::pair<std::string, Json>> build_agent_objects(const AgentSpec& agent,
                                                               const JobConfig& config) {
-  const std::string name = string_at(agent, "metadata/name");
-  const std::string ns = string_at(agent, "metadata/namespace");
+  const std::string& name = agent.name;
+  const std::string& ns = agent.ns;
   const std::string sa = service_account_name(name);
   const std::string lease = lease_name_for_agent(name);
   const std::string memory = memory_config_map_name(name);
@@ -548,7 +520,7 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
                                         {"resources", Json::array({kKindConfigMaps})},
                                         {"resourceNames", Json::array({memory})},
                                         {"verbs", Json::array({"get", "update"})}}});
-  const std::string blocks = api::encode_memory_blocks(parse_memory_blocks(spec_of(agent)));
+  const std::string blocks = api::encode_memory_blocks(agent.memory_blocks);
   std::vector<std::pair<std::string, Json>> out;
   // What the Role names first (agent_grants.h: ownership before grants).
   out.emplace_back(kKindConfigMaps, Json{{"apiVersion", "v1"},

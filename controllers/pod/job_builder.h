@@ -17,6 +17,7 @@
 #include "controllers/model/json_util.h"
 #include "controllers/model/run_view.h"
 #include "controllers/model/spend_ledger.h"
+#include "controllers/run/earlier_runs.h"
 #include "controllers/schedule/blocks.h"
 
 namespace hb::controllers {
@@ -73,20 +74,11 @@ struct JobConfig {
   std::string semconv_opt_in;
 };
 
-// A run as its Job and context document name it.
-struct StartingRun {
-  std::string api_version, kind;  // for the ownerReferences to it
-  std::string ns;
-  api::RunIdentity identity;  // all but the deadline (the Agent's timeout from now)
-};
-
-StartingRun starting_run(const Json& run);
-
 struct ContextInput {
   const AgentSpec* agent = nullptr;  // parse_agent_spec of a valid Agent
   const StartingRun* run = nullptr;
-  std::string heartbeat_prompt;          // resolved (spec.prompt or the ConfigMap key)
-  std::vector<const Json*> recent_runs;  // finished runs of the agent, any order
+  std::string heartbeat_prompt;         // resolved (spec.prompt or the ConfigMap key)
+  std::vector<EarlierRun> recent_runs;  // the agent's runs (earlier_runs), any order
   TimePoint now{};
   // What is held ahead for the run out of the monthly budgets over it
   // (budget_hold_ahead.h); none when no budget is over it. The runner stops
@@ -115,18 +107,15 @@ Json render_context(const ContextInput& input, const JobConfig& config,
                     const std::optional<Pricing>& pricing = std::nullopt,
                     std::optional<int64_t> per_run_tokens = std::nullopt);
 
-// The agent's spec.heartbeat.contextRuns (its default when unset).
-int64_t context_runs_of(const Json& agent);
-
 // The names of the runs recent_runs_oldest_first would show whose output the
 // cache dropped (cache_projection.h): read them from the API server first.
-std::vector<std::string> context_runs_to_read(const std::vector<const Json*>& runs,
+std::vector<std::string> context_runs_to_read(const std::vector<EarlierRun>& runs,
                                               const std::string& current_run, int64_t context_runs);
 
 // The last `context_runs` finished runs other than `current_run`, oldest
 // first (the order the runner shows them to the model), outputs cut to
 // api::kRecentRunOutputBytesMax.
-std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<const Json*>& runs,
+std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<EarlierRun>& runs,
                                                      const std::string& current_run,
                                                      int64_t context_runs);
 
@@ -157,7 +146,7 @@ JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::str
 // restarted operator reads it from its Lease cache instead of asking the
 // API server about five objects per Agent (at 10,000 agents, 100,000
 // requests: over an hour of the default 20 QPS).
-std::vector<std::pair<std::string, Json>> build_agent_objects(const Json& agent,
+std::vector<std::pair<std::string, Json>> build_agent_objects(const AgentSpec& agent,
                                                               const JobConfig& config);
 
 // On the agent's Lease: every per-agent object was made.
@@ -174,7 +163,7 @@ Json agent_objects_made_patch();
 bool agent_objects_made(const Json* lease, std::string_view agent_uid);
 
 // ownerReference (controller) to an object.
-Json controller_ref(const Json& owner);
+Json controller_ref(const AgentSpec& agent);
 Json controller_ref(const StartingRun& run);
 
 }  // namespace hb::controllers

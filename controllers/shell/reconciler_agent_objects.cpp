@@ -61,7 +61,8 @@ kube::Result<std::string> AgentReconciler::ensure_agent_objects(
   bool lease_marked = false;
   // In order, stopping at the first object in the way: no grant is made
   // before the objects it names are this Agent's (agent_grants.h).
-  for (const auto& [kind, object] : build_agent_objects(agent, config_.job)) {
+  for (const auto& [kind, object] :
+       build_agent_objects(parse_agent_spec(agent).spec, config_.job)) {
     if (kind == kKindLeases) lease_name = name_of(object);
     kube::Result<Json> created = client_->create(resource_for(kind), ns, object);
     if (created.ok()) {

@@ -131,7 +131,8 @@ kube::Result<AgentReconciler::RereadRuns> AgentReconciler::reread_context_runs(
     const std::string& ns, const Json& agent, const std::string& run_name,
     const std::vector<const Json*>& history) {
   RereadRuns out;
-  for (const std::string& name : context_runs_to_read(history, run_name, context_runs_of(agent))) {
+  for (const std::string& name :
+       context_runs_to_read(earlier_runs(history), run_name, context_runs_of(agent))) {
     kube::Result<Json> read = client_->get(res::kHeartbeatRuns, ns, name);
     if (!read.ok() && read.error().kind == kube::ErrorKind::kNotFound) {
       out.emplace(name, std::nullopt);

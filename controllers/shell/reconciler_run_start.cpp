@@ -128,8 +128,8 @@ kube::Result<std::optional<JobPlan>> AgentReconciler::plan_job(
   HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, name_of(run), history));
   const StartingRun starting = starting_run(run);
   const Json context =
-      render_context({&spec, &starting, *prompt.text, with_reread(history, reread), now, hold.cents,
-                      is_day_pool(hold.bound_by), agent_spend(agent)},
+      render_context({&spec, &starting, *prompt.text, earlier_runs(with_reread(history, reread)),
+                      now, hold.cents, is_day_pool(hold.bound_by), agent_spend(agent)},
                      config_.job, prices.pricing, prices.per_run_tokens);
   const std::string context_text = context.dump();
   if (auto too_large = context_too_large(context_text.size(), prompt.source, prompt.text->size())) {

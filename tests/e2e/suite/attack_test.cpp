@@ -359,7 +359,8 @@ TEST_F(AttackTest, AGrantLeftForAForeignConfigMapIsRemoved) {
                 {"data", {{"owner", "someone else"}}}})
       .or_throw();
   const json legacy = create_attacker("legacy", "Heartbeat.");
-  for (const auto& [kind, object] : controllers::build_agent_objects(legacy, {})) {
+  for (const auto& [kind, object] :
+       controllers::build_agent_objects(controllers::parse_agent_spec(legacy).spec, {})) {
     if (kind == "serviceaccounts") client_->create(res::kServiceAccounts, ns_, object).or_throw();
     if (kind == "roles") client_->create(res::kRoles, ns_, object).or_throw();
     if (kind == "rolebindings") client_->create(res::kRoleBindings, ns_, object).or_throw();

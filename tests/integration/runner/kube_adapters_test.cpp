@@ -77,7 +77,8 @@ class RunnerKubeTest : public ::testing::Test {
          {{{"label", "human"}, {"value", "Ada runs the farm."}, {"limit", 2000}},
           {{"label", "persona"}, {"value", "Calm and brief."}, {"limit", 500}}}}};
     Json created = admin_->create(resources::kAgents, ns_, agent).or_throw();
-    for (auto& [plural, object] : controllers::build_agent_objects(created, {})) {
+    for (auto& [plural, object] :
+         controllers::build_agent_objects(controllers::parse_agent_spec(created).spec, {})) {
       admin_->create(resource_for(plural), ns_, object).or_throw();
     }
   }
@@ -220,7 +221,9 @@ TEST_F(RunnerKubeTest, RenewalErrorsAreLoggedAndNeverFailTheRun) {
 
   // The operator puts it back; the next due beat renews again.
   for (auto& [plural, object] : controllers::build_agent_objects(
-           admin_->get(resources::kAgents, ns_, kAgent).or_throw(), {})) {
+           controllers::parse_agent_spec(admin_->get(resources::kAgents, ns_, kAgent).or_throw())
+               .spec,
+           {})) {
     if (plural == "leases") admin_->create(resources::kLeases, ns_, object).or_throw();
   }
   clock.jump(61s);

@@ -34,7 +34,7 @@ std::string prompt_for(const std::vector<Json>& history, int context_runs) {
   const Json r = run("bot-now");
   std::vector<const Json*> ptrs;
   for (const Json& h : history) ptrs.push_back(&h);
-  const controllers::ContextInput in{nullptr, nullptr, "What now?", ptrs,
+  const controllers::ContextInput in{nullptr, nullptr, "What now?", controllers::earlier_runs(ptrs),
                                      at("2024-05-01T12:00:00Z")};
   const std::string text = controllers::testing::render_stored(a, r, in).dump();
   return runner::render_heartbeat_message(api::parse_context_document_text(text).value());

@@ -20,10 +20,10 @@ Json owned(Json object, const std::string& uid, bool controller = true) {
 
 // The Role and RoleBinding build_agent_objects makes for testing::agent().
 Json the_role() {
-  return build_agent_objects(testing::agent(), JobConfig{})[3].second;
+  return build_agent_objects(parse_agent_spec(testing::agent()).spec, JobConfig{})[3].second;
 }
 Json the_binding() {
-  return build_agent_objects(testing::agent(), JobConfig{})[4].second;
+  return build_agent_objects(parse_agent_spec(testing::agent()).spec, JobConfig{})[4].second;
 }
 
 TEST(AgentGrants, ObjectsThatGrantRightsAreTheServiceAccountRoleAndBinding) {

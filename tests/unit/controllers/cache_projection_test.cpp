@@ -275,8 +275,8 @@ TEST(CacheProjection, ASettledRunKeepsWhatItsHistoryIsReadFor) {
     expected.job_name.clear();
     expected.job_uid.clear();
     EXPECT_TRUE(expected == view_run(projected));
-    const auto context_full = recent_runs_oldest_first({&full}, "bot-2", 3);
-    const auto context_projected = recent_runs_oldest_first({&projected}, "bot-2", 3);
+    const auto context_full = recent_runs_oldest_first(earlier_runs({&full}), "bot-2", 3);
+    const auto context_projected = recent_runs_oldest_first(earlier_runs({&projected}), "bot-2", 3);
     ASSERT_EQ(context_full.size(), 1u);
     ASSERT_EQ(context_projected.size(), 1u);
     EXPECT_EQ(context_full, context_projected);

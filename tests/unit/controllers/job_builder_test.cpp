@@ -153,7 +153,7 @@ TEST(JobBuilder, LongRunNamesGiveValidJobNames) {
 }
 
 TEST(JobBuilder, PerAgentRoleReachesOnlyItsLeaseAndMemoryByName) {
-  auto objects = build_agent_objects(full_agent(), JobConfig{});
+  auto objects = build_agent_objects(parse_agent_spec(full_agent()).spec, JobConfig{});
   ASSERT_EQ(objects.size(), 5u);
   const Json* role = nullptr;
   for (auto& [kind, object] : objects) {
@@ -187,7 +187,7 @@ TEST(JobBuilder, PerAgentRoleReachesOnlyItsLeaseAndMemoryByName) {
 // is made first, what grants rights after; none carries the mark, which the
 // operator patches onto the Lease once all five exist.
 TEST(JobBuilder, PerAgentObjectsNamedByTheRoleComeBeforeTheGrants) {
-  const auto objects = build_agent_objects(full_agent(), JobConfig{});
+  const auto objects = build_agent_objects(parse_agent_spec(full_agent()).spec, JobConfig{});
   std::vector<std::string> kinds;
   for (const auto& [kind, object] : objects) kinds.push_back(kind);
   EXPECT_EQ(kinds, (std::vector<std::string>{"configmaps", "leases", "serviceaccounts", "roles",
@@ -207,7 +207,7 @@ TEST(JobBuilder, PerAgentObjectsNamedByTheRoleComeBeforeTheGrants) {
 // The runner patches its Lease and reads and replaces its memory
 // (runner/kube_adapters.cpp); the Role grants exactly that.
 TEST(JobBuilder, PerAgentRoleGrantsOnlyTheVerbsTheRunnerUses) {
-  const auto objects = build_agent_objects(full_agent(), JobConfig{});
+  const auto objects = build_agent_objects(parse_agent_spec(full_agent()).spec, JobConfig{});
   const Json& role = objects[3].second;
   ASSERT_EQ(role["kind"], "Role");
   EXPECT_EQ(role["rules"][0]["resources"], Json::array({"leases"}));
@@ -219,7 +219,7 @@ TEST(JobBuilder, PerAgentRoleGrantsOnlyTheVerbsTheRunnerUses) {
 TEST(JobBuilder, OnlyAMarkedLeaseOfTheSameAgentProvesItsObjects) {
   const Json agent_json = full_agent();
   const std::string uid = agent_json["metadata"]["uid"];
-  Json marked = build_agent_objects(agent_json, JobConfig{})[1].second;
+  Json marked = build_agent_objects(parse_agent_spec(agent_json).spec, JobConfig{})[1].second;
   marked["metadata"].update(agent_objects_made_patch()["metadata"]);
   Json unmarked = marked;
   unmarked["metadata"].erase("annotations");
@@ -279,7 +279,7 @@ TEST(ContextDocument, CarriesWhatTheRunnerReads) {
   }
   std::vector<const Json*> ptrs;
   for (const Json& h : history) ptrs.push_back(&h);
-  ContextInput in{nullptr, nullptr, "Heartbeat.", ptrs, at("2024-05-01T12:10:00Z")};
+  ContextInput in{nullptr, nullptr, "Heartbeat.", earlier_runs(ptrs), at("2024-05-01T12:10:00Z")};
   Json doc = render_stored(a, r, in, JobConfig{});
   EXPECT_EQ(doc["kind"], "HeartbeatContext");
   EXPECT_EQ(doc["agent"]["name"], "bot");
@@ -323,7 +323,7 @@ TEST(JobBuilder, ArchivalClaimIsMountedReadWriteAndNamedInTheContext) {
   // Transcripts go there too; those of the runs still kept stay.
   Json kept =
       with_status(run("bot-0"), {{"phase", "Succeeded"}, {"finishedAt", "2024-05-01T12:06:00Z"}});
-  in.recent_runs = {&kept};
+  in.recent_runs = earlier_runs({&kept});
   const Json transcripts = render_stored(a, r, in, JobConfig{})["transcripts"];
   EXPECT_EQ(transcripts["dir"], "/var/lib/heartbeat/archival/transcripts");
   EXPECT_EQ(transcripts["keep"], Json::array({"bot-0"}));
@@ -509,7 +509,7 @@ TEST(JobBuilder, TheRunnerGetsTheRunsTraceContextAndTheOperatorsOptIn) {
 TEST(JobBuilder, AgentObjectsCarryTheSharedLabelsAndMemoryFormat) {
   Json a = full_agent();
   a["spec"]["memory"]["blocks"] = Json::array({{{"label", "notes"}, {"value", "v"}}});
-  for (const auto& [kind, object] : build_agent_objects(a, JobConfig{})) {
+  for (const auto& [kind, object] : build_agent_objects(parse_agent_spec(a).spec, JobConfig{})) {
     if (kind != "leases" && kind != "configmaps") continue;
     EXPECT_EQ(object["metadata"]["labels"],
               Json(api::agent_object_labels(string_at(a, "metadata/name"))))
@@ -576,7 +576,7 @@ TEST(ContextDocument, RecentRunsRankTiesByNameAsTheCacheDoes) {
   const Json b = finished("bot-b", "2024-05-01T12:00:00Z", false);
   const Json c = finished("bot-c", "2024-05-01T11:00:00Z", true);
   const Json current = {{"metadata", {{"name", "bot-d"}}}};
-  const std::vector<const Json*> runs = {&a, &c, &b, &current};
+  const std::vector<EarlierRun> runs = earlier_runs({&a, &c, &b, &current});
   const auto shown = recent_runs_oldest_first(runs, "bot-d", 1);
   ASSERT_EQ(shown.size(), 1u);
   EXPECT_EQ(shown[0].name, "bot-b");
@@ -588,6 +588,26 @@ TEST(ContextDocument, RecentRunsRankTiesByNameAsTheCacheDoes) {
   EXPECT_EQ(three[2].name, "bot-b");
   EXPECT_TRUE(context_runs_to_read(runs, "bot-d", 0).empty());
   EXPECT_TRUE(context_runs_to_read(runs, "bot-d", -5).empty());  // a hostile value: none
+}
+
+// Every run of the agent keeps its name (an archival claim keeps their
+// transcripts); only a finished one is read further, as stored.
+TEST(ContextDocument, EarlierRunsReadFinishedRunsAsStored) {
+  const Json done = with_status(run("bot-0"), {{"phase", "Failed"},
+                                               {"finishedAt", "2024-05-01T12:06:00Z"},
+                                               {"stopReason", "max_iterations"},
+                                               {"output", std::string(5000, 'x')}});
+  const Json running = with_status(run("bot-1"), {{"phase", "Running"}, {"output", "partial"}});
+  const std::vector<EarlierRun> runs = earlier_runs({&done, nullptr, &running});
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].name, "bot-0");
+  EXPECT_EQ(runs[0].finished_at_text, "2024-05-01T12:06:00Z");
+  EXPECT_EQ(runs[0].phase, "Failed");
+  EXPECT_EQ(runs[0].stop_reason, "max_iterations");
+  EXPECT_EQ(runs[0].output.size(), api::kRecentRunOutputBytesMax);
+  EXPECT_EQ(runs[1].name, "bot-1");
+  EXPECT_FALSE(runs[1].finished_at);
+  EXPECT_TRUE(runs[1].output.empty());
 }
 
 }  // namespace

@@ -158,7 +158,7 @@ Json render_case(const GoldenCase& c) {
   const ContextInput in{&spec,
                         &started,
                         "Heartbeat.",
-                        recent,
+                        earlier_runs(recent),
                         at("2024-05-01T12:05:00Z"),
                         c.budget_left_cents,
                         c.budget_left_is_daily,
@@ -166,7 +166,7 @@ Json render_case(const GoldenCase& c) {
   const Json context = render_context(in, c.config, c.pricing, c.per_run_tokens);
   const JobPlan plan = build_job(started, spec, context.dump(), c.config);
   Json objects = Json::array();
-  for (const auto& [kind, object] : build_agent_objects(c.agent, c.config)) {
+  for (const auto& [kind, object] : build_agent_objects(spec, c.config)) {
     objects.push_back({{"kind", kind}, {"object", object}});
   }
   return {{"context", context},

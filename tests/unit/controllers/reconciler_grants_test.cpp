@@ -162,8 +162,12 @@ TEST(ReconcilerGrants, AReferenceThatIsNotControllerIsNotOwnership) {
 TEST(ReconcilerGrants, GrantsLeftForAForeignObjectAreDeletedOnce) {
   Harness h;
   h.api->exists("configmaps", owned_by_uid("ConfigMap", "bot-memory", "uid-someone-else"));
-  Json role = build_agent_objects(h.view.agents_by_name["bot"], JobConfig{})[3].second;
-  Json binding = build_agent_objects(h.view.agents_by_name["bot"], JobConfig{})[4].second;
+  Json role =
+      build_agent_objects(parse_agent_spec(h.view.agents_by_name["bot"]).spec, JobConfig{})[3]
+          .second;
+  Json binding =
+      build_agent_objects(parse_agent_spec(h.view.agents_by_name["bot"]).spec, JobConfig{})[4]
+          .second;
   role["metadata"]["uid"] = "uid-role";
   binding["metadata"]["uid"] = "uid-binding";
   h.api->get_answers["/roles/bot-runner"] = {200, {}, role.dump()};
