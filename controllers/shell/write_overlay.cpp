@@ -2,6 +2,21 @@
 
 namespace hb::controllers {
 
+namespace {
+
+// Server-side-apply bookkeeping: large, and no reader of the overlay reads it.
+std::string text_without_managed_fields(const Json& object) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object() || !meta->contains("managedFields")) {
+    return object.dump();
+  }
+  Json kept = object;
+  kept["metadata"].erase("managedFields");
+  return kept.dump();
+}
+
+}  // namespace
+
 void WriteOverlay::expire_locked(Clock::time_point now) {
   while (!written_.empty() && now - written_.front().first > kOverlayTtl) {
     auto it = entries_.find(written_.front().second);
@@ -20,20 +35,19 @@ void WriteOverlay::forget_locked(std::map<std::string, Entry>::iterator it) {
 }
 
 void WriteOverlay::put(const std::string& kind, const Json& object) {
-  Json kept = object;
-  // Server-side-apply bookkeeping: large, and no reader of the overlay reads it.
-  if (auto meta = kept.find("metadata"); meta != kept.end() && meta->is_object()) {
-    meta->erase("managedFields");
-  }
+  std::string key = kind + "|" + object_key(object);
+  Entry entry{text_without_managed_fields(object),
+              string_at(object, "metadata/uid"),
+              resource_version_number(object),
+              {},
+              kind + "|" + (group_ ? group_(kind, object) : std::string())};
   std::lock_guard lock(mutex_);
-  const auto now = now_();
-  expire_locked(now);
-  std::string key = kind + "|" + object_key(kept);
-  std::string group = kind + "|" + (group_ ? group_(kind, kept) : std::string());
+  entry.at = now_();
+  expire_locked(entry.at);
   if (auto was = entries_.find(key); was != entries_.end()) forget_locked(was);
-  groups_[group].insert(key);
-  entries_[key] = Entry{std::move(kept), now, std::move(group)};
-  written_.emplace_back(now, std::move(key));
+  groups_[entry.group].insert(key);
+  written_.emplace_back(entry.at, key);
+  entries_[std::move(key)] = std::move(entry);
 }
 
 void WriteOverlay::erase(const std::string& kind, const std::string& key) {
@@ -41,7 +55,7 @@ void WriteOverlay::erase(const std::string& kind, const std::string& key) {
   const auto now = now_();
   expire_locked(now);
   if (auto was = entries_.find(kind + "|" + key); was != entries_.end()) forget_locked(was);
-  entries_[kind + "|" + key] = Entry{std::nullopt, now, {}};
+  entries_[kind + "|" + key] = Entry{std::nullopt, {}, 0, now, {}};
   written_.emplace_back(now, kind + "|" + key);
 }
 
@@ -54,19 +68,20 @@ std::optional<Json> WriteOverlay::merge(const std::string& kind, const std::stri
     forget_locked(it);
     return cached;
   }
-  if (!it->second.object) {
+  const Entry& entry = it->second;
+  if (!entry.text) {
     return std::nullopt;  // deleted by us: the cache still showing it is stale
   }
-  if (!cached) return it->second.object;
-  if (string_at(*cached, "metadata/uid") != string_at(*it->second.object, "metadata/uid")) {
+  if (!cached) return Json::parse(*entry.text);
+  if (string_view_at(*cached, "metadata/uid") != entry.uid) {
     forget_locked(it);  // a different object of the same name
     return cached;
   }
-  if (resource_version_number(*cached) >= resource_version_number(*it->second.object)) {
+  if (resource_version_number(*cached) >= entry.resource_version) {
     forget_locked(it);  // the cache caught up
     return cached;
   }
-  return it->second.object;
+  return Json::parse(*entry.text);
 }
 
 size_t WriteOverlay::size() const {
