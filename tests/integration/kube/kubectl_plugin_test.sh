@@ -365,6 +365,25 @@ sum="$(while read -r namespace _ period spent _; do
 total="$(grep '^TOTAL ' <<<"$table" | head -1)"
 expect_eq "$total" "TOTAL - $month $sum - - -" "spend -A: TOTAL"
 
+# Another tenant's Agent nested deeper than jq parses (spec.runtime.volumes
+# keeps unknown fields; the API server takes it) does not break spend -A.
+deep=1
+for _ in $(seq 300); do deep="{\"a\":$deep}"; done
+k create -n "$ns_b" -f - >/dev/null <<EOF
+{"apiVersion": "heartbeat.dev/v1alpha1", "kind": "Agent", "metadata": {"name": "deep"},
+ "spec": {"model": {"provider": "openai", "model": "stand-in"}, "heartbeat": {"interval": "1h"},
+          "runtime": {"volumes": [{"name": "v", "csi": $deep}]}}}
+EOF
+# Positive control: the whole object is more than jq takes.
+if k get hba deep -n "$ns_b" -o json | jq . >/dev/null 2>&1; then
+  fail "control: jq parsed an Agent nested 300 levels deep; the case below shows nothing"
+fi
+pass
+hb -A spend
+expect_rc 0 "spend -A beside an Agent nested 300 levels deep"
+expect_in "$(squeeze "$out")" "$ns_b deep - - unlimited - -" "spend -A lists the deep Agent"
+expect_in "$(squeeze "$out")" "$ns_b beta $month 5 unlimited - Idle" "spend -A: the rest as before"
+
 # Per policy: nothing while the resource does not exist; listed once it does
 # (a stand-in CRD made here when the cluster serves none; with the real one
 # installed, as the control_plane fixture does, these checks are skipped).
