@@ -1,6 +1,7 @@
 #include "controllers/plan/write_plan.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "api/hb_assert.h"
@@ -172,18 +173,13 @@ void assign_priorities(std::vector<PlannedWrite>& plan, const WritePlanInput& in
 // The order write_plan.h promises: Job deletes before anything else; at
 // most one run of each kind made, one started, one agent status.
 bool plan_well_formed(const std::vector<PlannedWrite>& plan) {
-  std::map<WriteOp, std::size_t> count;
-  bool past_deletes = false;
-  for (const PlannedWrite& w : plan) {
-    if (w.op == WriteOp::kDeleteJob && past_deletes) return false;
-    past_deletes = past_deletes || w.op != WriteOp::kDeleteJob;
-    ++count[w.op];
-  }
-  for (const WriteOp once : {WriteOp::kCreateRun, WriteOp::kInvokeRun, WriteOp::kStartRun,
-                             WriteOp::kReplaceAgentStatus}) {
-    if (count[once] > 1) return false;
-  }
-  return true;
+  const auto is = [](WriteOp op) { return [op](const PlannedWrite& w) { return w.op == op; }; };
+  const auto first_other = std::find_if_not(plan.begin(), plan.end(), is(WriteOp::kDeleteJob));
+  if (std::any_of(first_other, plan.end(), is(WriteOp::kDeleteJob))) return false;
+  return std::ranges::all_of(
+      std::array{WriteOp::kCreateRun, WriteOp::kInvokeRun, WriteOp::kStartRun,
+                 WriteOp::kReplaceAgentStatus},
+      [&](WriteOp once) { return std::count_if(plan.begin(), plan.end(), is(once)) <= 1; });
 }
 
 }  // namespace
