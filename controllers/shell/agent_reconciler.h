@@ -182,9 +182,9 @@ class AgentReconciler {
   kube::Result<std::string> object_in_the_way(const Json& agent);
   // Runs read again for a context, by name (nullopt: deleted meanwhile).
   using RereadRuns = std::map<std::string, std::optional<Json>>;
-  kube::Result<RereadRuns> reread_context_runs(const std::string& ns, const Json& agent,
+  kube::Result<RereadRuns> reread_context_runs(const std::string& ns, const AgentSpec& spec,
                                                const std::string& run_name,
-                                               const std::vector<const Json*>& history);
+                                               const std::vector<EarlierRun>& earlier);
   // `history` with the runs read again in place of the cached copies.
   static std::vector<const Json*> with_reread(const std::vector<const Json*>& history,
                                               const RereadRuns& reread);

@@ -128,11 +128,10 @@ kube::Result<std::optional<AgentReconciler::Prompt>> AgentReconciler::read_befor
 // (past the window it keeps: contextRuns raised, a newer run deleted), read
 // from the API server; nullopt for one deleted meanwhile. Usually none.
 kube::Result<AgentReconciler::RereadRuns> AgentReconciler::reread_context_runs(
-    const std::string& ns, const Json& agent, const std::string& run_name,
-    const std::vector<const Json*>& history) {
+    const std::string& ns, const AgentSpec& spec, const std::string& run_name,
+    const std::vector<EarlierRun>& earlier) {
   RereadRuns out;
-  for (const std::string& name :
-       context_runs_to_read(earlier_runs(history), run_name, context_runs_of(agent))) {
+  for (const std::string& name : context_runs_to_read(earlier, run_name, spec.context_runs)) {
     kube::Result<Json> read = client_->get(res::kHeartbeatRuns, ns, name);
     if (!read.ok() && read.error().kind == kube::ErrorKind::kNotFound) {
       out.emplace(name, std::nullopt);

@@ -125,12 +125,13 @@ kube::Result<std::optional<JobPlan>> AgentReconciler::plan_job(
     const Json& agent, const AgentSpec& spec, Json& run, const std::vector<const Json*>& history,
     const Prompt& prompt, const RunPrices& prices, const HoldDecision& hold, TimePoint now) {
   const std::string ns = namespace_of(run);
-  HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, agent, name_of(run), history));
+  std::vector<EarlierRun> earlier = earlier_runs(history);
+  HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, spec, name_of(run), earlier));
+  if (!reread.empty()) earlier = earlier_runs(with_reread(history, reread));  // usually none
   const StartingRun starting = starting_run(run);
-  const Json context =
-      render_context({&spec, &starting, *prompt.text, earlier_runs(with_reread(history, reread)),
-                      now, hold.cents, is_day_pool(hold.bound_by), agent_spend(agent)},
-                     config_.job, prices.pricing, prices.per_run_tokens);
+  const Json context = render_context({&spec, &starting, *prompt.text, std::move(earlier), now,
+                                       hold.cents, is_day_pool(hold.bound_by), agent_spend(agent)},
+                                      config_.job, prices.pricing, prices.per_run_tokens);
   const std::string context_text = context.dump();
   if (auto too_large = context_too_large(context_text.size(), prompt.source, prompt.text->size())) {
     budget_holds_.release(object_key(ns, name_of(run)));
