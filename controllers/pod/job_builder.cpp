@@ -67,7 +67,7 @@ api::ModelConfig model_config(const AgentSpec& agent) {
   api::ModelConfig model;
   auto parsed = api::parse_provider(agent.provider);
   // The Agent's spec is checked before any run starts (agent_spec.h).
-  if (!parsed) throw std::invalid_argument("unknown model provider \"" + agent.provider + "\"");
+  HB_ASSERT_MSG(parsed.has_value(), "a run starts only for a valid Agent: its provider is known");
   model.provider = *parsed;
   model.model = agent.model;
   model.base_url = agent.base_url;
@@ -447,12 +447,8 @@ Json pod_spec_for(const StartingRun& run, const AgentSpec& agent, const JobConfi
 
 JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::string& context_text,
                   const JobConfig& config) {
-  if (context_text.size() > api::kContextDocumentBytesMax) {
-    throw std::invalid_argument("the context document is " + std::to_string(context_text.size()) +
-                                " bytes, more than the " +
-                                std::to_string(api::kContextDocumentBytesMax) +
-                                " a ConfigMap holds");
-  }
+  HB_ASSERT_MSG(context_text.size() <= api::kContextDocumentBytesMax,
+                "callers refuse a context document too large first (context_too_large)");
   const std::string& run_name = run.identity.name;
   const Json labels = labels_for(agent, run_name);
 

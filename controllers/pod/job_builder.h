@@ -131,8 +131,9 @@ std::optional<std::string> context_too_large(std::size_t context_bytes,
                                              std::string_view prompt_source,
                                              std::size_t prompt_bytes);
 
-// Throws std::invalid_argument when the context document passes
-// kContextDocumentBytesMax: callers check context_too_large first.
+// For a valid Agent (parse_agent_spec) and a context document within
+// kContextDocumentBytesMax (callers check context_too_large first):
+// both asserted.
 JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::string& context_text,
                   const JobConfig& config);
 

@@ -21,6 +21,7 @@
 #include "api/trace_context.h"
 #include "controllers/agent/agent_decision.h"
 #include "controllers/plan/orphan_plan.h"
+#include "controllers/plan/start_plan.h"
 #include "controllers/plan/write_plan.h"
 #include "controllers/pod/job_builder.h"
 #include "controllers/pod/scheduling_span.h"
@@ -141,6 +142,7 @@ class AgentReconciler {
     std::optional<std::string> text;
     PromptGap gap;       // set when text is not
     std::string source;  // where the text came from, for a message
+    PromptText view() const { return {text ? &*text : nullptr, text ? nullptr : &gap, source}; }
   };
   // The heartbeat prompt; no text and `gap` set when it is empty or the
   // Agent names a ConfigMap or key that does not exist. Any other failure
@@ -155,8 +157,8 @@ class AgentReconciler {
                                                            const Json& agent, const AgentView& view,
                                                            const std::vector<Json>& runs,
                                                            AgentDecisionInput& input);
-  kube::Done fail_before_start(const Json& agent, Json& run, const std::string& reason,
-                               const std::string& message, TimePoint now);
+  kube::Done fail_before_start(const Json& agent, Json& run, const StartRefusal& refusal,
+                               TimePoint now);
   // True when this process made the per-agent objects or the Agent's Lease
   // in the cache is marked (job_builder.h: agent_objects_made).
   bool agent_objects_known_made(const Json& agent, const std::optional<Json>* lease_read);

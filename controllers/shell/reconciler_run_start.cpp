@@ -54,10 +54,10 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, const AgentSpec
     HB_TRY_ASSIGN(resolved, resolve_prompt(agent));
   }
   const Prompt& prompt = *resolved;
-  if (!prompt.text) {
+  if (auto refusal = prompt_refusal(prompt.view())) {
     // A run someone asked for (or one queued before the prompt went away)
     // cannot start, saying what is missing.
-    HB_TRY(fail_before_start(agent, run, prompt.gap.reason, prompt.gap.message, now));
+    HB_TRY(fail_before_start(agent, run, *refusal, now));
     return true;
   }
   HB_TRY_ASSIGN(const std::string blocking, ensure_agent_objects(agent));
@@ -129,23 +129,23 @@ kube::Result<std::optional<JobPlan>> AgentReconciler::plan_job(
   HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, spec, name_of(run), earlier));
   if (!reread.empty()) earlier = earlier_runs(with_reread(history, reread));  // usually none
   const StartingRun starting = starting_run(run);
-  const Json context = render_context({&spec, &starting, *prompt.text, std::move(earlier), now,
-                                       hold.cents, is_day_pool(hold.bound_by), agent_spend(agent)},
-                                      config_.job, prices.pricing, prices.per_run_tokens);
-  const std::string context_text = context.dump();
-  if (auto too_large = context_too_large(context_text.size(), prompt.source, prompt.text->size())) {
+  RunStart start = plan_run_start({.spec = &spec,
+                                   .run = &starting,
+                                   .prompt = prompt.view(),
+                                   .earlier = std::move(earlier),
+                                   .hold = &hold,
+                                   .spend = agent_spend(agent),
+                                   .pricing = prices.pricing,
+                                   .per_run_tokens = prices.per_run_tokens,
+                                   .admitting_policies = policies_now(ns, name_of(agent)),
+                                   .job = &config_.job,
+                                   .now = now});
+  if (auto* refusal = std::get_if<StartRefusal>(&start)) {
     budget_holds_.release(object_key(ns, name_of(run)));
-    HB_TRY(fail_before_start(agent, run, kReasonContextTooLarge, *too_large, now));
+    HB_TRY(fail_before_start(agent, run, *refusal, now));
     return std::optional<JobPlan>();
   }
-  JobPlan plan = build_job(starting, spec, context_text, config_.job);
-  plan.job["metadata"]["annotations"][kAnnotationStartedAt] = schedule::format_rfc3339(now);
-  // The admitting policies' trusted copy and the cents held for the run:
-  // a Job's template cannot change.
-  Json& template_annotations = plan.job["spec"]["template"]["metadata"]["annotations"];
-  template_annotations[kAnnotationPolicies] = policies_now(ns, name_of(agent));
-  if (hold.cents) template_annotations[kAnnotationBudgetHold] = format_hold_cents(*hold.cents);
-  return std::optional<JobPlan>(std::move(plan));
+  return std::optional<JobPlan>(std::get<JobPlan>(std::move(start)));
 }
 
 // A run whose Job this pass created: counted, its scheduling span exported,
@@ -173,18 +173,11 @@ void AgentReconciler::note_started(const Json& agent, const Json& run, const Sta
 // Finishes a run that cannot start without a Job (cost 0; the ledger marks
 // it next time), saying why; the Agent's conditions name it (agent_conditions.h).
 kube::Done AgentReconciler::fail_before_start(const Json& agent, Json& run,
-                                              const std::string& reason, const std::string& message,
-                                              TimePoint now) {
-  Json status = {{"phase", "Failed"},
-                 {"reason", reason},
-                 {"message", message},
-                 {"startedAt", schedule::format_rfc3339(now)},
-                 {"finishedAt", schedule::format_rfc3339(now)},
-                 {"durationSeconds", 0},
-                 {"usage", {{"inputTokens", 0}, {"outputTokens", 0}, {"costCents", 0}}}};
+                                              const StartRefusal& refusal, TimePoint now) {
+  const Json status = failed_before_start_status(refusal, now);
   HB_TRY(write_run_status(run, status, true));
   spdlog::warn("event=run_not_started agent={}/{} run={} reason={}",
-               string_at(run, "metadata/namespace"), name_of(agent), name_of(run), reason);
+               string_at(run, "metadata/namespace"), name_of(agent), name_of(run), refusal.reason);
   return kube::done();
 }
 

@@ -116,8 +116,8 @@ TEST(JobBuilder, ContextAsAnnotationWhenItFitsElseConfigMap) {
             "metadata.annotations['heartbeat.dev/context']");
   const std::string big(kContextAnnotationBytesMax + 1, 'x');
   EXPECT_TRUE(build_stored_job(r, a, big, config).context_config_map);
-  EXPECT_THROW(build_stored_job(r, a, std::string(api::kContextDocumentBytesMax + 1, 'x'), config),
-               std::invalid_argument);
+  EXPECT_DEATH(build_stored_job(r, a, std::string(api::kContextDocumentBytesMax + 1, 'x'), config),
+               "callers refuse a context document too large first");
 }
 
 TEST(JobBuilder, CommandModeRunsTheUsersImageAndCommand) {
