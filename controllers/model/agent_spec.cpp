@@ -136,6 +136,182 @@ void parse_pod_fields(const Json& runtime, AgentSpec& s) {
   s.runtime_class_name = string_at(runtime, "runtimeClassName");
 }
 
+// The sections a spec's fields are read from; an absent one reads as empty.
+const Json& empty_section() {
+  static const Json kEmpty = Json::object();
+  return kEmpty;
+}
+
+const Json& section(const Json& parent, std::string_view name) {
+  const Json* p = find_path(parent, name);
+  return p != nullptr ? *p : empty_section();
+}
+
+void parse_metadata(const Json& agent, AgentSpec& s) {
+  const Json& metadata = section(agent, "metadata");
+  s.api_version = string_view_at(agent, "apiVersion");
+  s.kind = string_view_at(agent, "kind");
+  s.name = string_view_at(metadata, "name");
+  s.ns = string_view_at(metadata, "namespace");
+  s.uid = string_view_at(metadata, "uid");
+  s.generation = int_at(metadata, "generation").value_or(0);
+  s.created = time_at(metadata, "creationTimestamp").value_or(TimePoint{});
+  s.deleting = find_path(metadata, "deletionTimestamp") != nullptr;
+}
+
+void parse_agent_type(const Json& spec, AgentSpec& s, std::vector<std::string>& errors) {
+  const std::string_view type =
+      string_view_at(spec, "type", api::to_string(api::kAgentTypeDefault));
+  if (auto parsed = api::parse_agent_type(type)) {
+    s.type = *parsed;
+  } else {
+    errors.push_back("spec.type \"" + api::quote_untrusted(type) +
+                     "\": unknown agent type; use one of " + std::string(api::agent_type_names()));
+  }
+}
+
+void parse_model(const Json& model, AgentSpec& s, std::vector<std::string>& errors) {
+  s.provider = string_view_at(model, "provider");
+  const std::optional<api::Provider> provider = api::parse_provider(s.provider);
+  if (!provider) {
+    errors.push_back("spec.model.provider \"" + api::quote_untrusted(s.provider) +
+                     "\": unknown provider; use openai (any OpenAI-compatible endpoint) "
+                     "or anthropic");
+  }
+  s.model = string_view_at(model, "model");
+  s.base_url = string_view_at(model, "baseURL");
+  if (s.model.empty()) {
+    errors.push_back("spec.model.model: is required");
+  }
+  if (const Json* key_ref = find_path(model, "apiKeySecretRef"); key_ref != nullptr) {
+    s.api_key = KeyRef{string_at(*key_ref, "name"), string_at(*key_ref, "key")};
+  } else if (provider == api::Provider::kAnthropic) {
+    errors.push_back("spec.model.apiKeySecretRef: is required for provider anthropic");
+  }
+
+  s.pricing.input_cents_per_million_tokens =
+      std::clamp(number_at(model, "pricing/inputCentsPerMillionTokens").value_or(0), 0.0,
+                 kPriceCentsPerMillionTokensMax);
+  s.pricing.output_cents_per_million_tokens =
+      std::clamp(number_at(model, "pricing/outputCentsPerMillionTokens").value_or(0), 0.0,
+                 kPriceCentsPerMillionTokensMax);
+  s.pricing.cached_input_cents_per_million_tokens =
+      clamped_price(model, "pricing/cachedInputCentsPerMillionTokens");
+  s.pricing.cache_write_input_cents_per_million_tokens =
+      clamped_price(model, "pricing/cacheWriteInputCentsPerMillionTokens");
+  s.max_tokens = std::clamp<int64_t>(int_at(model, "maxTokens").value_or(kModelMaxTokensDefault), 1,
+                                     kModelMaxTokensMax);
+}
+
+void parse_schedule_fields(const Json& heartbeat, AgentSpec& s, std::vector<std::string>& errors) {
+  const std::string_view interval = string_view_at(heartbeat, "interval");
+  const std::string_view cron = string_view_at(heartbeat, "schedule");
+  const std::string_view spread = string_view_at(heartbeat, "spread");
+  const std::string_view time_zone = string_view_at(heartbeat, "timeZone");
+  if (!interval.empty() || !cron.empty()) {
+    const std::string hash_key = schedule::schedule_hash_key(s.ns, s.name);
+    auto parsed = schedule::parse_schedule({interval, cron, spread, hash_key, time_zone});
+    if (parsed.ok()) {
+      s.schedule = *parsed.value;
+      if (auto zone = schedule::find_time_zone(time_zone); zone.ok()) s.time_zone = *zone.value;
+    } else {
+      errors.push_back(parsed.error);
+    }
+  } else {
+    unscheduled_field_errors(spread, time_zone, errors);
+  }
+  if (s.schedule || (interval.empty() && cron.empty())) {
+    s.idle_backoff = parse_idle_backoff(heartbeat, s.schedule ? &*s.schedule : nullptr, errors);
+  }
+  s.mentions = parse_mention_policy(heartbeat, errors);
+  s.starting_deadline_seconds = int_at(heartbeat, "startingDeadlineSeconds");
+  if (s.starting_deadline_seconds && (*s.starting_deadline_seconds < 0 ||
+                                      *s.starting_deadline_seconds > kStartingDeadlineSecondsMax)) {
+    errors.push_back("spec.heartbeat.startingDeadlineSeconds: must be 0.." +
+                     std::to_string(kStartingDeadlineSecondsMax) + " (a year)");
+    s.starting_deadline_seconds.reset();
+  }
+}
+
+void parse_history(const Json& heartbeat, AgentSpec& s) {
+  s.context_runs = static_cast<int>(int_at(heartbeat, "contextRuns").value_or(kContextRunsDefault));
+  const Json& limits = section(heartbeat, "historyLimits");
+  s.history_succeeded =
+      static_cast<int>(int_at(limits, "succeeded").value_or(kHistorySucceededDefault));
+  s.history_failed = static_cast<int>(int_at(limits, "failed").value_or(kHistoryFailedDefault));
+}
+
+void parse_prompt(const Json& heartbeat, AgentSpec& s, std::vector<std::string>& errors) {
+  // An empty prompt is a prompt (the heartbeat is skipped); an empty one
+  // next to promptFrom is the field left at its default.
+  const std::string_view inline_prompt = string_view_at(heartbeat, "prompt");
+  const bool has_prompt = !inline_prompt.empty();
+  const Json* prompt_from = find_path(heartbeat, "promptFrom");
+  const bool has_prompt_from = prompt_from != nullptr;
+  if (has_prompt && has_prompt_from) {
+    errors.push_back("spec.heartbeat: set prompt or promptFrom, not both");
+  } else if (!has_prompt_from && find_path(heartbeat, "prompt") == nullptr) {
+    errors.push_back("spec.heartbeat.prompt: is required (or promptFrom.configMapKeyRef)");
+  }
+  s.prompt_blank = !has_prompt_from && is_blank(inline_prompt);
+  if (has_prompt_from) {
+    s.prompt_from = KeyRef{string_at(*prompt_from, "configMapKeyRef/name"),
+                           string_at(*prompt_from, "configMapKeyRef/key")};
+    if (s.prompt_from->name.empty() || s.prompt_from->key.empty()) {
+      errors.push_back("spec.heartbeat.promptFrom.configMapKeyRef: needs name and key");
+    }
+  }
+}
+
+void parse_memory_and_budget(const Json& spec, AgentSpec& s, std::vector<std::string>& errors) {
+  s.persona = string_view_at(spec, "persona");
+  s.memory_blocks = parse_memory_blocks(spec);
+  s.archival_claim = string_at(spec, "memory/archival/persistentVolumeClaimName");
+  s.paused = bool_at(spec, "paused");
+  s.monthly_budget_cents = int_at(spec, "budget/monthlyCents").value_or(0);
+  s.per_run_cents = number_at(spec, "budget/perRunCents");
+  parse_per_run_tokens(spec, s, errors);
+  parse_daily_budget(spec, s, errors);
+  const std::string_view resume = string_view_at(spec, "budget/resume", "Manual");
+  if (resume == "NextPeriod") {
+    s.budget_resume = BudgetResume::kNextPeriod;
+  } else if (resume != "Manual") {
+    errors.push_back("spec.budget.resume \"" + api::quote_untrusted(resume) +
+                     "\": use Manual (wait for a person) or NextPeriod (resume next month)");
+  }
+}
+
+void parse_runtime(const Json& runtime, AgentSpec& s, std::vector<std::string>& errors) {
+  const std::string_view mode = string_view_at(runtime, "mode", "builtin");
+  s.command_may_pause = bool_at(runtime, "pauseHeartbeats");
+  s.runtime_image = string_at(runtime, "image");
+  if (mode == "command") {
+    s.mode = RuntimeMode::kCommand;
+    if (string_view_at(runtime, "image").empty()) {
+      errors.push_back("spec.runtime.image: is required when spec.runtime.mode is command");
+    }
+    const Json* command = find_path(runtime, "command");
+    if (command == nullptr || !command->is_array() || command->empty()) {
+      errors.push_back("spec.runtime.command: is required when spec.runtime.mode is command");
+    }
+  } else if (mode != "builtin") {
+    errors.push_back("spec.runtime.mode \"" + api::quote_untrusted(mode) +
+                     "\": use builtin or command");
+  }
+  s.timeout_seconds = int_at(runtime, "timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
+  s.grace_seconds = int_at(runtime, "graceSeconds").value_or(kRuntimeGraceSecondsDefault);
+  if (s.timeout_seconds < 1) {
+    errors.push_back("spec.runtime.timeoutSeconds: must be at least 1");
+  }
+  if (s.grace_seconds < 0) {
+    errors.push_back("spec.runtime.graceSeconds: must not be negative");
+  }
+  parse_pod_fields(runtime, s);
+  for (std::string& error : check_pod_settings(runtime, "spec.runtime")) {
+    errors.push_back(std::move(error));
+  }
+}
+
 }  // namespace
 
 int64_t context_runs_of(const Json& agent) {
@@ -157,167 +333,18 @@ std::vector<api::MemoryBlock> parse_memory_blocks(const Json& spec) {
 SpecCheck parse_agent_spec(const Json& agent) {
   SpecCheck check;
   AgentSpec& s = check.spec;
-  // Sections are looked up once; fields are read relative to them.
-  static const Json kEmpty = Json::object();
-  auto section = [](const Json& parent, std::string_view name) -> const Json& {
-    const Json* p = find_path(parent, name);
-    return p != nullptr ? *p : kEmpty;
-  };
-  const Json& metadata = section(agent, "metadata");
-  s.api_version = string_view_at(agent, "apiVersion");
-  s.kind = string_view_at(agent, "kind");
-  s.name = string_view_at(metadata, "name");
-  s.ns = string_view_at(metadata, "namespace");
-  s.uid = string_view_at(metadata, "uid");
-  s.generation = int_at(metadata, "generation").value_or(0);
-  s.created = time_at(metadata, "creationTimestamp").value_or(TimePoint{});
-  s.deleting = find_path(metadata, "deletionTimestamp") != nullptr;
-
-  const Json* spec_ptr = find_path(agent, "spec");
-  const Json& spec = spec_ptr != nullptr && spec_ptr->is_object() ? *spec_ptr : kEmpty;
-  const Json& model = section(spec, "model");
+  parse_metadata(agent, s);
+  // A spec that is not an object reads as an empty one (every field missing).
+  const Json& spec_or_not = section(agent, "spec");
+  const Json& spec = spec_or_not.is_object() ? spec_or_not : empty_section();
+  parse_agent_type(spec, s, check.errors);
+  parse_model(section(spec, "model"), s, check.errors);
   const Json& heartbeat = section(spec, "heartbeat");
-  const Json& runtime = section(spec, "runtime");
-
-  const std::string_view type =
-      string_view_at(spec, "type", api::to_string(api::kAgentTypeDefault));
-  if (auto parsed = api::parse_agent_type(type)) {
-    s.type = *parsed;
-  } else {
-    check.errors.push_back("spec.type \"" + api::quote_untrusted(type) +
-                           "\": unknown agent type; use one of " +
-                           std::string(api::agent_type_names()));
-  }
-
-  s.provider = string_view_at(model, "provider");
-  const std::optional<api::Provider> provider = api::parse_provider(s.provider);
-  if (!provider) {
-    check.errors.push_back("spec.model.provider \"" + api::quote_untrusted(s.provider) +
-                           "\": unknown provider; use openai (any OpenAI-compatible endpoint) "
-                           "or anthropic");
-  }
-  s.model = string_view_at(model, "model");
-  s.base_url = string_view_at(model, "baseURL");
-  if (s.model.empty()) {
-    check.errors.push_back("spec.model.model: is required");
-  }
-  if (const Json* key_ref = find_path(model, "apiKeySecretRef"); key_ref != nullptr) {
-    s.api_key = KeyRef{string_at(*key_ref, "name"), string_at(*key_ref, "key")};
-  } else if (provider == api::Provider::kAnthropic) {
-    check.errors.push_back("spec.model.apiKeySecretRef: is required for provider anthropic");
-  }
-
-  s.pricing.input_cents_per_million_tokens =
-      std::clamp(number_at(model, "pricing/inputCentsPerMillionTokens").value_or(0), 0.0,
-                 kPriceCentsPerMillionTokensMax);
-  s.pricing.output_cents_per_million_tokens =
-      std::clamp(number_at(model, "pricing/outputCentsPerMillionTokens").value_or(0), 0.0,
-                 kPriceCentsPerMillionTokensMax);
-  s.pricing.cached_input_cents_per_million_tokens =
-      clamped_price(model, "pricing/cachedInputCentsPerMillionTokens");
-  s.pricing.cache_write_input_cents_per_million_tokens =
-      clamped_price(model, "pricing/cacheWriteInputCentsPerMillionTokens");
-  s.max_tokens = std::clamp<int64_t>(int_at(model, "maxTokens").value_or(kModelMaxTokensDefault), 1,
-                                     kModelMaxTokensMax);
-
-  const std::string_view interval = string_view_at(heartbeat, "interval");
-  const std::string_view cron = string_view_at(heartbeat, "schedule");
-  const std::string_view spread = string_view_at(heartbeat, "spread");
-  const std::string_view time_zone = string_view_at(heartbeat, "timeZone");
-  if (!interval.empty() || !cron.empty()) {
-    const std::string hash_key = schedule::schedule_hash_key(s.ns, s.name);
-    auto parsed = schedule::parse_schedule({interval, cron, spread, hash_key, time_zone});
-    if (parsed.ok()) {
-      s.schedule = *parsed.value;
-      if (auto zone = schedule::find_time_zone(time_zone); zone.ok()) s.time_zone = *zone.value;
-    } else {
-      check.errors.push_back(parsed.error);
-    }
-  } else {
-    unscheduled_field_errors(spread, time_zone, check.errors);
-  }
-  if (s.schedule || (interval.empty() && cron.empty())) {
-    s.idle_backoff =
-        parse_idle_backoff(heartbeat, s.schedule ? &*s.schedule : nullptr, check.errors);
-  }
-  s.mentions = parse_mention_policy(heartbeat, check.errors);
-  s.starting_deadline_seconds = int_at(heartbeat, "startingDeadlineSeconds");
-  if (s.starting_deadline_seconds && (*s.starting_deadline_seconds < 0 ||
-                                      *s.starting_deadline_seconds > kStartingDeadlineSecondsMax)) {
-    check.errors.push_back("spec.heartbeat.startingDeadlineSeconds: must be 0.." +
-                           std::to_string(kStartingDeadlineSecondsMax) + " (a year)");
-    s.starting_deadline_seconds.reset();
-  }
-  s.context_runs = static_cast<int>(int_at(heartbeat, "contextRuns").value_or(kContextRunsDefault));
-  const Json& limits = section(heartbeat, "historyLimits");
-  s.history_succeeded =
-      static_cast<int>(int_at(limits, "succeeded").value_or(kHistorySucceededDefault));
-  s.history_failed = static_cast<int>(int_at(limits, "failed").value_or(kHistoryFailedDefault));
-
-  // An empty prompt is a prompt (the heartbeat is skipped); an empty one
-  // next to promptFrom is the field left at its default.
-  const std::string_view inline_prompt = string_view_at(heartbeat, "prompt");
-  const bool has_prompt = !inline_prompt.empty();
-  const Json* prompt_from = find_path(heartbeat, "promptFrom");
-  const bool has_prompt_from = prompt_from != nullptr;
-  if (has_prompt && has_prompt_from) {
-    check.errors.push_back("spec.heartbeat: set prompt or promptFrom, not both");
-  } else if (!has_prompt_from && find_path(heartbeat, "prompt") == nullptr) {
-    check.errors.push_back("spec.heartbeat.prompt: is required (or promptFrom.configMapKeyRef)");
-  }
-  s.prompt_blank = !has_prompt_from && is_blank(inline_prompt);
-  if (has_prompt_from) {
-    s.prompt_from = KeyRef{string_at(*prompt_from, "configMapKeyRef/name"),
-                           string_at(*prompt_from, "configMapKeyRef/key")};
-    if (s.prompt_from->name.empty() || s.prompt_from->key.empty()) {
-      check.errors.push_back("spec.heartbeat.promptFrom.configMapKeyRef: needs name and key");
-    }
-  }
-
-  s.persona = string_view_at(spec, "persona");
-  s.memory_blocks = parse_memory_blocks(spec);
-  s.archival_claim = string_at(spec, "memory/archival/persistentVolumeClaimName");
-  s.paused = bool_at(spec, "paused");
-  s.monthly_budget_cents = int_at(spec, "budget/monthlyCents").value_or(0);
-  s.per_run_cents = number_at(spec, "budget/perRunCents");
-  parse_per_run_tokens(spec, s, check.errors);
-  parse_daily_budget(spec, s, check.errors);
-  const std::string_view resume = string_view_at(spec, "budget/resume", "Manual");
-  if (resume == "NextPeriod") {
-    s.budget_resume = BudgetResume::kNextPeriod;
-  } else if (resume != "Manual") {
-    check.errors.push_back("spec.budget.resume \"" + api::quote_untrusted(resume) +
-                           "\": use Manual (wait for a person) or NextPeriod (resume next month)");
-  }
-
-  const std::string_view mode = string_view_at(runtime, "mode", "builtin");
-  s.command_may_pause = bool_at(runtime, "pauseHeartbeats");
-  s.runtime_image = string_at(runtime, "image");
-  if (mode == "command") {
-    s.mode = RuntimeMode::kCommand;
-    if (string_view_at(runtime, "image").empty()) {
-      check.errors.push_back("spec.runtime.image: is required when spec.runtime.mode is command");
-    }
-    const Json* command = find_path(runtime, "command");
-    if (command == nullptr || !command->is_array() || command->empty()) {
-      check.errors.push_back("spec.runtime.command: is required when spec.runtime.mode is command");
-    }
-  } else if (mode != "builtin") {
-    check.errors.push_back("spec.runtime.mode \"" + api::quote_untrusted(mode) +
-                           "\": use builtin or command");
-  }
-  s.timeout_seconds = int_at(runtime, "timeoutSeconds").value_or(kRuntimeTimeoutSecondsDefault);
-  s.grace_seconds = int_at(runtime, "graceSeconds").value_or(kRuntimeGraceSecondsDefault);
-  if (s.timeout_seconds < 1) {
-    check.errors.push_back("spec.runtime.timeoutSeconds: must be at least 1");
-  }
-  if (s.grace_seconds < 0) {
-    check.errors.push_back("spec.runtime.graceSeconds: must not be negative");
-  }
-  parse_pod_fields(runtime, s);
-  for (std::string& error : check_pod_settings(runtime, "spec.runtime")) {
-    check.errors.push_back(std::move(error));
-  }
+  parse_schedule_fields(heartbeat, s, check.errors);
+  parse_history(heartbeat, s);
+  parse_prompt(heartbeat, s, check.errors);
+  parse_memory_and_budget(spec, s, check.errors);
+  parse_runtime(section(spec, "runtime"), s, check.errors);
   reference_name_errors(s, check.errors);
   return check;
 }
