@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/hb_assert.h"
 #include "controllers/model/run_view.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -26,6 +27,7 @@ std::vector<Coalescing> coalesce_callbacks(const std::vector<const RunObservatio
     }
     out.push_back({run->view->name, kept->view->name, run->view->trigger_detail});
   }
+  HB_ASSERT_MSG(out.size() < queued.size() || queued.empty(), "one queued callback run is kept");
   return out;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "api/hb_assert.h"
+
 namespace hb::controllers {
 
 namespace {
@@ -52,6 +54,7 @@ MentionPlan plan_mentions(const AgentSpec& spec, const std::vector<RunObservatio
       if (!accepts(accepted, target)) continue;
       MentionRequest request{target, mention_run_name(target, run.view->uid),
                              "mentioned by " + spec.name + " in run " + run.view->name, depth + 1};
+      HB_ASSERT_MSG(request.depth <= kMentionDepthMax, "a mention chain stops at its bound");
       plan.events.push_back(
           {EventTarget::kAgent, spec.name, false, "MentionWoke",
            "run " + run.view->name + " mentioned @" + target + ": callback run " + request.name,

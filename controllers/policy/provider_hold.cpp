@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "api/hb_assert.h"
+
 namespace hb::controllers {
 
 namespace {
@@ -22,7 +24,10 @@ std::string secret_of(const Json& agent) {
 
 TimePoint provider_hold_until(std::optional<TimePoint> reset_at, TimePoint finished) {
   if (!reset_at || *reset_at <= finished) return finished + kProviderHoldDefault;
-  return std::min<TimePoint>(*reset_at, finished + kProviderHoldMax);
+  const TimePoint until = std::min<TimePoint>(*reset_at, finished + kProviderHoldMax);
+  HB_ASSERT_MSG(until > finished && until <= finished + kProviderHoldMax,
+                "a provider hold ends after the run and within its bound");
+  return until;
 }
 
 ProviderCredential::ProviderCredential(std::string_view ns, std::string_view endpoint,

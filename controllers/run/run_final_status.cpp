@@ -5,6 +5,7 @@
 
 #include "api/contract_limits.h"
 #include "api/exit_codes.h"
+#include "api/hb_assert.h"
 #include "api/heartbeat_pod.h"
 #include "api/utf8.h"
 #include "controllers/model/names.h"
@@ -245,6 +246,7 @@ RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput
                           "type does not support heartbeats, or a command runner without "
                           "spec.runtime.pauseHeartbeats); the schedule is unchanged"});
   }
+  HB_ASSERT_MSG(is_final(f.phase), "a run finishes only into a final phase");
   obs.phase = f.phase;
   obs.became_final = true;
   const std::string job_name =

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "api/hb_assert.h"
 #include "controllers/schedule/cron_zoned.h"
 #include "controllers/schedule/stable_hash.h"
 
@@ -374,7 +375,10 @@ std::optional<TimePoint> next_after_in_utc(const CronSchedule& cron, TimePoint t
   for (int i = 0; i <= kCronSearchDaysMax; ++i, from = 0) {
     const sys_days day = first_day + days{i};
     if (!day_matches(cron, day)) continue;
-    if (const auto m = first_time_from(cron, from)) return day + minutes{*m};
+    if (const auto m = first_time_from(cron, from)) {
+      HB_ASSERT_MSG(day + minutes{*m} > t, "the next fire time is after t");
+      return day + minutes{*m};
+    }
   }
   return std::nullopt;
 }
@@ -386,7 +390,10 @@ std::optional<TimePoint> latest_at_or_before_in_utc(const CronSchedule& cron, Ti
   for (int i = 0; i <= kCronSearchDaysMax; ++i, until = kMinutesPerDay - 1) {
     const sys_days day = first_day - days{i};
     if (!day_matches(cron, day)) continue;
-    if (const auto m = last_time_until(cron, until)) return day + minutes{*m};
+    if (const auto m = last_time_until(cron, until)) {
+      HB_ASSERT_MSG(day + minutes{*m} <= t, "the latest fire time is at or before t");
+      return day + minutes{*m};
+    }
   }
   return std::nullopt;
 }

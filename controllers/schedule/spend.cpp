@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "api/hb_assert.h"
+
 namespace hb::schedule {
 
 std::string spend_period(TimePoint t) {
@@ -25,7 +27,9 @@ TimePoint start_of_next_period(TimePoint t) {
   using namespace std::chrono;
   const year_month_day ymd{floor<days>(t)};
   const year_month next = year_month{ymd.year(), ymd.month()} + months{1};
-  return sys_days{next / day{1}};
+  const TimePoint start = sys_days{next / day{1}};
+  HB_ASSERT(start > t);
+  return start;
 }
 
 int64_t spend_in_current_period(std::string_view recorded_period, int64_t recorded_cents,

@@ -99,7 +99,10 @@ double run_worst_case_cents(const AgentSpec& spec, const Pricing& pricing, int64
     worst = std::min(worst, static_cast<double>(per_run_tokens) * dearest / 1e6);
   }
   if (spec.per_run_cents) worst = std::min(worst, std::max(0.0, *spec.per_run_cents));
-  return std::max(0.0, worst);
+  worst = std::max(0.0, worst);
+  HB_ASSERT_MSG(std::isfinite(worst),
+                "prices and token bounds are clamped: a worst case is finite");
+  return worst;
 }
 
 HoldDecision decide_hold(const std::vector<BudgetRoom>& rooms, double worst_case_cents,
@@ -125,7 +128,7 @@ HoldDecision decide_hold(const std::vector<BudgetRoom>& rooms, double worst_case
   }
   d.waiting_on.clear();
   d.cents = std::max(0.0, now);
-  HB_ASSERT(*d.cents <= alone);
+  HB_ASSERT(*d.cents <= alone && alone <= worst_case_cents);
   return d;
 }
 

@@ -50,6 +50,8 @@ std::vector<std::string> distinct_policies(const LedgerCharge& charge) {
 
 // The charge's cents (`more`) and, the first time, its tokens.
 void add_spend(PeriodSpend& spend, const LedgerCharge& charge, int64_t more, bool first_time) {
+  HB_ASSERT_MSG(more >= 0 && (first_time || more > 0),
+                "a charge only ever adds to what was counted; a repeat adds only a rise");
   spend.micro_cents = saturating_add(spend.micro_cents, more);
   if (first_time) {
     spend.input_tokens = saturating_add(spend.input_tokens, charge.input_tokens);
