@@ -2,17 +2,14 @@
 // informer cache until the cache catches up (by resourceVersion), so a
 // reconcile that runs before the watch event arrives neither repeats a
 // create nor acts on a stale status. Entries expire after kOverlayTtl, in
-// the order they were written (a queue, so a write costs O(log n) however
-// many entries a fleet keeps: a scan of every entry per write was a
-// quadratic cost at fleet size). An object is kept without
-// metadata.managedFields and as JSON text, as the informers keep theirs: an
-// entry is parsed only while it is fresher than the cache, and with every
-// agent's first status held a minute the capacity bench's operator heap
-// peaks at 40 MiB at 10,000 agents (112 MiB with the entries as trees).
-// Entries are also kept by group (a run's agent): a list reads its group's
-// entries only, not every entry of its kind (a pass of one agent scanned
-// every run the fleet wrote in the last minute: 57% of the operator's CPU at
-// 100,000 agents).
+// the order they were written: a queue, so a write costs O(log n) however
+// many entries a fleet keeps. An object is kept without
+// metadata.managedFields and as JSON text, as the informers keep theirs, and
+// parsed only while it is fresher than the cache: with every agent's first
+// status held a minute, entries kept as trees would be most of the
+// operator's heap at fleet size (docs/benchmarks.md, capacity). Entries
+// are also kept by group (a run's agent): a list reads its group's entries
+// only, not every run the fleet wrote in the last minute.
 #pragma once
 
 #include <chrono>
