@@ -90,24 +90,6 @@ api::Budget budget(const AgentSpec& agent, const Spend& spend, TimePoint now) {
   return out;
 }
 
-// The newest `context_runs` finished runs other than `current_run`, newest first.
-std::vector<const EarlierRun*> newest_finished(const std::vector<EarlierRun>& runs,
-                                               const std::string& current_run,
-                                               int64_t context_runs) {
-  std::vector<const EarlierRun*> finished;
-  for (const EarlierRun& r : runs) {
-    if (r.finished_at && r.name != current_run) finished.push_back(&r);
-  }
-  // Ranked as the cache's window ranks them, so a run the context shows has its output cached.
-  std::sort(finished.begin(), finished.end(), [](const EarlierRun* a, const EarlierRun* b) {
-    return finished_after(*a->finished_at, a->name, *b->finished_at, b->name);
-  });
-  if (static_cast<int64_t>(finished.size()) > context_runs) {
-    finished.resize(static_cast<std::size_t>(std::max<int64_t>(0, context_runs)));
-  }
-  return finished;
-}
-
 }  // namespace
 
 std::vector<std::string> context_runs_to_read(const std::vector<EarlierRun>& runs,

@@ -3,6 +3,8 @@
 // archival claim keeps. Pure.
 #pragma once
 
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,7 +22,16 @@ struct EarlierRun {
   bool output_dropped = false;  // the cache dropped `output` (cache_projection.h)
 };
 
-// Each of `runs` (nulls skipped), in their order.
-std::vector<EarlierRun> earlier_runs(const std::vector<const Json*>& runs);
+// The newest `shown` finished runs other than `current_run`, newest first
+// (by finish time, then name: the order the cache's output window keeps).
+std::vector<const EarlierRun*> newest_finished(const std::vector<EarlierRun>& runs,
+                                               const std::string& current_run, int64_t shown);
+
+// Each of `runs` (nulls skipped), in their order; only those
+// newest_finished(current_run, shown) picks carry their phase, stop reason
+// and output, which nothing else reads.
+std::vector<EarlierRun> earlier_runs(const std::vector<const Json*>& runs,
+                                     const std::string& current_run = {},
+                                     int64_t shown = std::numeric_limits<int64_t>::max());
 
 }  // namespace hb::controllers

@@ -125,9 +125,11 @@ kube::Result<std::optional<JobPlan>> AgentReconciler::plan_job(
     const Json& agent, const AgentSpec& spec, Json& run, const std::vector<const Json*>& history,
     const Prompt& prompt, const RunPrices& prices, const HoldDecision& hold, TimePoint now) {
   const std::string ns = namespace_of(run);
-  std::vector<EarlierRun> earlier = earlier_runs(history);
+  std::vector<EarlierRun> earlier = earlier_runs(history, name_of(run), spec.context_runs);
   HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, spec, name_of(run), earlier));
-  if (!reread.empty()) earlier = earlier_runs(with_reread(history, reread));  // usually none
+  if (!reread.empty()) {  // usually none
+    earlier = earlier_runs(with_reread(history, reread), name_of(run), spec.context_runs);
+  }
   const StartingRun starting = starting_run(run);
   RunStart start = plan_run_start({.spec = &spec,
                                    .run = &starting,
