@@ -87,6 +87,8 @@ const char* to_string(ErrorKind kind) {
       return "NotLeader";
     case ErrorKind::kGaveWay:
       return "GaveWay";
+    case ErrorKind::kConfig:
+      return "Config";
     case ErrorKind::kOther:
       return "Other";
   }
