@@ -2,9 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
+#include <system_error>
 
 namespace hb::kube {
 namespace {
@@ -42,14 +43,20 @@ nlohmann::json scalar_to_json(const YAML::Node& node) {
   if (text == "false" || text == "False" || text == "FALSE") return false;
   if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL")
     return nullptr;
+  // from_chars takes no '+'; a number out of the double's or int64's range stays text.
+  std::string_view digits = text;
+  if (digits.front() == '+') digits.remove_prefix(1);
+  const char* end = digits.data() + digits.size();
   if (is_int(text)) {
-    try {
-      return std::stoll(text);
-    } catch (const std::out_of_range&) {
-      return text;
-    }
+    long long value = 0;
+    const auto [at, ec] = std::from_chars(digits.data(), end, value);
+    return ec == std::errc() && at == end ? nlohmann::json(value) : nlohmann::json(text);
   }
-  if (is_float(text)) return std::stod(text);
+  if (is_float(text)) {
+    double value = 0;
+    const auto [at, ec] = std::from_chars(digits.data(), end, value);
+    return ec == std::errc() && at == end ? nlohmann::json(value) : nlohmann::json(text);
+  }
   return text;
 }
 

@@ -376,5 +376,17 @@ TEST(YamlJson, AMapKeyThatIsNotAScalarIsAnError) {
   EXPECT_EQ(what.rfind("keys.yaml: cannot be JSON at line 2: ", 0), 0u) << what;
 }
 
+// Beyond a double's or an int64's range a plain scalar stays its text
+// (std::stod threw out of the parser on 1e999).
+TEST(YamlJson, NumbersOutOfRangeStayText) {
+  const auto docs =
+      yaml_documents_to_json("big: 1e999\nhuge: 99999999999999999999\nplus: +7\n", "n.yaml")
+          .or_throw();
+  ASSERT_EQ(docs.size(), 1u);
+  EXPECT_EQ(docs[0]["big"], "1e999");
+  EXPECT_EQ(docs[0]["huge"], "99999999999999999999");
+  EXPECT_EQ(docs[0]["plus"], 7);
+}
+
 }  // namespace
 }  // namespace hb::kube
