@@ -1,5 +1,6 @@
-#include <stdexcept>
 #include <string>
+
+#include "kube/kubeconfig.h"  // declares base64_decode and base64_encode
 
 namespace hb::kube {
 
@@ -16,15 +17,23 @@ int value_of(char c) {
 }
 }  // namespace
 
-std::string base64_decode(const std::string& in) {
+Result<std::string> base64_decode(const std::string& in) {
   std::string out;
   out.reserve(in.size() * 3 / 4);
   unsigned int buffer = 0;
   int bits = 0;
-  for (char c : in) {
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const char c = in[i];
     if (c == '=' || c == '\n' || c == '\r' || c == ' ' || c == '\t') continue;
     int v = value_of(c);
-    if (v < 0) throw std::invalid_argument("not base64: unexpected character");
+    // The offset, never the character: the text may be a secret.
+    if (v < 0) {
+      Error error;
+      error.kind = ErrorKind::kMalformed;
+      error.context = "not base64";
+      error.message = "unexpected character at offset " + std::to_string(i);
+      return error;
+    }
     buffer = (buffer << 6) | static_cast<unsigned int>(v);
     bits += 6;
     if (bits >= 8) {

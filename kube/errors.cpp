@@ -1,5 +1,8 @@
 #include "kube/errors.h"
 
+#include <charconv>
+#include <system_error>
+
 namespace hb::kube {
 namespace {
 
@@ -45,13 +48,10 @@ std::string compose(const std::string& context, int code, const std::string& mes
 }
 
 std::optional<int> parse_retry_after(const std::string& header) {
-  if (header.empty()) return std::nullopt;
-  try {
-    size_t used = 0;
-    int seconds = std::stoi(header, &used);
-    if (used == header.size() && seconds >= 0) return seconds;
-  } catch (const std::exception&) {
-  }
+  int seconds = 0;
+  const char* end = header.data() + header.size();
+  const auto [at, ec] = std::from_chars(header.data(), end, seconds);
+  if (ec == std::errc() && at == end && seconds >= 0) return seconds;
   return std::nullopt;  // HTTP-date form: the server sends seconds; ignore dates
 }
 
@@ -87,6 +87,8 @@ const char* to_string(ErrorKind kind) {
       return "NotLeader";
     case ErrorKind::kGaveWay:
       return "GaveWay";
+    case ErrorKind::kConfig:
+      return "Config";
     case ErrorKind::kOther:
       return "Other";
   }

@@ -32,9 +32,10 @@ enum class ErrorKind {
   kTooManyRequests,  // 429, often with a Retry-After
   kServerError,      // 5xx
   kTransport,        // no HTTP answer: refused, TLS, timeout (transport_kind says which)
-  kMalformed,        // a 2xx answer that is not the JSON it should be
+  kMalformed,        // a 2xx answer, or a value in one, that is not what it should be
   kNotLeader,        // a write refused before it was sent: this replica is not the leader
   kGaveWay,          // not sent: it gave way in the rate limiter (request_priority.h)
+  kConfig,           // no request: a kubeconfig, in-cluster file or manifest that cannot be used
   kOther,
 };
 

@@ -1,26 +1,22 @@
 // Where the API server is and how to authenticate: from a kubeconfig file or
-// from the in-cluster service account. Errors name the file and the key.
+// from the in-cluster service account. Errors (kind kConfig) name the file and
+// the key.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <string>
 
 #include "http/http.h"
+#include "kube/errors.h"
 
 namespace hb::kube {
 
 inline constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
 // Projected service-account tokens rotate; re-read the file at least this often.
 inline constexpr std::chrono::seconds kTokenFileRereadInterval{60};
-
-class ConfigError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 struct ClusterConfig {
   std::string server;  // "https://host:port", no trailing slash
@@ -35,21 +31,23 @@ struct ClusterConfig {
 
 // Parses kubeconfig text. `path` names the file in errors and is the base for
 // relative certificate and token paths. `context` overrides current-context.
-ClusterConfig parse_kubeconfig(const std::string& text, const std::string& path,
-                               const std::string& context = "");
-ClusterConfig load_kubeconfig_file(const std::string& path, const std::string& context = "");
+Result<ClusterConfig> parse_kubeconfig(const std::string& text, const std::string& path,
+                                       const std::string& context = "");
+Result<ClusterConfig> load_kubeconfig_file(const std::string& path,
+                                           const std::string& context = "");
 
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 std::optional<std::string> process_env(const std::string& name);
 
 // KUBERNETES_SERVICE_HOST/PORT (IPv6 in brackets), token and CA from sa_dir.
-ClusterConfig load_in_cluster(const EnvLookup& env = process_env,
-                              const std::string& sa_dir = kServiceAccountDir);
+Result<ClusterConfig> load_in_cluster(const EnvLookup& env = process_env,
+                                      const std::string& sa_dir = kServiceAccountDir);
 
 // Explicit path, else the first file of $KUBECONFIG, else ~/.kube/config,
 // else in-cluster. The error lists what was tried.
-ClusterConfig load_default(const std::string& explicit_path = "", const std::string& context = "",
-                           const EnvLookup& env = process_env);
+Result<ClusterConfig> load_default(const std::string& explicit_path = "",
+                                   const std::string& context = "",
+                                   const EnvLookup& env = process_env);
 
 // Supplies the bearer token; for a token file, re-reads it every
 // kTokenFileRereadInterval and at once after invalidate() (called on a 401).
@@ -69,7 +67,8 @@ class TokenSource {
   std::optional<std::chrono::steady_clock::time_point> read_at_;
 };
 
-std::string base64_decode(const std::string& in);  // throws std::invalid_argument
+// kMalformed naming the offset of the first character outside the alphabet.
+Result<std::string> base64_decode(const std::string& in);
 std::string base64_encode(const std::string& in);
 
 }  // namespace hb::kube

@@ -2,9 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
+#include <system_error>
 
 namespace hb::kube {
 namespace {
@@ -42,14 +43,20 @@ nlohmann::json scalar_to_json(const YAML::Node& node) {
   if (text == "false" || text == "False" || text == "FALSE") return false;
   if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL")
     return nullptr;
+  // from_chars takes no '+'; a number out of the double's or int64's range stays text.
+  std::string_view digits = text;
+  if (digits.front() == '+') digits.remove_prefix(1);
+  const char* end = digits.data() + digits.size();
   if (is_int(text)) {
-    try {
-      return std::stoll(text);
-    } catch (const std::out_of_range&) {
-      return text;
-    }
+    long long value = 0;
+    const auto [at, ec] = std::from_chars(digits.data(), end, value);
+    return ec == std::errc() && at == end ? nlohmann::json(value) : nlohmann::json(text);
   }
-  if (is_float(text)) return std::stod(text);
+  if (is_float(text)) {
+    double value = 0;
+    const auto [at, ec] = std::from_chars(digits.data(), end, value);
+    return ec == std::errc() && at == end ? nlohmann::json(value) : nlohmann::json(text);
+  }
   return text;
 }
 
@@ -72,26 +79,46 @@ nlohmann::json to_json(const YAML::Node& node) {
   }
 }
 
+// "SOURCE: PROBLEM at line N: DETAIL" (yaml-cpp's marks count from 0).
+Error yaml_error(const std::string& source, const std::string& problem, const YAML::Mark& mark,
+                 const std::string& detail) {
+  Error error;
+  error.kind = ErrorKind::kConfig;
+  error.context = source;
+  error.message = problem;
+  if (!mark.is_null()) error.message += " at line " + std::to_string(mark.line + 1);
+  error.message += ": " + detail;
+  return error;
+}
+
 }  // namespace
 
-std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text,
-                                                   const std::string& source) {
+Result<std::vector<nlohmann::json>> yaml_documents_to_json(const std::string& text,
+                                                           const std::string& source) {
   std::vector<nlohmann::json> out;
+  // yaml-cpp reports errors by throwing: caught here, at the calls into it.
   try {
     for (const auto& doc : YAML::LoadAll(text)) {
       if (doc.IsNull() || !doc.IsDefined()) continue;
       out.push_back(to_json(doc));
     }
   } catch (const YAML::ParserException& e) {
-    throw std::runtime_error(source + ": not valid YAML at line " +
-                             std::to_string(e.mark.line + 1) + ": " + e.msg);
+    return yaml_error(source, "not valid YAML", e.mark, e.msg);
+  } catch (const YAML::Exception& e) {  // a map key that is not a scalar
+    return yaml_error(source, "cannot be JSON", e.mark, e.msg);
   }
   return out;
 }
 
-std::vector<nlohmann::json> yaml_file_to_json(const std::string& path) {
+Result<std::vector<nlohmann::json>> yaml_file_to_json(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot read the file");
+  if (!in) {
+    Error error;
+    error.kind = ErrorKind::kConfig;
+    error.context = path;
+    error.message = "cannot read the file";
+    return error;
+  }
   std::ostringstream ss;
   ss << in.rdbuf();
   return yaml_documents_to_json(ss.str(), path);

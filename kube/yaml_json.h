@@ -7,12 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "kube/errors.h"
+
 namespace hb::kube {
 
-// Every non-empty document of a (multi-document) YAML text. Throws
-// std::runtime_error naming `source` and the line on a syntax error.
-std::vector<nlohmann::json> yaml_documents_to_json(const std::string& text,
-                                                   const std::string& source);
-std::vector<nlohmann::json> yaml_file_to_json(const std::string& path);
+// Every non-empty document of a (multi-document) YAML text, or a kConfig
+// Error naming `source` and the line of a syntax error.
+Result<std::vector<nlohmann::json>> yaml_documents_to_json(const std::string& text,
+                                                           const std::string& source);
+Result<std::vector<nlohmann::json>> yaml_file_to_json(const std::string& path);
 
 }  // namespace hb::kube

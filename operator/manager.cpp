@@ -68,12 +68,12 @@ std::string watched_namespaces(const std::vector<std::string>& namespaces) {
 // The workers' client (rate-limited as configured); null when no cluster
 // configuration could be loaded (logged).
 std::shared_ptr<kube::Client> connect(const Config& config, kube::ClusterConfig& cluster) {
-  try {
-    cluster = kube::load_default(config.kubeconfig, config.context);
-  } catch (const std::exception& e) {
-    spdlog::error("event=config_error error=\"{}\"", e.what());
+  kube::Result<kube::ClusterConfig> loaded = kube::load_default(config.kubeconfig, config.context);
+  if (!loaded.ok()) {
+    spdlog::error("event=config_error error=\"{}\"", loaded.error().describe());
     return nullptr;
   }
+  cluster = std::move(loaded).value();
   kube::ClientOptions options;
   options.qps = config.qps;
   options.burst = config.burst;

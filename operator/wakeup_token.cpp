@@ -9,14 +9,31 @@
 
 namespace hb::operator_ {
 
-std::optional<std::string> wakeup_token_from_secret(const controllers::Json& secret) {
+kube::Result<std::optional<std::string>> wakeup_token_from_secret(const controllers::Json& secret) {
   const std::string encoded = controllers::string_at(secret, "data/token");
-  if (encoded.empty()) return std::nullopt;
-  std::string token = kube::base64_decode(encoded);
+  if (encoded.empty()) return std::optional<std::string>();
+  HB_TRY_ASSIGN(std::string token, kube::base64_decode(encoded));
   while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
-  if (token.empty()) return std::nullopt;
-  return token;
+  if (token.empty()) return std::optional<std::string>();
+  return std::optional<std::string>(std::move(token));
 }
+
+namespace {
+
+// The token of a Secret read; nullopt (logged, never the data) when its
+// data/token is not base64.
+std::optional<std::string> token_of(const controllers::Json& secret, const std::string& ns,
+                                    const std::string& name) {
+  kube::Result<std::optional<std::string>> token = wakeup_token_from_secret(secret);
+  if (!token.ok()) {
+    spdlog::warn("event=wakeup_token_unreadable secret={}/{} error=\"data/token: {}\"", ns, name,
+                 token.error().describe());
+    return std::nullopt;
+  }
+  return std::move(token).value();
+}
+
+}  // namespace
 
 WakeupToken::Read wakeup_token_reader(GetSecret get_secret, std::string ns, std::string name) {
   return [get_secret = std::move(get_secret), ns = std::move(ns),
@@ -28,7 +45,7 @@ WakeupToken::Read wakeup_token_reader(GetSecret get_secret, std::string ns, std:
                    secret.error().describe());
       return std::nullopt;
     }
-    return wakeup_token_from_secret(secret.value());
+    return token_of(secret.value(), ns, name);
   };
 }
 
@@ -41,12 +58,7 @@ std::optional<std::string> WakeupToken::get() {
     if (fresh || reading_) return token_;
     reading_ = true;
   }
-  std::optional<std::string> token;
-  try {
-    token = read_();
-  } catch (const std::exception&) {
-    token.reset();  // a reader's error is its own to log; unreadable means no token
-  }
+  std::optional<std::string> token = read_();
   std::lock_guard lock(mutex_);
   token_ = std::move(token);
   read_at_ = now_();
@@ -76,12 +88,7 @@ std::optional<TokenDigest> NamespaceTokens::get(const std::string& ns) {
       known->reading = true;
     }
   }
-  std::optional<std::string> token;
-  try {
-    token = read_(ns);
-  } catch (const std::exception&) {
-    token.reset();  // unreadable means no token
-  }
+  const std::optional<std::string> token = read_(ns);
   std::optional<TokenDigest> digest;
   if (token) digest = token_digest(*token);
   store(ns, digest);
@@ -118,7 +125,7 @@ NamespaceTokens::Read namespace_token_reader(GetSecret get_secret, std::string o
       }
       return std::nullopt;
     }
-    std::optional<std::string> token = wakeup_token_from_secret(secret.value());
+    std::optional<std::string> token = token_of(secret.value(), ns, name);
     if (token && token->size() < kWakeupTokenBytesMin) {
       spdlog::warn("event=wakeup_token_too_short secret={}/{} bytes_min={}", ns, name,
                    kWakeupTokenBytesMin);

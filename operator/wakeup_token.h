@@ -20,15 +20,17 @@ namespace hb::operator_ {
 inline constexpr std::chrono::seconds kWakeupTokenRereadInterval{60};
 
 // The token in a Secret's data/token (base64), trailing newlines dropped
-// (`kubectl create secret --from-file` keeps them). nullopt when absent/empty.
-std::optional<std::string> wakeup_token_from_secret(const controllers::Json& secret);
+// (`kubectl create secret --from-file` keeps them). nullopt when absent/empty;
+// a kMalformed Error when it is not base64.
+kube::Result<std::optional<std::string>> wakeup_token_from_secret(const controllers::Json& secret);
 
 // The cache: one token (a bounded cache of one value), re-read once it is
 // older than kWakeupTokenRereadInterval by the injected clock.
 class WakeupToken {
  public:
   using Clock = std::chrono::steady_clock;
-  // Reads the token (I/O); nullopt when the Secret is missing or unreadable.
+  // Reads the token (I/O); nullopt when the Secret is missing or unreadable
+  // (a failure is that value, never an exception).
   using Read = std::function<std::optional<std::string>()>;
   using Now = std::function<Clock::time_point()>;
 
@@ -80,7 +82,8 @@ bool digest_equal(const TokenDigest& a, const TokenDigest& b);
 class NamespaceTokens {
  public:
   using Clock = std::chrono::steady_clock;
-  // Reads namespace ns's token (I/O); nullopt when missing or unreadable.
+  // Reads namespace ns's token (I/O); nullopt when missing or unreadable
+  // (a failure is that value, never an exception).
   using Read = std::function<std::optional<std::string>(const std::string& ns)>;
   using Now = std::function<Clock::time_point()>;
 

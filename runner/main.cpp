@@ -84,19 +84,19 @@ void usage() {
 
 // In a pod: the service account; elsewhere HEARTBEAT_KUBECONFIG; else none.
 std::unique_ptr<kube::Client> make_kube_client(const std::shared_ptr<spdlog::logger>& logger) {
-  try {
-    if (std::getenv("KUBERNETES_SERVICE_HOST")) {
-      kube::ClientOptions options;
-      options.user_agent = "heartbeat-runner";
-      return std::make_unique<kube::Client>(kube::load_in_cluster(), options);
-    }
-    std::string path = env_or("HEARTBEAT_KUBECONFIG", "");
-    if (!path.empty()) return std::make_unique<kube::Client>(kube::load_kubeconfig_file(path));
-  } catch (const std::exception& error) {  // kube's config loaders throw (ConfigError, yaml-cpp)
+  const bool in_cluster = std::getenv("KUBERNETES_SERVICE_HOST") != nullptr;
+  const std::string path = env_or("HEARTBEAT_KUBECONFIG", "");
+  if (!in_cluster && path.empty()) return nullptr;
+  kube::Result<kube::ClusterConfig> cluster =
+      in_cluster ? kube::load_in_cluster() : kube::load_kubeconfig_file(path);
+  if (!cluster.ok()) {
     logger->warn("no Kubernetes access, running without Lease renewal and memory saving: {}",
-                 error.what());
+                 cluster.error().describe());
+    return nullptr;
   }
-  return nullptr;
+  kube::ClientOptions options;
+  options.user_agent = "heartbeat-runner";
+  return std::make_unique<kube::Client>(std::move(cluster).value(), options);
 }
 
 // The OTLP headers may hold a collector's token: taken out of the

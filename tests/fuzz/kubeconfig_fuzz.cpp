@@ -1,13 +1,15 @@
-// kubeconfig text: parsed or refused with ConfigError, never another exception.
+// kubeconfig text: parsed or refused with an Error, never an exception.
 #include "kube/kubeconfig.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  try {
-    auto config =
-        hb::kube::parse_kubeconfig(std::string(hb::fuzz::as_text(data, size)), "/fuzz/config");
-    hb::fuzz::require(!config.server.empty(), "a parsed kubeconfig names a server");
-  } catch (const hb::kube::ConfigError&) {
+  const hb::kube::Result<hb::kube::ClusterConfig> config =
+      hb::kube::parse_kubeconfig(std::string(hb::fuzz::as_text(data, size)), "/fuzz/config");
+  if (config.ok()) {
+    hb::fuzz::require(!config.value().server.empty(), "a parsed kubeconfig names a server");
+  } else {
+    hb::fuzz::require(config.error().kind == hb::kube::ErrorKind::kConfig,
+                      "a refused kubeconfig is a config error");
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <stdexcept>
 
 #include "kube/kubeconfig.h"
 
@@ -31,7 +32,13 @@ std::optional<std::string> service_account_token(kube::Client& client, const std
     auto secret = get_if_exists(client, kube::resources::kSecrets, ns, name);
     if (!secret || secret->value("type", "") != kTokenSecretType) continue;
     const std::string token = secret->value(nlohmann::json::json_pointer("/data/token"), "");
-    if (!token.empty()) return kube::base64_decode(token);
+    if (token.empty()) continue;
+    kube::Result<std::string> decoded = kube::base64_decode(token);
+    if (!decoded.ok()) {
+      throw std::runtime_error("Secret " + ns + "/" + name +
+                               " data/token: " + decoded.error().describe());
+    }
+    return std::move(decoded).value();
   }
   return std::nullopt;
 }

@@ -17,7 +17,8 @@ std::optional<nlohmann::json> get_if_exists(kube::Client& client, const kube::Re
 
 // The token of the service account's kubernetes.io/service-account-token
 // Secret (Kubernetes 1.20 creates it and lists it in the account's
-// `secrets`), or nullopt while it does not exist yet.
+// `secrets`), or nullopt while it does not exist yet. Like a failed read, a
+// token that is not base64 throws.
 std::optional<std::string> service_account_token(kube::Client& client, const std::string& ns,
                                                  const std::string& account);
 

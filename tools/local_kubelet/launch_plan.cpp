@@ -130,17 +130,22 @@ std::map<std::string, std::string> data_of(const Json& object, bool secret,
         out[it.key()] = it->get<std::string>();
         continue;
       }
-      try {
-        out[it.key()] = kube::base64_decode(it->get<std::string>());
-      } catch (const std::exception&) {
+      kube::Result<std::string> decoded = kube::base64_decode(it->get<std::string>());
+      if (!decoded.ok()) {
         fail(kReasonConfigError, what + ": key " + it.key() + " is not valid base64");
       }
+      out[it.key()] = std::move(decoded).value();
     }
   }
   const Json& binary = member(object, "binaryData");
   if (!secret && binary.is_object()) {
     for (auto it = binary.begin(); it != binary.end(); ++it) {
-      if (it->is_string()) out[it.key()] = kube::base64_decode(it->get<std::string>());
+      if (!it->is_string()) continue;
+      kube::Result<std::string> decoded = kube::base64_decode(it->get<std::string>());
+      if (!decoded.ok()) {
+        fail(kReasonConfigError, what + ": binaryData key " + it.key() + " is not valid base64");
+      }
+      out[it.key()] = std::move(decoded).value();
     }
   }
   return out;

@@ -552,6 +552,14 @@ TEST(Plan, MissingThingsWaitAndUnsupportedThingsFail) {
   }
   {
     Cluster cluster = full_cluster();
+    cluster.secrets["example-llm"] = {{"data", {{"api-key", "sk-123 not base64!"}}}};
+    auto p = std::get<PlanProblem>(plan_launch(runner_pod(), cluster.inputs(images)));
+    EXPECT_TRUE(p.fatal);
+    EXPECT_EQ(p.reason, "CreateContainerConfigError");
+    EXPECT_NE(p.message.find("key api-key is not valid base64"), std::string::npos) << p.message;
+  }
+  {
+    Cluster cluster = full_cluster();
     cluster.config_maps["settings"] = {{"data", Json::object()}};
     auto p = std::get<PlanProblem>(plan_launch(runner_pod(), cluster.inputs(images)));
     EXPECT_NE(p.message.find("couldn't find key color"), std::string::npos);
@@ -664,7 +672,7 @@ TEST(Plan, CommandArgsWorkingDirAndDownwardApi) {
 TEST(Kubeconfig, TokenKubeconfigLoadsWithOurOwnParser) {
   const std::string text =
       render_token_kubeconfig("https://127.0.0.1:6443", "PEM\n", false, "tok.en-1", "default");
-  kube::ClusterConfig config = kube::parse_kubeconfig(text, "/x/kubeconfig");
+  kube::ClusterConfig config = kube::parse_kubeconfig(text, "/x/kubeconfig").or_throw();
   EXPECT_EQ(config.server, "https://127.0.0.1:6443");
   EXPECT_EQ(config.tls.ca_pem, "PEM\n");
   EXPECT_EQ(config.token, "tok.en-1");

@@ -75,16 +75,15 @@ int main(int argc, char** argv) {
   options.state_dir = std::filesystem::absolute(options.state_dir).lexically_normal().string();
   check_state_dir_reachable(options.state_dir);
 
-  std::shared_ptr<hb::kube::Client> client;
-  try {
-    hb::kube::ClientOptions client_options;
-    client_options.user_agent = "hb-local-kubelet";
-    client = std::make_shared<hb::kube::Client>(hb::kube::load_kubeconfig_file(options.kubeconfig),
-                                                client_options);
-  } catch (const std::exception& error) {
-    std::cerr << "hb-local-kubelet: --kubeconfig: " << error.what() << "\n";
+  hb::kube::Result<hb::kube::ClusterConfig> cluster =
+      hb::kube::load_kubeconfig_file(options.kubeconfig);
+  if (!cluster.ok()) {
+    std::cerr << "hb-local-kubelet: --kubeconfig: " << cluster.error().describe() << "\n";
     return kExitConfig;
   }
+  hb::kube::ClientOptions client_options;
+  client_options.user_agent = "hb-local-kubelet";
+  auto client = std::make_shared<hb::kube::Client>(std::move(cluster).value(), client_options);
 
   // Only main receives the stop signals; no other thread (nor child) is interrupted.
   sigset_t stop_signals;

@@ -67,7 +67,7 @@ class TenantTest : public E2eTest {
     std::string token;
     EXPECT_TRUE(wait_until([&] { return !(token = token_of(name)).empty(); }, 30s))
         << "no token Secret for ServiceAccount " << ns_ << "/" << name;
-    kube::ClusterConfig config = kube::load_default();
+    kube::ClusterConfig config = kube::load_default().or_throw();
     config.tls.client_cert_pem.clear();
     config.tls.client_key_pem.clear();
     config.username.clear();

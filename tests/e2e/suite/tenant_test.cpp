@@ -50,7 +50,8 @@ class SmugglingTest : public TenantTest {
   // What the unencoded name would have put on the wire, sent by hand with
   // the operator's own token (from the chart ServiceAccount's kubeconfig).
   void send_raw_with_operator_token(const std::string& name) {
-    const kube::ClusterConfig op = kube::load_kubeconfig_file(env_->operator_kubeconfig());
+    const kube::ClusterConfig op =
+        kube::load_kubeconfig_file(env_->operator_kubeconfig()).or_throw();
     const std::string host_port = op.server.substr(op.server.find("://") + 3);
     const std::string raw = "GET /api/v1/namespaces/" + ns_ + "/configmaps/" + name +
                             " HTTP/1.1\r\nHost: " + host_port + "\r\nAuthorization: Bearer " +

@@ -28,7 +28,7 @@ inline std::string env_or_die(const char* name) {
 inline std::shared_ptr<Client> make_test_client() {
   ClientOptions options;
   options.qps = 0;  // tests are not the subject of rate limiting
-  return std::make_shared<Client>(load_default(), options);
+  return std::make_shared<Client>(load_default().or_throw(), options);
 }
 
 // Creates or replaces an object from a manifest.
@@ -48,7 +48,7 @@ inline void apply_crds(Client& client) {
   std::string src = env_or_die("HB_SOURCE_DIR");
   for (const char* file :
        {"/crds/heartbeat.dev_agents.yaml", "/crds/heartbeat.dev_heartbeatruns.yaml"}) {
-    for (auto& doc : yaml_file_to_json(src + file)) {
+    for (auto& doc : yaml_file_to_json(src + file).or_throw()) {
       std::string name = doc["metadata"]["name"];
       apply(client, resources::kCustomResourceDefinitions, "", doc);
       auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);

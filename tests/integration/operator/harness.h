@@ -234,7 +234,7 @@ class ClusterFixture {
     static const auto* const c = new std::shared_ptr<kube::Client>([] {
       kube::ClientOptions o;
       o.qps = 0;
-      return std::make_shared<kube::Client>(kube::load_default(), o);
+      return std::make_shared<kube::Client>(kube::load_default().or_throw(), o);
     }());
     return *c;
   }

@@ -62,6 +62,10 @@ TEST(Errors, RetryAfterFromHeaderOrDetails) {
   EXPECT_EQ(error_from_response(500, "", with_details, "x").retry_after_seconds, 2);
   EXPECT_FALSE(
       error_from_response(500, "Wed, 21 Oct 2015 07:28:00 GMT", "oops", "x").retry_after_seconds);
+  // Not a count of seconds: no Retry-After at all.
+  for (const char* header : {"-1", "5s", "99999999999", "1.5"}) {
+    EXPECT_FALSE(error_from_response(429, header, body, "x").retry_after_seconds) << header;
+  }
 }
 
 TEST(Errors, NonStatusBodyKeptAsExcerpt) {

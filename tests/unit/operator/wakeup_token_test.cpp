@@ -12,10 +12,26 @@ namespace {
 using Clock = WakeupToken::Clock;
 
 TEST(WakeupTokenFromSecret, DecodesAndDropsTrailingNewlines) {
-  EXPECT_EQ(wakeup_token_from_secret({{"data", {{"token", "czNjcjN0Cg=="}}}}), "s3cr3t");
-  EXPECT_EQ(wakeup_token_from_secret({{"data", {{"token", "Cg=="}}}}), std::nullopt);
-  EXPECT_EQ(wakeup_token_from_secret({{"data", {{"other", "czNjcjN0"}}}}), std::nullopt);
-  EXPECT_EQ(wakeup_token_from_secret(controllers::Json::object()), std::nullopt);
+  EXPECT_EQ(wakeup_token_from_secret({{"data", {{"token", "czNjcjN0Cg=="}}}}).value(), "s3cr3t");
+  EXPECT_EQ(wakeup_token_from_secret({{"data", {{"token", "Cg=="}}}}).value(), std::nullopt);
+  EXPECT_EQ(wakeup_token_from_secret({{"data", {{"other", "czNjcjN0"}}}}).value(), std::nullopt);
+  EXPECT_EQ(wakeup_token_from_secret(controllers::Json::object()).value(), std::nullopt);
+}
+
+// A Secret edited by hand with its token not base64: an Error saying where,
+// never the token's characters; the reader answers no token.
+TEST(WakeupTokenFromSecret, ATokenThatIsNotBase64IsAnError) {
+  const controllers::Json secret{{"data", {{"token", "czNj*cjN0"}}}};
+  const auto token = wakeup_token_from_secret(secret);
+  ASSERT_FALSE(token.ok());
+  EXPECT_EQ(token.error().kind, kube::ErrorKind::kMalformed);
+  EXPECT_EQ(token.error().describe(), "not base64: unexpected character at offset 4");
+  auto read = wakeup_token_reader(
+      [&](const std::string&, const std::string&) -> kube::Result<controllers::Json> {
+        return secret;
+      },
+      "ops", "wakeup-token");
+  EXPECT_EQ(read(), std::nullopt);
 }
 
 TEST(WakeupToken, IsReadOnceAMinute) {
@@ -37,7 +53,7 @@ TEST(WakeupToken, AFailedReadMeansNoTokenAndIsNotRetriedAtOnce) {
   WakeupToken token(
       [&]() -> std::optional<std::string> {
         ++reads;
-        throw std::runtime_error("connection refused");
+        return std::nullopt;  // connection refused, logged by the reader
       },
       [&] { return now; });
   EXPECT_EQ(token.get(), std::nullopt);
