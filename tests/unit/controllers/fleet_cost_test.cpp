@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,16 @@ struct Fleet {
 
   void with_ledger() { config.ledger = std::make_shared<LedgerStore>(client, "heartbeat-system"); }
 
+  // The last finished run's result carries `durations` as its
+  // modelCallDurations, and `llm_calls` model calls (fixtures.h says 2).
+  void with_durations(const Json& durations, int64_t llm_calls = 2) {
+    Json& message = view.pods.back()["status"]["containerStatuses"][0]["state"]["terminated"];
+    Json result = Json::parse(message["message"].get<std::string>());
+    result["modelCallDurations"] = durations;
+    result["usage"]["llmCalls"] = llm_calls;
+    message["message"] = result.dump();
+  }
+
   void passes(const char* now, int count) {
     auto reconciler = testing::reconciler_over(client, view, metrics, at(now), config);
     for (int i = 0; i < count; ++i) {
@@ -186,6 +197,43 @@ TEST(FleetCost, TheGenAiTokenHistogramHoldsEachChargedRunOnce) {
   }
 }
 
+// A call summary of two answered calls (0.5 s and 4 s) and, with
+// `failed_timeout`, one that timed out after 30 s.
+Json two_calls(bool failed_timeout = false) {
+  Json counts = Json::array({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  Json durations = {{"bucketCounts", counts}, {"sumSeconds", 4.5}};
+  durations["bucketCounts"][6] = 1;  // 0.5 s
+  durations["bucketCounts"][9] = 1;  // 4 s
+  if (failed_timeout) {
+    counts[12] = 1;  // 30 s
+    durations["failed"] = {{"timeout", {{"bucketCounts", counts}, {"sumSeconds", 30}}}};
+  }
+  return durations;
+}
+
+// The duration histogram's `part` (count, sum) in the series of `labels`
+// as /metrics shows it (0 when there is none).
+double duration(Metrics& metrics, const Labels& labels, const std::string& part = "count") {
+  const std::string text = metrics.render();
+  const std::string line = "\ngen_ai_client_operation_duration_seconds_" + part + "{" +
+                           Metrics::label_text(labels) + "} ";
+  const std::size_t at = text.find(line);
+  return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + line.size(), nullptr);
+}
+
+double duration_count(Metrics& metrics, const Labels& labels) {
+  return duration(metrics, labels);
+}
+
+const Labels kChatLabels = {{"gen_ai_operation_name", "chat"},
+                            {"gen_ai_provider_name", "openai"},
+                            {"gen_ai_request_model", "gpt-4o-mini"}};
+
+Labels with_error_type(Labels labels, const std::string& type) {
+  labels.emplace_back("error_type", type);
+  return labels;
+}
+
 // gen_ai_client_operation_duration_seconds comes from the runner's
 // summary, believed when the run finished and kept on it, and is observed
 // with the charge: once per run, however many passes see the run.
@@ -194,13 +242,7 @@ TEST(FleetCost, TheGenAiDurationHistogramHoldsEachChargedRunOnce) {
   f.with_ledger();
   for (const char* name : {"bot-1", "bot-2"}) {
     f.finished_run(name, "2024-05-01T12:01:00Z", "2024-05-01T12:02:00Z", 500, 40);
-    Json& message = f.view.pods.back()["status"]["containerStatuses"][0]["state"]["terminated"];
-    Json result = Json::parse(message["message"].get<std::string>());
-    Json counts = Json::array({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
-    counts[6] = 1;  // 0.5 s
-    counts[9] = 1;  // 4 s
-    result["modelCallDurations"] = {{"bucketCounts", counts}, {"sumSeconds", 4.5}};
-    message["message"] = result.dump();
+    f.with_durations(two_calls());
   }
   f.passes("2024-05-01T12:03:00Z", 3);
   f.passes("2024-05-01T12:04:00Z", 2);
@@ -214,6 +256,24 @@ TEST(FleetCost, TheGenAiDurationHistogramHoldsEachChargedRunOnce) {
   EXPECT_NE(text.find("gen_ai_client_operation_duration_seconds_sum" + labels + " 9\n"),
             std::string::npos)
       << text;
+}
+
+// A call that failed reaches the histogram from the run's result, under
+// its error type, once; the answered calls' series stays without one.
+TEST(FleetCost, AFailedCallsDurationReachesTheHistogramWithItsErrorType) {
+  Fleet f;
+  f.with_ledger();
+  f.finished_run("bot-1", "2024-05-01T12:01:00Z", "2024-05-01T12:02:00Z", 500, 40);
+  const Json durations = two_calls(true);
+  f.with_durations(durations, 3);  // three model calls: two answered, one failed
+  f.passes("2024-05-01T12:03:00Z", 3);
+  ASSERT_EQ(f.counted, 1);
+  const Json& run = f.view.runs.back();
+  EXPECT_EQ(run["status"]["usage"]["modelCallDurations"], durations) << run.dump();
+  EXPECT_EQ(duration_count(f.metrics, kChatLabels), 2) << f.metrics.render();
+  EXPECT_EQ(duration_count(f.metrics, with_error_type(kChatLabels, "timeout")), 1)
+      << f.metrics.render();
+  EXPECT_EQ(duration(f.metrics, with_error_type(kChatLabels, "timeout"), "sum"), 30);
 }
 
 }  // namespace
