@@ -64,6 +64,12 @@ const AgentCapabilities& capabilities(AgentType type) {
   return kTable[static_cast<std::size_t>(type)];
 }
 
+int max_iterations_of_any_type() {
+  int most = 0;
+  for (const auto& caps : kTable) most = std::max(most, caps.max_iterations);
+  return most;
+}
+
 std::string_view to_string(AgentType type) {
   switch (type) {
     case AgentType::kMemgpt:

@@ -53,6 +53,9 @@ struct AgentCapabilities {
 
 // The table. Never fails: every AgentType has an entry.
 const AgentCapabilities& capabilities(AgentType type);
+// The most model calls a heartbeat of any type may make: the bound of a run
+// whose Agent, and so its type, is gone.
+int max_iterations_of_any_type();
 
 // "memgpt_agent" | "letta_v1_agent" | "react_agent".
 std::string_view to_string(AgentType type);

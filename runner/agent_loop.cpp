@@ -43,6 +43,26 @@ std::string offered_names(const std::vector<ToolSpec>& tools) {
   return out.empty() ? "(none)" : out;
 }
 
+// A failed call's error.type (api/call_durations.h): its kind, an HTTP
+// status by class.
+api::CallErrorType call_error_type(const ProviderError& error) {
+  switch (error.kind()) {
+    case ProviderError::Kind::kHttpStatus:
+      return api::call_error_type_of_status(error.status());
+    case ProviderError::Kind::kQuota:
+      return api::CallErrorType::kQuota;
+    case ProviderError::Kind::kTimeout:
+      return api::CallErrorType::kTimeout;
+    case ProviderError::Kind::kTransport:
+      return api::CallErrorType::kTransport;
+    case ProviderError::Kind::kBadResponse:
+      return api::CallErrorType::kBadResponse;
+    case ProviderError::Kind::kCancelled:
+      return api::CallErrorType::kCancelled;
+  }
+  return api::CallErrorType::kOther;
+}
+
 // A runner bound reached while answering a reply's tool calls.
 struct Bound {
   StopReason reason;
@@ -173,11 +193,12 @@ class Loop {
     const TimePoint call_start = deps_.clock.now();
     ModelResult answer = deps_.model.complete(request);
     if (!answer.ok()) {
+      time_call(call_start, call_error_type(answer.error()));
       stop_for(answer.error());
       return std::nullopt;
     }
     ModelReply reply = std::move(answer).value();
-    time_call(call_start);
+    time_call(call_start, std::nullopt);
     deps_.heartbeat.beat();
     estimate_missing_usage(request, reply);
     result_.input_tokens += reply.usage.input_tokens;
@@ -203,11 +224,16 @@ class Loop {
   }
 
   // The operator's gen_ai.client.operation.duration (api/call_durations.h):
-  // a call that answered, retries included, as the client waited for it.
-  void time_call(TimePoint started) {
+  // a call, retries included, as the client waited for it; one that failed
+  // under its error type.
+  void time_call(TimePoint started, std::optional<api::CallErrorType> failed) {
     const std::chrono::duration<double> took = deps_.clock.now() - started;
     if (!result_.call_durations) result_.call_durations.emplace();
-    api::add_call(*result_.call_durations, took.count());
+    if (failed) {
+      api::add_failed_call(*result_.call_durations, *failed, took.count());
+    } else {
+      api::add_call(*result_.call_durations, took.count());
+    }
   }
 
   // A count the provider did not report is charged as estimated, so the

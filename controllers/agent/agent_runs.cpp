@@ -20,10 +20,7 @@ FinishedRun finished_run(const RunObservation& run, TimePoint now) {
   f.finished_at = time_at(run.status, "finishedAt").value_or(now);
   f.pause_until = time_at(run.status, "pauseUntil");
   f.policies = string_array_at(run.status, "policies");
-  if (const Json* durations = find_path(run.status, "usage/modelCallDurations")) {
-    std::string ignored;  // the operator's own write, checked when it was made
-    f.call_durations = api::call_durations_from_json(*durations, ignored);
-  }
+  f.call_durations = call_durations_from_status(run.status);
   return f;
 }
 

@@ -40,6 +40,13 @@ RunUsage usage_from_status(const Json& status) {
   return usage;
 }
 
+std::optional<api::CallDurations> call_durations_from_status(const Json& status) {
+  const Json* durations = find_path(status, "usage/modelCallDurations");
+  if (durations == nullptr) return std::nullopt;
+  std::string ignored;
+  return api::call_durations_from_json(*durations, ignored);
+}
+
 bool is_settled(const Json& run) {
   const auto phase = parse_run_phase(string_view_at(run, "status/phase"));
   return phase && is_final(*phase) && bool_at(run, "status/costRecorded");

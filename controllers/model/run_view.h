@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "api/call_durations.h"
 #include "api/context_document.h"
 #include "controllers/model/json_util.h"
 
@@ -92,5 +93,8 @@ inline bool is_settled(const RunView& run) {
 bool is_settled(const Json& run);
 
 RunUsage usage_from_status(const Json& status);
+// status.usage.modelCallDurations: the operator's own write, checked when
+// it was made (run_final_status.cpp); unset when absent.
+std::optional<api::CallDurations> call_durations_from_status(const Json& status);
 
 }  // namespace hb::controllers

@@ -29,6 +29,7 @@ LedgerCharge charge_of(const OrphanRun& orphan, TimePoint now) {
   charge.output_tokens = usage.output_tokens;
   charge.finished_at = time_at(status, "finishedAt").value_or(now);
   charge.policies = orphan.admitting_policies;
+  charge.call_durations = call_durations_from_status(status);
   return charge;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "api/agent_types.h"
 #include "api/contract_limits.h"
 #include "api/exit_codes.h"
 #include "api/hb_assert.h"
@@ -170,14 +171,19 @@ Charge charge_final(Final& f, const RunObservationInput& in, const std::string& 
 // The result's model-call durations, kept in status.usage when they can be
 // true of the run as the operator saw it: no more calls than it charged and
 // no longer than it ran (a runner's claim; the metric reads only this).
+// Without its Agent a run is charged nothing (no bounds, no prices): its
+// calls are bounded by its own count and what any agent type may make.
 // Dropped with a warning Event otherwise; nothing else of the result is.
 void put_call_durations(RunObservation& obs, const Final& f, const Charge& charge,
-                        TimePoint started, TimePoint now) {
+                        TimePoint started, const RunObservationInput& in) {
   if (!f.result) return;
   std::string problem = f.result->call_durations_problem;
   if (problem.empty() && f.result->call_durations) {
-    const std::chrono::duration<double> ran = f.finished_at.value_or(now) - started;
-    problem = api::call_durations_problem(*f.result->call_durations, charge.usage.llm_calls,
+    const std::chrono::duration<double> ran = f.finished_at.value_or(in.now) - started;
+    const int64_t calls_max =
+        in.agent_missing ? std::min<int64_t>(f.result->llm_calls, api::max_iterations_of_any_type())
+                         : charge.usage.llm_calls;
+    problem = api::call_durations_problem(*f.result->call_durations, calls_max,
                                           ran.count() + kCallDurationsClockSlackSeconds);
     if (problem.empty()) {
       obs.status["usage"]["modelCallDurations"] =
@@ -254,7 +260,7 @@ RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput
   obs.status = build_final_status(obs.status, f, charge, started, job_name, lease_renew, in.now);
   put_run_logs(obs.status, f, in, name);
   put_audit_fields(obs.status, in);
-  put_call_durations(obs, f, charge, started, in.now);
+  put_call_durations(obs, f, charge, started, in);
   // Judged once, here, from the result: the ledger counts it into the
   // agent's idle streak (idle_backoff.h).
   if (f.result && f.phase == RunPhase::kSucceeded) {

@@ -36,8 +36,8 @@ GenAiChargeMetrics::GenAiChargeMetrics(Metrics& metrics, bool latest_experimenta
   metrics_.describe(
       kGenAiOperationDurationMetric, "histogram",
       "Model calls' durations as the runner timed them "
-      "(gen_ai.client.operation.duration, s), by provider and request model; "
-      "observed when the run is charged.",
+      "(gen_ai.client.operation.duration, s), by provider and request model, and for a "
+      "failed call its error type; observed when the run is charged.",
       {api::kCallDurationBoundsSeconds.begin(), api::kCallDurationBoundsSeconds.end()});
 }
 
@@ -65,18 +65,27 @@ std::pair<std::string, std::string> GenAiChargeMetrics::labels_for(const std::st
   return {std::move(p), std::move(m)};
 }
 
-void GenAiChargeMetrics::observe_durations(const api::CallDurations& durations,
-                                           const std::string& provider, const std::string& model) {
-  if (api::call_count(durations) == 0) return;
+void GenAiChargeMetrics::observe_buckets(const api::DurationBuckets& buckets, Labels labels) {
+  if (api::call_count(buckets) == 0) return;
   std::vector<uint64_t> per_bucket;
-  for (const int64_t count : durations.counts) {
+  for (const int64_t count : buckets.counts) {
     per_bucket.push_back(static_cast<uint64_t>(std::max<int64_t>(count, 0)));
   }
-  metrics_.observe_bucketed(kGenAiOperationDurationMetric,
-                            {{"gen_ai_operation_name", "chat"},
-                             {"gen_ai_provider_name", provider},
-                             {"gen_ai_request_model", model}},
-                            per_bucket, durations.sum_seconds);
+  metrics_.observe_bucketed(kGenAiOperationDurationMetric, labels, per_bucket, buckets.sum_seconds);
+}
+
+void GenAiChargeMetrics::observe_durations(const api::CallDurations& durations,
+                                           const std::string& provider, const std::string& model) {
+  const Labels labels = {{"gen_ai_operation_name", "chat"},
+                         {"gen_ai_provider_name", provider},
+                         {"gen_ai_request_model", model}};
+  // The conventions set error.type only on an operation that ended in an error.
+  observe_buckets(durations, labels);
+  for (std::size_t i = 0; i < api::kCallErrorTypeCount; ++i) {
+    Labels failed = labels;
+    failed.emplace_back(kGenAiErrorTypeLabel, std::string(api::kCallErrorTypeNames[i]));
+    observe_buckets(durations.failed[i], std::move(failed));
+  }
 }
 
 void GenAiChargeMetrics::record(const GenAiCharge& charge) {

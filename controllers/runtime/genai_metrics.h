@@ -12,6 +12,9 @@
 // conventions' bucket boundaries, once the operator found the summary
 // believable against the run's charged calls and its wall time; the one
 // runner claim the metrics read, as no other side can time a model call.
+// Failed calls are observed too, labelled error_type (the conventions'
+// error.type) from the contract's fixed vocabulary (api::kCallErrorTypeNames);
+// an answered call's series has no error_type.
 //
 // Cardinality is bounded: at most kGenAiModelsMax (provider, model) pairs
 // get labels of their own, later ones and over-long or unknown values
@@ -47,6 +50,8 @@ inline constexpr const char* kGenAiOutputTokensMetric =
     "gen_ai_client_inference_usage_output_tokens_total";
 inline constexpr const char* kGenAiOperationDurationMetric =
     "gen_ai_client_operation_duration_seconds";
+// error.type as a Prometheus label, on the duration of a failed call.
+inline constexpr const char* kGenAiErrorTypeLabel = "error_type";
 
 // One run's charge as the metrics read it.
 struct GenAiCharge {
@@ -55,7 +60,8 @@ struct GenAiCharge {
   std::string model;     // its spec.model.model, the request model
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
-  // status.usage.modelCallDurations; unset when the run had none believed.
+  // status.usage.modelCallDurations (answered and failed calls); unset when
+  // the run had none believed.
   std::optional<api::CallDurations> call_durations = {};
 };
 
@@ -72,6 +78,7 @@ class GenAiChargeMetrics {
   bool seen(const std::string& run_key);  // remembers it
   void observe_durations(const api::CallDurations& durations, const std::string& provider,
                          const std::string& model);
+  void observe_buckets(const api::DurationBuckets& buckets, Labels labels);
 
   Metrics& metrics_;
   const bool latest_;

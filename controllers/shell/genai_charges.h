@@ -1,8 +1,9 @@
 // The GenAI client metrics' hook in the ledger charge (AgentReconciler::
 // charge_ledger): each charged run, labelled by its Agent's spec.model, the
-// model status.charge records (run_record.h). The Agent is read from the
-// cache once per ledger charge (a finished run; again only when its mark
-// failed and the charge is repeated, which the metrics count once).
+// model status.charge records (run_record.h). Handed only the charges the
+// ledger record had not counted (ledger_record.h first_charges), so a charge
+// repeated after its mark failed, in this process or after a crash, is not
+// observed again. The Agent is read from the cache once per ledger charge.
 #pragma once
 
 #include <string>

@@ -80,12 +80,13 @@ kube::Done AgentReconciler::charge_ledger(const std::string& ns, const std::stri
       return name_of(*r) == run && !bool_at(*r, "status/costRecorded");
     });
   };
+  const std::vector<LedgerCharge> first = first_charges(record, charges);
   LedgerRecord next = charge_runs(forget_marked(std::move(record), still_unmarked), charges, now);
   kube::RequestPriorityScope lifecycle(kube::RequestClass::kLifecycle);
   HB_TRY(config_.ledger->put(next));
   count_write(kWriteLedger);
   for (const LedgerCharge& charge : charges) budget_holds_.release(object_key(ns, charge.run));
-  observe_gen_ai_charges(genai_, view_, ns, name, charges);
+  observe_gen_ai_charges(genai_, view_, ns, name, first);
   for (const LedgerCharge& charge : charges) {
     spdlog::info("event=ledger_charged agent={}/{} run={} cost_cents={:.6f} policies={}", ns, name,
                  charge.run, charge.cost_cents, policies_annotation(charge.policies));

@@ -157,6 +157,17 @@ LedgerRecord charge_runs(LedgerRecord record, const std::vector<LedgerCharge>& c
   return record;
 }
 
+std::vector<LedgerCharge> first_charges(const LedgerRecord& record,
+                                        const std::vector<LedgerCharge>& charges) {
+  std::vector<LedgerCharge> first;
+  for (const LedgerCharge& charge : charges) {
+    const bool counted = std::any_of(record.counted.begin(), record.counted.end(),
+                                     [&](const CountedCharge& c) { return c.run == charge.run; });
+    if (!counted) first.push_back(charge);
+  }
+  return first;
+}
+
 LedgerRecord forget_marked(LedgerRecord record,
                            const std::function<bool(const std::string& run)>& still_unmarked) {
   std::erase_if(record.counted, [&](const CountedCharge& c) { return !still_unmarked(c.run); });

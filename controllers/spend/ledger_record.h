@@ -105,6 +105,13 @@ std::string ledger_object_name(const std::string& ns, const std::string& agent);
 LedgerRecord charge_runs(LedgerRecord record, const std::vector<LedgerCharge>& charges,
                          TimePoint now);
 
+// The charges of runs `record` has not counted: those charge_runs adds for
+// the first time. The GenAI metrics observe a run only then, so a charge
+// repeated after a crash (its mark lost, the record already counting it)
+// is not observed again by a process that never saw the first.
+std::vector<LedgerCharge> first_charges(const LedgerRecord& record,
+                                        const std::vector<LedgerCharge>& charges);
+
 // Drops the counted runs `still_unmarked` says are marked or gone.
 LedgerRecord forget_marked(LedgerRecord record,
                            const std::function<bool(const std::string& run)>& still_unmarked);

@@ -131,13 +131,111 @@ TEST(CallDurations, AtItsLargestTheResultStillFits) {
   CallDurations d;
   d.counts.fill(std::numeric_limits<int64_t>::max() / kCallDurationBucketCount);
   d.sum_seconds = 1e21;  // past what the counts' lower bounds add up to
+  for (DurationBuckets& failed : d.failed) failed = d;
   r.call_durations = d;
   const std::string text = render_result(r);
   EXPECT_LE(text.size(), kTerminationMessageBytesMax);
-  EXPECT_LE(call_durations_to_json(d).dump().size(), 400u);
+  EXPECT_LE(call_durations_to_json(d).dump().size(), 400u * (1 + kCallErrorTypeCount));
   const ParsedResult parsed = parse_run_result(text);
   ASSERT_TRUE(parsed.result);
   EXPECT_TRUE(parsed.result->call_durations);
+}
+
+// Failed calls are kept apart by error type, each a histogram of its own,
+// and come back through the result as they went.
+TEST(CallDurations, FailedCallsRoundTripByErrorType) {
+  RunResult r = result_with_calls(4);
+  CallDurations d;
+  add_call(d, 0.5);
+  add_call(d, 1.0);
+  add_failed_call(d, CallErrorType::kTimeout, 60.0);
+  add_failed_call(d, CallErrorType::kServerError, 0.2);
+  r.call_durations = d;
+  const json rendered = call_durations_to_json(d);
+  ASSERT_TRUE(rendered.contains("failed")) << rendered.dump();
+  EXPECT_EQ(rendered["failed"].size(), 2u) << "only the types with calls: " << rendered.dump();
+  EXPECT_EQ(rendered["failed"]["timeout"]["bucketCounts"][13], 1) << rendered.dump();
+  EXPECT_EQ(rendered["failed"]["5xx"]["bucketCounts"][5], 1) << rendered.dump();
+  const ParsedResult parsed = parse_run_result(render_result(r));
+  ASSERT_TRUE(parsed.result);
+  ASSERT_TRUE(parsed.result->call_durations) << parsed.result->call_durations_problem;
+  EXPECT_EQ(*parsed.result->call_durations, d);
+  EXPECT_EQ(all_calls(d), 4);
+  EXPECT_EQ(call_count(d), 2);
+  // Without failures nothing of them is written.
+  EXPECT_FALSE(call_durations_to_json(CallDurations{}).contains("failed"));
+}
+
+// The vocabulary is fixed: a type the contract does not name, however
+// long, is counted as _OTHER, never kept under its own name.
+TEST(CallDurations, AnUnknownOrOversizedErrorTypeCountsAsOther) {
+  json one_call = json::array();
+  for (std::size_t i = 0; i < kCallDurationBucketCount; ++i) one_call.push_back(0);
+  one_call[3] = 1;  // 0.04 .. 0.08 s
+  const json histogram = {{"bucketCounts", one_call}, {"sumSeconds", 0.05}};
+  json durations = {{"bucketCounts", json::array()}, {"sumSeconds", 0}};
+  for (std::size_t i = 0; i < kCallDurationBucketCount; ++i) {
+    durations["bucketCounts"].push_back(0);
+  }
+  durations["failed"] = {{"rate_limited", histogram},
+                         {std::string(1000, 'x'), histogram},
+                         {"_OTHER", histogram},
+                         {"timeout", histogram}};
+  const ParsedResult parsed = parse_run_result(rendered_with(durations, 4));
+  ASSERT_TRUE(parsed.result);
+  ASSERT_TRUE(parsed.result->call_durations) << parsed.result->call_durations_problem;
+  const CallDurations& d = *parsed.result->call_durations;
+  EXPECT_EQ(call_count(d.failed_of(CallErrorType::kOther)), 3);
+  EXPECT_NEAR(d.failed_of(CallErrorType::kOther).sum_seconds, 0.15, 1e-9);
+  EXPECT_EQ(call_count(d.failed_of(CallErrorType::kTimeout)), 1);
+  const json back = call_durations_to_json(d);
+  EXPECT_EQ(back["failed"].size(), 2u) << back.dump();
+  EXPECT_TRUE(back["failed"].contains("_OTHER")) << back.dump();
+  EXPECT_EQ(call_error_type_of("rate_limited"), CallErrorType::kOther);
+  EXPECT_EQ(call_error_type_of("4xx"), CallErrorType::kClientError);
+  for (std::size_t i = 0; i < kCallErrorTypeCount; ++i) {
+    EXPECT_EQ(call_error_type_name(static_cast<CallErrorType>(i)), kCallErrorTypeNames[i]);
+    EXPECT_EQ(call_error_type_of(kCallErrorTypeNames[i]), static_cast<CallErrorType>(i));
+  }
+}
+
+// A failed histogram is checked as the answered one, and its calls and
+// time count against the run's: a forgery drops the summary, not the result.
+TEST(CallDurations, ForgedFailedCallsAreDroppedNotTheResult) {
+  json zeros = json::array();
+  for (std::size_t i = 0; i < kCallDurationBucketCount; ++i) zeros.push_back(0);
+  json one = zeros;
+  one[5] = 1;  // 0.16 .. 0.32 s
+  const json answered_one = {{"bucketCounts", one}, {"sumSeconds", 0.2}};
+  json negative = zeros;
+  negative[0] = -1;
+  json three = zeros;
+  three[5] = 3;
+  for (const json& failed : {json{{"5xx", {{"bucketCounts", negative}, {"sumSeconds", 0}}}},
+                             json{{"5xx", {{"bucketCounts", one}, {"sumSeconds", 5.0}}}},
+                             json{{"5xx", {{"bucketCounts", three}, {"sumSeconds", 0.6}}}},
+                             json{{"5xx", "slow"}}, json::array({answered_one}), json("x")}) {
+    json durations = answered_one;
+    durations["failed"] = failed;
+    const ParsedResult parsed = parse_run_result(rendered_with(durations, 3));
+    ASSERT_TRUE(parsed.result) << failed.dump();
+    EXPECT_FALSE(parsed.result->call_durations) << failed.dump();
+    EXPECT_FALSE(parsed.result->call_durations_problem.empty()) << failed.dump();
+    EXPECT_EQ(parsed.result->llm_calls, 3) << failed.dump();
+  }
+  // One answered and two failed are three calls: believed.
+  json two = zeros;
+  two[5] = 2;
+  json durations = answered_one;
+  durations["failed"] = {{"5xx", {{"bucketCounts", two}, {"sumSeconds", 0.4}}}};
+  EXPECT_TRUE(parse_run_result(rendered_with(durations, 3)).result->call_durations);
+  // Their time counts against the run's too.
+  CallDurations d;
+  add_call(d, 2.0);
+  add_failed_call(d, CallErrorType::kTimeout, 9.0);
+  EXPECT_EQ(call_durations_problem(d, 2, 11.0), "");
+  EXPECT_NE(call_durations_problem(d, 2, 10.0), "");
+  EXPECT_NE(call_durations_problem(d, 1, 11.0), "");
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include "api/call_durations.h"
 #include "api/object_names.h"
 #include "controllers/model/agent_spec.h"
 #include "controllers/model/agent_status.h"
@@ -110,6 +111,31 @@ TEST(CrdBounds, EveryRunChargeAndCacheFieldIsInTheSchema) {
       EXPECT_TRUE(status["properties"][parent]["properties"][key])
           << "status." << parent << "." << key;
     }
+  }
+}
+
+// The call summary the operator keeps on a run, failed calls included, is
+// in the HeartbeatRun schema: pruned, a later pass would read no failures.
+TEST(CrdBounds, EveryCallDurationsFieldIsInTheSchema) {
+  YAML::Node crd =
+      YAML::LoadFile(std::string(HB_SOURCE_DIR) + "/crds/heartbeat.dev_heartbeatruns.yaml");
+  const YAML::Node field = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+                              ["status"]["properties"]["usage"]["properties"]["modelCallDurations"];
+  ASSERT_TRUE(field);
+  api::CallDurations durations;
+  api::add_call(durations, 1.0);
+  for (std::size_t i = 0; i < api::kCallErrorTypeCount; ++i) {
+    api::add_failed_call(durations, static_cast<api::CallErrorType>(i), 2.0);
+  }
+  const Json rendered = api::call_durations_to_json(durations);
+  ASSERT_EQ(rendered["failed"].size(), api::kCallErrorTypeCount);
+  for (const auto& [key, unused] : rendered.items()) {
+    EXPECT_TRUE(field["properties"][key]) << "modelCallDurations." << key;
+  }
+  const YAML::Node failed = field["properties"]["failed"];
+  EXPECT_EQ(failed["maxProperties"].as<std::size_t>(), api::kCallErrorTypeCount);
+  for (const auto& [key, unused] : rendered["failed"]["timeout"].items()) {
+    EXPECT_TRUE(failed["additionalProperties"]["properties"][key]) << "failed.*." << key;
   }
 }
 

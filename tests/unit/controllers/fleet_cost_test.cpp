@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -88,13 +89,15 @@ struct Fleet {
     view.pods.push_back(pod);
   }
 
-  // The writes since the last call, into the cache; the charges of runs
-  // marked counted, into `charged`.
+  // The writes since the last call the API accepted, into the cache; the
+  // charges of runs marked counted, into `charged`.
   void take_in_writes() {
     for (; seen < api->requests.size(); ++seen) {
       const http::Request& r = api->requests[seen];
       const Json body = Json::parse(r.body, nullptr, false);
       if (!body.is_object() || !body.contains("status")) continue;
+      const std::string& refused = api->fail_url_part;
+      if (!refused.empty() && r.url.find(refused) != std::string::npos) continue;
       if (r.url.find("/agents/bot/status") != std::string::npos) {
         view.agents_by_name["bot"]["status"] = body["status"];
         view.agents_by_name["bot"]["metadata"]["resourceVersion"] = std::to_string(++version);
@@ -115,6 +118,44 @@ struct Fleet {
   }
 
   void with_ledger() { config.ledger = std::make_shared<LedgerStore>(client, "heartbeat-system"); }
+
+  // The last finished run's result carries `durations` as its
+  // modelCallDurations, and `llm_calls` model calls (fixtures.h says 2).
+  void with_durations(const Json& durations, int64_t llm_calls = 2) {
+    Json& message = view.pods.back()["status"]["containerStatuses"][0]["state"]["terminated"];
+    Json result = Json::parse(message["message"].get<std::string>());
+    result["modelCallDurations"] = durations;
+    result["usage"]["llmCalls"] = llm_calls;
+    message["message"] = result.dump();
+  }
+
+  // A process started afresh: a ledger store that lists what the API server
+  // holds (the ledger ConfigMap last written, when `keep_ledger`), and a
+  // reconciler of its own (its memory of observed runs gone).
+  void restart(bool keep_ledger) {
+    Json items = Json::array();
+    for (auto r = api->requests.rbegin(); keep_ledger && r != api->requests.rend(); ++r) {
+      if (r->method == "GET" || r->url.find("/configmaps") == std::string::npos) continue;
+      Json stored = Json::parse(r->body);
+      stored["metadata"]["resourceVersion"] = std::to_string(++version);
+      items.push_back(stored);
+      break;
+    }
+    api->get_answers["/configmaps?"] = {
+        200,
+        {},
+        Json{{"kind", "ConfigMapList"}, {"metadata", {{"resourceVersion", "1"}}}, {"items", items}}
+            .dump()};
+    with_ledger();
+  }
+
+  // One pass of a reconciler of its own; whether it went through.
+  bool pass(const char* now) {
+    auto reconciler = testing::reconciler_over(client, view, metrics, at(now), config);
+    const bool ok = reconciler->reconcile("ns", "bot").ok();
+    take_in_writes();
+    return ok;
+  }
 
   void passes(const char* now, int count) {
     auto reconciler = testing::reconciler_over(client, view, metrics, at(now), config);
@@ -186,6 +227,43 @@ TEST(FleetCost, TheGenAiTokenHistogramHoldsEachChargedRunOnce) {
   }
 }
 
+// A call summary of two answered calls (0.5 s and 4 s) and, with
+// `failed_timeout`, one that timed out after 30 s.
+Json two_calls(bool failed_timeout = false) {
+  Json counts = Json::array({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  Json durations = {{"bucketCounts", counts}, {"sumSeconds", 4.5}};
+  durations["bucketCounts"][6] = 1;  // 0.5 s
+  durations["bucketCounts"][9] = 1;  // 4 s
+  if (failed_timeout) {
+    counts[12] = 1;  // 30 s
+    durations["failed"] = {{"timeout", {{"bucketCounts", counts}, {"sumSeconds", 30}}}};
+  }
+  return durations;
+}
+
+// The duration histogram's `part` (count, sum) in the series of `labels`
+// as /metrics shows it (0 when there is none).
+double duration(Metrics& metrics, const Labels& labels, const std::string& part = "count") {
+  const std::string text = metrics.render();
+  const std::string line = "\ngen_ai_client_operation_duration_seconds_" + part + "{" +
+                           Metrics::label_text(labels) + "} ";
+  const std::size_t at = text.find(line);
+  return at == std::string::npos ? 0 : std::strtod(text.c_str() + at + line.size(), nullptr);
+}
+
+double duration_count(Metrics& metrics, const Labels& labels) {
+  return duration(metrics, labels);
+}
+
+const Labels kChatLabels = {{"gen_ai_operation_name", "chat"},
+                            {"gen_ai_provider_name", "openai"},
+                            {"gen_ai_request_model", "gpt-4o-mini"}};
+
+Labels with_error_type(Labels labels, const std::string& type) {
+  labels.emplace_back("error_type", type);
+  return labels;
+}
+
 // gen_ai_client_operation_duration_seconds comes from the runner's
 // summary, believed when the run finished and kept on it, and is observed
 // with the charge: once per run, however many passes see the run.
@@ -194,13 +272,7 @@ TEST(FleetCost, TheGenAiDurationHistogramHoldsEachChargedRunOnce) {
   f.with_ledger();
   for (const char* name : {"bot-1", "bot-2"}) {
     f.finished_run(name, "2024-05-01T12:01:00Z", "2024-05-01T12:02:00Z", 500, 40);
-    Json& message = f.view.pods.back()["status"]["containerStatuses"][0]["state"]["terminated"];
-    Json result = Json::parse(message["message"].get<std::string>());
-    Json counts = Json::array({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
-    counts[6] = 1;  // 0.5 s
-    counts[9] = 1;  // 4 s
-    result["modelCallDurations"] = {{"bucketCounts", counts}, {"sumSeconds", 4.5}};
-    message["message"] = result.dump();
+    f.with_durations(two_calls());
   }
   f.passes("2024-05-01T12:03:00Z", 3);
   f.passes("2024-05-01T12:04:00Z", 2);
@@ -214,6 +286,85 @@ TEST(FleetCost, TheGenAiDurationHistogramHoldsEachChargedRunOnce) {
   EXPECT_NE(text.find("gen_ai_client_operation_duration_seconds_sum" + labels + " 9\n"),
             std::string::npos)
       << text;
+}
+
+// A call that failed reaches the histogram from the run's result, under
+// its error type, once; the answered calls' series stays without one.
+TEST(FleetCost, AFailedCallsDurationReachesTheHistogramWithItsErrorType) {
+  Fleet f;
+  f.with_ledger();
+  f.finished_run("bot-1", "2024-05-01T12:01:00Z", "2024-05-01T12:02:00Z", 500, 40);
+  const Json durations = two_calls(true);
+  f.with_durations(durations, 3);  // three model calls: two answered, one failed
+  f.passes("2024-05-01T12:03:00Z", 3);
+  ASSERT_EQ(f.counted, 1);
+  const Json& run = f.view.runs.back();
+  EXPECT_EQ(run["status"]["usage"]["modelCallDurations"], durations) << run.dump();
+  EXPECT_EQ(duration_count(f.metrics, kChatLabels), 2) << f.metrics.render();
+  EXPECT_EQ(duration_count(f.metrics, with_error_type(kChatLabels, "timeout")), 1)
+      << f.metrics.render();
+  EXPECT_EQ(duration(f.metrics, with_error_type(kChatLabels, "timeout"), "sum"), 30);
+}
+
+// The Agent is gone when run bot-1 finishes (orphan_plan.h): its model
+// calls, two answered and one timed out, are charged without it.
+void orphan_run(Fleet& f) {
+  f.with_ledger();
+  f.finished_run("bot-1", "2024-05-01T12:01:00Z", "2024-05-01T12:02:00Z", 500, 40);
+  f.with_durations(two_calls(true), 3);
+  f.view.agents_by_name.erase("bot");
+}
+
+// Without its Agent the run's series share _OTHER for provider and model.
+const Labels kOrphanLabels = {{"gen_ai_operation_name", "chat"},
+                              {"gen_ai_provider_name", "_OTHER"},
+                              {"gen_ai_request_model", "_OTHER"}};
+
+TEST(FleetCost, AnOrphanedRunsDurationsAreObservedOnce) {
+  Fleet f;
+  orphan_run(f);
+  ASSERT_TRUE(f.pass("2024-05-01T12:03:00Z"));
+  ASSERT_TRUE(bool_at(f.view.runs.back()["status"], "costRecorded")) << f.view.runs.back().dump();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(f.pass("2024-05-01T12:04:00Z"));
+  EXPECT_EQ(duration_count(f.metrics, kOrphanLabels), 2) << f.metrics.render();
+  EXPECT_EQ(duration_count(f.metrics, with_error_type(kOrphanLabels, "timeout")), 1)
+      << f.metrics.render();
+}
+
+// The orphan pass charges the ledger, then its mark fails and the process
+// dies. The next process charges the run again (the ledger counts it once)
+// and must not observe its calls again. The control: a process whose ledger
+// never counted the run observes them a second time, which the same check
+// sees.
+TEST(FleetCost, AnOrphanedRunRechargedAfterACrashIsNotObservedTwice) {
+  for (const bool ledger_kept : {true, false}) {
+    Fleet f;
+    orphan_run(f);
+    f.api->fail_url_part = "/heartbeatruns/bot-1/status";
+    ASSERT_FALSE(f.pass("2024-05-01T12:03:00Z")) << "the mark fails";
+    ASSERT_TRUE(f.api->first("POST", "/configmaps")) << "the ledger was charged";
+    ASSERT_FALSE(bool_at(f.view.runs.back()["status"], "costRecorded"));
+    ASSERT_EQ(duration_count(f.metrics, kOrphanLabels), 2) << f.metrics.render();
+
+    f.api->fail_url_part.clear();
+    f.restart(ledger_kept);
+    const std::size_t before = f.api->requests.size();
+    ASSERT_TRUE(f.pass("2024-05-01T12:04:00Z"));
+    ASSERT_TRUE(bool_at(f.view.runs.back()["status"], "costRecorded"));
+    bool charged_again = false;
+    for (std::size_t i = before; i < f.api->requests.size(); ++i) {
+      charged_again =
+          charged_again || (f.api->requests[i].method != "GET" &&
+                            f.api->requests[i].url.find("/configmaps") != std::string::npos);
+    }
+    EXPECT_TRUE(charged_again) << "the second process wrote the ledger with the run's charge";
+    const double calls = ledger_kept ? 2 : 4;
+    EXPECT_EQ(duration_count(f.metrics, kOrphanLabels), calls)
+        << "ledger kept: " << ledger_kept << "\n"
+        << f.metrics.render();
+    EXPECT_EQ(duration_count(f.metrics, with_error_type(kOrphanLabels, "timeout")), calls / 2)
+        << "ledger kept: " << ledger_kept;
+  }
 }
 
 }  // namespace

@@ -86,6 +86,39 @@ TEST(GenAiChargeMetrics, TheDurationHistogramIsObservedOncePerRun) {
   EXPECT_NE(metrics.render().find(duration_line("count") + "4\n"), std::string::npos);
 }
 
+// A failed call is observed too, under its error type (error.type as the
+// error_type label); the answered calls' series carries no error_type.
+TEST(GenAiChargeMetrics, AFailedCallsDurationIsObservedWithItsErrorType) {
+  Metrics metrics;
+  GenAiChargeMetrics genai(metrics, false);
+  api::CallDurations durations;
+  api::add_call(durations, 0.5);
+  api::add_failed_call(durations, api::CallErrorType::kTimeout, 60.0);
+  api::add_failed_call(durations, api::CallErrorType::kServerError, 0.1);
+  genai.record({"ns/bot-1", "openai", "gpt-4o-mini", 10, 2, durations});
+  genai.record({"ns/bot-1", "openai", "gpt-4o-mini", 10, 2, durations});  // charged again
+  const std::string text = metrics.render();
+  const std::string timeout = std::string("gen_ai_client_operation_duration_seconds_count{") +
+                              kChatSeries + R"(,error_type="timeout"} )";
+  EXPECT_NE(text.find(timeout + "1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(std::string("gen_ai_client_operation_duration_seconds_bucket{") +
+                      kChatSeries + R"(,error_type="timeout",le="40.96"} 0)" + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(std::string("gen_ai_client_operation_duration_seconds_sum{") + kChatSeries +
+                      R"(,error_type="timeout"} 60)" + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(std::string("gen_ai_client_operation_duration_seconds_count{") + kChatSeries +
+                      R"(,error_type="5xx"} 1)" + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(duration_line("count") + "1\n"), std::string::npos) << "answered: " << text;
+  // Only types with calls get series: answered, timeout and 5xx.
+  EXPECT_EQ(lines_starting(text, "gen_ai_client_operation_duration_seconds_count"), 3) << text;
+  EXPECT_EQ(text.find("error_type=\"4xx\""), std::string::npos) << text;
+}
+
 TEST(GenAiChargeMetrics, TheDurationHistogramStaysBesideTheOptedInSuccessors) {
   Metrics metrics;
   GenAiChargeMetrics genai(metrics, true);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "api/agent_types.h"
 #include "api/heartbeat_pod.h"
 #include "api/usage_report.h"
 #include "controllers/run/cache_projection.h"
@@ -213,6 +214,62 @@ TEST(RunStatus, ModelCallDurationsAreKeptOnlyWhenBelievable) {
     EXPECT_EQ(o.status["phase"], "Succeeded");
     EXPECT_EQ(o.status["usage"]["llmCalls"], 2);
     EXPECT_EQ(o.status["output"], "did a thing");
+  }
+}
+
+// Failed calls are believed with the answered ones: together no more calls
+// than charged and no longer than the run; a failed call's 50 s past the
+// run's 60 s with the answered 30.5 s drops the whole summary.
+TEST(RunStatus, FailedCallDurationsAreKeptWithTheAnsweredOnes) {
+  Json r = running_run();
+  Json j = job("r1");
+  Json counts = fifteen_counts();
+  counts[6] = 1;  // 0.5 s
+  Json failed = fifteen_counts();
+  failed[12] = 1;  // 25 s
+  const Json believable = {
+      {"bucketCounts", counts},
+      {"sumSeconds", 0.5},
+      {"failed", {{"timeout", {{"bucketCounts", failed}, {"sumSeconds", 25}}}}}};
+  Json p = terminated(pod("r1-abc"), 0, result_with_durations(believable));
+  RunObservation o = observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"));
+  ASSERT_TRUE(o.became_final);
+  EXPECT_EQ(o.status["usage"]["modelCallDurations"], believable) << o.status.dump();
+  EXPECT_FALSE(has_warning(o, kReasonCallDurationsDropped));
+
+  Json too_long = fifteen_counts();
+  too_long[13] = 1;  // 50 s
+  counts[6] = 0;
+  counts[12] = 1;  // 30.5 s
+  const Json forged = {{"bucketCounts", counts},
+                       {"sumSeconds", 30.5},
+                       {"failed", {{"5xx", {{"bucketCounts", too_long}, {"sumSeconds", 50}}}}}};
+  Json q = terminated(pod("r1-abc"), 0, result_with_durations(forged));
+  o = observe(r, &j, {&q}, at("2024-05-01T12:06:10Z"));
+  ASSERT_TRUE(o.became_final);
+  EXPECT_FALSE(o.status["usage"].contains("modelCallDurations")) << o.status.dump();
+  EXPECT_TRUE(has_warning(o, kReasonCallDurationsDropped));
+  EXPECT_EQ(o.status["phase"], "Succeeded");
+}
+
+// A run whose Agent is gone is charged nothing, so its calls are bounded by
+// its own count and by what any agent type may make, not by its charge.
+TEST(RunStatus, AnOrphanedRunsDurationsAreBoundedByAnyTypesCalls) {
+  Json r = running_run();
+  Json j = job("r1");
+  const int64_t most = api::max_iterations_of_any_type();
+  for (const int64_t calls : {int64_t{2}, most, most + 1}) {
+    Json counts = fifteen_counts();
+    counts[0] = calls;  // each at most 10 ms
+    Json result = Json::parse(result_json(3));
+    result["usage"]["llmCalls"] = 1000;  // the runner's claim, past any type's
+    result["modelCallDurations"] = {{"bucketCounts", counts}, {"sumSeconds", 0}};
+    Json p = terminated(pod("r1-abc"), 0, result.dump());
+    const RunObservation o =
+        observe(r, &j, {&p}, at("2024-05-01T12:06:10Z"), nullptr, /*agent_missing=*/true);
+    ASSERT_TRUE(o.became_final);
+    EXPECT_EQ(o.status["usage"].contains("modelCallDurations"), calls <= most) << calls;
+    EXPECT_EQ(has_warning(o, kReasonCallDurationsDropped), calls > most) << calls;
   }
 }
 

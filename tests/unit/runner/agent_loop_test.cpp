@@ -114,8 +114,8 @@ TEST(AgentLoop, MultiStepToolLoopThenAnswer) {
   EXPECT_EQ(h.transcript.events("stop").back()["stopReason"], "completed");
 }
 
-// Each answered chat call is timed on the injected clock, into the
-// result's fixed buckets (api/call_durations.h); a call that failed is not.
+// Each chat call is timed on the injected clock, into the result's fixed
+// buckets (api/call_durations.h); a call that failed under its error type.
 TEST(AgentLoop, ModelCallDurationsComeFromTheInjectedClock) {
   Harness h;
   // The reply, `took` after the request on the harness's clock.
@@ -133,6 +133,7 @@ TEST(AgentLoop, ModelCallDurationsComeFromTheInjectedClock) {
   ASSERT_TRUE(result.call_durations);
   const api::CallDurations& d = *result.call_durations;
   EXPECT_EQ(api::call_count(d), 3);
+  EXPECT_EQ(api::all_calls(d), 3) << "no call failed";
   EXPECT_EQ(d.counts[0], 1);   // 5 ms: up to 10 ms
   EXPECT_EQ(d.counts[8], 1);   // 1.5 s: up to 2.56 s
   EXPECT_EQ(d.counts[14], 1);  // 100 s: past 81.92 s
@@ -146,10 +147,50 @@ TEST(AgentLoop, ModelCallDurationsComeFromTheInjectedClock) {
   ASSERT_TRUE(failed.call_durations);
   EXPECT_EQ(failed.llm_calls, 2);
   EXPECT_EQ(api::call_count(*failed.call_durations), 1);
+  // The exhausted script answers 500: the failed call is a 5xx, and only that.
+  EXPECT_EQ(api::all_calls(*failed.call_durations), 2);
+  const api::DurationBuckets& server_error =
+      failed.call_durations->failed_of(api::CallErrorType::kServerError);
+  EXPECT_EQ(api::call_count(server_error), 1);
+  EXPECT_EQ(api::call_durations_problem(*failed.call_durations, failed.llm_calls, 1e9), "");
 
   Harness none;
   none.config.wall_deadline = none.clock.now() - 1s;  // no call made
   EXPECT_FALSE(none.run().call_durations);
+}
+
+// A failed call's error type is its kind, an HTTP status by class: the
+// fixed vocabulary the operator's error_type label takes.
+TEST(AgentLoop, AFailedCallIsTimedUnderItsErrorType) {
+  using Kind = ProviderError::Kind;
+  struct Case {
+    Kind kind;
+    int status;
+    api::CallErrorType type;
+  };
+  for (const Case& c : {Case{Kind::kTimeout, 0, api::CallErrorType::kTimeout},
+                        Case{Kind::kTransport, 0, api::CallErrorType::kTransport},
+                        Case{Kind::kHttpStatus, 404, api::CallErrorType::kClientError},
+                        Case{Kind::kHttpStatus, 503, api::CallErrorType::kServerError},
+                        Case{Kind::kHttpStatus, 302, api::CallErrorType::kOther},
+                        Case{Kind::kQuota, 429, api::CallErrorType::kQuota},
+                        Case{Kind::kBadResponse, 200, api::CallErrorType::kBadResponse},
+                        Case{Kind::kCancelled, 0, api::CallErrorType::kCancelled}}) {
+    Harness h;
+    h.model.push([&h, c](const ModelRequest&) -> ModelResult {
+      h.clock.jump(30s);
+      return ProviderError(c.kind, c.status, "failed");
+    });
+    const api::RunResult result = h.run();
+    const std::string name(api::call_error_type_name(c.type));
+    ASSERT_TRUE(result.call_durations) << name;
+    EXPECT_EQ(api::call_count(*result.call_durations), 0) << name;
+    const api::DurationBuckets& failed = result.call_durations->failed_of(c.type);
+    EXPECT_EQ(api::call_count(failed), 1) << name;
+    EXPECT_EQ(failed.counts[12], 1) << name;  // 30 s: up to 40.96 s
+    EXPECT_NEAR(failed.sum_seconds, 30.0, 1e-9) << name;
+    EXPECT_EQ(api::all_calls(*result.call_durations), 1) << name;
+  }
 }
 
 // usage.actionToolCalls: the calls that could change something. Memory
