@@ -139,9 +139,12 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   AgentDecision d = decide_agent(pass.input);
   HB_ASSERT_MSG(!config_.concurrency || !d.start_run || d.admission_request,
                 "a start is only decided from a snapshot of the gate");
-  if (config_.concurrency && d.admission_request && !d.admission_assumed.admitted) {
-    config_.concurrency->stand_in_line(*d.admission_request);
-  }
+  // A place freed since the snapshot: this pass writes what it decided and
+  // the next, queued at once through its result (so a failed pass keeps its
+  // backoff), decides the start again.
+  const bool decide_again = config_.concurrency && d.admission_request &&
+                            !d.admission_assumed.admitted &&
+                            config_.concurrency->stand_in_line(*d.admission_request);
   HB_TRY_ASSIGN(const bool current, runs_still_unmarked(ns, d.confirm_unmarked, runs));
   if (!current) return ReconcileResult{std::chrono::milliseconds(1)};  // decide on the newer copy
   if (pass.record && !d.ledger_charges.empty()) {
@@ -152,7 +155,8 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
     HB_TRY(charge_ledger(ns, name, *pass.record, std::move(d.ledger_charges), all,
                          pass.views.agent->spec.spec.time_zone, now));
   }
-  HB_TRY_ASSIGN(const ReconcileResult result, perform_pass(agent, runs, pass, d, now));
+  HB_TRY_ASSIGN(ReconcileResult result, perform_pass(agent, runs, pass, d, now));
+  if (decide_again) result.requeue_after = std::chrono::milliseconds(0);
   return with_retention(result, orphans_due, now);
 }
 

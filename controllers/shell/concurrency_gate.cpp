@@ -78,6 +78,29 @@ std::string ConcurrencyGate::known_agent_locked(const std::string& run_key) cons
   return {};
 }
 
+namespace {
+// Where held_by_ files a run: under its agent, or, attributed to none (a Job
+// seen before its run), under its namespace ("ns/"), which no agent key equals.
+std::string held_by_key(const std::string& run_key, const std::string& agent) {
+  if (!agent.empty()) return agent;
+  return run_key.substr(0, run_key.find('/') + 1);
+}
+}  // namespace
+
+void ConcurrencyGate::reindex_locked(const std::string& run_key) {
+  if (const auto was = held_as_.find(run_key); was != held_as_.end()) {
+    const auto runs = held_by_.find(was->second);
+    HB_ASSERT(runs != held_by_.end() && runs->second.erase(run_key) == 1);
+    if (runs->second.empty()) held_by_.erase(runs);
+    held_as_.erase(was);
+  }
+  if (!started_.contains(run_key) && !reserved_.contains(run_key)) return;
+  const std::string key = held_by_key(run_key, known_agent_locked(run_key));
+  held_by_[key].insert(run_key);
+  held_as_.emplace(run_key, key);
+  HB_ASSERT(held_as_.size() == started_.size() + reserved_.size());
+}
+
 bool ConcurrencyGate::erase_waiting_locked(const std::string& agent) {
   auto it = waiting_.find(agent);
   if (it == waiting_.end()) return false;
@@ -92,6 +115,7 @@ bool ConcurrencyGate::expire_locked(std::chrono::steady_clock::time_point now) {
     auto r = reserved_.find(reservation_ends_.front().second);
     if (r != reserved_.end() && r->second.expires <= now) {
       reserved_.erase(r);
+      reindex_locked(reservation_ends_.front().second);
       ++reservations;
     }
     reservation_ends_.pop_front();
@@ -116,7 +140,10 @@ bool ConcurrencyGate::holds_place_locked(const StartCandidate& candidate) {
     agent = &r->second.agent;
   }
   if (agent == nullptr) return false;
-  if (agent->empty()) *agent = candidate.agent;  // a Job was seen before its run
+  if (agent->empty()) {  // a Job was seen before its run
+    *agent = candidate.agent;
+    reindex_locked(candidate.run);
+  }
   return true;
 }
 
@@ -135,6 +162,7 @@ Admission ConcurrencyGate::admit_locked(const StartCandidate& candidate,
     if (!held && tracking()) {
       reserved_[candidate.run] = Reservation{now + kReservationTtl, candidate.agent};
       reservation_ends_.emplace_back(now + kReservationTtl, candidate.run);
+      reindex_locked(candidate.run);
     }
     return a;
   }
@@ -157,24 +185,27 @@ GateSnapshot ConcurrencyGate::snapshot(const std::string& agent,
     for (const StartCandidate* w : state.line) pool.line.push_back(*w);
     snap.pools.push_back(std::move(pool));
   }
+  std::set<std::string> held;
   for (const std::string& run : run_keys) {
-    if (started_.contains(run) || reserved_.contains(run)) snap.runs_holding_place.push_back(run);
+    if (held_as_.contains(run)) held.insert(run);
   }
+  for (const std::string& key : {agent, held_by_key(agent, {})}) {
+    if (const auto runs = held_by_.find(key); runs != held_by_.end()) {
+      held.insert(runs->second.begin(), runs->second.end());
+    }
+  }
+  snap.runs_holding_place.assign(held.begin(), held.end());
   if (lapsed) wake_admissible(lock, agent);
   return snap;
 }
 
-void ConcurrencyGate::stand_in_line(const StartCandidate& candidate) {
+bool ConcurrencyGate::stand_in_line(const StartCandidate& candidate) {
   const auto now = steady_();
   std::unique_lock lock(mutex_);
   const bool lapsed = expire_locked(now);
   const Admission a = admit_locked(candidate, now, /*may_reserve=*/false);
-  if (lapsed) {
-    wake_admissible(lock);  // wakes the candidate too when it may start now
-  } else if (a.admitted) {
-    lock.unlock();           // the queue takes its own lock
-    wake_(candidate.agent);  // a place freed since the snapshot: decide again
-  }
+  if (lapsed) wake_admissible(lock, candidate.agent);
+  return a.admitted;
 }
 
 Admission ConcurrencyGate::admit(const StartCandidate& candidate) {
@@ -206,7 +237,9 @@ void ConcurrencyGate::wake_admissible(std::unique_lock<std::mutex>& lock,
 
 void ConcurrencyGate::release(const std::string& run_key) {
   std::unique_lock lock(mutex_);
-  if (reserved_.erase(run_key) != 0) wake_admissible(lock);
+  if (reserved_.erase(run_key) == 0) return;
+  reindex_locked(run_key);
+  wake_admissible(lock);
 }
 
 void ConcurrencyGate::withdraw(const std::string& agent) {
@@ -248,6 +281,7 @@ void ConcurrencyGate::observe_run(const std::string& run_key, const Json* run, b
     // A Queued run without its Job keeps its reservation: its start is under way.
     reserved_.erase(run_key);
   }
+  reindex_locked(run_key);
   // A run only leaves or joins every pool of its agent at once, so a place
   // frees in some pool exactly when the fleet's count drops.
   if (in_use_locked() < before) wake_admissible(lock);

@@ -50,8 +50,12 @@ class ConcurrencyGate {
   // the gate admits everything and tracks nothing.
   ConcurrencyGate(int64_t cap, SteadyClock steady, Wake wake, PoolsOf pools_of = nullptr);
 
-  // The agent's pools as counted now, and which of `run_keys` (its runs)
-  // hold a place: what decide_agent admits a start from (admit_from_snapshot).
+  // The agent's pools as counted now, and the runs that hold a place on its
+  // behalf: those of `run_keys` (its runs in the cache) that do, and those
+  // the cache does not show yet (a reservation for a run being made; a Job
+  // seen before its run, attributed to no agent, in its namespace). What
+  // decide_agent admits a start from (admit_from_snapshot), so it answers
+  // as admit would for any run the agent may start.
   GateSnapshot snapshot(const std::string& agent, const std::vector<std::string>& run_keys);
   // Commits an admission decided from a snapshot, checking it again under
   // the mutex: admits the candidate (reserving a place) or, when the
@@ -59,8 +63,10 @@ class ConcurrencyGate {
   // waiting and refuses. Asking again for a run already admitted admits it again.
   Admission admit(const StartCandidate& candidate);
   // A start the decision refused from its snapshot: the candidate stands in
-  // line (no place is reserved); woken at once if a place freed since.
-  void stand_in_line(const StartCandidate& candidate);
+  // line (no place is reserved). True when a place freed since the
+  // snapshot: the caller decides again (not woken here, so a pass that
+  // then fails keeps its backoff).
+  bool stand_in_line(const StartCandidate& candidate);
   // A reservation the pass did not use (the run did not start): the place
   // is free again, unless the informer shows the run Running.
   void release(const std::string& run_key);
@@ -109,6 +115,8 @@ class ConcurrencyGate {
   int64_t in_use_locked(const std::string& pool, Membership& memo) const;
   std::vector<PoolState> states_locked(const std::vector<PoolCap>& pools, Membership& memo) const;
   std::string known_agent_locked(const std::string& run_key) const;
+  // Keeps held_by_ in step with started_ and reserved_ for `run_key`.
+  void reindex_locked(const std::string& run_key);
   // Whether the candidate's run holds a place already (started or reserved).
   bool holds_place_locked(const StartCandidate& candidate);
   // `may_reserve` false: only stands in line, whatever the pools say.
@@ -136,6 +144,10 @@ class ConcurrencyGate {
   // walk was most of the operator's CPU). A record whose reservation was
   // given back or made again since is skipped.
   std::deque<std::pair<std::chrono::steady_clock::time_point, std::string>> reservation_ends_;
+  // The run keys in started_ or reserved_, by the agent they count for
+  // (held_by_key), so a snapshot finds an agent's places without a walk.
+  std::map<std::string, std::set<std::string>> held_by_;
+  std::map<std::string, std::string> held_as_;    // run key -> its key in held_by_
   std::map<std::string, Waiting> waiting_;        // agent key -> its candidate
   std::set<const StartCandidate*, Before> line_;  // waiting_'s candidates, in order
 };

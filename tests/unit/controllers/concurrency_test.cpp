@@ -571,19 +571,48 @@ TEST(ConcurrencySnapshot, ARefusalFromTheSnapshotStandsInLineAndReservesNothing)
   Fleet f;
   f.gate.admit(candidate("a", kT0));
   f.gate.admit(candidate("b", kT0));
-  f.gate.stand_in_line(candidate("c", kT0));
+  EXPECT_FALSE(f.gate.stand_in_line(candidate("c", kT0)));
   EXPECT_EQ(f.gate.in_use(), 2);
   EXPECT_EQ(f.gate.waiting(), 1u);
   EXPECT_TRUE(f.woken.empty());
-  // A place freed between the snapshot and standing in line: woken to
-  // decide again, still with nothing reserved.
+  // A place freed between the snapshot and standing in line: the caller is
+  // told to decide again (it is not woken: a wake while its pass runs would
+  // queue it again past the backoff of a pass that then fails), still with
+  // nothing reserved.
   f.gate.release("ns/a-run");
   f.woken.clear();
-  f.gate.stand_in_line(candidate("d", kT0 + 1s));
+  EXPECT_FALSE(f.gate.stand_in_line(candidate("d", kT0 + 1s)))
+      << "c, earlier, takes the free place first";
   EXPECT_EQ(f.gate.in_use(), 1);
-  EXPECT_TRUE(f.woken.empty()) << "c, earlier, takes the free place first";
-  f.gate.stand_in_line(candidate("c", kT0));
-  EXPECT_EQ(f.woken, std::vector<std::string>{"ns/c"});
+  EXPECT_TRUE(f.gate.stand_in_line(candidate("c", kT0)));
+  EXPECT_TRUE(f.woken.empty());
+  EXPECT_EQ(f.gate.in_use(), 1);
+}
+
+// The snapshot answers as admit would for a run the cache does not show:
+// one admitted and not yet seen, and one whose Job the informers showed
+// before the run (made by another replica, or a Job a tenant named after
+// the agent's next slot). Otherwise the decision refuses a start the gate
+// then admits, in every pass, while the cache lags.
+TEST(ConcurrencySnapshot, ShowsPlacesHeldForRunsTheCacheDoesNotShowYet) {
+  Fleet f;
+  EXPECT_TRUE(f.gate.admit(candidate("a", kT0)).admitted);
+  f.gate.observe_run("ns/b-run", nullptr, /*has_job=*/true);  // the Job before its run
+  f.gate.observe_run("other/b-run", nullptr, /*has_job=*/true);
+  EXPECT_EQ(f.gate.in_use(), 3);
+  GateSnapshot snap = f.gate.snapshot("ns/b", {});
+  EXPECT_EQ(snap.runs_holding_place, std::vector<std::string>{"ns/b-run"})
+      << "attributed to no agent, in b's namespace only";
+  EXPECT_TRUE(admit_from_snapshot(snap, candidate("b", kT0)).admitted);
+  // Once claimed, the place is b's alone.
+  EXPECT_TRUE(f.gate.admit(candidate("b", kT0)).admitted);
+  EXPECT_EQ(f.gate.snapshot("ns/c", {}).runs_holding_place, std::vector<std::string>{});
+  EXPECT_EQ(f.gate.snapshot("ns/a", {}).runs_holding_place, std::vector<std::string>{"ns/a-run"});
+  // Places that end leave the snapshot.
+  f.gate.release("ns/a-run");
+  f.gate.observe_run("ns/b-run", nullptr, /*has_job=*/false);
+  EXPECT_EQ(f.gate.snapshot("ns/a", {}).runs_holding_place, std::vector<std::string>{});
+  EXPECT_EQ(f.gate.snapshot("ns/b", {}).runs_holding_place, std::vector<std::string>{});
   EXPECT_EQ(f.gate.in_use(), 1);
 }
 
