@@ -93,6 +93,18 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
       agents_first_stall_(options.agents_first_stall),
       policy_index_(std::move(options.policies)),
       provider_holds_(std::move(options.provider_holds)) {
+  make_informers(make_source, options);
+  agents_.set_handlers(own_agent_handlers());
+  runs_.set_handlers(run_handlers());
+  jobs_.set_handlers(job_handlers());
+  pods_.set_handlers(pod_handlers());
+  leases_.set_handlers(lease_handlers());
+  if (policy_index_) policies_.set_handlers(policy_handlers());
+  if (provider_holds_) provider_holds_->read_agents_from(agent_source());
+  if (policy_index_) policy_index_->read_agents_from(agent_source());
+}
+
+void ClusterCache::make_informers(const SourceFactory& make_source, const CacheOptions& options) {
   const std::string selector = std::string(kLabelManagedBy) + "=" + kManagedByValue;
   const std::vector<std::string> namespaces =
       options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
@@ -140,133 +152,132 @@ ClusterCache::ClusterCache(SourceFactory make_source, CacheOptions options, Enqu
   leases_ = make(kube::resources::kLeases, selector);
   if (policy_index_) {
     policies_ = make(kube::resources::kHeartbeatPolicies, "", nullptr, /*optional=*/true);
-    kube::StoreHandlers h;
-    h.on_add = [index = policy_index_](const Json& o) { index->policy_changed(nullptr, &o); };
-    h.on_update = [index = policy_index_](const Json& old, const Json& o) {
-      index->policy_changed(&old, &o);
-    };
-    h.on_delete = [index = policy_index_](const Json& o) { index->policy_changed(&o, nullptr); };
-    policies_.set_handlers(h);
   }
+}
 
-  auto agent_handlers = [this](auto key_of) {
-    kube::StoreHandlers h;
-    h.on_add = [this, key_of](const Json& o) {
-      if (auto k = key_of(o); !k.empty()) enqueue_(k);
-    };
-    h.on_update = [this, key_of](const Json&, const Json& o) {
-      if (auto k = key_of(o); !k.empty()) enqueue_(k);
-    };
-    h.on_delete = [this, key_of](const Json& o) {
-      if (auto k = key_of(o); !k.empty()) enqueue_(k);
-    };
-    h.update_reads_old = false;  // nor do the handlers put before these (tell_first)
-    return h;
+kube::StoreHandlers ClusterCache::enqueue_handlers(const KeyOf& key_of) {
+  kube::StoreHandlers h;
+  h.on_add = [this, key_of](const Json& o) {
+    if (auto k = key_of(o); !k.empty()) enqueue_(k);
   };
-  kube::StoreHandlers own_agent_handlers =
-      agent_handlers([](const Json& o) { return object_key(o); });
+  h.on_update = [this, key_of](const Json&, const Json& o) {
+    if (auto k = key_of(o); !k.empty()) enqueue_(k);
+  };
+  h.on_delete = [this, key_of](const Json& o) {
+    if (auto k = key_of(o); !k.empty()) enqueue_(k);
+  };
+  h.update_reads_old = false;  // nor do the handlers put before these (tell_first)
+  return h;
+}
+
+kube::StoreHandlers ClusterCache::policy_handlers() const {
+  kube::StoreHandlers h;
+  h.on_add = [index = policy_index_](const Json& o) { index->policy_changed(nullptr, &o); };
+  h.on_update = [index = policy_index_](const Json& old, const Json& o) {
+    index->policy_changed(&old, &o);
+  };
+  h.on_delete = [index = policy_index_](const Json& o) { index->policy_changed(&o, nullptr); };
+  return h;
+}
+
+kube::StoreHandlers ClusterCache::own_agent_handlers() {
+  kube::StoreHandlers h = enqueue_handlers([](const Json& o) { return object_key(o); });
   // Before the agent is queued: its runs' outputs past its window go first.
-  tell_first(own_agent_handlers, [this](const Json& o, bool gone) { window_changed(o, gone); });
+  tell_first(h, [this](const Json& o, bool gone) { window_changed(o, gone); });
   if (policy_index_ || provider_holds_) {
     // Told before the agent is queued, so its reconcile sees its labels,
     // spend and credential counted.
-    tell_first(own_agent_handlers,
-               [index = policy_index_, holds = provider_holds_](const Json& o, bool gone) {
-                 if (index) index->agent_changed(object_key(o), gone ? nullptr : &o);
-                 if (holds) holds->agent_changed(object_key(o), gone ? nullptr : &o);
-               });
+    tell_first(h, [index = policy_index_, holds = provider_holds_](const Json& o, bool gone) {
+      if (index) index->agent_changed(object_key(o), gone ? nullptr : &o);
+      if (holds) holds->agent_changed(object_key(o), gone ? nullptr : &o);
+    });
   }
-  agents_.set_handlers(own_agent_handlers);
+  return h;
+}
 
-  kube::StoreHandlers run_handlers;
-  auto run_agent_key = agent_key_of_run;
-  run_handlers.on_add = [this, run_agent_key](const Json& o) {
-    if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(namespace_of(o), name_of(o));
-    // A run whose output was dropped is past the window: it pushes none out.
-    if (is_settled(o) && !output_dropped(o))
-      drop_outputs_past_window(namespace_of(o), run_agent_key(o));
-    tell_run_place(namespace_of(o), name_of(o));
-    enqueue_(run_agent_key(o));
-  };
-  run_handlers.on_update = [this, run_agent_key](const Json& old, const Json& o) {
+void ClusterCache::run_seen(const Json& run) {
+  const std::string agent_key = agent_key_of_run(run);
+  if (index_run(agent_key, name_of(run), &run)) drop_objects_of(namespace_of(run), name_of(run));
+  // A run whose output was dropped is past the window: it pushes none out.
+  if (is_settled(run) && !output_dropped(run))
+    drop_outputs_past_window(namespace_of(run), agent_key);
+  tell_run_place(namespace_of(run), name_of(run));
+  enqueue_(agent_key);
+}
+
+kube::StoreHandlers ClusterCache::run_handlers() {
+  kube::StoreHandlers h;
+  h.on_add = [this](const Json& o) { run_seen(o); };
+  h.on_update = [this](const Json& old, const Json& o) {
     if (bool_at(o, "status/costRecorded")) forget_pods_of(object_key(o));
-    if (run_agent_key(old) != run_agent_key(o)) {
-      index_run(run_agent_key(old), name_of(old), nullptr);
-      enqueue_(run_agent_key(old));
+    if (agent_key_of_run(old) != agent_key_of_run(o)) {
+      index_run(agent_key_of_run(old), name_of(old), nullptr);
+      enqueue_(agent_key_of_run(old));
     }
-    if (index_run(run_agent_key(o), name_of(o), &o)) drop_objects_of(namespace_of(o), name_of(o));
-    // A run whose output was dropped is past the window: it pushes none out.
-    if (is_settled(o) && !output_dropped(o))
-      drop_outputs_past_window(namespace_of(o), run_agent_key(o));
-    tell_run_place(namespace_of(o), name_of(o));
-    enqueue_(run_agent_key(o));
+    run_seen(o);
   };
-  run_handlers.on_delete = [this, run_agent_key](const Json& o) {
+  h.on_delete = [this](const Json& o) {
     forget_pods_of(object_key(o));
-    index_run(run_agent_key(o), name_of(o), nullptr);
+    index_run(agent_key_of_run(o), name_of(o), nullptr);
     tell_run_place(namespace_of(o), name_of(o));
-    enqueue_(run_agent_key(o));
+    enqueue_(agent_key_of_run(o));
   };
-  runs_.set_handlers(run_handlers);
+  return h;
+}
 
-  auto named_agent_key = [](const Json& o) {
-    const std::string agent = annotation(o, kAnnotationAgentName);
-    return agent.empty() ? std::string() : object_key(namespace_of(o), agent);
-  };
-  kube::StoreHandlers job_handlers = agent_handlers(named_agent_key);
+namespace {
+// The agent a Job or Pod was made for, by its annotation ("" when none).
+std::string named_agent_key(const Json& o) {
+  const std::string agent = annotation(o, kAnnotationAgentName);
+  return agent.empty() ? std::string() : object_key(namespace_of(o), agent);
+}
+}  // namespace
+
+kube::StoreHandlers ClusterCache::job_handlers() {
+  kube::StoreHandlers h = enqueue_handlers(named_agent_key);
   // A started run's Job comes before its Running status: the gate counts it.
   auto job_run_changed = [this](const Json& o) {
     tell_run_place(namespace_of(o), annotation(o, kAnnotationRunName));
   };
-  job_handlers.on_add = [add = job_handlers.on_add, job_run_changed](const Json& o) {
+  h.on_add = [add = h.on_add, job_run_changed](const Json& o) {
     add(o);
     job_run_changed(o);
   };
-  job_handlers.on_delete = [del = job_handlers.on_delete, job_run_changed](const Json& o) {
+  h.on_delete = [del = h.on_delete, job_run_changed](const Json& o) {
     del(o);
     job_run_changed(o);
   };
-  jobs_.set_handlers(job_handlers);
+  return h;
+}
 
-  kube::StoreHandlers pod_handlers;
-  auto pod_run_key = [](const Json& o) {
-    const std::string run = annotation(o, kAnnotationRunName);
-    return run.empty() ? std::string() : object_key(namespace_of(o), run);
-  };
-  pod_handlers.on_add = [this, named_agent_key](const Json& o) {
-    if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
-  };
-  pod_handlers.on_update = [this, named_agent_key](const Json&, const Json& o) {
-    if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
-  };
-  pod_handlers.update_reads_old = false;
-  pod_handlers.on_delete = [this, pod_run_key, named_agent_key](const Json& o) {
-    if (auto k = pod_run_key(o); !k.empty()) {
+kube::StoreHandlers ClusterCache::pod_handlers() {
+  kube::StoreHandlers h = enqueue_handlers(named_agent_key);
+  h.on_delete = [this](const Json& o) {
+    if (const std::string run = annotation(o, kAnnotationRunName); !run.empty()) {
       std::lock_guard lock(mutex_);
-      tombstones_.remember(k, o, steady_now_());
+      tombstones_.remember(object_key(namespace_of(o), run), o, steady_now_());
     }
     if (auto k = named_agent_key(o); !k.empty()) enqueue_(k);
   };
-  pods_.set_handlers(pod_handlers);
+  return h;
+}
 
-  kube::StoreHandlers lease_handlers = agent_handlers([](const Json& o) {
+kube::StoreHandlers ClusterCache::lease_handlers() {
+  kube::StoreHandlers h = enqueue_handlers([](const Json& o) {
     const std::string agent = owner_agent(o);
     return agent.empty() ? std::string() : object_key(namespace_of(o), agent);
   });
   // Every version's usage report raises the run's high-water mark before
   // the reconcile (which reads only the newest) is queued.
-  lease_handlers.on_add = [this, add = lease_handlers.on_add](const Json& o) {
+  h.on_add = [this, add = h.on_add](const Json& o) {
     note_usage_report(o);
     add(o);
   };
-  lease_handlers.on_update = [this, update = lease_handlers.on_update](const Json& old,
-                                                                       const Json& o) {
+  h.on_update = [this, update = h.on_update](const Json& old, const Json& o) {
     note_usage_report(o);
     update(old, o);
   };
-  leases_.set_handlers(lease_handlers);
-  if (provider_holds_) provider_holds_->read_agents_from(agent_source());
-  if (policy_index_) policy_index_->read_agents_from(agent_source());
+  return h;
 }
 
 AgentSource ClusterCache::agent_source() const {

@@ -90,6 +90,18 @@ class ClusterCache final : public ClusterView {
     kube::CachedResource* in(const std::string& ns);
     void set_handlers(const kube::StoreHandlers& handlers);
   };
+  using KeyOf = std::function<std::string(const Json&)>;
+  void make_informers(const SourceFactory& make_source, const CacheOptions& options);
+  // Handlers that queue the agent `key_of` names ("" : none) on every change.
+  kube::StoreHandlers enqueue_handlers(const KeyOf& key_of);
+  kube::StoreHandlers policy_handlers() const;
+  kube::StoreHandlers own_agent_handlers();
+  kube::StoreHandlers run_handlers();
+  kube::StoreHandlers job_handlers();
+  kube::StoreHandlers pod_handlers();
+  kube::StoreHandlers lease_handlers();
+  // A run added or changed: indexed, its window and place told, its agent queued.
+  void run_seen(const Json& run);
   // The Agents as stored, for the indexes that read them on demand.
   AgentSource agent_source() const;
   void forget_pods_of(const std::string& run_key);
