@@ -15,6 +15,7 @@
 #include "controllers/runtime/workqueue.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "controllers/shell/cluster_cache.h"
+#include "controllers/shell/fleet_wiring.h"
 #include "controllers/shell/policy_status_writer.h"
 #include "kube/kubeconfig.h"
 #include "operator/http_routes.h"
@@ -248,36 +249,15 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   cache_options.namespaces = config.watch_namespaces;
   cache_options.watch_timeout_seconds = config.watch_timeout_seconds;
   controllers::ReconcilerConfig reconciler_config;
-  // The gate holds the operator-wide cap and every HeartbeatPolicy's
-  // maxConcurrentRuns (its pools, from the policy index).
-  auto policies = std::make_shared<controllers::PolicyIndex>(enqueue);
-  auto gate = std::make_shared<controllers::ConcurrencyGate>(
-      config.max_concurrent_runs, std::chrono::steady_clock::now, enqueue,
-      [policies](const std::string& agent) { return policies->caps_for(agent); });
-  // Weak: the gate holds the index (pools_of), so a strong pointer back
-  // would keep both alive forever (a leak the sanitizers report).
-  policies->on_limits_changed([weak = std::weak_ptr<controllers::ConcurrencyGate>(gate)] {
-    if (const auto g = weak.lock()) g->pools_changed();
-  });
-  cache_options.observe_run = [gate](const std::string& key, const controllers::Json* run,
-                                     bool has_job) { gate->observe_run(key, run, has_job); };
-  cache_options.policies = policies;
-  auto provider_holds = std::make_shared<controllers::ProviderHolds>(enqueue);
-  cache_options.provider_holds = provider_holds;
-  reconciler_config.concurrency = gate;
-  reconciler_config.policies = policies;
   // The durable ledger lives where the operator runs (its Lease's
   // namespace out of a cluster): never a managed namespace.
-  const std::string ledger_home =
-      own_namespace.empty() ? config.leader_election_namespace : own_namespace;
-  auto ledger = std::make_shared<controllers::LedgerStore>(client, ledger_home);
-  policies->expect_ledgers();
-  ledger->on_change(
-      [policies](const controllers::LedgerRecord* before, const controllers::LedgerRecord* after) {
-        policies->ledger_changed(before, after);
-      },
-      [policies] { policies->ledgers_loaded(); });
-  reconciler_config.ledger = ledger;
+  const controllers::FleetParts fleet = controllers::wire_fleet(
+      config.max_concurrent_runs, std::chrono::steady_clock::now, enqueue, client,
+      own_namespace.empty() ? config.leader_election_namespace : own_namespace, cache_options,
+      reconciler_config);
+  const std::shared_ptr<controllers::ConcurrencyGate>& gate = fleet.gate;
+  auto provider_holds = std::make_shared<controllers::ProviderHolds>(enqueue);
+  cache_options.provider_holds = provider_holds;
   reconciler_config.provider_holds = provider_holds;
   controllers::ClusterCache cache(client, std::move(cache_options), enqueue);
   reconciler_config.job = config.job;
@@ -371,7 +351,7 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
       metrics, kController, active_workers};
   std::vector<std::thread> workers = start_reconcile_workers(config.workers, worker_deps);
   controllers::PolicyStatusWriter policy_status(
-      client, *policies, [gate] { return gate->started_by_agent(); }, metrics,
+      client, *fleet.policies, [gate] { return gate->started_by_agent(); }, metrics,
       [] { return std::chrono::system_clock::now(); });
   policy_status.set_own_namespace(own_namespace);
   std::atomic<bool> policy_status_stop{false};

@@ -30,9 +30,7 @@
 #include "controllers/runtime/workqueue.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "controllers/shell/cluster_cache.h"
-#include "controllers/shell/concurrency_gate.h"
-#include "controllers/shell/ledger_store.h"
-#include "controllers/shell/policy_index.h"
+#include "controllers/shell/fleet_wiring.h"
 #include "controllers/shell/provider_holds.h"
 #include "operator/reconcile_workers.h"
 #include "tests/sim/feed.h"
@@ -212,26 +210,12 @@ void Bench::start_operator() {
   ctl::CacheOptions cache_options;
   cache_options.steady_now = [this] { return steady_now(); };
   ctl::ReconcilerConfig config;
-  auto policies = std::make_shared<ctl::PolicyIndex>(enqueue);
-  auto gate = std::make_shared<ctl::ConcurrencyGate>(
-      0, [this] { return steady_now(); }, enqueue,
-      [policies](const std::string& agent) { return policies->caps_for(agent); });
-  cache_options.observe_run = [gate](const std::string& key, const Json* run, bool has_job) {
-    gate->observe_run(key, run, has_job);
-  };
-  cache_options.policies = policies;
+  ctl::wire_fleet(
+      0, [this] { return steady_now(); }, enqueue, client, kOperatorNamespace, cache_options,
+      config);
   auto holds = std::make_shared<ctl::ProviderHolds>(enqueue);
   cache_options.provider_holds = holds;
-  config.concurrency = gate;
-  config.policies = policies;
   config.provider_holds = holds;
-  config.ledger = std::make_shared<ctl::LedgerStore>(client, kOperatorNamespace);
-  policies->expect_ledgers();
-  config.ledger->on_change(
-      [policies](const ctl::LedgerRecord* before, const ctl::LedgerRecord* after) {
-        policies->ledger_changed(before, after);
-      },
-      [policies] { policies->ledgers_loaded(); });
   config.own_namespace = kOperatorNamespace;
   cache_ = std::make_unique<ctl::ClusterCache>(make_feed, cache_options, enqueue);
   reconciler_ = std::make_unique<ctl::AgentReconciler>(

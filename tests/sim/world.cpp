@@ -15,6 +15,7 @@
 #include "controllers/shell/agent_reconciler.h"
 #include "controllers/shell/cluster_cache.h"
 #include "controllers/shell/concurrency_gate.h"
+#include "controllers/shell/fleet_wiring.h"
 #include "controllers/shell/policy_index.h"
 #include "controllers/shell/policy_status_writer.h"
 #include "controllers/spend/budget_hold.h"
@@ -196,8 +197,6 @@ class World {
   Json agent_budget();
   Json team_budget();
   bool policy_action();
-  void wire_policies(OperatorProcess& op, controllers::CacheOptions& cache_options,
-                     controllers::ReconcilerConfig& config);
   TimePoint next_time();
   bool draw(double p) { return std::uniform_real_distribution<double>(0, 1)(rng_) < p; }
 
@@ -292,10 +291,18 @@ void World::start_operator(std::size_t i) {
     op->feeds.push_back(feed.get());
     return feed;
   };
+  std::shared_ptr<kube::Client> client = client_over(operator_transport_);
+  client->set_write_gate([op] { return op->elector->holding(); });
   controllers::CacheOptions cache_options;
   cache_options.steady_now = [this] { return steady_now(); };
   controllers::ReconcilerConfig config;
-  wire_policies(*op, cache_options, config);
+  // As operator/manager.cpp: the durable ledger in the operator's namespace.
+  // The index holds the gate weakly: a crashed process's pair is freed.
+  const controllers::FleetParts fleet = controllers::wire_fleet(
+      options_.max_concurrent_runs, [this] { return steady_now(); },
+      [q = &op->queue](const std::string& key) { q->add(key); }, client, "heartbeat-system",
+      cache_options, config);
+  op->policies = fleet.policies;
   op->cache = std::make_unique<controllers::ClusterCache>(
       make_feed, cache_options, [op](const std::string& key) { op->queue.add(key); });
   controllers::describe_operator_metrics(op->metrics);
@@ -308,18 +315,7 @@ void World::start_operator(std::size_t i) {
   clocks.wall = [this] { return operator_now(); };
   op->elector = std::make_unique<operator_::LeaderElector>(client_over(operator_transport_),
                                                            election, clocks);
-  std::shared_ptr<kube::Client> client = client_over(operator_transport_);
-  client->set_write_gate([op] { return op->elector->holding(); });
   config.job.stall_window = kStallWindow;
-  // As operator/manager.cpp: the durable ledger in the operator's namespace.
-  config.ledger = std::make_shared<controllers::LedgerStore>(client, "heartbeat-system");
-  op->policies->expect_ledgers();
-  config.ledger->on_change(
-      [policies = op->policies](const controllers::LedgerRecord* before,
-                                const controllers::LedgerRecord* after) {
-        policies->ledger_changed(before, after);
-      },
-      [policies = op->policies] { policies->ledgers_loaded(); });
   op->reconciler = std::make_unique<controllers::AgentReconciler>(
       client, *op->cache, config, op->metrics, [this] { return operator_now(); },
       [this] { return steady_now(); });
@@ -330,27 +326,6 @@ void World::start_operator(std::size_t i) {
   for (Feed* f : op->feeds) f->relist(now_);
   op->next_election = now_;
   op->next_policy_status = now_;
-}
-
-// As operator/manager.cpp: the gate always, its pools from the policy index
-// (which the cache keeps from a HeartbeatPolicy informer); a policy change
-// wakes the gate. The index holds the gate weakly: a crashed process's
-// pair is freed (the manager's pair lives as long as the process).
-void World::wire_policies(OperatorProcess& op, controllers::CacheOptions& cache_options,
-                          controllers::ReconcilerConfig& config) {
-  auto enqueue = [q = &op.queue](const std::string& key) { q->add(key); };
-  op.policies = std::make_shared<controllers::PolicyIndex>(enqueue);
-  auto gate = std::make_shared<controllers::ConcurrencyGate>(
-      options_.max_concurrent_runs, [this] { return steady_now(); }, enqueue,
-      [policies = op.policies](const std::string& agent) { return policies->caps_for(agent); });
-  op.policies->on_limits_changed([weak = std::weak_ptr<controllers::ConcurrencyGate>(gate)] {
-    if (auto g = weak.lock()) g->pools_changed();
-  });
-  cache_options.observe_run = [gate](const std::string& key, const controllers::Json* run,
-                                     bool has_job) { gate->observe_run(key, run, has_job); };
-  cache_options.policies = op.policies;
-  config.concurrency = gate;
-  config.policies = op.policies;
 }
 
 // The process is gone (a crash, or it fenced itself on losing the Lease);
