@@ -81,6 +81,13 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
   }
   if (resource == "heartbeatruns") on_run_write(actor, before, after);
   if (resource == "configmaps") on_ledger_write(before, after);
+  if (resource == "agents" && before && !after) {
+    std::map<std::string, TimePoint>& deleted = agents_deleted_at_[object_key(*before)];
+    std::erase_if(deleted, [this](const auto& entry) {
+      return server_.now() - entry.second >= kUserChangeSeenWithin;
+    });
+    deleted[string_at(*before, "metadata/uid")] = server_.now();
+  }
   if (resource == "heartbeatruns" && actor == Actor::kOperator && before && !after) {
     on_run_delete(*before, now);
   }
@@ -552,12 +559,29 @@ void Checker::on_run_delete(const Json& run, TimePoint now) {
   }
   const Json* agent = server_.peek("agents", string_at(run, "metadata/namespace"),
                                    string_at(run, "spec/agentRef/name"));
-  if (agent != nullptr && !controllers::run_of_other_agent(run, string_at(*agent, "metadata/uid")))
-    return;  // its live Agent's history limits
+  // Its live Agent's history limits, or those of an Agent the operator may
+  // not have seen go.
+  const bool of_live_agent =
+      agent != nullptr && !controllers::run_of_other_agent(run, string_at(*agent, "metadata/uid"));
+  if (of_live_agent || agent_deleted_unseen(run)) return;
   const std::optional<TimePoint> finished = time_at(run, "status/finishedAt");
   if (config_.run_retention.count() == 0 || !finished || *finished + config_.run_retention > now) {
     violation("the operator deleted run " + name + " of a deleted Agent before its retention");
   }
+}
+
+// An Agent's deletion may take kUserChangeSeenWithin to reach the
+// operator's cache, and no precondition can make a run's delete wait on
+// another object: a pass meanwhile trims the history of the Agent it still
+// sees, as it would have a moment before.
+bool Checker::agent_deleted_unseen(const Json& run) const {
+  const auto it = agents_deleted_at_.find(
+      object_key(string_at(run, "metadata/namespace"), string_at(run, "spec/agentRef/name")));
+  if (it == agents_deleted_at_.end()) return false;
+  return std::any_of(it->second.begin(), it->second.end(), [&](const auto& entry) {
+    return controllers::run_of_agent(run, entry.first) &&
+           server_.now() - entry.second < kUserChangeSeenWithin;
+  });
 }
 
 void Checker::on_run_start(const Json& run, TimePoint now) {

@@ -97,8 +97,11 @@ class Checker {
   void on_run_write(Actor actor, const std::optional<Json>& before,
                     const std::optional<Json>& after);
   // The operator deleted `run`: the audit record goes only once final and
-  // counted (history limits), and a run whose Agent is gone only past retention.
+  // counted (history limits), and a run whose Agent is gone only past
+  // retention, or by the history limits of an Agent deleted so recently that
+  // the operator may not have seen it go.
   void on_run_delete(const Json& run, TimePoint now);
+  bool agent_deleted_unseen(const Json& run) const;
   void on_run_start(const Json& run, TimePoint now);
   void on_ledger_write(const std::optional<Json>& before, const std::optional<Json>& after);
   void check_concurrency(const Json& run);
@@ -149,6 +152,9 @@ class Checker {
   double worst_run_overshoot_calls_ = 0;
   double worst_run_overshoot_calls_after_change_ = 0;
   std::map<std::string, TimePoint> started_at_;  // run uid -> its Job's creation (true time)
+  // "ns/name" -> uid -> when that Agent was deleted (true time), for
+  // kUserChangeSeenWithin.
+  std::map<std::string, std::map<std::string, TimePoint>> agents_deleted_at_;
   // Namespace -> when a person last changed a budget, price or label there.
   std::map<std::string, TimePoint> limits_changed_at_;
   // The policies on each started run's Job template, by run uid: what the

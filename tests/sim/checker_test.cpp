@@ -167,6 +167,34 @@ TEST_F(CheckerTest, TheOperatorDeletesOnlyCountedRunsAndOrphansOnlyPastRetention
   EXPECT_EQ(checker_.violations().size(), 2u);
 }
 
+// The user deletes and re-applies the Agent just as one of its runs becomes
+// final, and the operator's next pass, before its cache sees the deletion,
+// trims the older run by the history limits of the Agent it still sees.
+// Past kUserChangeSeenWithin the operator has seen it go: only retention may.
+TEST_F(CheckerTest, AnOrphanDeletedBeforeTheOperatorSawItsAgentGoIsHistoryNotRetention) {
+  const Json settled = {{"phase", "Succeeded"},
+                        {"finishedAt", "2026-03-10T09:00:00Z"},
+                        {"usage", {{"costCents", 0}}},
+                        {"costRecorded", true}};
+  const std::string uid =
+      controllers::string_at(*server_.peek("agents", "ns", "a"), "metadata/uid");
+  for (const char* name : {"r1", "r2"}) {
+    Json run = scheduler_run(name, std::string("2026-03-10T0") + name[1] + ":00:00Z");
+    run["metadata"]["annotations"] = {{"heartbeat.dev/agent-uid", uid}};
+    server_.create(Actor::kOperator, "heartbeatruns", "ns", run);
+    set_run_status(name, settled);
+  }
+  server_.remove(Actor::kUser, "agents", "ns", "a", Json::object());
+  server_.create(Actor::kUser, "agents", "ns", {{"metadata", {{"name", "a"}}}, {"spec", {}}});
+  now_ += kUserChangeSeenWithin - std::chrono::seconds(1);
+  server_.remove(Actor::kOperator, "heartbeatruns", "ns", "r1", Json::object());
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  now_ += std::chrono::seconds(1);
+  server_.remove(Actor::kOperator, "heartbeatruns", "ns", "r2", Json::object());
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("before its retention"), std::string::npos);
+}
+
 TEST_F(CheckerTest, ARunStartedBeforePausedUntilIsCaught) {
   set_agent_status({{"pausedUntil", "2026-03-10T10:30:00Z"}});
   server_.create(Actor::kOperator, "heartbeatruns", "ns",
