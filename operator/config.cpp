@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "api/hb_assert.h"
 #include "api/json_depth.h"
 #include "api/trace_context.h"
 #include "controllers/model/agent_spec.h"
@@ -532,7 +533,7 @@ Config environment_defaults(const EnvLookup& env) {
 std::string apply_flags(const std::map<std::string, std::string>& values, Config& c) {
   for (const auto& [name, value] : values) {
     const Flag* flag = find_flag(name);
-    if (!flag) continue;
+    HB_ASSERT_MSG(flag != nullptr, "only known flags are read into the values");
     if (Refusal why = flag->set(value, c)) return "--" + name + " \"" + value + "\": " + *why;
   }
   return std::string();
