@@ -199,3 +199,150 @@ TEST(OperatorConfig, TheTestClockOffsetIsHiddenAndBounded) {
 
 }  // namespace
 }  // namespace hb::operator_
+
+namespace hb::operator_ {
+namespace {
+
+// Each flag's refusal, word for word: scripts and the chart's users match them.
+TEST(OperatorConfig, EveryFlagNamesItsValueAndWhatItTakes) {
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--leader-elect=maybe", "--leader-elect \"maybe\": use true or false"},
+      {"--routine-events=2", "--routine-events \"2\": use true or false"},
+      {"--metrics-auth=token", "--metrics-auth \"token\": use kubernetes or none"},
+      {"--otel-endpoint=collector:4318",
+       "--otel-endpoint \"collector:4318\": use an http:// or "
+       "https:// URL"},
+      {"--agent-metrics-max=100001",
+       "--agent-metrics-max \"100001\": use a whole number between 0 and 100000"},
+      {"--agent-metrics-max=-1",
+       "--agent-metrics-max \"-1\": use a whole number between 0 and "
+       "100000"},
+      {"--runner-resources={\"limits\":[]}",
+       "--runner-resources \"{\"limits\":[]}\": limits is "
+       "not an object"},
+      {"--tools-resources={\"cpu\":{}}",
+       "--tools-resources \"{\"cpu\":{}}\": unknown key cpu; "
+       "use limits and requests"},
+      {"--tools-resources=[]", "--tools-resources \"[]\": not a JSON object"},
+      {"--image-pull-policy=Sometimes",
+       "--image-pull-policy \"Sometimes\": use Always, IfNotPresent or Never"},
+      {"--stall-timeout=9", "--stall-timeout \"9\": use whole seconds between 10 and 86400"},
+      {"--stall-timeout=86401",
+       "--stall-timeout \"86401\": use whole seconds between 10 and "
+       "86400"},
+      {"--testing-clock-offset-seconds=-3601",
+       "--testing-clock-offset-seconds \"-3601\": use whole seconds between -3600 and 3600"},
+      {"--context-transport=file", "--context-transport \"file\": use configmap or annotation"},
+      {"--status-coalesce-seconds=301",
+       "--status-coalesce-seconds \"301\": use whole seconds between 0 and 300"},
+      {"--workers=0", "--workers \"0\": use a number between 1 and 64"},
+      {"--workers=65", "--workers \"65\": use a number between 1 and 64"},
+      {"--max-concurrent-runs=-1",
+       "--max-concurrent-runs \"-1\": use a number between 0 (no cap) and 100000"},
+      {"--watch-timeout-seconds=3601",
+       "--watch-timeout-seconds \"3601\": use whole seconds between 1 and 3600"},
+      {"--watch-timeout-seconds=0",
+       "--watch-timeout-seconds \"0\": use whole seconds between 1 "
+       "and 3600"},
+      {"--qps=-1", "--qps \"-1\": use a non-negative number"},
+      {"--burst=0", "--burst \"0\": use a positive number"},
+      {"--log-level=verbose", "--log-level \"verbose\": use trace, debug, info, warn or error"},
+      {"--log-format=xml", "--log-format \"xml\": use json or text"},
+      {"--metrics-address=", "--metrics-address and --health-address may not be empty"},
+      {"--health-address=", "--metrics-address and --health-address may not be empty"},
+  };
+  for (const auto& [arg, error] : refused) {
+    ConfigResult r = parse({arg});
+    EXPECT_FALSE(r.config) << arg;
+    EXPECT_EQ(r.error, error) << arg;
+  }
+}
+
+TEST(OperatorConfig, EveryFlagSetsItsSetting) {
+  ConfigResult r = parse({"--kubeconfig=/k",
+                          "--context=c",
+                          "--leader-elect=no",
+                          "--leader-election-namespace=le",
+                          "--leader-election-id=id",
+                          "--metrics-address=:1",
+                          "--metrics-auth=none",
+                          "--health-address=:2",
+                          "--wakeup-address=",
+                          "--wakeup-token-secret=wt",
+                          "--runner-image=ri",
+                          "--tools-image=ti",
+                          "--otel-endpoint=https://o",
+                          "--tools-resources={\"limits\":{\"memory\":\"1Gi\"}}",
+                          "--image-pull-policy=Never",
+                          "--stall-timeout=60",
+                          "--context-transport=configmap",
+                          "--routine-events",
+                          "--status-coalesce-seconds=0",
+                          "--workers=8",
+                          "--watch-timeout-seconds=60",
+                          "--qps=2.5",
+                          "--burst=7",
+                          "--log-level=debug",
+                          "--log-format=text",
+                          "--agent-metrics-max=0"});
+  ASSERT_TRUE(r.config) << r.error;
+  const Config& c = *r.config;
+  EXPECT_EQ(c.kubeconfig, "/k");
+  EXPECT_EQ(c.context, "c");
+  EXPECT_FALSE(c.leader_elect);
+  EXPECT_EQ(c.leader_election_namespace, "le");
+  EXPECT_EQ(c.leader_election_id, "id");
+  EXPECT_EQ(c.metrics_address, ":1");
+  EXPECT_FALSE(c.metrics_auth);
+  EXPECT_FALSE(c.metrics_secure);
+  EXPECT_EQ(c.health_address, ":2");
+  EXPECT_EQ(c.wakeup_address, "");
+  EXPECT_EQ(c.wakeup_token_secret, "wt");
+  EXPECT_EQ(c.job.default_image, "ri");
+  EXPECT_EQ(c.job.tools_image, "ti");
+  EXPECT_EQ(c.otel_endpoint, "https://o");
+  EXPECT_EQ(c.job.tools_resources["limits"]["memory"], "1Gi");
+  EXPECT_EQ(c.job.image_pull_policy, "Never");
+  EXPECT_EQ(c.job.stall_window, std::chrono::seconds(60));
+  EXPECT_EQ(c.job.context_transport, controllers::ContextTransport::kConfigMap);
+  EXPECT_TRUE(c.routine_events);
+  EXPECT_EQ(c.status_coalesce, std::chrono::seconds(0));
+  EXPECT_EQ(c.workers, 8);
+  EXPECT_EQ(c.watch_timeout_seconds, 60);
+  EXPECT_EQ(c.qps, 2.5);
+  EXPECT_EQ(c.burst, 7);
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.log_format, "text");
+  EXPECT_EQ(c.agent_metrics_max, 0u);
+}
+
+TEST(OperatorConfig, TheCommandLineWinsOverTheEnvironmentAndStopsAtItsFirstFault) {
+  const EnvLookup env = [](const std::string& name) -> std::optional<std::string> {
+    if (name == "HB_WORKERS") return "3";
+    if (name == "HB_LOG_LEVEL") return "warn";
+    if (name == "POD_NAMESPACE") return "ops";
+    return std::nullopt;
+  };
+  ConfigResult r = parse_config({"--workers", "5"}, env);
+  ASSERT_TRUE(r.config) << r.error;
+  EXPECT_EQ(r.config->workers, 5);
+  EXPECT_EQ(r.config->log_level, "warn");
+  EXPECT_EQ(r.config->own_namespace, "ops");
+  EXPECT_EQ(r.config->leader_election_namespace, "ops");
+  EXPECT_EQ(parse_config({"--leader-election-namespace=le"}, env).config->leader_election_namespace,
+            "le");
+  EXPECT_TRUE(parse({"--workers=0", "--help"}).help);
+  r = parse({"-h", "--bogus"});
+  EXPECT_TRUE(r.help);
+  EXPECT_FALSE(r.config);
+  EXPECT_EQ(parse({"--bogus", "--help"}).error, "unknown flag --bogus (see --help)");
+  EXPECT_EQ(parse({"workers"}).error, "unexpected argument \"workers\"");
+  EXPECT_EQ(parse({"--workers"}).error, "--workers: needs a value");
+  EXPECT_EQ(parse({"--bogus"}).error, "--bogus: needs a value");
+  // Flags are checked in the order of their names, whatever the command line's.
+  EXPECT_EQ(parse({"--workers=0", "--burst=0"}).error, "--burst \"0\": use a positive number");
+  EXPECT_EQ(parse({"--leader-elect", "--workers=2"}).config->leader_elect, true);
+}
+
+}  // namespace
+}  // namespace hb::operator_
