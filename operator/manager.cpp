@@ -129,6 +129,32 @@ void collect_on_render(controllers::Metrics& metrics, const Config& config,
   });
 }
 
+// Gauges of the fleet read when /metrics is scraped: each Agent's (up to
+// --agent-metrics-max) and the concurrency gate's places.
+void collect_fleet_on_render(controllers::Metrics& metrics, const Config& config,
+                             const controllers::ClusterCache& cache,
+                             const std::string& own_namespace,
+                             std::shared_ptr<const controllers::ConcurrencyGate> gate) {
+  metrics.on_render([&cache, &config, &own_namespace](controllers::Metrics& m) {
+    std::vector<controllers::AgentMetricRow> rows;
+    // Above the bound nothing is exported, so nothing is copied either.
+    if (cache.agent_count() <= config.agent_metrics_max) {
+      const auto now = std::chrono::system_clock::now();
+      cache.for_each_agent([&rows, now, &own_namespace](const controllers::Json& agent) {
+        // An Agent in a namespace never managed is not the operator's to show.
+        const std::string ns = controllers::namespace_of(agent);
+        if (!controllers::namespace_refusal(ns, own_namespace).empty()) return;
+        rows.push_back(controllers::agent_metric_row(agent, now));
+      });
+    }
+    controllers::export_agent_metrics(m, rows, config.agent_metrics_max);
+  });
+  metrics.on_render([gate = std::move(gate)](controllers::Metrics& m) {
+    m.gauge_set("heartbeat_concurrent_runs", {}, static_cast<double>(gate->in_use()));
+    m.gauge_set("heartbeat_runs_waiting_for_place", {}, static_cast<double>(gate->waiting()));
+  });
+}
+
 // Syncs the caches, then (with leader election) takes the Lease and fences
 // every write of the workers' client with it. An exit code when the manager
 // must end instead (no sync; stopped before it led).
@@ -272,25 +298,7 @@ int run_manager(const Config& config, const std::atomic<bool>& stop) {
   std::atomic<int> active_workers{0};
   collect_on_render(
       metrics, config, queue, active_workers, [&leader] { return leader.load(); }, *client);
-  metrics.on_render([&cache, &config, &own_namespace](controllers::Metrics& m) {
-    std::vector<controllers::AgentMetricRow> rows;
-    // Above the bound nothing is exported, so nothing is copied either.
-    if (cache.agent_count() <= config.agent_metrics_max) {
-      const auto now = std::chrono::system_clock::now();
-      cache.for_each_agent([&rows, now, &own_namespace](const controllers::Json& agent) {
-        // An Agent in a namespace never managed is not the operator's to show.
-        const std::string ns = controllers::namespace_of(agent);
-        if (!controllers::namespace_refusal(ns, own_namespace).empty()) return;
-        rows.push_back(controllers::agent_metric_row(agent, now));
-      });
-    }
-    controllers::export_agent_metrics(m, rows, config.agent_metrics_max);
-  });
-
-  metrics.on_render([gate](controllers::Metrics& m) {
-    m.gauge_set("heartbeat_concurrent_runs", {}, static_cast<double>(gate->in_use()));
-    m.gauge_set("heartbeat_runs_waiting_for_place", {}, static_cast<double>(gate->waiting()));
-  });
+  collect_fleet_on_render(metrics, config, cache, own_namespace, gate);
 
   const auto get_secret = [&client](const std::string& ns, const std::string& name) {
     return client->get(kube::resources::kSecrets, ns, name);
