@@ -208,6 +208,18 @@ Refusal set_namespaces(const std::string& value, Config& c) {
   return std::nullopt;
 }
 
+// The operator's own namespace out of a cluster: its Lease and the spend
+// ledger live there. Empty would read every namespace's ConfigMaps as the
+// ledger, tenants' included.
+Refusal set_leader_election_namespace(const std::string& value, Config& c) {
+  std::string why;
+  const auto names = parse_namespace_list(value, why);
+  if (!names) return why;
+  if (names->size() != 1) return "use one namespace name, where the operator keeps its Lease";
+  c.leader_election_namespace = names->front();
+  return std::nullopt;
+}
+
 Refusal set_metrics_auth(const std::string& value, Config& c) {
   if (!one_of(value, {"kubernetes", "none"})) return "use kubernetes or none";
   c.metrics_auth = value == "kubernetes";
@@ -344,7 +356,7 @@ const Flag kFlags[] = {
      assign_bool<&Config::leader_elect>},
     {"leader-election-namespace",
      "namespace of the leader Lease (default: $POD_NAMESPACE or default)",
-     assign<&Config::leader_election_namespace>},
+     set_leader_election_namespace},
     {"leader-election-id", "name of the leader Lease", assign<&Config::leader_election_id>},
     {"metrics-address", "host:port for /metrics", assign<&Config::metrics_address>},
     {"metrics-auth",

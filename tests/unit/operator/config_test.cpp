@@ -248,6 +248,17 @@ TEST(OperatorConfig, EveryFlagNamesItsValueAndWhatItTakes) {
       {"--burst=0", "--burst \"0\": use a positive number"},
       {"--log-level=verbose", "--log-level \"verbose\": use trace, debug, info, warn or error"},
       {"--log-format=xml", "--log-format \"xml\": use json or text"},
+      // Empty, the spend ledger would be read from every namespace, tenants' included.
+      {"--leader-election-namespace=",
+       "--leader-election-namespace \"\": use one namespace name, where the operator keeps its "
+       "Lease"},
+      {"--leader-election-namespace=a,b",
+       "--leader-election-namespace \"a,b\": use one namespace name, where the operator keeps "
+       "its Lease"},
+      {"--leader-election-namespace=Ops",
+       "--leader-election-namespace \"Ops\": \"Ops\" is not a namespace name (lowercase letters, "
+       "digits and '-', at most 63, starting and ending with a letter or digit); separate several "
+       "with commas"},
       {"--metrics-address=", "--metrics-address and --health-address may not be empty"},
       {"--health-address=", "--metrics-address and --health-address may not be empty"},
   };
