@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "api/agent_types.h"
 #include "api/hb_assert.h"
@@ -60,23 +59,6 @@ bool usage_below_in_some_field(const UsageCounts& a, const UsageCounts& b) {
          a.output_tokens < b.output_tokens || a.tool_calls < b.tool_calls ||
          a.iterations < b.iterations || a.cache_read_input_tokens < b.cache_read_input_tokens ||
          a.cache_write_input_tokens < b.cache_write_input_tokens;
-}
-
-int64_t saturating_add(int64_t a, int64_t b) {
-  int64_t out = 0;
-  if (__builtin_add_overflow(a, b, &out)) {
-    return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
-  }
-  return out;
-}
-
-int64_t saturating_mul(int64_t a, int64_t b) {
-  int64_t out = 0;
-  if (__builtin_mul_overflow(a, b, &out)) {
-    return (a < 0) != (b < 0) ? std::numeric_limits<int64_t>::min()
-                              : std::numeric_limits<int64_t>::max();
-  }
-  return out;
 }
 
 UsageBounds usage_bounds(const AgentSpec& spec) {

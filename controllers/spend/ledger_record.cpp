@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "api/hb_assert.h"
+#include "api/saturating.h"
 #include "controllers/model/run_cost.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/spend_day.h"
