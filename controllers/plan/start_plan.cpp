@@ -18,6 +18,7 @@ RunStart plan_run_start(RunStartInput in) {
   HB_ASSERT_MSG(in.spec && in.run && in.prompt.text && in.hold && in.job,
                 "a start is planned from a valid spec, its run, a prompt and a committed hold");
   HB_ASSERT_MSG(in.hold->start, "a run waiting for budget room is not started");
+  HB_ASSERT_MSG(!in.hold->cents || *in.hold->cents >= 0, "a hold keeps room, never gives it");
   const Json context =
       render_context({in.spec, in.run, *in.prompt.text, std::move(in.earlier), in.now,
                       in.hold->cents, is_day_pool(in.hold->bound_by), in.spend},
