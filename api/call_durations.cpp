@@ -3,17 +3,11 @@
 #include <cmath>
 #include <limits>
 
+#include "api/saturating.h"
+
 namespace hb::api {
 
 using nlohmann::json;
-
-namespace {
-
-int64_t saturating_add(int64_t a, int64_t b) {
-  return b > std::numeric_limits<int64_t>::max() - a ? std::numeric_limits<int64_t>::max() : a + b;
-}
-
-}  // namespace
 
 std::string_view call_error_type_name(CallErrorType type) {
   return kCallErrorTypeNames[static_cast<std::size_t>(type)];

@@ -24,6 +24,7 @@ namespace {
 using schedule::format_rfc3339;
 
 constexpr std::string_view kInvokeDetailDefault = "kubectl annotate heartbeat.dev/invoke";
+static_assert(kStatusCoalesceSecondsDefault <= kStatusCoalesceSecondsMax);
 
 // The manual run the heartbeat.dev/invoke annotation asks for: none when
 // status.lastInvoke says a run was made for this very value already.
@@ -51,6 +52,7 @@ TimePoint start_order(const std::string& run, const std::vector<const RunObserva
 // nothing is active (a start only happens with no run going on).
 void hold_for_capacity(StartPlan& start, const std::vector<const RunObservation*>& waiting,
                        const std::string& message) {
+  HB_ASSERT_MSG(start.start_run.has_value(), "only a run about to start is held for capacity");
   const std::string run = *start.start_run;
   start.start_run.reset();
   start.active.reset();
@@ -207,6 +209,7 @@ void plan_slot(Deciding& s, AgentDecision& d) {
   s.skip = plan_skip(s.spec, s.view.status.last_skipped, s.in.prompt, d.create_run);
   if (s.skip.skip_slot) d.create_run.reset();
   append(d.events, std::move(s.skip.events));
+  HB_ASSERT_MSG(!s.plan.run_slot || *s.plan.run_slot <= s.in.now, "a slot runs at or before now");
 }
 
 // Start a queued run (else the slot's) when the agent is free and
@@ -226,6 +229,9 @@ void plan_next_start(Deciding& s, AgentDecision& d) {
   }
   d.start_run = s.start.start_run;
   d.queued_messages = std::move(s.start.queued_messages);
+  HB_ASSERT_MSG(!d.start_run || s.runs.running == nullptr, "a run starts only when none is going");
+  HB_ASSERT_MSG(!d.start_run || !d.queued_messages.contains(*d.start_run),
+                "the run that starts is not told to wait");
 }
 
 // The status, and Events for the conditions that change.

@@ -1,5 +1,6 @@
 #include "controllers/agent/agent_desired_status.h"
 
+#include "api/hb_assert.h"
 #include "api/utf8.h"
 #include "controllers/agent/agent_conditions.h"
 #include "controllers/agent/agent_decision.h"
@@ -44,6 +45,8 @@ bool differs_in_run_start(const AgentStatus& want, const AgentStatus& stored) {
 // when there is no window or it has passed.
 std::optional<TimePoint> run_start_write_due(const StatusInput& in) {
   if (!in.active_run || in.coalesce_window.count() <= 0) return std::nullopt;
+  HB_ASSERT_MSG(in.starting_now || in.running != nullptr,
+                "an active run is the one starting or the one running");
   const std::optional<TimePoint> started =
       in.starting_now ? std::optional<TimePoint>(in.now) : time_at(in.running->status, "startedAt");
   if (!started || in.now >= *started + in.coalesce_window) return std::nullopt;
@@ -95,6 +98,10 @@ StatusPlan plan_status(StatusInput in) {
   const bool run_start_only = !must_write && differs_in_run_start(plan.status, stored);
   if (run_start_only) plan.deferred_until = run_start_write_due(in);
   plan.write_now = must_write || (run_start_only && !plan.deferred_until);
+  HB_ASSERT_MSG(!plan.deferred_until || (*plan.deferred_until > in.now && !plan.write_now),
+                "a deferred write waits for a window still open");
+  HB_ASSERT_MSG(plan.status.phase != kAgentPhaseRunning || !plan.status.active_run.empty(),
+                "a Running agent names its run");
   return plan;
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/hb_assert.h"
 #include "controllers/agent/agent_schedule_plan.h"
 
 namespace hb::controllers {
@@ -9,6 +10,7 @@ namespace hb::controllers {
 namespace {
 
 FinishedRun finished_run(const RunObservation& run, TimePoint now) {
+  HB_ASSERT_MSG(is_final(run.phase), "only a finished run is counted");
   FinishedRun f;
   f.name = run.view->name;
   f.source = run.view->source;
@@ -62,6 +64,8 @@ RunsByState sort_runs_by_state(const std::vector<RunObservation>& runs,
       sorted.queued.push_back(&run);
     }
   }
+  HB_ASSERT_MSG(!stored_last_schedule || *sorted.last_scheduled >= *stored_last_schedule,
+                "the last scheduled slot never moves back");
   return sorted;
 }
 
@@ -74,6 +78,8 @@ RunQueue order_queue(std::vector<const RunObservation*> queued) {
                        [&](const Coalescing& c) { return c.run == q->view->name; });
   });
   queue.waiting = std::move(queued);
+  HB_ASSERT_MSG(std::is_sorted(queue.waiting.begin(), queue.waiting.end(), requested_earlier),
+                "the first waiting run is the one asked for first");
   return queue;
 }
 
@@ -119,6 +125,7 @@ StartPlan plan_start(const WaitReasons& why, const RunObservation* running,
   if (!plan.start_run && new_run != nullptr && why.all.empty() && why.scheduled.empty()) {
     plan.start_run = *new_run;
   }
+  HB_ASSERT_MSG(!plan.start_run || why.all.empty(), "nothing starts while every run is held");
   if (plan.start_run) plan.active = plan.start_run;
   const std::string behind =
       plan.start_run ? "waiting for run " + *plan.start_run + " to finish" : std::string();

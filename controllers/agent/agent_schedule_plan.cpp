@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "api/hb_assert.h"
 #include "controllers/schedule/run_name.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -50,7 +51,10 @@ std::optional<TimePoint> heartbeat_after_blocks(const AgentSpec& spec,
   const schedule::SlotDecision at_lift =
       schedule::decide_slot(*spec.schedule, spec.created, last_scheduled,
                             spec.starting_deadline_seconds, lifts, intervals_after_last);
-  return at_lift.run_slot ? std::optional<TimePoint>(lifts) : at_lift.next_slot;
+  const std::optional<TimePoint> next =
+      at_lift.run_slot ? std::optional<TimePoint>(lifts) : at_lift.next_slot;
+  HB_ASSERT_MSG(!next || *next >= now, "a blocked agent's next heartbeat is not in the past");
+  return next;
 }
 
 }  // namespace
@@ -66,6 +70,7 @@ SchedulePlan plan_schedule(const AgentSpec& spec, const schedule::BlockResult& b
                            const std::vector<RunObservation>& runs,
                            const RunObservation* first_waiting, TimePoint now,
                            int64_t intervals_after_last) {
+  HB_ASSERT_MSG(spec.schedule.has_value(), "only a scheduled agent's slots are planned");
   SchedulePlan plan;
   const schedule::SlotDecision slot =
       schedule::decide_slot(*spec.schedule, spec.created, last_scheduled,
@@ -99,6 +104,9 @@ SchedulePlan plan_schedule(const AgentSpec& spec, const schedule::BlockResult& b
                                      intervals_after_last)
             : slot.next_slot;
   }
+  HB_ASSERT_MSG(!plan.create_run ||
+                    (!blocks.blocked() && plan.create_run->slot && *plan.create_run->slot <= now),
+                "an unblocked agent's run is made for a slot at or before now");
   return plan;
 }
 
@@ -127,6 +135,7 @@ std::optional<TimePoint> requeue_time(std::optional<TimePoint> deferred_write,
   at = earliest_future(at, blocks.provider_hold_lifts_at, now);
   at = earliest_future(at, blocks.budget_resets_at, now);
   for (const RunObservation& run : runs) at = earliest_future(at, run.recheck_at, now);
+  HB_ASSERT_MSG(!at || at == deferred_write || *at > now, "an agent is looked at again later");
   return at;
 }
 

@@ -50,6 +50,7 @@ Json coalesced_record(const Json& stored_status, const std::vector<Coalescing>& 
 }
 
 Json coalesced_final_status(const Json& stored_status, const std::string& into, TimePoint now) {
+  HB_ASSERT_MSG(!into.empty(), "a folded run names the run it folded into");
   Json status = stored_status.is_object() ? stored_status : Json::object();
   status["phase"] = std::string(to_string(RunPhase::kCancelled));
   status["reason"] = kReasonCoalesced;

@@ -1,5 +1,6 @@
 #include "controllers/agent/prompt_skip.h"
 
+#include "api/hb_assert.h"
 #include "api/utf8.h"
 #include "controllers/agent/agent_decision.h"
 #include "controllers/run/run_status.h"
@@ -38,6 +39,7 @@ SkipPlan plan_skip(const AgentSpec& spec, const std::optional<SkippedHeartbeat>&
                            "the heartbeat for " + schedule::format_rfc3339(*create_run->slot) +
                                " was skipped: " + message});
   }
+  HB_ASSERT(plan.skipped->message.size() <= kSkipMessageBytesMax);
   return plan;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/context_document.h"
+#include "api/hb_assert.h"
 #include "api/object_names.h"
 #include "controllers/model/pod_settings.h"
 #include "controllers/model/text_util.h"
@@ -201,6 +202,11 @@ void parse_model(const Json& model, AgentSpec& s, std::vector<std::string>& erro
       clamped_price(model, "pricing/cacheWriteInputCentsPerMillionTokens");
   s.max_tokens = std::clamp<int64_t>(int_at(model, "maxTokens").value_or(kModelMaxTokensDefault), 1,
                                      kModelMaxTokensMax);
+  // Whatever the Agent says: the bounds a run's cost stays finite within (run_cost.cpp).
+  HB_ASSERT(s.pricing.input_cents_per_million_tokens >= 0 &&
+            s.pricing.input_cents_per_million_tokens <= kPriceCentsPerMillionTokensMax &&
+            s.pricing.output_cents_per_million_tokens >= 0 &&
+            s.pricing.output_cents_per_million_tokens <= kPriceCentsPerMillionTokensMax);
 }
 
 void parse_schedule_fields(const Json& heartbeat, AgentSpec& s, std::vector<std::string>& errors) {
@@ -346,6 +352,12 @@ SpecCheck parse_agent_spec(const Json& agent) {
   parse_memory_and_budget(spec, s, check.errors);
   parse_runtime(section(spec, "runtime"), s, check.errors);
   reference_name_errors(s, check.errors);
+  HB_ASSERT_MSG(
+      !s.starting_deadline_seconds || (*s.starting_deadline_seconds >= 0 &&
+                                       *s.starting_deadline_seconds <= kStartingDeadlineSecondsMax),
+      "an out-of-range deadline is an error, not a value");
+  HB_ASSERT_MSG(!check.errors.empty() || (s.timeout_seconds >= 1 && s.grace_seconds >= 0),
+                "a valid spec's run times are in range");
   return check;
 }
 

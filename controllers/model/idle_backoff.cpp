@@ -3,12 +3,19 @@
 #include <algorithm>
 #include <variant>
 
+#include "api/hb_assert.h"
 #include "api/stop_reason.h"
 #include "controllers/model/mentions.h"
 #include "controllers/model/text_util.h"
 #include "controllers/schedule/duration.h"
 
 namespace hb::controllers {
+
+// A streak counts far enough for the latest `after` to start backing off,
+// and an unset maxInterval is a backoff at all.
+static_assert(kIdleBackoffAfterDefault <= kIdleBackoffAfterMax &&
+              kIdleBackoffAfterMax < kIdleStreakMax);
+static_assert(kIdleBackoffMaxIntervalsDefault > 1);
 
 namespace {
 
@@ -99,6 +106,9 @@ int64_t backoff_intervals(const IdleBackoff& backoff, int64_t interval_seconds, 
   for (int64_t idle = backoff.after; idle <= streak && intervals < most; ++idle) {
     intervals = std::min(intervals * 2, most);
   }
+  HB_ASSERT_MSG(intervals >= 1 && (intervals == 1 ||
+                                   intervals * interval_seconds <= backoff.max_interval_seconds),
+                "backing off stops at maxInterval");
   return intervals;
 }
 

@@ -4,7 +4,12 @@
 #include <cctype>
 #include <optional>
 
+#include "controllers/model/names.h"
+
 namespace hb::controllers {
+
+// A selector's values are label values, as the operator's own labels are.
+static_assert(kLabelValueBytesMax == kLabelValueCharsMax);
 
 namespace {
 

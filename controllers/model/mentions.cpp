@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/hb_assert.h"
 #include "controllers/model/names.h"
 
 namespace hb::controllers {
@@ -81,8 +82,12 @@ std::vector<std::string> mentioned_agents(std::string_view output, std::string_v
     if (name.empty() || name == self) continue;
     if (std::find(out.begin(), out.end(), name) == out.end()) out.emplace_back(name);
   }
+  HB_ASSERT_MSG(out.size() <= kMentionsPerRunMax, "a run wakes a bounded number of agents");
   return out;
 }
+
+// The depth annotation is one digit, 1 to the bound.
+static_assert(kMentionDepthMax >= 1 && kMentionDepthMax <= 9);
 
 int64_t mention_depth(const Json& run) {
   const Json* annotations = find_path(run, "metadata/annotations");

@@ -30,13 +30,20 @@ std::string derived_name(std::string_view base, std::string_view suffix, std::si
   std::string full = std::string(base) + "-" + std::string(suffix);
   if (full.size() <= max_chars) return full;
   const std::size_t keep = max_chars - suffix.size() - kNameHashChars - 2;
-  return trim_dashes(std::string(base.substr(0, keep))) + "-" + short_hash(base) + "-" +
-         std::string(suffix);
+  std::string shortened = trim_dashes(std::string(base.substr(0, keep))) + "-" + short_hash(base) +
+                          "-" + std::string(suffix);
+  HB_ASSERT_MSG(shortened.size() <= max_chars, "a derived name fits where it is used");
+  return shortened;
 }
 
 std::string job_name_for_run(std::string_view run_name) {
   return label_safe_name(run_name);
 }
+
+// A Pod's generated name (the prefix and the API server's random
+// characters) is a label like the Job's own.
+static_assert(kGeneratedNameBaseCharsMax + 5 == kLabelValueCharsMax);
+
 std::string pod_name_prefix_for_job(std::string_view job_name) {
   std::string prefix = std::string(job_name) + "-";
   if (prefix.size() > kGeneratedNameBaseCharsMax) prefix.resize(kGeneratedNameBaseCharsMax);

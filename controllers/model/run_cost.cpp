@@ -13,6 +13,13 @@ namespace hb::controllers {
 namespace {
 
 constexpr double kTokensPerMillion = 1e6;
+// A model call's input bound is a positive count (a bound of 0 would charge
+// any run nothing).
+static_assert(api::kInputTokensPerModelCallMax > 0);
+// Four fields of any int64 count at the dearest valid price stay a finite
+// double: a valid Agent's cost is never clamped to 0 as infinite.
+static_assert(4 * 9.3e18 * kPriceCentsPerMillionTokensMax < std::numeric_limits<double>::max());
+static_assert(kModelMaxTokensDefault <= kModelMaxTokensMax);
 
 // Clamps every bounded field; says which passed its bound.
 std::string clamp_to_bounds(UsageCounts& usage, const UsageBounds& bounds) {
@@ -62,25 +69,9 @@ bool usage_below_in_some_field(const UsageCounts& a, const UsageCounts& b) {
          a.cache_write_input_tokens < b.cache_write_input_tokens;
 }
 
-int64_t saturating_add(int64_t a, int64_t b) {
-  int64_t out = 0;
-  if (__builtin_add_overflow(a, b, &out)) {
-    return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
-  }
-  return out;
-}
-
-int64_t saturating_mul(int64_t a, int64_t b) {
-  int64_t out = 0;
-  if (__builtin_mul_overflow(a, b, &out)) {
-    return (a < 0) != (b < 0) ? std::numeric_limits<int64_t>::min()
-                              : std::numeric_limits<int64_t>::max();
-  }
-  return out;
-}
-
 UsageBounds usage_bounds(const AgentSpec& spec) {
   const int64_t calls = api::capabilities(spec.type).max_iterations;
+  HB_ASSERT_MSG(calls >= 1, "every agent type makes at least one model call");
   return {calls, saturating_mul(calls, api::kInputTokensPerModelCallMax),
           saturating_mul(calls, std::max<int64_t>(1, spec.max_tokens))};
 }
@@ -108,7 +99,9 @@ double cost_cents(const UsageCounts& usage, const Pricing& pricing) {
                              tokens(u.cache_write_input_tokens) * cache_write_input_price(pricing) +
                              tokens(u.output_tokens) * pricing.output_cents_per_million_tokens;
   const double cents = per_million / kTokensPerMillion;
-  return std::isfinite(cents) ? round_to_spend_resolution(cents) : 0;
+  const double out = std::isfinite(cents) ? round_to_spend_resolution(cents) : 0;
+  HB_ASSERT_MSG(std::isfinite(out), "a cost is finite for any tokens and prices");
+  return out;
 }
 
 double cost_cents(int64_t input_tokens, int64_t output_tokens, const Pricing& pricing) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "api/saturating.h"
 #include "api/usage_report.h"
 #include "controllers/model/agent_spec.h"
 
@@ -63,8 +64,8 @@ UsageCounts usage_field_max(const UsageCounts& a, const UsageCounts& b);
 // Whether `a` is below `b` in some field: a report lower than one made before.
 bool usage_below_in_some_field(const UsageCounts& a, const UsageCounts& b);
 
-int64_t saturating_add(int64_t a, int64_t b);
-int64_t saturating_mul(int64_t a, int64_t b);
+using api::saturating_add;  // api/saturating.h
+using api::saturating_mul;
 // The cache counts of `usage` when believed: together within input_tokens;
 // else none, so every input token is charged the input price.
 UsageCounts believed_cache_counts(UsageCounts usage);

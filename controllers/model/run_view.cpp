@@ -3,6 +3,7 @@
 #include <array>
 #include <chrono>
 
+#include "api/hb_assert.h"
 #include "controllers/model/mentions.h"
 #include "controllers/model/names.h"
 
@@ -11,9 +12,12 @@ namespace hb::controllers {
 namespace {
 constexpr std::array<std::string_view, 6> kPhaseNames = {"Queued", "Running",   "Succeeded",
                                                          "Failed", "Cancelled", "TimedOut"};
-}
+// One name per phase, the last one's last.
+static_assert(static_cast<size_t>(RunPhase::kTimedOut) + 1 == kPhaseNames.size());
+}  // namespace
 
 std::string_view to_string(RunPhase phase) {
+  HB_ASSERT(static_cast<size_t>(phase) < kPhaseNames.size());
   return kPhaseNames[static_cast<size_t>(phase)];
 }
 

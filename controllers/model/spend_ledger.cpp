@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "api/hb_assert.h"
+#include "api/saturating.h"
 #include "controllers/model/idle_backoff.h"
 #include "controllers/model/provider_backoff.h"
 #include "controllers/model/run_cost.h"

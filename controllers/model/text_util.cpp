@@ -1,5 +1,7 @@
 #include "controllers/model/text_util.h"
 
+#include "api/hb_assert.h"
+
 namespace hb::controllers {
 
 std::string camel_case(std::string_view snake) {
@@ -15,7 +17,10 @@ std::string camel_case(std::string_view snake) {
     out.push_back(upper && c >= 'a' && c <= 'z' ? static_cast<char>(c - 'a' + 'A') : c);
     upper = false;
   }
-  return out.empty() ? std::string("Unknown") : out;
+  if (out.empty()) return "Unknown";
+  HB_ASSERT_MSG(out.front() >= 'A' && out.front() <= 'Z',
+                "a reason starts with a capital letter (the CRD's pattern)");
+  return out;
 }
 
 namespace {

@@ -1,5 +1,7 @@
 #include "controllers/plan/start_plan.h"
 
+#include <utility>
+
 #include "api/hb_assert.h"
 #include "controllers/run/run_status.h"
 #include "controllers/schedule/utc_time.h"
@@ -12,13 +14,15 @@ std::optional<StartRefusal> prompt_refusal(const PromptText& prompt) {
   return StartRefusal{prompt.gap->reason, prompt.gap->message};
 }
 
-RunStart plan_run_start(const RunStartInput& in) {
+RunStart plan_run_start(RunStartInput in) {
   HB_ASSERT_MSG(in.spec && in.run && in.prompt.text && in.hold && in.job,
                 "a start is planned from a valid spec, its run, a prompt and a committed hold");
   HB_ASSERT_MSG(in.hold->start, "a run waiting for budget room is not started");
-  const Json context = render_context({in.spec, in.run, *in.prompt.text, in.earlier, in.now,
-                                       in.hold->cents, is_day_pool(in.hold->bound_by), in.spend},
-                                      *in.job, in.pricing, in.per_run_tokens);
+  HB_ASSERT_MSG(!in.hold->cents || *in.hold->cents >= 0, "a hold keeps room, never gives it");
+  const Json context =
+      render_context({in.spec, in.run, *in.prompt.text, std::move(in.earlier), in.now,
+                      in.hold->cents, is_day_pool(in.hold->bound_by), in.spend},
+                     *in.job, in.pricing, in.per_run_tokens);
   const std::string context_text = context.dump();
   if (auto too_large =
           context_too_large(context_text.size(), in.prompt.source, in.prompt.text->size())) {

@@ -53,7 +53,9 @@ using RunStart = std::variant<StartRefusal, JobPlan>;
 std::optional<StartRefusal> prompt_refusal(const PromptText& prompt);
 
 // The run's context rendered and its Job built, or why it cannot start.
-RunStart plan_run_start(const RunStartInput& input);
+// By value: `input.earlier` moves into the context, not copied (pass a
+// temporary or std::move).
+RunStart plan_run_start(RunStartInput input);
 
 // The whole status of a run that ended before it started: Failed, cost 0.
 Json failed_before_start_status(const StartRefusal& refusal, TimePoint now);

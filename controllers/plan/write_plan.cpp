@@ -29,6 +29,7 @@ PlannedWrite status_write(std::string run, Json status, bool final_with_label,
 }
 
 PlannedWrite request_write(WriteOp op, const RunRequest& request) {
+  HB_ASSERT_MSG(!request.name.empty(), "a run is made under a name decided beforehand");
   PlannedWrite w = run_write(op, request.name);
   w.request = request;
   return w;
@@ -68,6 +69,7 @@ void add_counted(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
     const std::optional<std::size_t> i = index_of(*in.observed, name);
     if (!i) continue;
     const RunObservation& obs = (*in.observed)[*i];
+    HB_ASSERT_MSG(is_final(obs.phase), "only a final run is marked counted");
     Json status = obs.status;
     status["costRecorded"] = true;
     if (d.status.recent_runs != nullptr && status.contains("usage")) {
@@ -366,10 +368,12 @@ PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writ
       }
       outcome.completed = !start_failed;
       outcome.rest_left = true;
+      HB_ASSERT_MSG(outcome.performed < plan.size(), "a pass that leaves the rest leaves some");
       return outcome;
     }
   }
   outcome.completed = !start_failed;
+  HB_ASSERT(outcome.performed <= plan.size());
   return outcome;
 }
 

@@ -387,6 +387,10 @@ Json pod_volumes(Json context_volume, const AgentSpec& agent, bool builtin) {
 
 }  // namespace
 
+// An annotation-borne context and the Pod annotations an Agent may add fit
+// the API server's 256 KiB for all annotations of an object together.
+static_assert(kContextAnnotationBytesMax + kPodAnnotationsBytesMax < 256 * 1024);
+
 std::optional<std::string> context_too_large(std::size_t context_bytes,
                                              std::string_view prompt_source,
                                              std::size_t prompt_bytes) {
@@ -433,6 +437,8 @@ JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::str
                 "callers refuse a context document too large first (context_too_large)");
   const std::string& run_name = run.identity.name;
   const Json labels = labels_for(agent, run_name);
+  const std::string job_name = job_name_for_run(run_name);
+  HB_ASSERT_MSG(job_name.size() <= kLabelValueCharsMax, "a Job's name is its Pods' job-name label");
 
   JobPlan plan;
   const bool use_annotation = config.context_transport == ContextTransport::kAnnotation &&
@@ -462,7 +468,7 @@ JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::str
   plan.job = {{"apiVersion", "batch/v1"},
               {"kind", "Job"},
               {"metadata",
-               {{"name", job_name_for_run(run_name)},
+               {{"name", job_name},
                 {"namespace", run.ns},
                 {"labels", labels},
                 {"annotations", names},

@@ -5,9 +5,13 @@
 #include <optional>
 
 #include "api/hb_assert.h"
+#include "controllers/model/policy_spec.h"
 #include "controllers/model/run_view.h"
 
 namespace hb::controllers {
+
+// A policy's cap is one the operator-wide gate can hold.
+static_assert(kPolicyMaxConcurrentRunsMax <= kMaxConcurrentRunsMax);
 
 bool starts_before(const StartCandidate& a, const StartCandidate& b) {
   return a.order != b.order ? a.order < b.order : a.agent < b.agent;
@@ -24,6 +28,7 @@ std::string limit_name(std::string_view pool) {
 Admission admit_start(int64_t cap, int64_t in_use,
                       const std::vector<const StartCandidate*>& waiting_in_order,
                       const StartCandidate& candidate, std::string_view limit) {
+  HB_ASSERT_MSG(in_use >= 0, "places in use are a count");
   if (cap <= 0) return Admission::yes();
   const int64_t free_places = std::max<int64_t>(cap - in_use, 0);
   int64_t ahead = 0;
@@ -52,6 +57,7 @@ Admission admit_start_in_pools(const std::vector<PoolState>& pools,
       result = std::move(a);
     }
   }
+  HB_ASSERT_MSG(result.admitted == result.message.empty(), "a refusal says why, and only it");
   return result;
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "api/contract_limits.h"
+#include "api/hb_assert.h"
 #include "controllers/model/agent_status.h"
 #include "controllers/model/conditions.h"
 #include "controllers/model/spend_ledger.h"
@@ -58,6 +59,8 @@ void add_kstatus_conditions(const PolicySpec& policy, std::vector<WantedPolicyCo
       policy.valid()
           ? WantedPolicyCondition{kConditionStalled, false, "NotStalled", "nothing needs a person"}
           : WantedPolicyCondition{kConditionStalled, true, "InvalidSpec", invalid});
+  HB_ASSERT_MSG(out[out.size() - 3].status != out.back().status,
+                "a policy is Ready exactly when it is not Stalled");
 }
 
 // The month's team budget first, then the day's.
@@ -101,6 +104,7 @@ std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& po
 
 Json desired_policy_status(const PolicySpec& policy, const Json* stored, const PolicyTally& tally,
                            TimePoint now) {
+  HB_ASSERT_MSG(tally.agents >= 0 && tally.running_runs >= 0, "a tally counts");
   const Conditions existing =
       stored != nullptr ? parse_conditions(find_path(*stored, "conditions")) : nullptr;
   Json conditions = Json::array();

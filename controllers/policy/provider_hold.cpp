@@ -22,6 +22,10 @@ std::string secret_of(const Json& agent) {
 
 }  // namespace
 
+// A hold without a reset time is one the bound allows.
+static_assert(kProviderHoldDefault > std::chrono::minutes{0} &&
+              kProviderHoldDefault <= kProviderHoldMax);
+
 TimePoint provider_hold_until(std::optional<TimePoint> reset_at, TimePoint finished) {
   if (!reset_at || *reset_at <= finished) return finished + kProviderHoldDefault;
   const TimePoint until = std::min<TimePoint>(*reset_at, finished + kProviderHoldMax);
@@ -40,6 +44,7 @@ ProviderCredential::ProviderCredential(std::string_view ns, std::string_view end
 }
 
 std::string_view ProviderCredential::part(int index) const {
+  HB_ASSERT_MSG(index >= 0 && index < 3, "a credential is a namespace, an endpoint and a secret");
   std::string_view rest = bytes_;
   for (int i = 0;; ++i) {
     const size_t colon = rest.find(':');

@@ -2,6 +2,7 @@
 
 #include <initializer_list>
 
+#include "api/hb_assert.h"
 #include "api/heartbeat_pod.h"
 #include "controllers/model/names.h"
 #include "controllers/model/run_view.h"
@@ -120,6 +121,7 @@ void drop_output(Json& run) {
   if (status == run.end() || !status->is_object() || !status->contains("output")) return;
   status->erase("output");
   (*status)[kStatusOutputNotCached] = true;
+  HB_ASSERT_MSG(output_dropped(run), "a run whose output was dropped says so");
 }
 
 bool output_dropped(const Json& run) {

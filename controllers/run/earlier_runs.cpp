@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/contract_limits.h"
+#include "api/hb_assert.h"
 #include "api/utf8.h"
 #include "controllers/model/run_view.h"
 #include "controllers/run/cache_projection.h"
@@ -22,6 +23,7 @@ std::vector<const EarlierRun*> newest_finished(const std::vector<EarlierRun>& ru
   if (static_cast<int64_t>(finished.size()) > shown) {
     finished.resize(static_cast<std::size_t>(std::max<int64_t>(0, shown)));
   }
+  HB_ASSERT(static_cast<int64_t>(finished.size()) <= std::max<int64_t>(0, shown));
   return finished;
 }
 
@@ -47,7 +49,9 @@ std::vector<EarlierRun> earlier_runs(const std::vector<const Json*>& runs,
     run.output =
         api::utf8_prefix(string_view_at(r, "status/output"), api::kRecentRunOutputBytesMax);
     run.output_dropped = output_dropped(r);
+    HB_ASSERT(run.output.size() <= api::kRecentRunOutputBytesMax);
   }
+  HB_ASSERT_MSG(out.size() == source.size(), "each run read is told from its own object");
   return out;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "api/hb_assert.h"
+
 namespace hb::controllers {
 
 bool tells_an_outcome(const Json& pod) {
@@ -21,6 +23,7 @@ void PodTombstones::remember(const std::string& run_key, const Json& pod, Clock:
   if (!pods.count(name)) order_.push_back({run_key, name, now});
   pods[name] = pod;
   while (order_.size() > kPodTombstonesMax) drop_oldest();
+  HB_ASSERT_MSG(by_run_.size() <= order_.size(), "every run kept has a Pod in the age order");
 }
 
 std::vector<Json> PodTombstones::of(const std::string& run_key,
@@ -50,6 +53,7 @@ void PodTombstones::expire(Clock::time_point now) {
 }
 
 void PodTombstones::drop_oldest() {
+  HB_ASSERT(!order_.empty());
   const Entry& oldest = order_.front();
   auto it = by_run_.find(oldest.run_key);
   if (it != by_run_.end()) {

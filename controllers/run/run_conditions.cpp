@@ -4,6 +4,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/hb_assert.h"
 #include "controllers/model/run_view.h"
 
 namespace hb::controllers {
@@ -70,8 +71,12 @@ Json with_run_conditions(Json status, const Json* stored, int64_t generation, Ti
   const std::string reason =
       fits_reason_pattern(run_reason) ? run_reason : std::string(to_string(phase));
   const std::string message = string_at(status, "message");
+  const std::vector<RunCondition> wanted = conditions_for_phase(phase, reason);
+  HB_ASSERT_MSG(!wanted.empty() && std::string_view(wanted.back().type) == kRunConditionFinished &&
+                    wanted.back().status == is_final(phase),
+                "Finished is the last condition, true exactly for a final phase");
   Json conditions = Json::array();
-  for (const RunCondition& c : conditions_for_phase(phase, reason)) {
+  for (const RunCondition& c : wanted) {
     const std::string status_text = c.status ? "True" : "False";
     const Json* before = stored_condition(stored, c.type);
     const bool kept = before != nullptr && before->value("status", "") == status_text &&

@@ -237,6 +237,7 @@ Final make_final(RunPhase phase, std::string reason, std::string message, std::s
 
 RunObservation finish_run(RunObservation obs, Final f, const RunObservationInput& in,
                           TimePoint started, std::optional<TimePoint> lease_renew) {
+  HB_ASSERT_MSG(!is_final(obs.view->phase), "a run finishes once: a final phase stays final");
   const std::string& name = obs.view->name;
   const Charge charge = charge_final(f, in, name);
   if (charge.cost_mismatch) {

@@ -4,12 +4,16 @@
 #include <cctype>
 #include <charconv>
 
+#include "api/hb_assert.h"
 #include "controllers/model/agent_grants.h"
 #include "controllers/model/names.h"
 #include "controllers/model/run_view.h"
 #include "controllers/schedule/duration.h"
 
 namespace hb::controllers {
+
+static_assert(kRunRetentionDefault > std::chrono::seconds::zero() &&
+              kRunRetentionDefault <= kRunRetentionMax);
 
 namespace {
 
@@ -194,6 +198,7 @@ RetentionPlan plan_retention(const std::vector<Json>& orphans, std::chrono::seco
       plan.next_at = due;
     }
   }
+  HB_ASSERT_MSG(!plan.next_at || *plan.next_at > now, "the next deletion is after now");
   return plan;
 }
 
@@ -219,6 +224,7 @@ std::optional<std::chrono::seconds> parse_retention(std::string_view text, std::
     why = "\"" + std::string(text) + "\": at most 3650d";
     return std::nullopt;
   }
+  HB_ASSERT(*parsed.value >= 0);
   return std::chrono::seconds(*parsed.value);
 }
 

@@ -1,5 +1,6 @@
 #include "controllers/schedule/blocks.h"
 
+#include "api/hb_assert.h"
 #include "controllers/schedule/spend.h"
 
 namespace hb::schedule {
@@ -168,11 +169,15 @@ BlockResult evaluate_blocks(const BlockInput& input, TimePoint now) {
     result.provider_hold_lifts_at = input.provider_hold->until;
   }
   add_budget_block(input, now, result);
-  if (result.has(kReasonBudgetExceeded)) return result;
-  if (auto team = policy_budget_block(input, now)) {
-    result.blocks.push_back(std::move(team->first));
-    result.budget_resets_at = team->second;
+  if (!result.has(kReasonBudgetExceeded)) {
+    if (auto team = policy_budget_block(input, now)) {
+      result.blocks.push_back(std::move(team->first));
+      result.budget_resets_at = team->second;
+    }
   }
+  HB_ASSERT_MSG(!result.until_a_person_acts || result.blocked(), "only a block waits for a person");
+  HB_ASSERT_MSG(!result.budget_resets_at || *result.budget_resets_at > now,
+                "a spent budget lifts after now");
   return result;
 }
 

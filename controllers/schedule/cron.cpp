@@ -190,6 +190,9 @@ bool parse_hashed(std::string_view element, const FieldSpec& spec, uint64_t hash
     high = *hi;
   }
   const int span = high - low + 1;
+  HB_ASSERT_MSG(spec.min <= low && high <= spec.max && spec.hash_max <= spec.max &&
+                    static_cast<std::size_t>(spec.max) < bits.size(),
+                "a hashed value stays in its field's bits");
   if (slash == std::string_view::npos) {
     bits[static_cast<std::size_t>(low + static_cast<int>(hash % static_cast<uint64_t>(span)))] =
         true;
@@ -240,6 +243,9 @@ bool parse_element(std::string_view element, const FieldSpec& spec, uint64_t has
       high = low;  // a single value; "a/n" keeps high = max
     }
   }
+  HB_ASSERT_MSG(spec.min <= low && high <= spec.max && step >= 1 &&
+                    static_cast<std::size_t>(spec.max) < bits.size(),
+                "a parsed range stays in its field's bits");
   for (int v = low; v <= high; v += step) bits[static_cast<std::size_t>(v)] = true;
   return true;
 }
@@ -269,6 +275,7 @@ bool day_matches(const CronSchedule& cron, sys_days day) {
 
 // First matching minute of the day at or after `from` (minutes since midnight).
 std::optional<int> first_time_from(const CronSchedule& cron, int from) {
+  HB_ASSERT(from >= 0 && from < kMinutesPerDay);
   for (int h = from / 60; h < 24; ++h) {
     if (!cron.hours.test(static_cast<std::size_t>(h))) continue;
     for (int m = (h == from / 60 ? from % 60 : 0); m < 60; ++m) {
@@ -280,6 +287,7 @@ std::optional<int> first_time_from(const CronSchedule& cron, int from) {
 
 // Last matching minute of the day at or before `until` (minutes since midnight).
 std::optional<int> last_time_until(const CronSchedule& cron, int until) {
+  HB_ASSERT(until >= 0 && until < kMinutesPerDay);
   for (int h = until / 60; h >= 0; --h) {
     if (!cron.hours.test(static_cast<std::size_t>(h))) continue;
     for (int m = (h == until / 60 ? until % 60 : 59); m >= 0; --m) {
@@ -360,12 +368,18 @@ bool cron_matches(const CronSchedule& cron, TimePoint t) {
 // minute scan runs only on matching days. Simple, and fast enough for the
 // handful of calls a reconcile makes.
 std::optional<TimePoint> next_after(const CronSchedule& cron, TimePoint t) {
-  return cron.zone != nullptr ? next_after_zoned(cron, t) : next_after_in_utc(cron, t);
+  const std::optional<TimePoint> next =
+      cron.zone != nullptr ? next_after_zoned(cron, t) : next_after_in_utc(cron, t);
+  HB_ASSERT_MSG(!next || *next > t, "the next fire time is after t, in any zone");
+  return next;
 }
 
 std::optional<TimePoint> latest_at_or_before(const CronSchedule& cron, TimePoint t) {
-  return cron.zone != nullptr ? latest_at_or_before_zoned(cron, t)
-                              : latest_at_or_before_in_utc(cron, t);
+  const std::optional<TimePoint> latest = cron.zone != nullptr
+                                              ? latest_at_or_before_zoned(cron, t)
+                                              : latest_at_or_before_in_utc(cron, t);
+  HB_ASSERT_MSG(!latest || *latest <= t, "the latest fire time is at or before t, in any zone");
+  return latest;
 }
 
 std::optional<TimePoint> next_after_in_utc(const CronSchedule& cron, TimePoint t) {

@@ -1,6 +1,7 @@
 #include "controllers/schedule/duration.h"
 
 #include <cctype>
+#include <limits>
 
 namespace hb::schedule {
 namespace {
@@ -30,6 +31,11 @@ int unit_rank(std::string_view unit) {
 }
 
 constexpr int64_t kSecondsPerUnit[] = {3600, 60, 1};
+// A number passes no further than kDurationSecondsMax before its unit
+// multiplies it, nor the total before a number adds to it: neither overflows.
+static_assert(kDurationSecondsMax <=
+              (std::numeric_limits<int64_t>::max() - kDurationSecondsMax) / kSecondsPerUnit[0]);
+static_assert(0 < kIntervalSecondsMin && kIntervalSecondsMin <= kDurationSecondsMax);
 
 }  // namespace
 

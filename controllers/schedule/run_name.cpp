@@ -4,10 +4,15 @@
 #include <cstdio>
 
 #include "api/fnv1a.h"
+#include "api/hb_assert.h"
 #include "api/object_names.h"
 
 namespace hb::schedule {
 namespace {
+
+// The longest suffix ("-" and an int64's digits with its sign), the hash
+// and the dash before it fit a name with a character of prefix to spare.
+static_assert(1 + 20 + kRunNameHashChars + 1 < kRunNameCharsMax);
 
 bool is_label_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
@@ -35,8 +40,9 @@ std::string scheduled_run_name(std::string_view agent_name, TimePoint slot) {
   // A label must start and end alphanumeric; the hash follows the prefix.
   while (!prefix.empty() && !is_alnum(prefix.front())) prefix.erase(prefix.begin());
   while (!prefix.empty() && !is_alnum(prefix.back())) prefix.pop_back();
-  if (prefix.empty()) return hash + suffix;
-  return prefix + "-" + hash + suffix;
+  std::string name = prefix.empty() ? hash + suffix : prefix + "-" + hash + suffix;
+  HB_ASSERT_MSG(name.size() <= kRunNameCharsMax, "a run name fits a DNS-1123 label");
+  return name;
 }
 
 bool is_dns1123_label(std::string_view name) {

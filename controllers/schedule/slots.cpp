@@ -18,6 +18,7 @@ constexpr uint64_t kSpreadHashSalt = 5;
 
 // floor(a / b) for b > 0; C++ division truncates towards zero instead.
 int64_t floor_div(int64_t a, int64_t b) {
+  HB_ASSERT_MSG(b > 0, "slots are a positive interval apart");
   const int64_t q = a / b;
   return (a % b != 0 && a < 0) ? q - 1 : q;
 }
@@ -37,6 +38,7 @@ SlotDecision decide_interval(int64_t interval_seconds, TimePoint anchor, TimePoi
   }
   const int64_t latest = floor_div((now - anchor).count(), interval.count());
   const int64_t due = latest - first + 1;
+  HB_ASSERT_MSG(due >= 1, "the first slot after the last one is due");
   d.next_slot = slot(latest + 1);
   if (deadline_seconds && slot(latest) < now - seconds{*deadline_seconds}) {
     d.missed_too_late = true;
@@ -59,6 +61,7 @@ SlotDecision decide_cron(const CronSchedule& cron, TimePoint earliest,
   // Jump straight to the most recent due slot rather than walking the gap,
   // which is what the CronJob controller approximates with its arithmetic.
   const TimePoint latest = latest_at_or_before(cron, now).value_or(*first);
+  HB_ASSERT_MSG(latest <= now, "the latest slot is at or before now");
   d.next_slot = next_after(cron, now);
   int64_t due = 0;
   // One past the cap, so that a saturated count reads exactly the cap.
@@ -66,6 +69,7 @@ SlotDecision decide_cron(const CronSchedule& cron, TimePoint earliest,
        t = next_after(cron, *t)) {
     ++due;
   }
+  HB_ASSERT_MSG(due >= 1, "the first slot after the last one is due");
   if (deadline_seconds && latest < now - seconds{*deadline_seconds}) {
     d.missed_too_late = true;
     d.missed_count = std::min(due, kCronMissedSlotsScanMax);
@@ -80,6 +84,7 @@ SlotDecision decide_cron(const CronSchedule& cron, TimePoint earliest,
 ParseResult<int64_t> parse_spread(std::string_view spread, int64_t interval_seconds,
                                   std::string_view hash_key) {
   using Result = ParseResult<int64_t>;
+  HB_ASSERT_MSG(interval_seconds > 0, "a spread is parsed for a parsed interval");
   if (spread.empty() || spread == kSpreadNone) return Result::success(0);
   const auto hashed_below = [&](int64_t bound) {
     return static_cast<int64_t>(stable_hash(hash_key, kSpreadHashSalt) %
@@ -157,7 +162,10 @@ std::optional<TimePoint> first_slot_after(const Schedule& schedule, TimePoint cr
     if (iv->seconds <= 0) return std::nullopt;
     const TimePoint::duration interval = seconds{iv->seconds};
     const TimePoint anchor = interval_anchor(*iv, created);
-    return anchor + (floor_div((earliest - anchor).count(), interval.count()) + 1) * interval;
+    const TimePoint first =
+        anchor + (floor_div((earliest - anchor).count(), interval.count()) + 1) * interval;
+    HB_ASSERT_MSG(first > earliest, "the first slot is after both times");
+    return first;
   }
   return next_after(std::get<CronSchedule>(schedule), earliest);
 }
@@ -181,6 +189,7 @@ SlotDecision decide_slot(const Schedule& schedule, TimePoint created,
                 "a slot runs at or before now, after the last one");
   HB_ASSERT(!(d.run_slot && d.missed_too_late));
   HB_ASSERT(d.missed_count >= 0);
+  HB_ASSERT_MSG(!d.next_slot || *d.next_slot > now, "the next slot is after now");
   return d;
 }
 

@@ -38,8 +38,11 @@ std::string day_key(std::string_view date, std::string_view zone) {
 
 std::string spend_day(TimePoint t, const date::time_zone* zone) {
   using namespace std::chrono;
-  if (zone == nullptr) return day_key(format_date(year_month_day{floor<days>(t)}), kUtcZoneName);
-  return day_key(format_date(year_month_day{local_day(t, zone)}), zone->name());
+  std::string key = zone == nullptr
+                        ? day_key(format_date(year_month_day{floor<days>(t)}), kUtcZoneName)
+                        : day_key(format_date(year_month_day{local_day(t, zone)}), zone->name());
+  HB_ASSERT_MSG(!zone_of_key(key).empty(), "a day key reads back as its day and its zone");
+  return key;
 }
 
 TimePoint start_of_next_day(TimePoint t, const date::time_zone* zone) {

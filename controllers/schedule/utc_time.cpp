@@ -2,6 +2,8 @@
 
 #include <type_traits>
 
+#include "api/hb_assert.h"
+
 namespace hb::schedule {
 
 int64_t unix_seconds(TimePoint t) {
@@ -30,6 +32,7 @@ std::size_t format_rfc3339(TimePoint t, char* out) {
   // A nanosecond system_clock spans 1677..2262: always four year digits.
   static_assert(std::is_same_v<TimePoint::period, std::nano>);
   const int year = static_cast<int>(ymd.year());
+  HB_ASSERT(year >= 0 && year <= 9999);
   char* p = put_digits(out, static_cast<unsigned>(year), 4);
   *p++ = '-';
   p = put_digits(p, static_cast<unsigned>(ymd.month()), 2);
@@ -42,6 +45,8 @@ std::size_t format_rfc3339(TimePoint t, char* out) {
   *p++ = ':';
   p = put_digits(p, static_cast<unsigned>(hms.seconds().count()), 2);
   *p++ = 'Z';
+  HB_ASSERT_MSG(p - out == static_cast<std::ptrdiff_t>(kRfc3339Size),
+                "the caller's buffer holds exactly one timestamp");
   return static_cast<std::size_t>(p - out);
 }
 

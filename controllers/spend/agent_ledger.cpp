@@ -4,6 +4,7 @@
 #include <cmath>
 #include <variant>
 
+#include "api/hb_assert.h"
 #include "controllers/model/provider_backoff.h"
 #include "controllers/schedule/duration.h"
 #include "controllers/schedule/spend.h"
@@ -95,6 +96,8 @@ CountedLedger count_finished_runs(const AgentStatus& stored, std::vector<Finishe
   counted.ledger = apply_ledger(in);
   for (const FinishedRun* run : behind) apply_run_effects(counted.ledger, *run);
   counted.charges = charges_of(uncounted, counted.ledger.counted);
+  HB_ASSERT_MSG(counted.charges.size() <= counted.ledger.counted.size(),
+                "a run is charged only when the ledger counts it");
   counted.recent_runs =
       std::make_shared<const std::vector<LedgerEntry>>(std::move(counted.ledger.recent));
   return counted;
@@ -140,6 +143,7 @@ BackoffState backoff_state(const AgentSpec& spec, const AgentStatus& stored,
         std::max(backoff.intervals,
                  backoff_intervals(*spec.idle_backoff, interval->seconds, *backoff.idle_streak));
   }
+  HB_ASSERT_MSG(backoff.intervals >= 1, "backing off never beats faster than the interval");
   if (spec.idle_backoff || backoff.intervals > 1) {
     backoff.effective_interval = schedule::format_duration(backoff.intervals * interval->seconds);
   }

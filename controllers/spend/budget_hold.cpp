@@ -1,5 +1,6 @@
 #include "controllers/spend/budget_hold.h"
 
+#include "api/hb_assert.h"
 #include "controllers/model/names.h"
 
 namespace hb::controllers {
@@ -52,6 +53,7 @@ std::string resume_value_hash(const std::optional<std::string>& resume) {
 }
 
 BudgetHoldPlan plan_budget_hold(const BudgetHoldInput& in) {
+  HB_ASSERT(in.spec != nullptr);
   BudgetHoldPlan plan;
   plan.hold = in.stored;
   if (plan.hold && plan.hold->holds()) {
@@ -70,6 +72,9 @@ BudgetHoldPlan plan_budget_hold(const BudgetHoldInput& in) {
                            in.now,       resume_value_hash(in.resume),
                            std::nullopt, ""};
   }
+  HB_ASSERT_MSG(!plan.hold || plan.hold->holds() || plan.hold->period == in.period,
+                "a released hold is kept only in its own month");
+  HB_ASSERT_MSG(plan.events.size() <= 1, "at most the one standing hold is released");
   return plan;
 }
 

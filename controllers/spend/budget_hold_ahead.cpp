@@ -107,6 +107,8 @@ double run_worst_case_cents(const AgentSpec& spec, const Pricing& pricing, int64
 
 HoldDecision decide_hold(const std::vector<BudgetRoom>& rooms, double worst_case_cents,
                          const std::function<double(const std::string& pool)>& held_by_others) {
+  HB_ASSERT_MSG(std::isfinite(worst_case_cents) && worst_case_cents >= 0,
+                "a worst case is run_worst_case_cents'");
   HoldDecision d;
   if (rooms.empty()) return d;
   double alone = worst_case_cents;  // what the run would be given were it the only one

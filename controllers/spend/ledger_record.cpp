@@ -5,6 +5,9 @@
 #include <cstdio>
 
 #include "api/hb_assert.h"
+#include "api/object_names.h"
+#include "api/saturating.h"
+#include "controllers/model/names.h"
 #include "controllers/model/run_cost.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/spend_day.h"
@@ -15,6 +18,8 @@ namespace hb::controllers {
 namespace {
 
 constexpr double kMicroCentsPerCentDouble = 1e6;
+// The record counts in the resolution the status spend is rounded to.
+static_assert(kMicroCentsPerCentDouble == kSpendUnitsPerCent);
 // Salt of the ledger name's hash (any fixed number: names must never change).
 constexpr uint64_t kLedgerNameSalt = 0x6c6564676572ULL;  // "ledger"
 
@@ -60,6 +65,7 @@ void add_spend(PeriodSpend& spend, const LedgerCharge& charge, int64_t more, boo
 }
 
 void add_to_policy(PeriodSpend& period, const std::string& policy, int64_t micro_cents) {
+  HB_ASSERT_MSG(micro_cents >= 0, "a policy's part of a charge only adds");
   int64_t& sum = period.policy_micro_cents[policy];
   sum = saturating_add(sum, micro_cents);
 }
@@ -100,6 +106,10 @@ int64_t to_micro_cents(double cents) {
 }
 
 std::string ledger_object_name(const std::string& ns, const std::string& agent) {
+  // The prefix, a namespace (a DNS-1123 label), a dash and the hash: a name.
+  static_assert(std::char_traits<char>::length(kLedgerNamePrefix) + api::kDns1123LabelCharsMax + 1 +
+                    16 <=
+                kObjectNameCharsMax);
   char hash[17];
   std::snprintf(
       hash, sizeof hash, "%016llx",
@@ -152,6 +162,7 @@ LedgerRecord charge_runs(LedgerRecord record, const std::vector<LedgerCharge>& c
                          record.counted.end() - static_cast<std::ptrdiff_t>(kLedgerCountedMax));
   }
   drop_old_periods(record, now);
+  HB_ASSERT(record.counted.size() <= kLedgerCountedMax);
   HB_ASSERT_MSG(none_fell(months_before, record.periods) && none_fell(days_before, record.days),
                 "a charge never lowers what a month or a day spent");
   return record;

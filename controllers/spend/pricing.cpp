@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "api/context_document.h"
+#include "api/hb_assert.h"
 #include "api/object_names.h"
 
 namespace hb::controllers {
@@ -91,6 +92,11 @@ EffectivePricing effective_pricing(const AgentSpec& agent,
       break;
     }
   }
+  HB_ASSERT_MSG(
+      out.pricing.input_cents_per_million_tokens >= agent.pricing.input_cents_per_million_tokens &&
+          out.pricing.output_cents_per_million_tokens >=
+              agent.pricing.output_cents_per_million_tokens,
+      "a policy's price only ever raises the Agent's");
   return out;
 }
 
@@ -104,6 +110,8 @@ std::optional<int64_t> effective_per_run_tokens(const AgentSpec& agent,
   for (const PolicySpec& policy : selecting) {
     if (policy.valid()) offer(policy.per_run_tokens);
   }
+  HB_ASSERT_MSG(!out || (*out > 0 && (agent.per_run_tokens <= 0 || *out <= agent.per_run_tokens)),
+                "a policy's token cap only ever narrows the Agent's");
   return out;
 }
 
@@ -139,6 +147,7 @@ std::vector<schedule::Block> policy_refusals(const AgentSpec& agent,
                        "; no heartbeat runs until the Agent uses the operator's runner"});
     break;
   }
+  HB_ASSERT_MSG(out.size() <= 2, "one refusal of each kind: the first policy's");
   return out;
 }
 
