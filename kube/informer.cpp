@@ -9,7 +9,7 @@ namespace hb::kube {
 
 Informer::Informer(std::shared_ptr<Client> client, Resource resource, InformerOptions options)
     : client_(std::move(client)), resource_(std::move(resource)), options_(std::move(options)) {
-  store_.set_projection(options_.projection, options_.list_pass);
+  store_.set_projection(options_.projection, options_.list_pass, options_.text_cut);
 }
 
 Informer::~Informer() {

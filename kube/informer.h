@@ -28,6 +28,9 @@ struct InformerOptions {
   int watch_timeout_seconds = kWatchTimeoutSecondsDefault;
   // Cuts every cached object down to what readers use (Store::set_projection).
   Projection projection;
+  // What of a watched object's text the projection may keep, cut before
+  // the parse (Store::set_projection); null: the whole text is parsed.
+  std::shared_ptr<const TextCut> text_cut;
   // Made for each list, to cut objects by what else the list holds
   // (Store::set_projection).
   ListPassFactory list_pass;

@@ -17,10 +17,12 @@ std::string Store::key_of(const nlohmann::json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
-void Store::set_projection(Projection projection, ListPassFactory list_pass) {
+void Store::set_projection(Projection projection, ListPassFactory list_pass,
+                           std::shared_ptr<const TextCut> text_cut) {
   std::lock_guard lock(mutex_);
   projection_ = std::move(projection);
   list_pass_ = std::move(list_pass);
+  text_cut_ = std::move(text_cut);
 }
 
 bool Store::project(nlohmann::json& object) const {
@@ -138,7 +140,11 @@ void Store::apply(WatchEvent event) {
 
 void Store::apply(const ScannedWatchEvent& event) {
   if (projection_) {  // a projection needs the tree the fast path avoids
-    apply(WatchEvent{event.type, nlohmann::json::parse(event.compact_object_text())});
+    // Cut first, when the projection keeps little of a large object: only
+    // what it may keep is parsed (managedFields goes with the cut).
+    const std::string text =
+        text_cut_ ? cut_text(event.object_text, *text_cut_) : event.compact_object_text();
+    apply(WatchEvent{event.type, nlohmann::json::parse(text)});
     return;
   }
   std::string key(event.name);

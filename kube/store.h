@@ -19,6 +19,7 @@
 
 #include "kube/compressed_text.h"
 #include "kube/stored_objects.h"
+#include "kube/text_cut.h"
 #include "kube/watch_decoder.h"
 #include "kube/watch_scan.h"
 
@@ -73,7 +74,10 @@ class Store {
   void set_handlers(StoreHandlers handlers);
   // Applied to every object before it is kept or handed to a handler, and
   // a pass made for each relist (nullptr: none). Set before the first object.
-  void set_projection(Projection projection, ListPassFactory list_pass = nullptr);
+  // A text cut (text_cut.h) is applied to a scanned event's text before it
+  // is parsed for the projection; it must keep what the projection reads.
+  void set_projection(Projection projection, ListPassFactory list_pass = nullptr,
+                      std::shared_ptr<const TextCut> text_cut = nullptr);
 
   // Applies one ADDED, MODIFIED or DELETED event and runs the handler.
   void apply(WatchEvent event);
@@ -181,6 +185,7 @@ class Store {
   std::shared_ptr<const StoreHandlers> handlers_ = std::make_shared<StoreHandlers>();
   Projection projection_;
   ListPassFactory list_pass_;
+  std::shared_ptr<const TextCut> text_cut_;
   // Made from the first text compressed; set once, before any entry exists,
   // and never changed (every entry needs it).
   mutable std::once_flag dictionary_once_;

@@ -51,7 +51,7 @@ constexpr int kRunsInFlight = 1;
 class FilledSource final : public hb::kube::CachedResource {
  public:
   explicit FilledSource(const hb::kube::InformerOptions& options) {
-    store_.set_projection(options.projection, options.list_pass);
+    store_.set_projection(options.projection, options.list_pass, options.text_cut);
   }
   void set_handlers(hb::kube::StoreHandlers handlers) override {
     store_.set_handlers(std::move(handlers));

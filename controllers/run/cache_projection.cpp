@@ -1,6 +1,7 @@
 #include "controllers/run/cache_projection.h"
 
 #include <initializer_list>
+#include <memory>
 
 #include "api/hb_assert.h"
 #include "api/heartbeat_pod.h"
@@ -24,12 +25,29 @@ Json take(Json& from, std::initializer_list<const char*> keys) {
   return out;
 }
 
+// The metadata both keep, as members and as a text cut (keep the two alike).
+constexpr std::initializer_list<const char*> kMetadataKept = {
+    "name",   "namespace",      "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
+    "labels", "ownerReferences"};
+constexpr std::initializer_list<const char*> kAnnotationsKept = {
+    kAnnotationAgentName, kAnnotationRunName, kAnnotationStartedAt};
+
+kube::TextCut members_whole(std::initializer_list<const char*> names) {
+  kube::TextCut cut;
+  for (const char* name : names) cut.members.push_back({name, {}});
+  return cut;
+}
+
+kube::TextCut shell_cut() {
+  kube::TextCut metadata = members_whole(kMetadataKept);
+  metadata.members.push_back({"annotations", members_whole(kAnnotationsKept)});
+  return {{"apiVersion", {}}, {"kind", {}}, {"metadata", std::move(metadata)}};
+}
+
 Json projected_metadata(Json& metadata) {
-  Json out = take(metadata, {"name", "namespace", "uid", "resourceVersion", "creationTimestamp",
-                             "deletionTimestamp", "labels", "ownerReferences"});
+  Json out = take(metadata, kMetadataKept);
   if (auto annotations = metadata.find("annotations"); annotations != metadata.end()) {
-    Json kept =
-        take(*annotations, {kAnnotationAgentName, kAnnotationRunName, kAnnotationStartedAt});
+    Json kept = take(*annotations, kAnnotationsKept);
     if (!kept.empty()) out["annotations"] = std::move(kept);
   }
   return out;
@@ -57,7 +75,34 @@ Json projected_container_status(Json& status) {
   return out;
 }
 
+constexpr std::initializer_list<const char*> kJobTemplateAnnotationsKept = {kAnnotationPolicies,
+                                                                            kAnnotationBudgetHold};
+constexpr std::initializer_list<const char*> kJobStatusKept = {"conditions"};
+constexpr std::initializer_list<const char*> kPodStatusKept = {"phase", "reason", "conditions",
+                                                               "containerStatuses"};
+
 }  // namespace
+
+std::shared_ptr<const kube::TextCut> job_text_cut() {
+  static const auto cut = std::make_shared<const kube::TextCut>([] {
+    kube::TextCut out = shell_cut();
+    kube::TextCut template_metadata{{"annotations", members_whole(kJobTemplateAnnotationsKept)}};
+    kube::TextCut spec{{"template", kube::TextCut{{"metadata", std::move(template_metadata)}}}};
+    out.members.push_back({"spec", std::move(spec)});
+    out.members.push_back({"status", members_whole(kJobStatusKept)});
+    return out;
+  }());
+  return cut;
+}
+
+std::shared_ptr<const kube::TextCut> pod_text_cut() {
+  static const auto cut = std::make_shared<const kube::TextCut>([] {
+    kube::TextCut out = shell_cut();
+    out.members.push_back({"status", members_whole(kPodStatusKept)});
+    return out;
+  }());
+  return cut;
+}
 
 void project_job(Json& job) {
   if (!job.is_object()) return;
@@ -66,14 +111,14 @@ void project_job(Json& job) {
   // and the cents held for the run (budget_hold_ahead.h).
   if (const Json* annotations = find_path(job, "spec/template/metadata/annotations");
       annotations != nullptr && annotations->is_object()) {
-    for (const char* key : {kAnnotationPolicies, kAnnotationBudgetHold}) {
+    for (const char* key : kJobTemplateAnnotationsKept) {
       if (auto kept = annotations->find(key); kept != annotations->end()) {
         out["spec"]["template"]["metadata"]["annotations"][key] = *kept;
       }
     }
   }
   if (auto status = job.find("status"); status != job.end()) {
-    Json kept = take(*status, {"conditions"});
+    Json kept = take(*status, kJobStatusKept);
     if (!kept.empty()) out["status"] = std::move(kept);
   }
   job = std::move(out);

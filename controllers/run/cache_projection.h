@@ -6,7 +6,10 @@
 // parse per read (issue: 10,000 agents in 64 MiB). Pure.
 #pragma once
 
+#include <memory>
+
 #include "controllers/model/json_util.h"
+#include "kube/text_cut.h"
 
 namespace hb::controllers {
 
@@ -22,6 +25,15 @@ void project_job(Json& job);
 // name and state, with a termination message only for the runner container
 // (the tools container's is the agent's to write and is never read).
 void project_pod(Json& pod);
+
+// What of a watched Job's and Pod's text the two projections above, and
+// the cache before them (the owner's annotations, the store's key and
+// resourceVersion), may read: the cache cuts each event's text to it before
+// the parse (kube/text_cut.h), so a Job's Pod template and a Pod's spec
+// are skipped, not parsed and then dropped. A superset of what the
+// projections keep; they still run on what is parsed.
+std::shared_ptr<const kube::TextCut> job_text_cut();
+std::shared_ptr<const kube::TextCut> pod_text_cut();
 
 // A settled run (final, its cost recorded) is only read for its history
 // (phase, times, tokens and cost, output for the next runs' context) and is

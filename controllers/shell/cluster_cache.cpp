@@ -110,7 +110,8 @@ void ClusterCache::make_informers(const SourceFactory& make_source, const CacheO
       options.namespaces.empty() ? std::vector<std::string>{""} : options.namespaces;
   auto make = [&](const kube::Resource& r, const std::string& label_selector,
                   kube::Projection projection = nullptr, bool optional = false,
-                  kube::ListPassFactory list_pass = nullptr) {
+                  kube::ListPassFactory list_pass = nullptr,
+                  std::shared_ptr<const kube::TextCut> text_cut = nullptr) {
     InformerSet set;
     for (const std::string& ns : namespaces) {
       kube::InformerOptions o;
@@ -119,6 +120,7 @@ void ClusterCache::make_informers(const SourceFactory& make_source, const CacheO
       o.watch_timeout_seconds = options.watch_timeout_seconds;
       o.projection = projection;
       o.list_pass = list_pass;
+      o.text_cut = text_cut;
       o.optional_resource = optional;
       o.on_refused = options.on_refused;
       set.namespaces.push_back(ns);
@@ -138,6 +140,8 @@ void ClusterCache::make_informers(const SourceFactory& make_source, const CacheO
   // templates, specs and the run's context document are nearly all of their
   // size, and nothing here reads them. Those of settled runs are not kept:
   // nothing decides from them any more (a settled run holds no place).
+  // Their events' text is cut to what the projections read before it is
+  // parsed (job_text_cut, pod_text_cut).
   auto unless_settled = [this](void (*project)(Json&)) {
     return [this, project](Json& o) {
       if (owner_run_settled(o)) {
@@ -147,8 +151,10 @@ void ClusterCache::make_informers(const SourceFactory& make_source, const CacheO
       project(o);
     };
   };
-  jobs_ = make(kube::resources::kJobs, selector, unless_settled(project_job));
-  pods_ = make(kube::resources::kPods, selector, unless_settled(project_pod));
+  jobs_ = make(kube::resources::kJobs, selector, unless_settled(project_job), false, nullptr,
+               job_text_cut());
+  pods_ = make(kube::resources::kPods, selector, unless_settled(project_pod), false, nullptr,
+               pod_text_cut());
   leases_ = make(kube::resources::kLeases, selector);
   if (policy_index_) {
     policies_ = make(kube::resources::kHeartbeatPolicies, "", nullptr, /*optional=*/true);

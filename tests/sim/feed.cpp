@@ -15,7 +15,7 @@ Feed::Feed(const ApiServer& server, uint64_t id, std::string resource,
       selector_text_(options.label_selector),
       selector_(options.label_selector),
       lag_(std::move(lag)) {
-  store_.set_projection(options.projection, options.list_pass);
+  store_.set_projection(options.projection, options.list_pass, options.text_cut);
 }
 
 void Feed::relist(TimePoint now) {

@@ -210,6 +210,39 @@ TEST(CacheProjection, AJobKeepsItsIdentityOwnersAndConditions) {
   EXPECT_LT(projected.dump().size() * 20, full.dump().size());
 }
 
+// The cache cuts a watched Pod's or Job's text before it parses it: what the
+// projection keeps of the cut is what it keeps of the whole object.
+TEST(CacheProjection, TheTextCutsKeepWhatTheProjectionsKeep) {
+  for (const Json& full : pods_in_every_state()) {
+    const std::string text = full.dump();
+    const std::string cut = kube::cut_text(text, *pod_text_cut());
+    EXPECT_EQ(projected_pod(Json::parse(cut)), projected_pod(full));
+    EXPECT_LT(cut.size() * 10, text.size());
+  }
+  Json job = {
+      {"apiVersion", "batch/v1"},
+      {"kind", "Job"},
+      {"metadata", metadata("bot-1")},
+      {"spec",
+       {{"backoffLimit", 0},
+        {"template", {{"metadata", metadata("bot-1")}, {"spec", pod_spec()}}}}},
+      {"status",
+       {{"active", 1}, {"conditions", Json::array({{{"type", "Complete"}, {"status", "True"}}})}}}};
+  for (int stamped = 0; stamped < 2; ++stamped) {
+    if (stamped == 1) {
+      job["spec"]["template"]["metadata"]["annotations"][kAnnotationPolicies] = "team-a";
+      job["spec"]["template"]["metadata"]["annotations"][kAnnotationBudgetHold] = "2.500000";
+    }
+    const std::string text = job.dump();
+    const std::string cut = kube::cut_text(text, *job_text_cut());
+    Json a = Json::parse(cut), b = job;
+    project_job(a);
+    project_job(b);
+    EXPECT_EQ(a, b);
+    EXPECT_LT(cut.size() * 10, text.size());
+  }
+}
+
 Json full_run(const std::string& phase, bool counted) {
   return {{"apiVersion", "heartbeat.dev/v1alpha1"},
           {"kind", "HeartbeatRun"},

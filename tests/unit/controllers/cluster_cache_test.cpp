@@ -24,7 +24,7 @@ class HandFedSource final : public kube::CachedResource {
   HandFedSource(const kube::InformerOptions& options, std::string resource,
                 std::vector<std::string>& started)
       : resource_(std::move(resource)), started_(started) {
-    store_.set_projection(options.projection, options.list_pass);
+    store_.set_projection(options.projection, options.list_pass, options.text_cut);
   }
   void set_handlers(kube::StoreHandlers handlers) override {
     store_.set_handlers(std::move(handlers));
