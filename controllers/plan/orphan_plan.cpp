@@ -16,6 +16,8 @@ OrphanStep run_step(OrphanStepKind kind, std::string run) {
   OrphanStep step;
   step.kind = kind;
   step.run = std::move(run);
+  HB_ASSERT_MSG(!step.run.empty() && kind != OrphanStepKind::kChargeLedger,
+                "a run step names its run");
   return step;
 }
 
@@ -30,6 +32,7 @@ LedgerCharge charge_of(const OrphanRun& orphan, TimePoint now) {
   charge.finished_at = time_at(status, "finishedAt").value_or(now);
   charge.policies = orphan.admitting_policies;
   charge.call_durations = call_durations_from_status(status);
+  HB_ASSERT_MSG(orphan.observed.became_final, "only a run that became final is charged");
   return charge;
 }
 
@@ -43,6 +46,9 @@ Json marked_status(const OrphanRun& orphan, const LedgerRecord* ledger) {
     if (charged > usage_from_status(status).cost_cents) status["usage"]["costCents"] = charged;
   }
   status["costRecorded"] = true;
+  HB_ASSERT_MSG(ledger == nullptr || usage_from_status(status).cost_cents >=
+                                         usage_from_status(orphan.observed.status).cost_cents,
+                "a mark never lowers the cost the run shows");
   return status;
 }
 
@@ -70,6 +76,7 @@ OrphanStep charge_step(const std::vector<const OrphanRun*>& finished, const Ledg
   for (const OrphanRun* orphan : finished) step.charges.push_back(charge_of(*orphan, now));
   // A run charged after its Agent is gone counts in the day the Agent counted in.
   step.agent_zone = schedule::find_time_zone(agent_zone_in(ledger)).value.value_or(nullptr);
+  HB_ASSERT_MSG(step.charges.size() == finished.size(), "each run that became final, once");
   return step;
 }
 
@@ -109,6 +116,11 @@ OrphanPlan plan_orphans(const OrphanPlanInput& input) {
     plan.steps.push_back(run_step(OrphanStepKind::kDeleteRun, run));
   }
   plan.next_retention_at = retention.next_at;
+  HB_ASSERT_MSG(std::is_sorted(plan.steps.begin(), plan.steps.end(),
+                               [](const OrphanStep& a, const OrphanStep& b) {
+                                 return static_cast<int>(a.kind) < static_cast<int>(b.kind);
+                               }),
+                "Jobs are deleted, then charges made, then marks, then retention deletes");
   return plan;
 }
 

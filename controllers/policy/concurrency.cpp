@@ -22,6 +22,7 @@ std::string limit_name(std::string_view pool) {
   // A policy selects agents of its own namespace, so its name says enough.
   const std::size_t slash = pool.find('/');
   const std::string_view name = slash == std::string_view::npos ? pool : pool.substr(slash + 1);
+  HB_ASSERT_MSG(!name.empty(), "a policy's pool names the policy");
   return "HeartbeatPolicy " + std::string(name) + ", maxConcurrentRuns";
 }
 
@@ -108,10 +109,13 @@ std::vector<std::string> agents_to_wake_in_pools(
   std::vector<std::string> agents;
   for (const StartCandidate* w : waiting_in_order) {
     const auto it = lines_and_admits.find(w->agent);
+    HB_ASSERT_MSG(it == lines_and_admits.end() || it->second.second <= it->second.first,
+                  "a line admits only an agent standing in it");
     if (it == lines_and_admits.end() || it->second.first == it->second.second) {
       agents.push_back(w->agent);
     }
   }
+  HB_ASSERT(agents.size() <= waiting_in_order.size());
   return agents;
 }
 
@@ -126,6 +130,7 @@ std::string agent_of_run(std::string_view run_key, const Json& run) {
   const std::string_view name = string_view_at(run, "spec/agentRef/name");
   const std::size_t slash = run_key.find('/');
   if (name.empty() || slash == std::string_view::npos) return {};
+  HB_ASSERT_MSG(slash > 0, "a run's key begins with its namespace");
   return object_key(run_key.substr(0, slash), name);
 }
 

@@ -97,6 +97,7 @@ std::vector<WantedPolicyCondition> wanted_policy_conditions(const PolicySpec& po
                     : WantedPolicyCondition{kConditionSelectorMatchesNothing, false,
                                             "AgentsSelected",
                                             std::to_string(tally.agents) + " Agent(s) selected"});
+  HB_ASSERT_MSG(out.size() == 6, "every policy condition is said, each once");
   return out;
 }
 

@@ -41,6 +41,8 @@ ProviderCredential::ProviderCredential(std::string_view ns, std::string_view end
     bytes_ += ':';
     bytes_ += part;
   }
+  HB_ASSERT_MSG(bytes_.size() >= ns.size() + endpoint.size() + secret.size() + 6,
+                "each part is kept whole behind its length");
 }
 
 std::string_view ProviderCredential::part(int index) const {

@@ -36,6 +36,7 @@ void add_daily_budget_block(const BlockInput& input, TimePoint now, BlockResult&
            format_rfc3339(input.day_ends) + " or when spec.budget.dailyCents is raised",
        kReasonDailyBudgetExceeded});
   result.budget_resets_at = input.day_ends;
+  HB_ASSERT_MSG(input.day_ends > now, "a spent day blocks only until it ends");
 }
 
 bool team_day_spent(const PolicyBudget& p, TimePoint now) {
@@ -51,6 +52,7 @@ void add_budget_block(const BlockInput& input, TimePoint now, BlockResult& resul
                              held_message(*input.budget_hold, spent, now),
                              kReasonAwaitingApproval});
     result.until_a_person_acts = true;
+    HB_ASSERT_MSG(!result.budget_resets_at, "a held stop waits for a person, not a date");
     return;
   }
   if (input.monthly_budget_cents <= 0 || spent < input.monthly_budget_cents) {
@@ -64,6 +66,7 @@ void add_budget_block(const BlockInput& input, TimePoint now, BlockResult& resul
            " cents budgeted for " + spend_period(now) + "; heartbeats resume at " +
            format_rfc3339(resets) + " or when spec.budget.monthlyCents is raised"});
   result.budget_resets_at = resets;
+  HB_ASSERT_MSG(resets > now, "a spent month blocks only until the next begins");
 }
 
 Block team_day_block(const PolicyBudget& p, TimePoint now) {
@@ -95,7 +98,9 @@ std::optional<std::pair<Block, TimePoint>> policy_budget_block(const BlockInput&
         start_of_next_period(now)};
   }
   for (const PolicyBudget& p : input.policy_budgets) {
-    if (team_day_spent(p, now)) return std::pair{team_day_block(p, now), p.day_ends};
+    if (!team_day_spent(p, now)) continue;
+    HB_ASSERT_MSG(p.day_ends > now, "a team's spent day blocks only until it ends");
+    return std::pair{team_day_block(p, now), p.day_ends};
   }
   return std::nullopt;
 }
@@ -111,7 +116,10 @@ const PolicyBudget* pausing_policy(const std::vector<PolicyBudget>& policies) {
 
 const PolicyBudget* cancelling_policy(const std::vector<PolicyBudget>& policies) {
   for (const PolicyBudget& p : policies) {
-    if (p.paused && p.cancel_running) return &p;
+    if (p.paused && p.cancel_running) {
+      HB_ASSERT(pausing_policy(policies) != nullptr);
+      return &p;
+    }
   }
   return nullptr;
 }

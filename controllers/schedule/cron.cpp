@@ -93,7 +93,10 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
     const std::size_t at = s.find(sep, start);
     parts.push_back(
         s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
-    if (at == std::string_view::npos) return parts;
+    if (at == std::string_view::npos) {
+      HB_ASSERT_MSG(parts.size() <= s.size() + 1, "one more part than separators at most");
+      return parts;
+    }
     start = at + 1;
   }
 }
@@ -106,6 +109,7 @@ std::vector<std::string_view> split_whitespace(std::string_view s) {
     while (i < s.size() && !is_space(s[i])) ++i;
     if (i > start) parts.push_back(s.substr(start, i - start));
   }
+  HB_ASSERT_MSG(parts.size() * 2 <= s.size() + 1, "parts are separated by whitespace");
   return parts;
 }
 
@@ -139,12 +143,14 @@ std::optional<int> parse_value(std::string_view token, const FieldSpec& spec, st
             std::to_string(spec.min) + "-" + std::to_string(spec.max);
     return std::nullopt;
   }
+  HB_ASSERT_MSG(error.empty(), "a value parsed leaves no error");
   return value;
 }
 
 // The step after '/', 1..span.
 std::optional<int> parse_step(std::string_view step_text, int span, const std::string& field,
                               std::string& error) {
+  HB_ASSERT_MSG(span >= 1, "a field spans at least one value");
   if (!is_digits(step_text)) {
     error = field + " step \"" + std::string(step_text) + "\" is not a number";
     return std::nullopt;
@@ -253,6 +259,8 @@ bool parse_element(std::string_view element, const FieldSpec& spec, uint64_t has
 template <std::size_t N>
 bool parse_field(std::string_view text, const FieldSpec& spec, uint64_t hash, std::bitset<N>& out,
                  std::string& error) {
+  HB_ASSERT_MSG(spec.min >= 0 && spec.min <= spec.max && spec.max <= static_cast<int>(N),
+                "a field's values fit its bitset (day-of-week 7 folds onto 0)");
   std::vector<bool> bits(static_cast<std::size_t>(spec.max) + 1, false);
   for (std::string_view element : split(text, ',')) {
     if (!parse_element(element, spec, hash, bits, error)) return false;
@@ -266,6 +274,7 @@ bool parse_field(std::string_view text, const FieldSpec& spec, uint64_t hash, st
 
 bool day_matches(const CronSchedule& cron, sys_days day) {
   const std::chrono::year_month_day ymd{day};
+  HB_ASSERT(ymd.ok());
   if (!cron.months.test(static_cast<unsigned>(ymd.month()))) return false;
   const bool dom = cron.days_of_month.test(static_cast<unsigned>(ymd.day()));
   const bool dow = cron.days_of_week.test(std::chrono::weekday{day}.c_encoding());
@@ -354,6 +363,7 @@ ParseResult<CronSchedule> parse_cron(std::string_view text, std::string_view fie
   }
   cron.dom_star = parts[2].front() == '*';
   cron.dow_star = parts[4].front() == '*';
+  HB_ASSERT_MSG(error.empty() && !cron.text.empty(), "a parsed schedule keeps its text");
   return ParseResult<CronSchedule>::success(std::move(cron));
 }
 
@@ -361,6 +371,7 @@ bool cron_matches(const CronSchedule& cron, TimePoint t) {
   const auto minute = std::chrono::floor<minutes>(t);
   const auto day = std::chrono::floor<days>(minute);
   const auto of_day = static_cast<std::size_t>((minute - day).count());
+  HB_ASSERT(of_day < static_cast<std::size_t>(kMinutesPerDay));
   return day_matches(cron, day) && cron.hours.test(of_day / 60) && cron.minutes.test(of_day % 60);
 }
 

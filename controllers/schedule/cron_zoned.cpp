@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "api/hb_assert.h"
+
 namespace hb::schedule {
 namespace {
 
@@ -34,6 +36,7 @@ Span span_of(const date::time_zone& zone, date::sys_seconds at) {
   const date::sys_info info = zone.get_info(at);
   const date::sys_seconds begin = std::max(info.begin, kSpanBoundEarliest);
   const date::sys_seconds end = std::min(info.end, kSpanBoundLatest);
+  HB_ASSERT_MSG(begin < end, "a span of constant offset is not empty");
   const seconds before =
       begin > kSpanBoundEarliest ? zone.get_info(begin - seconds{1}).offset : info.offset;
   return {begin, end, info.offset, before, begin + std::max(info.offset, before)};
@@ -41,6 +44,7 @@ Span span_of(const date::time_zone& zone, date::sys_seconds at) {
 
 // The offset the span after `span` has (its own at the far bound).
 seconds next_offset(const date::time_zone& zone, const Span& span) {
+  HB_ASSERT(span.begin < span.end);
   return span.end < kSpanBoundLatest ? zone.get_info(floor<seconds>(span.end)).offset : span.offset;
 }
 

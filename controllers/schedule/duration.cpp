@@ -3,6 +3,8 @@
 #include <cctype>
 #include <limits>
 
+#include "api/hb_assert.h"
+
 namespace hb::schedule {
 namespace {
 
@@ -87,11 +89,14 @@ ParseResult<int64_t> parse_duration_seconds(std::string_view text, std::string_v
     total += number * kSecondsPerUnit[rank];
     if (total > kDurationSecondsMax) return fail(field, text, too_long);
   }
+  HB_ASSERT_MSG(total >= 0 && total <= kDurationSecondsMax && last_rank >= 0,
+                "a parsed duration has a unit and lies within its bounds");
   return ParseResult<int64_t>::success(total);
 }
 
 std::optional<std::string> check_duration_min(std::string_view field, int64_t seconds,
                                               int64_t min_seconds) {
+  HB_ASSERT_MSG(min_seconds > 0, "a minimum is a positive duration");
   if (seconds >= min_seconds) return std::nullopt;
   std::string message;
   message.append(field).append(" ").append(format_duration(seconds));
@@ -109,6 +114,8 @@ std::string format_duration(int64_t seconds) {
   if (h > 0) out += std::to_string(h) + "h";
   if (m > 0) out += std::to_string(m) + "m";
   if (s > 0) out += std::to_string(s) + "s";
+  HB_ASSERT_MSG(!out.empty() && h * 3600 + m * 60 + s == seconds,
+                "the text adds up to the duration");
   return out;
 }
 

@@ -106,6 +106,8 @@ ParseResult<int64_t> parse_spread(std::string_view spread, int64_t interval_seco
 
 // The anchor that makes slot(1) = created + offset, the first slot after creation.
 TimePoint interval_anchor(const IntervalSchedule& iv, TimePoint created) {
+  HB_ASSERT_MSG(iv.offset_seconds == 0 || (iv.offset_seconds > 0 && iv.offset_seconds < iv.seconds),
+                "a spread lies within one interval");
   const int64_t back = iv.offset_seconds > 0 ? iv.seconds - iv.offset_seconds : 0;
   return created - seconds{back};
 }
@@ -136,6 +138,9 @@ ParseResult<Schedule> parse_schedule(const ScheduleText& text) {
     }
     auto offset = parse_spread(text.spread, *parsed.value, text.hash_key);
     if (!offset.ok()) return Result::failure(std::move(offset.error));
+    HB_ASSERT_MSG(
+        *parsed.value >= kIntervalSecondsMin && *offset.value >= 0 && *offset.value < *parsed.value,
+        "a parsed interval has its minimum and a spread within it");
     return Result::success(IntervalSchedule{*parsed.value, *offset.value});
   }
   if (!text.spread.empty() && text.spread != kSpreadNone) {

@@ -34,7 +34,9 @@ TimePoint start_of_next_period(TimePoint t) {
 
 int64_t spend_in_current_period(std::string_view recorded_period, int64_t recorded_cents,
                                 TimePoint now) {
-  return recorded_period == spend_period(now) ? recorded_cents : 0;
+  const std::string period = spend_period(now);
+  HB_ASSERT_MSG(!period.empty(), "every time has a period");
+  return recorded_period == period ? recorded_cents : 0;
 }
 
 }  // namespace hb::schedule

@@ -14,6 +14,7 @@ namespace {
 constexpr std::size_t kDateBytes = 10;  // "YYYY-MM-DD"
 
 std::string format_date(std::chrono::year_month_day ymd) {
+  HB_ASSERT_MSG(ymd.ok(), "a date from a time point is a real date");
   char text[32];
   std::snprintf(text, sizeof text, "%04d-%02u-%02u", static_cast<int>(ymd.year()),
                 static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()));
@@ -23,6 +24,7 @@ std::string format_date(std::chrono::year_month_day ymd) {
 // The local day of t in `zone`, counted as days since 1970-01-01 local.
 std::chrono::sys_days local_day(TimePoint t, const date::time_zone* zone) {
   using namespace std::chrono;
+  HB_ASSERT_MSG(zone != nullptr, "UTC days are counted without a zone");
   const auto local = zone->to_local(time_point_cast<seconds>(t));
   return sys_days{floor<days>(local.time_since_epoch())};
 }
@@ -59,6 +61,7 @@ TimePoint start_of_next_day(TimePoint t, const date::time_zone* zone) {
 std::string_view day_of_key(std::string_view key) {
   const std::size_t at = key.find('@');
   if (at != kDateBytes || key.size() == at + 1) return {};
+  HB_ASSERT(at < key.size());
   return key.substr(0, at);
 }
 
@@ -72,6 +75,8 @@ bool day_expired(std::string_view key, TimePoint now) {
   const std::string_view day = day_of_key(key);
   if (day.empty()) return false;
   const std::string oldest = format_date(year_month_day{floor<days>(now - kSpendDaysKept)});
+  HB_ASSERT_MSG(day.size() == oldest.size() || oldest.size() != kDateBytes,
+                "days compare as text only at the same width");
   return day < std::string_view(oldest);
 }
 

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <string>
 
+#include "api/hb_assert.h"
+
 namespace hb::schedule {
 namespace {
 
@@ -32,7 +34,9 @@ ParseResult<const date::time_zone*> find_time_zone(std::string_view name, std::s
     return fail("is not a time zone name");
   }
   try {
-    return Result::success(date::locate_zone(name));
+    const date::time_zone* zone = date::locate_zone(name);
+    HB_ASSERT_MSG(zone != nullptr, "the tz library throws for a name it does not know");
+    return Result::success(zone);
   } catch (const std::exception&) {
     return fail("unknown time zone");
   }

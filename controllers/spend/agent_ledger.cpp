@@ -15,6 +15,7 @@ namespace hb::controllers {
 Spend spend_this_month(const std::optional<Spend>& stored, TimePoint now) {
   std::string period = schedule::spend_period(now);
   if (stored && stored->period == period) return *stored;
+  HB_ASSERT_MSG(!period.empty(), "every time falls in a period");
   return Spend{std::move(period), 0, 0, 0};
 }
 
@@ -31,6 +32,7 @@ std::vector<LedgerEntry> with_record_counted(std::vector<LedgerEntry> recent,
                                              const std::vector<FinishedRun>& finished,
                                              std::vector<const FinishedRun*>& behind) {
   if (record == nullptr) return recent;
+  const std::size_t listed_before = recent.size();
   for (LedgerEntry& entry : counted_entries(*record)) {
     const bool listed = std::any_of(recent.begin(), recent.end(),
                                     [&](const LedgerEntry& e) { return e.name == entry.name; });
@@ -43,6 +45,8 @@ std::vector<LedgerEntry> with_record_counted(std::vector<LedgerEntry> recent,
     recent.insert(recent.begin(), std::move(entry));
     behind.push_back(&*run);
   }
+  HB_ASSERT_MSG(recent.size() - listed_before == behind.size() && behind.size() <= finished.size(),
+                "each run put at the head is one finished run, once");
   return recent;
 }
 
@@ -59,6 +63,8 @@ std::vector<LedgerCharge> charges_of(const std::vector<FinishedRun>& runs,
     charge.call_durations = run->call_durations;
     charges.push_back(std::move(charge));
   }
+  HB_ASSERT_MSG(charges.size() <= counted.size() && charges.size() <= runs.size(),
+                "a charge is one counted, finished run");
   return charges;
 }
 
@@ -120,6 +126,7 @@ LedgerRecord record_from_status(const std::string& ns, const std::string& agent,
       record.counted.push_back({e.name, to_micro_cents(e.cost_cents), month});
     }
   }
+  HB_ASSERT_MSG(record.periods.size() == 1, "a record made from a status knows one month");
   return record;
 }
 
@@ -190,6 +197,7 @@ std::optional<DaySpend> spend_today_if_needed(const AgentSpec& spec, const Agent
 
 int64_t limited_cents_today(const AgentSpec& spec, const std::optional<DaySpend>& today) {
   if (spec.daily_budget_cents <= 0 || !today) return 0;
+  HB_ASSERT_MSG(today->cents >= 0, "spend_today rounds a non-negative sum");
   return saturating_int64(std::floor(today->cents));
 }
 

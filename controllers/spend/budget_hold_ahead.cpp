@@ -14,6 +14,8 @@ std::string format_hold_cents(double cents) {
   char text[64];
   const auto [end, error] =
       std::to_chars(text, text + sizeof text, std::max(0.0, cents), std::chars_format::fixed, 6);
+  HB_ASSERT_MSG(error != std::errc() || parse_hold_cents(std::string_view(text, end - text)),
+                "a held figure written reads back");
   return error == std::errc() ? std::string(text, end) : "0";
 }
 
@@ -24,6 +26,7 @@ std::optional<double> parse_hold_cents(std::string_view text) {
       cents < 0) {
     return std::nullopt;
   }
+  HB_ASSERT(std::isfinite(cents) && cents >= 0);
   return cents;
 }
 
@@ -63,6 +66,7 @@ std::vector<std::string> hold_pools(const std::string& agent_key, const std::str
     pools.push_back(budget_pool_of_policy(ns, policy));
     pools.push_back(budget_day_pool_of_policy(ns, policy));
   }
+  HB_ASSERT_MSG(pools.size() == 2 * (policies.size() + 1), "a month and a day pool for each owner");
   return pools;
 }
 
@@ -71,6 +75,8 @@ namespace {
 void add_room(std::vector<BudgetRoom>& rooms, std::string pool, int64_t budget, double spent) {
   if (budget <= 0) return;
   rooms.push_back({std::move(pool), std::max(0.0, static_cast<double>(budget) - spent)});
+  HB_ASSERT_MSG(rooms.back().left_cents <= static_cast<double>(budget),
+                "spend only ever takes room away");
 }
 
 }  // namespace
@@ -86,6 +92,7 @@ std::vector<BudgetRoom> budget_rooms(const std::string& agent_key, const AgentBu
     add_room(rooms, budget_day_pool_of_policy(team.ns, team.policy), team.daily_budget_cents,
              std::max(static_cast<double>(team.spent_today_cents), team.exact_spent_today_cents));
   }
+  HB_ASSERT_MSG(rooms.size() <= 2 * (teams.size() + 1), "at most a month and a day room an owner");
   return rooms;
 }
 

@@ -43,6 +43,8 @@ void drop_old_periods(LedgerRecord& record, TimePoint now) {
   record.periods.erase(record.periods.begin(), record.periods.lower_bound(oldest));
   std::erase_if(record.days,
                 [&](const auto& day) { return schedule::day_expired(day.first, now); });
+  HB_ASSERT_MSG(record.periods.empty() || record.periods.begin()->first >= oldest,
+                "no month older than the one before now's is kept");
 }
 
 // A charge's policies, each once.
@@ -50,6 +52,7 @@ std::vector<std::string> distinct_policies(const LedgerCharge& charge) {
   std::vector<std::string> names = charge.policies;
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
+  HB_ASSERT(names.size() <= charge.policies.size());
   return names;
 }
 
@@ -102,7 +105,9 @@ bool none_fell(const std::map<std::string, int64_t>& before,
 }  // namespace
 
 int64_t to_micro_cents(double cents) {
-  return saturating_int64(std::round(cents * kMicroCentsPerCentDouble));
+  const int64_t micro_cents = saturating_int64(std::round(cents * kMicroCentsPerCentDouble));
+  HB_ASSERT_MSG(cents < 0 || micro_cents >= 0, "a non-negative figure stays non-negative");
+  return micro_cents;
 }
 
 std::string ledger_object_name(const std::string& ns, const std::string& agent) {
@@ -114,7 +119,10 @@ std::string ledger_object_name(const std::string& ns, const std::string& agent) 
   std::snprintf(
       hash, sizeof hash, "%016llx",
       static_cast<unsigned long long>(schedule::stable_hash(ns + "/" + agent, kLedgerNameSalt)));
-  return kLedgerNamePrefix + ns + "-" + hash;
+  std::string name = kLedgerNamePrefix + ns + "-" + hash;
+  HB_ASSERT_MSG(name.size() <= kObjectNameCharsMax || ns.size() > api::kDns1123LabelCharsMax,
+                "a namespace's ledger name is a valid object name");
+  return name;
 }
 
 void stamp_days(
@@ -126,6 +134,8 @@ void stamp_days(
     for (const std::string& policy : charge.policies) {
       charge.policy_days[policy] = schedule::spend_day(charge.finished_at, policy_zone(policy));
     }
+    HB_ASSERT_MSG(!charge.day.empty() && charge.policy_days.size() <= charge.policies.size(),
+                  "every charge has its agent's day and at most a day per policy");
   }
 }
 
@@ -176,12 +186,15 @@ std::vector<LedgerCharge> first_charges(const LedgerRecord& record,
                                      [&](const CountedCharge& c) { return c.run == charge.run; });
     if (!counted) first.push_back(charge);
   }
+  HB_ASSERT(first.size() <= charges.size());
   return first;
 }
 
 LedgerRecord forget_marked(LedgerRecord record,
                            const std::function<bool(const std::string& run)>& still_unmarked) {
+  const std::size_t before = record.counted.size();
   std::erase_if(record.counted, [&](const CountedCharge& c) { return !still_unmarked(c.run); });
+  HB_ASSERT_MSG(record.counted.size() <= before, "forgetting marks only removes");
   return record;
 }
 
@@ -223,6 +236,7 @@ std::vector<LedgerEntry> counted_entries(const LedgerRecord& record) {
     entry.cost_cents = static_cast<double>(c.micro_cents) / kMicroCentsPerCentDouble;
     out.push_back(std::move(entry));
   }
+  HB_ASSERT(out.size() == record.counted.size());
   return out;
 }
 

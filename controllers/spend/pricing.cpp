@@ -46,6 +46,7 @@ struct PolicyFields {
     for (std::size_t i = 0; i < kPriceFields; ++i) {
       out[i] = fields[i].wins_over(own[i]) ? PricedField{fields[i].cents, fields[i].policy}
                                            : PricedField{own[i], ""};
+      HB_ASSERT_MSG(out[i].cents >= own[i], "a policy's price wins only by being higher");
     }
     return out;
   }
@@ -61,6 +62,7 @@ const PolicyPrice* policy_price_for(const PolicySpec& policy, std::string_view p
     if (p.model == model) return &p;
     if (p.model == kAnyModel) any = &p;
   }
+  HB_ASSERT_MSG(any == nullptr || any->provider == provider, "a price is the provider's own");
   return any;
 }
 
