@@ -287,6 +287,15 @@ void ApiServer::finalize_pod(const std::string& ns, const std::string& name) {
   if (const Json* found = find("pods", ns, name)) erase(Actor::kNode, "pods", *found);
 }
 
+bool ApiServer::uid_live(const std::string& uid) const {
+  for (const auto& [resource, objects] : objects_) {
+    for (const auto& [k, o] : objects) {
+      if (o["metadata"].value("uid", std::string()) == uid) return true;
+    }
+  }
+  return false;
+}
+
 void ApiServer::collect_garbage() {
   while (removed_) {  // a removal may orphan the next generation
     removed_ = false;

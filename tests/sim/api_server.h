@@ -110,6 +110,10 @@ class ApiServer {
   void finalize_pod(const std::string& ns, const std::string& name);
   // Dependents whose every owner is gone are deleted (Background propagation).
   void collect_garbage();
+  // Whether some object of any resource has this uid: an ownerReference
+  // naming none is absent for the garbage collector (as Kubernetes', which
+  // looks owners up by uid, not by name).
+  bool uid_live(const std::string& uid) const;
 
   // The change log of `resource` (an empty one if it has none yet).
   const ChangeLog& changes(const std::string& resource) const;

@@ -9,6 +9,7 @@
 #include "controllers/model/run_cost.h"
 #include "controllers/run/run_record.h"
 #include "controllers/run/run_status.h"
+#include "controllers/runtime/workqueue.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/spend_day.h"
 #include "controllers/schedule/time_zone.h"
@@ -57,7 +58,45 @@ bool holds_place(const ApiServer& server, const Json& run) {
                      controllers::job_name_for_run(string_at(run, "metadata/name"))) != nullptr;
 }
 
+// The run a Job is for: the name in its ownerReference of kind
+// HeartbeatRun, else in its heartbeat.dev/run-name annotation (a Job made
+// before its run can name no run uid).
+std::string run_name_of_job(const Json& job) {
+  const Json* owners = controllers::find_path(job, "metadata/ownerReferences");
+  if (owners != nullptr && owners->is_array()) {
+    for (const Json& ref : *owners) {
+      if (string_at(ref, "kind") == controllers::kRunKind) return string_at(ref, "name");
+    }
+  }
+  return key_at(job, "annotations", controllers::kAnnotationRunName);
+}
+
+// The uid of the run that owns the Job; empty when no run does.
+std::string run_owner_uid(const Json& job) {
+  const Json* owners = controllers::find_path(job, "metadata/ownerReferences");
+  if (owners == nullptr || !owners->is_array()) return {};
+  for (const Json& ref : *owners) {
+    if (string_at(ref, "kind") == controllers::kRunKind) return string_at(ref, "uid");
+  }
+  return {};
+}
+
+// What Kubernetes' garbage collector promises: a dependent whose every
+// owner is absent (no object has the uid its reference names, whatever
+// stands under the name) is deleted, in the background and with no bound
+// on when. One owner left, or no ownerReferences, and it is never deleted.
+bool garbage_collector_deletes(const ApiServer& server, const Json& job) {
+  const Json* owners = controllers::find_path(job, "metadata/ownerReferences");
+  if (owners == nullptr || !owners->is_array() || owners->empty()) return false;
+  return std::none_of(owners->begin(), owners->end(),
+                      [&](const Json& ref) { return server.uid_live(string_at(ref, "uid")); });
+}
+
 }  // namespace
+
+static_assert(kJobFindsItsRunWithin ==
+                  controllers::kWorkqueueBackoffMax + controllers::kJobCacheGrace,
+              "the bound is a retry at the longest backoff after the Job reached the cache");
 
 double Checker::spend_of(const Json& agent) const {
   return controllers::number_at(agent, "status/spend/cents").value_or(0);
@@ -98,6 +137,7 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
   // second write; its Running status follows a pass later, perhaps after
   // the operator's clock jumped): the start rules hold at that instant.
   if (resource == "jobs" && actor == Actor::kOperator && !before && after) {
+    on_job_create(*after);
     const Json* owners = controllers::find_path(*after, "metadata/ownerReferences");
     if (owners == nullptr || !owners->is_array() || owners->empty()) return;
     const Json* run = server_.peek("heartbeatruns", string_at(*after, "metadata/namespace"),
@@ -111,6 +151,81 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
     if (run != nullptr) check_concurrency(*run);
     if (run != nullptr) check_policies(*run);
   }
+}
+
+// Never two Jobs for one slot: over the whole seed, at most one Job is
+// created for a scheduler slot ("ns/agent|spec.scheduledTime"), also after
+// the first was deleted, whatever deleted it. The operator allows no second
+// one: the slot's run is made once (slots_, by the Agent's name, so also
+// across an Agent deleted and applied again; the run and Job names are the
+// Agent's name and the slot), a run's Job is made once (a run whose Job went
+// away, by the operator's cancel, deadline or stall verdict or by anyone
+// else, is finished, never started again), and a run is deleted only
+// settled, its Job then with it by the garbage collector, for a slot that
+// is never due again. A start retried after a lost answer or a crash finds
+// the Job by its name (AlreadyExists) and adopts it.
+void Checker::on_job_create(const Json& job) {
+  jobs_made_.insert(string_at(job, "metadata/uid"));
+  const std::string ns = string_at(job, "metadata/namespace");
+  const std::string run_name = run_name_of_job(job);
+  if (run_name.empty()) return;  // check_jobs_have_runs reports a Job of no run
+  const Json* run = server_.peek("heartbeatruns", ns, run_name);
+  if (run == nullptr) {
+    ++jobs_before_run_[object_key(ns, run_name)];
+    return;
+  }
+  if (string_at(*run, "spec/invocationSource") == "scheduler") {
+    count_slot_job(agent_key_of_run(*run) + "|" + string_at(*run, "spec/scheduledTime"), 1);
+  }
+}
+
+void Checker::count_slot_job(const std::string& slot, int jobs) {
+  int& made = slot_jobs_[slot];
+  made += jobs;
+  if (made > 1 && made - jobs <= 1) {
+    violation("a second Job for slot " + slot + " (" + std::to_string(made) + " created)");
+  }
+}
+
+// Exactly one run stands for each Job the operator made: one run whose name
+// gives the Job's (job_name_for_run), and if a run owns the Job, that run
+// (its uid; a run of the same name made again is another). Held from when
+// the Job is first seen without it, and from when a leader came up, for
+// kJobFindsItsRunWithin; a Job whose every owner is gone is exempt, the
+// garbage collector's to delete (a run deleted takes its Job with it).
+void Checker::check_jobs_have_runs(TimePoint operator_up_since) {
+  if (jobs_made_.empty()) return;
+  const TimePoint true_now = server_.now();
+  std::map<std::string, std::vector<std::string>> runs_by_job;  // "ns/job" -> run uids
+  server_.for_each("heartbeatruns", [&](const Json& run) {
+    runs_by_job[object_key(string_at(run, "metadata/namespace"),
+                           controllers::job_name_for_run(string_at(run, "metadata/name")))]
+        .push_back(string_at(run, "metadata/uid"));
+  });
+  std::set<std::string> standing;
+  server_.for_each("jobs", [&](const Json& job) {
+    const std::string uid = string_at(job, "metadata/uid");
+    if (jobs_made_.count(uid) == 0) return;
+    standing.insert(uid);
+    const auto found = runs_by_job.find(object_key(job));
+    const std::size_t runs = found == runs_by_job.end() ? 0 : found->second.size();
+    const std::string owner = run_owner_uid(job);
+    const bool has_its_run = runs == 1 && (owner.empty() || owner == found->second[0]);
+    if (has_its_run || garbage_collector_deletes(server_, job)) {
+      job_without_run_since_.erase(uid);
+      return;
+    }
+    const TimePoint since = job_without_run_since_.try_emplace(uid, true_now).first->second;
+    const auto without = true_now - std::max(since, operator_up_since);
+    if (without > kJobFindsItsRunWithin && jobs_reported_.insert(uid).second) {
+      violation("Job " + object_key(job) + " has " + std::to_string(runs) + " run(s) of its name" +
+                (runs == 1 ? " and not the run that owns it (" + owner + ")" : "") + " since " +
+                format_rfc3339(since) + ", over " + std::to_string(kJobFindsItsRunWithin.count()) +
+                " s with a leader up");
+    }
+  });
+  std::erase_if(job_without_run_since_,
+                [&](const auto& entry) { return standing.count(entry.first) == 0; });
 }
 
 // Counted on the API server, the truth every replica's informer lags: runs
@@ -382,6 +497,16 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
     const std::string slot =
         agent_key_of_run(*after) + "|" + string_at(*after, "spec/scheduledTime");
     if (!slots_.insert(slot).second) violation("a second scheduler run for slot " + slot);
+  }
+  if (!before && after) {  // the Jobs made for it before it: now their slot is known
+    const auto early = jobs_before_run_.find(object_key(*after));
+    if (early != jobs_before_run_.end()) {
+      if (string_at(*after, "spec/invocationSource") == "scheduler") {
+        count_slot_job(agent_key_of_run(*after) + "|" + string_at(*after, "spec/scheduledTime"),
+                       early->second);
+      }
+      jobs_before_run_.erase(early);
+    }
   }
   // The operator names invoke runs "<agent>-invoke-<hash>"; one per value,
   // however often the annotation is synced.
@@ -670,6 +795,7 @@ void Checker::check_state(TimePoint now, TimePoint operator_up_since) {
   checked_agents_version_ = agents_version;
   checked_jobs_version_ = jobs_version;
   checked_at_ = now;
+  check_jobs_have_runs(operator_up_since);
   // Scheduler runs waiting, by agent: not final and not started. A run
   // whose Job exists has started (the operator writes its Running status a
   // pass later, perhaps after a failed write and a backoff), as
@@ -712,11 +838,19 @@ void Checker::check_state(TimePoint now, TimePoint operator_up_since) {
 void Checker::check_settled() {
   for (const Json& run : server_.objects("heartbeatruns")) {
     const std::string phase = string_at(run, "status/phase");
-    // Queued runs wait for their paused Agent; nothing else may be left open.
-    const bool waiting = phase.empty() || phase == "Queued";
+    // Queued runs wait for their paused Agent; nothing else may be left
+    // open. A run whose Job was made started, whatever its phase says (a
+    // crash between its writes may have left it Queued): its runner may
+    // have spent, and that charge is lost unless the run is counted.
+    const bool job_made =
+        started_at_.count(string_at(run, "metadata/uid")) > 0 ||
+        server_.peek("jobs", string_at(run, "metadata/namespace"),
+                     controllers::job_name_for_run(string_at(run, "metadata/name"))) != nullptr;
+    const bool waiting = !job_made && (phase.empty() || phase == "Queued");
     if (!waiting && (!is_final_phase(phase) || !cost_recorded(run))) {
       violation("run " + object_key(run) + " not settled after the drain: phase " + phase +
-                (is_final_phase(phase) ? ", cost not recorded" : ""));
+                (is_final_phase(phase) ? ", cost not recorded" : "") +
+                (job_made && !is_final_phase(phase) ? " though its Job was made" : ""));
     }
   }
   for (const Json& agent : server_.objects("agents")) {

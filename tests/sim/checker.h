@@ -19,6 +19,15 @@ inline constexpr std::chrono::seconds kUserChangeSeenWithin{10};
 // While no run or Agent changes, the whole state is checked again at least
 // this often (only a deadline can pass meanwhile).
 inline constexpr std::chrono::seconds kStateRecheckEvery{1};
+// A Job the operator made stands without its HeartbeatRun at most this
+// long (true time) once a leader is up. A crash, a lost Lease or an API
+// fault can fall between the dispatch path's two writes (the run and its
+// Job), and the next pass of a leader repairs it, adopting what is there and
+// making what is not. A leader up this long has seen the Job (the operator
+// gives its own cache kJobCacheGrace, 30 s, to show a Job just made) and
+// retried a failing pass at least once at the work queue's longest backoff
+// (kWorkqueueBackoffMax, 60 s).
+inline constexpr std::chrono::seconds kJobFindsItsRunWithin{90};
 
 struct CheckerConfig {
   std::chrono::seconds stall_window{60};
@@ -121,6 +130,13 @@ class Checker {
   double team_spend(const PolicyLimits& policy) const;
   bool team_budget_spent(const PolicyLimits& policy) const;
   void on_stall_verdict(const Json& run);
+  // The operator created `job`: the slot of its run (now, or once its run
+  // is made) gets one Job more.
+  void on_job_create(const Json& job);
+  void count_slot_job(const std::string& slot, int jobs);
+  // Every Job the operator made has exactly one run within
+  // kJobFindsItsRunWithin, unless the garbage collector is due to delete it.
+  void check_jobs_have_runs(TimePoint operator_up_since);
   double spend_of(const Json& agent) const;
   static bool held_for_a_person(const Json& agent);
   double counted_sum(const std::string& agent_key, const std::string& period) const;
@@ -174,6 +190,16 @@ class Checker {
   std::string team_budget_spent_in(const PolicyLimits& policy) const;
   // Since when a policy ("ns/name") has stood paused (true time).
   std::map<std::string, TimePoint> policy_paused_since_;
+  // The uids of the Jobs the operator created; of those, since when each
+  // has stood without its run (true time), and those already reported.
+  std::set<std::string> jobs_made_;
+  std::map<std::string, TimePoint> job_without_run_since_;
+  std::set<std::string> jobs_reported_;
+  // "ns/agent|slot" -> the Jobs ever created for that scheduler slot.
+  std::map<std::string, int> slot_jobs_;
+  // "ns/run" -> Jobs created while no run of that name stood: their slot is
+  // known once the run is made.
+  std::map<std::string, int> jobs_before_run_;
   uint64_t checked_runs_version_ = 0, checked_agents_version_ = 0, checked_jobs_version_ = 0;
   TimePoint checked_at_{};
 };

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "api/rfc3339.h"
+#include "controllers/model/names.h"
 #include "controllers/run/run_record.h"
 
 namespace hb::sim {
@@ -65,11 +66,24 @@ class CheckerTest : public ::testing::Test {
         stored ? controllers::policies_annotation(
                      controllers::stamped_policies(*stored).value_or(std::vector<std::string>{}))
                : "";
-    Json job = {{"metadata",
-                 {{"name", run},
-                  {"ownerReferences", {{{"name", run}, {"uid", uid}, {"controller", true}}}}}}};
+    Json job = {
+        {"metadata",
+         {{"name", run},
+          {"ownerReferences",
+           {{{"kind", "HeartbeatRun"}, {"name", run}, {"uid", uid}, {"controller", true}}}}}}};
     job["spec"]["template"]["metadata"]["annotations"][controllers::kAnnotationPolicies] = policies;
     server_.create(Actor::kOperator, "jobs", "ns", job);
+  }
+  // A Job made before its run (a dispatch path that writes the Job first):
+  // named for the run, which it names in an annotation, owned by the Agent.
+  void made_before_its_run(const std::string& run) {
+    const std::string agent =
+        controllers::string_at(*server_.peek("agents", "ns", "a"), "metadata/uid");
+    server_.create(Actor::kOperator, "jobs", "ns",
+                   {{"metadata",
+                     {{"name", run},
+                      {"annotations", {{controllers::kAnnotationRunName, run}}},
+                      {"ownerReferences", {{{"kind", "Agent"}, {"name", "a"}, {"uid", agent}}}}}}});
   }
   Json finished(double cents) {
     return {{"phase", "Succeeded"}, {"costRecorded", true}, {"usage", {{"costCents", cents}}}};
@@ -131,6 +145,125 @@ TEST_F(CheckerTest, ASecondRunForASlotIsCaughtEvenAfterTheFirstWasDeleted) {
                  scheduler_run("r1", "2026-03-10T10:00:00Z"));
   ASSERT_EQ(checker_.violations().size(), 1u);
   EXPECT_NE(checker_.violations()[0].find("second scheduler run"), std::string::npos);
+}
+
+// A Job the operator made with no run of its name (made Job-first, its
+// process gone before the run) is caught once it has stood so past
+// kJobFindsItsRunWithin with a leader up, not before; one whose run comes
+// within the bound is fine.
+TEST_F(CheckerTest, AJobWithoutItsRunPastTheBoundIsCaught) {
+  made_before_its_run("a-100");
+  made_before_its_run("a-200");
+  const TimePoint made = now_;
+  const TimePoint leader_up = now_ - std::chrono::hours(1);
+  checker_.check_state(now_, leader_up);
+  now_ += kJobFindsItsRunWithin - std::chrono::seconds(1);
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("a-200", "2026-03-10T09:59:00Z"));
+  now_ = made + kJobFindsItsRunWithin;
+  checker_.check_state(now_, leader_up);
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  now_ += std::chrono::seconds(1);
+  checker_.check_state(now_, leader_up);
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("Job ns/a-100 has 0 run(s)"), std::string::npos)
+      << checker_.violations()[0];
+  now_ += std::chrono::minutes(5);
+  checker_.check_state(now_, leader_up);
+  EXPECT_EQ(checker_.violations().size(), 1u);  // once per Job
+}
+
+// The bound counts from when a leader came up: no operator can make the
+// run while none leads.
+TEST_F(CheckerTest, AJobWithoutItsRunIsHeldOnlyAgainstALeaderUpForTheBound) {
+  made_before_its_run("a-100");
+  checker_.check_state(now_, now_ - std::chrono::hours(1));
+  const TimePoint leader_up = now_ + std::chrono::minutes(10);
+  now_ = leader_up + kJobFindsItsRunWithin;
+  checker_.check_state(now_, leader_up);
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  now_ += std::chrono::seconds(1);
+  checker_.check_state(now_, leader_up);
+  EXPECT_EQ(checker_.violations().size(), 1u);
+}
+
+// A run deleted takes its Job with it by the garbage collector: the Job
+// whose every owner is gone is the collector's (even while a run of the
+// same name, another uid, stands), never the operator's. A Job the
+// collector keeps (another owner lives) must have its run.
+TEST_F(CheckerTest, AJobTheGarbageCollectorDeletesIsNotHeldButOneItKeepsIs) {
+  for (const char* run : {"r1", "r2"}) {
+    server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                   scheduler_run(run, std::string("2026-03-10T09:5") + run[1] + ":00Z"));
+    start(run);
+    set_run_status(run, finished(1));
+  }
+  // r2's Job is owned by its Agent too (two owners): the collector keeps it.
+  Json job = *server_.peek("jobs", "ns", "r2");
+  job["metadata"]["ownerReferences"].push_back(
+      {{"kind", "Agent"},
+       {"name", "a"},
+       {"uid", controllers::string_at(*server_.peek("agents", "ns", "a"), "metadata/uid")}});
+  server_.replace(Actor::kOperator, "jobs", "ns", "r2", job, false);
+  server_.remove(Actor::kOperator, "heartbeatruns", "ns", "r1", Json::object());
+  server_.remove(Actor::kOperator, "heartbeatruns", "ns", "r2", Json::object());
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T09:53:00Z"));  // another uid, the same name
+  const TimePoint leader_up = now_ - std::chrono::hours(1);
+  checker_.check_state(now_, leader_up);
+  now_ += kJobFindsItsRunWithin + std::chrono::seconds(1);
+  checker_.check_state(now_, leader_up);
+  ASSERT_EQ(checker_.violations().size(), 1u) << checker_.violations().front();
+  EXPECT_NE(checker_.violations()[0].find("Job ns/r2 has 0 run(s)"), std::string::npos)
+      << checker_.violations()[0];
+}
+
+TEST_F(CheckerTest, ASecondJobForASlotIsCaughtEvenAfterTheFirstWasDeleted) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r2", "2026-03-10T10:01:00Z"));
+  start("r1");
+  start("r2");
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  server_.remove(Actor::kOperator, "jobs", "ns", "r1", Json::object());
+  start("r1");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("a second Job for slot ns/a|2026-03-10T10:00:00Z"),
+            std::string::npos)
+      << checker_.violations()[0];
+}
+
+// A Job made before its run counts for the run's slot once the run is made.
+TEST_F(CheckerTest, AJobMadeBeforeItsRunCountsForItsSlot) {
+  made_before_its_run("a-100");
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("a-100", "2026-03-10T10:00:00Z"));
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  server_.remove(Actor::kOperator, "jobs", "ns", "a-100", Json::object());
+  start("a-100");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("a second Job for slot"), std::string::npos)
+      << checker_.violations()[0];
+}
+
+// A run whose Job was made started, whatever its phase says: left Queued
+// (a crash between its two writes, never adopted) its runner's charge is
+// lost. A run with no Job may wait Queued for its paused Agent.
+TEST_F(CheckerTest, ARunWhoseJobWasMadeLeftQueuedIsCaughtAfterTheDrain) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:00:00Z"));
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r2", "2026-03-10T10:01:00Z"));
+  set_run_status("r1", {{"phase", "Queued"}});
+  set_run_status("r2", {{"phase", "Queued"}});
+  start("r1");
+  checker_.check_settled();
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("run ns/r1 not settled after the drain: phase Queued "
+                                          "though its Job was made"),
+            std::string::npos)
+      << checker_.violations()[0];
 }
 
 // The audit record: the operator deletes a run only once it is final and

@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   uint64_t jumps = 0, leader_changes = 0, freezes = 0, holds = 0, policy_holds = 0;
   uint64_t team_budget_stops = 0, policy_pauses = 0, outages = 0, final_before_running = 0;
   uint64_t reapplies = 0, price_changes = 0, stamp_edits = 0;
+  uint64_t jobs_by_next_process = 0, runs_left_by_failed_pass = 0, crashes_after_run_create = 0;
   double overshoot_cents = 0, overshoot_calls = 0;  // the worst seed's
   int64_t overshoot_runs = 0;
   double run_overshoot_calls = 0;         // the most one run went over, any seed
@@ -126,6 +127,9 @@ int main(int argc, char** argv) {
     reapplies += r.reapplies;
     price_changes += r.price_changes;
     stamp_edits += r.stamp_edits;
+    jobs_by_next_process += r.jobs_by_next_process;
+    runs_left_by_failed_pass += r.runs_left_by_failed_pass;
+    crashes_after_run_create += r.crashes_after_run_create;
     if (r.team_overshoot_calls > overshoot_calls) {
       overshoot_calls = r.team_overshoot_calls;
       overshoot_cents = r.team_overshoot_cents;
@@ -160,7 +164,10 @@ int main(int argc, char** argv) {
   std::printf(
       "simulated %llu seed(s) x %.1f h, %d agents: %llu violating seed(s); %llu runs "
       "(%llu Pods), %llu counted, %llu reconciles, %llu crashes, %llu leader changes, %llu "
-      "frozen leaders, %llu clock jumps, %llu API faults, %llu runs held by the concurrency cap, "
+      "frozen leaders, %llu clock jumps, %llu API faults, %llu crashes right after a run "
+      "create, %llu Jobs made by another process than their run, %llu runs left without their "
+      "Job by a failed pass, "
+      "%llu runs held by the concurrency cap, "
       "%llu runs held by a policy cap, %llu agents stopped by a team budget, %llu policy "
       "pauses, %llu Agents deleted and applied again, %llu price changes, %llu run stamps "
       "rewritten, %llu run status "
@@ -174,6 +181,9 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(reconciles), static_cast<unsigned long long>(crashes),
       static_cast<unsigned long long>(leader_changes), static_cast<unsigned long long>(freezes),
       static_cast<unsigned long long>(jumps), static_cast<unsigned long long>(faults),
+      static_cast<unsigned long long>(crashes_after_run_create),
+      static_cast<unsigned long long>(jobs_by_next_process),
+      static_cast<unsigned long long>(runs_left_by_failed_pass),
       static_cast<unsigned long long>(holds), static_cast<unsigned long long>(policy_holds),
       static_cast<unsigned long long>(team_budget_stops),
       static_cast<unsigned long long>(policy_pauses), static_cast<unsigned long long>(reapplies),

@@ -81,6 +81,11 @@ constexpr int kOutageSecondsMin = 10;
 constexpr int kOutageSecondsMax = 90;
 constexpr int kOutageEverySecondsMin = 600;
 constexpr int kOutageEverySecondsMax = 3600;
+// The share of the operator's run creates right after which its process
+// crashes: the dispatch path's second write (the Job) is then made, or
+// adopted, by the next leader. The scheduled crashes fall between steps,
+// never inside a pass, so without these no crash would land between the two.
+constexpr double kCrashAfterRunCreateShare = 0.03;
 // The share of the user's actions that change the policy or a team label.
 constexpr double kPolicyActionShare = 0.2;
 // Of the policy's own changes, the share that pause or resume it.
@@ -147,6 +152,10 @@ struct OperatorProcess {
   std::unique_ptr<operator_::LeaderElector> elector;
   bool leading = false;
   TimePoint leading_since{}, next_election{};
+  uint64_t generation = 0;  // which process this is, of all started
+  // It crashed mid-pass: nothing it sends lands any more (the write gate
+  // refuses it), and the world ends it when the pass returns.
+  bool crashed = false;
   explicit OperatorProcess(controllers::WorkQueue::Clock steady) : queue(std::move(steady)) {}
 };
 
@@ -181,6 +190,9 @@ class World {
   void start_operator(std::size_t i);
   void crash_operator(std::size_t i, const char* why);
   void drain_queue(OperatorProcess& op);
+  // The operator created a run or a Job in the pass under way.
+  void on_dispatch_write(const std::string& resource, const Json& created);
+  void note_failed_pass(const OperatorProcess& op);
   void step_replica(std::size_t i);
   void elect(std::size_t i);
   void freeze_leader();
@@ -218,6 +230,12 @@ class World {
   TimePoint outage_until_{};
   bool faults_ = true;
   SimReport report_;
+  // The process whose queue is being drained, and passes so far.
+  OperatorProcess* dispatching_ = nullptr;
+  uint64_t passes_ = 0;
+  // "ns/run" -> the process generation and pass that created it, until its
+  // Job is made.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> run_made_in_;
 };
 
 // A mid-month start by default, so the simulated days stay in one spend
@@ -268,6 +286,9 @@ World::World(const SimOptions& o)
     }
     if (r == "agents") report_.policy_budget_stops += newly(stopped_by_team_budget, before, after);
     checker_.on_write(a, r, before, after, operator_now());
+    if (a == Actor::kOperator && !before && after && dispatching_ != nullptr) {
+      on_dispatch_write(r, *after);
+    }
   });
   report_.seed = o.seed;
 }
@@ -285,6 +306,7 @@ void World::start_operator(std::size_t i) {
   replicas_[i].op = std::make_unique<OperatorProcess>([this] { return steady_now(); });
   OperatorProcess* op = replicas_[i].op.get();
   const uint64_t generation = ++generations_ * 100;
+  op->generation = generations_;
   auto make_feed = [this, op, generation](const kube::Resource& r, const kube::InformerOptions& o) {
     auto feed = std::make_unique<Feed>(server_, generation + op->feeds.size() + 1, r.resource, o,
                                        [this](uint64_t f, uint64_t rv) { return lag(f, rv); });
@@ -292,7 +314,7 @@ void World::start_operator(std::size_t i) {
     return feed;
   };
   std::shared_ptr<kube::Client> client = client_over(operator_transport_);
-  client->set_write_gate([op] { return op->elector->holding(); });
+  client->set_write_gate([op] { return !op->crashed && op->elector->holding(); });
   controllers::CacheOptions cache_options;
   cache_options.steady_now = [this] { return steady_now(); };
   controllers::ReconcilerConfig config;
@@ -382,6 +404,10 @@ void World::step_replica(std::size_t i) {
   if (!r.op || now_ < r.frozen_until) return;
   for (Feed* f : r.op->feeds) f->deliver(now_);
   if (r.op->leading) drain_queue(*r.op);
+  if (r.op->crashed) {
+    crash_operator(i, "crash right after a run create");
+    return;
+  }
   if (r.op->leading && now_ >= r.op->next_policy_status) {
     r.op->policy_status->write_changed();
     r.op->next_policy_status = now_ + controllers::kPolicyStatusInterval;
@@ -407,9 +433,11 @@ void World::drain_queue(OperatorProcess& op) {
   operator_::ReconcileWorkerDeps deps{op.queue,
                                       [this, &op](const std::string& ns, const std::string& name) {
                                         ++report_.reconciles;
+                                        ++passes_;
                                         auto result = op.reconciler->reconcile(ns, name);
                                         if (!result.ok()) {
                                           ++report_.reconcile_errors;
+                                          if (!op.crashed) note_failed_pass(op);
                                           if (options_.verbose)
                                             spdlog::info("sim reconcile {}/{} failed at {}: {}", ns,
                                                          name, format_rfc3339(now_),
@@ -421,11 +449,43 @@ void World::drain_queue(OperatorProcess& op) {
                                       "agent",
                                       active,
                                       [this] { return steady_now(); }};
+  dispatching_ = &op;
   for (int i = 0; i < kReconcilesPerInstantMax; ++i) {
-    if (!operator_::process_ready_key(deps)) return;
+    if (!operator_::process_ready_key(deps) || op.crashed) {
+      dispatching_ = nullptr;
+      return;
+    }
   }
+  dispatching_ = nullptr;
   report_.violations.push_back("livelock: more than " + std::to_string(kReconcilesPerInstantMax) +
                                " reconciles at " + format_rfc3339(now_));
+}
+
+// The pass under way failed: the runs it made still wait for their Job.
+void World::note_failed_pass(const OperatorProcess& op) {
+  for (const auto& [run, made] : run_made_in_) {
+    report_.runs_left_by_failed_pass += made.first == op.generation && made.second == passes_;
+  }
+}
+
+void World::on_dispatch_write(const std::string& resource, const Json& created) {
+  if (resource == "heartbeatruns") {
+    run_made_in_[controllers::object_key(created)] = {dispatching_->generation, passes_};
+    if (faults_ && !dispatching_->crashed && draw(kCrashAfterRunCreateShare)) {
+      dispatching_->crashed = true;
+      ++report_.crashes_after_run_create;
+    }
+    return;
+  }
+  if (resource != "jobs") return;
+  const Json* annotations = controllers::find_path(created, "metadata/annotations");
+  if (annotations == nullptr || !annotations->is_object()) return;
+  const std::string run = annotations->value(controllers::kAnnotationRunName, std::string());
+  const auto made = run_made_in_.find(
+      controllers::object_key(controllers::string_at(created, "metadata/namespace"), run));
+  if (made == run_made_in_.end()) return;
+  report_.jobs_by_next_process += made->second.first != dispatching_->generation;
+  run_made_in_.erase(made);
 }
 
 void World::create_agents() {

@@ -54,6 +54,13 @@ struct SimReport {
   // Runs whose final status was their first after the start (the Pod ended
   // before the Running status could be written).
   uint64_t final_before_running = 0;
+  // The dispatch path's two writes (the run, then its Job) apart: runs whose
+  // Job an operator process made other than the one that made the run (it
+  // crashed or lost its Lease between them), and runs a pass made and then
+  // failed before their Job (an API fault between them; the retry makes it).
+  uint64_t jobs_by_next_process = 0, runs_left_by_failed_pass = 0;
+  // Crashes the world dealt right after an operator's run create.
+  uint64_t crashes_after_run_create = 0;
   // Runs the operator-wide cap held Queued (ConcurrencyLimited), and runs a
   // HeartbeatPolicy's cap held (its name in the message); a run held by
   // one and then the other counts in both.
