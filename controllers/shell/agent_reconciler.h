@@ -321,7 +321,8 @@ class AgentReconciler {
   Clock clock_;
   SteadyClock steady_;
   WriteOverlay overlay_;
-  // The pass's API writes; they remember what they wrote in overlay_.
+  // The pass's API writes: KubeAgentApiWrites, which remembers what it
+  // wrote in overlay_, unless a test passed a fake.
   std::shared_ptr<AgentApiWrites> writes_;
   ViewCache views_;
   LeaseSightings lease_sightings_;
