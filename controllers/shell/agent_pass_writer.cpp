@@ -12,7 +12,6 @@ namespace hb::controllers {
 namespace {
 
 using kube::ErrorKind;
-namespace res = kube::resources;
 
 }  // namespace
 
@@ -50,19 +49,20 @@ WriteResult AgentReconciler::PassWriter::delete_run(const std::string& run) {
 // AlreadyExists: adopted when this Agent owns it (an earlier pass made it);
 // anything else under the slot's name is someone else's, never started.
 WriteResult AgentReconciler::PassWriter::create_run(const RunRequest& request) {
-  kube::Result<Json> created = r_.create_run(ns_, make_run_object(spec_, request));
-  if (created.ok()) {
-    runs_.push_back(std::move(created).value());
+  Json run = make_run_object(spec_, request);
+  r_.stamp_policies(run);
+  kube::Result<CreatedOrFound> created = r_.writes_->create_or_find_run(ns_, run);
+  if (!created.ok()) return check(std::move(created).error());
+  if (created.value().made) {
+    runs_.push_back(std::move(created).value().object);
     spdlog::info("event=run_created agent={}/{} run={} slot={}", ns_, name_, request.name,
                  schedule::format_rfc3339(request.slot.value_or(now_)));
     return WriteResult::kDone;
   }
-  if (!created.is(ErrorKind::kAlreadyExists)) return check(std::move(created).error());
-  kube::Result<Json> existing = r_.client_->get(res::kHeartbeatRuns, ns_, request.name);
-  if (!existing.ok()) return check(std::move(existing).error());
-  if (run_of_agent(existing.value(), string_at(agent_, "metadata/uid"))) {
-    r_.overlay_.put(kOverlayRuns, existing.value());
-    runs_.push_back(std::move(existing).value());
+  Json& existing = created.value().object;
+  if (run_of_agent(existing, string_at(agent_, "metadata/uid"))) {
+    r_.overlay_.put(kOverlayRuns, existing);  // read-your-writes, as for a run made here
+    runs_.push_back(std::move(existing));
     return WriteResult::kDone;
   }
   record_event({EventTarget::kAgent, name_, true, "RunNameConflict",
@@ -111,10 +111,8 @@ WriteResult AgentReconciler::PassWriter::mention_run(const MentionRequest& reque
 WriteResult AgentReconciler::PassWriter::replace_agent_status(const Json& status) {
   Json body = agent_;
   body["status"] = status;
-  kube::Result<Json> updated = r_.client_->replace_status(res::kAgents, ns_, name_, body);
+  kube::Result<Json> updated = r_.writes_->replace_agent_status(ns_, name_, body);
   if (!updated.ok()) return check(std::move(updated).error());
-  r_.count_write(kWriteAgentStatus);
-  r_.overlay_.put(kOverlayAgents, updated.value());
   return WriteResult::kDone;
 }
 

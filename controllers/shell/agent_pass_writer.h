@@ -1,7 +1,7 @@
 // One reconcile pass's writer: performs the steps of a write plan
-// (controllers/plan/write_plan.h) against the API server through the reconciler's
-// client and read-your-writes overlay, counting each write. A failed step
-// keeps its error here and stops the pass.
+// (controllers/plan/write_plan.h) through the reconciler's API writes
+// (agent_api_writes.h), which count each write and remember it for the
+// next reads. A failed step keeps its error here and stops the pass.
 #pragma once
 
 #include <map>

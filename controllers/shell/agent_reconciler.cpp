@@ -72,6 +72,13 @@ std::string run_overlay_group(const std::string& kind, const Json& object) {
 AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client, const ClusterView& view,
                                  ReconcilerConfig config, Metrics& metrics, Clock clock,
                                  SteadyClock steady)
+    : AgentReconciler(std::move(client), nullptr, view, std::move(config), metrics,
+                      std::move(clock), std::move(steady)) {}
+
+AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client,
+                                 std::shared_ptr<AgentApiWrites> writes, const ClusterView& view,
+                                 ReconcilerConfig config, Metrics& metrics, Clock clock,
+                                 SteadyClock steady)
     : client_(std::move(client)),
       view_(view),
       config_(std::move(config)),
@@ -79,7 +86,10 @@ AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client, const Clu
       clock_(std::move(clock)),
       steady_(std::move(steady)),
       overlay_(steady_, run_overlay_group),
-      lease_sightings_(steady_) {}
+      writes_(std::move(writes)),
+      lease_sightings_(steady_) {
+  if (!writes_) writes_ = std::make_shared<KubeAgentApiWrites>(client_, overlay_, metrics_);
+}
 
 void AgentReconciler::forget_agent(const std::string& key) {
   std::lock_guard lock(mutex_);
@@ -111,10 +121,7 @@ void AgentReconciler::note_refused(const std::string& ns, const std::string& nam
 }
 
 void AgentReconciler::count_write(const char* kind) {
-  metrics_.counter_add("heartbeat_api_writes_total", {{"kind", kind}});
-  const kube::RequestClass cls = kube::current_request_priority().cls;
-  metrics_.counter_add("heartbeat_api_writes_by_class_total",
-                       {{"class", std::string(kube::request_class_name(cls))}});
+  count_api_write(metrics_, kind);
 }
 
 kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,

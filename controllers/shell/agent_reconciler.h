@@ -29,6 +29,7 @@
 #include "controllers/runtime/budget_blocked.h"
 #include "controllers/runtime/genai_metrics.h"
 #include "controllers/runtime/metrics.h"
+#include "controllers/shell/agent_api_writes.h"
 #include "controllers/shell/budget_holds.h"
 #include "controllers/shell/cluster_view.h"
 #include "controllers/shell/concurrency_gate.h"
@@ -52,34 +53,6 @@ inline constexpr const char* kReasonNamespaceNotManaged = "NamespaceNotManaged";
 // A pass that made a Job leaves its other writes to a pass queued this soon
 // (at the back of the work queue, behind the agents already waiting).
 inline constexpr std::chrono::milliseconds kRestOfPassAfter{1};
-
-// Labels of heartbeat_api_writes_total{kind}: every kind of write the reconciler makes.
-inline constexpr const char* kWriteRunCreate = "run_create";
-inline constexpr const char* kWriteRunAdopt = "run_adopt";
-inline constexpr const char* kWriteJobCreate = "job_create";
-inline constexpr const char* kWriteContextCreate = "context_create";
-inline constexpr const char* kWriteRunStatus = "run_status";
-inline constexpr const char* kWriteRunLabel = "run_label";
-inline constexpr const char* kWriteAgentStatus = "agent_status";
-inline constexpr const char* kWriteRunDelete = "run_delete";
-inline constexpr const char* kWriteJobDelete = "job_delete";
-inline constexpr const char* kWriteEvent = "event";
-inline constexpr const char* kWriteAgentObjectCreate = "agent_object_create";
-inline constexpr const char* kWriteAgentObjectMark = "agent_object_mark";  // once per Agent
-// A Role or RoleBinding found naming an object someone else owns.
-inline constexpr const char* kWriteAgentGrantDelete = "agent_grant_delete";
-// The durable ledger's record of an agent (ledger_record.h), once per counted run.
-inline constexpr const char* kWriteLedger = "ledger";
-inline constexpr std::array<const char*, 14> kWriteKinds = {
-    kWriteRunCreate,        kWriteRunAdopt, kWriteJobCreate,         kWriteContextCreate,
-    kWriteRunStatus,        kWriteRunLabel, kWriteAgentStatus,       kWriteRunDelete,
-    kWriteJobDelete,        kWriteEvent,    kWriteAgentObjectCreate, kWriteAgentObjectMark,
-    kWriteAgentGrantDelete, kWriteLedger};
-
-// The read-your-writes overlay's kinds.
-inline constexpr const char* kOverlayAgents = "agents";
-inline constexpr const char* kOverlayRuns = "runs";
-inline constexpr const char* kOverlayJobs = "jobs";
 
 struct ReconcilerConfig {
   JobConfig job;
@@ -118,10 +91,16 @@ class AgentReconciler {
   using Clock = std::function<TimePoint()>;
   // Measures how long things were remembered (not wall time).
   using SteadyClock = std::function<std::chrono::steady_clock::time_point()>;
+  // Reads and writes through `client`.
   AgentReconciler(
       std::shared_ptr<kube::Client> client, const ClusterView& view, ReconcilerConfig config,
       Metrics& metrics, Clock clock = [] { return std::chrono::system_clock::now(); },
       SteadyClock steady = std::chrono::steady_clock::now);
+  // Reads through `client` and writes through `writes` (a unit test's
+  // recording fake); null `writes`: through `client` too.
+  AgentReconciler(std::shared_ptr<kube::Client> client, std::shared_ptr<AgentApiWrites> writes,
+                  const ClusterView& view, ReconcilerConfig config, Metrics& metrics, Clock clock,
+                  SteadyClock steady);
 
   // An Error when an API call failed: the pass stopped there and the key is
   // retried (operator/reconcile_workers.h decides when).
@@ -173,6 +152,9 @@ class AgentReconciler {
   // an object someone else owns (agent_grants.h), once per such object.
   kube::Done remove_stale_grants(const Json& agent, const std::string& kind,
                                  const std::string& name);
+  // The Role or RoleBinding (`kind`) of that name; nullopt when there is none.
+  kube::Result<std::optional<Json>> read_grant(const std::string& kind, const std::string& ns,
+                                               const std::string& name);
   kube::Result<bool> ensure_objects_ahead(const Json& agent, const std::optional<Json>& lease);
   // False when a run the decision charges more has changed since this pass
   // read it (decide again on the newer copy, now in the overlay).
@@ -219,8 +201,6 @@ class AgentReconciler {
   kube::Done write_run_status(Json& run, const Json& status, bool final_with_label);
   kube::Done delete_job(const std::string& ns, const std::string& name);
   kube::Done delete_run(const std::string& ns, const std::string& name);
-  kube::Result<bool> delete_in_background(const kube::Resource& resource, const std::string& ns,
-                                          const std::string& name, const char* overlay_kind);
   // Best effort: a failed Event write is logged, never fails the pass.
   void record_event(const Json& agent, const Json* run, const Event& event, TimePoint now);
   // Runs whose Agent is gone, each observed with its Job, Pods and the
@@ -341,6 +321,9 @@ class AgentReconciler {
   Clock clock_;
   SteadyClock steady_;
   WriteOverlay overlay_;
+  // The pass's API writes: KubeAgentApiWrites, which remembers what it
+  // wrote in overlay_, unless a test passed a fake.
+  std::shared_ptr<AgentApiWrites> writes_;
   ViewCache views_;
   LeaseSightings lease_sightings_;
   BudgetBlockedTally budget_blocked_{metrics_};

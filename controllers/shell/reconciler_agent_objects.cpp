@@ -9,24 +9,6 @@
 
 namespace hb::controllers {
 
-namespace {
-
-using kube::ErrorKind;
-namespace res = kube::resources;
-
-using kube::ErrorKind;
-namespace res = kube::resources;
-
-const kube::Resource& resource_for(const std::string& kind) {
-  if (kind == "serviceaccounts") return res::kServiceAccounts;
-  if (kind == "roles") return res::kRoles;
-  if (kind == "rolebindings") return res::kRoleBindings;
-  if (kind == "leases") return res::kLeases;
-  return res::kConfigMaps;
-}
-
-}  // namespace
-
 bool AgentReconciler::agent_objects_known_made(const Json& agent,
                                                const std::optional<Json>* lease_read) {
   const std::string uid = string_at(agent, "metadata/uid");
@@ -64,13 +46,9 @@ kube::Result<std::string> AgentReconciler::ensure_agent_objects(
   for (const auto& [kind, object] :
        build_agent_objects(parse_agent_spec(agent).spec, config_.job)) {
     if (kind == kKindLeases) lease_name = name_of(object);
-    kube::Result<Json> created = client_->create(resource_for(kind), ns, object);
-    if (created.ok()) {
-      count_write(kWriteAgentObjectCreate);
-      continue;
-    }
-    if (!created.is(ErrorKind::kAlreadyExists)) return std::move(created).error();
-    HB_TRY_ASSIGN(Json existing, client_->get(resource_for(kind), ns, name_of(object)));
+    HB_TRY_ASSIGN(const CreatedOrFound created, writes_->create_agent_object(kind, ns, object));
+    if (created.made) continue;
+    const Json& existing = created.object;
     if (!controlled_by(existing, uid)) {
       if (!grants_rights(kind)) HB_TRY(remove_stale_grants(agent, kind, name_of(object)));
       return string_at(object, "kind") + " " + ns + "/" + name_of(object);
@@ -101,29 +79,19 @@ kube::Done AgentReconciler::remove_stale_grants(const Json& agent, const std::st
   }
   const std::string ns = string_at(agent, "metadata/namespace");
   const std::string grant = service_account_name(name_of(agent));
-  auto read = [&](const kube::Resource& r) -> kube::Result<std::optional<Json>> {
-    kube::Result<Json> got = client_->get(r, ns, grant);
-    if (got.is(ErrorKind::kNotFound)) return std::optional<Json>();
-    HB_TRY_ASSIGN(Json object, std::move(got));
-    return std::optional<Json>(std::move(object));
-  };
-  HB_TRY_ASSIGN(const std::optional<Json> role, read(res::kRoles));
-  HB_TRY_ASSIGN(const std::optional<Json> binding, read(res::kRoleBindings));
+  HB_TRY_ASSIGN(const std::optional<Json> role, read_grant(kKindRoles, ns, grant));
+  HB_TRY_ASSIGN(const std::optional<Json> binding, read_grant(kKindRoleBindings, ns, grant));
   const StaleGrants stale =
       stale_grants(role ? &*role : nullptr, binding ? &*binding : nullptr, kind, name, uid);
-  auto remove = [&](const kube::Resource& r, const Json& object) -> kube::Done {
-    kube::DeleteOptions options;
-    options.precondition_uid = string_at(object, "metadata/uid");
-    kube::Result<Json> removed = client_->remove(r, ns, grant, options);
-    if (!removed.ok() && !removed.is(ErrorKind::kNotFound)) return std::move(removed).error();
-    if (removed.ok()) count_write(kWriteAgentGrantDelete);
+  auto remove = [&](const char* grant_kind, const Json& object) -> kube::Done {
+    HB_TRY(writes_->delete_grant(grant_kind, ns, grant, string_at(object, "metadata/uid")));
     spdlog::warn("event=stale_grant_removed agent={}/{} kind={} name={} names=\"{} {}\"", ns,
                  name_of(agent), string_at(object, "kind"), grant, kind, name);
     return kube::done();
   };
   // The binding first: a Role left alone by a crash grants nothing.
-  if (stale.delete_role_binding) HB_TRY(remove(res::kRoleBindings, *binding));
-  if (stale.delete_role) HB_TRY(remove(res::kRoles, *role));
+  if (stale.delete_role_binding) HB_TRY(remove(kKindRoleBindings, *binding));
+  if (stale.delete_role) HB_TRY(remove(kKindRoles, *role));
   std::lock_guard lock(mutex_);
   grants_checked_[key] = checked;
   return kube::done();
@@ -131,9 +99,7 @@ kube::Done AgentReconciler::remove_stale_grants(const Json& agent, const std::st
 
 kube::Done AgentReconciler::mark_objects_made(const std::string& ns,
                                               const std::string& lease_name) {
-  HB_TRY(client_->merge_patch(res::kLeases, ns, lease_name, agent_objects_made_patch()));
-  count_write(kWriteAgentObjectMark);
-  return kube::done();
+  return writes_->mark_agent_objects_made(ns, lease_name, agent_objects_made_patch());
 }
 
 kube::Result<std::string> AgentReconciler::object_in_the_way(const Json& agent) {

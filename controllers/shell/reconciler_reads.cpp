@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "api/object_names.h"
+#include "controllers/model/agent_grants.h"
 #include "controllers/model/managed_namespaces.h"
 #include "controllers/model/names.h"
 #include "controllers/model/text_util.h"
@@ -36,6 +37,17 @@ kube::Result<Json> AgentReconciler::get_run(const std::string& ns, const std::st
   HB_TRY_ASSIGN(Json run, client_->get(res::kHeartbeatRuns, ns, name));
   overlay_.put(kOverlayRuns, run);
   return run;
+}
+
+kube::Result<std::optional<Json>> AgentReconciler::read_grant(const std::string& kind,
+                                                              const std::string& ns,
+                                                              const std::string& name) {
+  HB_ASSERT_MSG(kind == kKindRoles || kind == kKindRoleBindings, "a grant is a Role or binding");
+  kube::Result<Json> got =
+      client_->get(kind == kKindRoles ? res::kRoles : res::kRoleBindings, ns, name);
+  if (got.is(ErrorKind::kNotFound)) return std::optional<Json>();
+  HB_TRY_ASSIGN(Json object, std::move(got));
+  return std::optional<Json>(std::move(object));
 }
 
 std::string AgentReconciler::policies_now(const std::string& ns, const std::string& agent) const {

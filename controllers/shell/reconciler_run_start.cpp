@@ -12,9 +12,6 @@ namespace hb::controllers {
 
 namespace {
 
-using kube::ErrorKind;
-namespace res = kube::resources;
-
 // An object of that name this run does not own: someone else's, never used.
 kube::Error not_owned_by_run(const std::string& what, const std::string& ns,
                              const std::string& name, const std::string& run_name) {
@@ -38,10 +35,7 @@ void AgentReconciler::stamp_policies(Json& run) const {
 kube::Result<Json> AgentReconciler::create_run(const std::string& ns, const Json& run) {
   Json stamped = run;
   stamp_policies(stamped);
-  HB_TRY_ASSIGN(Json created, client_->create(res::kHeartbeatRuns, ns, stamped));
-  count_write(kWriteRunCreate);
-  overlay_.put(kOverlayRuns, created);
-  return created;
+  return writes_->create_run(ns, stamped);
 }
 
 kube::Result<bool> AgentReconciler::start_run(const Json& agent, const AgentSpec& spec, Json& run,
@@ -113,9 +107,7 @@ kube::Done AgentReconciler::adopt_run(const Json& agent, const std::string& run_
           {kAnnotationPolicies, policies_now(ns, name_of(agent))}}},
         {"labels",
          {{kLabelAgent, label_safe_name(name_of(agent))}, {kLabelManagedBy, kManagedByValue}}}}}};
-  HB_TRY_ASSIGN(Json adopted, client_->merge_patch(res::kHeartbeatRuns, ns, run_name, patch));
-  overlay_.put(kOverlayRuns, adopted);
-  count_write(kWriteRunAdopt);
+  HB_TRY(writes_->adopt_run(ns, run_name, patch));
   return kube::done();
 }
 
@@ -189,32 +181,27 @@ kube::Result<AgentReconciler::StartedJob> AgentReconciler::create_context_and_jo
   const std::string run_uid = string_at(run, "metadata/uid");
   if (plan.context_config_map) {
     const std::string cm_name = name_of(*plan.context_config_map);
-    kube::Result<Json> created = client_->create(res::kConfigMaps, ns, *plan.context_config_map);
-    if (created.ok()) count_write(kWriteContextCreate);
-    if (!created.ok() && !created.is(ErrorKind::kAlreadyExists)) return std::move(created).error();
-    if (!created.ok()) {
-      // Someone else's ConfigMap under this name would become the agent's context.
-      HB_TRY_ASSIGN(Json existing, client_->get(res::kConfigMaps, ns, cm_name));
-      if (!owned_by(existing, run_uid))
-        return not_owned_by_run("ConfigMap", ns, cm_name, name_of(run));
+    HB_TRY_ASSIGN(const CreatedOrFound context,
+                  writes_->create_context(ns, *plan.context_config_map));
+    // Someone else's ConfigMap under this name would become the agent's context.
+    if (!context.made && !owned_by(context.object, run_uid)) {
+      return not_owned_by_run("ConfigMap", ns, cm_name, name_of(run));
     }
   }
   StartedJob job{name_of(plan.job), "", std::nullopt};
-  kube::Result<Json> created = client_->create(res::kJobs, ns, plan.job);
-  if (created.ok()) {
+  HB_TRY_ASSIGN(CreatedOrFound created, writes_->create_job(ns, plan.job));
+  if (created.made) {
     job.created_at = clock_();
-    count_write(kWriteJobCreate);
-  } else if (created.is(ErrorKind::kAlreadyExists)) {
-    created = client_->get(res::kJobs, ns, job.name);
-    if (created.ok() && !owned_by(created.value(), run_uid)) {
+  } else {
+    if (!owned_by(created.object, run_uid)) {
       return not_owned_by_run("Job", ns, job.name, name_of(run));
     }
+    // This run's own Job, made by an earlier pass: remembered as one made now is.
+    Json seen = created.object;
+    project_job(seen);  // the same shape the cache keeps
+    overlay_.put(kOverlayJobs, std::move(seen));
   }
-  if (!created.ok()) return std::move(created).error();
-  job.uid = string_at(created.value(), "metadata/uid");
-  Json seen = std::move(created).value();
-  project_job(seen);  // the same shape the cache keeps
-  overlay_.put(kOverlayJobs, std::move(seen));
+  job.uid = string_at(created.object, "metadata/uid");
   return job;
 }
 

@@ -10,13 +10,6 @@
 
 namespace hb::controllers {
 
-namespace {
-
-using kube::ErrorKind;
-namespace res = kube::resources;
-
-}  // namespace
-
 kube::Done AgentReconciler::write_run_status(Json& run, const Json& status, bool final_with_label) {
   const std::string ns = string_at(run, "metadata/namespace");
   const std::string name = name_of(run);
@@ -40,11 +33,8 @@ kube::Done AgentReconciler::write_run_status(Json& run, const Json& status, bool
   if (const std::string rv = string_at(run, "metadata/resourceVersion"); !rv.empty()) {
     status_patch["metadata"] = {{"resourceVersion", rv}};
   }
-  HB_TRY_ASSIGN(Json updated, client_->merge_patch_status(res::kHeartbeatRuns, ns, name,
-                                                          std::move(status_patch)));
-  count_write(kWriteRunStatus);
+  HB_TRY_ASSIGN(Json updated, writes_->patch_run_status(ns, name, status_patch));
   if (newly_recorded) spdlog::info("{}", audit_line(updated));
-  overlay_.put(kOverlayRuns, updated);
   run = updated;  // a later write of this pass is conditional on this version
   const std::string phase = string_at(status, "phase");
   if (!final_with_label || !phase_is_labelled(phase)) return kube::done();
@@ -54,41 +44,20 @@ kube::Done AgentReconciler::write_run_status(Json& run, const Json& status, bool
   if (labelled) return kube::done();
   kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
   Json patch = {{"metadata", {{"labels", {{kLabelPhase, phase}}}}}};
-  HB_TRY_ASSIGN(updated, client_->merge_patch(res::kHeartbeatRuns, ns, name, patch));
-  count_write(kWriteRunLabel);
-  overlay_.put(kOverlayRuns, updated);
+  HB_TRY_ASSIGN(updated, writes_->label_run(ns, name, patch));
   run = std::move(updated);
   return kube::done();
 }
 
 kube::Done AgentReconciler::delete_job(const std::string& ns, const std::string& name) {
-  HB_TRY_ASSIGN(const bool deleted, delete_in_background(res::kJobs, ns, name, kOverlayJobs));
-  if (deleted) {
-    count_write(kWriteJobDelete);
-    spdlog::info("event=job_deleted namespace={} job={}", ns, name);
-  }
+  HB_TRY_ASSIGN(const bool deleted, writes_->delete_job(ns, name));
+  if (deleted) spdlog::info("event=job_deleted namespace={} job={}", ns, name);
   return kube::done();
 }
 
 kube::Done AgentReconciler::delete_run(const std::string& ns, const std::string& name) {
-  HB_TRY_ASSIGN(const bool deleted,
-                delete_in_background(res::kHeartbeatRuns, ns, name, kOverlayRuns));
-  if (deleted) count_write(kWriteRunDelete);
+  HB_TRY(writes_->delete_run(ns, name));
   return kube::done();
-}
-
-// Gone already is done too (false: this call deleted nothing); either way
-// the overlay forgets it.
-kube::Result<bool> AgentReconciler::delete_in_background(const kube::Resource& resource,
-                                                         const std::string& ns,
-                                                         const std::string& name,
-                                                         const char* overlay_kind) {
-  kube::DeleteOptions options;
-  options.propagation_policy = "Background";
-  kube::Result<Json> removed = client_->remove(resource, ns, name, options);
-  if (!removed.ok() && !removed.is(ErrorKind::kNotFound)) return std::move(removed).error();
-  overlay_.erase(overlay_kind, object_key(ns, name));
-  return removed.ok();
 }
 
 void AgentReconciler::record_event(const Json& agent, const Json* run, const Event& event,
@@ -122,11 +91,8 @@ void AgentReconciler::record_event(const Json& agent, const Json* run, const Eve
                  {"firstTimestamp", stamp},
                  {"lastTimestamp", stamp},
                  {"count", 1}};
-  const kube::Result<Json> created = client_->create(res::kEvents, ns, object);
-  if (created.ok()) {
-    count_write(kWriteEvent);
-    return;
-  }
+  const kube::Done created = writes_->create_event(ns, object);
+  if (created.ok()) return;
   spdlog::warn("event=event_write_failed namespace={} object={} reason={} error=\"{}\"", ns,
                name_of(target), event.reason, created.error().describe());
 }

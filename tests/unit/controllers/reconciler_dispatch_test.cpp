@@ -3,18 +3,20 @@
 // writes, which queue behind other agents' dispatches), and the started
 // run's context document still tells the finished run's output, which is
 // only stored by a write after the Job. The real AgentReconciler runs
-// against a fake ClusterView and a real kube::Client whose transport is
-// scripted per request.
+// against a fake ClusterView, reads through a real kube::Client whose
+// transport is scripted per request and writes through a recording fake.
 #include <gtest/gtest.h>
 
 #include <map>
 
+#include "controllers/model/agent_grants.h"
 #include "controllers/model/names.h"
 #include "controllers/pod/job_pods.h"
 #include "controllers/run/cache_projection.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/client.h"
 #include "kube/request_priority.h"
+#include "tests/unit/controllers/fake_agent_api_writes.h"
 #include "tests/unit/controllers/fixtures.h"
 #include "tests/unit/controllers/scripted_reconciler.h"
 
@@ -22,7 +24,9 @@ namespace hb::controllers {
 namespace {
 
 using testing::at;
+using testing::FakeAgentApiWrites;
 using testing::RecordingApi;
+using testing::WriteCall;
 
 constexpr const char* kJobUid = "uid-job-bot-1";
 constexpr const char* kFinishedOutput = "the finished run's own words";
@@ -32,7 +36,8 @@ constexpr const char* kFinishedOutput = "the finished run's own words";
 // and starts bot-manual-1.
 struct Harness {
   testing::FakeView view;
-  std::shared_ptr<RecordingApi> api = std::make_shared<RecordingApi>();
+  std::shared_ptr<RecordingApi> api = std::make_shared<RecordingApi>();  // the reads
+  std::shared_ptr<FakeAgentApiWrites> writes = std::make_shared<FakeAgentApiWrites>();
   Metrics metrics;
   std::unique_ptr<AgentReconciler> reconciler;
   static constexpr std::chrono::steady_clock::time_point kSteadyNow{std::chrono::hours(7)};
@@ -58,7 +63,7 @@ struct Harness {
         Json::array({{{"kind", "Job"}, {"name", "bot-1"}, {"uid", kJobUid}, {"controller", true}}});
     pod["metadata"]["labels"] = {{kLabelBatchControllerUid, kJobUid}};
     view.pods.push_back(pod);
-    reconciler = testing::reconciler_over(api, view, metrics, at("2024-05-01T12:03:00Z"),
+    reconciler = testing::reconciler_over(api, writes, view, metrics, at("2024-05-01T12:03:00Z"),
                                           [] { return kSteadyNow; });
   }
 };
@@ -70,34 +75,34 @@ TEST(ReconcilerDispatch, TheNextJobGoesBeforeTheWritesThatCountTheLastRun) {
   Harness h;
   const kube::Result<ReconcileResult> first = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(first.ok()) << first.error().describe();
-  const auto job = h.api->first("POST", "/jobs");
-  const auto agent_status = h.api->first("PUT", "/agents/bot/status");
+  const auto job = h.writes->first(testing::kCallCreateJob);
+  const auto agent_status = h.writes->first(testing::kCallReplaceAgentStatus, "bot");
   ASSERT_TRUE(job && agent_status);
   EXPECT_LT(*job, *agent_status);
-  EXPECT_FALSE(h.api->first("PATCH", "/heartbeatruns/bot-1/status"));
+  EXPECT_FALSE(h.writes->first(testing::kCallPatchRunStatus, "bot-1"));
   EXPECT_EQ(first.value().requeue_after, kRestOfPassAfter);
 
+  testing::cache_sees(h.view, *h.writes);
   const kube::Result<ReconcileResult> second = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(second.ok()) << second.error().describe();
-  const auto counted = h.api->first("PATCH", "/heartbeatruns/bot-1/status");
+  const auto counted = h.writes->first(testing::kCallPatchRunStatus, "bot-1");
   ASSERT_TRUE(counted);
   EXPECT_LT(*agent_status, *counted) << "the ledger's order: the charge, then the mark";
-  EXPECT_NE(h.api->requests[*counted].body.find("\"costRecorded\":true"), std::string::npos);
-  std::size_t jobs = 0;
-  for (const http::Request& r : h.api->requests)
-    jobs += r.method == "POST" && r.url.ends_with("/jobs");
-  EXPECT_EQ(jobs, 1u) << "the second pass adopts the Job the first made";
+  EXPECT_EQ(h.writes->calls[*counted].object["status"]["costRecorded"], true);
+  EXPECT_EQ(h.writes->count(testing::kCallCreateJob), 1u)
+      << "the second pass adopts the Job the first made";
 }
 
 TEST(ReconcilerDispatch, TheStartedRunsContextTellsTheOutputNotYetStored) {
   Harness h;
   ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
-  const auto job = h.api->first("POST", "/jobs");
-  const auto context = h.api->first("POST", "/configmaps");
+  const auto job = h.writes->first(testing::kCallCreateJob);
+  const auto context = h.writes->first(testing::kCallCreateContext);
   ASSERT_TRUE(job);
-  bool told = h.api->requests[*job].body.find(kFinishedOutput) != std::string::npos;
+  bool told = h.writes->calls[*job].object.dump().find(kFinishedOutput) != std::string::npos;
   if (context)
-    told = told || h.api->requests[*context].body.find(kFinishedOutput) != std::string::npos;
+    told =
+        told || h.writes->calls[*context].object.dump().find(kFinishedOutput) != std::string::npos;
   EXPECT_TRUE(told) << "bot-1's output reaches bot-manual-1's context document";
 }
 
@@ -106,27 +111,30 @@ TEST(ReconcilerDispatch, TheStartedRunsContextTellsTheOutputNotYetStored) {
 // pass fails so that the start is retried.
 TEST(ReconcilerDispatch, AFailedStartStillCountsTheFinishedRun) {
   Harness h;
-  h.api->fail_url_part = "/jobs";
+  h.writes->failing.insert(testing::kCallCreateJob);
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.error().kind, kube::ErrorKind::kForbidden);
-  EXPECT_TRUE(h.api->first("PUT", "/agents/bot/status"));
-  EXPECT_TRUE(h.api->first("PATCH", "/heartbeatruns/bot-1/status"));
+  EXPECT_TRUE(h.writes->first(testing::kCallReplaceAgentStatus, "bot"));
+  EXPECT_TRUE(h.writes->first(testing::kCallPatchRunStatus, "bot-1"));
 }
 
 // Under a saturated rate limiter the counting writes wait behind every other
 // agent's dispatch; they give way when this agent's next heartbeat (12:05,
-// two minutes on) comes due, so that heartbeat's pass can make its Job.
+// two minutes on) comes due, so that heartbeat's pass can make its Job. The
+// fake records the give-way time the pass set on its thread, which the
+// client sends each request with.
 TEST(ReconcilerDispatch, ThePassesWritesGiveWayAtTheAgentsNextHeartbeat) {
   Harness h;
   ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
+  testing::cache_sees(h.view, *h.writes);
   ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
-  const auto counted = h.api->first("PATCH", "/heartbeatruns/bot-1/status");
-  const auto agent_status = h.api->first("PUT", "/agents/bot/status");
+  const auto counted = h.writes->first(testing::kCallPatchRunStatus, "bot-1");
+  const auto agent_status = h.writes->first(testing::kCallReplaceAgentStatus, "bot");
   ASSERT_TRUE(counted && agent_status);
   const kube::GiveWayTime expected = Harness::kSteadyNow + std::chrono::minutes(2);
-  EXPECT_EQ(h.api->give_way[*counted], expected);
-  EXPECT_EQ(h.api->give_way[*agent_status], expected);
+  EXPECT_EQ(h.writes->calls[*counted].give_way, expected);
+  EXPECT_EQ(h.writes->calls[*agent_status].give_way, expected);
   EXPECT_FALSE(kube::current_give_way_time()) << "the pass's scope ended with it";
 }
 
@@ -134,9 +142,9 @@ TEST(ReconcilerDispatch, ThePassesWritesGiveWayAtTheAgentsNextHeartbeat) {
 TEST(ReconcilerDispatch, APausedAgentsWritesNeverGiveWay) {
   Harness h(/*paused=*/true);
   ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
-  const auto counted = h.api->first("PATCH", "/heartbeatruns/bot-1/status");
+  const auto counted = h.writes->first(testing::kCallPatchRunStatus, "bot-1");
   ASSERT_TRUE(counted);
-  EXPECT_EQ(h.api->give_way[*counted], std::nullopt);
+  EXPECT_EQ(h.writes->calls[*counted].give_way, std::nullopt);
 }
 
 // The cache keeps a settled run's output only while it is within its
@@ -156,25 +164,38 @@ Json earlier_settled_run(bool output_in_cache) {
   return run;
 }
 
-bool context_tells(const RecordingApi& api, const std::string& text) {
-  for (const char* part : {"/jobs", "/configmaps"}) {
-    const auto at_index = api.first("POST", part);
-    if (at_index && api.requests[*at_index].body.find(text) != std::string::npos) return true;
+bool context_tells(const FakeAgentApiWrites& writes, const std::string& text) {
+  for (const char* call : {testing::kCallCreateJob, testing::kCallCreateContext}) {
+    const auto at_index = writes.first(call);
+    if (at_index && writes.calls[*at_index].object.dump().find(text) != std::string::npos)
+      return true;
   }
   return false;
+}
+
+// The index in `journal` of the first entry that starts with `prefix` and has `part`.
+std::optional<std::size_t> first_in(const std::vector<std::string>& journal,
+                                    const std::string& prefix, const std::string& part) {
+  for (std::size_t i = 0; i < journal.size(); ++i) {
+    if (journal[i].starts_with(prefix) && journal[i].find(part) != std::string::npos) return i;
+  }
+  return std::nullopt;
 }
 
 TEST(ReconcilerDispatch, AContextRunWhoseOutputTheCacheDroppedIsReadAgain) {
   Harness h;
   h.view.runs.push_back(earlier_settled_run(false));
   h.api->get_answers["/heartbeatruns/bot-0"] = {200, {}, earlier_settled_run(true).dump()};
+  std::vector<std::string> journal;  // the reads and the writes, in order
+  h.api->journal = &journal;
+  h.writes->journal = &journal;
   ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
-  const auto read = h.api->first("GET", "/heartbeatruns/bot-0");
-  const auto job = h.api->first("POST", "/jobs");
-  ASSERT_TRUE(read && job);
+  const auto read = first_in(journal, "GET ", "/heartbeatruns/bot-0");
+  const auto job = first_in(journal, testing::kCallCreateJob, "");
+  ASSERT_TRUE(read && job) << ::testing::PrintToString(journal);
   EXPECT_LT(*read, *job);
-  EXPECT_TRUE(context_tells(*h.api, kDroppedOutput));
-  EXPECT_TRUE(context_tells(*h.api, kFinishedOutput));
+  EXPECT_TRUE(context_tells(*h.writes, kDroppedOutput));
+  EXPECT_TRUE(context_tells(*h.writes, kFinishedOutput));
 }
 
 TEST(ReconcilerDispatch, AContextRunWithItsOutputCachedIsNotReadAgain) {
@@ -182,7 +203,7 @@ TEST(ReconcilerDispatch, AContextRunWithItsOutputCachedIsNotReadAgain) {
   h.view.runs.push_back(earlier_settled_run(true));
   ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
   EXPECT_FALSE(h.api->first("GET", "/heartbeatruns/bot-0"));
-  EXPECT_TRUE(context_tells(*h.api, kDroppedOutput));
+  EXPECT_TRUE(context_tells(*h.writes, kDroppedOutput));
 }
 
 // Deleted meanwhile: the context goes without it; the run still starts.
@@ -191,8 +212,8 @@ TEST(ReconcilerDispatch, AContextRunDeletedMeanwhileIsLeftOut) {
   h.view.runs.push_back(earlier_settled_run(false));
   ASSERT_TRUE(h.reconciler->reconcile("ns", "bot").ok());
   EXPECT_TRUE(h.api->first("GET", "/heartbeatruns/bot-0"));
-  EXPECT_TRUE(h.api->first("POST", "/jobs"));
-  EXPECT_FALSE(context_tells(*h.api, "bot-0"));
+  EXPECT_TRUE(h.writes->first(testing::kCallCreateJob));
+  EXPECT_FALSE(context_tells(*h.writes, "bot-0"));
 }
 
 // A server that cannot answer now: the start waits for the next pass (a
@@ -205,7 +226,7 @@ TEST(ReconcilerDispatch, AContextRunThatCannotBeReadHoldsTheStartBack) {
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_FALSE(result.ok());
   EXPECT_TRUE(result.error().transient()) << result.error().describe();
-  EXPECT_FALSE(h.api->first("POST", "/jobs"));
+  EXPECT_FALSE(h.writes->first(testing::kCallCreateJob));
 }
 
 // A new Agent (no runs, its first slot minutes away): the first pass makes
@@ -218,27 +239,36 @@ TEST(ReconcilerDispatch, ANewAgentsObjectsGoBeforeItsFirstStatus) {
   testing::FakeView view;
   view.agents_by_name["bot"] = testing::agent("bot", "2024-05-01T12:00:00Z");
   auto api = std::make_shared<RecordingApi>();
+  auto writes = std::make_shared<FakeAgentApiWrites>();
   Metrics metrics;
-  auto reconciler = testing::reconciler_over(api, view, metrics, at("2024-05-01T12:01:00Z"));
+  auto reconciler =
+      testing::reconciler_over(api, writes, view, metrics, at("2024-05-01T12:01:00Z"));
 
   const kube::Result<ReconcileResult> first = reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(first.ok()) << first.error().describe();
   EXPECT_EQ(first.value().requeue_after, kRestOfPassAfter);
   std::vector<std::string> made;
-  for (const http::Request& r : api->requests) made.push_back(r.method + " " + r.url);
+  for (const WriteCall& c : writes->calls) made.push_back(c.call + " " + c.kind + " " + c.name);
   ASSERT_EQ(made.size(), 6u) << ::testing::PrintToString(made);
+  EXPECT_TRUE(api->requests.empty()) << "nothing read";
   for (const char* kind :
-       {"/serviceaccounts", "/roles", "/rolebindings", "/leases", "/configmaps"}) {
-    EXPECT_TRUE(api->first("POST", kind)) << kind;
+       {kKindServiceAccounts, kKindRoles, kKindRoleBindings, kKindLeases, kKindConfigMaps}) {
+    bool created = false;
+    for (const WriteCall& c : writes->calls)
+      created = created || (c.call == testing::kCallCreateAgentObject && c.kind == kind);
+    EXPECT_TRUE(created) << kind;
   }
-  EXPECT_TRUE(api->first("PATCH", "/leases/bot-heartbeat")) << "the mark, once all five exist";
-  EXPECT_FALSE(api->first("PUT", "/agents/bot/status")) << "the status waits for the next pass";
+  EXPECT_TRUE(writes->first(testing::kCallMarkAgentObjectsMade, "bot-heartbeat"))
+      << "the mark, once all five exist";
+  EXPECT_FALSE(writes->first(testing::kCallReplaceAgentStatus))
+      << "the status waits for the next pass";
 
-  api->requests.clear();
+  writes->calls.clear();
   const kube::Result<ReconcileResult> second = reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(second.ok()) << second.error().describe();
-  ASSERT_EQ(api->requests.size(), 1u);
-  EXPECT_TRUE(api->first("PUT", "/agents/bot/status"));
+  ASSERT_EQ(writes->calls.size(), 1u);
+  EXPECT_TRUE(api->requests.empty());
+  EXPECT_TRUE(writes->first(testing::kCallReplaceAgentStatus, "bot"));
   EXPECT_NE(second.value().requeue_after, kRestOfPassAfter);
 }
 

@@ -2,8 +2,9 @@
 // failure while reading the prompt stops the pass and leaves the run alone
 // for the retry; only a definite NotFound fails it as PromptNotFound (and
 // skips a due slot without a run or a Job, prompt_skip.h). The
-// real AgentReconciler runs against a fake ClusterView and a real
-// kube::Client whose transport is scripted per request.
+// real AgentReconciler runs against a fake ClusterView, reads through a real
+// kube::Client whose transport is scripted per request (the errors are
+// mapped from HTTP answers) and writes through a recording fake.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -11,6 +12,7 @@
 
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/client.h"
+#include "tests/unit/controllers/fake_agent_api_writes.h"
 #include "tests/unit/controllers/fixtures.h"
 #include "tests/unit/controllers/scripted_reconciler.h"
 
@@ -18,9 +20,11 @@ namespace hb::controllers {
 namespace {
 
 using testing::at;
+using testing::FakeAgentApiWrites;
+using testing::WriteCall;
 
-// Writes succeed (the body echoed with a uid); the prompt ConfigMap's GET
-// answers what the test says; every request is recorded.
+// The reads: the prompt ConfigMap's GET answers what the test says; every
+// request is recorded.
 class ScriptedApi final : public http::Client {
  public:
   std::function<http::Response()> prompt_answer;
@@ -34,28 +38,34 @@ class ScriptedApi final : public http::Client {
     if (r.method == "GET" && run_answer && r.url.find("/heartbeatruns/") != std::string::npos) {
       return run_answer();
     }
-    if (r.method == "GET") return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
-    Json body = Json::parse(r.body, nullptr, false);
-    if (body.is_object()) body["metadata"]["uid"] = "uid-made";
-    return {r.method == "POST" ? 201 : 200, {}, body.dump()};
+    return {404, {}, R"({"kind":"Status","code":404,"reason":"NotFound"})"};
   }
   http::Response stream(const http::Request&, const http::ChunkHandler&) override {
     return {200, {}, ""};
   }
-  bool failed_a_run_for_want_of_a_prompt() const {
-    for (const http::Request& r : requests) {
-      if (r.method == "PATCH" && r.url.find("/status") != std::string::npos &&
-          r.body.find("PromptNotFound") != std::string::npos) {
-        return true;
-      }
-    }
-    return false;
-  }
 };
+
+// A call of `call` (kCall*) was made on the object named `name` ("": any)
+// with `object_part` in what it sent.
+bool sent(const FakeAgentApiWrites& writes, const std::string& call, const std::string& name = "",
+          const std::string& object_part = "") {
+  for (const WriteCall& c : writes.calls) {
+    if (c.call == call && (name.empty() || c.name == name) &&
+        c.object.dump().find(object_part) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool failed_a_run_for_want_of_a_prompt(const FakeAgentApiWrites& writes) {
+  return sent(writes, testing::kCallPatchRunStatus, "", "PromptNotFound");
+}
 
 struct Harness {
   testing::FakeView view;
-  std::shared_ptr<ScriptedApi> api = std::make_shared<ScriptedApi>();
+  std::shared_ptr<ScriptedApi> api = std::make_shared<ScriptedApi>();  // the reads
+  std::shared_ptr<FakeAgentApiWrites> writes = std::make_shared<FakeAgentApiWrites>();
   Metrics metrics;
   std::unique_ptr<AgentReconciler> reconciler;
   Harness() {
@@ -65,7 +75,7 @@ struct Harness {
         {"configMapKeyRef", {{"name", "prompts"}, {"key", "heartbeat.md"}}}};
     view.agents_by_name["bot"] = agent;
     view.runs.push_back(testing::run("bot-manual-1", "manual"));
-    reconciler = testing::reconciler_over(api, view, metrics, at("2024-05-01T12:06:00Z"));
+    reconciler = testing::reconciler_over(api, writes, view, metrics, at("2024-05-01T12:06:00Z"));
   }
 };
 
@@ -88,7 +98,7 @@ TEST(ReconcilerErrors, ATransientPromptReadFailureRetriesAndFailsNoRun) {
     const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
     ASSERT_FALSE(result.ok()) << "the pass stops at the failed read";
     EXPECT_EQ(result.error().kind, kind) << result.error().describe();
-    EXPECT_FALSE(h.api->failed_a_run_for_want_of_a_prompt());
+    EXPECT_FALSE(failed_a_run_for_want_of_a_prompt(*h.writes));
   }
 }
 
@@ -97,18 +107,7 @@ TEST(ReconcilerErrors, ADefiniteNotFoundFailsTheRunAsPromptNotFound) {
   h.api->prompt_answer = [] { return status_answer(404, "NotFound"); };
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(result.ok()) << result.error().describe();
-  EXPECT_TRUE(h.api->failed_a_run_for_want_of_a_prompt());
-}
-
-bool sent(const ScriptedApi& api, const std::string& method, const std::string& url_part,
-          const std::string& body_part = "") {
-  for (const http::Request& r : api.requests) {
-    if (r.method == method && r.url.find(url_part) != std::string::npos &&
-        r.body.find(body_part) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
+  EXPECT_TRUE(failed_a_run_for_want_of_a_prompt(*h.writes));
 }
 
 // The 12:05 slot is due and the prompt ConfigMap is gone: the slot is
@@ -122,13 +121,13 @@ TEST(ReconcilerErrors, AMissingPromptSkipsTheDueSlotWithoutARunOrJob) {
   const kube::Result<ReconcileResult> objects = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(objects.ok()) << objects.error().describe();
   EXPECT_EQ(objects.value().requeue_after, kRestOfPassAfter);
-  EXPECT_FALSE(sent(*h.api, "PUT", "/agents/bot/status"));
+  EXPECT_FALSE(sent(*h.writes, testing::kCallReplaceAgentStatus, "bot"));
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(result.ok()) << result.error().describe();
-  EXPECT_FALSE(sent(*h.api, "POST", "/heartbeatruns"));
-  EXPECT_FALSE(sent(*h.api, "POST", "/jobs"));
-  EXPECT_TRUE(sent(*h.api, "PUT", "/agents/bot/status", "lastSkippedHeartbeat"));
-  EXPECT_TRUE(sent(*h.api, "POST", "/events", "HeartbeatSkipped"));
+  EXPECT_FALSE(sent(*h.writes, testing::kCallCreateRun));
+  EXPECT_FALSE(sent(*h.writes, testing::kCallCreateJob));
+  EXPECT_TRUE(sent(*h.writes, testing::kCallReplaceAgentStatus, "bot", "lastSkippedHeartbeat"));
+  EXPECT_TRUE(sent(*h.writes, testing::kCallCreateEvent, "", "HeartbeatSkipped"));
   ASSERT_TRUE(result.value().requeue_after);
   EXPECT_LE(*result.value().requeue_after, std::chrono::seconds(kPromptRecheckSeconds));
 }
@@ -142,9 +141,9 @@ TEST(ReconcilerErrors, AManualRunWithAnEmptyPromptFailsWithoutAJob) {
   };
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(result.ok()) << result.error().describe();
-  EXPECT_TRUE(sent(*h.api, "PATCH", "/heartbeatruns/bot-manual-1/status", "PromptEmpty"));
-  EXPECT_FALSE(sent(*h.api, "POST", "/jobs"));
-  EXPECT_FALSE(sent(*h.api, "POST", "/heartbeatruns"));  // the slot is skipped too
+  EXPECT_TRUE(sent(*h.writes, testing::kCallPatchRunStatus, "bot-manual-1", "PromptEmpty"));
+  EXPECT_FALSE(sent(*h.writes, testing::kCallCreateJob));
+  EXPECT_FALSE(sent(*h.writes, testing::kCallCreateRun));  // the slot is skipped too
 }
 
 // A prompt ConfigMap near 1 MiB makes a context document no heartbeat Pod
@@ -158,11 +157,11 @@ TEST(ReconcilerErrors, AContextTooLargeFailsTheRunNamingThePrompt) {
   };
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(result.ok()) << result.error().describe();
-  EXPECT_TRUE(sent(*h.api, "PATCH", "/heartbeatruns/bot-manual-1/status", "ContextTooLarge"));
-  EXPECT_TRUE(sent(*h.api, "PATCH", "/heartbeatruns/bot-manual-1/status",
+  EXPECT_TRUE(sent(*h.writes, testing::kCallPatchRunStatus, "bot-manual-1", "ContextTooLarge"));
+  EXPECT_TRUE(sent(*h.writes, testing::kCallPatchRunStatus, "bot-manual-1",
                    "ConfigMap \\\"prompts\\\" key \\\"heartbeat.md\\\""));
-  EXPECT_TRUE(sent(*h.api, "PATCH", "/heartbeatruns/bot-manual-1/status", "1048566 bytes"));
-  EXPECT_FALSE(sent(*h.api, "POST", "/jobs"));
+  EXPECT_TRUE(sent(*h.writes, testing::kCallPatchRunStatus, "bot-manual-1", "1048566 bytes"));
+  EXPECT_FALSE(sent(*h.writes, testing::kCallCreateJob));
 }
 
 // A run counted at its last beat's figure (1 cent) whose mark was written,
@@ -199,6 +198,7 @@ TEST(ReconcilerErrors, ARaisedChargeOnAStaleRunCopyWritesNothing) {
   h.api->run_answer = [&h] { return h.run_copy("201", true); };
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(result.ok()) << result.error().describe();
+  for (const WriteCall& c : h.writes->calls) ADD_FAILURE() << c.call << " " << c.name;
   for (const http::Request& r : h.api->requests) {
     EXPECT_EQ(r.method, "GET") << r.method << " " << r.url << " " << r.body;
   }
@@ -211,11 +211,11 @@ TEST(ReconcilerErrors, ARaisedChargeOnACurrentCopyIsWrittenThenMarkedConditional
   h.api->run_answer = [&h] { return h.run_copy("200", false); };
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(result.ok()) << result.error().describe();
-  EXPECT_TRUE(sent(*h.api, "PUT", "/agents/bot/status", R"("cents":2.5)"));
+  EXPECT_TRUE(sent(*h.writes, testing::kCallReplaceAgentStatus, "bot", R"("cents":2.5)"));
   // The mark carries the resourceVersion it was decided on: a newer copy
   // would answer 409 instead of being overwritten.
-  EXPECT_TRUE(
-      sent(*h.api, "PATCH", "/heartbeatruns/bot-1714565100/status", R"("resourceVersion":"200")"));
+  EXPECT_TRUE(sent(*h.writes, testing::kCallPatchRunStatus, "bot-1714565100",
+                   R"("resourceVersion":"200")"));
 }
 
 TEST(ReconcilerErrors, APromptThatReadsStartsTheRun) {
@@ -225,12 +225,8 @@ TEST(ReconcilerErrors, APromptThatReadsStartsTheRun) {
   };
   const kube::Result<ReconcileResult> result = h.reconciler->reconcile("ns", "bot");
   ASSERT_TRUE(result.ok()) << result.error().describe();
-  EXPECT_FALSE(h.api->failed_a_run_for_want_of_a_prompt());
-  bool job_created = false;
-  for (const http::Request& r : h.api->requests) {
-    job_created = job_created || (r.method == "POST" && r.url.find("/jobs") != std::string::npos);
-  }
-  EXPECT_TRUE(job_created);
+  EXPECT_FALSE(failed_a_run_for_want_of_a_prompt(*h.writes));
+  EXPECT_TRUE(sent(*h.writes, testing::kCallCreateJob));
 }
 
 }  // namespace

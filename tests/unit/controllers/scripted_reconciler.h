@@ -1,6 +1,8 @@
 // The shell's unit tests run the real AgentReconciler over a fake cache
 // (FakeView) and a real kube::Client whose transport is the test's scripted
-// http::Client (no rate limit), with the clock fixed.
+// http::Client (no rate limit), with the clock fixed; a test of what the
+// pass writes records its writes with a fake writer instead
+// (fake_agent_api_writes.h) and scripts only the reads.
 #pragma once
 
 #include <map>
@@ -59,9 +61,13 @@ class RecordingApi final : public http::Client {
   std::vector<kube::GiveWayTime> give_way;
   std::string fail_url_part;
   std::map<std::string, http::Response> get_answers;  // by a part of the URL
+  // When set, each request's method and URL are appended here too (a test
+  // ordering these requests against a fake writer's calls).
+  std::vector<std::string>* journal = nullptr;
   http::Response send(const http::Request& r) override {
     requests.push_back(r);
     give_way.push_back(kube::current_give_way_time());
+    if (journal != nullptr) journal->push_back(r.method + " " + r.url);
     if (r.method == "GET") {
       for (const auto& [part, answer] : get_answers) {
         if (r.url.find(part) != std::string::npos) return answer;
@@ -117,6 +123,17 @@ inline std::unique_ptr<AgentReconciler> reconciler_over(
     AgentReconciler::SteadyClock steady = std::chrono::steady_clock::now) {
   return reconciler_over(client_over(std::move(api)), view, metrics, now, ReconcilerConfig{},
                          std::move(steady));
+}
+
+// Reads through `reads`, writes through `writes` (a recording fake).
+inline std::unique_ptr<AgentReconciler> reconciler_over(
+    std::shared_ptr<http::Client> reads, std::shared_ptr<AgentApiWrites> writes,
+    const ClusterView& view, Metrics& metrics, TimePoint now,
+    AgentReconciler::SteadyClock steady = std::chrono::steady_clock::now,
+    ReconcilerConfig config = {}) {
+  return std::make_unique<AgentReconciler>(
+      client_over(std::move(reads)), std::move(writes), view, std::move(config), metrics,
+      [now] { return now; }, std::move(steady));
 }
 
 }  // namespace hb::controllers::testing
