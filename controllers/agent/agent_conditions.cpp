@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "api/hb_assert.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/spend/pricing.h"
 
@@ -130,13 +131,17 @@ AgentConditions wanted_conditions(const SpecValidity& spec, const schedule::Bloc
                                   const std::optional<SkippedHeartbeat>& skipped,
                                   bool has_schedule) {
   const WantedCondition stalled = stalled_condition(spec, run_problem, skipped);
-  return {ready_condition(stalled, blocks, skipped, has_schedule),
-          reconciling_condition(),
-          stalled,
-          paused_condition(blocks),
-          budget_condition(blocks),
-          spec_valid_condition(spec),
-          provider_throttled_condition(blocks)};
+  AgentConditions wanted{ready_condition(stalled, blocks, skipped, has_schedule),
+                         reconciling_condition(),
+                         stalled,
+                         paused_condition(blocks),
+                         budget_condition(blocks),
+                         spec_valid_condition(spec),
+                         provider_throttled_condition(blocks)};
+  HB_ASSERT_MSG(!(wanted.stalled.status && wanted.ready.status), "a stalled agent is never Ready");
+  HB_ASSERT_MSG(wanted.spec_valid.status == spec.valid && (spec.valid || wanted.stalled.status),
+                "an invalid spec is told as SpecValid=False and Stalled");
+  return wanted;
 }
 
 Conditions conditions_for(const Conditions& stored, const AgentConditions& wanted,
@@ -164,6 +169,8 @@ Conditions conditions_for(const Conditions& stored, const AgentConditions& wante
     conditions->push_back(
         make_condition(stored, w->type, w->status, w->reason, w->message, generation, now));
   }
+  HB_ASSERT_MSG(conditions->size() == list.size() && conditions->front().type == kConditionReady,
+                "an agent's conditions are listed in their fixed order, Ready first");
   return conditions;
 }
 
@@ -203,6 +210,7 @@ std::vector<Event> condition_events(const Conditions& stored, const AgentConditi
   if (wanted.ready.reason == kReasonReady && was_held) {
     raise(false, "Resumed", wanted.ready.message);
   }
+  HB_ASSERT_MSG(events.size() <= 5, "a pass tells each condition's change at most once");
   return events;
 }
 
@@ -254,6 +262,7 @@ std::optional<RunProblem> newest_run_problem(const std::vector<RunObservation>& 
   }
   if (failed == nullptr) return std::nullopt;
   const std::string_view reason = problem_of(*failed);
+  HB_ASSERT_MSG(!reason.empty(), "a run problem is one of the known reasons");
   for (const RunObservation& run : runs) {
     if (&run != failed && run.view->created >= failed->view->created && got_past(run, reason))
       return std::nullopt;

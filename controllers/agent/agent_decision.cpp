@@ -33,9 +33,12 @@ std::optional<RunRequest> invoke_request(const AgentView& view) {
   const std::string& value = *view.invoke;
   const std::optional<LastInvoke>& last = view.status.last_invoke;
   if (last && last->value_hash == long_hash(value)) return std::nullopt;
-  return RunRequest{invoke_run_name(view.spec.spec, value, last ? last->run : std::string()),
-                    kSourceManual, std::nullopt,
-                    value.empty() ? std::string(kInvokeDetailDefault) : value};
+  RunRequest request{invoke_run_name(view.spec.spec, value, last ? last->run : std::string()),
+                     kSourceManual, std::nullopt,
+                     value.empty() ? std::string(kInvokeDetailDefault) : value};
+  HB_ASSERT_MSG(!last || request.name != last->run,
+                "a new invoke value makes a new run, never the last one again");
+  return request;
 }
 
 // When the run that would start was asked for: a queued run's request
@@ -45,6 +48,8 @@ TimePoint start_order(const std::string& run, const std::vector<const RunObserva
   for (const RunObservation* q : waiting) {
     if (q->view->name == run) return q->view->requested;
   }
+  HB_ASSERT_MSG(!created || !created->slot || *created->slot <= now,
+                "a new run's slot is at or before now");
   return created && created->name == run ? created->slot.value_or(now) : now;
 }
 
@@ -76,14 +81,18 @@ std::string invoke_run_name(const AgentSpec& agent, std::string_view value,
   // The value and the run before it name the run: a pass repeated after a
   // lost status write (a 409, a crash) finds the run it made instead of
   // making another, and a value set again later (A, B, A) is a new request.
-  return derived_name(agent.name,
-                      "invoke-" + long_hash(agent.uid + "/" + std::string(previous_run) + "/" +
-                                            std::string(value)));
+  std::string name =
+      derived_name(agent.name, "invoke-" + long_hash(agent.uid + "/" + std::string(previous_run) +
+                                                     "/" + std::string(value)));
+  HB_ASSERT_MSG(name.size() <= kObjectNameCharsMax, "a manual run's name is a valid object name");
+  return name;
 }
 
 Json make_run_object(const AgentSpec& agent, std::string_view source, std::string_view name,
                      std::string_view generate_name, std::optional<TimePoint> slot,
                      std::string_view trigger_detail) {
+  HB_ASSERT_MSG(name.empty() != generate_name.empty(),
+                "a run is made with a name or a prefix to make one, never both");
   // Built member by member: brace-lists of pairs make and copy a temporary
   // array per pair.
   Json labels = Json::object();
@@ -116,6 +125,7 @@ Json make_run_object(const AgentSpec& agent, std::string_view source, std::strin
 }
 
 Json make_run_object(const AgentSpec& agent, const RunRequest& request) {
+  HB_ASSERT_MSG(!request.name.empty(), "a requested run is named before it is made");
   return make_run_object(agent, request.source, request.name, "", request.slot,
                          request.trigger_detail);
 }
@@ -170,6 +180,8 @@ void count_runs(Deciding& s, AgentDecision& d) {
   d.ledger_charges = std::move(s.counted.charges);
   d.mark = std::move(s.counted.ledger.mark);
   d.confirm_unmarked = std::move(s.counted.ledger.raised);
+  HB_ASSERT_MSG(d.ledger_changed || d.ledger_charges.empty(),
+                "the durable ledger is charged only for runs counted in this pass");
 }
 
 // Blocks (board pause, pause_heartbeats, budget), after the budget stop
@@ -259,6 +271,8 @@ std::optional<TimePoint> plan_agent_status(Deciding& s, AgentDecision& d) {
   d.status = std::move(status.status);
   d.status_changed = status.write_now;
   d.status_deferred = status.deferred_until.has_value();
+  HB_ASSERT_MSG(!d.start_run || d.status.active_run == *d.start_run,
+                "the status names the run that starts as the active one");
   append(d.events, std::move(status.events));
   return status.deferred_until;
 }

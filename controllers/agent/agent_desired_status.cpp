@@ -56,8 +56,11 @@ std::optional<TimePoint> run_start_write_due(const StatusInput& in) {
 std::optional<LastInvoke> last_invoke(const StatusInput& in) {
   if (in.invoked == nullptr || !in.view.invoke) return in.view.status.last_invoke;
   const std::string& value = *in.view.invoke;
-  return LastInvoke{api::utf8_prefix_string(value, kLastInvokeValueBytesMax), long_hash(value),
-                    in.invoked->name};
+  LastInvoke last{api::utf8_prefix_string(value, kLastInvokeValueBytesMax), long_hash(value),
+                  in.invoked->name};
+  HB_ASSERT_MSG(last.value.size() <= kLastInvokeValueBytesMax && !last.run.empty(),
+                "the stored invoke value stays within its cap and names its run");
+  return last;
 }
 
 }  // namespace

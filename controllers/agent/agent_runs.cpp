@@ -39,10 +39,12 @@ bool finished_later(const RunObservation* a, const RunObservation* b) {
 // The names of `runs` past the newest `keep` (by finish time).
 std::vector<std::string> oldest_beyond(std::vector<const RunObservation*> runs, int keep) {
   std::sort(runs.begin(), runs.end(), finished_later);
+  const size_t kept = static_cast<size_t>(std::max(keep, 0));
   std::vector<std::string> names;
-  for (size_t i = static_cast<size_t>(std::max(keep, 0)); i < runs.size(); ++i) {
-    names.push_back(runs[i]->view->name);
-  }
+  for (size_t i = kept; i < runs.size(); ++i) names.push_back(runs[i]->view->name);
+  HB_ASSERT_MSG(
+      names.size() <= runs.size() && runs.size() - names.size() == std::min(kept, runs.size()),
+      "exactly the newest `keep` runs are kept");
   return names;
 }
 
@@ -85,6 +87,8 @@ RunQueue order_queue(std::vector<const RunObservation*> queued) {
 
 WaitReasons wait_reasons(bool agent_valid, const schedule::BlockResult& blocks,
                          const RunObservation* running) {
+  HB_ASSERT_MSG(running == nullptr || running->phase == RunPhase::kRunning,
+                "the run going on is a Running one");
   if (!agent_valid) return {"waiting: the agent's spec is invalid (see condition SpecValid)", ""};
   for (const schedule::Block& block : blocks.blocks) {
     if (block.reason != schedule::kReasonPausedByAgent) return {"waiting: " + block.message, ""};
@@ -150,6 +154,7 @@ std::vector<std::string> runs_beyond_history(const std::vector<RunObservation>& 
   for (std::string& name : oldest_beyond(std::move(failed), keep_failed)) {
     names.push_back(std::move(name));
   }
+  HB_ASSERT_MSG(names.size() <= runs.size(), "history deletes no more runs than there are");
   return names;
 }
 

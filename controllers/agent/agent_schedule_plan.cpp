@@ -18,10 +18,12 @@ std::optional<TimePoint> earliest_future(std::optional<TimePoint> current,
                                          std::optional<TimePoint> candidate, TimePoint now) {
   if (!candidate || *candidate <= now) return current;
   if (!current || *candidate < *current) return candidate;
+  HB_ASSERT_MSG(*current <= *candidate, "the earliest time kept is never a later one");
   return current;
 }
 
 Event missed_too_late_event(const AgentSpec& spec, const schedule::SlotDecision& slot) {
+  HB_ASSERT_MSG(slot.missed_too_late, "only a slot past its deadline is told as missed too late");
   return {EventTarget::kAgent, spec.name, true, "MissedSchedule",
           "the most recent due slot is older than startingDeadlineSeconds (" +
               std::to_string(spec.starting_deadline_seconds.value_or(0)) + "s); skipped " +
@@ -29,6 +31,8 @@ Event missed_too_late_event(const AgentSpec& spec, const schedule::SlotDecision&
 }
 
 Event missed_slots_event(const AgentSpec& spec, const schedule::SlotDecision& slot) {
+  HB_ASSERT_MSG(slot.run_slot && slot.missed_count > 0,
+                "missed slots are told only beside the slot that runs");
   return {EventTarget::kAgent, spec.name, true, "MissedSchedule",
           std::to_string(slot.missed_count) + " slot(s) missed; running only the most recent, " +
               format_rfc3339(*slot.run_slot)};
@@ -62,7 +66,9 @@ std::optional<TimePoint> heartbeat_after_blocks(const AgentSpec& spec,
 std::optional<TimePoint> later_time(std::optional<TimePoint> a, std::optional<TimePoint> b) {
   if (!a) return b;
   if (!b) return a;
-  return std::max(*a, *b);
+  const TimePoint later = std::max(*a, *b);
+  HB_ASSERT_MSG(later >= *a && later >= *b, "the later time is at or after both");
+  return later;
 }
 
 SchedulePlan plan_schedule(const AgentSpec& spec, const schedule::BlockResult& blocks,
@@ -122,6 +128,7 @@ std::optional<TimePoint> due_slot_without_run(const AgentSpec& spec,
   if (run_exists(runs, schedule::scheduled_run_name(spec.name, *slot.run_slot))) {
     return std::nullopt;
   }
+  HB_ASSERT_MSG(*slot.run_slot <= now, "a due slot is at or before now");
   return slot.run_slot;
 }
 

@@ -1,6 +1,7 @@
 #include "controllers/agent/coalesce.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "api/hb_assert.h"
 #include "controllers/model/run_view.h"
@@ -35,7 +36,8 @@ Json coalesced_record(const Json& stored_status, const std::vector<Coalescing>& 
   const Json* stored = find_path(stored_status, "coalesced");
   Json record = stored != nullptr && stored->is_object() ? *stored : Json::object();
   Json runs = record.contains("runs") && record["runs"].is_array() ? record["runs"] : Json::array();
-  int64_t count = int_at(record, "count").value_or(0);
+  const int64_t stored_count = int_at(record, "count").value_or(0);
+  int64_t count = stored_count;
   for (const Coalescing& c : folded) {
     const bool listed = std::any_of(runs.begin(), runs.end(),
                                     [&](const Json& r) { return string_at(r, "run") == c.run; });
@@ -44,6 +46,8 @@ Json coalesced_record(const Json& stored_status, const std::vector<Coalescing>& 
     runs.push_back({{"run", c.run}, {"reason", c.reason}});
   }
   while (runs.size() > kCoalescedRunsListedMax) runs.erase(runs.begin());
+  HB_ASSERT_MSG(count >= stored_count && count - stored_count <= std::ssize(folded),
+                "the coalesced count grows by at most the runs folded now, never shrinks");
   record["count"] = count;
   record["runs"] = std::move(runs);
   return record;

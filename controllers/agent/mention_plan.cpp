@@ -31,6 +31,8 @@ std::vector<std::string> mention_targets(const AgentSpec& spec,
       }
     }
   }
+  HB_ASSERT_MSG(targets.size() <= kMentionTargetsPerPassMax,
+                "a pass reads at most its cap of mention targets");
   return targets;
 }
 

@@ -14,7 +14,12 @@ bool needs_prompt_read(const AgentSpec& spec, const AgentStatus& stored, bool sl
 }
 
 std::optional<PromptGap> prompt_gap(const AgentSpec& spec, const PromptRead& read) {
-  if (spec.prompt_from) return read.gap;
+  if (spec.prompt_from) {
+    HB_ASSERT_MSG(!read.gap || read.gap->reason == kReasonPromptEmpty ||
+                      read.gap->reason == kReasonPromptNotFound,
+                  "a prompt read is skipped as empty or as not found");
+    return read.gap;
+  }
   if (!spec.prompt_blank) return std::nullopt;
   return PromptGap{kReasonPromptEmpty,
                    "spec.heartbeat.prompt is empty: scheduled heartbeats are skipped until it "

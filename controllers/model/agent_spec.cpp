@@ -32,6 +32,8 @@ std::vector<std::string> spec_errors(const SpecCheck& parsed, const SpecEnvironm
                      " exists and is not owned by this Agent; the operator never adopts it: "
                      "delete or rename that object, or give the Agent another name");
   }
+  HB_ASSERT_MSG(errors.size() == parsed.errors.size() + (env.object_in_the_way.empty() ? 0 : 1),
+                "the environment adds at most one error to the spec's own");
   return errors;
 }
 
@@ -94,6 +96,8 @@ void parse_per_run_tokens(const Json& spec, AgentSpec& s, std::vector<std::strin
     return;
   }
   s.per_run_tokens = value->get<int64_t>();
+  HB_ASSERT_MSG(s.per_run_tokens >= 0 && s.per_run_tokens <= api::kPerRunTokensMax,
+                "a perRunTokens kept lies in 0..its documented maximum");
   if (s.per_run_tokens > 0 && s.per_run_tokens < s.max_tokens) {
     errors.push_back("spec.budget.perRunTokens: " + std::to_string(s.per_run_tokens) +
                      " is less than spec.model.maxTokens (" + std::to_string(s.max_tokens) +
@@ -112,13 +116,17 @@ void parse_daily_budget(const Json& spec, AgentSpec& s, std::vector<std::string>
     return;
   }
   s.daily_budget_cents = value->get<int64_t>();
+  HB_ASSERT_MSG(s.daily_budget_cents >= 0, "a dailyCents kept is 0 or more");
 }
 
 // An optional price of spec.model: unset when absent, else within the CRD's bounds.
 std::optional<double> clamped_price(const Json& model, std::string_view path) {
   const std::optional<double> price = number_at(model, path);
   if (!price) return std::nullopt;
-  return std::clamp(*price, 0.0, kPriceCentsPerMillionTokensMax);
+  const double clamped = std::clamp(*price, 0.0, kPriceCentsPerMillionTokensMax);
+  HB_ASSERT_MSG(!(clamped < 0) && !(clamped > kPriceCentsPerMillionTokensMax),
+                "a price kept lies in 0..its documented maximum");
+  return clamped;
 }
 
 // What the job builder copies into the Pod as written (job_builder.h).
@@ -229,6 +237,7 @@ void parse_schedule_fields(const Json& heartbeat, AgentSpec& s, std::vector<std:
   if (s.schedule || (interval.empty() && cron.empty())) {
     s.idle_backoff = parse_idle_backoff(heartbeat, s.schedule ? &*s.schedule : nullptr, errors);
   }
+  HB_ASSERT_MSG(!s.idle_backoff || s.schedule, "idleBackoff is kept only beside a schedule");
   s.mentions = parse_mention_policy(heartbeat, errors);
   s.starting_deadline_seconds = int_at(heartbeat, "startingDeadlineSeconds");
   if (s.starting_deadline_seconds && (*s.starting_deadline_seconds < 0 ||
@@ -267,6 +276,8 @@ void parse_prompt(const Json& heartbeat, AgentSpec& s, std::vector<std::string>&
       errors.push_back("spec.heartbeat.promptFrom.configMapKeyRef: needs name and key");
     }
   }
+  HB_ASSERT_MSG(!(s.prompt_blank && s.prompt_from),
+                "a blank inline prompt is never read beside promptFrom");
 }
 
 void parse_memory_and_budget(const Json& spec, AgentSpec& s, std::vector<std::string>& errors) {

@@ -26,6 +26,7 @@ std::string field(std::string_view name) {
 // maxInterval: a duration of at least the interval; unset, 8 intervals.
 std::optional<int64_t> parse_max_interval(const Json& backoff, int64_t interval_seconds,
                                           std::vector<std::string>& errors) {
+  HB_ASSERT_MSG(interval_seconds > 0, "a parsed interval is a positive duration");
   const std::string_view text = string_view_at(backoff, "maxInterval");
   if (text.empty()) return interval_seconds * kIdleBackoffMaxIntervalsDefault;
   auto parsed = schedule::parse_duration_seconds(text, field("maxInterval"));
@@ -77,6 +78,10 @@ std::optional<IdleBackoff> parse_idle_backoff(const Json& heartbeat,
   const std::optional<int64_t> max = parse_max_interval(*backoff, interval->seconds, errors);
   if (!max || errors.size() != errors_before) return std::nullopt;
   out.max_interval_seconds = *max;
+  HB_ASSERT_MSG(out.after >= 1 && out.after <= kIdleBackoffAfterMax &&
+                    out.max_interval_seconds >= interval->seconds &&
+                    out.idle_token.size() <= kIdleTokenBytesMax,
+                "an idleBackoff parsed without errors lies in its documented ranges");
   return out;
 }
 
@@ -94,7 +99,10 @@ bool result_is_idle(const api::RunResult& result, std::string_view token, std::s
 
 int64_t next_idle_streak(int64_t streak, std::string_view source, RunPhase phase, bool idle) {
   const bool idle_slot = source == kSourceScheduler && phase == RunPhase::kSucceeded && idle;
-  return idle_slot ? std::min(streak + 1, kIdleStreakMax) : 0;
+  const int64_t next = idle_slot ? std::min(streak + 1, kIdleStreakMax) : 0;
+  HB_ASSERT_MSG(next <= kIdleStreakMax && (idle_slot || next == 0),
+                "an idle streak stops at its cap, and any other run ends it");
+  return next;
 }
 
 int64_t backoff_intervals(const IdleBackoff& backoff, int64_t interval_seconds, int64_t streak) {

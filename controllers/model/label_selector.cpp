@@ -4,6 +4,7 @@
 #include <cctype>
 #include <optional>
 
+#include "api/hb_assert.h"
 #include "controllers/model/names.h"
 
 namespace hb::controllers {
@@ -47,6 +48,7 @@ void parse_match_labels(const Json& labels, const std::string& path, SelectorPar
     out.errors.push_back(path + ": must be a map of label keys to values");
     return;
   }
+  const std::size_t before = out.selector.requirements.size();
   std::size_t seen = 0;
   for (const auto& [key, value] : labels.items()) {
     if (++seen > kSelectorRequirementsMax + 1) break;  // refused past the bound anyway
@@ -58,6 +60,8 @@ void parse_match_labels(const Json& labels, const std::string& path, SelectorPar
     }
     out.selector.requirements.push_back({key, SelectorOp::kIn, {value.get<std::string>()}});
   }
+  HB_ASSERT_MSG(out.selector.requirements.size() - before <= kSelectorRequirementsMax + 1,
+                "matchLabels are parsed no further than one past the bound");
 }
 
 void parse_expression(const Json& e, const std::string& field, SelectorParse& out) {
@@ -87,6 +91,8 @@ void parse_expression(const Json& e, const std::string& field, SelectorParse& ou
     }
   }
   std::sort(r.values.begin(), r.values.end());
+  HB_ASSERT_MSG(r.values.size() <= kSelectorValuesMax && (takes_values || r.values.empty()),
+                "a requirement holds at most its cap of values, and only In and NotIn hold any");
   out.selector.requirements.push_back(std::move(r));
 }
 
@@ -117,6 +123,8 @@ SelectorParse parse_label_selector(const Json* selector, const std::string& path
     out.errors.push_back(path + ": at most " + std::to_string(kSelectorRequirementsMax) +
                          " labels and expressions");
   }
+  HB_ASSERT_MSG(!out.errors.empty() || out.selector.requirements.size() <= kSelectorRequirementsMax,
+                "a selector parsed without errors is within its bound");
   return out;
 }
 

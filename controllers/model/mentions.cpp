@@ -64,6 +64,8 @@ MentionPolicy parse_mention_policy(const Json& heartbeat, std::vector<std::strin
     }
     policy.from.emplace_back(name);
   }
+  HB_ASSERT_MSG(policy.from.size() <= kMentionableByItemsMax,
+                "mentionableBy names at most its cap of agents");
   return policy;
 }
 
@@ -95,13 +97,19 @@ int64_t mention_depth(const Json& run) {
   auto it = annotations->find(kAnnotationMentionDepth);
   if (it == annotations->end()) return 0;
   const std::string text = it->is_string() ? it->get<std::string>() : "";
-  if (text.size() == 1 && text[0] >= '1' && text[0] <= '0' + kMentionDepthMax) return text[0] - '0';
+  if (text.size() == 1 && text[0] >= '1' && text[0] <= '0' + kMentionDepthMax) {
+    const int64_t depth = text[0] - '0';
+    HB_ASSERT_MSG(depth >= 1 && depth <= kMentionDepthMax, "a mention depth lies in 1..the bound");
+    return depth;
+  }
   return kMentionDepthMax;
 }
 
 std::string mention_run_name(std::string_view target, std::string_view mentioning_run_uid) {
-  return derived_name(
+  std::string name = derived_name(
       target, "mention-" + long_hash(std::string(mentioning_run_uid) + "/" + std::string(target)));
+  HB_ASSERT_MSG(name.size() <= kObjectNameCharsMax, "a mention's run name is a valid object name");
+  return name;
 }
 
 }  // namespace hb::controllers

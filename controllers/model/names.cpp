@@ -37,7 +37,9 @@ std::string derived_name(std::string_view base, std::string_view suffix, std::si
 }
 
 std::string job_name_for_run(std::string_view run_name) {
-  return label_safe_name(run_name);
+  std::string name = label_safe_name(run_name);
+  HB_ASSERT_MSG(name.size() <= kLabelValueCharsMax, "a Job's name is its Pods' job-name label");
+  return name;
 }
 
 // A Pod's generated name (the prefix and the API server's random
@@ -47,6 +49,8 @@ static_assert(kGeneratedNameBaseCharsMax + 5 == kLabelValueCharsMax);
 std::string pod_name_prefix_for_job(std::string_view job_name) {
   std::string prefix = std::string(job_name) + "-";
   if (prefix.size() > kGeneratedNameBaseCharsMax) prefix.resize(kGeneratedNameBaseCharsMax);
+  HB_ASSERT_MSG(!prefix.empty() && prefix.size() <= kGeneratedNameBaseCharsMax,
+                "a Pod name prefix is what the API server keeps of a generateName");
   return prefix;
 }
 std::string context_config_map_name(std::string_view run_name) {

@@ -3,6 +3,7 @@
 #include <array>
 #include <set>
 
+#include "api/hb_assert.h"
 #include "api/heartbeat_pod.h"
 #include "api/object_names.h"
 #include "controllers/model/names.h"
@@ -20,6 +21,8 @@ constexpr std::array<std::string_view, 4> kReservedKeyPrefixes = {
     "heartbeat.dev/", "kubernetes.io/", "k8s.io/", "batch.kubernetes.io/"};
 constexpr std::array<std::string_view, 2> kReservedLabels = {"job-name", "controller-uid"};
 constexpr std::size_t kLabelNameBytesMax = 63;
+static_assert(kLabelNameBytesMax == kLabelValueCharsMax,
+              "a key's name part and a label value have the one DNS-label bound");
 
 // The volumes and mount paths build_job uses.
 std::array<std::string_view, 7> operator_volumes() {
@@ -206,6 +209,7 @@ class Checker {
       fail("volumes", "at most " + std::to_string(kExtraVolumesMax) + " extra volumes");
     }
     for (std::size_t i = 0; i < list->size(); ++i) check_volume((*list)[i], i);
+    HB_ASSERT_MSG(volumes_.size() <= list->size(), "each extra volume is known by one name");
   }
 
   void check_volume(const Json& v, std::size_t i) {
@@ -346,6 +350,8 @@ void apply_pod_settings(const Json& settings, Json& template_metadata, Json& pod
   };
   mount_into(0, "volumeMounts");
   mount_into(1, "toolsVolumeMounts");
+  HB_ASSERT_MSG(containers.empty() || string_at(containers[0], "name") == api::kRunnerContainerName,
+                "the Agent's settings never displace the runner container");
 }
 
 }  // namespace hb::controllers

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "api/contract_limits.h"
+#include "api/hb_assert.h"
 #include "api/object_names.h"
 #include "controllers/schedule/time_zone.h"
 
@@ -26,7 +27,10 @@ std::optional<double> parse_optional_price(const Json& entry, const char* key,
                      std::to_string(static_cast<int64_t>(kPriceCentsPerMillionTokensMax)));
     return std::nullopt;
   }
-  return value->get<double>();
+  const double price = value->get<double>();
+  HB_ASSERT_MSG(price >= 0 && price <= kPriceCentsPerMillionTokensMax,
+                "a price parsed lies in 0..its documented maximum");
+  return price;
 }
 
 double parse_price(const Json& entry, const char* key, const std::string& field,
@@ -89,7 +93,9 @@ int64_t parse_limit(const Json& policy, std::string_view path, const std::string
                      " (0: no limit)");
     return 0;
   }
-  return value->get<int64_t>();
+  const int64_t limit = value->get<int64_t>();
+  HB_ASSERT_MSG(limit >= 0 && limit <= max, "a limit parsed lies in 0..its documented maximum");
+  return limit;
 }
 
 // A switch: absent is false; anything but a boolean is an error naming the field.
@@ -136,6 +142,8 @@ void parse_policy_pricing(const Json& policy, PolicySpec& out) {
     }
     out.pricing.push_back(std::move(*price));
   }
+  HB_ASSERT_MSG(out.pricing.size() <= kPolicyPricesMax && out.pricing.size() == seen.size(),
+                "a policy holds at most its cap of prices, one per provider and model");
 }
 
 void parse_policy_time_zone(const Json& policy, PolicySpec& p) {

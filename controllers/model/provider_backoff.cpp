@@ -16,7 +16,10 @@ static_assert(kProviderErrorStreakMax >=
 
 int64_t next_provider_error_streak(int64_t streak, RunPhase phase, std::string_view reason) {
   const bool provider_failed = phase == RunPhase::kFailed && reason == kReasonProviderError;
-  return provider_failed ? std::min(streak + 1, kProviderErrorStreakMax) : 0;
+  const int64_t next = provider_failed ? std::min(streak + 1, kProviderErrorStreakMax) : 0;
+  HB_ASSERT_MSG(next <= kProviderErrorStreakMax && (provider_failed || next == 0),
+                "a provider error streak stops at its cap, and any other run ends it");
+  return next;
 }
 
 int64_t provider_backoff_intervals(int64_t streak) {

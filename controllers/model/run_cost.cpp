@@ -36,6 +36,10 @@ std::string clamp_to_bounds(UsageCounts& usage, const UsageBounds& bounds) {
   clamp(usage.iterations, bounds.llm_calls, "iterations");
   clamp(usage.input_tokens, bounds.input_tokens, "input tokens");
   clamp(usage.output_tokens, bounds.output_tokens, "output tokens");
+  HB_ASSERT_MSG(usage.llm_calls <= bounds.llm_calls && usage.iterations <= bounds.llm_calls &&
+                    usage.input_tokens <= bounds.input_tokens &&
+                    usage.output_tokens <= bounds.output_tokens,
+                "every bounded count is within its bound once clamped");
   return problem;
 }
 
@@ -53,13 +57,16 @@ UsageCounts usage_counts(const api::UsageReport& r) {
 }
 
 UsageCounts usage_field_max(const UsageCounts& a, const UsageCounts& b) {
-  return {std::max(a.llm_calls, b.llm_calls),
-          std::max(a.input_tokens, b.input_tokens),
-          std::max(a.output_tokens, b.output_tokens),
-          std::max(a.tool_calls, b.tool_calls),
-          std::max(a.iterations, b.iterations),
-          std::max(a.cache_read_input_tokens, b.cache_read_input_tokens),
-          std::max(a.cache_write_input_tokens, b.cache_write_input_tokens)};
+  const UsageCounts high{std::max(a.llm_calls, b.llm_calls),
+                         std::max(a.input_tokens, b.input_tokens),
+                         std::max(a.output_tokens, b.output_tokens),
+                         std::max(a.tool_calls, b.tool_calls),
+                         std::max(a.iterations, b.iterations),
+                         std::max(a.cache_read_input_tokens, b.cache_read_input_tokens),
+                         std::max(a.cache_write_input_tokens, b.cache_write_input_tokens)};
+  HB_ASSERT_MSG(!usage_below_in_some_field(high, a) && !usage_below_in_some_field(high, b),
+                "no report lowers the usage kept");
+  return high;
 }
 
 bool usage_below_in_some_field(const UsageCounts& a, const UsageCounts& b) {
@@ -85,6 +92,11 @@ UsageCounts believed_cache_counts(UsageCounts usage) {
     usage.cache_read_input_tokens = 0;
     usage.cache_write_input_tokens = 0;
   }
+  HB_ASSERT_MSG(
+      usage.cache_read_input_tokens >= 0 && usage.cache_write_input_tokens >= 0 &&
+          (usage.cache_read_input_tokens + usage.cache_write_input_tokens == 0 ||
+           usage.cache_write_input_tokens <= usage.input_tokens - usage.cache_read_input_tokens),
+      "the cache counts believed are parts of the input tokens");
   return usage;
 }
 
@@ -101,6 +113,10 @@ double cost_cents(const UsageCounts& usage, const Pricing& pricing) {
   const double cents = per_million / kTokensPerMillion;
   const double out = std::isfinite(cents) ? round_to_spend_resolution(cents) : 0;
   HB_ASSERT_MSG(std::isfinite(out), "a cost is finite for any tokens and prices");
+  HB_ASSERT_MSG(!(out < 0) || pricing.input_cents_per_million_tokens < 0 ||
+                    pricing.output_cents_per_million_tokens < 0 ||
+                    cached_input_price(pricing) < 0 || cache_write_input_price(pricing) < 0,
+                "a cost at prices of 0 or more is never negative");
   return out;
 }
 

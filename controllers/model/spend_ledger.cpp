@@ -81,6 +81,10 @@ void apply_run_effects(LedgerResult& out, const FinishedRun& run) {
   if (run.pause_until && (!out.paused_until || *run.pause_until > *out.paused_until)) {
     out.paused_until = run.pause_until;
   }
+  HB_ASSERT_MSG(*out.last_heartbeat >= run.finished_at,
+                "the last heartbeat is never earlier than a run counted");
+  HB_ASSERT_MSG(!run.pause_until || *out.paused_until >= *run.pause_until,
+                "a pause a run asked for is never shortened by the ledger");
 }
 
 double charged_cents(const std::vector<LedgerEntry>& recent, const std::string& run,

@@ -20,8 +20,15 @@ namespace {
 using schedule::format_rfc3339;
 
 Json labels_for(const AgentSpec& agent, const std::string& run_name) {
-  Json labels = {{kLabelAgent, label_safe_name(agent.name)}, {kLabelManagedBy, kManagedByValue}};
-  if (!run_name.empty()) labels[kLabelRun] = label_safe_name(run_name);
+  std::string agent_label = label_safe_name(agent.name);
+  HB_ASSERT_MSG(agent_label.size() <= kLabelValueCharsMax,
+                "the agent label is a valid label value");
+  Json labels = {{kLabelAgent, std::move(agent_label)}, {kLabelManagedBy, kManagedByValue}};
+  if (!run_name.empty()) {
+    std::string run_label = label_safe_name(run_name);
+    HB_ASSERT_MSG(run_label.size() <= kLabelValueCharsMax, "the run label is a valid label value");
+    labels[kLabelRun] = std::move(run_label);
+  }
   return labels;
 }
 
@@ -32,6 +39,12 @@ Json env_var(const std::string& name, const std::string& value) {
 constexpr const char* kEnvOtelEndpoint = "OTEL_EXPORTER_OTLP_ENDPOINT";
 constexpr const char* kEnvOtelHeaders = "OTEL_EXPORTER_OTLP_HEADERS";
 constexpr const char* kOtelHeadersSecretKey = "headers";
+
+// The tools server's socket path fits a Unix socket address (sun_path, 108 bytes).
+static_assert(std::char_traits<char>::length(api::kToolsSocketDir) + 1 +
+                      std::char_traits<char>::length(api::kToolsSocketFile) <
+                  108,
+              "the tools socket path fits sun_path");
 
 bool reserved_env(const std::string& name) {
   return name.rfind(api::kEnvReservedPrefix, 0) == 0;
@@ -87,6 +100,8 @@ api::Budget budget(const AgentSpec& agent, const Spend& spend, TimePoint now) {
     out.month_remaining_cents =
         std::max(0.0, static_cast<double>(agent.monthly_budget_cents) - spent);
   }
+  HB_ASSERT_MSG(!out.month_remaining_cents || !(*out.month_remaining_cents < 0),
+                "the month's budget left to a run is never negative");
   return out;
 }
 
@@ -99,6 +114,8 @@ std::vector<std::string> context_runs_to_read(const std::vector<EarlierRun>& run
   for (const EarlierRun* r : newest_finished(runs, current_run, context_runs)) {
     if (r->output_dropped) out.push_back(r->name);
   }
+  HB_ASSERT_MSG(static_cast<int64_t>(out.size()) <= std::max<int64_t>(0, context_runs),
+                "at most contextRuns earlier runs are read for the context");
   return out;
 }
 
@@ -111,6 +128,8 @@ std::vector<api::RecentRun> recent_runs_oldest_first(const std::vector<EarlierRu
   for (const EarlierRun* r : shown) {
     out.push_back({r->name, r->finished_at_text, r->phase, r->stop_reason, r->output});
   }
+  HB_ASSERT_MSG(static_cast<int64_t>(out.size()) <= std::max<int64_t>(0, context_runs),
+                "the context shows at most contextRuns earlier runs");
   return out;
 }
 
@@ -119,6 +138,7 @@ namespace {
 // With an archival claim the whole transcript goes there too; those of runs
 // no longer kept are deleted.
 void add_archival(api::ContextDocument& doc, const std::vector<EarlierRun>& runs) {
+  HB_ASSERT_MSG(doc.transcript_keep.empty(), "the transcripts kept are listed once");
   doc.archival_path = std::string(kArchivalMountDir) + "/" + kArchivalFile;
   doc.transcript_dir = std::string(kArchivalMountDir) + "/" + api::kTranscriptDirName;
   for (const EarlierRun& run : runs) {
@@ -132,6 +152,10 @@ void apply_pricing(api::ModelConfig& model, const Pricing& pricing) {
   model.pricing.output_cents_per_million_tokens = pricing.output_cents_per_million_tokens;
   model.pricing.cached_input_cents_per_million_tokens = cached_input_price(pricing);
   model.pricing.cache_write_input_cents_per_million_tokens = cache_write_input_price(pricing);
+  HB_ASSERT_MSG(!pricing.cached_input_cents_per_million_tokens ||
+                    model.pricing.cached_input_cents_per_million_tokens ==
+                        *pricing.cached_input_cents_per_million_tokens,
+                "an effective cache-read price is the one the runner is told");
 }
 
 // The Agent's budget, narrowed by what is held ahead for the run.
@@ -144,6 +168,10 @@ api::Budget run_budget(const ContextInput& in, std::optional<int64_t> per_run_to
                                          std::max(0.0, *in.budget_left_cents));
   }
   if (per_run_tokens) out.per_run_tokens = *per_run_tokens;
+  HB_ASSERT_MSG(!out.day_remaining_cents || !(*out.day_remaining_cents < 0),
+                "the day's budget left to a run is never negative");
+  HB_ASSERT_MSG(!out.month_remaining_cents || !(*out.month_remaining_cents < 0),
+                "the month's budget held ahead for a run is never negative");
   return out;
 }
 
@@ -175,6 +203,10 @@ api::ContextDocument context_document(const ContextInput& in, const JobConfig& c
   const std::chrono::seconds stall_window = std::max(config.stall_window, api::kRunStallWindowMin);
   doc.lease = api::LeaseConfig{lease_name_for_agent(doc.agent_name), stall_window,
                                std::max<std::chrono::seconds>(1s, stall_window / 5)};
+  HB_ASSERT_MSG(doc.lease->renew_interval < doc.lease->stall_window,
+                "the runner renews its Lease before the stall window ends");
+  HB_ASSERT_MSG(doc.recent_runs.size() <= static_cast<std::size_t>(std::max(agent.context_runs, 0)),
+                "the context carries at most contextRuns earlier runs");
   return doc;
 }
 
@@ -382,6 +414,9 @@ Json pod_volumes(Json context_volume, const AgentSpec& agent, bool builtin) {
     volumes.push_back({{"name", kArchivalVolume},
                        {"persistentVolumeClaim", {{"claimName", agent.archival_claim}}}});
   }
+  HB_ASSERT_MSG(volumes.front().is_object() && volumes.front().contains("name") &&
+                    volumes.front()["name"] == kContextVolume,
+                "the Pod's volumes start with the context's");
   return volumes;
 }
 
@@ -436,6 +471,7 @@ JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::str
   HB_ASSERT_MSG(context_text.size() <= api::kContextDocumentBytesMax,
                 "callers refuse a context document too large first (context_too_large)");
   const std::string& run_name = run.identity.name;
+  HB_ASSERT_MSG(!run_name.empty(), "a Job is built for a named run");
   const Json labels = labels_for(agent, run_name);
   const std::string job_name = job_name_for_run(run_name);
   HB_ASSERT_MSG(job_name.size() <= kLabelValueCharsMax, "a Job's name is its Pods' job-name label");
@@ -461,6 +497,8 @@ JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::str
                                    {"data", {{kContextKey, context_text}}}};
     context_volume = config_map_context_volume(cm_name);
   }
+  HB_ASSERT_MSG(use_annotation != plan.context_config_map.has_value(),
+                "the context rides in exactly one of an annotation and a ConfigMap");
   Json pod_spec = pod_spec_for(run, agent, config, std::move(context_volume));
   apply_pod_settings(effective_pod_settings(agent.runtime, config.pod_defaults), template_metadata,
                      pod_spec);
@@ -487,6 +525,8 @@ std::vector<std::pair<std::string, Json>> build_agent_objects(const AgentSpec& a
   const std::string sa = service_account_name(name);
   const std::string lease = lease_name_for_agent(name);
   const std::string memory = memory_config_map_name(name);
+  HB_ASSERT_MSG(sa != lease && lease != memory && sa != memory,
+                "an agent's per-agent objects have names of their own");
   const Json labels = api::agent_object_labels(name);
   auto metadata = [&](const std::string& object_name) {
     return Json{{"name", object_name},

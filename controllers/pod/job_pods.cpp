@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "api/hb_assert.h"
+
 namespace hb::controllers {
 
 std::string job_uid_of(const Json* job, std::string_view recorded_uid) {
@@ -45,6 +47,7 @@ bool controlled_by_job(const Json& pod, std::string_view job_uid) {
 
 std::vector<Json> pods_of_job(std::vector<Json> pods, std::string_view job_uid) {
   std::erase_if(pods, [&](const Json& pod) { return !controlled_by_job(pod, job_uid); });
+  HB_ASSERT_MSG(pods.empty() || !job_uid.empty(), "only a Job with a uid has Pods of its own");
   return pods;
 }
 

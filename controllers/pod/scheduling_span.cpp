@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "api/hb_assert.h"
 #include "api/trace_context.h"
 #include "controllers/model/run_view.h"
 
@@ -30,6 +31,8 @@ std::optional<otlp::Span> scheduling_span(const Json& run, const CreatedJob& job
                      {"k8s.job.name", job.name},
                      {"k8s.job.uid", job.uid}};
   span.status = otlp::StatusCode::kOk;
+  HB_ASSERT_MSG(span.start <= span.end,
+                "the scheduling span ends when the Job is made, not before it starts");
   return span;
 }
 

@@ -38,6 +38,7 @@ std::vector<Json> PodTombstones::of(const std::string& run_key,
     });
     if (!is_live) out.push_back(entry.second);
   }
+  HB_ASSERT_MSG(out.size() <= it->second.size(), "only the run's own remembered Pods are told");
   return out;
 }
 
@@ -46,10 +47,12 @@ void PodTombstones::forget(const std::string& run_key) {
   order_.erase(std::remove_if(order_.begin(), order_.end(),
                               [&](const Entry& e) { return e.run_key == run_key; }),
                order_.end());
+  HB_ASSERT_MSG(by_run_.size() <= order_.size(), "every run kept has a Pod in the age order");
 }
 
 void PodTombstones::expire(Clock::time_point now) {
   while (!order_.empty() && now - order_.front().at > kPodTombstoneTtl) drop_oldest();
+  HB_ASSERT_MSG(order_.empty() == by_run_.empty(), "Pods are remembered exactly while one is kept");
 }
 
 void PodTombstones::drop_oldest() {

@@ -33,6 +33,7 @@ bool fits_reason_pattern(std::string_view reason) {
 // `kubectl wait --for=condition=Complete` hangs on a failed one); its reason
 // is the phase, the run's own reason stays in Complete or Failed.
 std::vector<RunCondition> conditions_for_phase(RunPhase phase, const std::string& reason) {
+  HB_ASSERT_MSG(!reason.empty(), "every run condition has a reason (the CRD requires one)");
   const std::string phase_name(to_string(phase));
   switch (phase) {
     case RunPhase::kQueued:

@@ -32,6 +32,7 @@ constexpr int kExitSigkill = api::kExitSignalBase + 9;
 Json build_final_status(const Json& stored, const Final& f, const Charge& c, TimePoint started,
                         const std::string& job_name, std::optional<TimePoint> lease_renew,
                         TimePoint now) {
+  HB_ASSERT_MSG(is_final(f.phase), "only a final outcome is written as a final status");
   Json status = stored.is_object() ? stored : Json::object();
   const TimePoint finished = f.finished_at.value_or(now);
   status["phase"] = std::string(to_string(f.phase));
@@ -146,6 +147,7 @@ void rename_outcome(Final& f, const std::string& what, const char* reason) {
   f.message = api::utf8_prefix_string(
       what + "; " + f.reason + (f.message.empty() ? "" : ": " + f.message), kRunMessageBytesMax);
   f.reason = reason;
+  HB_ASSERT_MSG(f.message.size() <= kRunMessageBytesMax, "a run's message stays within its cap");
 }
 
 // The charge for `f`; usage out of bounds is charged the bound and becomes
@@ -197,6 +199,8 @@ void put_call_durations(RunObservation& obs, const Final& f, const Charge& charg
 }
 
 Event final_event(const std::string& run_name, const Final& f) {
+  HB_ASSERT_MSG(is_final(f.phase) && (f.phase == RunPhase::kSucceeded || !f.reason.empty()),
+                "a finished run's Event says why it ended");
   if (f.phase == RunPhase::kSucceeded) {
     return {EventTarget::kRun, run_name, false, "RunSucceeded", "run finished: " + f.reason,
             /*routine=*/true};
@@ -227,6 +231,7 @@ std::string reason_for_exit(int64_t exit_code, const std::string& terminated_rea
 }
 
 Final make_final(RunPhase phase, std::string reason, std::string message, std::string pod_name) {
+  HB_ASSERT_MSG(is_final(phase), "an outcome's phase is a final one");
   Final f{};
   f.phase = phase;
   f.reason = std::move(reason);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/exit_codes.h"
+#include "api/hb_assert.h"
 #include "api/heartbeat_pod.h"
 #include "api/utf8.h"
 #include "controllers/model/text_util.h"
@@ -129,6 +130,8 @@ PodExit pod_exit(const Json& pod) {
       exit.exit_code <= api::kExitSignalBase + kSignalMax) {
     exit.signal = exit.exit_code - api::kExitSignalBase;
   }
+  HB_ASSERT_MSG(!exit.signal || *exit.signal > 0,
+                "a signal that ended the runner is a positive number");
   return exit;
 }
 
@@ -139,10 +142,12 @@ std::optional<std::string> container_config_error(const Json* pod) {
   if (waiting == nullptr || string_at(*waiting, "reason") != "CreateContainerConfigError") {
     return std::nullopt;
   }
-  return api::utf8_prefix_string(
+  std::string message = api::utf8_prefix_string(
       "the kubelet cannot start the runner: " + string_at(*waiting, "message") +
           "; check that spec.model.apiKeySecretRef names a Secret and key in this namespace",
       kRunMessageBytesMax);
+  HB_ASSERT_MSG(message.size() <= kRunMessageBytesMax, "a run's message stays within its cap");
+  return message;
 }
 
 std::optional<TimePoint> config_error_deadline(const Json* pod, TimePoint started) {
@@ -155,7 +160,9 @@ std::string stall_message(std::chrono::seconds stall, const Json* pod, std::stri
       "no beat renewed the agent's Lease for " + std::to_string(stall.count()) + "s";
   if (std::string detail = pod_waiting_detail(pod); !detail.empty()) message += "; " + detail;
   message += tail;
-  return api::utf8_prefix_string(message, kRunMessageBytesMax);
+  std::string capped = api::utf8_prefix_string(message, kRunMessageBytesMax);
+  HB_ASSERT_MSG(capped.size() <= kRunMessageBytesMax, "a run's message stays within its cap");
+  return capped;
 }
 
 PodsGoingAway pods_going_away(const std::vector<const Json*>& pods, TimePoint now) {
@@ -172,6 +179,8 @@ PodsGoingAway pods_going_away(const std::vector<const Json*>& pods, TimePoint no
       going.alive = true;
     }
   }
+  HB_ASSERT_MSG(!going.gone_by || (going.alive && *going.gone_by > now),
+                "a Pod going away is given up later, and only while one is alive");
   return going;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <functional>
 
 #include "api/hb_assert.h"
 #include "controllers/model/agent_grants.h"
@@ -114,6 +115,9 @@ std::vector<std::string> admitting_policies(
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   if (names.size() > kAdmittingPoliciesMax) names.resize(kAdmittingPoliciesMax);
+  HB_ASSERT_MSG(
+      std::adjacent_find(names.begin(), names.end(), std::greater_equal<>()) == names.end(),
+      "the admitting policies are named once each, in order");
   return names;
 }
 
@@ -180,7 +184,9 @@ std::string audit_line(const Json& run) {
   copy_member(line, "heldCents", run, "status/heldCents");
   // One line whatever a tenant wrote: the encoder escapes every control
   // byte and quote; invalid UTF-8 is replaced rather than thrown on.
-  return line.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+  std::string text = line.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+  HB_ASSERT_MSG(text.find('\n') == std::string::npos, "an audit record is one line");
+  return text;
 }
 
 RetentionPlan plan_retention(const std::vector<Json>& orphans, std::chrono::seconds retention,

@@ -61,6 +61,8 @@ CancelCause cancel_cause(const RunView& view, const RunObservationInput& in) {
         (in.team_budget_daily ? "spec.budget.dailyCents, today" : "spec.budget.monthlyCents") +
         ") is spent; spec.onExceeded: Finish lets runs in flight finish";
   }
+  HB_ASSERT_MSG(!cause.reason.empty() && !cause.message.empty(),
+                "a run the operator ends is told why");
   return cause;
 }
 
@@ -97,6 +99,10 @@ RunClock run_clock(const RunView& view, const RunObservationInput& in) {
   }
   if (in.run_seen_at) last_alive = std::max(last_alive, std::min(*in.run_seen_at, in.now));
   clock.stalled_at = last_alive + in.timeouts.stall_window;
+  HB_ASSERT_MSG(!clock.lease_renew || *clock.lease_renew <= in.now + kLeaseRenewFutureSkewMax,
+                "a Lease renewal from the far future is not believed");
+  HB_ASSERT_MSG(clock.stalled_at >= clock.started + in.timeouts.stall_window,
+                "a run stalls no sooner than a stall window after it started");
   return clock;
 }
 
@@ -108,6 +114,7 @@ std::string timed_out_message(const RunObservationInput& in) {
 // The status of a started run, Running (also adopts a Job whose status
 // write was lost).
 Json running_status(Json status, const RunView& view, const Json* job, TimePoint started) {
+  HB_ASSERT_MSG(!is_final(view.phase), "a final phase stays final: never marked Running again");
   status["phase"] = std::string(to_string(RunPhase::kRunning));
   // Why it waited (a Queued message, ConcurrencyLimited) is over.
   status.erase("reason");
@@ -130,6 +137,7 @@ std::string succeeded_reason(const api::ParsedResult& parsed) {
 // An unreadable one renames an outcome read from the exit code; cancel,
 // deadline and stall keep their reason.
 Final with_result(Final f, api::ParsedResult parsed) {
+  HB_ASSERT_MSG(is_final(f.phase), "a runner's result is joined only to a final outcome");
   if (!parsed.result) {
     const bool decided_by_operator = f.phase == RunPhase::kCancelled ||
                                      f.phase == RunPhase::kTimedOut || f.reason == kReasonStalled;
@@ -194,7 +202,10 @@ Final finished_pod_outcome(const Json& pod, const CancelCause& cancel, const Job
   f.exit_code = exit.exit_code;
   f.signal = exit.signal;
   f.finished_at = exit.finished_at;
-  return with_result(std::move(f), std::move(parsed));
+  const RunPhase decided = f.phase;
+  Final out = with_result(std::move(f), std::move(parsed));
+  HB_ASSERT_MSG(out.phase == decided, "the runner's result never changes the phase decided");
+  return out;
 }
 
 // No Pod result and the Job gone or done: cancel > deadline > config error >
@@ -202,6 +213,8 @@ Final finished_pod_outcome(const Json& pod, const CancelCause& cancel, const Job
 Final outcome_without_result(const Json* pod, const CancelCause& cancel, const JobState& job,
                              const RunClock& clock, const RunView& view,
                              const RunObservationInput& in) {
+  HB_ASSERT_MSG(pod == nullptr || !pod_finished(*pod),
+                "a run is decided without a result only when no Pod of it finished");
   const std::string pod_name = pod != nullptr ? string_at(*pod, "metadata/name") : "";
   if (cancel.any) return make_final(RunPhase::kCancelled, cancel.reason, cancel.message, pod_name);
   if (job.deadline || in.now > clock.deadline_at) {
@@ -267,6 +280,9 @@ RunningJobVerdict watch_running_job(const Json* pod, const CancelCause& cancel,
   } else {
     v.recheck_at = std::min(clock.deadline_at, clock.stalled_at) + kRecheckPast;
   }
+  HB_ASSERT_MSG(v.delete_job != v.recheck_at.has_value(),
+                "a running Job is either deleted or looked at again, never both or neither");
+  HB_ASSERT_MSG(!v.recheck_at || *v.recheck_at > in.now, "a running run is looked at again later");
   return v;
 }
 
@@ -287,6 +303,10 @@ std::optional<UsageCounts> stored_reported_usage(const Json& run) {
   for (const auto& [key, out] : fields) {
     if (!api::read_usage_count(*stored, key, *out).empty()) return std::nullopt;
   }
+  HB_ASSERT_MSG(u.llm_calls >= 0 && u.input_tokens >= 0 && u.output_tokens >= 0 &&
+                    u.tool_calls >= 0 && u.iterations >= 0 && u.cache_read_input_tokens >= 0 &&
+                    u.cache_write_input_tokens >= 0,
+                "a stored usage report holds no negative count");
   return u;
 }
 
@@ -332,11 +352,14 @@ std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_
 
 std::optional<UsageCounts> highest_reported_usage(const RunObservationInput& in,
                                                   const std::string& run_name) {
-  std::optional<UsageCounts> high = beat_usage(in.lease, run_name);
+  const std::optional<UsageCounts> beat = beat_usage(in.lease, run_name);
+  std::optional<UsageCounts> high = beat;
   for (const std::optional<UsageCounts>& other :
        {in.reported_high, stored_reported_usage(*in.run)}) {
     if (other) high = high ? usage_field_max(*high, *other) : *other;
   }
+  HB_ASSERT_MSG(!beat || !usage_below_in_some_field(*high, *beat),
+                "the highest report is at least what the Lease reports now");
   return high;
 }
 
