@@ -107,19 +107,27 @@ void Store::commit(bool deleted, StoredObjectPtr entry, const nlohmann::json* pa
       items_.put(entry->view());
     }
   }
-  // Handlers run outside the lock so they may read the store.
+  // Handlers run outside the lock so they may read the store. The caller's
+  // tree is handed on as it is, not copied: a projected object (every
+  // watched run, Job and Pod) comes parsed.
   if (handlers->on_change && (existed || !deleted)) handlers->on_change(key);
-  auto new_object = [&] { return parsed ? *parsed : object_of(new_text); };
+  nlohmann::json parsed_here;
   if (deleted) {
     if (existed && handlers->on_delete) {
-      handlers->on_delete(parsed ? *parsed : object_of(*old_text));
+      if (parsed == nullptr) parsed_here = object_of(*old_text);
+      handlers->on_delete(parsed ? *parsed : parsed_here);
     }
     return;
   }
-  if (existed && handlers->on_update) {
-    handlers->on_update(old_text ? object_of(*old_text) : nlohmann::json(), new_object());
-  } else if (!existed && handlers->on_add) {
-    handlers->on_add(new_object());
+  const bool new_read =
+      existed ? static_cast<bool>(handlers->on_update) : static_cast<bool>(handlers->on_add);
+  if (!new_read) return;
+  if (parsed == nullptr) parsed_here = object_of(new_text);
+  const nlohmann::json& new_object = parsed ? *parsed : parsed_here;
+  if (existed) {
+    handlers->on_update(old_text ? object_of(*old_text) : nlohmann::json(), new_object);
+  } else {
+    handlers->on_add(new_object);
   }
 }
 
