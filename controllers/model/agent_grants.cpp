@@ -1,5 +1,7 @@
 #include "controllers/model/agent_grants.h"
 
+#include "api/hb_assert.h"
+
 namespace hb::controllers {
 
 namespace {
@@ -13,6 +15,16 @@ bool contains(const Json* list, std::string_view value) {
 }
 
 }  // namespace
+
+const kube::Resource& agent_object_resource(std::string_view kind) {
+  namespace res = kube::resources;
+  if (kind == kKindServiceAccounts) return res::kServiceAccounts;
+  if (kind == kKindRoles) return res::kRoles;
+  if (kind == kKindRoleBindings) return res::kRoleBindings;
+  if (kind == kKindLeases) return res::kLeases;
+  HB_ASSERT_MSG(kind == kKindConfigMaps, "a per-agent object is one of the five kinds");
+  return res::kConfigMaps;
+}
 
 bool grants_rights(std::string_view kind) {
   return kind == kKindServiceAccounts || kind == kKindRoles || kind == kKindRoleBindings;

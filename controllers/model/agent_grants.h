@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "controllers/model/json_util.h"
+#include "kube/resource.h"
 
 namespace hb::controllers {
 
@@ -20,6 +21,9 @@ inline constexpr const char* kKindLeases = "leases";
 inline constexpr const char* kKindServiceAccounts = "serviceaccounts";
 inline constexpr const char* kKindRoles = "roles";
 inline constexpr const char* kKindRoleBindings = "rolebindings";
+
+// The API resource of one of the kinds above.
+const kube::Resource& agent_object_resource(std::string_view kind);
 
 // True for the objects that grant rights (ServiceAccount, Role,
 // RoleBinding); false for those the Role names (Lease, memory ConfigMap).

@@ -13,15 +13,6 @@ namespace {
 using kube::ErrorKind;
 namespace res = kube::resources;
 
-const kube::Resource& resource_for(const std::string& kind) {
-  if (kind == kKindServiceAccounts) return res::kServiceAccounts;
-  if (kind == kKindRoles) return res::kRoles;
-  if (kind == kKindRoleBindings) return res::kRoleBindings;
-  if (kind == kKindLeases) return res::kLeases;
-  HB_ASSERT_MSG(kind == kKindConfigMaps, "a per-agent object is one of the five kinds");
-  return res::kConfigMaps;
-}
-
 }  // namespace
 
 void count_api_write(Metrics& metrics, const char* kind) {
@@ -99,9 +90,17 @@ kube::Result<bool> KubeAgentApiWrites::delete_in_background(const kube::Resource
                                                             const char* overlay_kind) {
   kube::DeleteOptions options;
   options.propagation_policy = "Background";
+  HB_TRY_ASSIGN(const bool removed, remove_if_present(resource, ns, name, options));
+  overlay_.erase(overlay_kind, object_key(ns, name));
+  return removed;
+}
+
+kube::Result<bool> KubeAgentApiWrites::remove_if_present(const kube::Resource& resource,
+                                                         const std::string& ns,
+                                                         const std::string& name,
+                                                         const kube::DeleteOptions& options) {
   kube::Result<Json> removed = client_->remove(resource, ns, name, options);
   if (!removed.ok() && !removed.is(ErrorKind::kNotFound)) return std::move(removed).error();
-  overlay_.erase(overlay_kind, object_key(ns, name));
   return removed.ok();
 }
 
@@ -150,7 +149,7 @@ kube::Result<Json> KubeAgentApiWrites::replace_agent_status(const std::string& n
 kube::Result<CreatedOrFound> KubeAgentApiWrites::create_agent_object(const std::string& kind,
                                                                      const std::string& ns,
                                                                      const Json& object) {
-  HB_TRY_ASSIGN(CreatedOrFound result, create_or_find(resource_for(kind), ns, object));
+  HB_TRY_ASSIGN(CreatedOrFound result, create_or_find(agent_object_resource(kind), ns, object));
   if (result.made) count_api_write(metrics_, kWriteAgentObjectCreate);
   return result;
 }
@@ -169,10 +168,10 @@ kube::Result<bool> KubeAgentApiWrites::delete_grant(const std::string& kind, con
   HB_ASSERT_MSG(kind == kKindRoles || kind == kKindRoleBindings, "only grants are deleted");
   kube::DeleteOptions options;
   options.precondition_uid = uid;
-  kube::Result<Json> removed = client_->remove(resource_for(kind), ns, name, options);
-  if (!removed.ok() && !removed.is(ErrorKind::kNotFound)) return std::move(removed).error();
-  if (removed.ok()) count_api_write(metrics_, kWriteAgentGrantDelete);
-  return removed.ok();
+  HB_TRY_ASSIGN(const bool removed,
+                remove_if_present(agent_object_resource(kind), ns, name, options));
+  if (removed) count_api_write(metrics_, kWriteAgentGrantDelete);
+  return removed;
 }
 
 kube::Done KubeAgentApiWrites::create_event(const std::string& ns, const Json& event) {

@@ -136,6 +136,9 @@ class KubeAgentApiWrites final : public AgentApiWrites {
                                const char* write_kind);
   kube::Result<bool> delete_in_background(const kube::Resource& resource, const std::string& ns,
                                           const std::string& name, const char* overlay_kind);
+  // Delete; NotFound is done too (false: this call deleted nothing).
+  kube::Result<bool> remove_if_present(const kube::Resource& resource, const std::string& ns,
+                                       const std::string& name, const kube::DeleteOptions& options);
 
   std::shared_ptr<kube::Client> client_;
   WriteOverlay& overlay_;

@@ -43,8 +43,7 @@ kube::Result<std::optional<Json>> AgentReconciler::read_grant(const std::string&
                                                               const std::string& ns,
                                                               const std::string& name) {
   HB_ASSERT_MSG(kind == kKindRoles || kind == kKindRoleBindings, "a grant is a Role or binding");
-  kube::Result<Json> got =
-      client_->get(kind == kKindRoles ? res::kRoles : res::kRoleBindings, ns, name);
+  kube::Result<Json> got = client_->get(agent_object_resource(kind), ns, name);
   if (got.is(ErrorKind::kNotFound)) return std::optional<Json>();
   HB_TRY_ASSIGN(Json object, std::move(got));
   return std::optional<Json>(std::move(object));
