@@ -31,6 +31,7 @@ class AgentReconciler::PassWriter final : public PlanWriter {
   WriteResult replace_agent_status(const Json& status) override;
   WriteResult write_run_status(const PlannedWrite& write) override;
   WriteResult start_run(const std::string& run) override;
+  WriteResult start_slot_run(const RunRequest& request) override;
   WriteResult delete_run(const std::string& run) override;
   void record_event(const Event& event) override;
 

@@ -61,10 +61,17 @@ kube::GiveWayTime give_way_time(const AgentDecision& d, TimePoint now,
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(*d.next_heartbeat - now);
 }
 
-// A run written is listed with its agent's runs (runs_of) only.
-std::string run_overlay_group(const std::string& kind, const Json& object) {
-  if (kind != kOverlayRuns) return {};
-  return object_key(namespace_of(object), string_at(object, "spec/agentRef/name"));
+// A run written is listed with its agent's runs (runs_of), a Job awaiting
+// its run with its agent's such Jobs (jobs_awaiting_run).
+std::string overlay_group(const std::string& kind, const Json& object) {
+  if (kind == kOverlayRuns) {
+    return object_key(namespace_of(object), string_at(object, "spec/agentRef/name"));
+  }
+  if (kind == kOverlayJobs && awaits_its_run(object)) {
+    return object_key(namespace_of(object),
+                      std::string(annotation_at(object, kAnnotationAgentName)));
+  }
+  return {};
 }
 
 }  // namespace
@@ -85,7 +92,7 @@ AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client,
       metrics_(metrics),
       clock_(std::move(clock)),
       steady_(std::move(steady)),
-      overlay_(steady_, run_overlay_group),
+      overlay_(steady_, overlay_group),
       writes_(std::move(writes)),
       lease_sightings_(steady_) {
   if (!writes_) writes_ = std::make_shared<KubeAgentApiWrites>(client_, overlay_, metrics_);
@@ -133,6 +140,7 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   const TimePoint now = clock_();
   std::optional<Json> agent_opt = agent(ns, name);
   std::vector<Json> runs = runs_of(ns, name);
+  HB_TRY(make_runs_of_jobs(ns, name, runs));
   if (!agent_opt || find_path(*agent_opt, "metadata/deletionTimestamp") != nullptr) {
     return reconcile_gone(ns, name, runs, now);
   }

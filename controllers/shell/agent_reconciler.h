@@ -25,6 +25,7 @@
 #include "controllers/plan/write_plan.h"
 #include "controllers/pod/job_builder.h"
 #include "controllers/pod/scheduling_span.h"
+#include "controllers/run/run_after_job.h"
 #include "controllers/run/run_record.h"
 #include "controllers/runtime/budget_blocked.h"
 #include "controllers/runtime/genai_metrics.h"
@@ -179,6 +180,17 @@ class AgentReconciler {
                                const std::vector<const Json*>& history,
                                const std::optional<Prompt>& read, TimePoint now);
   kube::Done adopt_run(const Json& agent, const std::string& run_name);
+  // Jobs made before their run (run_after_job.h): the Agent's awaiting
+  // theirs, in the cache or this process's writes; each run made (before
+  // the pass decides) and its Job handed to it. A made run joins `runs`.
+  std::vector<Json> jobs_awaiting_run(const std::string& ns, const std::string& agent);
+  kube::Done make_runs_of_jobs(const std::string& ns, const std::string& agent,
+                               std::vector<Json>& runs);
+  kube::Done perform_job_run_step(const std::string& ns, const JobRunStep& step,
+                                  std::vector<Json>& runs);
+  kube::Result<bool> make_run(Json& run);
+  // For a run not made yet (started Job first): makes it, unless it is.
+  kube::Done make_unless_made(Json& run);
   // What a run is charged at and its token cap, for the runner's own stops.
   struct RunPrices {
     Pricing pricing;
