@@ -11,6 +11,8 @@
 #include "api/usage_report.h"
 #include "controllers/model/names.h"
 #include "controllers/run/cache_projection.h"
+#include "controllers/run/run_after_job.h"
+#include "controllers/run/run_record.h"
 
 namespace hb::controllers {
 namespace {
@@ -150,6 +152,30 @@ TEST(ClusterCache, ARunsPodsAreFoundByItsJobsNameAndTheirRunAnnotation) {
   f.pods().send(kube::WatchEventType::kAdded, pod_of(pod_name, long_name));
   ASSERT_EQ(f.cache.pods_of(kNs, long_name).size(), 1u);
   EXPECT_EQ(name_of(f.cache.pods_of(kNs, long_name)[0]), pod_name);
+}
+
+// A Job made before its run (run_after_job.h) is found by its agent until
+// it is handed to the run or gone; the projection keeps what the pass reads.
+TEST(ClusterCache, JobsAwaitingTheirRunAreFoundByAgentUntilHandedOver) {
+  Fixture f;
+  Json job = owned(job_name_for_run("bot-1"), "3");
+  job["metadata"]["annotations"][kAnnotationAgentUid] = "uid-bot";
+  job["metadata"]["annotations"][kAnnotationRunToMake] = R"({"kind":"HeartbeatRun"})";
+  f.jobs().send(kube::WatchEventType::kAdded, job);
+  const std::vector<Json> awaiting = f.cache.jobs_awaiting_run(kNs, "bot");
+  ASSERT_EQ(awaiting.size(), 1u);
+  EXPECT_EQ(annotation_at(awaiting[0], kAnnotationAgentUid), "uid-bot");
+  EXPECT_EQ(annotation_at(awaiting[0], kAnnotationRunToMake), R"({"kind":"HeartbeatRun"})");
+  EXPECT_TRUE(f.cache.jobs_awaiting_run(kNs, "other").empty());
+  Json handed = job;
+  handed["metadata"]["resourceVersion"] = "4";
+  handed["metadata"]["annotations"].erase(kAnnotationRunToMake);
+  f.jobs().send(kube::WatchEventType::kModified, handed);
+  EXPECT_TRUE(f.cache.jobs_awaiting_run(kNs, "bot").empty());
+  f.jobs().send(kube::WatchEventType::kModified, job);  // positive control: found again
+  EXPECT_EQ(f.cache.jobs_awaiting_run(kNs, "bot").size(), 1u);
+  f.jobs().send(kube::WatchEventType::kDeleted, job);
+  EXPECT_TRUE(f.cache.jobs_awaiting_run(kNs, "bot").empty());
 }
 
 // After a restart the lists may come in any order: Pods and Jobs listed
