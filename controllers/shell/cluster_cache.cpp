@@ -571,10 +571,17 @@ std::optional<Json> get_from(const kube::CachedResource* informer, const std::st
 void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_name) {
   if ((!observe_run_ && !provider_holds_) || run_name.empty()) return;
   std::lock_guard lock(place_mutex_);
-  const std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
+  std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
   const kube::CachedResource* jobs = jobs_.in(ns);
-  const bool has_job =
-      jobs != nullptr && jobs->store().contains(object_key(ns, job_name_for_run(run_name)));
+  const std::string job_key = object_key(ns, job_name_for_run(run_name));
+  bool has_job = jobs != nullptr && jobs->store().contains(job_key);
+  if (!run && has_job) {
+    // A Job made before its run is that run started: the run it carries
+    // holds the place, in its agent's pools (run_after_job.h).
+    const std::optional<Json> job = jobs->store().get(job_key);
+    has_job = job.has_value();
+    if (job && awaits_its_run(*job)) run = run_carried_by(*job);
+  }
   if (observe_run_) observe_run_(object_key(ns, run_name), run ? &*run : nullptr, has_job);
   if (provider_holds_)
     provider_holds_->run_changed(object_key(ns, run_name), run ? &*run : nullptr);

@@ -178,6 +178,45 @@ TEST(ClusterCache, JobsAwaitingTheirRunAreFoundByAgentUntilHandedOver) {
   EXPECT_TRUE(f.cache.jobs_awaiting_run(kNs, "bot").empty());
 }
 
+// The concurrency gate is told of a Job made before its run as of the run
+// it carries, so the run counts in its agent's pools before it is made (a
+// restarted operator knows no more than that). Positive control: a Job
+// that carries nothing is told as a Job without its run.
+TEST(ClusterCache, AJobAwaitingItsRunIsToldAsTheRunItCarries) {
+  for (bool carries : {true, false}) {
+    std::vector<std::string> told;
+    std::map<std::string, HandFedSource*> sources;
+    std::vector<std::string> started;
+    CacheOptions o = options();
+    o.observe_run = [&](const std::string& key, const Json* run, bool has_job) {
+      told.push_back(key + (run ? " agent=" + string_at(*run, "spec/agentRef/name") : " no run") +
+                     (has_job ? " job" : ""));
+    };
+    ClusterCache cache(
+        [&](const kube::Resource& r, const kube::InformerOptions& io) {
+          auto source = std::make_unique<HandFedSource>(io, r.resource, started);
+          sources[r.resource] = source.get();
+          return source;
+        },
+        std::move(o), [](const std::string&) {});
+    Json job = owned(job_name_for_run("bot-1"), "3");
+    if (carries) {
+      const Json carried = {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                            {"kind", "HeartbeatRun"},
+                            {"metadata",
+                             {{"name", "bot-1"},
+                              {"namespace", kNs},
+                              {"annotations", {{kAnnotationAgentUid, "uid-bot"}}}}},
+                            {"spec", {{"agentRef", {{"name", "bot"}}}}}};
+      job["metadata"]["annotations"][kAnnotationAgentUid] = "uid-bot";
+      job["metadata"]["annotations"][kAnnotationRunToMake] = carried.dump();
+    }
+    sources.at("jobs")->send(kube::WatchEventType::kAdded, job);
+    ASSERT_FALSE(told.empty());
+    EXPECT_EQ(told.back(), carries ? "team-a/bot-1 agent=bot job" : "team-a/bot-1 no run job");
+  }
+}
+
 // After a restart the lists may come in any order: Pods and Jobs listed
 // before their settled run are let go once the run is listed.
 TEST(ClusterCache, ObjectsListedBeforeTheirSettledRunAreLetGoWhenItArrives) {
