@@ -140,18 +140,39 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   const TimePoint now = clock_();
   std::optional<Json> agent_opt = agent(ns, name);
   std::vector<Json> runs = runs_of(ns, name);
-  HB_TRY(make_runs_of_jobs(ns, name, runs));
+  HB_TRY_ASSIGN(const std::vector<HandOver> handovers, make_runs_of_jobs(ns, name, runs));
   if (!agent_opt || find_path(*agent_opt, "metadata/deletionTimestamp") != nullptr) {
+    HB_TRY(hand_over_jobs(ns, handovers));
     return reconcile_gone(ns, name, runs, now);
   }
-  Json agent = std::move(*agent_opt);
+  // The hand-overs after the pass's own writes, however the pass ends:
+  // until then deleting the run would leave its Job behind.
+  kube::GiveWayTime give_way_at;
+  kube::Result<ReconcileResult> result =
+      reconcile_agent(ns, name, std::move(*agent_opt), runs, now, give_way_at);
+  if (handovers.empty()) return result;
+  kube::GiveWayScope give_way(give_way_at);
+  kube::Done handed = hand_over_jobs(ns, handovers);
+  if (result.ok() && !handed.ok()) return std::move(handed).error();
+  return result;
+}
+
+// Decides and performs the pass of an Agent that exists; `give_way_at`:
+// when the writes after it give way (its next heartbeat), once decided.
+kube::Result<ReconcileResult> AgentReconciler::reconcile_agent(const std::string& ns,
+                                                               const std::string& name, Json agent,
+                                                               std::vector<Json>& runs,
+                                                               TimePoint now,
+                                                               kube::GiveWayTime& give_way_at) {
   // Runs of an earlier Agent of this name are never this one's: not
   // adopted, counted, shown in its context or trimmed by its history limits.
   std::vector<Json> orphans = take_runs_of_other_agents(runs, string_at(agent, "metadata/uid"));
   HB_TRY_ASSIGN(const std::optional<TimePoint> orphans_due, tend_orphans(ns, name, orphans, now));
   PassRead pass;
+  for (const Json& orphan : orphans) pass.other_agents_runs.insert(name_of(orphan));
   HB_TRY(read_pass(ns, name, agent, runs, now, pass));
   AgentDecision d = decide_agent(pass.input);
+  give_way_at = give_way_time(d, now, steady_());
   HB_ASSERT_MSG(!config_.concurrency || !d.start_run || d.admission_request,
                 "a start is only decided from a snapshot of the gate");
   // A place freed since the snapshot: this pass writes what it decided and
@@ -231,6 +252,7 @@ kube::Result<ReconcileResult> AgentReconciler::perform_pass(Json& agent, std::ve
   PassWriter writer(*this, agent, pass.views.agent->spec.spec, runs, now);
   writer.prompt = std::move(pass.prompt);
   writer.finals_ahead = final_statuses(plan);
+  writer.other_agents_runs = std::move(pass.other_agents_runs);
   if (d.admission_assumed.admitted) writer.admission = d.admission_request;
   const PlanOutcome outcome = perform_plan(plan, writer);
   settle_admissions(key, ns, d, writer.admitted, outcome.start_held_back);

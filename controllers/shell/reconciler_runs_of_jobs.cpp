@@ -21,6 +21,13 @@ kube::Error run_name_taken(const std::string& ns, const std::string& name) {
   return error;
 }
 
+// A run create's place in the rate limiter (write_plan.h), by its slot.
+kube::RequestPriority run_create_priority(const Json& run, TimePoint now) {
+  PlannedWrite create;
+  create.op = WriteOp::kCreateRun;
+  return write_priority(create, false, time_at(run, "spec/scheduledTime"), now);
+}
+
 }  // namespace
 
 std::vector<Json> AgentReconciler::jobs_awaiting_run(const std::string& ns,
@@ -34,23 +41,43 @@ std::vector<Json> AgentReconciler::jobs_awaiting_run(const std::string& ns,
   return jobs;
 }
 
-kube::Done AgentReconciler::make_runs_of_jobs(const std::string& ns, const std::string& agent,
-                                              std::vector<Json>& runs) {
+kube::Result<std::vector<AgentReconciler::HandOver>> AgentReconciler::make_runs_of_jobs(
+    const std::string& ns, const std::string& agent, std::vector<Json>& runs) {
   const std::vector<Json> jobs = jobs_awaiting_run(ns, agent);
-  if (jobs.empty()) return kube::done();
+  std::vector<HandOver> handovers;
+  if (jobs.empty()) return handovers;
   for (const JobRunStep& step : plan_runs_for_jobs(jobs, runs)) {
-    HB_TRY(perform_job_run_step(ns, step, runs));
+    if (step.kind != JobRunStepKind::kHandOver) {
+      HB_TRY(perform_job_run_step(ns, step, runs));
+      continue;
+    }
+    // The run as stored now: a run made (or found) above has its uid.
+    const Json* run = find_named(runs, step.run_name);
+    if (run == nullptr || string_at(*run, "metadata/uid").empty()) continue;
+    handovers.push_back({step.job, job_handover_patch(*run)});
+  }
+  return handovers;
+}
+
+kube::Done AgentReconciler::hand_over_jobs(const std::string& ns,
+                                           const std::vector<HandOver>& handovers) {
+  kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
+  for (const HandOver& handover : handovers) {
+    HB_TRY(writes_->hand_over_job(ns, handover.job, handover.patch));
   }
   return kube::done();
 }
 
-// One API call; a made run joins `runs`. A run name someone else holds
-// (found on create) leaves the Job to be deleted by the next pass's plan.
+// One API call (a run create that finds the name another's: its Job
+// deleted too); a made run joins `runs`.
 kube::Done AgentReconciler::perform_job_run_step(const std::string& ns, const JobRunStep& step,
                                                  std::vector<Json>& runs) {
   switch (step.kind) {
     case JobRunStepKind::kMakeRun: {
-      kube::RequestPriorityScope lifecycle(kube::RequestClass::kLifecycle);
+      // Its slot's dispatch, after that slot's Jobs: under a saturated
+      // limiter an older slot's run goes before a newer slot's Job, and a
+      // worker making it is not held behind every other dispatch.
+      kube::RequestPriorityScope dispatch(run_create_priority(step.run, clock_()));
       Json run = step.run;
       kube::Result<bool> made = make_run(run);
       if (made.is(kube::ErrorKind::kConflict)) {
@@ -62,13 +89,9 @@ kube::Done AgentReconciler::perform_job_run_step(const std::string& ns, const Jo
       runs.push_back(std::move(run));
       return kube::done();
     }
-    case JobRunStepKind::kHandOver: {
-      const Json* run = find_named(runs, step.run_name);
-      if (run == nullptr || string_at(*run, "metadata/uid").empty()) return kube::done();
-      kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
-      HB_TRY(writes_->hand_over_job(ns, step.job, job_handover_patch(*run)));
+    case JobRunStepKind::kHandOver:
+      HB_ASSERT_MSG(false, "a hand-over waits for the pass's own writes (hand_over_jobs)");
       return kube::done();
-    }
     case JobRunStepKind::kDeleteJob: {
       kube::RequestPriorityScope bookkeeping(kube::RequestClass::kBookkeeping);
       HB_TRY(delete_job(ns, step.job));

@@ -79,7 +79,10 @@ TEST(ReconcilerJobFirst, TheNextPassMakesTheRunAndHandsTheJobToIt) {
   EXPECT_GE(*made, first_pass);
   EXPECT_LT(*made, *handed);
   const WriteCall& run = h.writes->calls[*made];
-  EXPECT_EQ(run.priority.cls, kube::RequestClass::kLifecycle);
+  // Its slot's dispatch, after that slot's Jobs; the hand-over is bookkeeping.
+  EXPECT_EQ(run.priority.cls, kube::RequestClass::kDispatch);
+  EXPECT_EQ(run.priority.order, 1714565100 * kDispatchStages + 1);
+  EXPECT_EQ(h.writes->calls[*handed].priority.cls, kube::RequestClass::kBookkeeping);
   EXPECT_EQ(string_at(run.object, "spec/scheduledTime"), "2024-05-01T12:05:00Z");
   const Json& patch = h.writes->calls[*handed].object;
   ASSERT_EQ(patch["metadata"]["ownerReferences"].size(), 1u);
@@ -129,10 +132,13 @@ TEST(ReconcilerJobFirst, AJobWhoseRunNameIsTakenIsDeleted) {
   Json squatter = testing::run(kSlotRun, "manual");
   squatter["metadata"]["annotations"] = {{kAnnotationAgentUid, "uid-someone-else"}};
   h.view.runs.push_back(squatter);
+  h.writes->existing[kSlotRun] = squatter;  // a create of that name finds it
   h.pass();
   EXPECT_TRUE(h.writes->first(testing::kCallDeleteJob, job_name_for_run(kSlotRun)));
   EXPECT_FALSE(h.writes->first(testing::kCallHandOverJob));
-  EXPECT_FALSE(h.writes->first(testing::kCallCreateRun, kSlotRun));
+  // The slot, still due for this Agent, is tried as a run create (which
+  // finds the name taken), never as a second Job.
+  EXPECT_EQ(h.writes->count(testing::kCallCreateJob), 1u);
 }
 
 // A Job whose text does not check (here: it names another run than its
