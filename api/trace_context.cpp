@@ -92,4 +92,13 @@ std::optional<TraceParent> run_trace_parent(std::string_view run_uid) {
   return TraceParent{trace_id, hex64(span)};
 }
 
+static_assert(2 * kSpanIdHexDigits == kTraceIdHexDigits, "two 64-bit hashes make a trace id");
+
+std::string derived_trace_uid(std::string_view key) {
+  const std::string high = hex64(fnv1a(std::string("trace/") + std::string(key)));
+  std::uint64_t low = fnv1a(std::string("trace-low/") + std::string(key));
+  if (low == 0) low = 1;  // never the all-zero id W3C trace context forbids
+  return high + hex64(low);
+}
+
 }  // namespace hb::api

@@ -44,4 +44,8 @@ bool gen_ai_latest_experimental(std::string_view opt_in);
 // is not a UUID.
 std::optional<TraceParent> run_trace_parent(std::string_view run_uid);
 
+// A UUID-shaped id (32 hex digits, not all zero) derived from `key`: the
+// trace of a run whose Job is made before the run has a uid.
+std::string derived_trace_uid(std::string_view key);
+
 }  // namespace hb::api

@@ -34,6 +34,9 @@ inline constexpr const char* kAnnotationContext = "heartbeat.dev/context";
 // deadline and stall clocks count from it; the Job's creationTimestamp is the
 // API server's clock, which may differ from the operator's.
 inline constexpr const char* kAnnotationStartedAt = "heartbeat.dev/started-at";
+// On a run whose Job was made before it: its trace id (the run's uid does
+// not exist yet when the Job is built); other runs' trace id is their uid.
+inline constexpr const char* kAnnotationTraceId = "heartbeat.dev/trace-id";
 
 inline constexpr const char* kContextKey = "context.json";
 inline constexpr const char* kContextMountDir = "/etc/heartbeat";

@@ -105,7 +105,7 @@ RunView view_run(const Json& run) {
 
 StartingRun starting_run(const Json& run) {
   RunView view = view_run(run);
-  StartingRun out{string_at(run, "apiVersion"), string_at(run, "kind"), std::move(view.ns), {}};
+  StartingRun out{string_at(run, "apiVersion"), string_at(run, "kind"), std::move(view.ns), {}, "", ""};
   api::RunIdentity& id = out.identity;
   id.name = std::move(view.name);
   id.uid = std::move(view.uid);
@@ -113,7 +113,13 @@ StartingRun starting_run(const Json& run) {
   id.trigger_detail = std::move(view.trigger_detail);
   id.metadata = api::usable_run_metadata(find_path(run, "spec/metadata"));
   id.scheduled_time = view.scheduled_time;
+  out.trace_uid = run_trace_uid(run);
   return out;
+}
+
+std::string run_trace_uid(const Json& run) {
+  const std::string_view traced = annotation_at(run, kAnnotationTraceId);
+  return traced.empty() ? string_at(run, "metadata/uid") : std::string(traced);
 }
 
 }  // namespace hb::controllers

@@ -72,9 +72,17 @@ struct StartingRun {
   std::string api_version, kind;  // for the ownerReferences to it
   std::string ns;
   api::RunIdentity identity;  // all but the deadline (the Agent's timeout from now)
+  std::string trace_uid;      // run_trace_uid
+  // The run's own text (run_after_job.h) when its Job is made before it;
+  // identity.uid is empty then.
+  std::string to_make;
 };
 
 StartingRun starting_run(const Json& run);
+
+// The uid a run's trace id is made of (api::run_trace_parent): its
+// kAnnotationTraceId when it has one, else its uid.
+std::string run_trace_uid(const Json& run);
 
 // Whether run a finished after run b, in the order the next heartbeat's
 // context picks earlier runs (job_builder.h) and the cache keeps their

@@ -178,10 +178,13 @@ bool plan_well_formed(const std::vector<PlannedWrite>& plan) {
   const auto is = [](WriteOp op) { return [op](const PlannedWrite& w) { return w.op == op; }; };
   const auto first_other = std::find_if_not(plan.begin(), plan.end(), is(WriteOp::kDeleteJob));
   if (std::any_of(first_other, plan.end(), is(WriteOp::kDeleteJob))) return false;
-  return std::ranges::all_of(
-      std::array{WriteOp::kCreateRun, WriteOp::kInvokeRun, WriteOp::kStartRun,
-                 WriteOp::kReplaceAgentStatus},
-      [&](WriteOp once) { return std::count_if(plan.begin(), plan.end(), is(once)) <= 1; });
+  const auto starts = [](const PlannedWrite& w) {
+    return w.op == WriteOp::kStartRun || w.op == WriteOp::kStartSlotRun;
+  };
+  return std::count_if(plan.begin(), plan.end(), starts) <= 1 &&
+         std::ranges::all_of(
+             std::array{WriteOp::kCreateRun, WriteOp::kInvokeRun, WriteOp::kReplaceAgentStatus},
+             [&](WriteOp once) { return std::count_if(plan.begin(), plan.end(), is(once)) <= 1; });
 }
 
 }  // namespace
@@ -197,7 +200,12 @@ std::vector<PlannedWrite> plan_writes(const WritePlanInput& in) {
       plan.push_back(run_write(WriteOp::kDeleteJob, (*in.observed)[i].view->name));
     }
   }
-  if (d.create_run) plan.push_back(request_write(WriteOp::kCreateRun, *d.create_run));
+  // The slot's own run, started in this pass, is made after its Job.
+  const bool slot_run_starts =
+      d.create_run && d.create_run->slot && d.start_run == d.create_run->name;
+  if (d.create_run && !slot_run_starts) {
+    plan.push_back(request_write(WriteOp::kCreateRun, *d.create_run));
+  }
   if (d.invoke_run) plan.push_back(request_write(WriteOp::kInvokeRun, *d.invoke_run));
   for (const MentionRequest& mention : d.mention_runs) {
     PlannedWrite w;
@@ -212,7 +220,12 @@ std::vector<PlannedWrite> plan_writes(const WritePlanInput& in) {
   // them writes the run being started (a callback run's coalesced record
   // is conditional on the copy the start reads).
   const bool start_first = d.start_run && !writes_run(counting, *d.start_run);
-  if (start_first) plan.push_back(run_write(WriteOp::kStartRun, *d.start_run));
+  HB_ASSERT_MSG(!slot_run_starts || start_first, "nothing counted writes a run not made yet");
+  if (slot_run_starts) {
+    plan.push_back(request_write(WriteOp::kStartSlotRun, *d.create_run));
+  } else if (start_first) {
+    plan.push_back(run_write(WriteOp::kStartRun, *d.start_run));
+  }
   plan.insert(plan.end(), std::make_move_iterator(counting.begin()),
               std::make_move_iterator(counting.end()));
   if (d.start_run && !start_first) plan.push_back(run_write(WriteOp::kStartRun, *d.start_run));
@@ -241,6 +254,7 @@ kube::RequestPriority write_priority(const PlannedWrite& w, bool counts_spend,
     case WriteOp::kMentionRun:
       return {RequestClass::kDispatch, order + 1};
     case WriteOp::kStartRun:
+    case WriteOp::kStartSlotRun:
       return {RequestClass::kDispatch, order};
     case WriteOp::kDeleteJob:
       return {RequestClass::kLifecycle, order};
@@ -274,6 +288,7 @@ bool writes_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
 // earlier in this plan: its scheduledTime then tells the next pass that the
 // slot is handled, whatever the agent status says.
 bool starts_its_own_slot_run(const std::vector<PlannedWrite>& plan, std::size_t start) {
+  if (plan[start].op == WriteOp::kStartSlotRun) return true;
   for (std::size_t j = 0; j < start; ++j) {
     const PlannedWrite& w = plan[j];
     if (w.op == WriteOp::kCreateRun && w.request && w.request->slot &&
@@ -308,7 +323,8 @@ bool status_may_wait_for_next_pass(const std::vector<PlannedWrite>& plan, std::s
 bool pass_may_end_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
   if (!writes_after(plan, i)) return false;
   if (plan[i].op == WriteOp::kReplaceAgentStatus) return true;
-  return plan[i].op == WriteOp::kStartRun && status_may_wait_for_next_pass(plan, i);
+  return (plan[i].op == WriteOp::kStartRun || plan[i].op == WriteOp::kStartSlotRun) &&
+         status_may_wait_for_next_pass(plan, i);
 }
 
 WriteResult perform(const PlannedWrite& w, PlanWriter& writer) {
@@ -328,6 +344,8 @@ WriteResult perform(const PlannedWrite& w, PlanWriter& writer) {
       return writer.write_run_status(w);
     case WriteOp::kStartRun:
       return writer.start_run(w.run);
+    case WriteOp::kStartSlotRun:
+      return writer.start_slot_run(*w.request);
     case WriteOp::kDeleteRun:
       return writer.delete_run(w.run);
     case WriteOp::kEvent:
@@ -351,7 +369,8 @@ PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writ
     // A start that fails does not hold back the writes after it: they count
     // finished runs, which must not wait for a Job that cannot be made now
     // (a namespace's quota, a webhook). The pass still fails and is retried.
-    if (result == WriteResult::kFailed && w.op == WriteOp::kStartRun) {
+    if ((result == WriteResult::kFailed && w.op == WriteOp::kStartRun) ||
+        result == WriteResult::kStartFailed) {
       start_failed = true;
       continue;
     }
@@ -359,7 +378,8 @@ PlanOutcome perform_plan(const std::vector<PlannedWrite>& plan, PlanWriter& writ
     if (result == WriteResult::kNameTaken) name_taken = w.run;
     if (result == WriteResult::kHeldBack) outcome.start_held_back = true;
     ++outcome.performed;
-    started = started || (w.op == WriteOp::kStartRun && result == WriteResult::kDone);
+    const bool starts = w.op == WriteOp::kStartRun || w.op == WriteOp::kStartSlotRun;
+    started = started || (starts && result == WriteResult::kDone);
     if (started && pass_may_end_after(plan, i)) {
       // The Events that follow the write that made them true go with it.
       for (std::size_t j = i + 1; j < plan.size() && plan[j].op == WriteOp::kEvent; ++j) {

@@ -9,7 +9,8 @@
 //   1. delete Jobs of cancelled, stalled or overdue runs
 //   2. create the slot's scheduler run (deterministic name; AlreadyExists = adopt),
 //      the manual run an invoke annotation asks for, and the callback runs
-//      of other agents a finished run @mentioned
+//      of other agents a finished run @mentioned; a slot's run that starts
+//      in this pass is not created here but in 3, after its Job
 //   3. start the next queued run: per-agent objects once, context, Job
 //   4. replace the agent status (conditional on resourceVersion): counts spend
 //   5. write each counted run's final status with costRecorded=true (what the
@@ -49,6 +50,8 @@ enum class WriteOp {
   kReplaceAgentStatus,  // `status`: the agent's whole status
   kRunStatus,           // `run`'s whole `status`; final ones also get their phase label
   kStartRun,            // `run`: prompt, per-agent objects, context, Job, Running status
+  kStartSlotRun,        // `request`: the slot's run started Job first (run_after_job.h):
+                        // its Job made, the run itself by the pass after
   kDeleteRun,           // `run`, beyond historyLimits
   kEvent,               // `event` (best effort: a failed Event write never stops the pass)
 };
@@ -72,7 +75,7 @@ struct PlannedWrite {
   RunStatusPurpose purpose = RunStatusPurpose::kNone;
   bool cost_mismatch = false;             // kCounted: the runner's cost differs from ours
   std::string folded_into;                // kFolded: the queued callback run it folded into
-  std::optional<RunRequest> request;      // kCreateRun, kInvokeRun
+  std::optional<RunRequest> request;      // kCreateRun, kInvokeRun, kStartSlotRun
   std::optional<MentionRequest> mention;  // kMentionRun
   std::optional<Event> event;             // kEvent
 };
@@ -107,6 +110,11 @@ enum class WriteResult {
   kFailed,     // stop the pass (the writer keeps the error)
   kNameTaken,  // kCreateRun: the name is someone else's run; that run is not started
   kHeldBack,   // kStartRun: an object in the way held the run back; it stays Queued
+  // kStartSlotRun: the run was made (Queued) but its Job was not; like a
+  // failed kStartRun, the writes after it go on and the pass fails. A
+  // kStartSlotRun that made neither returns kFailed: the pass stops, since
+  // the agent status after it would record the slot as handled.
+  kStartFailed,
 };
 
 // Performs writes; each call is one step of the plan.
@@ -124,6 +132,9 @@ class PlanWriter {
   virtual WriteResult replace_agent_status(const Json& status) = 0;
   virtual WriteResult write_run_status(const PlannedWrite& write) = 0;
   virtual WriteResult start_run(const std::string& run) = 0;
+  // kDone: the Job made (its run left to the next pass), or the run made
+  // and ended or queued without a Job (kHeldBack when held back).
+  virtual WriteResult start_slot_run(const RunRequest& request) = 0;
   virtual WriteResult delete_run(const std::string& run) = 0;
   virtual void record_event(const Event& event) = 0;
 };

@@ -10,6 +10,8 @@
 #include "controllers/model/pod_settings.h"
 #include "controllers/model/run_view.h"
 #include "controllers/run/earlier_runs.h"
+#include "controllers/run/run_after_job.h"
+#include "controllers/run/run_record.h"
 #include "controllers/schedule/spend.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -269,7 +271,7 @@ bool agent_sets_env(const AgentSpec& agent, const std::string& name) {
 // settings, unless the Agent set the same variables.
 void add_otel_env(Json& env, const StartingRun& run, const AgentSpec& agent,
                   const JobConfig& config) {
-  const std::optional<api::TraceParent> trace = api::run_trace_parent(run.identity.uid);
+  const std::optional<api::TraceParent> trace = api::run_trace_parent(run.trace_uid);
   if (trace && !agent_sets_env(agent, api::kEnvTraceParent)) {
     env.push_back(env_var(api::kEnvTraceParent,
                           api::format_traceparent(trace->trace_id, trace->parent_span_id)));
@@ -299,7 +301,7 @@ Json runner_env(const StartingRun& run, const AgentSpec& agent, const JobConfig&
     if (!reserved_env(e.name)) env.push_back(e.entry);
   }
   env.push_back(env_var(api::kEnvRunName, run.identity.name));
-  env.push_back(env_var(api::kEnvRunUid, run.identity.uid));
+  if (!run.identity.uid.empty()) env.push_back(env_var(api::kEnvRunUid, run.identity.uid));
   env.push_back(env_var(api::kEnvAgentName, agent.name));
   env.push_back(env_var(api::kEnvNamespace, run.ns));
   env.push_back(env_var(api::kEnvInvocationSource, run.identity.invocation_source));
@@ -466,6 +468,27 @@ Json pod_spec_for(const StartingRun& run, const AgentSpec& agent, const JobConfi
 
 }  // namespace
 
+namespace {
+
+// A Job made for a stored run is controlled by it; one made before its run
+// carries the run to make and the Agent's uid instead (run_after_job.h),
+// with no owner till the run is made.
+Json job_metadata(const StartingRun& run, const AgentSpec& agent, const std::string& job_name,
+                  const Json& labels, const Json& names) {
+  Json metadata = {
+      {"name", job_name}, {"namespace", run.ns}, {"labels", labels}, {"annotations", names}};
+  if (!run.identity.uid.empty()) {
+    metadata["ownerReferences"] = Json::array({controller_ref(run)});
+    return metadata;
+  }
+  HB_ASSERT_MSG(!run.to_make.empty(), "a Job made before its run carries the run to make");
+  metadata["annotations"][kAnnotationAgentUid] = agent.uid;
+  metadata["annotations"][kAnnotationRunToMake] = run.to_make;
+  return metadata;
+}
+
+}  // namespace
+
 JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::string& context_text,
                   const JobConfig& config) {
   HB_ASSERT_MSG(context_text.size() <= api::kContextDocumentBytesMax,
@@ -505,12 +528,7 @@ JobPlan build_job(const StartingRun& run, const AgentSpec& agent, const std::str
 
   plan.job = {{"apiVersion", "batch/v1"},
               {"kind", "Job"},
-              {"metadata",
-               {{"name", job_name},
-                {"namespace", run.ns},
-                {"labels", labels},
-                {"annotations", names},
-                {"ownerReferences", Json::array({controller_ref(run)})}}},
+              {"metadata", job_metadata(run, agent, job_name, labels, names)},
               {"spec",
                {{"backoffLimit", 0},
                 {"activeDeadlineSeconds", agent.timeout_seconds},

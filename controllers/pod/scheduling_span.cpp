@@ -9,8 +9,7 @@
 namespace hb::controllers {
 
 std::optional<otlp::Span> scheduling_span(const Json& run, const CreatedJob& job) {
-  const std::optional<api::TraceParent> trace =
-      api::run_trace_parent(string_at(run, "metadata/uid"));
+  const std::optional<api::TraceParent> trace = api::run_trace_parent(run_trace_uid(run));
   if (!trace) return std::nullopt;
   const std::string source = string_at(run, "spec/invocationSource", "manual");
   std::optional<TimePoint> asked = source == kSourceScheduler

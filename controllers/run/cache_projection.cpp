@@ -7,6 +7,7 @@
 #include "api/heartbeat_pod.h"
 #include "controllers/model/names.h"
 #include "controllers/model/run_view.h"
+#include "controllers/run/run_after_job.h"
 #include "controllers/run/run_record.h"
 #include "controllers/spend/budget_hold_ahead.h"
 
@@ -30,7 +31,8 @@ constexpr std::initializer_list<const char*> kMetadataKept = {
     "name",   "namespace",      "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
     "labels", "ownerReferences"};
 constexpr std::initializer_list<const char*> kAnnotationsKept = {
-    kAnnotationAgentName, kAnnotationRunName, kAnnotationStartedAt};
+    kAnnotationAgentName, kAnnotationRunName, kAnnotationStartedAt, kAnnotationAgentUid,
+    kAnnotationRunToMake};
 
 kube::TextCut members_whole(std::initializer_list<const char*> names) {
   kube::TextCut cut;

@@ -131,6 +131,16 @@ kube::Result<CreatedOrFound> KubeAgentApiWrites::create_job(const std::string& n
   return result;
 }
 
+kube::Result<Json> KubeAgentApiWrites::hand_over_job(const std::string& ns, const std::string& name,
+                                                     const Json& patch) {
+  HB_TRY_ASSIGN(Json patched, client_->merge_patch(res::kJobs, ns, name, patch));
+  count_api_write(metrics_, kWriteJobHandOver);
+  Json seen = patched;
+  project_job(seen);
+  overlay_.put(kOverlayJobs, std::move(seen));
+  return patched;
+}
+
 kube::Result<bool> KubeAgentApiWrites::delete_job(const std::string& ns, const std::string& name) {
   HB_TRY_ASSIGN(const bool deleted, delete_in_background(res::kJobs, ns, name, kOverlayJobs));
   if (deleted) count_api_write(metrics_, kWriteJobDelete);

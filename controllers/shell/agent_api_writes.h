@@ -21,6 +21,8 @@ namespace hb::controllers {
 inline constexpr const char* kWriteRunCreate = "run_create";
 inline constexpr const char* kWriteRunAdopt = "run_adopt";
 inline constexpr const char* kWriteJobCreate = "job_create";
+// A Job made before its run, handed to the run once it is made (run_after_job.h).
+inline constexpr const char* kWriteJobHandOver = "job_handover";
 inline constexpr const char* kWriteContextCreate = "context_create";
 inline constexpr const char* kWriteRunStatus = "run_status";
 inline constexpr const char* kWriteRunLabel = "run_label";
@@ -34,11 +36,11 @@ inline constexpr const char* kWriteAgentObjectMark = "agent_object_mark";  // on
 inline constexpr const char* kWriteAgentGrantDelete = "agent_grant_delete";
 // The durable ledger's record of an agent (ledger_record.h), once per counted run.
 inline constexpr const char* kWriteLedger = "ledger";
-inline constexpr std::array<const char*, 14> kWriteKinds = {
-    kWriteRunCreate,        kWriteRunAdopt, kWriteJobCreate,         kWriteContextCreate,
-    kWriteRunStatus,        kWriteRunLabel, kWriteAgentStatus,       kWriteRunDelete,
-    kWriteJobDelete,        kWriteEvent,    kWriteAgentObjectCreate, kWriteAgentObjectMark,
-    kWriteAgentGrantDelete, kWriteLedger};
+inline constexpr std::array<const char*, 15> kWriteKinds = {
+    kWriteRunCreate,       kWriteRunAdopt,         kWriteJobCreate, kWriteJobHandOver,
+    kWriteContextCreate,   kWriteRunStatus,        kWriteRunLabel,  kWriteAgentStatus,
+    kWriteRunDelete,       kWriteJobDelete,        kWriteEvent,     kWriteAgentObjectCreate,
+    kWriteAgentObjectMark, kWriteAgentGrantDelete, kWriteLedger};
 
 // The read-your-writes overlay's kinds.
 inline constexpr const char* kOverlayAgents = "agents";
@@ -79,6 +81,9 @@ class AgentApiWrites {
                                                       const Json& config_map) = 0;
   virtual kube::Result<CreatedOrFound> create_job(const std::string& ns, const Json& job) = 0;
   virtual kube::Result<bool> delete_job(const std::string& ns, const std::string& name) = 0;
+  // A merge patch of a Job made before its run: the run its controller.
+  virtual kube::Result<Json> hand_over_job(const std::string& ns, const std::string& name,
+                                           const Json& patch) = 0;
 
   // The Agent's status, conditional on the resourceVersion in `agent`.
   virtual kube::Result<Json> replace_agent_status(const std::string& ns, const std::string& name,
@@ -118,6 +123,8 @@ class KubeAgentApiWrites final : public AgentApiWrites {
                                               const Json& config_map) override;
   kube::Result<CreatedOrFound> create_job(const std::string& ns, const Json& job) override;
   kube::Result<bool> delete_job(const std::string& ns, const std::string& name) override;
+  kube::Result<Json> hand_over_job(const std::string& ns, const std::string& name,
+                                   const Json& patch) override;
   kube::Result<Json> replace_agent_status(const std::string& ns, const std::string& name,
                                           const Json& agent) override;
   kube::Result<CreatedOrFound> create_agent_object(const std::string& kind, const std::string& ns,

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "controllers/model/names.h"
+#include "controllers/run/run_after_job.h"
 #include "controllers/run/run_record.h"
 #include "controllers/runtime/agent_metrics.h"
 #include "controllers/schedule/utc_time.h"
@@ -173,6 +174,41 @@ WriteResult AgentReconciler::PassWriter::start_run(const std::string& run) {
   kube::Result<bool> started = r_.start_run(agent_, spec_, *stored, history, prompt, now_);
   if (!started.ok()) return check(std::move(started).error());
   return started.value() ? WriteResult::kDone : WriteResult::kHeldBack;
+}
+
+// The slot's run, Job first: the run as it will be made, its Job carrying
+// it (run_after_job.h); the next pass makes it. A start that does not make
+// the Job makes the run here instead (queued, or failed before it started),
+// so the slot is never recorded as handled without its run.
+WriteResult AgentReconciler::PassWriter::start_slot_run(const RunRequest& request) {
+  HB_ASSERT_MSG(request.slot.has_value(), "only a slot's own run starts before it is made");
+  if (other_agents_runs.contains(request.name) || find_named(runs_, request.name) != nullptr) {
+    // Its name is a run's already (an earlier Agent's): made and started
+    // as any run, so a name someone else holds starts nothing.
+    const WriteResult created = create_run(request);
+    return created == WriteResult::kDone ? start_run(request.name) : created;
+  }
+  Json run = make_run_object(spec_, request);
+  r_.stamp_policies(run);
+  trace_before_uid(run);
+  runs_.push_back(std::move(run));
+  const WriteResult result = start_run(request.name);
+  Json* started = find_named(runs_, request.name);
+  HB_ASSERT(started != nullptr);
+  if (result == WriteResult::kFailed && string_at(*started, "metadata/uid").empty()) {
+    // No Job: the run made Queued, or the pass stops before it records the slot.
+    kube::Done made = r_.make_unless_made(*started);
+    if (!made.ok()) {
+      runs_.pop_back();
+      return WriteResult::kFailed;  // keeps the start's error
+    }
+    return WriteResult::kStartFailed;
+  }
+  if (result == WriteResult::kHeldBack && string_at(*started, "metadata/uid").empty()) {
+    // Held back before it was made (the gate's admission went stale).
+    if (check(r_.make_unless_made(*started)) == WriteResult::kFailed) return WriteResult::kFailed;
+  }
+  return result;
 }
 
 bool AgentReconciler::PassWriter::commit_admission(const std::string& run) {

@@ -31,6 +31,7 @@ class AgentReconciler::PassWriter final : public PlanWriter {
   WriteResult replace_agent_status(const Json& status) override;
   WriteResult write_run_status(const PlannedWrite& write) override;
   WriteResult start_run(const std::string& run) override;
+  WriteResult start_slot_run(const RunRequest& request) override;
   WriteResult delete_run(const std::string& run) override;
   void record_event(const Event& event) override;
 
@@ -42,6 +43,8 @@ class AgentReconciler::PassWriter final : public PlanWriter {
   // each is written: a run started ahead of them tells its context document
   // those runs as they end.
   std::map<std::string, Json> finals_ahead;
+  // Names held by runs of an earlier Agent of this name (PassRead).
+  std::set<std::string> other_agents_runs;
   // The place the decision was admitted to from its gate snapshot: the
   // gate commits it before the Job is made, or the start is held back.
   std::optional<StartCandidate> admission;

@@ -13,26 +13,6 @@ namespace hb::controllers {
 
 namespace {
 
-// When the key is looked at again: at the decision's next instant; at once
-// when an object in the way held a run back (so the condition names it);
-// then when that object is looked for again.
-ReconcileResult requeue_for(const AgentDecision& d, TimePoint now, bool blocked,
-                            bool object_in_the_way) {
-  ReconcileResult result;
-  if (d.requeue_at) {
-    const auto delay = std::chrono::ceil<std::chrono::milliseconds>(*d.requeue_at - now);
-    result.requeue_after = std::max(delay, std::chrono::milliseconds(1));
-  }
-  if (blocked) {
-    result.requeue_after = std::chrono::milliseconds(1);
-  } else if (object_in_the_way) {
-    result.requeue_after =
-        std::min(result.requeue_after.value_or(kObjectInTheWayRecheck),
-                 std::chrono::duration_cast<std::chrono::milliseconds>(kObjectInTheWayRecheck));
-  }
-  return result;
-}
-
 // Also looked at again when the next orphaned run falls past retention.
 ReconcileResult with_retention(ReconcileResult result, std::optional<TimePoint> due,
                                TimePoint now) {
@@ -61,10 +41,17 @@ kube::GiveWayTime give_way_time(const AgentDecision& d, TimePoint now,
          std::chrono::duration_cast<std::chrono::steady_clock::duration>(*d.next_heartbeat - now);
 }
 
-// A run written is listed with its agent's runs (runs_of) only.
-std::string run_overlay_group(const std::string& kind, const Json& object) {
-  if (kind != kOverlayRuns) return {};
-  return object_key(namespace_of(object), string_at(object, "spec/agentRef/name"));
+// A run written is listed with its agent's runs (runs_of), a Job awaiting
+// its run with its agent's such Jobs (jobs_awaiting_run).
+std::string overlay_group(const std::string& kind, const Json& object) {
+  if (kind == kOverlayRuns) {
+    return object_key(namespace_of(object), string_at(object, "spec/agentRef/name"));
+  }
+  if (kind == kOverlayJobs && awaits_its_run(object)) {
+    return object_key(namespace_of(object),
+                      std::string(annotation_at(object, kAnnotationAgentName)));
+  }
+  return {};
 }
 
 }  // namespace
@@ -85,7 +72,7 @@ AgentReconciler::AgentReconciler(std::shared_ptr<kube::Client> client,
       metrics_(metrics),
       clock_(std::move(clock)),
       steady_(std::move(steady)),
-      overlay_(steady_, run_overlay_group),
+      overlay_(steady_, overlay_group),
       writes_(std::move(writes)),
       lease_sightings_(steady_) {
   if (!writes_) writes_ = std::make_shared<KubeAgentApiWrites>(client_, overlay_, metrics_);
@@ -133,17 +120,39 @@ kube::Result<ReconcileResult> AgentReconciler::reconcile(const std::string& ns,
   const TimePoint now = clock_();
   std::optional<Json> agent_opt = agent(ns, name);
   std::vector<Json> runs = runs_of(ns, name);
+  HB_TRY_ASSIGN(const std::vector<HandOver> handovers, make_runs_of_jobs(ns, name, runs));
   if (!agent_opt || find_path(*agent_opt, "metadata/deletionTimestamp") != nullptr) {
+    HB_TRY(hand_over_jobs(ns, handovers));
     return reconcile_gone(ns, name, runs, now);
   }
-  Json agent = std::move(*agent_opt);
+  // The hand-overs after the pass's own writes, however the pass ends:
+  // until then deleting the run would leave its Job behind.
+  kube::GiveWayTime give_way_at;
+  kube::Result<ReconcileResult> result =
+      reconcile_agent(ns, name, std::move(*agent_opt), runs, now, give_way_at);
+  if (handovers.empty()) return result;
+  kube::GiveWayScope give_way(give_way_at);
+  kube::Done handed = hand_over_jobs(ns, handovers);
+  if (result.ok() && !handed.ok()) return std::move(handed).error();
+  return result;
+}
+
+// Decides and performs the pass of an Agent that exists; `give_way_at`:
+// when the writes after it give way (its next heartbeat), once decided.
+kube::Result<ReconcileResult> AgentReconciler::reconcile_agent(const std::string& ns,
+                                                               const std::string& name, Json agent,
+                                                               std::vector<Json>& runs,
+                                                               TimePoint now,
+                                                               kube::GiveWayTime& give_way_at) {
   // Runs of an earlier Agent of this name are never this one's: not
   // adopted, counted, shown in its context or trimmed by its history limits.
   std::vector<Json> orphans = take_runs_of_other_agents(runs, string_at(agent, "metadata/uid"));
   HB_TRY_ASSIGN(const std::optional<TimePoint> orphans_due, tend_orphans(ns, name, orphans, now));
   PassRead pass;
+  for (const Json& orphan : orphans) pass.other_agents_runs.insert(name_of(orphan));
   HB_TRY(read_pass(ns, name, agent, runs, now, pass));
   AgentDecision d = decide_agent(pass.input);
+  give_way_at = give_way_time(d, now, steady_());
   HB_ASSERT_MSG(!config_.concurrency || !d.start_run || d.admission_request,
                 "a start is only decided from a snapshot of the gate");
   // A place freed since the snapshot: this pass writes what it decided and
@@ -223,6 +232,7 @@ kube::Result<ReconcileResult> AgentReconciler::perform_pass(Json& agent, std::ve
   PassWriter writer(*this, agent, pass.views.agent->spec.spec, runs, now);
   writer.prompt = std::move(pass.prompt);
   writer.finals_ahead = final_statuses(plan);
+  writer.other_agents_runs = std::move(pass.other_agents_runs);
   if (d.admission_assumed.admitted) writer.admission = d.admission_request;
   const PlanOutcome outcome = perform_plan(plan, writer);
   settle_admissions(key, ns, d, writer.admitted, outcome.start_held_back);
@@ -234,23 +244,6 @@ kube::Result<ReconcileResult> AgentReconciler::perform_pass(Json& agent, std::ve
     HB_TRY_ASSIGN(found_in_the_way, ensure_objects_ahead(agent, pass.lease));
   }
   return requeue_after_pass(key, d, now, outcome.start_held_back, found_in_the_way, in_the_way);
-}
-
-ReconcileResult AgentReconciler::requeue_after_pass(const std::string& key, const AgentDecision& d,
-                                                    TimePoint now, bool start_held_back,
-                                                    bool found_in_the_way, bool in_the_way) {
-  bool waits_for_budget = false;
-  {
-    std::lock_guard lock(mutex_);
-    waits_for_budget = waiting_for_budget_.erase(key) > 0;
-  }
-  ReconcileResult result =
-      requeue_for(d, now, (start_held_back && !waits_for_budget) || found_in_the_way, in_the_way);
-  if (waits_for_budget) {
-    const auto recheck = std::chrono::duration_cast<std::chrono::milliseconds>(kBudgetHoldRecheck);
-    result.requeue_after = std::min(result.requeue_after.value_or(recheck), recheck);
-  }
-  return result;
 }
 
 // The Agent is gone or going: forget it; its runs are orphans.

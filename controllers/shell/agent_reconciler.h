@@ -25,6 +25,7 @@
 #include "controllers/plan/write_plan.h"
 #include "controllers/pod/job_builder.h"
 #include "controllers/pod/scheduling_span.h"
+#include "controllers/run/run_after_job.h"
 #include "controllers/run/run_record.h"
 #include "controllers/runtime/budget_blocked.h"
 #include "controllers/runtime/genai_metrics.h"
@@ -179,6 +180,26 @@ class AgentReconciler {
                                const std::vector<const Json*>& history,
                                const std::optional<Prompt>& read, TimePoint now);
   kube::Done adopt_run(const Json& agent, const std::string& run_name);
+  // Jobs made before their run (run_after_job.h): the Agent's awaiting
+  // theirs, in the cache or this process's writes; each run made (before
+  // the pass decides) and its Job handed to it. A made run joins `runs`.
+  std::vector<Json> jobs_awaiting_run(const std::string& ns, const std::string& agent);
+  // A Job to hand to its stored run: the merge patch that does it.
+  struct HandOver {
+    std::string job;
+    Json patch;
+  };
+  // Makes the runs; returns the hand-overs, which hand_over_jobs performs
+  // after the pass's own writes (bookkeeping, giving way to the next slot).
+  kube::Result<std::vector<HandOver>> make_runs_of_jobs(const std::string& ns,
+                                                        const std::string& agent,
+                                                        std::vector<Json>& runs);
+  kube::Done hand_over_jobs(const std::string& ns, const std::vector<HandOver>& handovers);
+  kube::Done perform_job_run_step(const std::string& ns, const JobRunStep& step,
+                                  std::vector<Json>& runs);
+  kube::Result<bool> make_run(Json& run);
+  // For a run not made yet (started Job first): makes it, unless it is.
+  kube::Done make_unless_made(Json& run);
   // What a run is charged at and its token cap, for the runner's own stops.
   struct RunPrices {
     Pricing pricing;
@@ -240,6 +261,9 @@ class AgentReconciler {
   kube::Result<std::optional<TimePoint>> tend_orphans(const std::string& ns,
                                                       const std::string& name,
                                                       std::vector<Json>& orphans, TimePoint now);
+  kube::Result<ReconcileResult> reconcile_agent(const std::string& ns, const std::string& name,
+                                                Json agent, std::vector<Json>& runs, TimePoint now,
+                                                kube::GiveWayTime& give_way_at);
   kube::Result<ReconcileResult> reconcile_gone(const std::string& ns, const std::string& name,
                                                std::vector<Json>& runs, TimePoint now);
   // The policies selecting the run's agent now, on the run (kAnnotationPolicies),
@@ -287,6 +311,8 @@ class AgentReconciler {
     std::vector<bool> has_job;  // ObservedRuns::has_job, until the plan takes it
     std::optional<Json> lease;
     std::optional<Prompt> prompt;  // when the pass read it before deciding
+    // Runs of the Agent's name that are an earlier Agent's (not in `runs`).
+    std::set<std::string> other_agents_runs;
     PassRead() = default;
     PassRead(const PassRead&) = delete;
     PassRead& operator=(const PassRead&) = delete;

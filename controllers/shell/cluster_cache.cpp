@@ -9,6 +9,7 @@
 #include "controllers/model/run_view.h"
 #include "controllers/pod/job_builder.h"
 #include "controllers/run/cache_projection.h"
+#include "controllers/run/run_after_job.h"
 #include "controllers/shell/listed_output_windows.h"
 
 namespace hb::controllers {
@@ -245,15 +246,34 @@ kube::StoreHandlers ClusterCache::job_handlers() {
   auto job_run_changed = [this](const Json& o) {
     tell_run_place(namespace_of(o), annotation(o, kAnnotationRunName));
   };
-  h.on_add = [add = h.on_add, job_run_changed](const Json& o) {
+  h.on_add = [this, add = h.on_add, job_run_changed](const Json& o) {
+    note_job_awaiting_run(o, false);
     add(o);
     job_run_changed(o);
   };
-  h.on_delete = [del = h.on_delete, job_run_changed](const Json& o) {
+  h.on_update = [this, update = h.on_update](const Json& old, const Json& o) {
+    note_job_awaiting_run(o, false);
+    update(old, o);
+  };
+  h.on_delete = [this, del = h.on_delete, job_run_changed](const Json& o) {
+    note_job_awaiting_run(o, true);
     del(o);
     job_run_changed(o);
   };
   return h;
+}
+
+void ClusterCache::note_job_awaiting_run(const Json& job, bool gone) {
+  const std::string agent_key = named_agent_key(job);
+  if (agent_key.empty()) return;
+  std::lock_guard lock(mutex_);
+  auto& jobs = jobs_awaiting_run_[agent_key];
+  if (!gone && awaits_its_run(job)) {
+    jobs.insert(object_key(job));
+  } else {
+    jobs.erase(object_key(job));
+  }
+  if (jobs.empty()) jobs_awaiting_run_.erase(agent_key);
 }
 
 kube::StoreHandlers ClusterCache::pod_handlers() {
@@ -551,10 +571,17 @@ std::optional<Json> get_from(const kube::CachedResource* informer, const std::st
 void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_name) {
   if ((!observe_run_ && !provider_holds_) || run_name.empty()) return;
   std::lock_guard lock(place_mutex_);
-  const std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
+  std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
   const kube::CachedResource* jobs = jobs_.in(ns);
-  const bool has_job =
-      jobs != nullptr && jobs->store().contains(object_key(ns, job_name_for_run(run_name)));
+  const std::string job_key = object_key(ns, job_name_for_run(run_name));
+  bool has_job = jobs != nullptr && jobs->store().contains(job_key);
+  if (!run && has_job) {
+    // A Job made before its run is that run started: the run it carries
+    // holds the place, in its agent's pools (run_after_job.h).
+    const std::optional<Json> job = jobs->store().get(job_key);
+    has_job = job.has_value();
+    if (job && awaits_its_run(*job)) run = run_carried_by(*job);
+  }
   if (observe_run_) observe_run_(object_key(ns, run_name), run ? &*run : nullptr, has_job);
   if (provider_holds_)
     provider_holds_->run_changed(object_key(ns, run_name), run ? &*run : nullptr);
@@ -579,6 +606,19 @@ std::vector<Json> ClusterCache::runs_of(const std::string& ns, const std::string
   }
   for (std::string& key : keys) key = object_key(ns, key);
   return lookup(runs_, ns, keys);
+}
+std::vector<Json> ClusterCache::jobs_awaiting_run(const std::string& ns,
+                                                  const std::string& agent) const {
+  std::vector<std::string> keys;
+  {
+    std::lock_guard lock(mutex_);
+    auto found = jobs_awaiting_run_.find(object_key(ns, agent));
+    if (found == jobs_awaiting_run_.end()) return {};
+    keys.assign(found->second.begin(), found->second.end());
+  }
+  std::vector<Json> jobs = lookup(jobs_, ns, keys);
+  std::erase_if(jobs, [](const Json& job) { return !awaits_its_run(job); });
+  return jobs;
 }
 std::optional<Json> ClusterCache::job(const std::string& ns, const std::string& name) const {
   return get_from(jobs_.in(ns), ns, name);

@@ -72,6 +72,8 @@ class ClusterCache final : public ClusterView {
   std::size_t agent_count() const;  // without copying them
   std::vector<Json> runs_of(const std::string& ns, const std::string& agent) const override;
   std::optional<Json> job(const std::string& ns, const std::string& name) const override;
+  std::vector<Json> jobs_awaiting_run(const std::string& ns,
+                                      const std::string& agent) const override;
   // Live Pods plus the last state of deleted ones whose run is not settled.
   std::vector<Json> pods_of(const std::string& ns, const std::string& run) const override;
   std::optional<Json> lease(const std::string& ns, const std::string& name) const override;
@@ -105,6 +107,8 @@ class ClusterCache final : public ClusterView {
   // The Agents as stored, for the indexes that read them on demand.
   AgentSource agent_source() const;
   void forget_pods_of(const std::string& run_key);
+  // Indexes (or, `gone` or handed to its run, forgets) a Job awaiting its run.
+  void note_job_awaiting_run(const Json& job, bool gone);
   // Reads the run and its Job from the caches and tells observe_run_.
   void tell_run_place(const std::string& ns, const std::string& run_name);
   // Records the run (or its removal); true when it has just become settled.
@@ -150,6 +154,8 @@ class ClusterCache final : public ClusterView {
   // ("ns/run"), field by field: a Lease rewritten lower does not lower the
   // charge. Only runs indexed and not settled; dropped when they settle.
   std::map<std::string, UsageCounts, std::less<>> reported_high_;
+  // The Jobs awaiting their run (run_after_job.h), by agent key ("ns/agent").
+  std::map<std::string, std::set<std::string>> jobs_awaiting_run_;
   // Deleted Pods' last states until their run's cost is recorded ("ns/run").
   PodTombstones tombstones_;
 };

@@ -21,6 +21,10 @@ class ClusterView {
   // Runs whose spec.agentRef.name is `agent`.
   virtual std::vector<Json> runs_of(const std::string& ns, const std::string& agent) const = 0;
   virtual std::optional<Json> job(const std::string& ns, const std::string& name) const = 0;
+  // Jobs of the Agent named `agent` made before their run and not yet
+  // handed to it (run_after_job.h).
+  virtual std::vector<Json> jobs_awaiting_run(const std::string& ns,
+                                              const std::string& agent) const = 0;
   // Pods of the run's Job (by the run-name annotation).
   virtual std::vector<Json> pods_of(const std::string& ns, const std::string& run) const = 0;
   virtual std::optional<Json> lease(const std::string& ns, const std::string& name) const = 0;

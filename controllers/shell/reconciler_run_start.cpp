@@ -22,7 +22,27 @@ kube::Error not_owned_by_run(const std::string& what, const std::string& ns,
   return error;
 }
 
+// Not made yet: started Job first (run_after_job.h), made by the next pass.
+bool made(const Json& run) {
+  return !string_at(run, "metadata/uid").empty();
+}
+
+// The Job found under the run's Job name is this run's: controlled by it,
+// or (the run not made yet) made before it, carrying it.
+bool job_made_for(const Json& job, const Json& run) {
+  if (made(run)) return owned_by(job, string_at(run, "metadata/uid"));
+  const std::optional<Json> carried = run_carried_by(job);
+  return carried && name_of(*carried) == name_of(run) &&
+         annotation_at(*carried, kAnnotationAgentUid) == annotation_at(run, kAnnotationAgentUid);
+}
+
 }  // namespace
+
+kube::Done AgentReconciler::make_unless_made(Json& run) {
+  if (made(run)) return kube::done();
+  HB_TRY(make_run(run));
+  return kube::done();
+}
 
 void AgentReconciler::stamp_policies(Json& run) const {
   Json& annotations = run["metadata"]["annotations"];
@@ -56,10 +76,13 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, const AgentSpec
   }
   HB_TRY_ASSIGN(const std::string blocking, ensure_agent_objects(agent));
   if (!blocking.empty()) {
-    std::lock_guard lock(mutex_);
-    in_the_way_[object_key(agent)] = {string_at(agent, "metadata/uid"), blocking, steady_()};
+    {
+      std::lock_guard lock(mutex_);
+      in_the_way_[object_key(agent)] = {string_at(agent, "metadata/uid"), blocking, steady_()};
+    }
     spdlog::warn("event=object_in_the_way agent={}/{} run={} object=\"{}\"", ns, name_of(agent),
                  run_name, blocking);
+    HB_TRY(make_unless_made(run));  // it stays Queued
     return false;
   }
   if (!run_of_agent(run, string_at(agent, "metadata/uid"))) HB_TRY(adopt_run(agent, run_name));
@@ -80,10 +103,17 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, const AgentSpec
     }
     spdlog::info("event=run_waits_for_budget agent={}/{} run={} budget={}", ns, name_of(agent),
                  run_name, hold.waiting_on);
+    HB_TRY(make_unless_made(run));  // it stays Queued
     return false;
   }
-  HB_TRY_ASSIGN(const std::optional<JobPlan> plan,
+  HB_TRY_ASSIGN(std::optional<JobPlan> plan,
                 plan_job(agent, spec, run, history, prompt, prices, hold, now));
+  if (plan && plan->context_config_map && !made(run)) {
+    // The context rides in a ConfigMap the run owns: the run first, then
+    // the Job as for any stored run.
+    HB_TRY(make_unless_made(run));
+    HB_TRY_ASSIGN(plan, plan_job(agent, spec, run, history, prompt, prices, hold, now));
+  }
   if (!plan) return true;  // failed before it started
   HB_TRY_ASSIGN(const StartedJob job, create_context_and_job(run, *plan));
   // The run's Running status is not written here: the dispatch path is the
@@ -122,7 +152,8 @@ kube::Result<std::optional<JobPlan>> AgentReconciler::plan_job(
   if (!reread.empty()) {  // usually none
     earlier = earlier_runs(with_reread(history, reread), name_of(run), spec.context_runs);
   }
-  const StartingRun starting = starting_run(run);
+  StartingRun starting = starting_run(run);
+  if (!made(run)) starting.to_make = run_to_make_text(run);
   RunStart start = plan_run_start({.spec = &spec,
                                    .run = &starting,
                                    .prompt = prompt.view(),
@@ -169,6 +200,7 @@ void AgentReconciler::note_started(const Json& agent, const Json& run, const Sta
 kube::Done AgentReconciler::fail_before_start(const Json& agent, Json& run,
                                               const StartRefusal& refusal, TimePoint now) {
   const Json status = failed_before_start_status(refusal, now);
+  HB_TRY(make_unless_made(run));
   HB_TRY(write_run_status(run, status, true));
   spdlog::warn("event=run_not_started agent={}/{} run={} reason={}",
                string_at(run, "metadata/namespace"), name_of(agent), name_of(run), refusal.reason);
@@ -193,7 +225,7 @@ kube::Result<AgentReconciler::StartedJob> AgentReconciler::create_context_and_jo
   if (created.made) {
     job.created_at = clock_();
   } else {
-    if (!owned_by(created.object, run_uid)) {
+    if (!job_made_for(created.object, run)) {
       return not_owned_by_run("Job", ns, job.name, name_of(run));
     }
     // This run's own Job, made by an earlier pass: remembered as one made now is.

@@ -99,6 +99,7 @@ int main(int argc, char** argv) {
   uint64_t team_budget_stops = 0, policy_pauses = 0, outages = 0, final_before_running = 0;
   uint64_t reapplies = 0, price_changes = 0, stamp_edits = 0;
   uint64_t jobs_by_next_process = 0, runs_left_by_failed_pass = 0, crashes_after_run_create = 0;
+  uint64_t jobs_before_run = 0, crashes_after_job_first = 0, runs_by_next_process = 0;
   double overshoot_cents = 0, overshoot_calls = 0;  // the worst seed's
   int64_t overshoot_runs = 0;
   double run_overshoot_calls = 0;         // the most one run went over, any seed
@@ -130,6 +131,9 @@ int main(int argc, char** argv) {
     jobs_by_next_process += r.jobs_by_next_process;
     runs_left_by_failed_pass += r.runs_left_by_failed_pass;
     crashes_after_run_create += r.crashes_after_run_create;
+    jobs_before_run += r.jobs_before_run;
+    crashes_after_job_first += r.crashes_after_job_first;
+    runs_by_next_process += r.runs_by_next_process;
     if (r.team_overshoot_calls > overshoot_calls) {
       overshoot_calls = r.team_overshoot_calls;
       overshoot_cents = r.team_overshoot_cents;
@@ -166,7 +170,8 @@ int main(int argc, char** argv) {
       "(%llu Pods), %llu counted, %llu reconciles, %llu crashes, %llu leader changes, %llu "
       "frozen leaders, %llu clock jumps, %llu API faults, %llu crashes right after a run "
       "create, %llu Jobs made by another process than their run, %llu runs left without their "
-      "Job by a failed pass, "
+      "Job by a failed pass, %llu Jobs made before their run, %llu crashes right after one, "
+      "%llu runs made from their Job by another process, "
       "%llu runs held by the concurrency cap, "
       "%llu runs held by a policy cap, %llu agents stopped by a team budget, %llu policy "
       "pauses, %llu Agents deleted and applied again, %llu price changes, %llu run stamps "
@@ -184,7 +189,10 @@ int main(int argc, char** argv) {
       static_cast<unsigned long long>(crashes_after_run_create),
       static_cast<unsigned long long>(jobs_by_next_process),
       static_cast<unsigned long long>(runs_left_by_failed_pass),
-      static_cast<unsigned long long>(holds), static_cast<unsigned long long>(policy_holds),
+      static_cast<unsigned long long>(jobs_before_run),
+      static_cast<unsigned long long>(crashes_after_job_first),
+      static_cast<unsigned long long>(runs_by_next_process), static_cast<unsigned long long>(holds),
+      static_cast<unsigned long long>(policy_holds),
       static_cast<unsigned long long>(team_budget_stops),
       static_cast<unsigned long long>(policy_pauses), static_cast<unsigned long long>(reapplies),
       static_cast<unsigned long long>(price_changes), static_cast<unsigned long long>(stamp_edits),

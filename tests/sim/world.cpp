@@ -8,6 +8,7 @@
 
 #include "controllers/model/names.h"
 #include "controllers/model/run_view.h"
+#include "controllers/run/run_after_job.h"
 #include "controllers/runtime/metrics.h"
 #include "controllers/runtime/workqueue.h"
 #include "controllers/schedule/blocks.h"
@@ -86,6 +87,9 @@ constexpr int kOutageEverySecondsMax = 3600;
 // adopted, by the next leader. The scheduled crashes fall between steps,
 // never inside a pass, so without these no crash would land between the two.
 constexpr double kCrashAfterRunCreateShare = 0.03;
+// The same right after a Job made before its run: the run is then made from
+// the Job by the next leader.
+constexpr double kCrashAfterJobFirstShare = 0.03;
 // The share of the user's actions that change the policy or a team label.
 constexpr double kPolicyActionShare = 0.2;
 // Of the policy's own changes, the share that pause or resume it.
@@ -236,6 +240,8 @@ class World {
   // "ns/run" -> the process generation and pass that created it, until its
   // Job is made.
   std::map<std::string, std::pair<uint64_t, uint64_t>> run_made_in_;
+  // Runs whose Job was made first: the generation that made the Job.
+  std::map<std::string, uint64_t> job_made_in_;
 };
 
 // A mid-month start by default, so the simulated days stay in one spend
@@ -405,7 +411,7 @@ void World::step_replica(std::size_t i) {
   for (Feed* f : r.op->feeds) f->deliver(now_);
   if (r.op->leading) drain_queue(*r.op);
   if (r.op->crashed) {
-    crash_operator(i, "crash right after a run create");
+    crash_operator(i, "crash right after a run or Job create");
     return;
   }
   if (r.op->leading && now_ >= r.op->next_policy_status) {
@@ -470,7 +476,13 @@ void World::note_failed_pass(const OperatorProcess& op) {
 
 void World::on_dispatch_write(const std::string& resource, const Json& created) {
   if (resource == "heartbeatruns") {
-    run_made_in_[controllers::object_key(created)] = {dispatching_->generation, passes_};
+    const std::string key = controllers::object_key(created);
+    if (auto job_first = job_made_in_.find(key); job_first != job_made_in_.end()) {
+      report_.runs_by_next_process += job_first->second != dispatching_->generation;
+      job_made_in_.erase(job_first);
+      return;  // its Job is made already
+    }
+    run_made_in_[key] = {dispatching_->generation, passes_};
     if (faults_ && !dispatching_->crashed && draw(kCrashAfterRunCreateShare)) {
       dispatching_->crashed = true;
       ++report_.crashes_after_run_create;
@@ -481,6 +493,16 @@ void World::on_dispatch_write(const std::string& resource, const Json& created) 
   const Json* annotations = controllers::find_path(created, "metadata/annotations");
   if (annotations == nullptr || !annotations->is_object()) return;
   const std::string run = annotations->value(controllers::kAnnotationRunName, std::string());
+  if (controllers::awaits_its_run(created)) {
+    ++report_.jobs_before_run;
+    job_made_in_[controllers::object_key(controllers::namespace_of(created), run)] =
+        dispatching_->generation;
+    if (faults_ && !dispatching_->crashed && draw(kCrashAfterJobFirstShare)) {
+      dispatching_->crashed = true;
+      ++report_.crashes_after_job_first;
+    }
+    return;
+  }
   const auto made = run_made_in_.find(
       controllers::object_key(controllers::string_at(created, "metadata/namespace"), run));
   if (made == run_made_in_.end()) return;

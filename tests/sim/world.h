@@ -61,6 +61,10 @@ struct SimReport {
   uint64_t jobs_by_next_process = 0, runs_left_by_failed_pass = 0;
   // Crashes the world dealt right after an operator's run create.
   uint64_t crashes_after_run_create = 0;
+  // A slot's run started Job first (run_after_job.h): Jobs made before
+  // their run, crashes dealt right after one, and runs made from their Job
+  // by another operator process than the one that made the Job.
+  uint64_t jobs_before_run = 0, crashes_after_job_first = 0, runs_by_next_process = 0;
   // Runs the operator-wide cap held Queued (ConcurrencyLimited), and runs a
   // HeartbeatPolicy's cap held (its name in the message); a run held by
   // one and then the other counts in both.

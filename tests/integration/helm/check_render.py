@@ -49,7 +49,7 @@ EXACT = {
     ("heartbeat.dev", "heartbeatruns/status"): {"patch"},
     ("heartbeat.dev", "heartbeatpolicies"): {"list", "watch"},
     ("heartbeat.dev", "heartbeatpolicies/status"): {"patch"},
-    ("batch", "jobs"): {"get", "list", "watch", "create", "delete"},
+    ("batch", "jobs"): {"get", "list", "watch", "create", "patch", "delete"},
     ("", "pods"): {"list", "watch"},
     ("coordination.k8s.io", "leases"): {"get", "list", "watch", "create", "patch"},
     ("", "configmaps"): {"get", "create", "update"},

@@ -265,6 +265,43 @@ TEST_F(OperatorTest, FirstRunAfterOneIntervalAndNoDuplicateForAnExistingSlotRun)
   EXPECT_EQ(operator_->metric("heartbeat_schedule_lag_seconds_count"), 2);
 }
 
+// One write between a due slot and its Job: the Job is made first, carrying
+// the run, which is made right after and takes the Job as its own. Then
+// the garbage collector treats the Job as the run's: deleting the run
+// deletes it. The runner's trace is the one the run names.
+TEST_F(OperatorTest, ASlotsJobComesFirstAndItsRunTakesItOver) {
+  start_kubelet([](const json&) { return finishes_with(0.2); });
+  create_agent(agent_manifest("gamma", {{"prompt", "Heartbeat."}, {"interval", "30s"}}));
+  start_operator();
+  ASSERT_TRUE(wait_until([&] { return runs_of("gamma").size() == 1; }, 45s));
+  const std::string name = string_at(runs_of("gamma")[0], "metadata/name");
+  ASSERT_TRUE(wait_until([&] { return run(name)["status"]["costRecorded"] == true; }, 30s));
+  const json stored = run(name);
+  const std::string job_name = controllers::job_name_for_run(name);
+  json job;
+  ASSERT_TRUE(wait_until(
+      [&] {
+        job = client_->get(res::kJobs, ns_, job_name).or_throw();
+        return controllers::find_path(job, "metadata/ownerReferences") != nullptr;
+      },
+      20s));
+  const json& owners = job["metadata"]["ownerReferences"];
+  ASSERT_EQ(owners.size(), 1u);
+  EXPECT_EQ(owners[0]["kind"], "HeartbeatRun");
+  EXPECT_EQ(owners[0]["uid"], stored["metadata"]["uid"]);
+  EXPECT_EQ(owners[0]["controller"], true);
+  EXPECT_FALSE(job["metadata"]["annotations"].contains("heartbeat.dev/run-to-make"));
+  const std::string trace(controllers::annotation_at(stored, "heartbeat.dev/trace-id"));
+  ASSERT_EQ(trace.size(), 32u);
+  EXPECT_NE(job["spec"]["template"].dump().find(trace), std::string::npos)
+      << "the runner's TRACEPARENT carries the run's trace id";
+  EXPECT_GE(operator_->metric("heartbeat_api_writes_total{kind=\"job_handover\"}"), 1);
+  client_->remove(res::kHeartbeatRuns, ns_, name).or_throw();
+  EXPECT_TRUE(wait_until(
+      [&] { return client_->get(res::kJobs, ns_, job_name).is(kube::ErrorKind::kNotFound); }, 30s))
+      << "the run's Job goes with it";
+}
+
 TEST_F(OperatorTest, CostCountedOnceAcrossKillDashNineAndRestart) {
   std::atomic<bool> release{false};
   start_kubelet([&](const json&) {

@@ -11,6 +11,8 @@
 #include "api/usage_report.h"
 #include "controllers/model/names.h"
 #include "controllers/run/cache_projection.h"
+#include "controllers/run/run_after_job.h"
+#include "controllers/run/run_record.h"
 
 namespace hb::controllers {
 namespace {
@@ -150,6 +152,69 @@ TEST(ClusterCache, ARunsPodsAreFoundByItsJobsNameAndTheirRunAnnotation) {
   f.pods().send(kube::WatchEventType::kAdded, pod_of(pod_name, long_name));
   ASSERT_EQ(f.cache.pods_of(kNs, long_name).size(), 1u);
   EXPECT_EQ(name_of(f.cache.pods_of(kNs, long_name)[0]), pod_name);
+}
+
+// A Job made before its run (run_after_job.h) is found by its agent until
+// it is handed to the run or gone; the projection keeps what the pass reads.
+TEST(ClusterCache, JobsAwaitingTheirRunAreFoundByAgentUntilHandedOver) {
+  Fixture f;
+  Json job = owned(job_name_for_run("bot-1"), "3");
+  job["metadata"]["annotations"][kAnnotationAgentUid] = "uid-bot";
+  job["metadata"]["annotations"][kAnnotationRunToMake] = R"({"kind":"HeartbeatRun"})";
+  f.jobs().send(kube::WatchEventType::kAdded, job);
+  const std::vector<Json> awaiting = f.cache.jobs_awaiting_run(kNs, "bot");
+  ASSERT_EQ(awaiting.size(), 1u);
+  EXPECT_EQ(annotation_at(awaiting[0], kAnnotationAgentUid), "uid-bot");
+  EXPECT_EQ(annotation_at(awaiting[0], kAnnotationRunToMake), R"({"kind":"HeartbeatRun"})");
+  EXPECT_TRUE(f.cache.jobs_awaiting_run(kNs, "other").empty());
+  Json handed = job;
+  handed["metadata"]["resourceVersion"] = "4";
+  handed["metadata"]["annotations"].erase(kAnnotationRunToMake);
+  f.jobs().send(kube::WatchEventType::kModified, handed);
+  EXPECT_TRUE(f.cache.jobs_awaiting_run(kNs, "bot").empty());
+  f.jobs().send(kube::WatchEventType::kModified, job);  // positive control: found again
+  EXPECT_EQ(f.cache.jobs_awaiting_run(kNs, "bot").size(), 1u);
+  f.jobs().send(kube::WatchEventType::kDeleted, job);
+  EXPECT_TRUE(f.cache.jobs_awaiting_run(kNs, "bot").empty());
+}
+
+// The concurrency gate is told of a Job made before its run as of the run
+// it carries, so the run counts in its agent's pools before it is made (a
+// restarted operator knows no more than that). Positive control: a Job
+// that carries nothing is told as a Job without its run.
+TEST(ClusterCache, AJobAwaitingItsRunIsToldAsTheRunItCarries) {
+  for (bool carries : {true, false}) {
+    std::vector<std::string> told;
+    std::map<std::string, HandFedSource*> sources;
+    std::vector<std::string> started;
+    CacheOptions o = options();
+    o.observe_run = [&](const std::string& key, const Json* run, bool has_job) {
+      told.push_back(key + (run ? " agent=" + string_at(*run, "spec/agentRef/name") : " no run") +
+                     (has_job ? " job" : ""));
+    };
+    ClusterCache cache(
+        [&](const kube::Resource& r, const kube::InformerOptions& io) {
+          auto source = std::make_unique<HandFedSource>(io, r.resource, started);
+          sources[r.resource] = source.get();
+          return source;
+        },
+        std::move(o), [](const std::string&) {});
+    Json job = owned(job_name_for_run("bot-1"), "3");
+    if (carries) {
+      const Json carried = {{"apiVersion", "heartbeat.dev/v1alpha1"},
+                            {"kind", "HeartbeatRun"},
+                            {"metadata",
+                             {{"name", "bot-1"},
+                              {"namespace", kNs},
+                              {"annotations", {{kAnnotationAgentUid, "uid-bot"}}}}},
+                            {"spec", {{"agentRef", {{"name", "bot"}}}}}};
+      job["metadata"]["annotations"][kAnnotationAgentUid] = "uid-bot";
+      job["metadata"]["annotations"][kAnnotationRunToMake] = carried.dump();
+    }
+    sources.at("jobs")->send(kube::WatchEventType::kAdded, job);
+    ASSERT_FALSE(told.empty());
+    EXPECT_EQ(told.back(), carries ? "team-a/bot-1 agent=bot job" : "team-a/bot-1 no run job");
+  }
 }
 
 // After a restart the lists may come in any order: Pods and Jobs listed

@@ -30,6 +30,7 @@ inline constexpr const char* kCallDeleteRun = "delete run";
 inline constexpr const char* kCallCreateContext = "create context";
 inline constexpr const char* kCallCreateJob = "create job";
 inline constexpr const char* kCallDeleteJob = "delete job";
+inline constexpr const char* kCallHandOverJob = "hand over job";
 inline constexpr const char* kCallReplaceAgentStatus = "replace agent status";
 inline constexpr const char* kCallCreateAgentObject = "create agent object";
 inline constexpr const char* kCallMarkAgentObjectsMade = "mark agent objects made";
@@ -115,6 +116,10 @@ class FakeAgentApiWrites final : public AgentApiWrites {
     HB_TRY(write(kCallDeleteJob, ns, name, "", Json()));
     return true;
   }
+  kube::Result<Json> hand_over_job(const std::string& ns, const std::string& name,
+                                   const Json& patch) override {
+    return write(kCallHandOverJob, ns, name, "", patch);
+  }
   kube::Result<Json> replace_agent_status(const std::string& ns, const std::string& name,
                                           const Json& agent) override {
     return write(kCallReplaceAgentStatus, ns, name, "", agent);
@@ -193,7 +198,10 @@ inline void cache_sees(FakeView& view, const FakeAgentApiWrites& writes, std::si
   for (std::size_t i = from; i < writes.calls.size(); ++i) {
     const WriteCall& c = writes.calls[i];
     Json* run = run_named(c.name);
-    if (c.call == kCallCreateRun && run == nullptr) view.runs.push_back(c.object);
+    if (c.call == kCallCreateRun && run == nullptr) {
+      view.runs.push_back(c.object);
+      view.runs.back()["metadata"]["uid"] = "uid-made";  // as the create answered
+    }
     if ((c.call == kCallPatchRunStatus || c.call == kCallLabelRun || c.call == kCallAdoptRun) &&
         run != nullptr) {
       run->merge_patch(c.object);
@@ -205,6 +213,9 @@ inline void cache_sees(FakeView& view, const FakeAgentApiWrites& writes, std::si
       view.jobs[c.name] = std::move(job);
     }
     if (c.call == kCallDeleteJob) view.jobs.erase(c.name);
+    if (c.call == kCallHandOverJob && view.jobs.contains(c.name)) {
+      view.jobs[c.name].merge_patch(c.object);
+    }
     if (c.call == kCallReplaceAgentStatus) view.agents_by_name[c.name] = c.object;
     if (c.call == kCallDeleteRun)
       std::erase_if(view.runs, [&](const Json& r) { return name_of(r) == c.name; });

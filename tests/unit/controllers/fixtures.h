@@ -330,6 +330,11 @@ struct World : PlanWriter {
     }
     return WriteResult::kDone;
   }
+  // Job first: in this world, the run made and started in one step.
+  WriteResult start_slot_run(const RunRequest& request) override {
+    create_run(request);
+    return start_run(request.name);
+  }
   WriteResult delete_run(const std::string& name) override {
     std::erase_if(runs, [&](const Json& r) { return r["metadata"]["name"] == name; });
     return WriteResult::kDone;

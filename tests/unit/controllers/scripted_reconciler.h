@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "controllers/model/names.h"
+#include "controllers/run/run_after_job.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "kube/client.h"
 #include "kube/request_priority.h"
@@ -34,6 +36,15 @@ class FakeView final : public ClusterView {
   std::vector<Json> runs_of(const std::string&, const std::string&) const override { return runs; }
   std::optional<Json> job(const std::string&, const std::string& name) const override {
     return find(jobs, name);
+  }
+  std::vector<Json> jobs_awaiting_run(const std::string&, const std::string& agent) const override {
+    std::vector<Json> out;
+    for (const auto& [name, job] : jobs) {
+      if (awaits_its_run(job) && annotation_at(job, kAnnotationAgentName) == agent) {
+        out.push_back(job);
+      }
+    }
+    return out;
   }
   std::vector<Json> pods_of(const std::string&, const std::string&) const override { return pods; }
   std::optional<Json> lease(const std::string&, const std::string&) const override { return {}; }

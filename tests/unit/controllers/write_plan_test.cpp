@@ -85,6 +85,8 @@ std::string describe(const PlannedWrite& w) {
       return "run status " + w.run;
     case WriteOp::kStartRun:
       return "start run " + w.run;
+    case WriteOp::kStartSlotRun:
+      return "start slot run " + w.run;
     case WriteOp::kDeleteRun:
       return "delete run " + w.run;
     case WriteOp::kEvent:
@@ -194,17 +196,24 @@ TEST(WritePlan, WithinDispatchTheEarlierSlotQueuesFirst) {
   EXPECT_EQ(start_order, 1714564800 * kDispatchStages);       // the queued run's, 12:00: first
 }
 
-TEST(WritePlan, WithinASlotAStartedDispatchsJobGoesBeforeAnotherRunCreate) {
+// One write between the due slot and its Job: the Job, made before the
+// run, which the next pass makes from it (run_after_job.h).
+TEST(WritePlan, TheSlotsOwnRunStartedInThisPassIsMadeAfterItsJob) {
   Scenario s;
-  s.d.start_run = "bot-1714565400";  // the slot's own run, created in this pass
-  s.runs.push_back(run("bot-1714565400", "scheduler", kNow));
-  s.observed = observe_all(s.runs, kNow);
-  int64_t create_order = -1, start_order = -1;
-  for (const PlannedWrite& w : s.plan()) {
-    if (w.op == WriteOp::kCreateRun) create_order = w.priority.order;
-    if (w.op == WriteOp::kStartRun) start_order = w.priority.order;
+  s.d.start_run = "bot-1714565400";  // the slot's own run, not made yet
+  const std::vector<PlannedWrite> plan = s.plan();
+  EXPECT_THAT(describe(plan), Not(Contains("create run bot-1714565400")));
+  EXPECT_THAT(describe(plan), Contains("start slot run bot-1714565400"));
+  for (const PlannedWrite& w : plan) {
+    if (w.op != WriteOp::kStartSlotRun) continue;
+    EXPECT_EQ(w.priority.cls, kube::RequestClass::kDispatch);
+    // Ahead of another agent's run create for the same slot.
+    EXPECT_EQ(w.priority.order, 1714565400 * kDispatchStages);
+    ASSERT_TRUE(w.request.has_value());
+    EXPECT_EQ(w.request->slot, kNow);
   }
-  EXPECT_LT(start_order, create_order);
+  // Positive control: a queued run started, the slot's run created as before.
+  EXPECT_THAT(describe(Scenario().plan()), Contains("create run bot-1714565400"));
 }
 
 TEST(WritePlan, RoutineEventsOnlyWhenAskedFor) {
@@ -275,7 +284,10 @@ struct ScriptedWriter : PlanWriter {
     const WriteResult result = answer("create run " + q.name);
     return q.name == name_taken ? WriteResult::kNameTaken : result;
   }
-  WriteResult invoke_run(const RunRequest& q) override { return answer("invoke run " + q.name); }
+  WriteResult invoke_run(const RunRequest& q) override {
+    const WriteResult result = answer("invoke run " + q.name);
+    return q.name == name_taken ? WriteResult::kNameTaken : result;
+  }
   WriteResult mention_run(const MentionRequest& q) override {
     return answer("mention run " + q.name);
   }
@@ -285,6 +297,10 @@ struct ScriptedWriter : PlanWriter {
   }
   WriteResult start_run(const std::string& r) override {
     const WriteResult result = answer("start run " + r);
+    return hold_back && result == WriteResult::kDone ? WriteResult::kHeldBack : result;
+  }
+  WriteResult start_slot_run(const RunRequest& q) override {
+    const WriteResult result = answer("start slot run " + q.name);
     return hold_back && result == WriteResult::kDone ? WriteResult::kHeldBack : result;
   }
   WriteResult delete_run(const std::string& r) override { return answer("delete run " + r); }
@@ -341,7 +357,7 @@ TEST(PerformPlan, AStartOfTheSlotsOwnRunLeavesABookkeepingStatusToTheNextPass) {
   const PlanOutcome outcome = perform_plan(plan, writer);
   EXPECT_TRUE(outcome.completed);
   EXPECT_TRUE(outcome.rest_left);
-  EXPECT_THAT(writer.calls, ElementsAre("create run bot-1714565400", "start run bot-1714565400"));
+  EXPECT_THAT(writer.calls, ElementsAre("start slot run bot-1714565400"));
 }
 
 // The same bookkeeping status after the start of a run queued earlier (the
@@ -437,13 +453,40 @@ TEST(PerformPlan, AFailedStartDoesNotStopTheWritesAfterIt) {
 
 TEST(PerformPlan, RunWhoseNameIsTakenIsNotStarted) {
   Scenario s;
-  s.d.start_run = "bot-1714565400";  // the slot's own run
+  s.d.start_run = "bot-invoke-1";  // the manual run created in this pass
   ScriptedWriter writer;
-  writer.name_taken = "bot-1714565400";
+  writer.name_taken = "bot-invoke-1";
   const PlanOutcome outcome = perform_plan(s.plan(), writer);
   EXPECT_TRUE(outcome.completed);
-  EXPECT_THAT(writer.calls, Not(Contains("start run bot-1714565400")));
+  EXPECT_THAT(writer.calls, Contains("invoke run bot-invoke-1"));
+  EXPECT_THAT(writer.calls, Not(Contains("start run bot-invoke-1")));
   EXPECT_THAT(writer.calls, Contains("delete run r-old"));  // the rest still happens
+}
+
+// The slot's run made Queued when its Job was not: the writes after it go
+// on (they must not wait for a Job a quota refuses) and the pass fails.
+// Neither made: the pass stops before the agent status records the slot.
+TEST(PerformPlan, ASlotRunStartThatMadeNoJobGoesOnOnlyWhenTheRunWasMade) {
+  struct SlotWriter : ScriptedWriter {
+    WriteResult slot_result = WriteResult::kStartFailed;
+    WriteResult start_slot_run(const RunRequest& q) override {
+      calls.push_back("start slot run " + q.name);
+      return slot_result;
+    }
+  };
+  Scenario s;
+  s.d.start_run = "bot-1714565400";
+  const std::vector<PlannedWrite> plan = s.plan();
+  SlotWriter made_run;
+  PlanOutcome outcome = perform_plan(plan, made_run);
+  EXPECT_FALSE(outcome.completed);
+  EXPECT_THAT(made_run.calls, Contains("agent status"));
+  SlotWriter made_nothing;
+  made_nothing.slot_result = WriteResult::kFailed;
+  outcome = perform_plan(plan, made_nothing);
+  EXPECT_FALSE(outcome.completed);
+  EXPECT_EQ(made_nothing.calls.back(), "start slot run bot-1714565400");
+  EXPECT_THAT(made_nothing.calls, Not(Contains("agent status")));
 }
 
 TEST(PerformPlan, HeldBackStartIsReported) {
