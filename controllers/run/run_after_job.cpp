@@ -75,6 +75,12 @@ std::optional<Json> run_carried_by(const Json& job) {
   return to_make(run);
 }
 
+bool carries_run(const Json& job, const Json& run) {
+  const std::optional<Json> carried = run_carried_by(job);
+  return carried && name_of(*carried) == name_of(run) &&
+         run_of_agent(run, annotation_at(job, kAnnotationAgentUid));
+}
+
 Json job_handover_patch(const Json& run) {
   HB_ASSERT_MSG(!string_at(run, "metadata/uid").empty(), "a Job is handed to a stored run");
   const Json owner = {{"apiVersion", kApiVersion},
@@ -96,7 +102,7 @@ std::vector<JobRunStep> plan_runs_for_jobs(const std::vector<Json>& jobs,
     if (!carried) continue;  // not a text the operator wrote: not its Job to touch
     const std::string run_name = name_of(*carried);
     const Json* stored = listed(runs, run_name);
-    if (stored != nullptr && !run_of_agent(*stored, annotation_at(job, kAnnotationAgentUid))) {
+    if (stored != nullptr && !carries_run(job, *stored)) {
       steps.push_back({JobRunStepKind::kDeleteJob, name_of(job), "", Json()});
       continue;
     }

@@ -39,6 +39,12 @@ bool awaits_its_run(const Json& job);
 // nullopt when it carries none or one that does not match.
 std::optional<Json> run_carried_by(const Json& job);
 
+// True when `run` is the one `job` was made before and carries: the
+// carried run has `run`'s name and `run` is of the Job's Agent incarnation.
+// One judgement for a Job found under a run's Job name and for a run found
+// under a carried run's name.
+bool carries_run(const Json& job, const Json& run);
+
 // The merge patch that hands the Job to its (stored) run: the run its
 // controller, the text gone.
 Json job_handover_patch(const Json& run);

@@ -197,7 +197,10 @@ class AgentReconciler {
   kube::Done hand_over_jobs(const std::string& ns, const std::vector<HandOver>& handovers);
   kube::Done perform_job_run_step(const std::string& ns, const JobRunStep& step,
                                   std::vector<Json>& runs);
-  kube::Result<bool> make_run(Json& run);
+  // What making a run found: made now, made by this Agent before (an
+  // earlier pass's), or its name held by a run that is not this Agent's.
+  enum class RunMade { kMade, kFoundOurs, kNameTaken };
+  kube::Result<RunMade> make_run(Json& run);
   // For a run not made yet (started Job first): makes it, unless it is.
   kube::Done make_unless_made(Json& run);
   // What a run is charged at and its token cap, for the runner's own stops.

@@ -22,6 +22,15 @@ kube::Error not_owned_by_run(const std::string& what, const std::string& ns,
   return error;
 }
 
+// The slot's run name is held by a run that is not this Agent's.
+kube::Error run_name_taken(const std::string& ns, const std::string& name) {
+  kube::Error error;
+  error.message = "HeartbeatRun " + ns + "/" + name +
+                  " exists and is not this agent's; the slot's heartbeat is not started";
+  error.context = "make run " + ns + "/" + name;
+  return error;
+}
+
 // Not made yet: started Job first (run_after_job.h), made by the next pass.
 bool made(const Json& run) {
   return !string_at(run, "metadata/uid").empty();
@@ -31,16 +40,17 @@ bool made(const Json& run) {
 // or (the run not made yet) made before it, carrying it.
 bool job_made_for(const Json& job, const Json& run) {
   if (made(run)) return owned_by(job, string_at(run, "metadata/uid"));
-  const std::optional<Json> carried = run_carried_by(job);
-  return carried && name_of(*carried) == name_of(run) &&
-         annotation_at(*carried, kAnnotationAgentUid) == annotation_at(run, kAnnotationAgentUid);
+  return carries_run(job, run);
 }
 
 }  // namespace
 
 kube::Done AgentReconciler::make_unless_made(Json& run) {
   if (made(run)) return kube::done();
-  HB_TRY(make_run(run));
+  HB_TRY_ASSIGN(const RunMade made_now, make_run(run));
+  if (made_now == RunMade::kNameTaken) {
+    return run_name_taken(namespace_of(run), name_of(run));
+  }
   return kube::done();
 }
 

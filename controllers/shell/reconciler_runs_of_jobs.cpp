@@ -12,15 +12,6 @@ namespace hb::controllers {
 
 namespace {
 
-kube::Error run_name_taken(const std::string& ns, const std::string& name) {
-  kube::Error error;
-  error.kind = kube::ErrorKind::kConflict;
-  error.message = "HeartbeatRun " + ns + "/" + name +
-                  " exists and is not this agent's; the slot's heartbeat is not started";
-  error.context = "make run " + ns + "/" + name;
-  return error;
-}
-
 // A run create's place in the rate limiter (write_plan.h), by its slot.
 kube::RequestPriority run_create_priority(const Json& run, TimePoint now) {
   PlannedWrite create;
@@ -79,13 +70,12 @@ kube::Done AgentReconciler::perform_job_run_step(const std::string& ns, const Jo
       // worker making it is not held behind every other dispatch.
       kube::RequestPriorityScope dispatch(run_create_priority(step.run, clock_()));
       Json run = step.run;
-      kube::Result<bool> made = make_run(run);
-      if (made.is(kube::ErrorKind::kConflict)) {
+      HB_TRY_ASSIGN(const RunMade made, make_run(run));
+      if (made == RunMade::kNameTaken) {
         HB_TRY(delete_job(ns, step.job));
         spdlog::warn("event=run_name_taken run={}/{} job={}", ns, step.run_name, step.job);
         return kube::done();
       }
-      HB_TRY(std::move(made));
       runs.push_back(std::move(run));
       return kube::done();
     }
@@ -105,16 +95,12 @@ kube::Done AgentReconciler::perform_job_run_step(const std::string& ns, const Jo
 }
 
 // Makes `run` (made after its Job, or in place of a start that did not make
-// one): `run` becomes the stored run. Found made by this Agent (an earlier
-// pass's) is made too; true when this call made it. A run of that name that
-// is not this Agent's is a Conflict.
-kube::Result<bool> AgentReconciler::make_run(Json& run) {
+// one): unless its name is taken, `run` becomes the stored run.
+kube::Result<AgentReconciler::RunMade> AgentReconciler::make_run(Json& run) {
   const std::string ns = namespace_of(run);
   HB_TRY_ASSIGN(CreatedOrFound created, writes_->create_or_find_run(ns, run));
   const std::string agent_uid(annotation_at(run, kAnnotationAgentUid));
-  if (!created.made && !run_of_agent(created.object, agent_uid)) {
-    return run_name_taken(ns, name_of(run));
-  }
+  if (!created.made && !run_of_agent(created.object, agent_uid)) return RunMade::kNameTaken;
   if (created.made) {
     spdlog::info("event=run_created agent={}/{} run={} slot={}", ns,
                  string_at(run, "spec/agentRef/name"), name_of(run),
@@ -123,7 +109,7 @@ kube::Result<bool> AgentReconciler::make_run(Json& run) {
     overlay_.put(kOverlayRuns, created.object);  // read-your-writes, as for a run made here
   }
   run = std::move(created.object);
-  return created.made;
+  return created.made ? RunMade::kMade : RunMade::kFoundOurs;
 }
 
 }  // namespace hb::controllers
