@@ -208,7 +208,7 @@ void ClusterCache::run_seen(const Json& run) {
   // A run whose output was dropped is past the window: it pushes none out.
   if (is_settled(run) && !output_dropped(run))
     drop_outputs_past_window(namespace_of(run), agent_key);
-  tell_run_place(namespace_of(run), name_of(run));
+  tell_run_place(namespace_of(run), name_of(run), &run);
   enqueue_(agent_key);
 }
 
@@ -226,7 +226,7 @@ kube::StoreHandlers ClusterCache::run_handlers() {
   h.on_delete = [this](const Json& o) {
     forget_pods_of(object_key(o));
     index_run(agent_key_of_run(o), name_of(o), nullptr);
-    tell_run_place(namespace_of(o), name_of(o));
+    tell_run_place(namespace_of(o), name_of(o), nullptr);
     enqueue_(agent_key_of_run(o));
   };
   return h;
@@ -571,20 +571,33 @@ std::optional<Json> get_from(const kube::CachedResource* informer, const std::st
 void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_name) {
   if ((!observe_run_ && !provider_holds_) || run_name.empty()) return;
   std::lock_guard lock(place_mutex_);
-  std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
+  const std::optional<Json> run = get_from(runs_.in(ns), ns, run_name);
+  tell_place_locked(ns, run_name, run ? &*run : nullptr);
+}
+
+void ClusterCache::tell_run_place(const std::string& ns, const std::string& run_name,
+                                  const Json* run) {
+  if ((!observe_run_ && !provider_holds_) || run_name.empty()) return;
+  std::lock_guard lock(place_mutex_);
+  tell_place_locked(ns, run_name, run);
+}
+
+void ClusterCache::tell_place_locked(const std::string& ns, const std::string& run_name,
+                                     const Json* run) {
   const kube::CachedResource* jobs = jobs_.in(ns);
   const std::string job_key = object_key(ns, job_name_for_run(run_name));
   bool has_job = jobs != nullptr && jobs->store().contains(job_key);
-  if (!run && has_job) {
+  std::optional<Json> carried;
+  if (run == nullptr && has_job) {
     // A Job made before its run is that run started: the run it carries
     // holds the place, in its agent's pools (run_after_job.h).
     const std::optional<Json> job = jobs->store().get(job_key);
     has_job = job.has_value();
-    if (job && awaits_its_run(*job)) run = run_carried_by(*job);
+    if (job && awaits_its_run(*job)) carried = run_carried_by(*job);
+    if (carried) run = &*carried;
   }
-  if (observe_run_) observe_run_(object_key(ns, run_name), run ? &*run : nullptr, has_job);
-  if (provider_holds_)
-    provider_holds_->run_changed(object_key(ns, run_name), run ? &*run : nullptr);
+  if (observe_run_) observe_run_(object_key(ns, run_name), run, has_job);
+  if (provider_holds_) provider_holds_->run_changed(object_key(ns, run_name), run);
 }
 
 std::optional<Json> ClusterCache::agent(const std::string& ns, const std::string& name) const {

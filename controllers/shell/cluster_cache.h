@@ -109,8 +109,13 @@ class ClusterCache final : public ClusterView {
   void forget_pods_of(const std::string& run_key);
   // Indexes (or, `gone` or handed to its run, forgets) a Job awaiting its run.
   void note_job_awaiting_run(const Json& job, bool gone);
-  // Reads the run and its Job from the caches and tells observe_run_.
+  // Reads the run and its Job from the caches and tells observe_run_ (and
+  // the provider holds) where the run stands.
   void tell_run_place(const std::string& ns, const std::string& run_name);
+  // The same, for a run its own handler holds (`run`; nullptr: deleted):
+  // not read back out of the store on every run event.
+  void tell_run_place(const std::string& ns, const std::string& run_name, const Json* run);
+  void tell_place_locked(const std::string& ns, const std::string& run_name, const Json* run);
   // Records the run (or its removal); true when it has just become settled.
   bool index_run(const std::string& agent_key, const std::string& run_name, const Json* run);
   // Raises the high-water mark of the run the Lease's usage report names.
