@@ -1,5 +1,7 @@
 #include "kube/client.h"
 
+#include <spdlog/spdlog.h>
+
 #include <optional>
 #include <string_view>
 
@@ -148,6 +150,9 @@ Result<http::Response> Client::call(const std::string& verb, const std::string& 
       refused.context = context;
       return refused;
     }
+    // Which class each request went out in: how a saturated budget was spent.
+    spdlog::debug("event=api_request class={} verb={} request=\"{}\"",
+                  request_class_name(current_request_priority().cls), verb, context);
     http::Request req = make_request(method, path);
     if (!content_type.empty()) req.headers.emplace_back("Content-Type", content_type);
     req.body = body;
