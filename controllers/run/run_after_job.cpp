@@ -52,10 +52,10 @@ void trace_before_uid(Json& run) {
                              std::string(annotation_at(run, kAnnotationAgentUid)));
 }
 
-std::string run_to_make_text(const Json& run) {
+std::optional<std::string> run_to_make_text(const Json& run) {
   HB_ASSERT_MSG(!name_of(run).empty(), "a run made after its Job is named before it");
   std::string text = to_make(run).dump();
-  HB_ASSERT_MSG(text.size() <= kRunToMakeBytesMax, "a run's own text fits its Job's annotation");
+  if (text.size() > kRunToMakeBytesMax) return std::nullopt;
   return text;
 }
 

@@ -28,8 +28,10 @@ inline constexpr std::size_t kRunToMakeBytesMax = 4 * 1024;
 // (kAnnotationTraceId): its uid does not exist when its Job is built.
 void trace_before_uid(Json& run);
 
-// The annotation's text for `run` (make_run_object's, stamped).
-std::string run_to_make_text(const Json& run);
+// The annotation's text for `run` (make_run_object's, stamped); nullopt
+// when it would pass kRunToMakeBytesMax (a tenant's many policies stamped
+// on it): that run is made before its Job, as a run always was.
+std::optional<std::string> run_to_make_text(const Json& run);
 
 // True when the Job carries a run to make (it has not been handed to it).
 bool awaits_its_run(const Json& job);

@@ -163,7 +163,11 @@ kube::Result<std::optional<JobPlan>> AgentReconciler::plan_job(
     earlier = earlier_runs(with_reread(history, reread), name_of(run), spec.context_runs);
   }
   StartingRun starting = starting_run(run);
-  if (!made(run)) starting.to_make = run_to_make_text(run);
+  if (!made(run)) {
+    std::optional<std::string> text = run_to_make_text(run);
+    HB_ASSERT_MSG(text.has_value(), "a run too large to carry is made before its Job");
+    starting.to_make = std::move(*text);
+  }
   RunStart start = plan_run_start({.spec = &spec,
                                    .run = &starting,
                                    .prompt = prompt.view(),

@@ -9,6 +9,7 @@
 #include "controllers/run/run_record.h"
 #include "controllers/shell/agent_reconciler.h"
 #include "tests/unit/controllers/fake_agent_api_writes.h"
+#include "tests/unit/controllers/fake_agent_source.h"
 #include "tests/unit/controllers/fixtures.h"
 #include "tests/unit/controllers/scripted_reconciler.h"
 
@@ -31,9 +32,10 @@ struct Harness {
   std::shared_ptr<FakeAgentApiWrites> writes = std::make_shared<FakeAgentApiWrites>();
   Metrics metrics;
   std::unique_ptr<AgentReconciler> reconciler;
-  Harness() {
+  explicit Harness(ReconcilerConfig config = {}) {
     view.agents_by_name["bot"] = testing::agent();
-    reconciler = testing::reconciler_over(api, writes, view, metrics, at("2024-05-01T12:05:00Z"));
+    reconciler = testing::reconciler_over(api, writes, view, metrics, at("2024-05-01T12:05:00Z"),
+                                          std::chrono::steady_clock::now, std::move(config));
   }
   void pass() {
     const kube::Result<ReconcileResult> result = reconciler->reconcile("ns", "bot");
@@ -191,6 +193,39 @@ TEST(ReconcilerJobFirst, ARefusedJobLeavesTheRunQueued) {
   const std::optional<std::size_t> run = h.writes->first(testing::kCallCreateRun, kSlotRun);
   ASSERT_TRUE(job && run);
   EXPECT_LT(*job, *run);
+}
+
+// A tenant who makes many HeartbeatPolicies over its Agent makes the run's
+// policies annotation larger than a Job may carry: that slot's run is made
+// first and owns its Job, and the operator goes on.
+TEST(ReconcilerJobFirst, ARunTooLargeToCarryIsMadeBeforeItsJob) {
+  auto index = std::make_shared<PolicyIndex>([](const std::string&) {});
+  testing::FakeAgents agents;
+  index->read_agents_from(agents.source());
+  agents.put(*index, "ns/bot", testing::agent());
+  const std::size_t policies = kRunToMakeBytesMax / 60 + 1;
+  for (std::size_t i = 0; i < policies; ++i) {
+    const Json policy = {{"metadata",
+                          {{"namespace", "ns"},
+                           {"name", "p-" + std::to_string(i) + std::string(56, 'x')},
+                           {"generation", 1},
+                           {"uid", "up" + std::to_string(i)}}},
+                         {"spec", {{"selector", Json::object()}}}};
+    index->policy_changed(nullptr, &policy);
+  }
+  ReconcilerConfig config;
+  config.policies = index;
+  Harness h(std::move(config));
+  h.pass();
+  const std::optional<std::size_t> run = h.writes->first(testing::kCallCreateRun, kSlotRun);
+  const std::optional<std::size_t> job =
+      h.writes->first(testing::kCallCreateJob, job_name_for_run(kSlotRun));
+  ASSERT_TRUE(run.has_value()) << "the run is made, not carried";
+  ASSERT_TRUE(job.has_value()) << "and its heartbeat starts";
+  EXPECT_LT(*run, *job);
+  const Json& job_object = h.writes->calls[*job].object;
+  EXPECT_FALSE(awaits_its_run(job_object));
+  EXPECT_TRUE(job_object["metadata"].contains("ownerReferences")) << "its run owns it at once";
 }
 
 }  // namespace

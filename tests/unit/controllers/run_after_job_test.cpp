@@ -35,7 +35,7 @@ Json job_for(const Json& run) {
              {{kAnnotationAgentName, "bot"},
               {kAnnotationRunName, name_of(run)},
               {kAnnotationAgentUid, "uid-bot"},
-              {kAnnotationRunToMake, run_to_make_text(run)}}}}}};
+              {kAnnotationRunToMake, run_to_make_text(run).value()}}}}}};
 }
 
 Json stored(Json run, const std::string& uid) {
@@ -141,6 +141,18 @@ TEST(RunAfterJob, TheHandOverMakesTheRunItsControllerAndDropsTheText) {
   job.merge_patch(patch);
   EXPECT_FALSE(awaits_its_run(job));
   EXPECT_TRUE(job_of_run(job, stored(slot_run(), "uid-r")));
+}
+
+// A tenant's many HeartbeatPolicies are all stamped on the run: a text past
+// the Job's cap is not carried (that run is made before its Job), and it
+// never stops the operator.
+TEST(RunAfterJob, ARunTooLargeToCarryIsNotCarried) {
+  Json run = slot_run();
+  ASSERT_TRUE(run_to_make_text(run).has_value()) << "control: a run's own text is carried";
+  std::string policies;
+  while (policies.size() <= kRunToMakeBytesMax) policies += std::string(200, 'p') + ",";
+  run["metadata"]["annotations"][kAnnotationPolicies] = policies;
+  EXPECT_FALSE(run_to_make_text(run).has_value());
 }
 
 }  // namespace
