@@ -39,7 +39,9 @@ std::vector<std::string> spec_errors(const SpecCheck& parsed, const SpecEnvironm
 
 SpecCheck check_agent_spec(const Json& agent, const SpecEnvironment& env) {
   SpecCheck check = parse_agent_spec(agent);
+  const std::size_t own_errors = check.errors.size();
   check.errors = spec_errors(check, env);
+  HB_ASSERT_MSG(check.errors.size() >= own_errors, "the environment never drops the spec's errors");
   return check;
 }
 
@@ -131,6 +133,7 @@ std::optional<double> clamped_price(const Json& model, std::string_view path) {
 
 // What the job builder copies into the Pod as written (job_builder.h).
 void parse_pod_fields(const Json& runtime, AgentSpec& s) {
+  HB_ASSERT_MSG(s.runtime_env.empty(), "read once, into a fresh spec");
   s.runtime = runtime;
   if (const Json* command = find_path(runtime, "command");
       command != nullptr && command->is_array()) {
@@ -296,6 +299,8 @@ void parse_memory_and_budget(const Json& spec, AgentSpec& s, std::vector<std::st
     errors.push_back("spec.budget.resume \"" + api::quote_untrusted(resume) +
                      "\": use Manual (wait for a person) or NextPeriod (resume next month)");
   }
+  HB_ASSERT_MSG(s.per_run_tokens >= 0 && s.daily_budget_cents >= 0,
+                "a cap kept is 0 (none) or more; a negative one is an error");
 }
 
 void parse_runtime(const Json& runtime, AgentSpec& s, std::vector<std::string>& errors) {
@@ -344,6 +349,7 @@ std::vector<api::MemoryBlock> parse_memory_blocks(const Json& spec) {
         {string_at(block, "label"), string_at(block, "value"),
          static_cast<int>(int_at(block, "limit").value_or(api::kCoreMemoryBlockLimitDefault))});
   }
+  HB_ASSERT(blocks.size() == b->size());
   return blocks;
 }
 
