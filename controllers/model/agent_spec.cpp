@@ -176,6 +176,7 @@ void parse_agent_type(const Json& spec, AgentSpec& s, std::vector<std::string>& 
       string_view_at(spec, "type", api::to_string(api::kAgentTypeDefault));
   if (auto parsed = api::parse_agent_type(type)) {
     s.type = *parsed;
+    HB_ASSERT_MSG(api::to_string(s.type) == type, "a type parsed is written back as it was read");
   } else {
     errors.push_back("spec.type \"" + api::quote_untrusted(type) +
                      "\": unknown agent type; use one of " + std::string(api::agent_type_names()));
@@ -304,6 +305,7 @@ void parse_memory_and_budget(const Json& spec, AgentSpec& s, std::vector<std::st
 }
 
 void parse_runtime(const Json& runtime, AgentSpec& s, std::vector<std::string>& errors) {
+  const std::size_t errors_before = errors.size();
   const std::string_view mode = string_view_at(runtime, "mode", "builtin");
   s.command_may_pause = bool_at(runtime, "pauseHeartbeats");
   s.runtime_image = string_at(runtime, "image");
@@ -332,6 +334,9 @@ void parse_runtime(const Json& runtime, AgentSpec& s, std::vector<std::string>& 
   for (std::string& error : check_pod_settings(runtime, "spec.runtime")) {
     errors.push_back(std::move(error));
   }
+  HB_ASSERT_MSG(
+      s.mode != RuntimeMode::kCommand || errors.size() > errors_before || !s.runtime_image.empty(),
+      "a command runtime without errors names its image");
 }
 
 }  // namespace
