@@ -142,6 +142,8 @@ class Checker {
   }
 
   const Json* array_field(const std::string& field) {
+    HB_ASSERT_MSG(field == "tools.volumeMounts" || field.find('.') == std::string::npos,
+                  "only tools.volumeMounts is nested: another dotted field would read as one key");
     const Json* list = find_path(
         runtime_, field == "tools.volumeMounts" ? "tools/volumeMounts" : std::string_view(field));
     if (list == nullptr) return nullptr;
