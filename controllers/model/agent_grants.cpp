@@ -27,7 +27,11 @@ const kube::Resource& agent_object_resource(std::string_view kind) {
 }
 
 bool grants_rights(std::string_view kind) {
-  return kind == kKindServiceAccounts || kind == kKindRoles || kind == kKindRoleBindings;
+  const bool grants =
+      kind == kKindServiceAccounts || kind == kKindRoles || kind == kKindRoleBindings;
+  HB_ASSERT_MSG(grants || kind == kKindConfigMaps || kind == kKindLeases,
+                "a per-agent object is one of the five kinds");
+  return grants;
 }
 
 bool controlled_by(const Json& object, std::string_view uid) {
@@ -58,6 +62,8 @@ bool role_names(const Json& role, std::string_view kind, std::string_view name) 
 
 StaleGrants stale_grants(const Json* role, const Json* binding, std::string_view kind,
                          std::string_view name, std::string_view agent_uid) {
+  HB_ASSERT_MSG(kind == kKindConfigMaps || kind == kKindLeases,
+                "only an object the Role names is found foreign here");
   StaleGrants out;
   out.delete_role =
       role != nullptr && controlled_by(*role, agent_uid) && role_names(*role, kind, name);

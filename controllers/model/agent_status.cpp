@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "api/hb_assert.h"
 #include "controllers/model/idle_backoff.h"
 #include "controllers/model/provider_backoff.h"
 #include "controllers/schedule/utc_time.h"
@@ -33,6 +34,11 @@ const Json& capabilities_json(api::AgentType type) {
       api::to_json(api::capabilities(kAgentTypes[0])),
       api::to_json(api::capabilities(kAgentTypes[1])),
       api::to_json(api::capabilities(kAgentTypes[2]))};
+  // Row i of the table is the type numbered i.
+  static_assert(static_cast<size_t>(kAgentTypes[0]) == 0 &&
+                static_cast<size_t>(kAgentTypes[1]) == 1 &&
+                static_cast<size_t>(kAgentTypes[2]) == 2);
+  HB_ASSERT(static_cast<size_t>(type) < kTable.size());
   return kTable[static_cast<size_t>(type)];
 }
 
@@ -124,6 +130,7 @@ Conditions parse_conditions(const Json* list) {
         string_at(c, "type"), string_at(c, "status"), int_at(c, "observedGeneration").value_or(0),
         string_at(c, "lastTransitionTime"), string_at(c, "reason"), string_at(c, "message")});
   }
+  HB_ASSERT(conditions->size() == list->size());
   return conditions;
 }
 
@@ -182,6 +189,11 @@ ParsedAgentStatus parse_agent_status(const Json* stored) {
     s.provider_error_streak = std::min(*streak, kProviderErrorStreakMax);
   }
   s.effective_interval = string_at(j, "effectiveInterval");
+  HB_ASSERT_MSG(
+      (!s.idle_streak || (*s.idle_streak >= 0 && *s.idle_streak <= kIdleStreakMax)) &&
+          (!s.provider_error_streak ||
+           (*s.provider_error_streak > 0 && *s.provider_error_streak <= kProviderErrorStreakMax)),
+      "streaks read back lie within their clamps");
   parsed.canonical = to_json(s) == j;
   return parsed;
 }

@@ -86,7 +86,12 @@ std::optional<IdleBackoff> parse_idle_backoff(const Json& heartbeat,
 }
 
 std::string_view idle_token(const std::optional<IdleBackoff>& backoff) {
-  return backoff ? std::string_view(backoff->idle_token) : kIdleTokenDefault;
+  static_assert(!kIdleTokenDefault.empty() && kIdleTokenDefault.size() <= kIdleTokenBytesMax);
+  const std::string_view token =
+      backoff ? std::string_view(backoff->idle_token) : kIdleTokenDefault;
+  HB_ASSERT_MSG(!token.empty() && token.size() <= kIdleTokenBytesMax,
+                "an idleBackoff is kept only when parsed without errors");
+  return token;
 }
 
 bool result_is_idle(const api::RunResult& result, std::string_view token, std::string_view self) {

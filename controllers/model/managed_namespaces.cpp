@@ -5,6 +5,7 @@
 namespace hb::controllers {
 
 std::string namespace_refusal(std::string_view ns, std::string_view own_namespace) {
+  static_assert(kSystemNamespaces.size() == 3, "the refusal below names each of them");
   const std::string name(ns);
   if (std::find(kSystemNamespaces.begin(), kSystemNamespaces.end(), ns) !=
       kSystemNamespaces.end()) {

@@ -31,6 +31,7 @@ bool is_agent_name(std::string_view name) {
 // '.' a sentence may put after it ("@beta." "@beta-"); empty when none or
 // when a character no name has follows (an uppercase letter, '_').
 std::string_view name_after(std::string_view text, std::size_t at) {
+  HB_ASSERT_MSG(at < text.size() && text[at] == '@', "the caller found an '@' at `at`");
   std::size_t end = at + 1;
   while (end < text.size() && is_name_char(text[end])) ++end;
   if (end < text.size() && is_word_char(text[end])) return {};  // @Beta, @beta_bot

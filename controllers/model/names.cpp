@@ -11,8 +11,9 @@ namespace hb::controllers {
 
 std::string long_hash(std::string_view text) {
   char buffer[17];
-  std::snprintf(buffer, sizeof buffer, "%016llx",
-                static_cast<unsigned long long>(api::fnv1a64(text)));
+  const int written = std::snprintf(buffer, sizeof buffer, "%016llx",
+                                    static_cast<unsigned long long>(api::fnv1a64(text)));
+  HB_ASSERT_MSG(written == 16, "64 bits print as exactly 16 hex digits");
   return std::string(buffer, 16);
 }
 
@@ -53,17 +54,26 @@ std::string pod_name_prefix_for_job(std::string_view job_name) {
                 "a Pod name prefix is what the API server keeps of a generateName");
   return prefix;
 }
+// Each fixed suffix below meets derived_name's precondition at compile time.
 std::string context_config_map_name(std::string_view run_name) {
-  return derived_name(run_name, "context");
+  constexpr std::string_view kSuffix = "context";
+  static_assert(kSuffix.size() + kNameHashChars + 3 < kObjectNameCharsMax);
+  return derived_name(run_name, kSuffix);
 }
 std::string lease_name_for_agent(std::string_view agent_name) {
-  return derived_name(agent_name, "heartbeat");
+  constexpr std::string_view kSuffix = "heartbeat";
+  static_assert(kSuffix.size() + kNameHashChars + 3 < kObjectNameCharsMax);
+  return derived_name(agent_name, kSuffix);
 }
 std::string memory_config_map_name(std::string_view agent_name) {
-  return derived_name(agent_name, "memory");
+  constexpr std::string_view kSuffix = "memory";
+  static_assert(kSuffix.size() + kNameHashChars + 3 < kObjectNameCharsMax);
+  return derived_name(agent_name, kSuffix);
 }
 std::string service_account_name(std::string_view agent_name) {
-  return derived_name(agent_name, "runner");
+  constexpr std::string_view kSuffix = "runner";
+  static_assert(kSuffix.size() + kNameHashChars + 3 < kObjectNameCharsMax);
+  return derived_name(agent_name, kSuffix);
 }
 
 }  // namespace hb::controllers

@@ -1,6 +1,8 @@
 #include "controllers/model/pod_settings.h"
 
+#include <algorithm>
 #include <array>
+#include <iterator>
 #include <set>
 
 #include "api/hb_assert.h"
@@ -24,24 +26,18 @@ constexpr std::size_t kLabelNameBytesMax = 63;
 static_assert(kLabelNameBytesMax == kLabelValueCharsMax,
               "a key's name part and a label value have the one DNS-label bound");
 
-// The volumes and mount paths build_job uses.
+// The volumes and mount paths build_job uses (checked where they are
+// returned: the caller compares a user's name or path with each anyway).
 std::array<std::string_view, 7> operator_volumes() {
-  return {kContextVolume,
-          kTmpVolume,
-          api::kServiceAccountVolume,
-          api::kToolsSocketVolume,
-          api::kToolsWorkspaceVolume,
-          api::kToolsTmpVolume,
-          kArchivalVolume};
-}
-std::array<std::string_view, 7> operator_paths() {
-  return {kContextMountDir,
-          "/tmp",
-          api::kServiceAccountMountDir,
-          api::kToolsSocketDir,
-          api::kToolsWorkspaceDir,
-          kArchivalMountDir,
-          kTerminationPath};
+  const std::array<std::string_view, 7> volumes = {kContextVolume,
+                                                   kTmpVolume,
+                                                   api::kServiceAccountVolume,
+                                                   api::kToolsSocketVolume,
+                                                   api::kToolsWorkspaceVolume,
+                                                   api::kToolsTmpVolume,
+                                                   kArchivalVolume};
+  HB_ASSERT(std::all_of(volumes.begin(), volumes.end(), api::is_dns1123_label));
+  return volumes;
 }
 
 bool alnum(char c) {
@@ -81,6 +77,8 @@ bool reserved_key(std::string_view key, bool label) {
 
 // p and q are the same place or one holds the other.
 bool paths_overlap(std::string_view p, std::string_view q) {
+  HB_ASSERT_MSG(!p.empty() && p.front() == '/' && !q.empty() && q.front() == '/',
+                "both paths passed clean_absolute_path");
   auto under = [](std::string_view a, std::string_view b) {
     return a.size() > b.size() && a.substr(0, b.size()) == b && (b == "/" || a[b.size()] == '/');
   };
@@ -99,6 +97,18 @@ bool clean_absolute_path(std::string_view path) {
     start = end + 1;
   }
   return true;
+}
+
+std::array<std::string_view, 7> operator_paths() {
+  const std::array<std::string_view, 7> paths = {kContextMountDir,
+                                                 "/tmp",
+                                                 api::kServiceAccountMountDir,
+                                                 api::kToolsSocketDir,
+                                                 api::kToolsWorkspaceDir,
+                                                 kArchivalMountDir,
+                                                 kTerminationPath};
+  HB_ASSERT(std::all_of(paths.begin(), paths.end(), clean_absolute_path));
+  return paths;
 }
 
 class Checker {
@@ -127,10 +137,13 @@ class Checker {
 
  private:
   void fail(const std::string& field, const std::string& what) {
+    HB_ASSERT_MSG(!field.empty() && !what.empty(), "an error names a field and what is wrong");
     errors_.push_back(std::string(prefix_) + "." + field + ": " + what);
   }
 
   const Json* array_field(const std::string& field) {
+    HB_ASSERT_MSG(field == "tools.volumeMounts" || field.find('.') == std::string::npos,
+                  "only tools.volumeMounts is nested: another dotted field would read as one key");
     const Json* list = find_path(
         runtime_, field == "tools.volumeMounts" ? "tools/volumeMounts" : std::string_view(field));
     if (list == nullptr) return nullptr;
@@ -280,6 +293,7 @@ class Checker {
         fail(where + ".subPath", "must be a relative path inside the volume");
       }
     }
+    HB_ASSERT(paths.size() <= list->size());
   }
 
   const Json& runtime_;
@@ -320,6 +334,8 @@ Json effective_pod_settings(const Json& runtime, const Json& defaults) {
           runtime.is_object() ? find_path(runtime, "tools/volumeMounts") : nullptr) {
     out["toolsVolumeMounts"] = *tools;
   }
+  HB_ASSERT_MSG(out.size() <= std::size(kPodDefaultFields) + 3,
+                "one entry per field, and the three mount lists");
   return out;
 }
 

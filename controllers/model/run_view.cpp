@@ -3,6 +3,7 @@
 #include <array>
 #include <chrono>
 
+#include "api/contract_limits.h"
 #include "api/hb_assert.h"
 #include "controllers/model/mentions.h"
 #include "controllers/model/names.h"
@@ -22,6 +23,8 @@ std::string_view to_string(RunPhase phase) {
 }
 
 std::optional<RunPhase> parse_run_phase(std::string_view text) {
+  // Index i of kPhaseNames is the phase numbered i, the first one's first.
+  static_assert(static_cast<size_t>(RunPhase::kQueued) == 0);
   for (size_t i = 0; i < kPhaseNames.size(); ++i) {
     if (kPhaseNames[i] == text) return static_cast<RunPhase>(i);
   }
@@ -100,12 +103,16 @@ RunView view_run(const Json& run) {
   v.reason = string_at(status, "reason");
   v.message = string_at(status, "message");
   v.usage = usage_from_status(status);
+  HB_ASSERT_MSG(v.requested >= v.created - kRequestedAtBeforeCreatedMax &&
+                    v.requested < v.created + std::chrono::seconds(1),
+                "a requested-at is believed only near creationTimestamp");
   return v;
 }
 
 StartingRun starting_run(const Json& run) {
   RunView view = view_run(run);
-  StartingRun out{string_at(run, "apiVersion"), string_at(run, "kind"), std::move(view.ns), {}, "", ""};
+  StartingRun out{
+      string_at(run, "apiVersion"), string_at(run, "kind"), std::move(view.ns), {}, "", ""};
   api::RunIdentity& id = out.identity;
   id.name = std::move(view.name);
   id.uid = std::move(view.uid);
@@ -114,6 +121,7 @@ StartingRun starting_run(const Json& run) {
   id.metadata = api::usable_run_metadata(find_path(run, "spec/metadata"));
   id.scheduled_time = view.scheduled_time;
   out.trace_uid = run_trace_uid(run);
+  HB_ASSERT(out.identity.metadata.size() <= api::kRunMetadataEntriesMax);
   return out;
 }
 

@@ -34,7 +34,11 @@ bool is_blank(std::string_view text) {
 std::string_view trim_blank(std::string_view text) {
   const std::size_t first = text.find_first_not_of(kBlankChars);
   if (first == std::string_view::npos) return {};
-  return text.substr(first, text.find_last_not_of(kBlankChars) - first + 1);
+  const std::string_view trimmed =
+      text.substr(first, text.find_last_not_of(kBlankChars) - first + 1);
+  HB_ASSERT(!trimmed.empty() && kBlankChars.find(trimmed.front()) == std::string_view::npos &&
+            kBlankChars.find(trimmed.back()) == std::string_view::npos);
+  return trimmed;
 }
 
 }  // namespace hb::controllers
