@@ -35,6 +35,7 @@ Json labels_for(const AgentSpec& agent, const std::string& run_name) {
 }
 
 Json env_var(const std::string& name, const std::string& value) {
+  HB_ASSERT_MSG(!name.empty(), "each variable the operator adds is named by a constant");
   return {{"name", name}, {"value", value}};
 }
 
@@ -226,12 +227,16 @@ const Json kRestrictedSecurityContext = {{"allowPrivilegeEscalation", false},
                                          {"capabilities", {{"drop", Json::array({"ALL"})}}}};
 
 Json mount(const char* volume, const std::string& path, bool read_only = false) {
+  HB_ASSERT_MSG(volume != nullptr && *volume != '\0' && !path.empty() && path.front() == '/',
+                "a named volume is mounted at an absolute path");
   Json m = {{"name", volume}, {"mountPath", path}};
   if (read_only) m["readOnly"] = true;
   return m;
 }
 
 Json empty_dir(const char* name, const std::string& size_limit) {
+  HB_ASSERT_MSG(name != nullptr && *name != '\0' && !size_limit.empty(),
+                "a scratch volume is named and bounded");
   return {{"name", name}, {"emptyDir", {{"sizeLimit", size_limit}}}};
 }
 
@@ -242,6 +247,8 @@ std::string tools_socket_path() {
 // The ServiceAccount token, the API server's CA and the namespace, as the
 // kubelet's automount would give them, but projected into the runner alone.
 Json service_account_volume() {
+  static_assert(api::kServiceAccountTokenExpirationSeconds >= 600,
+                "the API server refuses a projected token that expires in under 10 minutes");
   return {
       {"name", api::kServiceAccountVolume},
       {"projected",
@@ -271,6 +278,7 @@ bool agent_sets_env(const AgentSpec& agent, const std::string& name) {
 // settings, unless the Agent set the same variables.
 void add_otel_env(Json& env, const StartingRun& run, const AgentSpec& agent,
                   const JobConfig& config) {
+  HB_ASSERT_MSG(env.is_array(), "variables join the runner's list of them");
   const std::optional<api::TraceParent> trace = api::run_trace_parent(run.trace_uid);
   if (trace && !agent_sets_env(agent, api::kEnvTraceParent)) {
     env.push_back(env_var(api::kEnvTraceParent,
@@ -315,6 +323,7 @@ Json runner_env(const StartingRun& run, const AgentSpec& agent, const JobConfig&
          {"valueFrom",
           {{"secretKeyRef", {{"name", agent.api_key->name}, {"key", agent.api_key->key}}}}}});
   }
+  HB_ASSERT_MSG(env.size() >= 6, "the run's identity is always in the runner's environment");
   return env;
 }
 
@@ -323,6 +332,7 @@ Json runner_command(const AgentSpec& agent, const JobConfig& config, bool builti
   if (c.is_array() && (!builtin || !c.empty())) return c;
   Json command = Json::array();
   for (const std::string& part : config.runner_command) command.push_back(part);
+  HB_ASSERT(command.size() == config.runner_command.size());
   return command;
 }
 
@@ -333,6 +343,7 @@ const std::string& runner_image(const AgentSpec& agent, const JobConfig& config)
 // The trusted container: the key, the token, the context, the result file.
 Json runner_container(const StartingRun& run, const AgentSpec& agent, const JobConfig& config,
                       bool builtin) {
+  static_assert(kTerminationPath[0] == '/', "the kubelet reads the result at an absolute path");
   Json mounts =
       Json::array({mount(kContextVolume, kContextMountDir, true), mount(kTmpVolume, "/tmp"),
                    mount(api::kServiceAccountVolume, api::kServiceAccountMountDir, true)});
@@ -362,6 +373,8 @@ Json runner_container(const StartingRun& run, const AgentSpec& agent, const JobC
 // The untrusted container: every agent-chosen command runs here, as its own
 // user, with only the socket, a workspace and a tmp; no key, no token.
 Json tools_container(const AgentSpec& agent, const JobConfig& config) {
+  static_assert(api::kToolsUserId != 0 && api::kToolsUserId != kRunnerUserId,
+                "agent-chosen commands run as a user of their own, never root, never the runner");
   std::string image = agent.tools_image;
   if (image.empty())
     image = config.tools_image.empty() ? runner_image(agent, config) : config.tools_image;
@@ -398,6 +411,7 @@ Json annotation_context_volume() {
 }
 
 Json config_map_context_volume(const std::string& cm_name) {
+  HB_ASSERT_MSG(!cm_name.empty(), "the context's ConfigMap is named for its run");
   return {{"name", kContextVolume},
           {"configMap",
            {{"name", cm_name},
@@ -431,6 +445,8 @@ static_assert(kContextAnnotationBytesMax + kPodAnnotationsBytesMax < 256 * 1024)
 std::optional<std::string> context_too_large(std::size_t context_bytes,
                                              std::string_view prompt_source,
                                              std::size_t prompt_bytes) {
+  static_assert(kContextAnnotationBytesMax < api::kContextDocumentBytesMax,
+                "a context small enough for the annotation is never refused as too large");
   if (context_bytes <= api::kContextDocumentBytesMax) return std::nullopt;
   return "the run's context document would be " + std::to_string(context_bytes) +
          " bytes, more than the " + std::to_string(api::kContextDocumentBytesMax) +
@@ -443,6 +459,7 @@ namespace {
 // The Pod's spec; its volumes start with the context's.
 Json pod_spec_for(const StartingRun& run, const AgentSpec& agent, const JobConfig& config,
                   Json context_volume) {
+  static_assert(kRunnerUserId != 0, "runAsNonRoot: the kubelet refuses a Pod that runs as root");
   // Command mode runs the user's own program: no tools server to talk to.
   const bool builtin = agent.mode != RuntimeMode::kCommand;
   Json containers = Json::array({runner_container(run, agent, config, builtin)});

@@ -16,7 +16,10 @@ std::string job_uid_of(const Json* job, std::string_view recorded_uid) {
 
 namespace {
 
+// Both are asked only for a Job with a uid (controlled_by_job): an empty one
+// would match a Pod whose owner or label has none.
 bool has_controller_ref(const Json& pod, std::string_view job_uid) {
+  HB_ASSERT(!job_uid.empty());
   const Json* owners = find_path(pod, "metadata/ownerReferences");
   if (owners == nullptr || !owners->is_array()) return false;
   for (const Json& o : *owners) {
@@ -29,6 +32,7 @@ bool has_controller_ref(const Json& pod, std::string_view job_uid) {
 }
 
 bool has_controller_uid_label(const Json& pod, std::string_view job_uid) {
+  HB_ASSERT(!job_uid.empty());
   const Json* labels = find_path(pod, "metadata/labels");
   if (labels == nullptr || !labels->is_object()) return false;
   for (const char* key : {kLabelControllerUid, kLabelBatchControllerUid}) {

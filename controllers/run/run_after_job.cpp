@@ -18,6 +18,7 @@ Json to_make(const Json& run) {
       metadata[key] = *value;
     }
   }
+  HB_ASSERT_MSG(metadata.size() <= 4, "only the run's identity is kept of its metadata");
   return {{"apiVersion", kApiVersion},
           {"kind", kRunKind},
           {"metadata", std::move(metadata)},
@@ -72,7 +73,10 @@ std::optional<Json> run_carried_by(const Json& job) {
   if (run.is_discarded() || !run.is_object() || !carried_matches_job(run, job)) {
     return std::nullopt;
   }
-  return to_make(run);
+  Json made = to_make(run);
+  HB_ASSERT_MSG(job_name_for_run(name_of(made)) == name_of(job),
+                "the run carried is the one its Job is named for");
+  return made;
 }
 
 bool carries_run(const Json& job, const Json& run) {

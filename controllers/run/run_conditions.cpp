@@ -55,6 +55,7 @@ std::vector<RunCondition> conditions_for_phase(RunPhase phase, const std::string
 }
 
 const Json* stored_condition(const Json* stored, const char* type) {
+  HB_ASSERT_MSG(type != nullptr && *type != '\0', "a condition is looked up by its type");
   const Json* list = stored != nullptr ? find_path(*stored, "conditions") : nullptr;
   if (list == nullptr || !list->is_array()) return nullptr;
   for (const Json& c : *list) {

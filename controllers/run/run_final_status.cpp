@@ -87,6 +87,7 @@ Json build_final_status(const Json& stored, const Final& f, const Charge& c, Tim
 // stdout and stderr.
 void put_run_logs(Json& status, const Final& f, const RunObservationInput& in,
                   const std::string& run_name) {
+  HB_ASSERT_MSG(in.run != nullptr, "a run's logs are written for the run observed");
   Json log = Json::object();
   if (!f.pod_name.empty()) {
     log["ref"] = "pod/" + string_at(*in.run, "metadata/namespace") + "/" + f.pod_name + "/" +
@@ -125,10 +126,13 @@ void put_audit_fields(Json& status, const RunObservationInput& in) {
   if (in.job != nullptr) {
     if (const std::optional<double> held = held_cents_of_job(*in.job)) status["heldCents"] = *held;
   }
+  HB_ASSERT_MSG(status.contains("charge") != in.agent_missing,
+                "a run records what it was charged at exactly when its Agent is there");
 }
 
 ChargeInput charge_input(const std::optional<api::RunResult>& result, const RunObservationInput& in,
                          const std::string& run_name) {
+  HB_ASSERT_MSG(in.run != nullptr, "the run's own status is read for its highest report");
   ChargeInput charge;
   if (result) {
     charge.result = static_cast<const UsageCounts&>(*result);
@@ -154,6 +158,7 @@ void rename_outcome(Final& f, const std::string& what, const char* reason) {
 // the reason, and tokens past the run's cap by more than one call's worth
 // (in.per_run_tokens) are named.
 Charge charge_final(Final& f, const RunObservationInput& in, const std::string& run_name) {
+  HB_ASSERT_MSG(is_final(f.phase), "only a run's final outcome is charged");
   Charge charge = charge_run(charge_input(f.result, in, run_name));
   if (!charge.out_of_bounds.empty()) {
     rename_outcome(f, charge.out_of_bounds + "; charged the bound", kReasonUsageOutOfBounds);
@@ -178,6 +183,7 @@ Charge charge_final(Final& f, const RunObservationInput& in, const std::string& 
 // Dropped with a warning Event otherwise; nothing else of the result is.
 void put_call_durations(RunObservation& obs, const Final& f, const Charge& charge,
                         TimePoint started, const RunObservationInput& in) {
+  HB_ASSERT_MSG(obs.view != nullptr, "a finished run's durations are told of the run observed");
   if (!f.result) return;
   std::string problem = f.result->call_durations_problem;
   if (problem.empty() && f.result->call_durations) {
@@ -212,6 +218,12 @@ Event final_event(const std::string& run_name, const Final& f) {
 }  // namespace
 
 std::string reason_for_exit(int64_t exit_code, const std::string& terminated_reason) {
+  // The runner's own codes are below the signal range: a code read as a kill never is one of them.
+  static_assert(api::kExitProviderError < api::kExitSignalBase &&
+                api::kExitInternalError < api::kExitSignalBase &&
+                api::kExitConfigError < api::kExitSignalBase &&
+                api::kExitToolsUnavailable < api::kExitSignalBase &&
+                kExitSigkill > api::kExitSignalBase);
   switch (exit_code) {
     case api::kExitProviderError:
       return kReasonProviderError;

@@ -72,6 +72,7 @@ std::string pod_waiting_detail(const Json* pod) {
 
 bool job_condition(const Json* job, std::string_view type, std::string* reason = nullptr,
                    std::string* message = nullptr) {
+  HB_ASSERT_MSG(!type.empty(), "a Job condition is looked up by its type");
   if (job == nullptr) return false;
   const Json* conditions = find_path(*job, "status/conditions");
   if (conditions == nullptr || !conditions->is_array()) return false;
@@ -109,6 +110,10 @@ const Json* pick_pod(const std::vector<const Json*>& pods) {
         time_at(*best, "metadata/creationTimestamp")) {
       best = pod;
     }
+  }
+  // A finished Pod is picked over any still running; none only when none is given.
+  for (const Json* pod : pods) {
+    HB_ASSERT(pod == nullptr || (best != nullptr && (pod_finished(*best) || !pod_finished(*pod))));
   }
   return best;
 }
@@ -151,7 +156,10 @@ std::optional<std::string> container_config_error(const Json* pod) {
 }
 
 std::optional<TimePoint> config_error_deadline(const Json* pod, TimePoint started) {
+  static_assert(kContainerConfigErrorGrace > std::chrono::seconds::zero(),
+                "a Secret made a moment after its Agent is waited for");
   if (!container_config_error(pod)) return std::nullopt;
+  HB_ASSERT_MSG(pod != nullptr, "a config error is read from a Pod");
   return time_at(*pod, "metadata/creationTimestamp").value_or(started) + kContainerConfigErrorGrace;
 }
 
@@ -189,6 +197,8 @@ JobState job_state(const Json* job) {
   state.complete = job_condition(job, "Complete");
   state.failed = job_condition(job, "Failed", &state.fail_reason, &state.fail_message);
   state.deadline = state.failed && state.fail_reason == kReasonDeadlineExceeded;
+  HB_ASSERT_MSG(state.failed || (state.fail_reason.empty() && state.fail_message.empty()),
+                "only a failed Job says why it failed");
   return state;
 }
 

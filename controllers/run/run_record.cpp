@@ -21,6 +21,7 @@ namespace {
 // The annotation's value, or nullptr when the object has none.
 const std::string* annotation_ptr(const Json& object, const char* key,
                                   const char* annotations_path = "metadata/annotations") {
+  HB_ASSERT(key != nullptr && *key != '\0' && annotations_path != nullptr);
   const Json* annotations = find_path(object, annotations_path);
   if (annotations == nullptr || !annotations->is_object()) return nullptr;
   auto it = annotations->find(key);
@@ -39,6 +40,7 @@ std::optional<std::vector<std::string>> split_policies(const std::string* value)
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
+  HB_ASSERT_MSG(names.size() <= value->size(), "each name kept is at least one character");
   return names;
 }
 
@@ -57,6 +59,7 @@ using OrderedJson = nlohmann::ordered_json;
 
 // The member of `from` at `path`, when there is one.
 void copy_member(OrderedJson& to, const char* key, const Json& from, std::string_view path) {
+  HB_ASSERT_MSG(key != nullptr && *key != '\0', "a member is copied under a name of its own");
   if (const Json* value = find_path(from, path); value != nullptr && !value->is_null()) {
     to[key] = OrderedJson(*value);
   }
@@ -136,6 +139,7 @@ Json charge_record(const std::string& provider, const std::string& model, const 
 }
 
 void put_cache_counts(Json& out, const UsageCounts& usage) {
+  HB_ASSERT_MSG(out.is_object(), "cache counts join the other usage counts");
   if (usage.cache_read_input_tokens > 0) out[kCacheReadInputTokens] = usage.cache_read_input_tokens;
   if (usage.cache_write_input_tokens > 0)
     out[kCacheWriteInputTokens] = usage.cache_write_input_tokens;

@@ -130,7 +130,9 @@ std::string succeeded_reason(const api::ParsedResult& parsed) {
   const std::string& stop = parsed.result->stop_reason;
   if (stop == "budget") return "BudgetExhausted";
   if (stop == "daily_budget") return "DailyBudgetExhausted";
-  return camel_case(stop.empty() ? "completed" : stop);
+  std::string reason = camel_case(stop.empty() ? "completed" : stop);
+  HB_ASSERT_MSG(!reason.empty(), "a succeeded run is told why (the CRD requires a reason)");
+  return reason;
 }
 
 // The runner's result on the outcome: its error joins a failure's message.
@@ -317,6 +319,7 @@ Json usage_counts_json(const UsageCounts& u) {
               {"toolCalls", u.tool_calls},
               {"iterations", u.iterations}};
   put_cache_counts(out, u);
+  HB_ASSERT_MSG(out.size() >= 5 && out.size() <= 7, "five counts, and the cache counts when some");
   return out;
 }
 
@@ -325,6 +328,7 @@ Json usage_counts_json(const UsageCounts& u) {
 // report is kept in the run's status (once: a restarted operator reads it
 // back) with a warning Event.
 void keep_highest_report(RunObservation& obs, const RunObservationInput& in) {
+  HB_ASSERT_MSG(obs.view != nullptr && in.run != nullptr, "the run observed is in hand");
   const std::string& name = obs.view->name;
   const std::optional<UsageCounts> high = highest_reported_usage(in, name);
   if (!high) return;
@@ -347,7 +351,11 @@ std::optional<UsageCounts> beat_usage(const Json* lease, const std::string& run_
   if (text.empty()) return std::nullopt;
   api::DecodedUsageReport decoded = api::decode_usage_report(text);
   if (!decoded.report || decoded.report->run != run_name) return std::nullopt;
-  return usage_counts(*decoded.report);
+  const UsageCounts counts = usage_counts(*decoded.report);
+  HB_ASSERT_MSG(counts.llm_calls >= 0 && counts.input_tokens >= 0 && counts.output_tokens >= 0 &&
+                    counts.tool_calls >= 0 && counts.iterations >= 0,
+                "a usage report that decodes holds no negative count");
+  return counts;
 }
 
 std::optional<UsageCounts> highest_reported_usage(const RunObservationInput& in,
@@ -366,6 +374,7 @@ std::optional<UsageCounts> highest_reported_usage(const RunObservationInput& in,
 namespace {
 
 RunObservation observe_unchecked(const RunObservationInput& in) {
+  HB_ASSERT_MSG(in.run != nullptr, "every caller observes a run it holds");
   RunObservation obs;
   obs.view = in.view != nullptr ? in.view : std::make_shared<const RunView>(view_run(*in.run));
   const RunView& view = *obs.view;
