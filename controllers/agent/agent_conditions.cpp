@@ -1,5 +1,6 @@
 #include "controllers/agent/agent_conditions.h"
 
+#include <algorithm>
 #include <array>
 
 #include "api/hb_assert.h"
@@ -87,21 +88,13 @@ WantedCondition reconciling_condition() {
 // Paused by a policy, the board or the agent: the first block that is not
 // the budget.
 WantedCondition paused_condition(const schedule::BlockResult& blocks) {
-  static_assert(
-      [] {
-        const std::array<std::string_view, 3> pauses{
-            schedule::kReasonPolicyPaused, schedule::kReasonPaused, schedule::kReasonPausedByAgent};
-        const std::array<std::string_view, 4> passed{
-            schedule::kReasonBudgetExceeded, schedule::kReasonProviderThrottled,
-            kReasonPricingRequired, kReasonSelfReportedUsage};
-        for (std::string_view p : pauses) {
-          for (std::string_view q : passed) {
-            if (p == q) return false;
-          }
-        }
-        return true;
-      }(),
-      "no pause reason is one the loop below passes over");
+  static constexpr std::array<std::string_view, 3> kPauses{
+      schedule::kReasonPolicyPaused, schedule::kReasonPaused, schedule::kReasonPausedByAgent};
+  static constexpr std::array<std::string_view, 4> kPassedOver{
+      schedule::kReasonBudgetExceeded, schedule::kReasonProviderThrottled, kReasonPricingRequired,
+      kReasonSelfReportedUsage};
+  static_assert(std::ranges::find_first_of(kPauses, kPassedOver) == kPauses.end(),
+                "no pause reason is one the loop below passes over");
   const bool paused = blocks.has(schedule::kReasonPolicyPaused) ||
                       blocks.has(schedule::kReasonPaused) ||
                       blocks.has(schedule::kReasonPausedByAgent);

@@ -187,7 +187,14 @@ std::optional<TimePoint> slot_of(const PlannedWrite& w, const WritePlanInput& in
 void assign_priorities(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
   bool counts_spend = false;
   for (const PlannedWrite& w : plan) counts_spend |= w.purpose == RunStatusPurpose::kCounted;
-  for (PlannedWrite& w : plan) w.priority = write_priority(w, counts_spend, slot_of(w, in), in.now);
+  for (PlannedWrite& w : plan) {
+    w.priority = write_priority(w, counts_spend, slot_of(w, in), in.now);
+    const bool makes_or_starts = w.op == WriteOp::kCreateRun || w.op == WriteOp::kInvokeRun ||
+                                 w.op == WriteOp::kMentionRun || w.op == WriteOp::kStartRun ||
+                                 w.op == WriteOp::kStartSlotRun;
+    HB_ASSERT_MSG((w.priority.cls == kube::RequestClass::kDispatch) == makes_or_starts,
+                  "dispatch is exactly the writes that make or start a run");
+  }
 }
 
 // The order write_plan.h promises: Job deletes before anything else; at
