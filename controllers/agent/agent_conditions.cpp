@@ -1,5 +1,6 @@
 #include "controllers/agent/agent_conditions.h"
 
+#include <algorithm>
 #include <array>
 
 #include "api/hb_assert.h"
@@ -47,6 +48,7 @@ std::optional<bool> stored_status(const Conditions& conditions, std::string_view
 WantedCondition stalled_condition(const SpecValidity& spec,
                                   const std::optional<RunProblem>& run_problem,
                                   const std::optional<SkippedHeartbeat>& skipped) {
+  HB_ASSERT_MSG(spec.valid || !spec.invalid_reason.empty(), "an invalid spec says why");
   if (!spec.valid) return {kConditionStalled, true, spec.invalid_reason, spec.errors};
   if (skipped && skipped->reason == kReasonPromptNotFound) {
     return {kConditionStalled, true, skipped->reason, skipped->message};
@@ -59,6 +61,8 @@ WantedCondition stalled_condition(const SpecValidity& spec,
 // scheduled heartbeats wait.
 WantedCondition ready_condition(const WantedCondition& stalled, const schedule::BlockResult& blocks,
                                 const std::optional<SkippedHeartbeat>& skipped, bool has_schedule) {
+  HB_ASSERT_MSG(std::string_view(stalled.type) == kConditionStalled,
+                "Ready follows the Stalled condition");
   if (stalled.status) return {kConditionReady, false, stalled.reason, stalled.message};
   // A policy refusal is not the user's choice: not Ready, naming the policy.
   if (blocks.blocked() && is_policy_refusal(blocks.blocks.front().reason)) {
@@ -84,6 +88,13 @@ WantedCondition reconciling_condition() {
 // Paused by a policy, the board or the agent: the first block that is not
 // the budget.
 WantedCondition paused_condition(const schedule::BlockResult& blocks) {
+  static constexpr std::array<std::string_view, 3> kPauses{
+      schedule::kReasonPolicyPaused, schedule::kReasonPaused, schedule::kReasonPausedByAgent};
+  static constexpr std::array<std::string_view, 4> kPassedOver{
+      schedule::kReasonBudgetExceeded, schedule::kReasonProviderThrottled, kReasonPricingRequired,
+      kReasonSelfReportedUsage};
+  static_assert(std::ranges::find_first_of(kPauses, kPassedOver) == kPauses.end(),
+                "no pause reason is one the loop below passes over");
   const bool paused = blocks.has(schedule::kReasonPolicyPaused) ||
                       blocks.has(schedule::kReasonPaused) ||
                       blocks.has(schedule::kReasonPausedByAgent);
@@ -93,6 +104,7 @@ WantedCondition paused_condition(const schedule::BlockResult& blocks) {
       return {kConditionPaused, paused, b.reason, b.message};
     }
   }
+  HB_ASSERT_MSG(!paused, "a pause is a block the loop above returns");
   return {kConditionPaused, paused, "NotPaused", "heartbeats are not paused"};
 }
 
@@ -105,6 +117,7 @@ WantedCondition budget_condition(const schedule::BlockResult& blocks) {
     message = b.message;
     if (!b.condition_reason.empty()) reason = b.condition_reason;
   }
+  HB_ASSERT_MSG(!reason.empty(), "a condition always has a reason (the API requires one)");
   return {kConditionBudgetExceeded, exceeded, reason, message};
 }
 
@@ -120,6 +133,7 @@ std::optional<WantedCondition> provider_throttled_condition(const schedule::Bloc
 }
 
 WantedCondition spec_valid_condition(const SpecValidity& spec) {
+  HB_ASSERT_MSG(spec.valid || !spec.invalid_reason.empty(), "an invalid spec says why");
   if (spec.valid) return {kConditionSpecValid, true, "Valid", "the spec is valid"};
   return {kConditionSpecValid, false, spec.invalid_reason, spec.errors};
 }
@@ -242,6 +256,7 @@ std::string_view problem_of(const RunObservation& run) {
 // (past a missing prompt) or its runner container started (past a missing
 // Secret). A run stuck at the same step proves nothing either.
 bool got_past(const RunObservation& run, std::string_view problem) {
+  HB_ASSERT_MSG(!problem.empty(), "asked only about a known problem");
   if (is_final(run.phase)) return run.phase != RunPhase::kCancelled && problem_of(run).empty();
   if (problem != kReasonContainerConfigError) {
     return !run.view->job_name.empty() || run.runner_started;  // past the prompt and context

@@ -200,6 +200,9 @@ void find_blocks(Deciding& s, const AgentDecision& d) {
                           s.hold.hold, in.policy_budgets, in.provider_hold,
                           policy_refusals(s.spec, in.policies, in.runner_image), in.now);
   s.backoff = backoff_state(s.spec, s.view.status, s.counted.ledger);
+  HB_ASSERT_MSG(
+      (s.spec.daily_budget_cents <= 0 && d.ledger_charges.empty()) || s.today,
+      "the day's spend is looked at when a daily budget limits it or a charge adds to it");
 }
 
 // The schedule: at most the most recent due slot, never a burst. Later

@@ -11,6 +11,8 @@ namespace hb::controllers {
 namespace {
 
 const char* agent_phase(bool spec_valid, bool active, const AgentConditions& conditions) {
+  HB_ASSERT_MSG(conditions.spec_valid.status == spec_valid,
+                "the phase and the SpecValid condition judge the same spec");
   if (!spec_valid) return kAgentPhaseInvalid;
   if (active) return kAgentPhaseRunning;
   if (conditions.budget_exceeded.status) return kAgentPhaseBudgetExceeded;

@@ -100,13 +100,16 @@ WaitReasons wait_reasons(bool agent_valid, const schedule::BlockResult& blocks,
 
 namespace {
 
+// wait_reasons holds every run or only the scheduled ones, never both.
 bool held(const WaitReasons& why, const RunObservation& run) {
+  HB_ASSERT(why.all.empty() || why.scheduled.empty());
   return !why.all.empty() || (!why.scheduled.empty() && run.view->source == kSourceScheduler);
 }
 
 // What a run that does not start now is told.
 const std::string& why_waits(const WaitReasons& why, const RunObservation& run,
                              const std::string& behind) {
+  HB_ASSERT(why.all.empty() || why.scheduled.empty());
   if (!why.all.empty()) return why.all;
   if (!why.scheduled.empty() && run.view->source == kSourceScheduler) return why.scheduled;
   return behind;

@@ -51,6 +51,7 @@ SkipPlan plan_skip(const AgentSpec& spec, const std::optional<SkippedHeartbeat>&
 std::optional<TimePoint> prompt_recheck_at(const AgentSpec& spec,
                                            const std::optional<SkippedHeartbeat>& skipped,
                                            TimePoint now) {
+  static_assert(kPromptRecheckSeconds.count() > 0, "a skipped prompt is read again later, not now");
   if (!spec.prompt_from || !skipped) return std::nullopt;
   return now + kPromptRecheckSeconds;
 }

@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "api/hb_assert.h"
+#include "controllers/model/names.h"
+#include "controllers/run/run_record.h"
 #include "controllers/run/run_status.h"
 #include "controllers/schedule/utc_time.h"
 
@@ -40,6 +42,8 @@ RunStart plan_run_start(RunStartInput in) {
 }
 
 Json failed_before_start_status(const StartRefusal& refusal, TimePoint now) {
+  // Refusals are made above with a run_status.h reason, never one read back.
+  HB_ASSERT_MSG(!refusal.reason.empty(), "a refused start names why");
   const std::string at = schedule::format_rfc3339(now);
   return {{"phase", "Failed"},
           {"reason", refusal.reason},

@@ -13,6 +13,9 @@ namespace hb::controllers {
 namespace {
 
 PlannedWrite run_write(WriteOp op, std::string run) {
+  HB_ASSERT_MSG(
+      op != WriteOp::kEvent && op != WriteOp::kMentionRun && op != WriteOp::kReplaceAgentStatus,
+      "a run write is about one run");
   PlannedWrite w;
   w.op = op;
   w.run = std::move(run);
@@ -21,6 +24,9 @@ PlannedWrite run_write(WriteOp op, std::string run) {
 
 PlannedWrite status_write(std::string run, Json status, bool final_with_label,
                           RunStatusPurpose purpose) {
+  HB_ASSERT_MSG(final_with_label ==
+                    (purpose == RunStatusPurpose::kCounted || purpose == RunStatusPurpose::kFolded),
+                "only a counted or folded run's final status gets its phase label");
   PlannedWrite w = run_write(WriteOp::kRunStatus, std::move(run));
   w.status = std::move(status);
   w.final_with_label = final_with_label;
@@ -44,6 +50,7 @@ const Json& stored_status(const Json& run) {
 std::optional<std::size_t> index_of(const std::vector<RunObservation>& observed,
                                     const std::string& run) {
   for (std::size_t i = 0; i < observed.size(); ++i) {
+    HB_ASSERT_MSG(observed[i].view != nullptr, "an observed run keeps its view");
     if (observed[i].view->name == run) return i;
   }
   return std::nullopt;
@@ -51,6 +58,7 @@ std::optional<std::size_t> index_of(const std::vector<RunObservation>& observed,
 
 void add_events(std::vector<PlannedWrite>& plan, const AgentDecision& d, EventTarget target,
                 bool routine_events) {
+  const std::size_t before = plan.size();
   for (const Event& event : d.events) {
     if (event.target != target || (event.routine && !routine_events)) continue;
     PlannedWrite w;
@@ -59,6 +67,7 @@ void add_events(std::vector<PlannedWrite>& plan, const AgentDecision& d, EventTa
     w.event = event;
     plan.push_back(std::move(w));
   }
+  HB_ASSERT(plan.size() - before <= d.events.size());
 }
 
 // Final status with costRecorded=true and the cost the ledger charged, which
@@ -85,6 +94,7 @@ void add_counted(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
 // The kept run records what folds into it before each folded run ends, so a
 // crash in between loses no wakeup's reason (the record is by run name).
 void add_coalesced(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
+  const std::size_t before = plan.size();
   std::map<std::string, std::vector<Coalescing>> by_kept;
   for (const Coalescing& c : in.decision->coalesce) by_kept[c.into].push_back(c);
   for (const auto& [into, group] : by_kept) {
@@ -103,12 +113,15 @@ void add_coalesced(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
       plan.push_back(std::move(w));
     }
   }
+  // One record per kept run, one final status per folded run.
+  HB_ASSERT(plan.size() - before <= by_kept.size() + in.decision->coalesce.size());
 }
 
 // Runs not settled, counted, coalesced or started in this pass: a Queued
 // message, or any other change of the derived status.
 void add_other_statuses(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
   const AgentDecision& d = *in.decision;
+  HB_ASSERT_MSG(in.runs->size() == in.observed->size(), "one stored run per observation");
   for (std::size_t i = 0; i < in.observed->size(); ++i) {
     const RunObservation& obs = (*in.observed)[i];
     const std::string& name = obs.view->name;
@@ -147,6 +160,8 @@ std::vector<PlannedWrite> counting_writes(const WritePlanInput& in) {
   add_counted(writes, in);
   add_events(writes, d, EventTarget::kRun, in.routine_events);
   add_coalesced(writes, in);
+  HB_ASSERT_MSG(!d.status_changed || writes.front().op == WriteOp::kReplaceAgentStatus,
+                "the agent status goes before the final statuses it counts");
   return writes;
 }
 
@@ -160,6 +175,9 @@ bool writes_run(const std::vector<PlannedWrite>& writes, const std::string& run)
 // The slot of the run a write is about (a request's, or a stored run's
 // scheduledTime), for the order within its class.
 std::optional<TimePoint> slot_of(const PlannedWrite& w, const WritePlanInput& in) {
+  HB_ASSERT_MSG(!w.request || w.op == WriteOp::kCreateRun || w.op == WriteOp::kInvokeRun ||
+                    w.op == WriteOp::kStartSlotRun,
+                "only a run create or a slot's start carries a request");
   if (w.request) return w.request->slot;
   if (w.run.empty()) return std::nullopt;
   const std::optional<std::size_t> i = index_of(*in.observed, w.run);
@@ -169,7 +187,14 @@ std::optional<TimePoint> slot_of(const PlannedWrite& w, const WritePlanInput& in
 void assign_priorities(std::vector<PlannedWrite>& plan, const WritePlanInput& in) {
   bool counts_spend = false;
   for (const PlannedWrite& w : plan) counts_spend |= w.purpose == RunStatusPurpose::kCounted;
-  for (PlannedWrite& w : plan) w.priority = write_priority(w, counts_spend, slot_of(w, in), in.now);
+  for (PlannedWrite& w : plan) {
+    w.priority = write_priority(w, counts_spend, slot_of(w, in), in.now);
+    const bool makes_or_starts = w.op == WriteOp::kCreateRun || w.op == WriteOp::kInvokeRun ||
+                                 w.op == WriteOp::kMentionRun || w.op == WriteOp::kStartRun ||
+                                 w.op == WriteOp::kStartSlotRun;
+    HB_ASSERT_MSG((w.priority.cls == kube::RequestClass::kDispatch) == makes_or_starts,
+                  "dispatch is exactly the writes that make or start a run");
+  }
 }
 
 // The order write_plan.h promises: Job deletes before anything else; at
@@ -247,6 +272,7 @@ kube::RequestPriority write_priority(const PlannedWrite& w, bool counts_spend,
   // Within a slot, a started dispatch's Job before another agent's run
   // create, so a heartbeat whose run exists gets its Job first. (At 200
   // agents and 16 workers the p99 is the same with and without.)
+  static_assert(kDispatchStages >= 2, "a run create's order + 1 stays within its slot's stages");
   const int64_t order = slot_seconds * kDispatchStages;
   switch (w.op) {
     case WriteOp::kCreateRun:
@@ -278,6 +304,7 @@ namespace {
 // write that makes it true, so the pass that performs that write decides it
 // again).
 bool writes_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
+  HB_ASSERT(i < plan.size());
   for (std::size_t j = i + 1; j < plan.size(); ++j) {
     if (plan[j].op != WriteOp::kEvent) return true;
   }
@@ -288,6 +315,9 @@ bool writes_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
 // earlier in this plan: its scheduledTime then tells the next pass that the
 // slot is handled, whatever the agent status says.
 bool starts_its_own_slot_run(const std::vector<PlannedWrite>& plan, std::size_t start) {
+  HB_ASSERT_MSG(start < plan.size() && (plan[start].op == WriteOp::kStartRun ||
+                                        plan[start].op == WriteOp::kStartSlotRun),
+                "asked only about a start in the plan");
   if (plan[start].op == WriteOp::kStartSlotRun) return true;
   for (std::size_t j = 0; j < start; ++j) {
     const PlannedWrite& w = plan[j];
@@ -306,6 +336,7 @@ bool starts_its_own_slot_run(const std::vector<PlannedWrite>& plan, std::size_t 
 // handled the slot (a slot coalesced into the run just started), which the
 // next pass must not decide again.
 bool status_may_wait_for_next_pass(const std::vector<PlannedWrite>& plan, std::size_t start) {
+  HB_ASSERT(start < plan.size());
   const bool own_slot_run = starts_its_own_slot_run(plan, start);
   for (std::size_t j = start + 1; j < plan.size(); ++j) {
     if (plan[j].op != WriteOp::kReplaceAgentStatus) continue;
@@ -321,6 +352,7 @@ bool status_may_wait_for_next_pass(const std::vector<PlannedWrite>& plan, std::s
 // dispatches back for this agent's counting and bookkeeping. The next pass
 // decides the rest again from the caches, as after a crash here.
 bool pass_may_end_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
+  HB_ASSERT(i < plan.size());
   if (!writes_after(plan, i)) return false;
   if (plan[i].op == WriteOp::kReplaceAgentStatus) return true;
   return (plan[i].op == WriteOp::kStartRun || plan[i].op == WriteOp::kStartSlotRun) &&
@@ -328,6 +360,12 @@ bool pass_may_end_after(const std::vector<PlannedWrite>& plan, std::size_t i) {
 }
 
 WriteResult perform(const PlannedWrite& w, PlanWriter& writer) {
+  HB_ASSERT_MSG((w.op != WriteOp::kCreateRun && w.op != WriteOp::kInvokeRun &&
+                 w.op != WriteOp::kStartSlotRun) ||
+                    w.request.has_value(),
+                "a run create or a slot's start carries its request");
+  HB_ASSERT_MSG((w.op != WriteOp::kMentionRun || w.mention) && (w.op != WriteOp::kEvent || w.event),
+                "a mention or an Event write carries what it writes");
   writer.before(w);
   switch (w.op) {
     case WriteOp::kDeleteJob:
@@ -402,6 +440,7 @@ std::map<std::string, Json> final_statuses(const std::vector<PlannedWrite>& plan
   for (const PlannedWrite& w : plan) {
     if (w.op == WriteOp::kRunStatus && w.final_with_label) out[w.run] = w.status;
   }
+  HB_ASSERT(out.size() <= plan.size());
   return out;
 }
 

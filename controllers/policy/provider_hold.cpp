@@ -60,8 +60,12 @@ std::string_view ProviderCredential::part(int index) const {
 }
 
 ProviderCredential provider_credential(const Json& agent) {
-  return ProviderCredential(string_at(agent, "metadata/namespace"), endpoint_of(agent),
-                            secret_of(agent));
+  const std::string endpoint = endpoint_of(agent);
+  const std::string secret = secret_of(agent);
+  ProviderCredential credential(string_at(agent, "metadata/namespace"), endpoint, secret);
+  HB_ASSERT_MSG(credential.endpoint() == endpoint && credential.secret() == secret,
+                "each part of a credential reads back whole");
+  return credential;
 }
 
 std::string provider_hold_message(const ProviderCredential& credential, const std::string& run_name,
