@@ -177,7 +177,10 @@ DaySpend spend_today(const AgentSpec& spec, const LedgerRecord* record,
 int64_t spent_cents_today(const AgentSpec& spec, const LedgerRecord* record,
                           std::vector<LedgerCharge> charges, TimePoint now) {
   if (spec.daily_budget_cents <= 0) return 0;  // no zone lookup where no day limits
-  return limited_cents_today(spec, spend_today(spec, record, std::move(charges), now));
+  const int64_t spent =
+      limited_cents_today(spec, spend_today(spec, record, std::move(charges), now));
+  HB_ASSERT_MSG(spent >= 0, "a day's spend is a rounded non-negative sum");
+  return spent;
 }
 
 std::optional<DaySpend> spend_today_if_needed(const AgentSpec& spec, const AgentStatus& stored,
@@ -227,7 +230,10 @@ schedule::BlockResult agent_blocks(const AgentSpec& spec, const LedgerResult& le
   }
   if (hold && hold->holds())
     in.budget_hold = schedule::HeldBudgetStop{hold->period, hold->budget_cents};
-  return schedule::evaluate_blocks(in, now);
+  schedule::BlockResult blocks = schedule::evaluate_blocks(in, now);
+  HB_ASSERT_MSG(!in.budget_hold || blocks.until_a_person_acts,
+                "a held budget stop waits for a person");
+  return blocks;
 }
 
 }  // namespace hb::controllers
