@@ -189,13 +189,21 @@ std::optional<DaySpend> spend_today_if_needed(const AgentSpec& spec, const Agent
                                               TimePoint now) {
   const bool look = !charges.empty() || spec.daily_budget_cents > 0 || stored.spend_today;
   if (!look) return std::nullopt;
-  if (record != nullptr || !stored.spend_today) return spend_today(spec, record, charges, now);
-  // Without a durable record the status is the ledger: its figure stands for its day.
-  LedgerRecord from_status;
-  const DaySpend& shown = *stored.spend_today;
-  from_status.days[schedule::day_key(shown.day, shown.time_zone)].micro_cents =
-      to_micro_cents(shown.cents);
-  return spend_today(spec, &from_status, charges, now);
+  DaySpend today;
+  if (record != nullptr || !stored.spend_today) {
+    today = spend_today(spec, record, charges, now);
+  } else {
+    // Without a durable record the status is the ledger: its figure stands for its day.
+    LedgerRecord from_status;
+    const DaySpend& shown = *stored.spend_today;
+    from_status.days[schedule::day_key(shown.day, shown.time_zone)].micro_cents =
+        to_micro_cents(shown.cents);
+    today = spend_today(spec, &from_status, charges, now);
+  }
+  // Both halves of schedule::spend_day's key, whatever the status showed.
+  HB_ASSERT_MSG(!today.day.empty() && !today.time_zone.empty(),
+                "a day looked up names its date and its zone");
+  return today;
 }
 
 int64_t limited_cents_today(const AgentSpec& spec, const std::optional<DaySpend>& today) {
