@@ -18,7 +18,7 @@ namespace {
 constexpr std::size_t kPriceFields = 4;
 
 std::array<double, kPriceFields> price_fields(const Pricing& p) {
-  // One element per price below; a fifth field would be zero-filled unnoticed.
+  // Four prices are listed below: a larger kPriceFields would leave one 0 unnoticed.
   static_assert(kPriceFields == 4);
   return {p.input_cents_per_million_tokens, p.output_cents_per_million_tokens,
           cached_input_price(p), cache_write_input_price(p)};
