@@ -40,8 +40,11 @@ void add_daily_budget_block(const BlockInput& input, TimePoint now, BlockResult&
 }
 
 bool team_day_spent(const PolicyBudget& p, TimePoint now) {
-  return p.daily_budget_cents > 0 &&
-         spent_in_day(p.spent_today_cents, p.day_ends, now) >= p.daily_budget_cents;
+  const bool spent = p.daily_budget_cents > 0 &&
+                     spent_in_day(p.spent_today_cents, p.day_ends, now) >= p.daily_budget_cents;
+  // An ended day counts 0 against a positive budget: only a running day is spent.
+  HB_ASSERT(!spent || now < p.day_ends);
+  return spent;
 }
 
 void add_budget_block(const BlockInput& input, TimePoint now, BlockResult& result) {
@@ -70,6 +73,8 @@ void add_budget_block(const BlockInput& input, TimePoint now, BlockResult& resul
 }
 
 Block team_day_block(const PolicyBudget& p, TimePoint now) {
+  HB_ASSERT_MSG(p.daily_budget_cents > 0 && now < p.day_ends,
+                "called only for a team whose running day is spent");
   return Block{std::string(kReasonBudgetExceeded),
                "the agents of HeartbeatPolicy " + p.policy + " spent " +
                    std::to_string(spent_in_day(p.spent_today_cents, p.day_ends, now)) + " of the " +

@@ -1,5 +1,6 @@
 #include "controllers/schedule/cron.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdint>
@@ -353,7 +354,10 @@ ParseResult<CronSchedule> parse_cron(std::string_view text, std::string_view fie
   CronSchedule cron;
   cron.text = std::string(trimmed);
   std::string error;
-  const auto hash = [&](uint64_t field_index) { return stable_hash(hash_key, field_index); };
+  const auto hash = [&](uint64_t field_index) {
+    HB_ASSERT(field_index < std::size(kFields));  // a different hash per field
+    return stable_hash(hash_key, field_index);
+  };
   if (!parse_field(parts[0], kFields[0], hash(0), cron.minutes, error) ||
       !parse_field(parts[1], kFields[1], hash(1), cron.hours, error) ||
       !parse_field(parts[2], kFields[2], hash(2), cron.days_of_month, error) ||
@@ -430,6 +434,9 @@ bool can_ever_match(const CronSchedule& cron) {
   // other combination fires eventually.
   if (!(cron.dow_star && !cron.dom_star)) return true;
   constexpr unsigned kDaysInMonthMax[13] = {0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  // One entry per month bit, and every day tested has a bit.
+  static_assert(std::size(kDaysInMonthMax) == decltype(CronSchedule::months)().size());
+  static_assert(std::ranges::max(kDaysInMonthMax) < decltype(CronSchedule::days_of_month)().size());
   for (unsigned month = 1; month <= 12; ++month) {
     if (!cron.months.test(month)) continue;
     for (unsigned day = 1; day <= kDaysInMonthMax[month]; ++day) {

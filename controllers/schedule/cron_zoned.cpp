@@ -51,6 +51,7 @@ seconds next_offset(const date::time_zone& zone, const Span& span) {
 }  // namespace
 
 std::optional<TimePoint> next_after_zoned(const CronSchedule& cron, TimePoint t) {
+  HB_ASSERT_MSG(cron.zone != nullptr, "a UTC schedule takes the UTC search");
   const date::time_zone& zone = *cron.zone;
   Span span = span_of(zone, floor<seconds>(t));
   TimePoint after = t;  // the answer is strictly after this instant
@@ -72,6 +73,7 @@ std::optional<TimePoint> next_after_zoned(const CronSchedule& cron, TimePoint t)
 }
 
 std::optional<TimePoint> latest_at_or_before_zoned(const CronSchedule& cron, TimePoint t) {
+  HB_ASSERT_MSG(cron.zone != nullptr, "a UTC schedule takes the UTC search");
   const date::time_zone& zone = *cron.zone;
   Span span = span_of(zone, floor<seconds>(t));
   TimePoint until = t;  // the answer is at or before this instant

@@ -1,6 +1,7 @@
 #include "controllers/schedule/duration.h"
 
 #include <cctype>
+#include <iterator>
 #include <limits>
 
 #include "api/hb_assert.h"
@@ -18,21 +19,27 @@ bool is_letter(char c) {
 }
 
 ParseResult<int64_t> fail(std::string_view field, std::string_view text, std::string_view problem) {
+  HB_ASSERT_MSG(!problem.empty(), "every failure names its problem");
   std::string message;
   message.append(field).append(" \"").append(text).append("\": ").append(problem);
   message.append(kDurationHint);
   return ParseResult<int64_t>::failure(std::move(message));
 }
 
+constexpr int64_t kSecondsPerUnit[] = {3600, 60, 1};
+
 // Position in the h, m, s order, or -1 for a unit we do not accept.
 int unit_rank(std::string_view unit) {
+  // A rank indexes kSecondsPerUnit: h, m, s, each 60 of the next.
+  static_assert(std::size(kSecondsPerUnit) == 3 && kSecondsPerUnit[2] == 1 &&
+                kSecondsPerUnit[1] == 60 * kSecondsPerUnit[2] &&
+                kSecondsPerUnit[0] == 60 * kSecondsPerUnit[1]);
   if (unit == "h") return 0;
   if (unit == "m") return 1;
   if (unit == "s") return 2;
   return -1;
 }
 
-constexpr int64_t kSecondsPerUnit[] = {3600, 60, 1};
 // A number passes no further than kDurationSecondsMax before its unit
 // multiplies it, nor the total before a number adds to it: neither overflows.
 static_assert(kDurationSecondsMax <=

@@ -87,8 +87,11 @@ ParseResult<int64_t> parse_spread(std::string_view spread, int64_t interval_seco
   HB_ASSERT_MSG(interval_seconds > 0, "a spread is parsed for a parsed interval");
   if (spread.empty() || spread == kSpreadNone) return Result::success(0);
   const auto hashed_below = [&](int64_t bound) {
-    return static_cast<int64_t>(stable_hash(hash_key, kSpreadHashSalt) %
-                                static_cast<uint64_t>(bound));
+    HB_ASSERT_MSG(bound > 0, "a spread is hashed within a positive duration");
+    const auto offset =
+        static_cast<int64_t>(stable_hash(hash_key, kSpreadHashSalt) % static_cast<uint64_t>(bound));
+    HB_ASSERT(offset >= 0 && offset < bound);
+    return offset;
   };
   if (spread == kSpreadAuto) return Result::success(hashed_below(interval_seconds));
   auto within = parse_duration_seconds(spread, kSpreadField);

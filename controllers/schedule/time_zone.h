@@ -17,6 +17,7 @@ namespace hb::schedule {
 inline constexpr std::string_view kTimeZoneField = "spec.heartbeat.timeZone";
 // The longest IANA name is 32 bytes (America/Argentina/ComodRivadavia).
 inline constexpr std::size_t kTimeZoneNameBytesMax = 64;
+static_assert(kTimeZoneNameBytesMax >= 32, "the longest IANA name passes the length check");
 
 // nullptr for "" and "UTC" (evaluated in UTC as before); else the zone, or
 // an error naming the field and the fix. Names are checked before the

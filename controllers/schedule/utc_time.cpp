@@ -7,6 +7,9 @@
 namespace hb::schedule {
 
 int64_t unix_seconds(TimePoint t) {
+  // The seconds count is returned as int64_t without narrowing.
+  static_assert(sizeof(std::chrono::seconds::rep) <= sizeof(int64_t) &&
+                std::is_signed_v<std::chrono::seconds::rep>);
   return std::chrono::floor<std::chrono::seconds>(t).time_since_epoch().count();
 }
 
@@ -14,10 +17,12 @@ namespace {
 
 // Writes `value` as exactly `width` digits, most significant first.
 char* put_digits(char* out, unsigned value, int width) {
+  HB_ASSERT(width > 0);
   for (int i = width - 1; i >= 0; --i) {
     out[i] = static_cast<char>('0' + value % 10);
     value /= 10;
   }
+  HB_ASSERT_MSG(value == 0, "the value fits in width digits");
   return out + width;
 }
 
@@ -53,6 +58,7 @@ std::size_t format_rfc3339(TimePoint t, char* out) {
 std::string format_rfc3339(TimePoint t) {
   char buf[kRfc3339Size];
   const std::size_t n = format_rfc3339(t, buf);
+  HB_ASSERT(n <= sizeof buf);
   return std::string(buf, n);
 }
 

@@ -9,6 +9,7 @@ namespace {
 
 // Why a standing hold no longer holds; empty while it still does.
 std::string_view release_cause(const BudgetHoldInput& in, const BudgetHold& hold) {
+  HB_ASSERT_MSG(hold.holds(), "only a standing hold is released");
   const AgentSpec& spec = *in.spec;
   if (spec.budget_resume == BudgetResume::kNextPeriod) return kBudgetReleasedByPolicy;
   if (spec.monthly_budget_cents <= 0 || spec.monthly_budget_cents > hold.budget_cents) {
@@ -20,6 +21,7 @@ std::string_view release_cause(const BudgetHoldInput& in, const BudgetHold& hold
 
 std::string release_message(const BudgetHoldInput& in, const BudgetHold& hold,
                             std::string_view cause) {
+  HB_ASSERT_MSG(!cause.empty(), "a released hold has its cause");
   const std::string stop = "the budget stop of " + hold.period + " (" +
                            std::to_string(hold.budget_cents) + " cents) is released: ";
   if (cause == kBudgetReleasedByPolicy) {
@@ -38,6 +40,8 @@ std::string release_message(const BudgetHoldInput& in, const BudgetHold& hold,
 // stop yet. A hold released this month for the same (or a higher) budget
 // was this very stop, acknowledged: it is not held again.
 bool new_stop(const BudgetHoldInput& in, const std::optional<BudgetHold>& current) {
+  HB_ASSERT_MSG(!current || current->holds() || current->period == in.period,
+                "a hold released in another month was dropped first");
   const AgentSpec& spec = *in.spec;
   if (spec.budget_resume != BudgetResume::kManual || spec.monthly_budget_cents <= 0) return false;
   if (in.spent_cents_this_period < spec.monthly_budget_cents) return false;
@@ -49,7 +53,10 @@ bool new_stop(const BudgetHoldInput& in, const std::optional<BudgetHold>& curren
 }  // namespace
 
 std::string resume_value_hash(const std::optional<std::string>& resume) {
-  return resume ? long_hash(*resume) : std::string();
+  std::string hash = resume ? long_hash(*resume) : std::string();
+  // Any value, even "", hashes to something: only an absent annotation is "".
+  HB_ASSERT(hash.empty() == !resume);
+  return hash;
 }
 
 BudgetHoldPlan plan_budget_hold(const BudgetHoldInput& in) {

@@ -39,19 +39,27 @@ std::optional<double> held_cents_of_job(const Json& job) {
 }
 
 std::string budget_pool_of_agent(const std::string& agent_key) {
-  return "agent:" + agent_key;
+  std::string pool = "agent:" + agent_key;
+  HB_ASSERT(!is_day_pool(pool));
+  return pool;
 }
 
 std::string budget_pool_of_policy(const std::string& ns, const std::string& policy) {
-  return "policy:" + ns + "/" + policy;
+  std::string pool = "policy:" + ns + "/" + policy;
+  HB_ASSERT(!is_day_pool(pool));
+  return pool;
 }
 
 std::string budget_day_pool_of_agent(const std::string& agent_key) {
-  return "agent-day:" + agent_key;
+  std::string pool = "agent-day:" + agent_key;
+  HB_ASSERT(is_day_pool(pool));
+  return pool;
 }
 
 std::string budget_day_pool_of_policy(const std::string& ns, const std::string& policy) {
-  return "policy-day:" + ns + "/" + policy;
+  std::string pool = "policy-day:" + ns + "/" + policy;
+  HB_ASSERT(is_day_pool(pool));
+  return pool;
 }
 
 bool is_day_pool(std::string_view pool) {

@@ -28,12 +28,15 @@ std::string month_before(const std::string& period) {
   int year = 0;
   int month = 0;
   if (std::sscanf(period.c_str(), "%d-%d", &year, &month) != 2) return period;
+  HB_ASSERT_MSG(month >= 1 && month <= 12, "the period is a spend_period month");
   if (--month == 0) {
     month = 12;
     --year;
   }
   char out[32];
   std::snprintf(out, sizeof out, "%04d-%02d", year, month);
+  // drop_old_periods keeps the keys from this one on: it must sort first.
+  HB_ASSERT(std::string_view(out) < period);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include "api/context_document.h"
@@ -17,11 +18,18 @@ namespace {
 constexpr std::size_t kPriceFields = 4;
 
 std::array<double, kPriceFields> price_fields(const Pricing& p) {
+  // Four prices are listed below: a larger kPriceFields would leave one 0 unnoticed.
+  static_assert(kPriceFields == 4);
   return {p.input_cents_per_million_tokens, p.output_cents_per_million_tokens,
           cached_input_price(p), cache_write_input_price(p)};
 }
 
 std::array<double, kPriceFields> price_fields(const PolicyPrice& p) {
+  // A policy's unset cache price falls back to its input price as the Agent's does.
+  static_assert(std::is_same_v<decltype(p.cached_input_cents_per_million_tokens),
+                               decltype(Pricing::cached_input_cents_per_million_tokens)> &&
+                std::is_same_v<decltype(p.cache_write_input_cents_per_million_tokens),
+                               decltype(Pricing::cache_write_input_cents_per_million_tokens)>);
   return price_fields(Pricing{p.input_cents_per_million_tokens, p.output_cents_per_million_tokens,
                               p.cached_input_cents_per_million_tokens,
                               p.cache_write_input_cents_per_million_tokens});
@@ -36,6 +44,7 @@ struct PricedField {
 struct PolicyFields {
   std::array<PolicyField, kPriceFields> fields;
   void offer(const PolicyPrice& price, const std::string& key) {
+    HB_ASSERT_MSG(!key.empty(), "an empty policy key would read as the Agent's price");
     const std::array<double, kPriceFields> cents = price_fields(price);
     for (std::size_t i = 0; i < kPriceFields; ++i) fields[i].offer(cents[i], key);
   }
