@@ -30,6 +30,11 @@ inline constexpr const char* kToolsTmpVolume = "tools-tmp";
 // The tools server binary in the runner image; a custom tools image copies it.
 inline constexpr const char* kToolsServerPath = "/usr/local/bin/heartbeat-tools";
 
+// Where the runner writes its result for the kubelet to read (the runner
+// container's terminationMessagePath), and the archival memory's volume.
+inline constexpr const char* kTerminationPath = "/dev/termination-log";
+inline constexpr const char* kArchivalVolume = "archival";
+
 // The ServiceAccount token is projected into the runner container only (the
 // Pod sets automountServiceAccountToken: false), at the in-cluster path.
 inline constexpr const char* kServiceAccountVolume = "kube-api-access";

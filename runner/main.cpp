@@ -45,7 +45,6 @@ namespace {
 using namespace hb;
 
 constexpr const char* kContextPathDefault = "/etc/heartbeat/context.json";
-constexpr const char* kTerminationPathDefault = "/dev/termination-log";
 
 std::atomic<bool> g_terminate{false};
 
@@ -193,7 +192,7 @@ std::string take_api_key() {
 
 void read_environment(runner::AppOptions& options, spdlog::logger& logger) {
   options.context_path = env_or(api::kEnvContextPath, kContextPathDefault);
-  options.termination_path = env_or(api::kEnvTerminationPath, kTerminationPathDefault);
+  options.termination_path = env_or(api::kEnvTerminationPath, api::kTerminationPath);
   options.api_key = take_api_key();
   options.otel = trace_config_from_env();
   if (options.otel) {

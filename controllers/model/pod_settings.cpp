@@ -35,7 +35,7 @@ std::array<std::string_view, 7> operator_volumes() {
                                                    api::kToolsSocketVolume,
                                                    api::kToolsWorkspaceVolume,
                                                    api::kToolsTmpVolume,
-                                                   kArchivalVolume};
+                                                   api::kArchivalVolume};
   HB_ASSERT(std::all_of(volumes.begin(), volumes.end(), api::is_dns1123_label));
   return volumes;
 }
@@ -106,7 +106,7 @@ std::array<std::string_view, 7> operator_paths() {
                                                  api::kToolsSocketDir,
                                                  api::kToolsWorkspaceDir,
                                                  kArchivalMountDir,
-                                                 kTerminationPath};
+                                                 api::kTerminationPath};
   HB_ASSERT(std::all_of(paths.begin(), paths.end(), clean_absolute_path));
   return paths;
 }

@@ -4,9 +4,11 @@
 #include <set>
 #include <utility>
 
+#include "api/context_document.h"
 #include "api/contract_limits.h"
 #include "api/hb_assert.h"
 #include "api/object_names.h"
+#include "controllers/model/agent_spec.h"
 #include "controllers/schedule/time_zone.h"
 
 namespace hb::controllers {
@@ -70,23 +72,6 @@ std::optional<PolicyPrice> parse_price_entry(const Json& entry, const std::strin
                 "an entry parsed without errors names a model and prices it");
   return price;
 }
-
-// The highest price the policies name for one field, and whose it is (the
-// first policy given on a tie).
-struct PolicyField {
-  double cents = 0;
-  std::string policy;  // empty: no policy names a price
-  void offer(double price, const std::string& key) {
-    if (policy.empty() || price > cents) {
-      cents = price;
-      policy = key;
-    }
-    HB_ASSERT_MSG(!(price > cents), "the highest price offered is kept");
-  }
-  // Charged instead of the agent's price: a tie goes to the policy (the
-  // team's price is the one enforced).
-  bool wins_over(double agent_price) const { return !policy.empty() && cents >= agent_price; }
-};
 
 // A limit field: absent is 0 (no limit); anything but an integer in
 // [0, max] is an error naming the field.

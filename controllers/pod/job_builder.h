@@ -34,8 +34,8 @@ inline constexpr const char* kWorkspaceSizeLimitDefault = "1Gi";
 // annotations of an object together may not pass 256 KiB).
 inline constexpr std::size_t kContextAnnotationBytesMax = 128 * 1024;
 
-inline constexpr const char* kTerminationPath = "/dev/termination-log";
-inline constexpr const char* kArchivalVolume = "archival";
+using api::kArchivalVolume;
+using api::kTerminationPath;
 
 enum class ContextTransport {
   kConfigMap,   // a ConfigMap owned by the run (one more write per heartbeat)

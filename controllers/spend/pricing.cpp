@@ -35,6 +35,23 @@ std::array<double, kPriceFields> price_fields(const PolicyPrice& p) {
                               p.cache_write_input_cents_per_million_tokens});
 }
 
+// The highest price the policies name for one field, and whose it is (the
+// first policy given on a tie).
+struct PolicyField {
+  double cents = 0;
+  std::string policy;  // empty: no policy names a price
+  void offer(double price, const std::string& key) {
+    if (policy.empty() || price > cents) {
+      cents = price;
+      policy = key;
+    }
+    HB_ASSERT_MSG(!(price > cents), "the highest price offered is kept");
+  }
+  // Charged instead of the agent's price: a tie goes to the policy (the
+  // team's price is the one enforced).
+  bool wins_over(double agent_price) const { return !policy.empty() && cents >= agent_price; }
+};
+
 // A price charged, and the policy whose it is (empty: the Agent's).
 struct PricedField {
   double cents = 0;
