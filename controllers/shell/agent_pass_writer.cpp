@@ -182,17 +182,15 @@ WriteResult AgentReconciler::PassWriter::start_run(const std::string& run) {
 // so the slot is never recorded as handled without its run.
 WriteResult AgentReconciler::PassWriter::start_slot_run(const RunRequest& request) {
   HB_ASSERT_MSG(request.slot.has_value(), "only a slot's own run starts before it is made");
-  Json run = make_run_object(spec_, request);
-  r_.stamp_policies(run);
-  trace_before_uid(run);
-  if (other_agents_runs.contains(request.name) || find_named(runs_, request.name) != nullptr ||
-      !run_to_make_text(run)) {
-    // Its name is a run's already (an earlier Agent's), or the run is too
-    // large for its Job to carry: made and started as any run, so a name
-    // someone else holds starts nothing.
+  if (other_agents_runs.contains(request.name) || find_named(runs_, request.name) != nullptr) {
+    // Its name is a run's already (an earlier Agent's): made and started
+    // as any run, so a name someone else holds starts nothing.
     const WriteResult created = create_run(request);
     return created == WriteResult::kDone ? start_run(request.name) : created;
   }
+  Json run = make_run_object(spec_, request);
+  r_.stamp_policies(run);
+  trace_before_uid(run);
   runs_.push_back(std::move(run));
   const WriteResult result = start_run(request.name);
   Json* started = find_named(runs_, request.name);

@@ -116,6 +116,9 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, const AgentSpec
     HB_TRY(make_unless_made(run));  // it stays Queued
     return false;
   }
+  // A run too large for its Job to carry (a tenant's many policies stamped
+  // on it) is made first, and its Job made as for any stored run.
+  if (!made(run) && !run_to_make_text(run)) HB_TRY(make_unless_made(run));
   HB_TRY_ASSIGN(std::optional<JobPlan> plan,
                 plan_job(agent, spec, run, history, prompt, prices, hold, now));
   if (plan && plan->context_config_map && !made(run)) {
