@@ -7,6 +7,7 @@
 #include "controllers/model/mentions.h"
 #include "controllers/model/names.h"
 #include "controllers/model/run_cost.h"
+#include "controllers/run/run_after_job.h"
 #include "controllers/run/run_record.h"
 #include "controllers/run/run_status.h"
 #include "controllers/runtime/workqueue.h"
@@ -56,6 +57,38 @@ bool holds_place(const ApiServer& server, const Json& run) {
   return phase == "Running" ||
          server.peek("jobs", string_at(run, "metadata/namespace"),
                      controllers::job_name_for_run(string_at(run, "metadata/name"))) != nullptr;
+}
+
+// The policies a Job's pod template was stamped with: the copy the
+// operator trusts (a Job's template cannot change), read as a run's stamp.
+std::vector<std::string> template_policies(const Json& job) {
+  const Json* stamps = controllers::find_path(job, "spec/template/metadata/annotations");
+  if (stamps == nullptr || !stamps->is_object() ||
+      !stamps->contains(controllers::kAnnotationPolicies)) {
+    return {};
+  }
+  const Json as_run = {
+      {"metadata",
+       {{"annotations",
+         {{controllers::kAnnotationPolicies, (*stamps)[controllers::kAnnotationPolicies]}}}}}};
+  return controllers::stamped_policies(as_run).value_or(std::vector<std::string>{});
+}
+
+// Every run that holds a place: the runs holding_place, and the run each
+// Job made first carries until that run is made (its Job is its start).
+template <typename Fn>
+void for_each_place(const ApiServer& server, Fn visit) {
+  server.for_each("heartbeatruns", [&](const Json& run) {
+    if (holds_place(server, run)) visit(run);
+  });
+  server.for_each("jobs", [&](const Json& job) {
+    if (!controllers::awaits_its_run(job)) return;
+    const std::optional<Json> run = controllers::run_carried_by(job);
+    if (run && server.peek("heartbeatruns", string_at(*run, "metadata/namespace"),
+                           string_at(*run, "metadata/name")) == nullptr) {
+      visit(*run);
+    }
+  });
 }
 
 // The run a Job is for: the name in its ownerReference of kind
@@ -138,19 +171,33 @@ void Checker::on_write(Actor actor, const std::string& resource, const std::opti
   // the operator's clock jumped): the start rules hold at that instant.
   if (resource == "jobs" && actor == Actor::kOperator && !before && after) {
     on_job_create(*after);
-    const Json* owners = controllers::find_path(*after, "metadata/ownerReferences");
-    if (owners == nullptr || !owners->is_array() || owners->empty()) return;
-    const Json* run = server_.peek("heartbeatruns", string_at(*after, "metadata/namespace"),
-                                   string_at((*owners)[0], "name"));
-    if (run != nullptr) {
-      admitted_by_[string_at(*run, "metadata/uid")] =
-          controllers::admitting_policies(&*after, *run, [](const std::string&) { return false; });
-      started_at_[string_at(*run, "metadata/uid")] = server_.now();
-    }
-    if (run != nullptr) on_run_start(*run, now);
-    if (run != nullptr) check_concurrency(*run);
-    if (run != nullptr) check_policies(*run);
+    on_start(*after, now);
   }
+}
+
+// The operator created `job`: the run it starts, its owner or (Job first)
+// the run it carries, is held to the start rules at this instant.
+void Checker::on_start(const Json& job, TimePoint now) {
+  const Json* owners = controllers::find_path(job, "metadata/ownerReferences");
+  const bool owned = owners != nullptr && owners->is_array() && !owners->empty();
+  const std::optional<Json> carried = owned ? std::nullopt : controllers::run_carried_by(job);
+  const Json* run = owned ? server_.peek("heartbeatruns", string_at(job, "metadata/namespace"),
+                                         string_at((*owners)[0], "name"))
+                          : (carried ? &*carried : nullptr);
+  if (run == nullptr) return;
+  const StartSeen seen{
+      owned ? controllers::admitting_policies(&job, *run, [](const std::string&) { return false; })
+            : template_policies(job),
+      server_.now()};
+  // A carried run has no uid yet: it is kept by name until the run is made.
+  if (owned) {
+    started_[string_at(*run, "metadata/uid")] = seen;
+  } else {
+    started_before_made_[object_key(*run)] = seen;
+  }
+  on_run_start(*run, now);
+  check_concurrency(*run);
+  check_policies(*run);
 }
 
 // Never two Jobs for one slot: over the whole seed, at most one Job is
@@ -233,7 +280,7 @@ void Checker::check_jobs_have_runs(TimePoint operator_up_since) {
 void Checker::check_concurrency(const Json& started) {
   if (config_.max_concurrent_runs <= 0) return;
   int64_t in_use = 0;
-  server_.for_each("heartbeatruns", [&](const Json& run) { in_use += holds_place(server_, run); });
+  for_each_place(server_, [&](const Json&) { ++in_use; });
   if (in_use > config_.max_concurrent_runs) {
     violation("run " + object_key(started) + " started with " + std::to_string(in_use) +
               " runs going on, over --max-concurrent-runs=" +
@@ -407,8 +454,8 @@ void Checker::check_policy_cap(const PolicyLimits& policy, const Json& started) 
     return;
   }
   int64_t in_use = 0;
-  server_.for_each("heartbeatruns", [&](const Json& run) {
-    if (string_at(run, "metadata/namespace") != policy.ns || !holds_place(server_, run)) return;
+  for_each_place(server_, [&](const Json& run) {
+    if (string_at(run, "metadata/namespace") != policy.ns) return;
     const Json* agent = server_.peek("agents", policy.ns, string_at(run, "spec/agentRef/name"));
     in_use += agent != nullptr && policy_selects(policy, *agent);
   });
@@ -498,6 +545,13 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
         agent_key_of_run(*after) + "|" + string_at(*after, "spec/scheduledTime");
     if (!slots_.insert(slot).second) violation("a second scheduler run for slot " + slot);
   }
+  if (!before && after) {  // made after its Job: its start, seen then, is the run's
+    const auto seen = started_before_made_.find(object_key(*after));
+    if (seen != started_before_made_.end()) {
+      started_[string_at(*after, "metadata/uid")] = std::move(seen->second);
+      started_before_made_.erase(seen);
+    }
+  }
   if (!before && after) {  // the Jobs made for it before it: now their slot is known
     const auto early = jobs_before_run_.find(object_key(*after));
     if (early != jobs_before_run_.end()) {
@@ -572,12 +626,13 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
                               controllers::number_at(*after, "status/heldCents").value_or(c.cents));
       // A run a person changed money limits under (in its namespace,
       // while it went) is measured apart: that overshoot is not concurrency's.
-      const auto started = started_at_.find(uid);
+      const auto started = started_.find(uid);
       const auto changed = limits_changed_at_.find(agent_ns);
-      const bool limits_moved =
-          started == started_at_.end() ||
-          (changed != limits_changed_at_.end() && changed->second > started->second);
-      for (const std::string& policy : admitted_by_[uid]) {
+      const bool limits_moved = started == started_.end() || (changed != limits_changed_at_.end() &&
+                                                              changed->second > started->second.at);
+      const std::vector<std::string> no_policies;
+      for (const std::string& policy :
+           started == started_.end() ? no_policies : started->second.admitted_by) {
         const Json* p = server_.peek("heartbeatpolicies", agent_ns, policy);
         const std::string day =
             schedule::spend_day(day_of, p == nullptr ? nullptr : policy_limits(*p).zone);
@@ -843,7 +898,7 @@ void Checker::check_settled() {
     // crash between its writes may have left it Queued): its runner may
     // have spent, and that charge is lost unless the run is counted.
     const bool job_made =
-        started_at_.count(string_at(run, "metadata/uid")) > 0 ||
+        started_.count(string_at(run, "metadata/uid")) > 0 ||
         server_.peek("jobs", string_at(run, "metadata/namespace"),
                      controllers::job_name_for_run(string_at(run, "metadata/name"))) != nullptr;
     const bool waiting = !job_made && (phase.empty() || phase == "Queued");

@@ -111,6 +111,7 @@ class Checker {
   // the operator may not have seen it go.
   void on_run_delete(const Json& run, TimePoint now);
   bool agent_deleted_unseen(const Json& run) const;
+  void on_start(const Json& job, TimePoint now);
   void on_run_start(const Json& run, TimePoint now);
   void on_ledger_write(const std::optional<Json>& before, const std::optional<Json>& after);
   void check_concurrency(const Json& run);
@@ -167,15 +168,21 @@ class Checker {
   Overshoot worst_overshoot_;
   double worst_run_overshoot_calls_ = 0;
   double worst_run_overshoot_calls_after_change_ = 0;
-  std::map<std::string, TimePoint> started_at_;  // run uid -> its Job's creation (true time)
+  // A run's start as the checker saw it: the policies on its Job template
+  // (what the operator admitted it under, which its author cannot rewrite)
+  // and the Job's creation (true time).
+  struct StartSeen {
+    std::vector<std::string> admitted_by;
+    TimePoint at{};
+  };
+  std::map<std::string, StartSeen> started_;  // by run uid
+  // By "ns/name": the runs whose Job was made first, until they are made.
+  std::map<std::string, StartSeen> started_before_made_;
   // "ns/name" -> uid -> when that Agent was deleted (true time), for
   // kUserChangeSeenWithin.
   std::map<std::string, std::map<std::string, TimePoint>> agents_deleted_at_;
   // Namespace -> when a person last changed a budget, price or label there.
   std::map<std::string, TimePoint> limits_changed_at_;
-  // The policies on each started run's Job template, by run uid: what the
-  // operator admitted it under, which its author cannot rewrite.
-  std::map<std::string, std::vector<std::string>> admitted_by_;
   // When the policies or Agent labels of a namespace last changed (true
   // time): the operator may start by the old ones until it sees the change.
   std::map<std::string, TimePoint> selection_changed_at_;

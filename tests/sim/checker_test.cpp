@@ -9,6 +9,7 @@
 
 #include "api/rfc3339.h"
 #include "controllers/model/names.h"
+#include "controllers/run/run_after_job.h"
 #include "controllers/run/run_record.h"
 
 namespace hb::sim {
@@ -85,6 +86,33 @@ class CheckerTest : public ::testing::Test {
                       {"annotations", {{controllers::kAnnotationRunName, run}}},
                       {"ownerReferences", {{{"kind", "Agent"}, {"name", "a"}, {"uid", agent}}}}}}});
   }
+  // A Job made first (no owner yet), carrying its run `run` of Agent
+  // `agent` as the operator writes it, its template stamped with
+  // `policies`: the run starts now and is made later.
+  void start_job_first(const std::string& run, const std::string& agent = "a",
+                       const std::string& policies = "") {
+    const std::string uid =
+        controllers::string_at(*server_.peek("agents", "ns", agent), "metadata/uid");
+    const Json carried = {
+        {"metadata",
+         {{"name", run},
+          {"namespace", "ns"},
+          {"annotations", {{controllers::kAnnotationAgentUid, uid}}}}},
+        {"spec", {{"agentRef", {{"name", agent}}}, {"invocationSource", "manual"}}}};
+    Json job = {{"metadata",
+                 {{"name", controllers::job_name_for_run(run)},
+                  {"annotations",
+                   {{controllers::kAnnotationRunToMake, *controllers::run_to_make_text(carried)},
+                    {controllers::kAnnotationAgentName, agent},
+                    {controllers::kAnnotationAgentUid, uid}}}}}};
+    job["spec"]["template"]["metadata"]["annotations"][controllers::kAnnotationPolicies] = policies;
+    server_.create(Actor::kOperator, "jobs", "ns", job);
+  }
+  // The run a Job made first carries, made as the operator makes it.
+  void make_carried_run(const std::string& run) {
+    const Json* job = server_.peek("jobs", "ns", controllers::job_name_for_run(run));
+    server_.create(Actor::kOperator, "heartbeatruns", "ns", *controllers::run_carried_by(*job));
+  }
   Json finished(double cents) {
     return {{"phase", "Succeeded"}, {"costRecorded", true}, {"usage", {{"costCents", cents}}}};
   }
@@ -120,6 +148,25 @@ TEST_F(CheckerTest, AThirdRunStartedUnderACapOfTwoIsCaught) {
   ASSERT_EQ(checker_.violations().size(), 1u);
   EXPECT_NE(checker_.violations()[0].find("r4 started with 3 runs going on"), std::string::npos)
       << checker_.violations()[0];
+}
+
+// A Job made first starts its run before the run exists: that run holds a
+// place from its Job on, and a start past the cap is caught at its Job.
+TEST_F(CheckerTest, ARunStartedByItsJobBeforeItIsMadeCountsUnderTheCap) {
+  server_.create(Actor::kOperator, "heartbeatruns", "ns",
+                 scheduler_run("r1", "2026-03-10T10:01:00Z"));
+  start("r1");
+  start_job_first("r2");
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  start_job_first("r3");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("r3 started with 3 runs going on"), std::string::npos)
+      << checker_.violations()[0];
+  make_carried_run("r2");  // once made, r2 holds its place once, by its Job
+  start_job_first("r4");
+  ASSERT_EQ(checker_.violations().size(), 2u);
+  EXPECT_NE(checker_.violations()[1].find("r4 started with 4 runs going on"), std::string::npos)
+      << checker_.violations()[1];
 }
 
 TEST_F(CheckerTest, ABeatingRunFailedAsStalledIsCaught) {
@@ -615,6 +662,29 @@ TEST_F(PolicyCheckerTest, TheTeamOvershootIsMeasuredInCallsOfTheRunsThatPassedTh
   EXPECT_NEAR(checker_.worst_team_overshoot().calls, 2, 1e-9);
   EXPECT_EQ(checker_.worst_team_overshoot().runs, 1);
   EXPECT_NEAR(checker_.worst_run_overshoot_calls(), 2, 1e-9);
+}
+
+// A run whose Job was made first is held to its team's budget at its Job,
+// and its charge, once the run is made, counts for the team it was
+// admitted under.
+TEST_F(PolicyCheckerTest, ARunStartedByItsJobIsHeldToItsTeamAndCountedForIt) {
+  create_policy({{"budget", {{"monthlyCents", 3}}}});
+  counted_run("a1", "a", 2, "team-x");
+  start_job_first("b1", "b", "team-x");
+  make_carried_run("b1");
+  Json done = finished(3);  // 5 of 3 cents: 2 over, in a run of 3 calls of 1 cent
+  done["finishedAt"] = "2026-03-10T09:30:00Z";
+  done["usage"]["llmCalls"] = 3;
+  set_run_status("b1", done);
+  EXPECT_NEAR(checker_.worst_team_overshoot().cents, 2, 1e-9);
+  EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
+  wait_until_seen();
+  start_job_first("a2", "a", "team-x");
+  ASSERT_EQ(checker_.violations().size(), 1u);
+  EXPECT_NE(checker_.violations()[0].find("a2 started while HeartbeatPolicy ns/team-x's team "
+                                          "budget is spent"),
+            std::string::npos)
+      << checker_.violations()[0];
 }
 
 // A runner whose usage report broke its bounds is charged its bound, more
