@@ -20,6 +20,7 @@ FinishedRun finished_run(const RunObservation& run, TimePoint now) {
   f.exit_code = int_at(run.status, "exitCode");
   f.usage = usage_from_status(run.status);
   f.finished_at = time_at(run.status, "finishedAt").value_or(now);
+  f.admitted_at = time_at(run.status, "startedAt");
   f.pause_until = time_at(run.status, "pauseUntil");
   f.policies = string_array_at(run.status, "policies");
   f.call_durations = call_durations_from_status(run.status);

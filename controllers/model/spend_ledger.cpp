@@ -43,7 +43,7 @@ LedgerResult apply_ledger(const LedgerInput& in) {
       // difference and record the new figure in the same write. Never lower.
       const double more = run.usage.cost_cents - already->cost_cents;
       if (more >= kSpendCentsResolution) {
-        if (schedule::spend_period(run.finished_at) == period) {
+        if (schedule::spend_period(run.admitted_at.value_or(run.finished_at)) == period) {
           out.spend.cents = round_to_spend_resolution(out.spend.cents + more);
         }
         already->cost_cents = run.usage.cost_cents;
@@ -52,7 +52,7 @@ LedgerResult apply_ledger(const LedgerInput& in) {
       }
       continue;
     }
-    if (schedule::spend_period(run.finished_at) == period) {
+    if (schedule::spend_period(run.admitted_at.value_or(run.finished_at)) == period) {
       out.spend.cents = round_to_spend_resolution(out.spend.cents + run.usage.cost_cents);
       // Saturating: a month of runs can never wrap the totals negative.
       out.spend.input_tokens = saturating_add(out.spend.input_tokens, run.usage.input_tokens);

@@ -67,6 +67,9 @@ struct FinishedRun {  // a final run whose costRecorded is not yet true
   std::optional<int64_t> exit_code;
   RunUsage usage;
   TimePoint finished_at{};
+  // status.startedAt: when it was admitted, by the operator's clock. Its
+  // spend belongs to that month (and day), whose room admitted it.
+  std::optional<TimePoint> admitted_at;
   std::optional<TimePoint> pause_until;
   std::vector<std::string> policies;  // status.policies: those that admitted it
   // status.usage.modelCallDurations: believed when the run finished.

@@ -30,6 +30,7 @@ LedgerCharge charge_of(const OrphanRun& orphan, TimePoint now) {
   charge.input_tokens = usage.input_tokens;
   charge.output_tokens = usage.output_tokens;
   charge.finished_at = time_at(status, "finishedAt").value_or(now);
+  charge.admitted_at = time_at(status, "startedAt");
   charge.policies = orphan.admitting_policies;
   charge.call_durations = call_durations_from_status(status);
   HB_ASSERT_MSG(orphan.observed.became_final, "only a run that became final is charged");

@@ -60,6 +60,7 @@ std::vector<LedgerCharge> charges_of(const std::vector<FinishedRun>& runs,
     LedgerCharge charge{
         run->name,        run->usage.cost_cents, run->usage.input_tokens, run->usage.output_tokens,
         run->finished_at, run->policies};
+    charge.admitted_at = run->admitted_at;
     charge.call_durations = run->call_durations;
     charges.push_back(std::move(charge));
   }

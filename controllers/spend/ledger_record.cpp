@@ -79,7 +79,7 @@ void add_to_policy(PeriodSpend& period, const std::string& policy, int64_t micro
 // A charge's part in the days: the agent's day, and each policy's own.
 void add_to_days(LedgerRecord& record, const LedgerCharge& charge, int64_t more, bool first_time) {
   const std::string agent_day =
-      charge.day.empty() ? schedule::spend_day(charge.finished_at, nullptr) : charge.day;
+      charge.day.empty() ? schedule::spend_day(charged_at(charge), nullptr) : charge.day;
   PeriodSpend& day = record.days[agent_day];
   add_spend(day, charge, more, first_time);
   for (const std::string& name : distinct_policies(charge)) {
@@ -128,14 +128,18 @@ std::string ledger_object_name(const std::string& ns, const std::string& agent) 
   return name;
 }
 
+TimePoint charged_at(const LedgerCharge& charge) {
+  return charge.admitted_at.value_or(charge.finished_at);
+}
+
 void stamp_days(
     std::vector<LedgerCharge>& charges, const date::time_zone* agent_zone,
     const std::function<const date::time_zone*(const std::string& policy)>& policy_zone) {
   for (LedgerCharge& charge : charges) {
-    charge.day = schedule::spend_day(charge.finished_at, agent_zone);
+    charge.day = schedule::spend_day(charged_at(charge), agent_zone);
     charge.policy_days.clear();
     for (const std::string& policy : charge.policies) {
-      charge.policy_days[policy] = schedule::spend_day(charge.finished_at, policy_zone(policy));
+      charge.policy_days[policy] = schedule::spend_day(charged_at(charge), policy_zone(policy));
     }
     HB_ASSERT_MSG(!charge.day.empty() && charge.policy_days.size() <= charge.policies.size(),
                   "every charge has its agent's day and at most a day per policy");
@@ -152,7 +156,7 @@ LedgerRecord charge_runs(LedgerRecord record, const std::vector<LedgerCharge>& c
                                 [&](const CountedCharge& c) { return c.run == charge.run; });
     const bool first_time = counted == record.counted.end();
     int64_t more = micro_cents;
-    std::string period = schedule::spend_period(charge.finished_at);
+    std::string period = schedule::spend_period(charged_at(charge));
     if (!first_time) {
       // Charged before (its mark did not land) and observed higher now:
       // only the difference, into the month it was first added to.

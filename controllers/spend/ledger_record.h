@@ -79,7 +79,11 @@ struct LedgerCharge {  // one run to count
   int64_t output_tokens = 0;
   TimePoint finished_at{};
   std::vector<std::string> policies;  // charged under each
-  // The day keys finished_at falls in: the agent's, and each policy's
+  // When the run was admitted (its status.startedAt, by the operator's
+  // clock, which also chose the room it was admitted from); nullopt: it
+  // never started, and finished_at stands in.
+  std::optional<TimePoint> admitted_at = {};
+  // The day keys charged_at falls in: the agent's, and each policy's
   // (by name; one not named: the agent's). Empty: the UTC day.
   std::string day = {};
   std::map<std::string, std::string> policy_days = {};
@@ -87,7 +91,12 @@ struct LedgerCharge {  // one run to count
   std::optional<api::CallDurations> call_durations = {};
 };
 
-// Sets each charge's day keys (schedule::spend_day of its finish): the
+// The instant whose month and day a charge belongs to: when its run was
+// admitted, so a charge lands in the room that admitted it whatever the
+// clocks that stamped its finish.
+TimePoint charged_at(const LedgerCharge& charge);
+
+// Sets each charge's day keys (schedule::spend_day of charged_at): the
 // agent's in `agent_zone`, each policy's in `policy_zone(name)` (nullptr: UTC).
 void stamp_days(
     std::vector<LedgerCharge>& charges, const date::time_zone* agent_zone,

@@ -29,6 +29,8 @@ using controllers::time_at;
 using schedule::format_rfc3339;
 
 constexpr double kCentsTolerance = 1e-5;
+// The longest a pass may take from stamping a run's start to making its Job.
+constexpr std::chrono::seconds kStartStampedBeforeJobMax{60};
 // What adding a day's charges as doubles may lose: far below a micro-cent,
 // the ledger's resolution (4.999995 of 5 cents is not spent, 5 is).
 constexpr double kSumNoiseCents = 1e-9;
@@ -603,17 +605,21 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
     const Json* agent = server_.peek("agents", agent_ns, string_at(*after, "spec/agentRef/name"));
     Counted c;
     c.agent_key = agent_key_of_run(*after);
-    // The month the run finished in, whenever it is counted.
-    const std::optional<TimePoint> finished = time_at(*after, "status/finishedAt");
-    c.period = finished ? schedule::spend_period(*finished)
-                        : (agent ? string_at(*agent, "status/spend/period") : "");
+    // The month and day the run was admitted in (its start, by the
+    // operator's clock, checked against true time below), whenever it is
+    // counted; a run that never started, those it finished in.
+    const std::optional<TimePoint> charged = time_at(*after, "status/startedAt")
+                                                 ? time_at(*after, "status/startedAt")
+                                                 : time_at(*after, "status/finishedAt");
+    c.period = charged ? schedule::spend_period(*charged)
+                       : (agent ? string_at(*agent, "status/spend/period") : "");
     c.cents = controllers::number_at(*after, "status/usage/costCents").value_or(0);
     if (!std::isfinite(c.cents) || c.cents < 0) violation("run " + name + " counted a bad cost");
     if (!counted_.emplace(uid, c).second) {
       violation("run " + name + " counted twice");
     } else {
       counted_sums_[c.agent_key + "|" + c.period] += c.cents;
-      const TimePoint day_of = finished.value_or(server_.now());
+      const TimePoint day_of = charged.value_or(server_.now());
       counted_sums_[c.agent_key + "|" + schedule::spend_day(day_of, agent_zone(agent))] += c.cents;
       const double calls = controllers::number_at(*after, "status/usage/llmCalls").value_or(0);
       // A runner whose usage report was out of bounds is charged its bound:
@@ -627,6 +633,7 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
       // A run a person changed money limits under (in its namespace,
       // while it went) is measured apart: that overshoot is not concurrency's.
       const auto started = started_.find(uid);
+      if (started != started_.end()) check_start_stamp(*after, started->second.at);
       const auto changed = limits_changed_at_.find(agent_ns);
       const bool limits_moved = started == started_.end() || (changed != limits_changed_at_.end() &&
                                                               changed->second > started->second.at);
@@ -650,6 +657,20 @@ void Checker::on_run_write(Actor actor, const std::optional<Json>& before,
   }
 }
 
+// A run's spend belongs to the day of its status.startedAt, the operator's
+// clock when it admitted the run: that clock strays at most kClockSkewMax
+// from true time, so a run's day is true time's within that, give or take
+// the pass that stamped it before its Job was made.
+void Checker::check_start_stamp(const Json& run, TimePoint job_made) {
+  const std::optional<TimePoint> stamped = time_at(run, "status/startedAt");
+  if (!stamped) return;
+  const auto off = *stamped > job_made ? *stamped - job_made : job_made - *stamped;
+  if (off > kClockSkewMax + kStartStampedBeforeJobMax) {
+    violation("run " + object_key(run) + " was stamped started at " + format_rfc3339(*stamped) +
+              ", its Job made at " + format_rfc3339(job_made) + " (true time)");
+  }
+}
+
 // The cents this run took the team past its budget (from the budget, or
 // from the spend if a person lowered the budget below it), and as calls
 // of this run's size.
@@ -661,7 +682,6 @@ void Checker::measure_overshoot(const std::string& policy_key, const std::string
   if (policy == nullptr || cents <= 0) return;
   const PolicyLimits limits = policy_limits(*policy);
   const bool day = !schedule::day_of_key(period).empty();
-  if (period != (day ? schedule::spend_day(server_.now(), limits.zone) : current_period())) return;
   const double budget = static_cast<double>(day ? limits.daily_cents : limits.monthly_cents);
   if (budget <= 0) return;
   const auto counted = team_measured_.find(policy_key + "|" + period);

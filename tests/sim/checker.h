@@ -112,6 +112,7 @@ class Checker {
   void on_run_delete(const Json& run, TimePoint now);
   bool agent_deleted_unseen(const Json& run) const;
   void on_start(const Json& job, TimePoint now);
+  void check_start_stamp(const Json& run, TimePoint job_made);
   void on_run_start(const Json& run, TimePoint now);
   void on_ledger_write(const std::optional<Json>& before, const std::optional<Json>& after);
   void check_concurrency(const Json& run);

@@ -52,6 +52,25 @@ TEST(LedgerRecord, ARunIsAddedToTheMonthItFinishedInWheneverItIsCounted) {
   EXPECT_EQ(spend_in(r, "2024-06").cents, 1);
 }
 
+// A charge lands in the month and day whose room admitted its run (its
+// start, by the operator's clock), not where a clock that stamped its
+// finish puts it: a run admitted in the first seconds of a day by an
+// operator clock ahead of the node's, finished "yesterday" by the node's
+// clock, is today's. Without a start (never admitted), its finish.
+TEST(LedgerRecord, AChargeBelongsToTheDayAndMonthItsRunWasAdmittedIn) {
+  LedgerRecord r{"ns", "bot", {}, {}};
+  std::vector<LedgerCharge> charges = {charge("early", 2, "2024-04-30T23:59:54Z", {"team"}),
+                                       charge("never-started", 1, "2024-04-30T23:59:58Z")};
+  charges[0].admitted_at = at("2024-05-01T00:00:00Z");
+  stamp_days(charges, nullptr, [](const std::string&) { return nullptr; });
+  r = charge_runs(r, charges, at("2024-05-01T00:00:30Z"));
+  EXPECT_EQ(spend_in(r, "2024-05").cents, 2);
+  EXPECT_EQ(spend_in(r, "2024-04").cents, 1);
+  EXPECT_EQ(spend_on_day(r, "2024-05-01@UTC"), 2.0);
+  EXPECT_EQ(r.days.at("2024-05-01@UTC").policy_micro_cents.at("team"), 2'000'000);
+  EXPECT_EQ(spend_on_day(r, "2024-04-30@UTC"), 1.0);
+}
+
 // Days: the agent's in its zone, each policy's in the policy's; a raise
 // adds only the difference; days are kept three days; the ConfigMap keeps them.
 TEST(LedgerRecord, ChargesTheDaysOfTheAgentsAndEachPolicysZone) {

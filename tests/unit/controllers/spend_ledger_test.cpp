@@ -117,6 +117,22 @@ TEST(SpendLedger, MonthRolloverResetsSpend) {
   EXPECT_EQ(out.spend.input_tokens, 0);
 }
 
+// The month's figure counts a run admitted this month whatever month its
+// finish was stamped in, and not one admitted last month.
+TEST(SpendLedger, ARunCountsInTheMonthItWasAdmittedIn) {
+  LedgerInput in;
+  in.spend = {"2024-05", 0, 0, 0};
+  in.now = at("2024-05-01T00:00:30Z");
+  FinishedRun admitted_now = finished("now", 2, "2024-04-30T23:59:54Z");
+  admitted_now.admitted_at = at("2024-05-01T00:00:00Z");
+  FinishedRun admitted_before = finished("before", 5, "2024-05-01T00:00:10Z");
+  admitted_before.admitted_at = at("2024-04-30T23:50:00Z");
+  in.finished = {admitted_now, admitted_before};
+  const LedgerResult out = apply_ledger(in);
+  EXPECT_EQ(out.spend.cents, 2);
+  EXPECT_EQ(out.counted.size(), 2u) << "both are counted, each in its own month";
+}
+
 TEST(SpendLedger, RecentRunsAreBoundedNewestFirst) {
   LedgerInput in;
   in.now = at("2024-05-02T00:00:00Z");
