@@ -18,7 +18,6 @@ Json to_make(const Json& run) {
       metadata[key] = *value;
     }
   }
-  HB_ASSERT_MSG(metadata.size() <= 4, "only the run's identity is kept of its metadata");
   return {{"apiVersion", kApiVersion},
           {"kind", kRunKind},
           {"metadata", std::move(metadata)},

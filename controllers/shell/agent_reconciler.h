@@ -197,9 +197,9 @@ class AgentReconciler {
   kube::Done hand_over_jobs(const std::string& ns, const std::vector<HandOver>& handovers);
   kube::Done perform_job_run_step(const std::string& ns, const JobRunStep& step,
                                   std::vector<Json>& runs);
-  // What making a run found: made now, made by this Agent before (an
-  // earlier pass's), or its name held by a run that is not this Agent's.
-  enum class RunMade { kMade, kFoundOurs, kNameTaken };
+  // What making a run found: this Agent's run (made now, or by an earlier
+  // pass), or its name held by a run that is not this Agent's.
+  enum class RunMade { kOurs, kNameTaken };
   kube::Result<RunMade> make_run(Json& run);
   // For a run not made yet (started Job first): makes it, unless it is.
   kube::Done make_unless_made(Json& run);
@@ -208,7 +208,9 @@ class AgentReconciler {
     Pricing pricing;
     std::optional<int64_t> per_run_tokens;
   };
+  // `to_make`: for a run not made yet, its run_to_make_text.
   kube::Result<std::optional<JobPlan>> plan_job(const Json& agent, const AgentSpec& spec, Json& run,
+                                                const std::optional<std::string>& to_make,
                                                 const std::vector<const Json*>& history,
                                                 const Prompt& prompt, const RunPrices& prices,
                                                 const HoldDecision& hold, TimePoint now);

@@ -2,6 +2,7 @@
 // held, its context and Job made.
 #include <spdlog/spdlog.h>
 
+#include "controllers/model/names.h"
 #include "controllers/run/cache_projection.h"
 #include "controllers/schedule/utc_time.h"
 #include "controllers/shell/agent_reconciler.h"
@@ -118,14 +119,16 @@ kube::Result<bool> AgentReconciler::start_run(const Json& agent, const AgentSpec
   }
   // A run too large for its Job to carry (a tenant's many policies stamped
   // on it) is made first, and its Job made as for any stored run.
-  if (!made(run) && !run_to_make_text(run)) HB_TRY(make_unless_made(run));
+  const std::optional<std::string> to_make = made(run) ? std::nullopt : run_to_make_text(run);
+  if (!made(run) && !to_make) HB_TRY(make_unless_made(run));
   HB_TRY_ASSIGN(std::optional<JobPlan> plan,
-                plan_job(agent, spec, run, history, prompt, prices, hold, now));
+                plan_job(agent, spec, run, to_make, history, prompt, prices, hold, now));
   if (plan && plan->context_config_map && !made(run)) {
     // The context rides in a ConfigMap the run owns: the run first, then
     // the Job as for any stored run.
     HB_TRY(make_unless_made(run));
-    HB_TRY_ASSIGN(plan, plan_job(agent, spec, run, history, prompt, prices, hold, now));
+    HB_TRY_ASSIGN(plan,
+                  plan_job(agent, spec, run, std::nullopt, history, prompt, prices, hold, now));
   }
   if (!plan) return true;  // failed before it started
   HB_TRY_ASSIGN(const StartedJob job, create_context_and_job(run, *plan));
@@ -157,8 +160,9 @@ kube::Done AgentReconciler::adopt_run(const Json& agent, const std::string& run_
 // The run's context rendered and its Job built; nullopt when the context is
 // too large, the run then failed before it started.
 kube::Result<std::optional<JobPlan>> AgentReconciler::plan_job(
-    const Json& agent, const AgentSpec& spec, Json& run, const std::vector<const Json*>& history,
-    const Prompt& prompt, const RunPrices& prices, const HoldDecision& hold, TimePoint now) {
+    const Json& agent, const AgentSpec& spec, Json& run, const std::optional<std::string>& to_make,
+    const std::vector<const Json*>& history, const Prompt& prompt, const RunPrices& prices,
+    const HoldDecision& hold, TimePoint now) {
   const std::string ns = namespace_of(run);
   std::vector<EarlierRun> earlier = earlier_runs(history, name_of(run), spec.context_runs);
   HB_TRY_ASSIGN(const RereadRuns reread, reread_context_runs(ns, spec, name_of(run), earlier));
@@ -167,9 +171,8 @@ kube::Result<std::optional<JobPlan>> AgentReconciler::plan_job(
   }
   StartingRun starting = starting_run(run);
   if (!made(run)) {
-    std::optional<std::string> text = run_to_make_text(run);
-    HB_ASSERT_MSG(text.has_value(), "a run too large to carry is made before its Job");
-    starting.to_make = std::move(*text);
+    HB_ASSERT_MSG(to_make.has_value(), "a run too large to carry is made before its Job");
+    starting.to_make = *to_make;
   }
   RunStart start = plan_run_start({.spec = &spec,
                                    .run = &starting,

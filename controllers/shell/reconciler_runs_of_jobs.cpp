@@ -109,7 +109,7 @@ kube::Result<AgentReconciler::RunMade> AgentReconciler::make_run(Json& run) {
     overlay_.put(kOverlayRuns, created.object);  // read-your-writes, as for a run made here
   }
   run = std::move(created.object);
-  return created.made ? RunMade::kMade : RunMade::kFoundOurs;
+  return RunMade::kOurs;
 }
 
 }  // namespace hb::controllers
