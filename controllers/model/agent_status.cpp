@@ -130,7 +130,6 @@ Conditions parse_conditions(const Json* list) {
         string_at(c, "type"), string_at(c, "status"), int_at(c, "observedGeneration").value_or(0),
         string_at(c, "lastTransitionTime"), string_at(c, "reason"), string_at(c, "message")});
   }
-  HB_ASSERT(conditions->size() == list->size());
   return conditions;
 }
 
@@ -189,11 +188,6 @@ ParsedAgentStatus parse_agent_status(const Json* stored) {
     s.provider_error_streak = std::min(*streak, kProviderErrorStreakMax);
   }
   s.effective_interval = string_at(j, "effectiveInterval");
-  HB_ASSERT_MSG(
-      (!s.idle_streak || (*s.idle_streak >= 0 && *s.idle_streak <= kIdleStreakMax)) &&
-          (!s.provider_error_streak ||
-           (*s.provider_error_streak > 0 && *s.provider_error_streak <= kProviderErrorStreakMax)),
-      "streaks read back lie within their clamps");
   parsed.canonical = to_json(s) == j;
   return parsed;
 }

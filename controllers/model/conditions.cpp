@@ -1,6 +1,5 @@
 #include "controllers/model/conditions.h"
 
-#include "api/hb_assert.h"
 #include "controllers/schedule/utc_time.h"
 
 namespace hb::controllers {
@@ -24,11 +23,9 @@ Condition make_condition(const Conditions& existing, std::string_view type, bool
       }
     }
   }
-  Condition out{std::string(type),   std::string(status_text),
-                generation,          kept != nullptr ? *kept : schedule::format_rfc3339(now),
-                std::string(reason), std::string(message)};
-  HB_ASSERT_MSG(!out.last_transition_time.empty(), "a condition always says when it last changed");
-  return out;
+  return Condition{std::string(type),   std::string(status_text),
+                   generation,          kept != nullptr ? *kept : schedule::format_rfc3339(now),
+                   std::string(reason), std::string(message)};
 }
 
 }  // namespace hb::controllers

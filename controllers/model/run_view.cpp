@@ -3,7 +3,6 @@
 #include <array>
 #include <chrono>
 
-#include "api/contract_limits.h"
 #include "api/hb_assert.h"
 #include "controllers/model/mentions.h"
 #include "controllers/model/names.h"
@@ -103,9 +102,6 @@ RunView view_run(const Json& run) {
   v.reason = string_at(status, "reason");
   v.message = string_at(status, "message");
   v.usage = usage_from_status(status);
-  HB_ASSERT_MSG(v.requested >= v.created - kRequestedAtBeforeCreatedMax &&
-                    v.requested < v.created + std::chrono::seconds(1),
-                "a requested-at is believed only near creationTimestamp");
   return v;
 }
 
@@ -121,7 +117,6 @@ StartingRun starting_run(const Json& run) {
   id.metadata = api::usable_run_metadata(find_path(run, "spec/metadata"));
   id.scheduled_time = view.scheduled_time;
   out.trace_uid = run_trace_uid(run);
-  HB_ASSERT(out.identity.metadata.size() <= api::kRunMetadataEntriesMax);
   return out;
 }
 
