@@ -117,7 +117,6 @@ WantedCondition budget_condition(const schedule::BlockResult& blocks) {
     message = b.message;
     if (!b.condition_reason.empty()) reason = b.condition_reason;
   }
-  HB_ASSERT_MSG(!reason.empty(), "a condition always has a reason (the API requires one)");
   return {kConditionBudgetExceeded, exceeded, reason, message};
 }
 
