@@ -323,7 +323,6 @@ Json runner_env(const StartingRun& run, const AgentSpec& agent, const JobConfig&
          {"valueFrom",
           {{"secretKeyRef", {{"name", agent.api_key->name}, {"key", agent.api_key->key}}}}}});
   }
-  HB_ASSERT_MSG(env.size() >= 6, "the run's identity is always in the runner's environment");
   return env;
 }
 
@@ -332,7 +331,6 @@ Json runner_command(const AgentSpec& agent, const JobConfig& config, bool builti
   if (c.is_array() && (!builtin || !c.empty())) return c;
   Json command = Json::array();
   for (const std::string& part : config.runner_command) command.push_back(part);
-  HB_ASSERT(command.size() == config.runner_command.size());
   return command;
 }
 

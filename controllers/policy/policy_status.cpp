@@ -24,7 +24,6 @@ struct WantedPolicyCondition {
 
 // Paused only while the policy is valid: an invalid one holds nobody.
 WantedPolicyCondition paused_policy_condition(const PolicySpec& policy, const PolicyTally& tally) {
-  HB_ASSERT_MSG(tally.agents >= 0, "the message counts the selected agents");
   if (!policy.paused) {
     return {kConditionPaused, false, "NotPaused",
             "spec.paused is false; the policy holds no agent"};
