@@ -23,7 +23,6 @@ Json take(Json& from, std::initializer_list<const char*> keys) {
     auto it = from.find(key);
     if (it != from.end()) out[key] = std::move(*it);
   }
-  HB_ASSERT(out.size() <= keys.size());
   return out;
 }
 
@@ -38,15 +37,12 @@ constexpr std::initializer_list<const char*> kAnnotationsKept = {
 kube::TextCut members_whole(std::initializer_list<const char*> names) {
   kube::TextCut cut;
   for (const char* name : names) cut.members.push_back({name, {}});
-  HB_ASSERT(cut.members.size() == names.size());
   return cut;
 }
 
 kube::TextCut shell_cut() {
   kube::TextCut metadata = members_whole(kMetadataKept);
   metadata.members.push_back({"annotations", members_whole(kAnnotationsKept)});
-  HB_ASSERT_MSG(metadata.members.size() == kMetadataKept.size() + 1,
-                "the cut keeps the metadata projected_metadata keeps, and the annotations");
   return {{"apiVersion", {}}, {"kind", {}}, {"metadata", std::move(metadata)}};
 }
 
@@ -56,7 +52,6 @@ Json projected_metadata(Json& metadata) {
     Json kept = take(*annotations, kAnnotationsKept);
     if (!kept.empty()) out["annotations"] = std::move(kept);
   }
-  HB_ASSERT(out.size() <= kMetadataKept.size() + 1);
   return out;
 }
 
@@ -66,7 +61,6 @@ Json projected_shell(Json& object) {
   if (auto meta = object.find("metadata"); meta != object.end()) {
     out["metadata"] = projected_metadata(*meta);
   }
-  HB_ASSERT_MSG(out.size() <= 3, "a shell is kind, apiVersion and metadata");
   return out;
 }
 
@@ -80,7 +74,6 @@ Json projected_container_status(Json& status) {
       if (terminated != state->end() && terminated->is_object()) terminated->erase("message");
     }
   }
-  HB_ASSERT_MSG(out.size() <= 2, "a container status keeps its name and state only");
   return out;
 }
 
@@ -99,8 +92,6 @@ std::shared_ptr<const kube::TextCut> job_text_cut() {
     kube::TextCut spec{{"template", kube::TextCut{{"metadata", std::move(template_metadata)}}}};
     out.members.push_back({"spec", std::move(spec)});
     out.members.push_back({"status", members_whole(kJobStatusKept)});
-    HB_ASSERT_MSG(out.find("spec") != nullptr && out.find("status") != nullptr,
-                  "the cut keeps the template and status members project_job reads");
     return out;
   }());
   return cut;
@@ -137,7 +128,6 @@ void project_job(Json& job) {
     Json kept = take(*status, kJobStatusKept);
     if (!kept.empty()) out["status"] = std::move(kept);
   }
-  HB_ASSERT_MSG(out.size() <= 5, "a Job keeps its shell, spec and status only");
   job = std::move(out);
 }
 
@@ -154,7 +144,6 @@ void project_pod(Json& pod) {
     }
     if (!kept.empty()) out["status"] = std::move(kept);
   }
-  HB_ASSERT_MSG(out.size() <= 4, "a Pod keeps its shell and status only");
   pod = std::move(out);
 }
 

@@ -130,9 +130,7 @@ std::string succeeded_reason(const api::ParsedResult& parsed) {
   const std::string& stop = parsed.result->stop_reason;
   if (stop == "budget") return "BudgetExhausted";
   if (stop == "daily_budget") return "DailyBudgetExhausted";
-  std::string reason = camel_case(stop.empty() ? "completed" : stop);
-  HB_ASSERT_MSG(!reason.empty(), "a succeeded run is told why (the CRD requires a reason)");
-  return reason;
+  return camel_case(stop.empty() ? "completed" : stop);
 }
 
 // The runner's result on the outcome: its error joins a failure's message.
@@ -319,7 +317,6 @@ Json usage_counts_json(const UsageCounts& u) {
               {"toolCalls", u.tool_calls},
               {"iterations", u.iterations}};
   put_cache_counts(out, u);
-  HB_ASSERT_MSG(out.size() >= 5 && out.size() <= 7, "five counts, and the cache counts when some");
   return out;
 }
 
