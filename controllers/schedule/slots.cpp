@@ -88,10 +88,8 @@ ParseResult<int64_t> parse_spread(std::string_view spread, int64_t interval_seco
   if (spread.empty() || spread == kSpreadNone) return Result::success(0);
   const auto hashed_below = [&](int64_t bound) {
     HB_ASSERT_MSG(bound > 0, "a spread is hashed within a positive duration");
-    const auto offset =
-        static_cast<int64_t>(stable_hash(hash_key, kSpreadHashSalt) % static_cast<uint64_t>(bound));
-    HB_ASSERT(offset >= 0 && offset < bound);
-    return offset;
+    return static_cast<int64_t>(stable_hash(hash_key, kSpreadHashSalt) %
+                                static_cast<uint64_t>(bound));
   };
   if (spread == kSpreadAuto) return Result::success(hashed_below(interval_seconds));
   auto within = parse_duration_seconds(spread, kSpreadField);
