@@ -178,10 +178,7 @@ DaySpend spend_today(const AgentSpec& spec, const LedgerRecord* record,
 int64_t spent_cents_today(const AgentSpec& spec, const LedgerRecord* record,
                           std::vector<LedgerCharge> charges, TimePoint now) {
   if (spec.daily_budget_cents <= 0) return 0;  // no zone lookup where no day limits
-  const int64_t spent =
-      limited_cents_today(spec, spend_today(spec, record, std::move(charges), now));
-  HB_ASSERT_MSG(spent >= 0, "a day's spend is a rounded non-negative sum");
-  return spent;
+  return limited_cents_today(spec, spend_today(spec, record, std::move(charges), now));
 }
 
 std::optional<DaySpend> spend_today_if_needed(const AgentSpec& spec, const AgentStatus& stored,
@@ -190,21 +187,13 @@ std::optional<DaySpend> spend_today_if_needed(const AgentSpec& spec, const Agent
                                               TimePoint now) {
   const bool look = !charges.empty() || spec.daily_budget_cents > 0 || stored.spend_today;
   if (!look) return std::nullopt;
-  DaySpend today;
-  if (record != nullptr || !stored.spend_today) {
-    today = spend_today(spec, record, charges, now);
-  } else {
-    // Without a durable record the status is the ledger: its figure stands for its day.
-    LedgerRecord from_status;
-    const DaySpend& shown = *stored.spend_today;
-    from_status.days[schedule::day_key(shown.day, shown.time_zone)].micro_cents =
-        to_micro_cents(shown.cents);
-    today = spend_today(spec, &from_status, charges, now);
-  }
-  // Both halves of schedule::spend_day's key, whatever the status showed.
-  HB_ASSERT_MSG(!today.day.empty() && !today.time_zone.empty(),
-                "a day looked up names its date and its zone");
-  return today;
+  if (record != nullptr || !stored.spend_today) return spend_today(spec, record, charges, now);
+  // Without a durable record the status is the ledger: its figure stands for its day.
+  LedgerRecord from_status;
+  const DaySpend& shown = *stored.spend_today;
+  from_status.days[schedule::day_key(shown.day, shown.time_zone)].micro_cents =
+      to_micro_cents(shown.cents);
+  return spend_today(spec, &from_status, charges, now);
 }
 
 int64_t limited_cents_today(const AgentSpec& spec, const std::optional<DaySpend>& today) {

@@ -39,27 +39,19 @@ std::optional<double> held_cents_of_job(const Json& job) {
 }
 
 std::string budget_pool_of_agent(const std::string& agent_key) {
-  std::string pool = "agent:" + agent_key;
-  HB_ASSERT(!is_day_pool(pool));
-  return pool;
+  return "agent:" + agent_key;
 }
 
 std::string budget_pool_of_policy(const std::string& ns, const std::string& policy) {
-  std::string pool = "policy:" + ns + "/" + policy;
-  HB_ASSERT(!is_day_pool(pool));
-  return pool;
+  return "policy:" + ns + "/" + policy;
 }
 
 std::string budget_day_pool_of_agent(const std::string& agent_key) {
-  std::string pool = "agent-day:" + agent_key;
-  HB_ASSERT(is_day_pool(pool));
-  return pool;
+  return "agent-day:" + agent_key;
 }
 
 std::string budget_day_pool_of_policy(const std::string& ns, const std::string& policy) {
-  std::string pool = "policy-day:" + ns + "/" + policy;
-  HB_ASSERT(is_day_pool(pool));
-  return pool;
+  return "policy-day:" + ns + "/" + policy;
 }
 
 bool is_day_pool(std::string_view pool) {

@@ -45,7 +45,6 @@ struct PolicyField {
       cents = price;
       policy = key;
     }
-    HB_ASSERT_MSG(!(price > cents), "the highest price offered is kept");
   }
   // Charged instead of the agent's price: a tie goes to the policy (the
   // team's price is the one enforced).
