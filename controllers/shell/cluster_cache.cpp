@@ -299,9 +299,11 @@ kube::StoreHandlers ClusterCache::lease_handlers() {
     note_usage_report(o);
     add(o);
   };
+  // A beat whose report raises nothing only moves renewTime: no pass is
+  // queued for it. The run's pass already waits for its stall deadline
+  // (run_status.h), and reads the newest beat from the store then.
   h.on_update = [this, update = h.on_update](const Json& old, const Json& o) {
-    note_usage_report(o);
-    update(old, o);
+    if (note_usage_report(o) != ReportNews::kSame) update(old, o);
   };
   return h;
 }
@@ -412,21 +414,24 @@ bool ClusterCache::index_run(const std::string& agent_key, const std::string& ru
   return runs_by_agent_.set(agent_key, run_name, facts);
 }
 
-void ClusterCache::note_usage_report(const Json& lease) {
+ClusterCache::ReportNews ClusterCache::note_usage_report(const Json& lease) {
   const std::string agent = owner_agent(lease);
   const std::string_view text = annotation_at(lease, api::kAnnotationUsage);
-  if (agent.empty() || text.empty()) return;
+  if (agent.empty() || text.empty()) return ReportNews::kNone;
   const api::DecodedUsageReport decoded = api::decode_usage_report(text);
-  if (!decoded.report) return;
+  if (!decoded.report) return ReportNews::kNone;
   const api::UsageReport& r = *decoded.report;
   const UsageCounts counts = usage_counts(r);
   const std::string ns = namespace_of(lease);
   std::lock_guard lock(mutex_);
   // Only a run of this agent going on: a report naming anything else would
   // grow the map without bound.
-  if (!runs_by_agent_.unsettled(object_key(ns, agent), r.run)) return;
+  if (!runs_by_agent_.unsettled(object_key(ns, agent), r.run)) return ReportNews::kNone;
   auto [it, added] = reported_high_.try_emplace(object_key(ns, r.run), counts);
-  if (!added) it->second = usage_field_max(it->second, counts);
+  if (added) return ReportNews::kRaised;
+  const UsageCounts before = it->second;
+  it->second = usage_field_max(before, counts);
+  return it->second == before ? ReportNews::kSame : ReportNews::kRaised;
 }
 
 std::optional<UsageCounts> ClusterCache::reported_usage(const std::string& ns,

@@ -118,8 +118,11 @@ class ClusterCache final : public ClusterView {
   void tell_place_locked(const std::string& ns, const std::string& run_name, const Json* run);
   // Records the run (or its removal); true when it has just become settled.
   bool index_run(const std::string& agent_key, const std::string& run_name, const Json* run);
+  // What a Lease's usage report brought: none (no report of a run of the
+  // agent going on), a raise of that run's high-water mark, or the same.
+  enum class ReportNews { kNone, kRaised, kSame };
   // Raises the high-water mark of the run the Lease's usage report names.
-  void note_usage_report(const Json& lease);
+  ReportNews note_usage_report(const Json& lease);
   static std::string agent_key_of_run(const Json& run);
   // The runs' projection: drops a settled run's output past its agent's
   // context window (run_index.h).

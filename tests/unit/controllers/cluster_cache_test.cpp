@@ -480,6 +480,25 @@ TEST(ClusterCache, AUsageReportRewrittenLowerKeepsTheHighestSeen) {
   EXPECT_EQ(high->output_tokens, 20);
 }
 
+// A beat that only renews the Lease queues no pass (the run's pass waits
+// for its stall deadline and reads the newest beat then); a beat whose
+// report raises the run's usage, or a Lease no running run reports on, does.
+TEST(ClusterCache, ABeatThatRaisesNoUsageQueuesNoPass) {
+  Fixture f;
+  f.runs().send(kube::WatchEventType::kAdded, run("Running", false, "1"));
+  f.leases().send(kube::WatchEventType::kAdded, lease_reporting("bot-1", 300, "2"));
+  f.queued.clear();
+  f.leases().send(kube::WatchEventType::kModified, lease_reporting("bot-1", 300, "3"));
+  EXPECT_TRUE(f.queued.empty()) << "renewed, nothing new";
+  f.leases().send(kube::WatchEventType::kModified, lease_reporting("bot-1", 200, "4"));
+  EXPECT_TRUE(f.queued.empty()) << "a lower report raises nothing";
+  f.leases().send(kube::WatchEventType::kModified, lease_reporting("bot-1", 301, "5"));
+  EXPECT_EQ(f.queued, (std::vector<std::string>{kNs + std::string("/bot")}));
+  f.queued.clear();
+  f.leases().send(kube::WatchEventType::kModified, lease_reporting("made-up-run", 1, "6"));
+  EXPECT_EQ(f.queued.size(), 1u) << "a report of no run going on is not a beat";
+}
+
 TEST(ClusterCache, OnlyRunsGoingOnOfTheLeasesAgentAreTracked) {
   Fixture f;
   f.runs().send(kube::WatchEventType::kAdded, run("Running", false, "1"));
