@@ -6,6 +6,7 @@
 
 #include "controllers/agent/agent_conditions.h"
 #include "controllers/model/managed_namespaces.h"
+#include "controllers/model/names.h"
 #include "controllers/shell/agent_pass_writer.h"
 #include "kube/errors.h"
 

@@ -3,6 +3,7 @@
 // it (made, or found made) and is handed to it, one API call a step.
 #include <spdlog/spdlog.h>
 
+#include "controllers/model/names.h"
 #include "controllers/run/run_after_job.h"
 #include "controllers/run/run_record.h"
 #include "controllers/shell/agent_reconciler.h"
