@@ -558,6 +558,13 @@ class PolicyCheckerTest : public CheckerTest {
     status["finishedAt"] = finished_at;
     set_run_status(run, status);
   }
+  // `run` finishes charged 3 cents for 3 calls of 1 cent.
+  void finish_three_calls(const std::string& run) {
+    Json done = finished(3);
+    done["finishedAt"] = "2026-03-10T09:30:00Z";
+    done["usage"]["llmCalls"] = 3;
+    set_run_status(run, done);
+  }
   // Past the time the operator may take to see a user's change.
   void wait_until_seen() { now_ += kUserChangeSeenWithin + std::chrono::seconds(1); }
 };
@@ -654,10 +661,7 @@ TEST_F(PolicyCheckerTest, TheTeamOvershootIsMeasuredInCallsOfTheRunsThatPassedTh
   EXPECT_EQ(checker_.worst_team_overshoot().calls, 0);
   create_run("b1", "b", "team-x");
   start("b1");
-  Json done = finished(3);  // 5 of 3 cents: 2 over, in a run of 3 calls of 1 cent
-  done["finishedAt"] = "2026-03-10T09:30:00Z";
-  done["usage"]["llmCalls"] = 3;
-  set_run_status("b1", done);
+  finish_three_calls("b1");  // 5 of 3 cents: 2 over, in a run of 3 calls of 1 cent
   EXPECT_NEAR(checker_.worst_team_overshoot().cents, 2, 1e-9);
   EXPECT_NEAR(checker_.worst_team_overshoot().calls, 2, 1e-9);
   EXPECT_EQ(checker_.worst_team_overshoot().runs, 1);
@@ -672,10 +676,7 @@ TEST_F(PolicyCheckerTest, ARunStartedByItsJobIsHeldToItsTeamAndCountedForIt) {
   counted_run("a1", "a", 2, "team-x");
   start_job_first("b1", "b", "team-x");
   make_carried_run("b1");
-  Json done = finished(3);  // 5 of 3 cents: 2 over, in a run of 3 calls of 1 cent
-  done["finishedAt"] = "2026-03-10T09:30:00Z";
-  done["usage"]["llmCalls"] = 3;
-  set_run_status("b1", done);
+  finish_three_calls("b1");  // 5 of 3 cents: 2 over, in a run of 3 calls of 1 cent
   EXPECT_NEAR(checker_.worst_team_overshoot().cents, 2, 1e-9);
   EXPECT_TRUE(checker_.violations().empty()) << checker_.violations().front();
   wait_until_seen();
