@@ -131,11 +131,16 @@ class E2eTest : public ::testing::Test {
                   std::chrono::milliseconds timeout) {
     return wait_until([&] { return phase_of(run_name) == phase; }, timeout);
   }
+  // Every run of the namespace, from one list: one resourceVersion, so a
+  // consistent snapshot (reads one after another are not).
+  std::vector<json> runs() {
+    const json list = client_->list_all(res::kHeartbeatRuns, ns_).or_throw();
+    return list["items"].get<std::vector<json>>();
+  }
   std::vector<json> runs_of(const std::string& agent_name) {
     std::vector<json> out;
-    const json list = client_->list_all(res::kHeartbeatRuns, ns_).or_throw();  // outlives the loop
-    for (const json& r : list["items"]) {
-      if (string_at(r, "spec/agentRef/name") == agent_name) out.push_back(r);
+    for (json& r : runs()) {
+      if (string_at(r, "spec/agentRef/name") == agent_name) out.push_back(std::move(r));
     }
     return out;
   }
